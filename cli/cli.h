@@ -1,0 +1,32 @@
+/*
+ * The convgate command-line front end: a thin layer over libconvgate.
+ * Each subcommand lives in cli/cmd_<name>.c and is listed in commands.def.
+ * Exit codes: 0 success / clean, 1 the check found problems, 2 usage or
+ * input error (the message says which).
+ */
+#ifndef CG_CLI_H
+#define CG_CLI_H
+
+#include <stdio.h>
+
+#define CG_EXIT_OK 0
+#define CG_EXIT_FAIL 1
+#define CG_EXIT_ERROR 2
+
+typedef int (*cg_cli_fn)(int argc, char **argv);
+
+/* X(name, function, one-line summary) */
+#define X(name, fn, summary) int fn(int argc, char **argv);
+#include "commands.def"
+#undef X
+
+/* Prints "convgate NAME: message" to stderr. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void cli_error(const char *cmd, const char *fmt, ...);
+
+/* Writes s as a JSON string literal (quotes and escapes) to f. */
+void cli_json_string(FILE *f, const char *s);
+
+#endif

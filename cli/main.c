@@ -1,0 +1,86 @@
+/* convgate: dispatch to the subcommand named by argv[1]. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_command {
+    const char *name;
+    cg_cli_fn fn;
+    const char *summary;
+} cli_command;
+
+static const cli_command commands[] = {
+#define X(name, fn, summary) {#name, fn, summary},
+#include "commands.def"
+#undef X
+};
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "convgate %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "convgate %s: gate a converted model before it ships.\n"
+            "\n"
+            "Usage: convgate COMMAND [OPTIONS] MODEL\n"
+            "\n"
+            "Commands:\n",
+            CG_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
+               "Exit status: 0 success, 1 the model failed the check, 2 usage or input error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CG_EXIT_ERROR;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CG_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("convgate %s\n", CG_VERSION);
+        return CG_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return CG_EXIT_ERROR;
+}

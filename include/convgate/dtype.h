@@ -1,0 +1,45 @@
+/*
+ * Element types. The numeric values are ONNX's TensorProto.DataType, so a
+ * value read from a file maps directly once cg_dtype_valid() accepts it.
+ */
+#ifndef CONVGATE_DTYPE_H
+#define CONVGATE_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cg_dtype {
+#define X(name, value, str, size, npy) CG_DTYPE_##name = value,
+#include "convgate/dtype.def"
+#undef X
+    CG_DTYPE_COUNT
+} cg_dtype;
+
+/* True for a value that names a known element type (UNDEFINED excluded). */
+bool cg_dtype_valid(int64_t value);
+const char *cg_dtype_name(cg_dtype dt);
+/* Bytes per element; 0 for STRING, 4-bit types and UNDEFINED. */
+size_t cg_dtype_size(cg_dtype dt);
+/* NumPy array-interface descr ("<f4"), or NULL where NumPy has none. */
+const char *cg_dtype_npy_descr(cg_dtype dt);
+/* Parses a name as printed by cg_dtype_name; CG_DTYPE_UNDEFINED if unknown. */
+cg_dtype cg_dtype_from_name(const char *name);
+bool cg_dtype_is_float(cg_dtype dt); /* float16/32/64, bfloat16 */
+bool cg_dtype_is_int(cg_dtype dt);   /* signed or unsigned integers */
+bool cg_dtype_is_signed(cg_dtype dt);
+
+/* IEEE half and bfloat16 conversions (round to nearest even). */
+float cg_fp16_to_f32(uint16_t h);
+uint16_t cg_f32_to_fp16(float f);
+float cg_bf16_to_f32(uint16_t b);
+uint16_t cg_f32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

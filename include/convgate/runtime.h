@@ -1,0 +1,62 @@
+/*
+ * The reference CPU runtime: plan once, run many.
+ *
+ * cg_runtime_init resolves every node's schema and kernel and validates the
+ * graph; cg_runtime_run binds named inputs, runs the schedule and returns the
+ * graph outputs. Intermediate values are freed (or their arena slots reused)
+ * once their last consumer has run. An observer callback sees every value as
+ * it is produced (used by bisection and dumping) without the runtime keeping it.
+ */
+#ifndef CONVGATE_RUNTIME_H
+#define CONVGATE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/model.h"
+#include "convgate/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cg_runtime cg_runtime;
+typedef struct cg_value cg_value; /* see src/run/kernel.h */
+typedef struct cg_tensor cg_tensor;
+
+typedef struct cg_runtime_options {
+    size_t max_alloc_bytes; /* one allocation above this fails with CG_LIMIT; 0 = default 4 GiB */
+    /* Called for every value produced by a node of the main graph, in
+     * execution order. Return non-OK to stop the run. */
+    cg_status (*observe)(void *user, const cg_node *node, const char *name, const cg_value *value);
+    void *observe_user;
+} cg_runtime_options;
+
+void cg_runtime_options_default(cg_runtime_options *opt);
+
+cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
+                          cg_runtime **out, cg_error *err);
+void cg_runtime_free(cg_runtime *rt);
+
+/* One named input or output. */
+typedef struct cg_named_value {
+    const char *name;
+    cg_value *value;
+} cg_named_value;
+
+/* Runs the main graph. `inputs` must cover every graph input that is not
+ * also an initializer (those default to the initializer). On success
+ * *outputs is a malloc'd array of *output_count values in graph-output order;
+ * release with cg_runtime_free_outputs. */
+cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t input_count,
+                         cg_named_value **outputs, size_t *output_count, cg_error *err);
+void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
+
+/* Converts a TensorProto (inline or resolved external) to a runtime value. */
+cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out, cg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,623 @@
+/*
+ * cg_model -> ModelProto wire bytes.
+ *
+ * Fields are written in field-number order followed by the unknown fields
+ * kept at load time, which is also how protobuf serializes, so a model that
+ * was loaded and saved parses to a message equal to the original. Nested
+ * messages are length-prefixed by measuring them first (a writer in
+ * measure mode only counts bytes), so nothing is buffered twice and tensor
+ * payloads stream straight from the mapping to the output.
+ *
+ * With external data, every initializer payload of at least
+ * external_min_bytes bytes is written to one file beside the model, at
+ * 64-byte aligned offsets, and replaced by location/offset/length entries.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load/pbwire.h"
+#include "convgate/model.h"
+
+#define EXT_ALIGN 64u
+
+typedef struct ext_entry {
+    const cg_tensor_proto *t;
+    uint64_t offset;
+    cg_bytes payload;
+    char offset_s[24], length_s[24];
+} ext_entry;
+
+typedef struct wctx {
+    const char *ext_name; /* NULL: inline */
+    ext_entry *ext;       /* sorted by tensor pointer */
+    size_t ext_count;
+} wctx;
+
+typedef void (*emit_fn)(pb_writer *w, const void *msg, const wctx *c);
+
+static void put_msg(pb_writer *w, uint32_t field, emit_fn fn, const void *msg, const wctx *c)
+{
+    pb_writer m = {0};
+    fn(&m, msg, c);
+    pb_put_tag(w, field, PB_LEN);
+    pb_put_varint(w, m.size);
+    fn(w, msg, c);
+}
+
+static void put_str(pb_writer *w, uint32_t field, const char *s)
+{
+    if (s)
+        pb_put_bytes(w, field, s, strlen(s));
+}
+
+static void put_varint_field(pb_writer *w, uint32_t field, uint64_t v)
+{
+    pb_put_tag(w, field, PB_VARINT);
+    pb_put_varint(w, v);
+}
+
+static void put_unknown(pb_writer *w, cg_bytes u)
+{
+    if (u.data)
+        pb_put_raw(w, u.data, u.len);
+}
+
+static void emit_pair(pb_writer *w, const void *msg, const wctx *c)
+{
+    (void)c;
+    const cg_string_pair *p = msg;
+    put_str(w, 1, p->key);
+    put_str(w, 2, p->value);
+    put_unknown(w, p->unknown);
+}
+
+static void emit_opset(pb_writer *w, const void *msg, const wctx *c)
+{
+    (void)c;
+    const cg_opset_id *o = msg;
+    put_str(w, 1, o->domain);
+    if (o->has_version)
+        put_varint_field(w, 2, (uint64_t)o->version);
+    put_unknown(w, o->unknown);
+}
+
+static void emit_dim(pb_writer *w, const void *msg, const wctx *c)
+{
+    (void)c;
+    const cg_dim *d = msg;
+    if (d->has_value)
+        put_varint_field(w, 1, (uint64_t)d->value);
+    put_str(w, 2, d->param);
+    put_str(w, 3, d->denotation);
+    put_unknown(w, d->unknown);
+}
+
+static void emit_shape(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_shape *s = msg;
+    for (size_t i = 0; i < s->rank; i++)
+        put_msg(w, 1, emit_dim, &s->dims[i], c);
+    put_unknown(w, s->unknown);
+}
+
+static void emit_type(pb_writer *w, const void *msg, const wctx *c);
+
+/* The oneof member's inner message (Tensor, Sequence, Map, Optional, SparseTensor). */
+static void emit_type_inner(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_type *t = msg;
+    switch (t->kind) {
+    case CG_TYPE_TENSOR:
+    case CG_TYPE_SPARSE_TENSOR:
+        if (t->has_elem_type)
+            put_varint_field(w, 1, (uint64_t)(int64_t)t->elem_type);
+        if (t->shape)
+            put_msg(w, 2, emit_shape, t->shape, c);
+        break;
+    case CG_TYPE_MAP:
+        if (t->has_map_key_type)
+            put_varint_field(w, 1, (uint64_t)(int64_t)t->map_key_type);
+        if (t->elem)
+            put_msg(w, 2, emit_type, t->elem, c);
+        break;
+    case CG_TYPE_SEQUENCE:
+    case CG_TYPE_OPTIONAL:
+        if (t->elem)
+            put_msg(w, 1, emit_type, t->elem, c);
+        break;
+    case CG_TYPE_NONE:
+        break;
+    }
+    put_unknown(w, t->inner_unknown);
+}
+
+static void emit_type(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_type *t = msg;
+    static const uint32_t field_of_kind[] = {0, 1, 4, 5, 9, 8};
+    uint32_t kf = field_of_kind[t->kind];
+    /* field order: tensor(1) sequence(4) map(5) denotation(6) sparse(8) optional(9) */
+    if (kf && kf < 6)
+        put_msg(w, kf, emit_type_inner, t, c);
+    put_str(w, 6, t->denotation);
+    if (kf > 6)
+        put_msg(w, kf, emit_type_inner, t, c);
+    put_unknown(w, t->unknown);
+}
+
+static void emit_value_info(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_value_info *v = msg;
+    put_str(w, 1, v->name);
+    if (v->type)
+        put_msg(w, 2, emit_type, v->type, c);
+    put_str(w, 3, v->doc_string);
+    put_unknown(w, v->unknown);
+}
+
+static void emit_segment(pb_writer *w, const void *msg, const wctx *c)
+{
+    (void)c;
+    const cg_tensor_proto *t = msg;
+    if (t->has_segment_begin)
+        put_varint_field(w, 1, (uint64_t)t->segment_begin);
+    if (t->has_segment_end)
+        put_varint_field(w, 2, (uint64_t)t->segment_end);
+    put_unknown(w, t->segment_unknown);
+}
+
+static void put_packed_fixed(pb_writer *w, uint32_t field, cg_numbers n, size_t es)
+{
+    if (!n.count)
+        return;
+    pb_put_tag(w, field, PB_LEN);
+    pb_put_varint(w, n.count * es);
+    pb_put_raw(w, n.data, n.count * es);
+}
+
+/* kind: 0 int32 (sign-extended), 1 int64, 2 uint64 */
+static void put_packed_varint(pb_writer *w, uint32_t field, cg_numbers n, int kind)
+{
+    if (!n.count)
+        return;
+    size_t es = kind == 0 ? 4 : 8;
+    const uint8_t *p = n.data;
+    uint64_t len = 0;
+    for (size_t i = 0; i < n.count; i++) {
+        uint64_t v;
+        if (kind == 0) {
+            int32_t x;
+            memcpy(&x, p + i * es, 4);
+            v = (uint64_t)(int64_t)x;
+        } else {
+            memcpy(&v, p + i * es, 8);
+        }
+        len += pb_varint_size(v);
+    }
+    pb_put_tag(w, field, PB_LEN);
+    pb_put_varint(w, len);
+    for (size_t i = 0; i < n.count; i++) {
+        uint64_t v;
+        if (kind == 0) {
+            int32_t x;
+            memcpy(&x, p + i * es, 4);
+            v = (uint64_t)(int64_t)x;
+        } else {
+            memcpy(&v, p + i * es, 8);
+        }
+        pb_put_varint(w, v);
+    }
+}
+
+static const ext_entry *ext_find(const wctx *c, const cg_tensor_proto *t)
+{
+    size_t lo = 0, hi = c->ext_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)c->ext[mid].t < (uintptr_t)t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->ext_count && c->ext[lo].t == t ? &c->ext[lo] : NULL;
+}
+
+static void emit_tensor(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_tensor_proto *t = msg;
+    const ext_entry *moved = c->ext_name ? ext_find(c, t) : NULL;
+    /* a tensor loaded from external data and saved inline gets raw_data */
+    bool inline_external = !moved && !c->ext_name && t->has_data_location &&
+                           t->data_location == CG_LOC_EXTERNAL && t->external_payload.data;
+    for (size_t i = 0; i < t->rank; i++)
+        put_varint_field(w, 1, (uint64_t)t->dims[i]);
+    if (t->has_data_type)
+        put_varint_field(w, 2, (uint64_t)(int64_t)t->data_type);
+    if (t->has_segment)
+        put_msg(w, 3, emit_segment, t, c);
+    put_packed_fixed(w, 4, t->float_data, 4);
+    put_packed_varint(w, 5, t->int32_data, 0);
+    for (size_t i = 0; i < t->string_count; i++)
+        pb_put_bytes(w, 6, t->string_data[i].data, t->string_data[i].len);
+    put_packed_varint(w, 7, t->int64_data, 1);
+    put_str(w, 8, t->name);
+    if (moved) {
+        /* raw_data goes to the external file */
+    } else if (inline_external) {
+        pb_put_bytes(w, 9, t->external_payload.data, t->external_payload.len);
+    } else if (t->raw_data.data) {
+        pb_put_bytes(w, 9, t->raw_data.data, t->raw_data.len);
+    }
+    put_packed_fixed(w, 10, t->double_data, 8);
+    put_packed_varint(w, 11, t->uint64_data, 2);
+    put_str(w, 12, t->doc_string);
+    if (moved) {
+        cg_string_pair kv[3] = {{"location", c->ext_name, {0}},
+                                {"offset", moved->offset_s, {0}},
+                                {"length", moved->length_s, {0}}};
+        for (int i = 0; i < 3; i++)
+            put_msg(w, 13, emit_pair, &kv[i], c);
+        put_varint_field(w, 14, CG_LOC_EXTERNAL);
+    } else if (!inline_external) {
+        for (size_t i = 0; i < t->external_count; i++)
+            put_msg(w, 13, emit_pair, &t->external_data[i], c);
+        if (t->has_data_location)
+            put_varint_field(w, 14, (uint64_t)(int64_t)t->data_location);
+    }
+    put_unknown(w, t->unknown);
+}
+
+static void emit_sparse(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_sparse_tensor_proto *s = msg;
+    if (s->values)
+        put_msg(w, 1, emit_tensor, s->values, c);
+    if (s->indices)
+        put_msg(w, 2, emit_tensor, s->indices, c);
+    for (size_t i = 0; i < s->rank; i++)
+        put_varint_field(w, 3, (uint64_t)s->dims[i]);
+    put_unknown(w, s->unknown);
+}
+
+static void emit_graph(pb_writer *w, const void *msg, const wctx *c);
+
+static void emit_attr(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_attr *a = msg;
+    put_str(w, 1, a->name);
+    if (a->has_f) {
+        uint32_t bits;
+        memcpy(&bits, &a->f, 4);
+        pb_put_tag(w, 2, PB_FIXED32);
+        pb_put_fixed32(w, bits);
+    }
+    if (a->has_i)
+        put_varint_field(w, 3, (uint64_t)a->i);
+    if (a->s.data)
+        pb_put_bytes(w, 4, a->s.data, a->s.len);
+    if (a->t)
+        put_msg(w, 5, emit_tensor, a->t, c);
+    if (a->g)
+        put_msg(w, 6, emit_graph, a->g, c);
+    for (size_t i = 0; i < a->floats_count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &a->floats[i], 4);
+        pb_put_tag(w, 7, PB_FIXED32);
+        pb_put_fixed32(w, bits);
+    }
+    for (size_t i = 0; i < a->ints_count; i++)
+        put_varint_field(w, 8, (uint64_t)a->ints[i]);
+    for (size_t i = 0; i < a->strings_count; i++)
+        pb_put_bytes(w, 9, a->strings[i].data, a->strings[i].len);
+    for (size_t i = 0; i < a->tensors_count; i++)
+        put_msg(w, 10, emit_tensor, a->tensors[i], c);
+    for (size_t i = 0; i < a->graphs_count; i++)
+        put_msg(w, 11, emit_graph, a->graphs[i], c);
+    put_str(w, 13, a->doc_string);
+    if (a->tp)
+        put_msg(w, 14, emit_type, a->tp, c);
+    for (size_t i = 0; i < a->type_protos_count; i++)
+        put_msg(w, 15, emit_type, a->type_protos[i], c);
+    if (a->has_type)
+        put_varint_field(w, 20, (uint64_t)(int64_t)a->type);
+    put_str(w, 21, a->ref_attr_name);
+    if (a->sparse_tensor)
+        put_msg(w, 22, emit_sparse, a->sparse_tensor, c);
+    for (size_t i = 0; i < a->sparse_tensors_count; i++)
+        put_msg(w, 23, emit_sparse, a->sparse_tensors[i], c);
+    put_unknown(w, a->unknown);
+}
+
+static void emit_node(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_node *n = msg;
+    for (size_t i = 0; i < n->input_count; i++)
+        put_str(w, 1, n->inputs[i]);
+    for (size_t i = 0; i < n->output_count; i++)
+        put_str(w, 2, n->outputs[i]);
+    put_str(w, 3, n->name);
+    put_str(w, 4, n->op_type);
+    for (size_t i = 0; i < n->attr_count; i++)
+        put_msg(w, 5, emit_attr, &n->attrs[i], c);
+    put_str(w, 6, n->doc_string);
+    put_str(w, 7, n->domain);
+    put_unknown(w, n->unknown);
+}
+
+static void emit_annotation(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_tensor_annotation *a = msg;
+    put_str(w, 1, a->tensor_name);
+    for (size_t i = 0; i < a->quant_param_count; i++)
+        put_msg(w, 2, emit_pair, &a->quant_params[i], c);
+    put_unknown(w, a->unknown);
+}
+
+static void emit_graph(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_graph *g = msg;
+    for (size_t i = 0; i < g->node_count; i++)
+        put_msg(w, 1, emit_node, &g->nodes[i], c);
+    put_str(w, 2, g->name);
+    for (size_t i = 0; i < g->initializer_count; i++)
+        put_msg(w, 5, emit_tensor, &g->initializers[i], c);
+    put_str(w, 10, g->doc_string);
+    for (size_t i = 0; i < g->input_count; i++)
+        put_msg(w, 11, emit_value_info, &g->inputs[i], c);
+    for (size_t i = 0; i < g->output_count; i++)
+        put_msg(w, 12, emit_value_info, &g->outputs[i], c);
+    for (size_t i = 0; i < g->value_info_count; i++)
+        put_msg(w, 13, emit_value_info, &g->value_infos[i], c);
+    for (size_t i = 0; i < g->quant_annotation_count; i++)
+        put_msg(w, 14, emit_annotation, &g->quant_annotations[i], c);
+    for (size_t i = 0; i < g->sparse_initializer_count; i++)
+        put_msg(w, 15, emit_sparse, &g->sparse_initializers[i], c);
+    put_unknown(w, g->unknown);
+}
+
+static void emit_function(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_function *f = msg;
+    put_str(w, 1, f->name);
+    for (size_t i = 0; i < f->input_count; i++)
+        put_str(w, 4, f->inputs[i]);
+    for (size_t i = 0; i < f->output_count; i++)
+        put_str(w, 5, f->outputs[i]);
+    for (size_t i = 0; i < f->attribute_name_count; i++)
+        put_str(w, 6, f->attribute_names[i]);
+    for (size_t i = 0; i < f->node_count; i++)
+        put_msg(w, 7, emit_node, &f->nodes[i], c);
+    put_str(w, 8, f->doc_string);
+    for (size_t i = 0; i < f->opset_count; i++)
+        put_msg(w, 9, emit_opset, &f->opsets[i], c);
+    put_str(w, 10, f->domain);
+    for (size_t i = 0; i < f->attribute_proto_count; i++)
+        put_msg(w, 11, emit_attr, &f->attribute_protos[i], c);
+    put_unknown(w, f->unknown);
+}
+
+static void emit_training(pb_writer *w, const void *msg, const wctx *c)
+{
+    const cg_training_info *t = msg;
+    if (t->initialization)
+        put_msg(w, 1, emit_graph, t->initialization, c);
+    if (t->algorithm)
+        put_msg(w, 2, emit_graph, t->algorithm, c);
+    for (size_t i = 0; i < t->init_binding_count; i++)
+        put_msg(w, 3, emit_pair, &t->init_bindings[i], c);
+    for (size_t i = 0; i < t->update_binding_count; i++)
+        put_msg(w, 4, emit_pair, &t->update_bindings[i], c);
+    put_unknown(w, t->unknown);
+}
+
+static void emit_model(pb_writer *w, const cg_model *m, const wctx *c)
+{
+    if (m->has_ir_version)
+        put_varint_field(w, 1, (uint64_t)m->ir_version);
+    put_str(w, 2, m->producer_name);
+    put_str(w, 3, m->producer_version);
+    put_str(w, 4, m->domain);
+    if (m->has_model_version)
+        put_varint_field(w, 5, (uint64_t)m->model_version);
+    put_str(w, 6, m->doc_string);
+    if (m->graph)
+        put_msg(w, 7, emit_graph, m->graph, c);
+    for (size_t i = 0; i < m->opset_count; i++)
+        put_msg(w, 8, emit_opset, &m->opsets[i], c);
+    for (size_t i = 0; i < m->metadata_count; i++)
+        put_msg(w, 14, emit_pair, &m->metadata[i], c);
+    for (size_t i = 0; i < m->training_info_count; i++)
+        put_msg(w, 20, emit_training, &m->training_infos[i], c);
+    for (size_t i = 0; i < m->function_count; i++)
+        put_msg(w, 25, emit_function, &m->functions[i], c);
+    put_unknown(w, m->unknown);
+}
+
+cg_status cg_model_serialize(const cg_model *model, uint8_t **out, size_t *out_size,
+                             cg_error *err)
+{
+    *out = NULL;
+    *out_size = 0;
+    wctx c = {0};
+    pb_writer w = {0};
+    w.cap = SIZE_MAX; /* buffer mode */
+    emit_model(&w, model, &c);
+    if (w.failed) {
+        free(w.buf);
+        return cg_error_set(err, CG_NOMEM, "serializing the model: out of memory");
+    }
+    if (!w.buf) { /* empty model */
+        w.buf = malloc(1);
+        if (!w.buf)
+            return cg_error_set(err, CG_NOMEM, "serializing the model: out of memory");
+    }
+    *out = w.buf;
+    *out_size = (size_t)w.size;
+    return CG_OK;
+}
+
+static int cmp_ext(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const ext_entry *)a)->t, y = (uintptr_t)((const ext_entry *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* The payload bytes a tensor can move to external data, or {NULL,0}. */
+static cg_bytes movable_payload(const cg_tensor_proto *t)
+{
+    if (t->has_data_location && t->data_location == CG_LOC_EXTERNAL)
+        return t->external_payload;
+    return t->raw_data;
+}
+
+static bool bare_file_name(const char *s)
+{
+    return s && *s && !strchr(s, '/') && !strchr(s, '\\') && strcmp(s, ".") != 0 &&
+           strcmp(s, "..") != 0;
+}
+
+/* Directory part of path ("." when none); caller frees. */
+static char *dir_part(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    char *d = malloc(n + 2);
+    if (!d)
+        return NULL;
+    if (!slash)
+        strcpy(d, ".");
+    else if (n == 0)
+        strcpy(d, "/");
+    else {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_options *opt,
+                        cg_error *err)
+{
+    wctx c = {0};
+    cg_status st = CG_OK;
+    FILE *f = NULL;
+    int ext_fd = -1, dir_fd = -1;
+    char *dir = NULL;
+    if (opt && opt->external_file) {
+        if (!bare_file_name(opt->external_file))
+            return cg_error_set(err, CG_SECURITY,
+                                "external data file '%s' must be a plain file name written "
+                                "beside the model (no directories, no '..')",
+                                opt->external_file);
+        c.ext_name = opt->external_file;
+        const cg_graph *g = model->graph;
+        size_t n = g ? g->initializer_count : 0;
+        c.ext = n ? calloc(n, sizeof *c.ext) : NULL;
+        if (n && !c.ext)
+            return cg_error_set(err, CG_NOMEM, "saving '%s': out of memory", path);
+        uint64_t off = 0;
+        for (size_t i = 0; i < n; i++) {
+            const cg_tensor_proto *t = &g->initializers[i];
+            cg_bytes p = movable_payload(t);
+            if (!p.data || p.len < opt->external_min_bytes || p.len == 0)
+                continue;
+            ext_entry *e = &c.ext[c.ext_count++];
+            off = (off + EXT_ALIGN - 1) & ~(uint64_t)(EXT_ALIGN - 1);
+            e->t = t;
+            e->offset = off;
+            e->payload = p;
+            snprintf(e->offset_s, sizeof e->offset_s, "%llu", (unsigned long long)off);
+            snprintf(e->length_s, sizeof e->length_s, "%zu", p.len);
+            off += p.len;
+        }
+    }
+    {
+        pb_writer m = {0};
+        emit_model(&m, model, &c);
+        if (m.size > 2147483647u) {
+            st = cg_error_set(err, CG_LIMIT,
+                              "saving '%s': the model would be %llu bytes, over protobuf's 2 GiB "
+                              "limit; save with external data",
+                              path, (unsigned long long)m.size);
+            goto done;
+        }
+    }
+    if (c.ext_name) {
+        dir = dir_part(path);
+        if (!dir) {
+            st = cg_error_set(err, CG_NOMEM, "saving '%s': out of memory", path);
+            goto done;
+        }
+        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0) {
+            st = cg_error_set(err, CG_IO, "saving '%s': cannot open directory '%s': %s", path, dir,
+                              strerror(errno));
+            goto done;
+        }
+        ext_fd = openat(dir_fd, c.ext_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        0644);
+        if (ext_fd < 0) {
+            st = cg_error_set(err, CG_IO, "saving '%s': cannot create external data '%s': %s",
+                              path, c.ext_name, strerror(errno));
+            goto done;
+        }
+        uint64_t pos = 0;
+        static const uint8_t zeros[EXT_ALIGN];
+        for (size_t i = 0; i < c.ext_count; i++) {
+            const ext_entry *e = &c.ext[i];
+            while (pos < e->offset) {
+                size_t pad = (size_t)(e->offset - pos);
+                ssize_t wr = write(ext_fd, zeros, pad);
+                if (wr <= 0)
+                    goto write_fail;
+                pos += (uint64_t)wr;
+            }
+            size_t done_bytes = 0;
+            while (done_bytes < e->payload.len) {
+                ssize_t wr = write(ext_fd, e->payload.data + done_bytes, e->payload.len - done_bytes);
+                if (wr <= 0)
+                    goto write_fail;
+                done_bytes += (size_t)wr;
+            }
+            pos += e->payload.len;
+        }
+        qsort(c.ext, c.ext_count, sizeof *c.ext, cmp_ext);
+    }
+    f = fopen(path, "wb");
+    if (!f) {
+        st = cg_error_set(err, CG_IO, "saving '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    {
+        pb_writer w = {0};
+        w.file = f;
+        emit_model(&w, model, &c);
+        if (w.failed) {
+            st = cg_error_set(err, CG_IO, "saving '%s': write failed: %s", path, strerror(errno));
+            goto done;
+        }
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        st = cg_error_set(err, CG_IO, "saving '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    f = NULL;
+    goto done;
+write_fail:
+    st = cg_error_set(err, CG_IO, "saving '%s': writing external data '%s' failed: %s", path,
+                      c.ext_name, strerror(errno));
+done:
+    if (f)
+        fclose(f);
+    if (ext_fd >= 0)
+        close(ext_fd);
+    if (dir_fd >= 0)
+        close(dir_fd);
+    free(dir);
+    free(c.ext);
+    return st;
+}

@@ -1,0 +1,155 @@
+/*
+ * The contract between the executor and operator kernels.
+ *
+ * A kernel is a pure function of its inputs and the node's attributes:
+ *   cg_status kernel(cg_kernel_ctx *k);
+ * It validates what it reads (ranks, axes, indices, attribute values) and
+ * reports bad values through cg_kernel_fail, which names the node and op.
+ * It never aborts, never reads outside a tensor, and never allocates output
+ * memory itself: it asks the executor with cg_kernel_output(), which applies
+ * the allocation limit and places the buffer in the planned arena.
+ *
+ * One kernel serves every version of its op: k->since is the since_version
+ * of the schema the model's opset resolves to, so version differences (an
+ * attribute that became an input, new defaults) are handled by branching on it.
+ *
+ * Registration: one row per op in a family table src/run/ops/<family>.def,
+ *   CG_KERNEL(domain, op_type, function)
+ * with domain "" for ai.onnx. src/run/ops.def includes every family table.
+ */
+#ifndef CG_RUN_KERNEL_H
+#define CG_RUN_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/dtype.h"
+#include "convgate/model.h"
+#include "convgate/status.h"
+
+#define CG_MAX_RANK 16
+
+/* A dense tensor. For STRING, data is an array of numel `char *`, each a
+ * NUL-terminated heap string owned by the tensor (set with
+ * cg_tensor_set_string); a NULL entry reads as "". */
+typedef struct cg_tensor {
+    cg_dtype dtype;
+    int rank;
+    int64_t dims[CG_MAX_RANK];
+    int64_t numel;
+    void *data;
+} cg_tensor;
+
+typedef enum cg_value_kind {
+    CG_VALUE_TENSOR = 0,
+    CG_VALUE_SEQUENCE,
+    CG_VALUE_OPTIONAL /* optional: has_value says whether it holds something */
+} cg_value_kind;
+
+/* What flows along a graph edge. Kernels of ordinary ops see only tensors;
+ * sequence and optional ops use the other fields. */
+typedef struct cg_value {
+    cg_value_kind kind;
+    cg_tensor tensor;          /* TENSOR, or OPTIONAL holding a tensor */
+    struct cg_value **items;   /* SEQUENCE elements (each a TENSOR value) */
+    size_t item_count;
+    cg_dtype seq_dtype;        /* element dtype of a (possibly empty) sequence */
+    bool has_value;            /* OPTIONAL */
+    bool optional_is_sequence; /* OPTIONAL whose payload is a sequence */
+} cg_value;
+
+typedef struct cg_runtime cg_runtime;
+typedef struct cg_exec cg_exec;
+
+typedef struct cg_kernel_ctx {
+    const cg_node *node;
+    const cg_graph *graph; /* the graph (or subgraph) holding node */
+    int64_t since;         /* resolved schema since_version */
+    int64_t opset;         /* the model's import for node's domain */
+    const cg_value *const *inputs; /* NULL entries for omitted optional inputs */
+    size_t input_count;
+    cg_value **outputs;             /* filled by cg_kernel_output / _value */
+    size_t output_count;
+    cg_exec *exec;                  /* executor state (allocation, subgraphs) */
+    cg_error *err;
+} cg_kernel_ctx;
+
+typedef cg_status (*cg_kernel_fn)(cg_kernel_ctx *k);
+
+/* --- inputs ------------------------------------------------------------- */
+
+/* Input i as a tensor, or NULL when omitted/absent (or not a tensor). */
+const cg_tensor *cg_kernel_input(const cg_kernel_ctx *k, size_t i);
+/* Like cg_kernel_input but fails (names the node) when the input is missing. */
+cg_status cg_kernel_require(cg_kernel_ctx *k, size_t i, const cg_tensor **out);
+
+/* --- outputs ------------------------------------------------------------ */
+
+/* Allocates output i with the given type and shape (zero-filled; strings
+ * NULL). Fails with CG_LIMIT when the byte size overflows or exceeds the
+ * runtime's allocation limit, before allocating. Output i may be unused by
+ * the graph (empty name): the call still succeeds and returns a tensor. */
+cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                           const int64_t *dims, cg_tensor **out);
+/* Output i as a whole value (sequence / optional kernels). The kernel fills
+ * it; items allocated with cg_value_new_tensor belong to it. */
+cg_status cg_kernel_output_value(cg_kernel_ctx *k, size_t i, cg_value **out);
+/* A new tensor value (for sequence items), owned by whoever holds it. */
+cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank,
+                              const int64_t *dims, cg_value **out);
+/* Deep copy of a value (sequence items, optional payloads). */
+cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out);
+void cg_value_free(cg_value *v);
+
+/* Scratch memory valid until the kernel returns (freed by the executor). */
+void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes);
+
+/* Sets string element i of a STRING tensor (copies len bytes). */
+cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len);
+
+/* --- attributes ---------------------------------------------------------- */
+
+const cg_attr *cg_kernel_attr(const cg_kernel_ctx *k, const char *name);
+int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt);
+float cg_attr_float(const cg_kernel_ctx *k, const char *name, float dflt);
+/* NUL-terminated copy valid for the run; dflt when absent. */
+const char *cg_attr_string(const cg_kernel_ctx *k, const char *name, const char *dflt);
+/* Pointer to the attribute's ints; *n = 0 and NULL when absent. */
+const int64_t *cg_attr_ints(const cg_kernel_ctx *k, const char *name, size_t *n);
+const float *cg_attr_floats(const cg_kernel_ctx *k, const char *name, size_t *n);
+/* TENSOR attribute converted to a runtime tensor in scratch memory. */
+cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out);
+
+/* --- errors -------------------------------------------------------------- */
+
+/* Records "node 'name' (Op): <message>" with the given status; returns it. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ...);
+
+/* --- shared helpers (src/run/tensor.c) ------------------------------------ */
+
+/* Elements of a shape, overflow-checked (false on overflow or negative dim). */
+bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
+/* Multidirectional (numpy) broadcast of two shapes; false if incompatible. */
+bool cg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
+                         int64_t *out);
+/* Strides (in elements) of `in` (rank rin) viewed as broadcast to `out`
+ * (rank rout): 0 along broadcast dims. */
+void cg_broadcast_strides(int rin, const int64_t *in, int rout, const int64_t *out,
+                          int64_t *strides);
+/* Normalizes axis in [-rank, rank) to [0, rank); false when out of range. */
+bool cg_normalize_axis(int64_t axis, int rank, int64_t *out);
+/* Reads element i of a numeric tensor as double / int64 (any numeric dtype). */
+double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
+int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
+/* Writes element i of a numeric tensor from double / int64, with the cast
+ * rules of ONNX Cast (saturation not applied; ints wrap as C casts do for
+ * in-range values; NaN to int gives 0 -- kernels that care check first). */
+void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
+void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
+size_t cg_tensor_bytes(const cg_tensor *t);
+
+#endif
