@@ -26,6 +26,14 @@ __attribute__((format(printf, 2, 3)))
 #endif
 void cli_error(const char *cmd, const char *fmt, ...);
 
+/* Loads a model from `path`, or from standard input when path is "-"
+ * (then external data is refused: there is no directory to resolve it
+ * against). opt may be NULL. Prints the error and returns NULL on failure. */
+struct cg_model;
+struct cg_load_options;
+struct cg_model *cli_load_model(const char *cmd, const char *path,
+                                const struct cg_load_options *opt);
+
 /* Writes s as a JSON string literal (quotes and escapes) to f. */
 void cli_json_string(FILE *f, const char *s);
 

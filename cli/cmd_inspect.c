@@ -10,6 +10,7 @@ static void inspect_usage(FILE *f)
 {
     fprintf(f,
             "Usage: convgate inspect MODEL [--json] [--top N]\n"
+            "       (MODEL - reads the model from standard input)\n"
             "\n"
             "Shows what to check first about an ONNX model: IR version, producer, opset\n"
             "imports, the input/output contract (names, dtypes, shapes; symbolic dims by\n"
@@ -58,11 +59,9 @@ int cmd_inspect(int argc, char **argv)
     }
     cg_error err;
     cg_error_clear(&err);
-    cg_model *model = NULL;
-    if (cg_model_load(argv[optind], NULL, &model, &err) != CG_OK) {
-        cli_error("inspect", "%s", err.msg);
+    cg_model *model = cli_load_model("inspect", argv[optind], NULL);
+    if (!model)
         return CG_EXIT_ERROR;
-    }
     int rc = CG_EXIT_OK;
     if (cg_inspect_write(model, &opt, json, stdout, &err) != CG_OK) {
         cli_error("inspect", "%s", err.msg);

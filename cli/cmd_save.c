@@ -54,11 +54,9 @@ int cmd_save(int argc, char **argv)
     }
     cg_error err;
     cg_error_clear(&err);
-    cg_model *model = NULL;
-    if (cg_model_load(argv[optind], NULL, &model, &err) != CG_OK) {
-        cli_error("save", "%s", err.msg);
+    cg_model *model = cli_load_model("save", argv[optind], NULL);
+    if (!model)
         return CG_EXIT_ERROR;
-    }
     int rc = CG_EXIT_OK;
     if (cg_model_save(model, out, &sopt, &err) != CG_OK) {
         cli_error("save", "%s", err.msg);

@@ -1,9 +1,12 @@
 /* convgate: dispatch to the subcommand named by argv[1]. */
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "convgate/model.h"
 
 typedef struct cli_command {
     const char *name;
@@ -45,6 +48,64 @@ void cli_json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_model *model = NULL;
+    if (strcmp(path, "-") != 0) {
+        if (cg_model_load(path, opt, &model, &err) != CG_OK) {
+            cli_error(cmd, "%s", err.msg);
+            return NULL;
+        }
+        return model;
+    }
+    /* standard input: read it all, up to protobuf's 2 GiB limit */
+    const size_t limit = (size_t)2147483647u;
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len, stdin);
+        len += n;
+        if (n == 0)
+            break;
+        if (len == cap) {
+            if (cap > limit) {
+                free(buf);
+                cli_error(cmd, "standard input: over protobuf's 2 GiB limit");
+                return NULL;
+            }
+            unsigned char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf) {
+        cli_error(cmd, "standard input: out of memory");
+        return NULL;
+    }
+    if (ferror(stdin)) {
+        free(buf);
+        cli_error(cmd, "standard input: read error");
+        return NULL;
+    }
+    cg_load_options lo;
+    if (opt)
+        lo = *opt;
+    else
+        cg_load_options_default(&lo);
+    lo.base_dir = NULL; /* bytes have no directory: external data is refused */
+    cg_status st = cg_model_load_bytes(buf, len, &lo, &model, &err);
+    free(buf);
+    if (st != CG_OK) {
+        cli_error(cmd, "standard input: %s", err.msg);
+        return NULL;
+    }
+    return model;
 }
 
 static void usage(FILE *f)

@@ -343,6 +343,10 @@ cg_status cg_model_serialize(const cg_model *model, uint8_t **out, size_t *out_s
 cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_proto **out,
                                cg_error *err);
 
+/* Parses one TensorProto held in memory (copied once into the holder). */
+cg_status cg_tensor_proto_load_bytes(const void *data, size_t size, cg_model **holder,
+                                     cg_tensor_proto **out, cg_error *err);
+
 /* Element count of a TensorProto's dims with overflow checking. */
 cg_status cg_tensor_proto_numel(const cg_tensor_proto *t, int64_t *out, cg_error *err);
 

@@ -56,6 +56,24 @@ cg_status cg_map_path(const char *path, cg_mapping **out, cg_error *err)
     return st;
 }
 
+cg_status cg_map_path_limited(const char *path, size_t max_bytes, cg_mapping **out, cg_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cg_error_set(err, CG_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    cg_status s;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes)
+        s = cg_error_set(err, CG_LIMIT,
+                         "%s: %llu bytes is over protobuf's 2 GiB limit for one message; store "
+                         "the weights as external data",
+                         path, (unsigned long long)st.st_size);
+    else
+        s = cg_map_fd(fd, path, out, err);
+    close(fd);
+    return s;
+}
+
 void cg_mappings_free(cg_mapping *m)
 {
     while (m) {

@@ -25,6 +25,9 @@ typedef struct cg_mapping {
 cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err);
 /* Opens and maps a path given by the user (links allowed: the user chose it). */
 cg_status cg_map_path(const char *path, cg_mapping **out, cg_error *err);
+/* Like cg_map_path, but refuses (before mapping) a file over max_bytes with
+ * CG_LIMIT and a message naming protobuf's limit. */
+cg_status cg_map_path_limited(const char *path, size_t max_bytes, cg_mapping **out, cg_error *err);
 void cg_mappings_free(cg_mapping *m);
 
 #endif

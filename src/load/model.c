@@ -18,7 +18,7 @@ void cg_load_options_default(cg_load_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->max_message_depth = 100;
     opt->max_subgraph_depth = 32;
-    opt->max_functions = 10000;
+    opt->max_functions = 1000;
     opt->load_external_data = true;
 }
 
@@ -110,7 +110,7 @@ cg_status cg_model_load(const char *path, const cg_load_options *opt, cg_model *
     cg_model *m = model_new();
     if (!m)
         return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
-    cg_status st = cg_map_path(path, &m->mappings, err);
+    cg_status st = cg_map_path_limited(path, CG_PROTOBUF_MAX, &m->mappings, err);
     if (st != CG_OK)
         goto fail;
     m->file_size = m->mappings->size;
@@ -177,7 +177,7 @@ cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_pr
         return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
     rd_ctx c;
     memset(&c, 0, sizeof c);
-    cg_status st = cg_map_path(path, &m->mappings, err);
+    cg_status st = cg_map_path_limited(path, CG_PROTOBUF_MAX, &m->mappings, err);
     if (st != CG_OK)
         goto fail;
     m->file_size = m->mappings->size;
@@ -205,6 +205,48 @@ cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_pr
     st = cg_read_tensor(&c, m->mappings->addr ? m->mappings->addr : empty, m->mappings->size, t);
     if (st == CG_OK)
         st = cg_resolve_external(&c, m);
+    if (st != CG_OK)
+        goto fail;
+    free(c.tensors);
+    *holder = m;
+    *out = t;
+    return CG_OK;
+fail:
+    free(c.tensors);
+    cg_model_free(m);
+    return st;
+}
+
+cg_status cg_tensor_proto_load_bytes(const void *data, size_t size, cg_model **holder,
+                                     cg_tensor_proto **out, cg_error *err)
+{
+    *holder = NULL;
+    *out = NULL;
+    if (size > CG_PROTOBUF_MAX)
+        return cg_error_set(err, CG_LIMIT, "tensor bytes: over protobuf's 2 GiB limit");
+    cg_model *m = model_new();
+    if (!m)
+        return cg_error_set(err, CG_NOMEM, "tensor bytes: out of memory");
+    rd_ctx c;
+    memset(&c, 0, sizeof c);
+    cg_status st = CG_OK;
+    static const uint8_t empty[1];
+    uint8_t *copy = size ? cg_arena_alloc(m->arena, size) : NULL;
+    cg_tensor_proto *t = cg_arena_alloc(m->arena, sizeof *t);
+    if ((size && !copy) || !t) {
+        st = cg_error_set(err, CG_NOMEM, "tensor bytes: out of memory");
+        goto fail;
+    }
+    if (size)
+        memcpy(copy, data, size);
+    c.arena = m->arena;
+    c.err = err;
+    c.label = "tensor bytes";
+    c.base = copy ? copy : empty;
+    cg_load_options_default(&c.opt);
+    st = cg_read_tensor(&c, copy ? copy : empty, size, t);
+    if (st == CG_OK)
+        st = cg_resolve_external(&c, m); /* no base dir: external data is refused */
     if (st != CG_OK)
         goto fail;
     free(c.tensors);

@@ -44,7 +44,7 @@ pb_result pb_next(pb_reader *r, pb_field *f, const char **why)
     switch (f->wire) {
     case PB_VARINT:
         if (!pb_read_varint(r, &f->u)) {
-            *why = "truncated varint";
+            *why = "truncated or overlong (over 10 bytes) varint";
             return PB_ERROR;
         }
         break;

@@ -56,5 +56,15 @@ PY
     ext_ok=1
     rm -rf "$tmp/ext"
 done
+# item 11: the writer never places external data outside the output directory
+for bad in ../escape.bin /tmp/abs.bin sub/dir.bin ..; do
+    out=$("$cg" save "$src/examples/tiny_cnn.onnx" -o "$tmp/w.onnx" --external-data "$bad" 2>&1)
+    rc=$?
+    if [ $rc -ne 2 ] || ! echo "$out" | grep -q "plain file name"; then
+        echo "FAIL: --external-data '$bad' was not refused (rc $rc): $out"
+        fail=1
+    fi
+done
+[ -e "$tmp/../escape.bin" ] && { echo "FAIL: escape.bin written outside"; fail=1; }
 [ $ext_ok = 1 ] || { echo "no model for the external-data check"; fail=1; }
 exit $fail

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the tests need, builds convgate twice and runs every test:
+#   1. build-asan/: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
+#      with the libFuzzer targets; CTest runs the whole suite there, the
+#      fuzzers included (60 s each on a seed corpus from the test data).
+#   2. build/: gcc, optimized (what users run); CTest runs the whole suite
+#      again, so both compilers stay -Werror clean and the timing-sensitive
+#      conformance run is checked at full speed.
+# Exit status is non-zero if anything fails. Set CG_FUZZ_SECONDS to change
+# the fuzzing time, CG_SKIP_ASAN=1 to skip the sanitizer build.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+scripts/setup.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+status=0
+
+if [ "${CG_SKIP_ASAN:-0}" != 1 ]; then
+    echo "== sanitizer build (clang, ASan+UBSan, fuzzers) =="
+    CC=clang cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCG_SANITIZE=ON -DCG_FUZZ=ON >/dev/null
+    cmake --build build-asan -j "$jobs"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
+fi
+
+echo "== release build (gcc) =="
+CC=gcc cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+exit $status
