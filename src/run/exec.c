@@ -1,0 +1,885 @@
+/*
+ * The executor: cg_runtime_init/run/free, subgraph activation for control
+ * flow kernels, and the kernel-side API of src/run/kernel.h (inputs,
+ * outputs under the allocation limit, scratch, attributes, errors).
+ *
+ * A run binds the caller's inputs (borrowed) and the initializers (owned by
+ * the plan) into a frame, runs the steps in order, drops each intermediate
+ * after its last use, and moves (or copies, when not owned) the graph
+ * outputs to the caller. In the main graph, a run whose input shapes match
+ * the previous run's places intermediates at offsets of one arena planned
+ * from that run (plan.c); any size that turns out different falls back to
+ * its own allocation, so a data-dependent shape is never unsafe.
+ * A runtime holds that plan and its arena, so it runs one call at a time;
+ * threads that run concurrently each need their own runtime.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/exec.h"
+
+void cg_runtime_options_default(cg_runtime_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->max_alloc_bytes = CG_DEFAULT_MAX_ALLOC;
+}
+
+/* --- labels ----------------------------------------------------------------- */
+
+static const char *step_label(const cg_node *n, size_t index, char *buf, size_t cap)
+{
+    const char *op = n && n->op_type ? n->op_type : "?";
+    if (n && n->name && n->name[0])
+        snprintf(buf, cap, "node '%s' (%s)", n->name, op);
+    else
+        snprintf(buf, cap, "node #%zu (%s)", index, op);
+    return buf;
+}
+
+static size_t ctx_node_index(const cg_kernel_ctx *k)
+{
+    const cg_exec *f = k->exec;
+    if (f && f->plan && f->step < f->plan->step_count && f->plan->steps[f->step].node == k->node)
+        return f->plan->steps[f->step].index;
+    if (k->graph && k->node && k->node >= k->graph->nodes &&
+        k->node < k->graph->nodes + k->graph->node_count)
+        return (size_t)(k->node - k->graph->nodes);
+    return 0;
+}
+
+cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ...)
+{
+    char msg[CG_ERROR_MSG_MAX], lbl[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    step_label(k->node, ctx_node_index(k), lbl, sizeof lbl);
+    return cg_error_set(k->err, status, "%s: %s", lbl, msg);
+}
+
+static void format_shape(int rank, const int64_t *dims, char *buf, size_t cap)
+{
+    size_t used = 0;
+    int n = snprintf(buf, cap, "[");
+    used = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < rank && used < cap; i++) {
+        n = snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+/* --- frames ------------------------------------------------------------------ */
+
+static void scratch_free_all(cg_exec *f)
+{
+    cg_scratch *s = f->scratch;
+    while (s) {
+        cg_scratch *next = s->next;
+        free(s);
+        s = next;
+    }
+    f->scratch = NULL;
+}
+
+/* Frees a value according to who owns what. */
+static void drop_value(cg_value *v, uint8_t own)
+{
+    if (!v || own == CG_OWN_NONE)
+        return;
+    if (own == CG_OWN_STRUCT)
+        v->tensor.data = NULL;
+    cg_value_free(v);
+}
+
+static void frame_drop(cg_exec *f, int32_t slot)
+{
+    drop_value(f->vals[slot], f->own[slot]);
+    f->vals[slot] = NULL;
+    f->own[slot] = CG_OWN_NONE;
+}
+
+static cg_status frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec *parent,
+                            cg_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->rt = rt;
+    f->plan = plan;
+    f->parent = parent;
+    f->err = err;
+    size_t n = plan->slot_count + 1;
+    f->vals = calloc(n, sizeof *f->vals);
+    f->own = calloc(n, sizeof *f->own);
+    f->ins = calloc(plan->max_inputs + 1, sizeof *f->ins);
+    f->outs = calloc(plan->max_outputs + 1, sizeof *f->outs);
+    f->out_flags = calloc(plan->max_outputs + 1, sizeof *f->out_flags);
+    if (!f->vals || !f->own || !f->ins || !f->outs || !f->out_flags) {
+        free(f->vals);
+        free(f->own);
+        free(f->ins);
+        free(f->outs);
+        free(f->out_flags);
+        memset(f, 0, sizeof *f);
+        return cg_error_set(err, CG_NOMEM, "out of memory starting a graph run");
+    }
+    for (size_t s = 0; s < plan->slot_count; s++)
+        if (plan->slot_kind[s] == CG_SLOT_INIT)
+            f->vals[s] = plan->init_values[s];
+    return CG_OK;
+}
+
+static void frame_free(cg_exec *f)
+{
+    if (!f->vals)
+        return;
+    for (size_t s = 0; s < f->plan->slot_count; s++)
+        frame_drop(f, (int32_t)s);
+    scratch_free_all(f);
+    free(f->vals);
+    free(f->own);
+    free(f->ins);
+    free(f->outs);
+    free(f->out_flags);
+    memset(f, 0, sizeof *f);
+}
+
+static cg_value *frame_get(cg_exec *f, cg_ref r)
+{
+    for (int32_t i = 0; i < r.up && f; i++)
+        f = f->parent;
+    return f ? f->vals[r.slot] : NULL;
+}
+
+/* Frees the outputs a step produced but did not hand to the frame. */
+static void drop_step_outputs(cg_exec *f, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        drop_value(f->outs[i], (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+        f->outs[i] = NULL;
+        f->out_flags[i] = 0;
+    }
+}
+
+static cg_status run_step(cg_exec *f, size_t si)
+{
+    const cg_plan *p = f->plan;
+    const cg_step *st = &p->steps[si];
+    const cg_node *n = st->node;
+    cg_error *err = f->err;
+    char lbl[256];
+    f->step = si;
+    for (size_t i = 0; i < n->input_count; i++) {
+        if (st->in[i].slot < 0) {
+            f->ins[i] = NULL;
+            continue;
+        }
+        f->ins[i] = frame_get(f, st->in[i]);
+        if (!f->ins[i])
+            return cg_error_set(err, CG_RUNTIME, "%s: input '%s' has no value (released "
+                                "early or never produced)",
+                                step_label(n, st->index, lbl, sizeof lbl), n->inputs[i]);
+    }
+    for (size_t i = 0; i < n->output_count; i++) {
+        f->outs[i] = NULL;
+        f->out_flags[i] = 0;
+    }
+    cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
+                       f->outs, n->output_count, f, err};
+    cg_status status = st->fn(&k);
+    scratch_free_all(f);
+    if (status == CG_OK) {
+        for (size_t i = 0; i < n->output_count; i++)
+            if (st->out[i] >= 0 && !f->outs[i]) {
+                status = cg_error_set(err, CG_RUNTIME, "%s: kernel did not produce output %zu "
+                                      "'%s'", step_label(n, st->index, lbl, sizeof lbl), i,
+                                      n->outputs[i]);
+                break;
+            }
+    } else if (err && err->status == CG_OK) {
+        cg_error_set(err, status, "%s: kernel failed (%s)",
+                     step_label(n, st->index, lbl, sizeof lbl), cg_status_name(status));
+    }
+    if (status != CG_OK) {
+        drop_step_outputs(f, n->output_count);
+        return status;
+    }
+
+    cg_runtime *rt = f->rt;
+    for (size_t i = 0; i < n->output_count; i++) {
+        int32_t slot = st->out[i];
+        if (slot < 0)
+            continue;
+        cg_value *v = f->outs[i];
+        f->vals[slot] = v;
+        f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
+        if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
+            v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING)
+            rt->record_bytes[slot] = cg_tensor_bytes(&v->tensor);
+        f->outs[i] = NULL;
+    }
+    drop_step_outputs(f, n->output_count); /* unnamed outputs */
+
+    if (f->is_main && rt->opt.observe) {
+        for (size_t i = 0; i < n->output_count; i++) {
+            int32_t slot = st->out[i];
+            if (slot < 0)
+                continue;
+            status = rt->opt.observe(rt->opt.observe_user, n, n->outputs[i], f->vals[slot]);
+            if (status != CG_OK)
+                return cg_error_set(err, status, "%s: the observer stopped the run at output "
+                                    "'%s'", step_label(n, st->index, lbl, sizeof lbl),
+                                    n->outputs[i]);
+        }
+    }
+    for (size_t r = 0; r < st->release_count; r++)
+        frame_drop(f, st->release[r]);
+    return CG_OK;
+}
+
+static cg_status frame_run(cg_exec *f)
+{
+    for (size_t si = 0; si < f->plan->step_count; si++) {
+        cg_status st = run_step(f, si);
+        if (st != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+/* Moves (when the frame owns them) or copies the graph outputs into outs. */
+static cg_status frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err)
+{
+    const cg_plan *p = f->plan;
+    cg_status st = CG_OK;
+    size_t i = 0;
+    for (; i < count; i++) {
+        cg_ref r = p->output_refs[i];
+        cg_value *v = frame_get(f, r);
+        if (!v) {
+            st = cg_error_set(err, CG_RUNTIME, "graph output '%s' has no value",
+                              p->graph->outputs[i].name);
+            goto fail;
+        }
+        if (r.up == 0 && f->own[r.slot] == CG_OWN_FULL) {
+            /* The pointer stays in the slot so a repeated output can copy it. */
+            f->own[r.slot] = CG_OWN_NONE;
+            outs[i] = v;
+            continue;
+        }
+        st = cg_value_copy(v, &outs[i], err);
+        if (st != CG_OK)
+            goto fail;
+    }
+    return CG_OK;
+fail:
+    for (size_t j = 0; j < i; j++) {
+        cg_value_free(outs[j]);
+        outs[j] = NULL;
+    }
+    return st;
+}
+
+/* --- runtime ------------------------------------------------------------------ */
+
+cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
+                          cg_runtime **out, cg_error *err)
+{
+    *out = NULL;
+    if (!model || !model->graph)
+        return cg_error_set(err, CG_USAGE, "cg_runtime_init: model has no graph");
+    cg_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");
+    rt->model = model;
+    if (opt)
+        rt->opt = *opt;
+    else
+        cg_runtime_options_default(&rt->opt);
+    if (!rt->opt.max_alloc_bytes)
+        rt->opt.max_alloc_bytes = CG_DEFAULT_MAX_ALLOC;
+    cg_status st;
+    /* A duplicate kernel row is a registry bug, not the model's: the first
+     * row wins and the registry unit test reports it. */
+    cg_error reg_err;
+    cg_error_clear(&reg_err);
+    if (cg_registry_index_init(&rt->registry, &reg_err) == CG_NOMEM) {
+        st = cg_error_set(err, CG_NOMEM, "%s", reg_err.msg);
+        goto fail;
+    }
+    st = cg_plan_build(rt, model->graph, NULL, 0, &rt->main, err);
+    if (st != CG_OK)
+        goto fail;
+    rt->record_bytes = calloc(rt->main->slot_count + 1, sizeof *rt->record_bytes);
+    if (!rt->record_bytes) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");
+        goto fail;
+    }
+    *out = rt;
+    return CG_OK;
+fail:
+    cg_runtime_free(rt);
+    return st;
+}
+
+void cg_runtime_free(cg_runtime *rt)
+{
+    if (!rt)
+        return;
+    cg_plan_free(rt->main);
+    cg_mem_plan_clear(&rt->mem);
+    cg_registry_index_free(&rt->registry);
+    free(rt->record_bytes);
+    free(rt);
+}
+
+void cg_runtime_free_outputs(cg_named_value *outputs, size_t count)
+{
+    if (!outputs)
+        return;
+    for (size_t i = 0; i < count; i++)
+        cg_value_free(outputs[i].value);
+    free(outputs);
+}
+
+static const char *type_kind_name(cg_type_kind k)
+{
+    switch (k) {
+    case CG_TYPE_TENSOR: return "tensor";
+    case CG_TYPE_SEQUENCE: return "sequence";
+    case CG_TYPE_MAP: return "map";
+    case CG_TYPE_OPTIONAL: return "optional";
+    case CG_TYPE_SPARSE_TENSOR: return "sparse tensor";
+    default: return "untyped";
+    }
+}
+
+static const char *value_kind_name(cg_value_kind k)
+{
+    switch (k) {
+    case CG_VALUE_TENSOR: return "tensor";
+    case CG_VALUE_SEQUENCE: return "sequence";
+    default: return "optional";
+    }
+}
+
+/* A fed input against its declared type: kind, dtype, rank, fixed dims. */
+static cg_status check_input(const cg_value_info *vi, const cg_value *v, cg_error *err)
+{
+    const cg_type *t = vi->type;
+    if (!t || t->kind == CG_TYPE_NONE || t->kind == CG_TYPE_OPTIONAL)
+        return CG_OK;
+    if ((t->kind == CG_TYPE_TENSOR && v->kind != CG_VALUE_TENSOR) ||
+        (t->kind == CG_TYPE_SEQUENCE && v->kind != CG_VALUE_SEQUENCE))
+        return cg_error_set(err, CG_INVALID, "input '%s': expected a %s, got a %s", vi->name,
+                            type_kind_name(t->kind), value_kind_name(v->kind));
+    if (t->kind != CG_TYPE_TENSOR)
+        return CG_OK;
+    const cg_tensor *x = &v->tensor;
+    if (t->has_elem_type && t->elem_type != 0 && t->elem_type != (int32_t)x->dtype)
+        return cg_error_set(err, CG_INVALID, "input '%s': expected element type %s, got %s",
+                            vi->name,
+                            cg_dtype_valid(t->elem_type) ? cg_dtype_name((cg_dtype)t->elem_type)
+                                                         : "unknown",
+                            cg_dtype_name(x->dtype));
+    if (!t->shape)
+        return CG_OK;
+    char got[256];
+    format_shape(x->rank, x->dims, got, sizeof got);
+    if (t->shape->rank != (size_t)x->rank)
+        return cg_error_set(err, CG_INVALID, "input '%s': expected rank %zu, got shape %s",
+                            vi->name, t->shape->rank, got);
+    for (size_t d = 0; d < t->shape->rank; d++) {
+        const cg_dim *dim = &t->shape->dims[d];
+        if (dim->has_value && dim->value >= 0 && dim->value != x->dims[d])
+            return cg_error_set(err, CG_INVALID, "input '%s': dimension %zu must be %lld, got "
+                                "shape %s", vi->name, d, (long long)dim->value, got);
+    }
+    return CG_OK;
+}
+
+/* Input shapes that key the memory plan; false when an input is not a
+ * tensor (sequence contents are not captured by a shape). */
+static bool build_signature(const cg_exec *f, int64_t **out, size_t *len)
+{
+    const cg_plan *p = f->plan;
+    size_t n = 0, cap = p->graph->input_count * (CG_MAX_RANK + 2) + 1;
+    int64_t *sig = malloc(cap * sizeof *sig);
+    if (!sig)
+        return false;
+    for (size_t i = 0; i < p->graph->input_count; i++) {
+        const cg_value *v = f->vals[p->input_slots[i]];
+        if (!v || v->kind != CG_VALUE_TENSOR) {
+            free(sig);
+            return false;
+        }
+        sig[n++] = v->tensor.dtype;
+        sig[n++] = v->tensor.rank;
+        for (int d = 0; d < v->tensor.rank; d++)
+            sig[n++] = v->tensor.dims[d];
+    }
+    *out = sig;
+    *len = n;
+    return true;
+}
+
+cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t input_count,
+                         cg_named_value **outputs, size_t *output_count, cg_error *err)
+{
+    cg_error local;
+    if (!err) {
+        cg_error_clear(&local);
+        err = &local;
+    }
+    *outputs = NULL;
+    *output_count = 0;
+    if (!rt)
+        return cg_error_set(err, CG_USAGE, "cg_runtime_run: no runtime");
+    const cg_plan *p = rt->main;
+    const cg_graph *g = p->graph;
+    cg_exec f;
+    cg_value **outs = NULL;
+    cg_named_value *named = NULL;
+    int64_t *sig = NULL;
+    size_t sig_len = 0;
+    bool *fed = NULL;
+    cg_status st = frame_init(&f, rt, p, NULL, err);
+    if (st != CG_OK)
+        return st;
+    f.is_main = true;
+    fed = calloc(g->input_count + 1, sizeof *fed);
+    outs = calloc(g->output_count + 1, sizeof *outs);
+    if (!fed || !outs) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory starting a run");
+        goto done;
+    }
+
+    for (size_t j = 0; j < input_count; j++) {
+        const char *name = inputs[j].name;
+        size_t i = 0;
+        while (i < g->input_count && !(name && strcmp(g->inputs[i].name, name) == 0))
+            i++;
+        if (i == g->input_count) {
+            st = cg_error_set(err, CG_USAGE, "the model has no input named '%s'",
+                              name ? name : "(null)");
+            goto done;
+        }
+        if (fed[i] || !inputs[j].value) {
+            st = cg_error_set(err, CG_USAGE, "input '%s' is %s", name,
+                              fed[i] ? "given twice" : "NULL");
+            goto done;
+        }
+        st = check_input(&g->inputs[i], inputs[j].value, err);
+        if (st != CG_OK)
+            goto done;
+        fed[i] = true;
+        f.vals[p->input_slots[i]] = inputs[j].value;
+        f.own[p->input_slots[i]] = CG_OWN_NONE;
+    }
+    for (size_t i = 0; i < g->input_count; i++) {
+        if (!fed[i] && p->slot_kind[p->input_slots[i]] != CG_SLOT_INIT) {
+            st = cg_error_set(err, CG_USAGE, "input '%s' was not given", g->inputs[i].name);
+            goto done;
+        }
+    }
+
+    if (build_signature(&f, &sig, &sig_len)) {
+        if (rt->mem.valid && rt->mem.signature_len == sig_len &&
+            memcmp(rt->mem.signature, sig, sig_len * sizeof *sig) == 0) {
+            f.use_arena = true;
+        } else {
+            f.recording = true;
+            memset(rt->record_bytes, 0, (p->slot_count + 1) * sizeof *rt->record_bytes);
+        }
+    }
+
+    st = frame_run(&f);
+    if (st != CG_OK)
+        goto done;
+    st = frame_take_outputs(&f, outs, g->output_count, err);
+    if (st != CG_OK)
+        goto done;
+    named = calloc(g->output_count + 1, sizeof *named);
+    if (!named) {
+        for (size_t i = 0; i < g->output_count; i++)
+            cg_value_free(outs[i]);
+        st = cg_error_set(err, CG_NOMEM, "out of memory returning outputs");
+        goto done;
+    }
+    for (size_t i = 0; i < g->output_count; i++) {
+        named[i].name = g->outputs[i].name;
+        named[i].value = outs[i];
+    }
+    *outputs = named;
+    *output_count = g->output_count;
+    if (f.recording) /* a plan that cannot be built just means no arena */
+        (void)cg_mem_plan_build(rt, sig, sig_len, NULL);
+done:
+    frame_free(&f);
+    free(fed);
+    free(outs);
+    free(sig);
+    return st;
+}
+
+/* --- subgraphs ------------------------------------------------------------------ */
+
+cg_status cg_exec_subgraph(cg_kernel_ctx *k, const cg_graph *g, const cg_value *const *inputs,
+                           size_t input_count, cg_value **outs, size_t out_count)
+{
+    cg_exec *parent = k->exec;
+    if (!parent)
+        return cg_kernel_fail(k, CG_USAGE, "subgraphs need an executor context");
+    const cg_step *st = &parent->plan->steps[parent->step];
+    const cg_plan *sub = NULL;
+    for (size_t i = 0; i < st->sub_count; i++)
+        if (st->subs[i].graph == g)
+            sub = st->subs[i].plan;
+    const char *gname = g && g->name ? g->name : "";
+    if (!sub)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' is not an attribute of this node",
+                              gname);
+    if (g->input_count != input_count)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' declares %zu inputs, the op binds "
+                              "%zu", gname, g->input_count, input_count);
+    if (g->output_count != out_count)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' declares %zu outputs, the op needs "
+                              "%zu", gname, g->output_count, out_count);
+    cg_exec f;
+    cg_status status = frame_init(&f, parent->rt, sub, parent, k->err);
+    if (status != CG_OK)
+        return status;
+    for (size_t i = 0; i < input_count; i++) {
+        int32_t slot = sub->input_slots[i];
+        if (inputs[i]) {
+            f.vals[slot] = (cg_value *)inputs[i]; /* borrowed, never written */
+            f.own[slot] = CG_OWN_NONE;
+        } else if (sub->slot_kind[slot] != CG_SLOT_INIT) {
+            status = cg_kernel_fail(k, CG_INVALID, "subgraph '%s' input %zu '%s' has no value",
+                                    gname, i, g->inputs[i].name);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < out_count; i++)
+        outs[i] = NULL;
+    status = frame_run(&f);
+    if (status == CG_OK)
+        status = frame_take_outputs(&f, outs, out_count, k->err);
+    if (status != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s, subgraph '%s': ",
+                        step_label(k->node, ctx_node_index(k), lbl, sizeof lbl), gname);
+    }
+done:
+    frame_free(&f);
+    return status;
+}
+
+/* --- kernel API: inputs -------------------------------------------------------- */
+
+const cg_tensor *cg_kernel_input(const cg_kernel_ctx *k, size_t i)
+{
+    if (i >= k->input_count || !k->inputs[i] || k->inputs[i]->kind != CG_VALUE_TENSOR)
+        return NULL;
+    return &k->inputs[i]->tensor;
+}
+
+cg_status cg_kernel_require(cg_kernel_ctx *k, size_t i, const cg_tensor **out)
+{
+    *out = cg_kernel_input(k, i);
+    if (*out)
+        return CG_OK;
+    if (i < k->input_count && k->inputs[i])
+        return cg_kernel_fail(k, CG_INVALID, "input %zu '%s' must be a tensor, got a %s", i,
+                              k->node->inputs[i], value_kind_name(k->inputs[i]->kind));
+    return cg_kernel_fail(k, CG_INVALID, "required input %zu is missing", i);
+}
+
+/* --- kernel API: outputs --------------------------------------------------------- */
+
+cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
+                              size_t *bytes)
+{
+    char shape[256];
+    if (rank < 0 || rank > CG_MAX_RANK)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "output rank %d exceeds the runtime maximum "
+                              "%d", rank, CG_MAX_RANK);
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) {
+            format_shape(rank, dims, shape, sizeof shape);
+            return cg_kernel_fail(k, CG_INVALID, "output shape %s has a negative dimension",
+                                  shape);
+        }
+    }
+    size_t limit = k->exec ? k->exec->rt->opt.max_alloc_bytes : CG_DEFAULT_MAX_ALLOC;
+    int64_t numel;
+    if (!cg_shape_numel(rank, dims, &numel)) {
+        format_shape(rank, dims, shape, sizeof shape);
+        return cg_kernel_fail(k, CG_LIMIT, "output shape %s (%s) has more elements than int64 "
+                              "can count", shape, cg_dtype_name(dtype));
+    }
+    if (dtype == CG_DTYPE_UNDEFINED || (dtype != CG_DTYPE_STRING && cg_dtype_size(dtype) == 0))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "output element type %s is not supported",
+                              cg_dtype_name(dtype));
+    size_t b;
+    if (!cg_tensor_byte_size(dtype, numel, &b) || b > limit) {
+        format_shape(rank, dims, shape, sizeof shape);
+        return cg_kernel_fail(k, CG_LIMIT, "output shape %s (%s) needs %lld x %zu bytes, over "
+                              "the allocation limit of %zu bytes", shape, cg_dtype_name(dtype),
+                              (long long)numel,
+                              dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype),
+                              limit);
+    }
+    *bytes = b;
+    return CG_OK;
+}
+
+/* Replaces whatever output i held. */
+static void clear_output(cg_kernel_ctx *k, size_t i)
+{
+    uint8_t flags = k->exec ? k->exec->out_flags[i] : 0;
+    drop_value(k->outputs[i], (flags & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+    k->outputs[i] = NULL;
+    if (k->exec)
+        k->exec->out_flags[i] = 0;
+}
+
+cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                           const int64_t *dims, cg_tensor **out)
+{
+    *out = NULL;
+    if (i >= k->output_count)
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    size_t bytes;
+    cg_status st = cg_exec_check_alloc(k, dtype, rank, dims, &bytes);
+    if (st != CG_OK)
+        return st;
+    clear_output(k, i);
+    cg_exec *f = k->exec;
+    uint8_t *arena_at = NULL;
+    if (f && f->use_arena && dtype != CG_DTYPE_STRING) {
+        int32_t slot = f->plan->steps[f->step].out[i];
+        const cg_mem_plan *m = &f->rt->mem;
+        if (slot >= 0 && m->slot_offset[slot] != SIZE_MAX && bytes > 0 &&
+            bytes <= m->slot_bytes[slot])
+            arena_at = m->arena + m->slot_offset[slot];
+    }
+    cg_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
+    if (arena_at) {
+        memset(arena_at, 0, bytes);
+        v->tensor.data = arena_at;
+    } else {
+        v->tensor.data = calloc(1, bytes ? bytes : 1);
+        if (!v->tensor.data) {
+            free(v);
+            return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating %zu bytes for output "
+                                  "%zu", bytes, i);
+        }
+    }
+    v->kind = CG_VALUE_TENSOR;
+    v->has_value = true;
+    v->seq_dtype = dtype;
+    v->tensor.dtype = dtype;
+    v->tensor.rank = rank;
+    int64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        v->tensor.dims[d] = dims[d];
+        numel *= dims[d]; /* checked by cg_exec_check_alloc */
+    }
+    v->tensor.numel = numel;
+    k->outputs[i] = v;
+    if (f)
+        f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0));
+    *out = &v->tensor;
+    return CG_OK;
+}
+
+cg_status cg_kernel_output_value(cg_kernel_ctx *k, size_t i, cg_value **out)
+{
+    *out = NULL;
+    if (i >= k->output_count)
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    cg_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
+    clear_output(k, i);
+    k->outputs[i] = v;
+    *out = v;
+    return CG_OK;
+}
+
+cg_status cg_kernel_set_output(cg_kernel_ctx *k, size_t i, cg_value *v)
+{
+    if (i >= k->output_count) {
+        cg_value_free(v);
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    }
+    clear_output(k, i);
+    k->outputs[i] = v;
+    return CG_OK;
+}
+
+cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
+                              cg_value **out)
+{
+    *out = NULL;
+    size_t bytes;
+    cg_status st = cg_exec_check_alloc(k, dtype, rank, dims, &bytes);
+    if (st != CG_OK)
+        return st;
+    st = cg_value_alloc_tensor(dtype, rank, dims, out, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: ", step_label(k->node, ctx_node_index(k), lbl, sizeof lbl));
+    }
+    return st;
+}
+
+cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out)
+{
+    cg_status st = cg_value_copy(src, out, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: ", step_label(k->node, ctx_node_index(k), lbl, sizeof lbl));
+    }
+    return st;
+}
+
+void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes)
+{
+    cg_exec *f = k->exec;
+    if (!f || bytes > SIZE_MAX - sizeof(cg_scratch) - 16)
+        return NULL;
+    if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
+        return NULL;
+    cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
+    if (!s)
+        return NULL;
+    s->next = f->scratch;
+    f->scratch = s;
+    return s->data;
+}
+
+/* --- kernel API: attributes -------------------------------------------------- */
+
+const cg_attr *cg_kernel_attr(const cg_kernel_ctx *k, const char *name)
+{
+    const cg_node *n = k->node;
+    for (size_t i = 0; i < n->attr_count; i++)
+        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a)
+        return dflt;
+    if (a->type == CG_ATTR_INT || (!a->has_type && a->has_i))
+        return a->i;
+    return dflt;
+}
+
+float cg_attr_float(const cg_kernel_ctx *k, const char *name, float dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a)
+        return dflt;
+    if (a->type == CG_ATTR_FLOAT || (!a->has_type && a->has_f))
+        return a->f;
+    if (a->type == CG_ATTR_INT)
+        return (float)a->i;
+    return dflt;
+}
+
+const char *cg_attr_string(const cg_kernel_ctx *k, const char *name, const char *dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a || !(a->type == CG_ATTR_STRING || (!a->has_type && a->s.data)))
+        return dflt;
+    char *s = cg_kernel_scratch((cg_kernel_ctx *)k, a->s.len + 1);
+    if (!s)
+        return dflt;
+    if (a->s.len)
+        memcpy(s, a->s.data, a->s.len);
+    s[a->s.len] = '\0';
+    return s;
+}
+
+const int64_t *cg_attr_ints(const cg_kernel_ctx *k, const char *name, size_t *n)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    *n = 0;
+    if (!a || !(a->type == CG_ATTR_INTS || (!a->has_type && a->ints_count)))
+        return NULL;
+    *n = a->ints_count;
+    return a->ints;
+}
+
+const float *cg_attr_floats(const cg_kernel_ctx *k, const char *name, size_t *n)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    *n = 0;
+    if (!a || !(a->type == CG_ATTR_FLOATS || (!a->has_type && a->floats_count)))
+        return NULL;
+    *n = a->floats_count;
+    return a->floats;
+}
+
+cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out)
+{
+    *out = NULL;
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a || !a->t)
+        return cg_kernel_fail(k, CG_INVALID, "tensor attribute '%s' is missing", name);
+    cg_value *v = NULL;
+    cg_status st = cg_value_from_tensor_proto(a->t, &v, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: attribute '%s': ",
+                        step_label(k->node, ctx_node_index(k), lbl, sizeof lbl), name);
+        return st;
+    }
+    /* Move it into scratch so it is released with the kernel's other scratch. */
+    size_t bytes = cg_tensor_bytes(&v->tensor);
+    cg_tensor *t = cg_kernel_scratch(k, sizeof *t);
+    void *data = t ? cg_kernel_scratch(k, bytes) : NULL;
+    if (!t || !data) {
+        cg_value_free(v);
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory reading attribute '%s'", name);
+    }
+    *t = v->tensor;
+    t->data = data;
+    if (v->tensor.dtype == CG_DTYPE_STRING) {
+        char **dst = data;
+        char *const *src = v->tensor.data;
+        for (int64_t i = 0; i < v->tensor.numel; i++) {
+            size_t len = src[i] ? strlen(src[i]) : 0;
+            dst[i] = cg_kernel_scratch(k, len + 1);
+            if (!dst[i]) {
+                cg_value_free(v);
+                return cg_kernel_fail(k, CG_NOMEM, "out of memory reading attribute '%s'",
+                                      name);
+            }
+            if (len)
+                memcpy(dst[i], src[i], len);
+            dst[i][len] = '\0';
+        }
+    } else if (bytes) {
+        memcpy(data, v->tensor.data, bytes);
+    }
+    cg_value_free(v);
+    *out = t;
+    return CG_OK;
+}

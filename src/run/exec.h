@@ -1,0 +1,187 @@
+/*
+ * Executor internals shared by plan.c (building), exec.c (running, the
+ * kernel API) and ops/seq.c (control flow kernels).
+ *
+ * A cg_plan describes one graph (the main graph or a subgraph): every value
+ * it defines gets a slot (graph inputs, initializers, node outputs); a node
+ * input is a reference (up, slot) where `up` counts scopes outward, so a
+ * subgraph reads an outer value straight from the enclosing frame. Steps are
+ * in model order (ONNX requires topological order; plan.c checks it).
+ * Liveness: after step s runs, the slots in steps[s].release are dropped;
+ * uses inside a subgraph count as uses by the node that owns the subgraph.
+ *
+ * A cg_exec is one activation of a plan: the slot values plus the chain to
+ * the enclosing activation. Frames live on the C stack of the caller.
+ */
+#ifndef CG_RUN_EXEC_H
+#define CG_RUN_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/runtime.h"
+#include "run/kernel.h"
+#include "run/registry.h"
+
+#define CG_MAX_SUBGRAPH_DEPTH 32
+#define CG_DEFAULT_MAX_ALLOC ((size_t)4 << 30)
+
+typedef struct cg_ref {
+    int32_t up;   /* scopes outward: 0 = this graph */
+    int32_t slot; /* -1: omitted optional input */
+} cg_ref;
+
+typedef enum cg_slot_kind {
+    CG_SLOT_INPUT = 0,  /* graph input (bound by the caller / control-flow op) */
+    CG_SLOT_INIT,       /* initializer, held by the plan */
+    CG_SLOT_NODE        /* produced by a step */
+} cg_slot_kind;
+
+struct cg_plan;
+
+typedef struct cg_subplan {
+    const cg_graph *graph;
+    struct cg_plan *plan;
+} cg_subplan;
+
+typedef struct cg_step {
+    const cg_node *node;
+    size_t index;        /* node index in its graph (for messages) */
+    cg_kernel_fn fn;
+    int64_t since, opset;
+    cg_ref *in;          /* node->input_count */
+    int32_t *out;        /* node->output_count; -1 for "" */
+    cg_subplan *subs;    /* graph attributes of the node */
+    size_t sub_count;
+    int32_t *release;    /* local slots whose last use is this step */
+    size_t release_count;
+} cg_step;
+
+typedef struct cg_name_map {
+    const char **keys;
+    int32_t *vals;
+    size_t cap; /* power of two, 0 when empty */
+    size_t count;
+} cg_name_map;
+
+typedef struct cg_plan {
+    const cg_graph *graph;
+    struct cg_plan *parent;
+    int depth; /* 0 for the main graph */
+    size_t slot_count;
+    const char **slot_names;
+    uint8_t *slot_kind;      /* cg_slot_kind */
+    int32_t *slot_producer;  /* step index for NODE slots, else -1 */
+    int32_t *slot_last_use;  /* last step reading it, -1 if none */
+    bool *slot_is_output;    /* a graph output: never released */
+    cg_value **init_values;  /* INIT slots: the converted initializer */
+    bool *init_borrowed;     /* its data points into the model mapping */
+    int32_t *input_slots;    /* graph->inputs order */
+    cg_ref *output_refs;     /* graph->outputs order */
+    cg_step *steps;
+    size_t step_count;
+    size_t max_inputs, max_outputs;
+    cg_name_map names;       /* name -> local slot */
+    /* free names: outer values read by this graph or its subgraphs */
+    const char **captures;
+    size_t capture_count, capture_cap;
+} cg_plan;
+
+/* Memory plan of the main graph for one set of input shapes. */
+typedef struct cg_mem_plan {
+    bool valid;
+    int64_t *signature;      /* per graph input: dtype, rank, dims... */
+    size_t signature_len;
+    size_t *slot_offset;     /* SIZE_MAX: not placed */
+    size_t *slot_bytes;
+    uint8_t *arena;
+    size_t arena_bytes;
+} cg_mem_plan;
+
+struct cg_runtime {
+    const cg_model *model;
+    cg_runtime_options opt;
+    cg_registry_index registry;
+    cg_plan *main;
+    cg_mem_plan mem;
+    /* recording during a run that builds the next memory plan */
+    size_t *record_bytes;    /* per main slot; 0 = not recorded */
+};
+
+typedef struct cg_scratch {
+    struct cg_scratch *next;
+    _Alignas(16) unsigned char data[];
+} cg_scratch;
+
+enum {
+    CG_OWN_NONE = 0,  /* borrowed pointer (caller, initializer, outer) */
+    CG_OWN_FULL,      /* frame owns struct and data */
+    CG_OWN_STRUCT     /* frame owns the struct; data lives in the arena */
+};
+
+enum {
+    CG_OUT_ARENA = 1,    /* data placed in the memory plan's arena */
+    CG_OUT_PLANNABLE = 2 /* allocated by cg_kernel_output: may be planned */
+};
+
+struct cg_exec {
+    cg_runtime *rt;
+    const cg_plan *plan;
+    struct cg_exec *parent;
+    cg_value **vals;
+    uint8_t *own;
+    const cg_value **ins;   /* the running step's inputs */
+    cg_value **outs;        /* the running step's outputs */
+    uint8_t *out_flags;     /* CG_OUT_* per output of the running step */
+    size_t step;            /* step being run */
+    cg_scratch *scratch;
+    bool is_main;
+    bool use_arena;         /* main graph with a matching memory plan */
+    bool recording;         /* main graph building a memory plan */
+    cg_error *err;
+};
+
+/* plan.c */
+cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int depth,
+                        cg_plan **out, cg_error *err);
+void cg_plan_free(cg_plan *p);
+int32_t cg_name_map_get(const cg_name_map *m, const char *key);
+void cg_mem_plan_clear(cg_mem_plan *m);
+/* Places the recorded sizes (rt->record_bytes) in one arena. */
+cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,
+                            cg_error *err);
+
+/* value.c */
+/* Converts a TensorProto; with allow_borrow, aligned little-endian raw_data
+ * of a fixed-size type is used in place (read-only) and *borrowed is set. */
+cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, cg_value **out,
+                                 bool *borrowed, cg_error *err);
+/* Densifies a SparseTensorProto (indices [NNZ] linear or [NNZ, rank]). */
+cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
+                                     cg_error *err);
+/* Bytes of a tensor of (dtype, numel), overflow-checked; false on overflow
+ * or a dtype without a fixed size (other than STRING). */
+bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
+/* A new tensor value with malloc'd zeroed data, no allocation limit. */
+cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
+                                cg_error *err);
+/* Deep copy without a kernel context. */
+cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
+/* Frees only the value's contents (not the struct). */
+void cg_value_clear(cg_value *v);
+
+/* exec.c */
+/* Runs subgraph g (an attribute graph of k's node) with `inputs` bound to
+ * its graph inputs (borrowed). On success outs[0..out_count) are new values
+ * owned by the caller. Fails if the graph's input or output count differs. */
+cg_status cg_exec_subgraph(cg_kernel_ctx *k, const cg_graph *g, const cg_value *const *inputs,
+                           size_t input_count, cg_value **outs, size_t out_count);
+/* Size checks shared by cg_kernel_output and control flow kernels: fails
+ * with CG_LIMIT (naming node, op, shape, bytes) above the runtime's limit. */
+cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
+                              size_t *bytes);
+/* Hands a finished value to output i (takes ownership of v, even on error). */
+cg_status cg_kernel_set_output(cg_kernel_ctx *k, size_t i, cg_value *v);
+
+#endif

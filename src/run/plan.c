@@ -1,0 +1,635 @@
+/*
+ * Plan building: from a graph (and its enclosing plans) to slots, steps,
+ * resolved kernels and liveness; and the main graph's memory plan, which
+ * places every recorded intermediate tensor at an offset of one arena so
+ * that values whose lifetimes do not overlap share bytes.
+ *
+ * A subgraph is planned while its parent is half-built, at the point of the
+ * node that owns it: the parent's name map then holds exactly the names
+ * defined before that node, which is what ONNX lets a subgraph see.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/schema.h"
+#include "core/arena.h"
+#include "run/exec.h"
+
+/* --- name map: open addressing, FNV-1a ------------------------------------ */
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211u;
+    }
+    return h;
+}
+
+/* Capacity fixed up front: at least twice the number of names it will hold. */
+static bool name_map_init(cg_name_map *m, cg_arena *a, size_t max_names)
+{
+    size_t cap = 16;
+    while (cap < max_names * 2) {
+        if (cap > SIZE_MAX / 4)
+            return false;
+        cap *= 2;
+    }
+    m->keys = cg_arena_calloc(a, cap, sizeof *m->keys);
+    m->vals = cg_arena_calloc(a, cap, sizeof *m->vals);
+    m->cap = cap;
+    m->count = 0;
+    return m->keys && m->vals;
+}
+
+int32_t cg_name_map_get(const cg_name_map *m, const char *key)
+{
+    if (!m->cap)
+        return -1;
+    size_t i = (size_t)hash_name(key) & (m->cap - 1);
+    while (m->keys[i]) {
+        if (strcmp(m->keys[i], key) == 0)
+            return m->vals[i];
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+/* Inserts or overwrites (callers check for duplicates first). */
+static void name_map_put(cg_name_map *m, const char *key, int32_t val)
+{
+    size_t i = (size_t)hash_name(key) & (m->cap - 1);
+    while (m->keys[i]) {
+        if (strcmp(m->keys[i], key) == 0) {
+            m->vals[i] = val;
+            return;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->count++;
+}
+
+/* --- helpers ---------------------------------------------------------------- */
+
+typedef struct plan_build {
+    cg_runtime *rt;
+    cg_plan *p;
+    cg_arena *arena;
+    cg_error *err;
+} plan_build;
+
+/* The plan's arena is stashed in a hidden slot so cg_plan_free can find it. */
+typedef struct plan_box {
+    cg_plan plan;
+    cg_arena *arena;
+} plan_box;
+
+static const char *node_label(const cg_node *n, size_t index, char *buf, size_t cap)
+{
+    if (n->name && n->name[0])
+        snprintf(buf, cap, "node '%s' (%s)", n->name, n->op_type ? n->op_type : "?");
+    else
+        snprintf(buf, cap, "node #%zu (%s)", index, n->op_type ? n->op_type : "?");
+    return buf;
+}
+
+static bool is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+
+static int64_t model_opset(const cg_model *m, const char *domain)
+{
+    for (size_t i = 0; i < m->opset_count; i++) {
+        const char *d = m->opsets[i].domain;
+        bool match = is_default_domain(domain) ? is_default_domain(d)
+                                               : (d && strcmp(d, domain) == 0);
+        if (match)
+            return m->opsets[i].version;
+    }
+    return -1;
+}
+
+static cg_status add_capture(plan_build *b, const char *name)
+{
+    cg_plan *p = b->p;
+    for (size_t i = 0; i < p->capture_count; i++)
+        if (strcmp(p->captures[i], name) == 0)
+            return CG_OK;
+    if (p->capture_count == p->capture_cap) {
+        size_t cap = p->capture_cap ? p->capture_cap * 2 : 8;
+        const char **n = realloc(p->captures, cap * sizeof *n);
+        if (!n)
+            return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
+        p->captures = n;
+        p->capture_cap = cap;
+    }
+    p->captures[p->capture_count++] = name;
+    return CG_OK;
+}
+
+/* Resolves a name read at step `step` (-1 for graph outputs): local slot, or
+ * an outer scope (recorded as a capture). *found false when undefined. */
+static cg_status resolve(plan_build *b, const char *name, int32_t step, cg_ref *ref, bool *found)
+{
+    cg_plan *p = b->p;
+    *found = true;
+    int32_t s = cg_name_map_get(&p->names, name);
+    if (s >= 0) {
+        ref->up = 0;
+        ref->slot = s;
+        if (step >= 0 && p->slot_last_use[s] < step)
+            p->slot_last_use[s] = step;
+        return CG_OK;
+    }
+    int32_t up = 1;
+    for (const cg_plan *q = p->parent; q; q = q->parent, up++) {
+        s = cg_name_map_get(&q->names, name);
+        if (s >= 0) {
+            ref->up = up;
+            ref->slot = s;
+            return add_capture(b, name);
+        }
+    }
+    *found = false;
+    return CG_OK;
+}
+
+static cg_status new_slot(plan_build *b, const char *name, cg_slot_kind kind, int32_t producer,
+                          int32_t *out)
+{
+    cg_plan *p = b->p;
+    int32_t s = (int32_t)p->slot_count++;
+    p->slot_names[s] = name;
+    p->slot_kind[s] = (uint8_t)kind;
+    p->slot_producer[s] = producer;
+    p->slot_last_use[s] = -1;
+    name_map_put(&p->names, name, s);
+    *out = s;
+    return CG_OK;
+}
+
+/* --- steps ----------------------------------------------------------------- */
+
+static cg_status plan_subgraphs(plan_build *b, cg_step *st, int32_t step_index)
+{
+    const cg_node *n = st->node;
+    size_t count = 0;
+    for (size_t a = 0; a < n->attr_count; a++) {
+        const cg_attr *at = &n->attrs[a];
+        if (at->g)
+            count++;
+        count += at->graphs_count;
+    }
+    if (!count)
+        return CG_OK;
+    st->subs = cg_arena_calloc(b->arena, count, sizeof *st->subs);
+    if (!st->subs)
+        return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
+    for (size_t a = 0; a < n->attr_count; a++) {
+        const cg_attr *at = &n->attrs[a];
+        for (size_t gi = 0; gi < at->graphs_count + (at->g ? 1u : 0u); gi++) {
+            const cg_graph *g = gi < at->graphs_count ? at->graphs[gi] : at->g;
+            if (!g)
+                continue;
+            cg_plan *sub = NULL;
+            cg_status s = cg_plan_build(b->rt, g, b->p, b->p->depth + 1, &sub, b->err);
+            /* Name the path for the outer few levels only, so a deep
+             * chain does not crowd the root cause out of the message. */
+            if (s != CG_OK && b->p->depth < 4) {
+                char lbl[256];
+                cg_error_prefix(b->err, "%s, attribute '%s': ",
+                                node_label(n, st->index, lbl, sizeof lbl),
+                                at->name ? at->name : "?");
+            }
+            if (s != CG_OK)
+                return s;
+            st->subs[st->sub_count].graph = g;
+            st->subs[st->sub_count].plan = sub;
+            st->sub_count++;
+            /* Outer values the subgraph reads are uses by this node. */
+            for (size_t c = 0; c < sub->capture_count; c++) {
+                cg_ref ref;
+                bool found;
+                s = resolve(b, sub->captures[c], step_index, &ref, &found);
+                if (s != CG_OK)
+                    return s;
+                (void)found; /* the subgraph resolved it through us already */
+            }
+        }
+    }
+    return CG_OK;
+}
+
+static cg_status plan_step(plan_build *b, size_t node_index)
+{
+    cg_plan *p = b->p;
+    const cg_graph *g = p->graph;
+    const cg_node *n = &g->nodes[node_index];
+    int32_t si = (int32_t)p->step_count;
+    cg_step *st = &p->steps[si];
+    char lbl[256];
+    st->node = n;
+    st->index = node_index;
+    if (!n->op_type || !n->op_type[0])
+        return cg_error_set(b->err, CG_INVALID, "%s: node has no op_type",
+                            node_label(n, node_index, lbl, sizeof lbl));
+
+    /* Kernel and schema. */
+    const char *domain = is_default_domain(n->domain) ? "" : n->domain;
+    st->opset = model_opset(b->rt->model, domain);
+    if (st->opset < 0)
+        return cg_error_set(b->err, CG_INVALID, "%s: the model imports no opset for domain "
+                            "'%s'", node_label(n, node_index, lbl, sizeof lbl), domain);
+    const cg_schema *schema = cg_schema_find(domain, n->op_type, st->opset);
+    if (!schema)
+        return cg_error_set(b->err, CG_UNSUPPORTED, "%s: unknown op '%s' in domain '%s' at "
+                            "opset %lld", node_label(n, node_index, lbl, sizeof lbl),
+                            n->op_type, domain[0] ? domain : "ai.onnx", (long long)st->opset);
+    st->since = schema->since_version;
+    st->fn = cg_registry_find(&b->rt->registry, domain, n->op_type);
+    if (!st->fn)
+        return cg_error_set(b->err, CG_UNSUPPORTED, "%s: no kernel for op '%s' (domain '%s', "
+                            "opset %lld) in the reference runtime",
+                            node_label(n, node_index, lbl, sizeof lbl), n->op_type,
+                            domain[0] ? domain : "ai.onnx", (long long)st->opset);
+
+    /* Inputs. */
+    st->in = cg_arena_calloc(b->arena, n->input_count ? n->input_count : 1, sizeof *st->in);
+    st->out = cg_arena_calloc(b->arena, n->output_count ? n->output_count : 1, sizeof *st->out);
+    if (!st->in || !st->out)
+        return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
+    for (size_t i = 0; i < n->input_count; i++) {
+        const char *name = n->inputs[i];
+        if (!name || !name[0]) {
+            st->in[i].up = 0;
+            st->in[i].slot = -1;
+            continue;
+        }
+        bool found;
+        cg_status s = resolve(b, name, si, &st->in[i], &found);
+        if (s != CG_OK)
+            return s;
+        if (!found)
+            return cg_error_set(b->err, CG_INVALID, "%s: input %zu '%s' is not a graph input, "
+                                "initializer, outer-scope value or output of an earlier node",
+                                node_label(n, node_index, lbl, sizeof lbl), i, name);
+    }
+    if (n->input_count > p->max_inputs)
+        p->max_inputs = n->input_count;
+    if (n->output_count > p->max_outputs)
+        p->max_outputs = n->output_count;
+
+    cg_status s = plan_subgraphs(b, st, si);
+    if (s != CG_OK)
+        return s;
+
+    /* Outputs: SSA, one producer per name. */
+    for (size_t i = 0; i < n->output_count; i++) {
+        const char *name = n->outputs[i];
+        if (!name || !name[0]) {
+            st->out[i] = -1;
+            continue;
+        }
+        if (cg_name_map_get(&p->names, name) >= 0)
+            return cg_error_set(b->err, CG_INVALID, "%s: output '%s' is already defined "
+                                "(graphs must be in SSA form)",
+                                node_label(n, node_index, lbl, sizeof lbl), name);
+        s = new_slot(b, name, CG_SLOT_NODE, si, &st->out[i]);
+        if (s != CG_OK)
+            return s;
+    }
+    p->step_count++;
+    return CG_OK;
+}
+
+/* Release lists: a node-produced, non-output slot goes after its last use
+ * (or right after its producer when nothing reads it). */
+static cg_status plan_liveness(plan_build *b)
+{
+    cg_plan *p = b->p;
+    size_t *counts = calloc(p->step_count ? p->step_count : 1, sizeof *counts);
+    if (!counts)
+        return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
+    for (size_t s = 0; s < p->slot_count; s++) {
+        if (p->slot_kind[s] != CG_SLOT_NODE || p->slot_is_output[s])
+            continue;
+        int32_t last = p->slot_last_use[s] > p->slot_producer[s] ? p->slot_last_use[s]
+                                                                 : p->slot_producer[s];
+        p->slot_last_use[s] = last;
+        counts[last]++;
+    }
+    cg_status st = CG_OK;
+    for (size_t i = 0; i < p->step_count; i++) {
+        if (!counts[i])
+            continue;
+        p->steps[i].release = cg_arena_calloc(b->arena, counts[i], sizeof(int32_t));
+        if (!p->steps[i].release) {
+            st = cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
+            goto done;
+        }
+    }
+    for (size_t s = 0; s < p->slot_count; s++) {
+        if (p->slot_kind[s] != CG_SLOT_NODE || p->slot_is_output[s])
+            continue;
+        cg_step *step = &p->steps[p->slot_last_use[s]];
+        step->release[step->release_count++] = (int32_t)s;
+    }
+done:
+    free(counts);
+    return st;
+}
+
+static cg_status plan_initializers(plan_build *b)
+{
+    cg_plan *p = b->p;
+    const cg_graph *g = p->graph;
+    for (size_t i = 0; i < g->initializer_count; i++) {
+        const cg_tensor_proto *tp = &g->initializers[i];
+        if (!tp->name || !tp->name[0])
+            return cg_error_set(b->err, CG_INVALID, "initializer %zu has no name", i);
+        if (cg_name_map_get(&p->names, tp->name) >= 0)
+            return cg_error_set(b->err, CG_INVALID, "initializer '%s' is defined twice",
+                                tp->name);
+        int32_t s;
+        cg_status st = new_slot(b, tp->name, CG_SLOT_INIT, -1, &s);
+        if (st != CG_OK)
+            return st;
+        bool borrowed = false;
+        st = cg_value_from_proto_ex(tp, true, &p->init_values[s], &borrowed, b->err);
+        if (st != CG_OK) {
+            cg_error_prefix(b->err, "initializer %zu: ", i);
+            return st;
+        }
+        p->init_borrowed[s] = borrowed;
+    }
+    /* Sparse initializers are densified once; kernels only see dense tensors. */
+    for (size_t i = 0; i < g->sparse_initializer_count; i++) {
+        const cg_sparse_tensor_proto *sp = &g->sparse_initializers[i];
+        const char *name = sp->values ? sp->values->name : NULL;
+        if (!name || !name[0])
+            return cg_error_set(b->err, CG_INVALID, "sparse initializer %zu has no name", i);
+        if (cg_name_map_get(&p->names, name) >= 0)
+            return cg_error_set(b->err, CG_INVALID, "initializer '%s' is defined twice", name);
+        int32_t s;
+        cg_status st = new_slot(b, name, CG_SLOT_INIT, -1, &s);
+        if (st != CG_OK)
+            return st;
+        st = cg_value_from_sparse_proto(sp, &p->init_values[s], b->err);
+        if (st != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+static cg_status plan_inputs(plan_build *b)
+{
+    cg_plan *p = b->p;
+    const cg_graph *g = p->graph;
+    for (size_t i = 0; i < g->input_count; i++) {
+        const char *name = g->inputs[i].name;
+        if (!name || !name[0])
+            return cg_error_set(b->err, CG_INVALID, "graph input %zu has no name", i);
+        int32_t s = cg_name_map_get(&p->names, name);
+        if (s >= 0 && p->slot_kind[s] != CG_SLOT_INIT)
+            return cg_error_set(b->err, CG_INVALID, "graph input '%s' is listed twice", name);
+        if (s < 0) {
+            cg_status st = new_slot(b, name, CG_SLOT_INPUT, -1, &s);
+            if (st != CG_OK)
+                return st;
+        }
+        p->input_slots[i] = s;
+    }
+    return CG_OK;
+}
+
+static cg_status plan_outputs(plan_build *b)
+{
+    cg_plan *p = b->p;
+    const cg_graph *g = p->graph;
+    for (size_t i = 0; i < g->output_count; i++) {
+        const char *name = g->outputs[i].name;
+        if (!name || !name[0])
+            return cg_error_set(b->err, CG_INVALID, "graph output %zu has no name", i);
+        bool found;
+        cg_status st = resolve(b, name, -1, &p->output_refs[i], &found);
+        if (st != CG_OK)
+            return st;
+        if (!found)
+            return cg_error_set(b->err, CG_INVALID, "graph output '%s' is not produced by any "
+                                "node, input or initializer", name);
+        if (p->output_refs[i].up == 0)
+            p->slot_is_output[p->output_refs[i].slot] = true;
+    }
+    return CG_OK;
+}
+
+cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int depth,
+                        cg_plan **out, cg_error *err)
+{
+    *out = NULL;
+    if (depth > CG_MAX_SUBGRAPH_DEPTH)
+        return cg_error_set(err, CG_LIMIT, "subgraph nesting deeper than %d",
+                            CG_MAX_SUBGRAPH_DEPTH);
+    cg_status st = CG_OK;
+    cg_arena *arena = cg_arena_new();
+    plan_box *box = calloc(1, sizeof *box);
+    if (!arena || !box) {
+        cg_arena_free(arena);
+        free(box);
+        return cg_error_set(err, CG_NOMEM, "out of memory planning graph");
+    }
+    box->arena = arena;
+    cg_plan *p = &box->plan;
+    p->graph = g;
+    p->parent = parent;
+    p->depth = depth;
+
+    /* Upper bound on slots: every input, initializer and node output. */
+    size_t slots = g->input_count + g->initializer_count + g->sparse_initializer_count;
+    for (size_t i = 0; i < g->node_count; i++) {
+        if (g->nodes[i].output_count > SIZE_MAX / 4 - slots) {
+            st = cg_error_set(err, CG_LIMIT, "graph has too many values");
+            goto fail;
+        }
+        slots += g->nodes[i].output_count;
+    }
+    if (slots > INT32_MAX / 4 || g->node_count > INT32_MAX / 4) {
+        st = cg_error_set(err, CG_LIMIT, "graph has too many values (%zu)", slots);
+        goto fail;
+    }
+    size_t n1 = slots ? slots : 1;
+    p->slot_names = cg_arena_calloc(arena, n1, sizeof *p->slot_names);
+    p->slot_kind = cg_arena_calloc(arena, n1, sizeof *p->slot_kind);
+    p->slot_producer = cg_arena_calloc(arena, n1, sizeof *p->slot_producer);
+    p->slot_last_use = cg_arena_calloc(arena, n1, sizeof *p->slot_last_use);
+    p->slot_is_output = cg_arena_calloc(arena, n1, sizeof *p->slot_is_output);
+    p->init_values = cg_arena_calloc(arena, n1, sizeof *p->init_values);
+    p->init_borrowed = cg_arena_calloc(arena, n1, sizeof *p->init_borrowed);
+    p->input_slots = cg_arena_calloc(arena, g->input_count + 1, sizeof *p->input_slots);
+    p->output_refs = cg_arena_calloc(arena, g->output_count + 1, sizeof *p->output_refs);
+    p->steps = cg_arena_calloc(arena, g->node_count + 1, sizeof *p->steps);
+    if (!p->slot_names || !p->slot_kind || !p->slot_producer || !p->slot_last_use ||
+        !p->slot_is_output || !p->init_values || !p->init_borrowed || !p->input_slots ||
+        !p->output_refs || !p->steps || !name_map_init(&p->names, arena, slots)) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory planning graph");
+        goto fail;
+    }
+
+    plan_build b = {rt, p, arena, err};
+    if ((st = plan_initializers(&b)) != CG_OK || (st = plan_inputs(&b)) != CG_OK)
+        goto fail;
+    for (size_t i = 0; i < g->node_count; i++)
+        if ((st = plan_step(&b, i)) != CG_OK)
+            goto fail;
+    if ((st = plan_outputs(&b)) != CG_OK || (st = plan_liveness(&b)) != CG_OK)
+        goto fail;
+    *out = p;
+    return CG_OK;
+fail:
+    cg_plan_free(p);
+    return st;
+}
+
+void cg_plan_free(cg_plan *p)
+{
+    if (!p)
+        return;
+    plan_box *box = (plan_box *)p; /* the plan is the first member of its box */
+    for (size_t i = 0; i < p->step_count + 1 && p->steps; i++) {
+        cg_step *st = &p->steps[i];
+        for (size_t j = 0; j < st->sub_count; j++)
+            cg_plan_free(st->subs[j].plan);
+    }
+    for (size_t s = 0; s < p->slot_count; s++) {
+        cg_value *v = p->init_values ? p->init_values[s] : NULL;
+        if (!v)
+            continue;
+        if (p->init_borrowed[s])
+            v->tensor.data = NULL; /* points into the model mapping */
+        cg_value_free(v);
+    }
+    free(p->captures);
+    cg_arena_free(box->arena);
+    free(box);
+}
+
+/* --- memory plan ------------------------------------------------------------ */
+
+void cg_mem_plan_clear(cg_mem_plan *m)
+{
+    free(m->signature);
+    free(m->slot_offset);
+    free(m->slot_bytes);
+    free(m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+#define MEM_ALIGN 64u
+
+typedef struct mem_item {
+    int32_t slot;
+    int32_t first, last; /* steps, inclusive */
+    size_t bytes;        /* rounded to MEM_ALIGN */
+    size_t offset;
+} mem_item;
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const mem_item *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return x->first - y->first;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const mem_item *x = *(const mem_item *const *)a, *y = *(const mem_item *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,
+                            cg_error *err)
+{
+    const cg_plan *p = rt->main;
+    cg_mem_plan *m = &rt->mem;
+    cg_mem_plan_clear(m);
+    cg_status st = CG_OK;
+    size_t n = 0;
+    mem_item *items = calloc(p->slot_count + 1, sizeof *items);
+    mem_item **placed = calloc(p->slot_count + 1, sizeof *placed);
+    m->slot_offset = malloc((p->slot_count + 1) * sizeof *m->slot_offset);
+    m->slot_bytes = calloc(p->slot_count + 1, sizeof *m->slot_bytes);
+    m->signature = malloc((signature_len + 1) * sizeof *m->signature);
+    if (!items || !placed || !m->slot_offset || !m->slot_bytes || !m->signature) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory building the memory plan");
+        goto done;
+    }
+    memcpy(m->signature, signature, signature_len * sizeof *signature);
+    m->signature_len = signature_len;
+    for (size_t s = 0; s < p->slot_count; s++) {
+        m->slot_offset[s] = SIZE_MAX;
+        size_t bytes = rt->record_bytes[s];
+        if (!bytes || p->slot_kind[s] != CG_SLOT_NODE || p->slot_is_output[s])
+            continue;
+        if (bytes > SIZE_MAX - MEM_ALIGN)
+            continue;
+        mem_item *it = &items[n++];
+        it->slot = (int32_t)s;
+        it->first = p->slot_producer[s];
+        it->last = p->slot_last_use[s];
+        it->bytes = (bytes + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN;
+        m->slot_bytes[s] = bytes;
+    }
+    qsort(items, n, sizeof *items, by_size_desc);
+
+    /* Greedy by size, best fit: each tensor goes into the smallest gap left
+     * between already-placed tensors whose lifetimes overlap its own. */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        mem_item *it = &items[i];
+        size_t np = 0;
+        for (size_t j = 0; j < i; j++)
+            if (items[j].first <= it->last && it->first <= items[j].last)
+                placed[np++] = &items[j];
+        qsort(placed, np, sizeof *placed, by_offset);
+        size_t prev_end = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+        for (size_t j = 0; j < np; j++) {
+            if (placed[j]->offset > prev_end) {
+                size_t gap = placed[j]->offset - prev_end;
+                if (gap >= it->bytes && gap < best_gap) {
+                    best = prev_end;
+                    best_gap = gap;
+                }
+            }
+            size_t end = placed[j]->offset + placed[j]->bytes;
+            if (end > prev_end)
+                prev_end = end;
+        }
+        it->offset = best != SIZE_MAX ? best : prev_end;
+        if (it->offset > SIZE_MAX - it->bytes) {
+            st = cg_error_set(err, CG_LIMIT, "memory plan overflows");
+            goto done;
+        }
+        if (it->offset + it->bytes > total)
+            total = it->offset + it->bytes;
+        m->slot_offset[it->slot] = it->offset;
+    }
+    if (total > 0) {
+        m->arena = aligned_alloc(MEM_ALIGN, total);
+        if (!m->arena) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory allocating the %zu-byte arena",
+                              total);
+            goto done;
+        }
+    }
+    m->arena_bytes = total;
+    m->valid = true;
+done:
+    free(items);
+    free(placed);
+    if (st != CG_OK)
+        cg_mem_plan_clear(m);
+    return st;
+}

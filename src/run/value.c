@@ -1,0 +1,470 @@
+/*
+ * Runtime values: allocation, deep copies, freeing, and the conversion of a
+ * TensorProto (inline typed fields, raw_data or resolved external payload)
+ * into a dense cg_tensor.
+ *
+ * Ownership invariant: a cg_value made here owns its struct, its tensor data
+ * (for STRING also every element string) and, for a sequence, its items.
+ * The executor is the only place that holds values whose data it does not
+ * own (arena slots, zero-copy initializers); it never hands those to
+ * cg_value_free with the data pointer still set.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/exec.h"
+
+bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out)
+{
+    size_t es = dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype);
+    if (es == 0 || numel < 0)
+        return false;
+    if ((uint64_t)numel > SIZE_MAX / es)
+        return false;
+    *out = (size_t)numel * es;
+    return true;
+}
+
+void cg_value_clear(cg_value *v)
+{
+    if (!v)
+        return;
+    if (v->tensor.data) {
+        if (v->tensor.dtype == CG_DTYPE_STRING) {
+            char **s = v->tensor.data;
+            for (int64_t i = 0; i < v->tensor.numel; i++)
+                free(s[i]);
+        }
+        free(v->tensor.data);
+        v->tensor.data = NULL;
+    }
+    for (size_t i = 0; i < v->item_count; i++)
+        cg_value_free(v->items[i]);
+    free(v->items);
+    v->items = NULL;
+    v->item_count = 0;
+}
+
+void cg_value_free(cg_value *v)
+{
+    if (!v)
+        return;
+    cg_value_clear(v);
+    free(v);
+}
+
+cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
+                                cg_error *err)
+{
+    *out = NULL;
+    int64_t numel;
+    size_t bytes;
+    if (rank < 0 || rank > CG_MAX_RANK)
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor rank %d exceeds the maximum %d", rank,
+                            CG_MAX_RANK);
+    if (!cg_shape_numel(rank, dims, &numel))
+        return cg_error_set(err, CG_INVALID, "tensor shape has a negative dimension or "
+                            "overflows int64");
+    if (!cg_tensor_byte_size(dtype, numel, &bytes))
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor of %lld %s elements has no byte size",
+                            (long long)numel, cg_dtype_name(dtype));
+    cg_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return cg_error_set(err, CG_NOMEM, "out of memory allocating a value");
+    /* Never a NULL data pointer, even for empty tensors: kernels may rely on it. */
+    v->tensor.data = calloc(1, bytes ? bytes : 1);
+    if (!v->tensor.data) {
+        free(v);
+        return cg_error_set(err, CG_NOMEM, "out of memory allocating %zu bytes", bytes);
+    }
+    v->kind = CG_VALUE_TENSOR;
+    v->tensor.dtype = dtype;
+    v->tensor.rank = rank;
+    for (int i = 0; i < rank; i++)
+        v->tensor.dims[i] = dims[i];
+    v->tensor.numel = numel;
+    v->seq_dtype = dtype;
+    v->has_value = true;
+    *out = v;
+    return CG_OK;
+}
+
+cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len)
+{
+    if (!t || t->dtype != CG_DTYPE_STRING || i < 0 || i >= t->numel || len == SIZE_MAX)
+        return CG_INVALID;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return CG_NOMEM;
+    if (len)
+        memcpy(copy, s, len);
+    copy[len] = '\0';
+    char **slots = t->data;
+    free(slots[i]);
+    slots[i] = copy;
+    return CG_OK;
+}
+
+/* Copies tensor payload src into the freshly allocated dst (same shape). */
+static cg_status copy_tensor_data(cg_tensor *dst, const cg_tensor *src, cg_error *err)
+{
+    if (src->dtype != CG_DTYPE_STRING) {
+        size_t bytes = cg_tensor_bytes(src);
+        if (bytes)
+            memcpy(dst->data, src->data, bytes);
+        return CG_OK;
+    }
+    char *const *s = src->data;
+    for (int64_t i = 0; i < src->numel; i++) {
+        const char *e = s[i] ? s[i] : "";
+        if (cg_tensor_set_string(dst, i, e, strlen(e)) != CG_OK)
+            return cg_error_set(err, CG_NOMEM, "out of memory copying a string tensor");
+    }
+    return CG_OK;
+}
+
+cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err)
+{
+    *out = NULL;
+    cg_value *v = NULL;
+    cg_status st;
+    bool has_tensor = src->kind == CG_VALUE_TENSOR ||
+                      (src->kind == CG_VALUE_OPTIONAL && src->has_value &&
+                       !src->optional_is_sequence);
+    if (has_tensor) {
+        st = cg_value_alloc_tensor(src->tensor.dtype, src->tensor.rank, src->tensor.dims, &v,
+                                   err);
+        if (st != CG_OK)
+            return st;
+        st = copy_tensor_data(&v->tensor, &src->tensor, err);
+        if (st != CG_OK)
+            goto fail;
+    } else {
+        v = calloc(1, sizeof *v);
+        if (!v)
+            return cg_error_set(err, CG_NOMEM, "out of memory copying a value");
+        v->tensor.dtype = src->tensor.dtype;
+    }
+    v->kind = src->kind;
+    v->seq_dtype = src->seq_dtype;
+    v->has_value = src->has_value;
+    v->optional_is_sequence = src->optional_is_sequence;
+    if (src->item_count) {
+        v->items = calloc(src->item_count, sizeof *v->items);
+        if (!v->items) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory copying a sequence");
+            goto fail;
+        }
+        for (size_t i = 0; i < src->item_count; i++) {
+            st = cg_value_copy(src->items[i], &v->items[i], err);
+            if (st != CG_OK)
+                goto fail;
+            v->item_count = i + 1;
+        }
+    }
+    *out = v;
+    return CG_OK;
+fail:
+    cg_value_free(v);
+    return st;
+}
+
+/* --- TensorProto conversion ---------------------------------------------- */
+
+static const char *proto_name(const cg_tensor_proto *tp)
+{
+    return tp->name ? tp->name : "(unnamed)";
+}
+
+/* Which typed field carries the payload of a dtype, and its element width. */
+typedef enum field_kind {
+    FIELD_NONE = 0, FIELD_FLOAT, FIELD_INT32, FIELD_INT64, FIELD_DOUBLE, FIELD_UINT64,
+    FIELD_STRING
+} field_kind;
+
+static field_kind typed_field(cg_dtype dt)
+{
+    switch (dt) {
+    case CG_DTYPE_FLOAT:
+    case CG_DTYPE_COMPLEX64: return FIELD_FLOAT;
+    case CG_DTYPE_INT8:
+    case CG_DTYPE_INT16:
+    case CG_DTYPE_INT32:
+    case CG_DTYPE_UINT8:
+    case CG_DTYPE_UINT16:
+    case CG_DTYPE_BOOL:
+    case CG_DTYPE_FLOAT16:
+    case CG_DTYPE_BFLOAT16:
+    case CG_DTYPE_FLOAT8E4M3FN:
+    case CG_DTYPE_FLOAT8E4M3FNUZ:
+    case CG_DTYPE_FLOAT8E5M2:
+    case CG_DTYPE_FLOAT8E5M2FNUZ: return FIELD_INT32;
+    case CG_DTYPE_INT64: return FIELD_INT64;
+    case CG_DTYPE_DOUBLE:
+    case CG_DTYPE_COMPLEX128: return FIELD_DOUBLE;
+    case CG_DTYPE_UINT32:
+    case CG_DTYPE_UINT64: return FIELD_UINT64;
+    case CG_DTYPE_STRING: return FIELD_STRING;
+    default: return FIELD_NONE;
+    }
+}
+
+/* Reads element i of a little-endian array that may be unaligned. */
+static int32_t read_i32(const void *p, size_t i)
+{
+    int32_t v;
+    memcpy(&v, (const uint8_t *)p + i * 4, 4);
+    return v;
+}
+
+/* Fills t (allocated, numel elements) from the typed field. */
+static cg_status fill_from_typed(cg_tensor *t, const cg_tensor_proto *tp, field_kind f,
+                                 cg_error *err)
+{
+    const char *name = proto_name(tp);
+    size_t n = (size_t)t->numel;
+    size_t per = (t->dtype == CG_DTYPE_COMPLEX64 || t->dtype == CG_DTYPE_COMPLEX128) ? 2 : 1;
+    const cg_numbers *nums = NULL;
+    switch (f) {
+    case FIELD_FLOAT: nums = &tp->float_data; break;
+    case FIELD_INT32: nums = &tp->int32_data; break;
+    case FIELD_INT64: nums = &tp->int64_data; break;
+    case FIELD_DOUBLE: nums = &tp->double_data; break;
+    case FIELD_UINT64: nums = &tp->uint64_data; break;
+    case FIELD_STRING:
+        if (tp->string_count != n)
+            return cg_error_set(err, CG_INVALID, "tensor '%s': %zu strings for %zu elements",
+                                name, tp->string_count, n);
+        for (size_t i = 0; i < n; i++) {
+            const cg_bytes *b = &tp->string_data[i];
+            if (cg_tensor_set_string(t, (int64_t)i, b->data ? (const char *)b->data : "",
+                                     b->data ? b->len : 0) != CG_OK)
+                return cg_error_set(err, CG_NOMEM, "tensor '%s': out of memory", name);
+        }
+        return CG_OK;
+    case FIELD_NONE: break;
+    }
+    if (!nums)
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': dtype %s has no typed field",
+                            name, cg_dtype_name(t->dtype));
+    if (n > SIZE_MAX / per || nums->count != n * per)
+        return cg_error_set(err, CG_INVALID, "tensor '%s': %zu values for %zu elements of %s",
+                            name, nums->count, n, cg_dtype_name(t->dtype));
+    if (n == 0)
+        return CG_OK;
+    switch (f) {
+    case FIELD_FLOAT:
+    case FIELD_INT64:
+    case FIELD_DOUBLE:
+    case FIELD_UINT64:
+        /* element width equals the field's width for these dtypes */
+        memcpy(t->data, nums->data, cg_tensor_bytes(t));
+        return CG_OK;
+    default: break;
+    }
+    /* int32_data holds narrower types one per int32 (fp16/bf16 bit patterns). */
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = read_i32(nums->data, i);
+        switch (t->dtype) {
+        case CG_DTYPE_INT32: ((int32_t *)t->data)[i] = v; break;
+        case CG_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+        case CG_DTYPE_UINT16:
+        case CG_DTYPE_FLOAT16:
+        case CG_DTYPE_BFLOAT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+        case CG_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+        case CG_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+        default: ((uint8_t *)t->data)[i] = (uint8_t)v; break; /* uint8, float8 */
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, cg_value **out,
+                                 bool *borrowed, cg_error *err)
+{
+    *out = NULL;
+    if (borrowed)
+        *borrowed = false;
+    const char *name = proto_name(tp);
+    if (!tp->has_data_type || !cg_dtype_valid(tp->data_type))
+        return cg_error_set(err, CG_INVALID, "tensor '%s': undefined or unknown data_type %d",
+                            name, (int)tp->data_type);
+    cg_dtype dt = (cg_dtype)tp->data_type;
+    if (tp->rank > CG_MAX_RANK)
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': rank %zu exceeds the runtime "
+                            "maximum %d", name, tp->rank, CG_MAX_RANK);
+    if (tp->has_segment)
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': segmented tensors are not "
+                            "supported", name);
+    int64_t numel;
+    if (!cg_shape_numel((int)tp->rank, tp->dims, &numel))
+        return cg_error_set(err, CG_INVALID, "tensor '%s': negative dimension or element "
+                            "count overflow", name);
+    size_t bytes;
+    if (!cg_tensor_byte_size(dt, numel, &bytes))
+        return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': dtype %s is not supported by "
+                            "the runtime", name, cg_dtype_name(dt));
+
+    bool external = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL;
+    const cg_bytes *raw = NULL;
+    if (external) {
+        if (!tp->external_payload.data && numel > 0)
+            return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': external data was not "
+                                "loaded", name);
+        raw = &tp->external_payload;
+    } else if (tp->raw_data.data) {
+        raw = &tp->raw_data;
+    }
+    field_kind f = typed_field(dt);
+    int typed_fields = (tp->float_data.count > 0) + (tp->int32_data.count > 0) +
+                       (tp->int64_data.count > 0) + (tp->double_data.count > 0) +
+                       (tp->uint64_data.count > 0) + (tp->string_count > 0);
+    if (typed_fields + (raw != NULL && raw->len > 0) > 1)
+        return cg_error_set(err, CG_INVALID, "tensor '%s': payload set in several data "
+                            "fields", name);
+    if (raw && dt == CG_DTYPE_STRING)
+        return cg_error_set(err, CG_INVALID, "tensor '%s': STRING data in raw_data", name);
+    if (raw && raw->len != (dt == CG_DTYPE_STRING ? 0 : bytes))
+        return cg_error_set(err, CG_INVALID, "tensor '%s': %zu payload bytes, expected %zu "
+                            "(%lld x %s)", name, raw->len, bytes, (long long)numel,
+                            cg_dtype_name(dt));
+
+    /* The payload must match the shape before anything of that size is
+     * allocated: a header claiming a huge shape with no data is rejected. */
+    if (!raw) {
+        size_t have = 0, per = (dt == CG_DTYPE_COMPLEX64 || dt == CG_DTYPE_COMPLEX128) ? 2 : 1;
+        switch (f) {
+        case FIELD_FLOAT: have = tp->float_data.count; break;
+        case FIELD_INT32: have = tp->int32_data.count; break;
+        case FIELD_INT64: have = tp->int64_data.count; break;
+        case FIELD_DOUBLE: have = tp->double_data.count; break;
+        case FIELD_UINT64: have = tp->uint64_data.count; break;
+        case FIELD_STRING: have = tp->string_count; break;
+        case FIELD_NONE:
+            return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': dtype %s has no typed "
+                                "field", name, cg_dtype_name(dt));
+        }
+        if ((uint64_t)numel > SIZE_MAX / per || have != (size_t)numel * per)
+            return cg_error_set(err, CG_INVALID, "tensor '%s': %zu values for %lld elements of "
+                                "%s", name, have, (long long)numel, cg_dtype_name(dt));
+    }
+    cg_value *v = NULL;
+    cg_status st;
+    if (raw && allow_borrow && dt != CG_DTYPE_STRING && dt != CG_DTYPE_BOOL && bytes > 0 &&
+        ((uintptr_t)raw->data % 16u) == 0) {
+        /* Zero-copy: the kernel contract makes inputs read-only. 16 bytes is
+         * what malloc guarantees, so kernels cannot assume more anyway; BOOL
+         * is copied because the file may hold bytes other than 0 and 1. */
+        v = calloc(1, sizeof *v);
+        if (!v)
+            return cg_error_set(err, CG_NOMEM, "tensor '%s': out of memory", name);
+        v->kind = CG_VALUE_TENSOR;
+        v->tensor.dtype = dt;
+        v->tensor.rank = (int)tp->rank;
+        for (size_t i = 0; i < tp->rank; i++)
+            v->tensor.dims[i] = tp->dims[i];
+        v->tensor.numel = numel;
+        v->tensor.data = (void *)raw->data;
+        v->seq_dtype = dt;
+        v->has_value = true;
+        if (borrowed)
+            *borrowed = true;
+        *out = v;
+        return CG_OK;
+    }
+    st = cg_value_alloc_tensor(dt, (int)tp->rank, tp->dims, &v, err);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "tensor '%s': ", name);
+        return st;
+    }
+    if (raw) {
+        if (bytes)
+            memcpy(v->tensor.data, raw->data, bytes);
+        if (dt == CG_DTYPE_BOOL) /* kernels may compare with 1 */
+            for (size_t i = 0; i < bytes; i++)
+                ((uint8_t *)v->tensor.data)[i] = ((uint8_t *)v->tensor.data)[i] != 0;
+    } else if (numel > 0) {
+        st = fill_from_typed(&v->tensor, tp, f, err);
+        if (st != CG_OK) {
+            cg_value_free(v);
+            return st;
+        }
+    }
+    *out = v;
+    return CG_OK;
+}
+
+cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out, cg_error *err)
+{
+    return cg_value_from_proto_ex(tp, false, out, NULL, err);
+}
+
+cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
+                                     cg_error *err)
+{
+    *out = NULL;
+    const char *name = sp->values && sp->values->name ? sp->values->name : "(unnamed)";
+    if (!sp->values || !sp->indices)
+        return cg_error_set(err, CG_INVALID, "sparse tensor '%s': values or indices missing",
+                            name);
+    if (sp->rank > CG_MAX_RANK)
+        return cg_error_set(err, CG_UNSUPPORTED, "sparse tensor '%s': rank %zu too large", name,
+                            sp->rank);
+    cg_value *vals = NULL, *idx = NULL, *dense = NULL;
+    cg_status st = cg_value_from_tensor_proto(sp->values, &vals, err);
+    if (st != CG_OK)
+        return st;
+    if ((st = cg_value_from_tensor_proto(sp->indices, &idx, err)) != CG_OK)
+        goto done;
+    const cg_tensor *v = &vals->tensor, *ix = &idx->tensor;
+    int64_t nnz = v->rank == 1 ? v->dims[0] : -1;
+    int rank = (int)sp->rank;
+    bool linear = ix->rank == 1 && ix->dims[0] == nnz;
+    bool coords = ix->rank == 2 && ix->dims[0] == nnz && ix->dims[1] == rank;
+    if (nnz < 0 || ix->dtype != CG_DTYPE_INT64 || !(linear || coords)) {
+        st = cg_error_set(err, CG_INVALID, "sparse tensor '%s': values must be 1-D and indices "
+                          "int64 [NNZ] or [NNZ, rank]", name);
+        goto done;
+    }
+    if ((st = cg_value_alloc_tensor(v->dtype, rank, sp->dims, &dense, err)) != CG_OK)
+        goto done;
+    const int64_t *ind = ix->data;
+    for (int64_t i = 0; i < nnz; i++) {
+        int64_t at = 0;
+        if (linear) {
+            at = ind[i];
+        } else {
+            for (int d = 0; d < rank; d++) {
+                int64_t c = ind[i * rank + d];
+                if (c < 0 || c >= sp->dims[d]) {
+                    at = -1;
+                    break;
+                }
+                at = at * sp->dims[d] + c;
+            }
+        }
+        if (at < 0 || at >= dense->tensor.numel) {
+            st = cg_error_set(err, CG_INVALID, "sparse tensor '%s': index %lld out of range",
+                              name, (long long)i);
+            goto done;
+        }
+        if (v->dtype == CG_DTYPE_STRING) {
+            const char *e = ((char *const *)v->data)[i];
+            if (cg_tensor_set_string(&dense->tensor, at, e ? e : "", e ? strlen(e) : 0) != CG_OK) {
+                st = cg_error_set(err, CG_NOMEM, "sparse tensor '%s': out of memory", name);
+                goto done;
+            }
+        } else {
+            size_t es = cg_dtype_size(v->dtype);
+            memcpy((uint8_t *)dense->tensor.data + (size_t)at * es,
+                   (const uint8_t *)v->data + (size_t)i * es, es);
+        }
+    }
+    *out = dense;
+    dense = NULL;
+done:
+    cg_value_free(vals);
+    cg_value_free(idx);
+    cg_value_free(dense);
+    return st;
+}
