@@ -1,0 +1,479 @@
+/* Shape and reduction kernels: what the ONNX backend data does not exercise.
+ * Error paths (out-of-range indices, bad axes, oversized outputs) must fail
+ * with a status and a message naming the node and the bad value; tie order
+ * of TopK, all four Unique outputs, Slice clamping with negative steps,
+ * exact int64 reductions and the empty-set identities are checked against
+ * hand-computed answers. Each case is a one-node model built in memory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "run/exec.h"
+
+static int failures;
+#define EXPECT(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+#define MAX_IO 5
+#define MAX_ATTRS 4
+
+/* A one-node model: inputs in0..inN-1, outputs out0..outM-1. */
+typedef struct one_node {
+    cg_model model;
+    cg_graph graph;
+    cg_node node;
+    cg_opset_id opset;
+    cg_value_info in_info[MAX_IO], out_info[MAX_IO];
+    const char *in_names[MAX_IO], *out_names[MAX_IO];
+    cg_attr attrs[MAX_ATTRS];
+    cg_value *in_values[MAX_IO];
+    cg_named_value *outs;
+    size_t out_count;
+    cg_error err;
+} one_node;
+
+static const char *const IN_NAMES[MAX_IO] = {"in0", "in1", "in2", "in3", "in4"};
+static const char *const OUT_NAMES[MAX_IO] = {"out0", "out1", "out2", "out3", "out4"};
+
+static void node_init(one_node *t, const char *op, int64_t opset, size_t nin, size_t nout)
+{
+    memset(t, 0, sizeof *t);
+    t->opset.domain = "";
+    t->opset.version = opset;
+    t->opset.has_version = true;
+    t->model.opsets = &t->opset;
+    t->model.opset_count = 1;
+    t->model.ir_version = 8;
+    t->model.has_ir_version = true;
+    t->model.graph = &t->graph;
+    t->graph.name = "g";
+    for (size_t i = 0; i < nin; i++) {
+        t->in_names[i] = IN_NAMES[i];
+        t->in_info[i].name = IN_NAMES[i];
+    }
+    for (size_t i = 0; i < nout; i++) {
+        t->out_names[i] = OUT_NAMES[i];
+        t->out_info[i].name = OUT_NAMES[i];
+    }
+    t->node.op_type = op;
+    t->node.name = "node_under_test";
+    t->node.domain = "";
+    t->node.inputs = t->in_names;
+    t->node.input_count = nin;
+    t->node.outputs = t->out_names;
+    t->node.output_count = nout;
+    t->node.attrs = t->attrs;
+    t->graph.nodes = &t->node;
+    t->graph.node_count = 1;
+    t->graph.inputs = t->in_info;
+    t->graph.input_count = nin;
+    t->graph.outputs = t->out_info;
+    t->graph.output_count = nout;
+}
+
+static void attr_int(one_node *t, const char *name, int64_t v)
+{
+    cg_attr *a = &t->attrs[t->node.attr_count++];
+    a->name = name;
+    a->type = CG_ATTR_INT;
+    a->has_type = true;
+    a->i = v;
+    a->has_i = true;
+}
+
+static void attr_ints(one_node *t, const char *name, int64_t *v, size_t n)
+{
+    cg_attr *a = &t->attrs[t->node.attr_count++];
+    a->name = name;
+    a->type = CG_ATTR_INTS;
+    a->has_type = true;
+    a->ints = v;
+    a->ints_count = n;
+}
+
+static void set_input(one_node *t, size_t i, cg_dtype dt, int rank, const int64_t *dims,
+                      const void *data)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_value_alloc_tensor(dt, rank, dims, &t->in_values[i], &err) != CG_OK) {
+        fprintf(stderr, "alloc failed: %s\n", err.msg);
+        exit(2);
+    }
+    memcpy(t->in_values[i]->tensor.data, data, cg_tensor_bytes(&t->in_values[i]->tensor));
+}
+
+/* Runs the node; returns the run's status (init failures count too). */
+static cg_status node_run(one_node *t, size_t max_alloc)
+{
+    cg_runtime_options opt;
+    cg_runtime *rt = NULL;
+    cg_named_value ins[MAX_IO];
+    cg_runtime_options_default(&opt);
+    opt.max_alloc_bytes = max_alloc;
+    cg_error_clear(&t->err);
+    cg_status st = cg_runtime_init(&t->model, &opt, &rt, &t->err);
+    if (st != CG_OK)
+        return st;
+    for (size_t i = 0; i < t->node.input_count; i++) {
+        ins[i].name = IN_NAMES[i];
+        ins[i].value = t->in_values[i];
+    }
+    st = cg_runtime_run(rt, ins, t->node.input_count, &t->outs, &t->out_count, &t->err);
+    cg_runtime_free(rt);
+    return st;
+}
+
+static void node_free(one_node *t)
+{
+    for (size_t i = 0; i < MAX_IO; i++)
+        cg_value_free(t->in_values[i]);
+    if (t->outs)
+        cg_runtime_free_outputs(t->outs, t->out_count);
+}
+
+static const cg_tensor *out_tensor(one_node *t, size_t i)
+{
+    return i < t->out_count ? &t->outs[i].value->tensor : NULL;
+}
+
+static bool ints_equal(const cg_tensor *x, const int64_t *want, int64_t n)
+{
+    if (!x || x->numel != n)
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (cg_tensor_get_i64(x, i) != want[i])
+            return false;
+    return true;
+}
+
+/* Expects failure with `status` and a message naming the node and `needle`. */
+static void expect_failure(one_node *t, cg_status got, cg_status status, const char *needle,
+                           const char *what)
+{
+    EXPECT(got == status, "%s: status %s, want %s (%s)", what, cg_status_name(got),
+           cg_status_name(status), t->err.msg);
+    EXPECT(strstr(t->err.msg, "node_under_test") != NULL, "%s: message lacks the node name: %s",
+           what, t->err.msg);
+    EXPECT(strstr(t->err.msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle,
+           t->err.msg);
+}
+
+/* --- error paths ------------------------------------------------------------------ */
+
+static void test_gather_index_range(void)
+{
+    one_node t;
+    const float data[3] = {1, 2, 3};
+    const int64_t d3 = 3, d2 = 2;
+    const int64_t ok_idx[2] = {-3, 2}, bad_idx[2] = {0, 7}, neg_idx[2] = {-4, 0};
+
+    node_init(&t, "Gather", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d3, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &d2, ok_idx);
+    cg_status st = node_run(&t, 0);
+    EXPECT(st == CG_OK, "gather -3,2: %s", t.err.msg);
+    const cg_tensor *y = out_tensor(&t, 0);
+    EXPECT(y && y->numel == 2 && ((float *)y->data)[0] == 1 && ((float *)y->data)[1] == 3,
+           "gather wraps -3 to 0");
+    node_free(&t);
+
+    node_init(&t, "Gather", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d3, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &d2, bad_idx);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "7", "gather index 7");
+    node_free(&t);
+
+    node_init(&t, "Gather", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d3, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &d2, neg_idx);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "-4", "gather index -4");
+    node_free(&t);
+}
+
+static void test_scatter_index_range(void)
+{
+    one_node t;
+    const float data[4] = {0, 0, 0, 0}, upd[1] = {5};
+    const int64_t d4 = 4, d1 = 1, idx_dims[2] = {1, 1};
+    const int64_t bad[1] = {4}, nd_bad[1] = {-5};
+    const int32_t bad32[1] = {-9};
+
+    node_init(&t, "ScatterElements", 13, 3, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d4, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &d1, bad);
+    set_input(&t, 2, CG_DTYPE_FLOAT, 1, &d1, upd);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "4", "scatter_elements index 4");
+    node_free(&t);
+
+    node_init(&t, "GatherElements", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d4, data);
+    set_input(&t, 1, CG_DTYPE_INT32, 1, &d1, bad32);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "-9", "gather_elements index -9");
+    node_free(&t);
+
+    node_init(&t, "ScatterND", 13, 3, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d4, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 2, idx_dims, nd_bad);
+    set_input(&t, 2, CG_DTYPE_FLOAT, 1, &d1, upd);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "-5", "scatter_nd index -5");
+    node_free(&t);
+
+    node_init(&t, "GatherND", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d4, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 2, idx_dims, bad);
+    expect_failure(&t, node_run(&t, 0), CG_RUNTIME, "4", "gather_nd index 4");
+    node_free(&t);
+}
+
+static void test_bad_attributes(void)
+{
+    one_node t;
+    const float data[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t dims[2] = {2, 3};
+    int64_t axes[1] = {2}, perm[2] = {0, 0};
+
+    node_init(&t, "ReduceSum", 11, 1, 1);
+    attr_ints(&t, "axes", axes, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "axis 2", "reduce axis 2 of rank 2");
+    node_free(&t);
+
+    node_init(&t, "Transpose", 13, 1, 1);
+    attr_ints(&t, "perm", perm, 2);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "perm", "transpose perm 0,0");
+    node_free(&t);
+
+    node_init(&t, "Softmax", 13, 1, 1);
+    attr_int(&t, "axis", -3);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "-3", "softmax axis -3");
+    node_free(&t);
+
+    /* Reshape with two -1 dims */
+    const int64_t two = 2, shape[2] = {-1, -1};
+    node_init(&t, "Reshape", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &two, shape);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "-1", "reshape -1,-1");
+    node_free(&t);
+
+    /* Split of 3 into 2 equal parts (opset 13 has no uneven split) */
+    node_init(&t, "Split", 13, 1, 2);
+    attr_int(&t, "axis", 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "equal", "split 3 in 2");
+    node_free(&t);
+
+    /* Slice with a zero step */
+    const int64_t one = 1, s0[1] = {0}, e0[1] = {2}, zero_step[1] = {0};
+    node_init(&t, "Slice", 13, 5, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, s0);
+    set_input(&t, 2, CG_DTYPE_INT64, 1, &one, e0);
+    set_input(&t, 3, CG_DTYPE_INT64, 1, &one, s0);
+    set_input(&t, 4, CG_DTYPE_INT64, 1, &one, zero_step);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "steps[0] is 0", "slice step 0");
+    node_free(&t);
+
+    const int64_t reps[2] = {1, -2};
+    node_init(&t, "Tile", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &two, reps);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "-2", "tile repeat -2");
+    node_free(&t);
+}
+
+static void test_constant_of_shape_limit(void)
+{
+    one_node t;
+    const int64_t two = 2, shape[2] = {(int64_t)1 << 40, (int64_t)1 << 20};
+    node_init(&t, "ConstantOfShape", 13, 1, 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &two, shape);
+    /* 2^60 floats: must be refused by the limit check, never allocated. */
+    cg_status st = node_run(&t, (size_t)1 << 30);
+    EXPECT(st == CG_LIMIT, "ConstantOfShape 2^60 elements: %s (%s)", cg_status_name(st),
+           t.err.msg);
+    EXPECT(strstr(t.err.msg, "node_under_test") != NULL, "limit message lacks node: %s",
+           t.err.msg);
+    node_free(&t);
+
+    const int64_t neg[2] = {2, -1};
+    node_init(&t, "ConstantOfShape", 13, 1, 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &two, neg);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "-1", "ConstantOfShape negative dim");
+    node_free(&t);
+}
+
+/* --- semantics the backend data does not pin down ---------------------------------- */
+
+static void test_topk_ties(void)
+{
+    one_node t;
+    const float x[6] = {1, 3, 3, 2, 3, 1};
+    const int64_t d6 = 6, one = 1, k3[1] = {3}, k2[1] = {2};
+
+    node_init(&t, "TopK", 11, 2, 2);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d6, x);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, k3);
+    EXPECT(node_run(&t, 0) == CG_OK, "topk: %s", t.err.msg);
+    const int64_t want_idx[3] = {1, 2, 4};
+    EXPECT(ints_equal(out_tensor(&t, 1), want_idx, 3), "topk largest ties: lower index first");
+    node_free(&t);
+
+    node_init(&t, "TopK", 11, 2, 2);
+    attr_int(&t, "largest", 0);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d6, x);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, k2);
+    EXPECT(node_run(&t, 0) == CG_OK, "topk smallest: %s", t.err.msg);
+    const int64_t want_small[2] = {0, 5};
+    EXPECT(ints_equal(out_tensor(&t, 1), want_small, 2), "topk smallest ties");
+    node_free(&t);
+
+    const int64_t k9[1] = {9};
+    node_init(&t, "TopK", 11, 2, 2);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d6, x);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, k9);
+    expect_failure(&t, node_run(&t, 0), CG_INVALID, "9", "topk k > n");
+    node_free(&t);
+}
+
+static void test_unique_unsorted(void)
+{
+    one_node t;
+    const int64_t x[7] = {4, 2, 4, 9, 2, 2, 7}, d7 = 7;
+    node_init(&t, "Unique", 11, 1, 4);
+    attr_int(&t, "sorted", 0);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d7, x);
+    EXPECT(node_run(&t, 0) == CG_OK, "unique: %s", t.err.msg);
+    const int64_t y[4] = {4, 2, 9, 7}, first[4] = {0, 1, 3, 6}, inv[7] = {0, 1, 0, 2, 1, 1, 3},
+                  cnt[4] = {2, 3, 1, 1};
+    EXPECT(ints_equal(out_tensor(&t, 0), y, 4), "unique Y");
+    EXPECT(ints_equal(out_tensor(&t, 1), first, 4), "unique indices");
+    EXPECT(ints_equal(out_tensor(&t, 2), inv, 7), "unique inverse_indices");
+    EXPECT(ints_equal(out_tensor(&t, 3), cnt, 4), "unique counts");
+    node_free(&t);
+}
+
+static void test_slice_negative_step(void)
+{
+    one_node t;
+    int64_t x[10];
+    for (int i = 0; i < 10; i++)
+        x[i] = i;
+    /* start 20 clamps to 9; end -100 + 10 = -90 clamps to -1 (one before 0). */
+    const int64_t d10 = 10, one = 1, st_[1] = {20}, en[1] = {-100}, ax[1] = {-1}, step[1] = {-3};
+    node_init(&t, "Slice", 13, 5, 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d10, x);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, st_);
+    set_input(&t, 2, CG_DTYPE_INT64, 1, &one, en);
+    set_input(&t, 3, CG_DTYPE_INT64, 1, &one, ax);
+    set_input(&t, 4, CG_DTYPE_INT64, 1, &one, step);
+    EXPECT(node_run(&t, 0) == CG_OK, "slice: %s", t.err.msg);
+    const int64_t want[4] = {9, 6, 3, 0};
+    EXPECT(ints_equal(out_tensor(&t, 0), want, 4), "slice 20:-100:-3");
+    node_free(&t);
+
+    /* step INT64_MIN takes the first element only */
+    const int64_t huge[1] = {INT64_MIN}, s5[1] = {5};
+    node_init(&t, "Slice", 13, 5, 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d10, x);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, s5);
+    set_input(&t, 2, CG_DTYPE_INT64, 1, &one, huge);
+    set_input(&t, 3, CG_DTYPE_INT64, 1, &one, ax);
+    set_input(&t, 4, CG_DTYPE_INT64, 1, &one, huge);
+    EXPECT(node_run(&t, 0) == CG_OK, "slice huge step: %s", t.err.msg);
+    EXPECT(ints_equal(out_tensor(&t, 0), s5, 1), "slice 5:MIN:MIN gives [5]");
+    node_free(&t);
+}
+
+static void test_exact_int64_and_empty_sets(void)
+{
+    one_node t;
+    /* 2^53 + 1 + 1 is not representable in double: an exact sum is. */
+    const int64_t big[2] = {((int64_t)1 << 53) + 1, 1}, d2 = 2;
+    node_init(&t, "ReduceSum", 11, 1, 1);
+    attr_int(&t, "keepdims", 0);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d2, big);
+    EXPECT(node_run(&t, 0) == CG_OK, "reduce int64: %s", t.err.msg);
+    const int64_t want = ((int64_t)1 << 53) + 2;
+    EXPECT(ints_equal(out_tensor(&t, 0), &want, 1), "ReduceSum int64 is exact");
+    node_free(&t);
+
+    const int64_t empty_dims[2] = {2, 0};
+    const float nothing[1] = {0};
+    int64_t axis1[1] = {1};
+    const char *ops[4] = {"ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum"};
+    const double want_f[4] = {-INFINITY, INFINITY, 1.0, 0.0};
+    for (int i = 0; i < 4; i++) {
+        node_init(&t, ops[i], 13, 1, 1);
+        attr_ints(&t, "axes", axis1, 1);
+        if (strcmp(ops[i], "ReduceSum") == 0)
+            t.node.attr_count = 0; /* ReduceSum-13 takes axes as an input: reduce all */
+        set_input(&t, 0, CG_DTYPE_FLOAT, 2, empty_dims, nothing);
+        EXPECT(node_run(&t, 0) == CG_OK, "%s empty: %s", ops[i], t.err.msg);
+        const cg_tensor *y = out_tensor(&t, 0);
+        EXPECT(y && y->numel >= 1 && ((float *)y->data)[0] == (float)want_f[i],
+               "%s over an empty set gives %g", ops[i], want_f[i]);
+        node_free(&t);
+    }
+
+    /* CumSum int64, exclusive + reverse, exact */
+    const int64_t c[3] = {((int64_t)1 << 60), 3, 5}, d3 = 3, one = 1, axis0[1] = {0};
+    node_init(&t, "CumSum", 14, 2, 1);
+    attr_int(&t, "exclusive", 1);
+    attr_int(&t, "reverse", 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d3, c);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, axis0);
+    EXPECT(node_run(&t, 0) == CG_OK, "cumsum: %s", t.err.msg);
+    const int64_t want_c[3] = {8, 5, 0};
+    EXPECT(ints_equal(out_tensor(&t, 0), want_c, 3), "CumSum exclusive reverse");
+    node_free(&t);
+}
+
+static void test_onehot_out_of_range(void)
+{
+    /* The spec defines out-of-range OneHot indices as an all-off row. */
+    one_node t;
+    const int64_t ind[3] = {1, -1, 5}, d3 = 3, one = 1, depth[1] = {3}, two = 2;
+    const float vals[2] = {0, 1};
+    node_init(&t, "OneHot", 11, 3, 1);
+    set_input(&t, 0, CG_DTYPE_INT64, 1, &d3, ind);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &one, depth);
+    set_input(&t, 2, CG_DTYPE_FLOAT, 1, &two, vals);
+    EXPECT(node_run(&t, 0) == CG_OK, "onehot: %s", t.err.msg);
+    const cg_tensor *y = out_tensor(&t, 0);
+    const float want[9] = {0, 1, 0, 0, 0, 1, 0, 0, 0};
+    EXPECT(y && y->numel == 9 && memcmp(y->data, want, sizeof want) == 0, "onehot rows");
+    node_free(&t);
+}
+
+int main(void)
+{
+    test_gather_index_range();
+    test_scatter_index_range();
+    test_bad_attributes();
+    test_constant_of_shape_limit();
+    test_topk_ties();
+    test_unique_unsorted();
+    test_slice_negative_step();
+    test_exact_int64_and_empty_sets();
+    test_onehot_out_of_range();
+    if (failures) {
+        fprintf(stderr, "test_ops_shape: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_ops_shape: all passed\n");
+    return 0;
+}
