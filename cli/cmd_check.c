@@ -1,0 +1,152 @@
+/*
+ * `convgate check MODEL [--json] [--quiet]`: loads a model and runs the
+ * structural checker (include/convgate/check.h) on it, printing every
+ * problem found. Exit 0 when the model has no errors (warnings allowed),
+ * 1 when it has errors, 2 when it could not be loaded or on bad usage.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "convgate/check.h"
+#include "convgate/model.h"
+
+static void check_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: convgate check MODEL [--json] [--quiet]\n"
+            "\n"
+            "Validates MODEL's structure against the ONNX rules: what onnx.checker\n"
+            "(ONNX 1.12, without full_check) verifies, for ai.onnx opsets 1-21 and IR\n"
+            "versions up to %d, plus convgate's hardening rules: graph outputs\n"
+            "produced, tensor payload sizes and element-count overflow, sparse index\n"
+            "order, subgraphs only on control-flow ops, Loop/Scan/If body arity,\n"
+            "local-function cycles and training_info graphs. Every problem is listed\n"
+            "with its location (graph, node name or #index, op type) and the\n"
+            "offending value; the check does not stop at the first one.\n"
+            "\n"
+            "Options:\n"
+            "  --json     print the report as one JSON object on stdout\n"
+            "  --quiet    print nothing; only the exit status tells\n"
+            "  -h, --help show this help\n"
+            "\n"
+            "Exit status: 0 no errors (warnings allowed), 1 the model has errors,\n"
+            "2 the model could not be loaded, or bad usage.\n",
+            CG_CHECK_MAX_IR_VERSION);
+}
+
+static const char *severity_name(cg_check_severity sev)
+{
+    return sev == CG_CHECK_ERROR ? "error" : "warning";
+}
+
+static void print_json(const char *path, const cg_check_report *r)
+{
+    printf("{\"model\": ");
+    cli_json_string(stdout, path);
+    printf(", \"ok\": %s, \"errors\": %zu, \"warnings\": %zu, \"dropped\": %zu, \"problems\": [",
+           r->error_count == 0 ? "true" : "false", r->error_count, r->warning_count, r->dropped);
+    for (size_t i = 0; i < r->count; i++) {
+        const cg_check_problem *p = &r->problems[i];
+        printf("%s\n  {\"severity\": \"%s\", \"rule\": ", i ? "," : "", severity_name(p->severity));
+        cli_json_string(stdout, p->rule);
+        printf(", \"where\": ");
+        cli_json_string(stdout, p->where);
+        printf(", \"node\": ");
+        if (p->node)
+            cli_json_string(stdout, p->node);
+        else
+            printf("null");
+        printf(", \"op_type\": ");
+        if (p->op_type)
+            cli_json_string(stdout, p->op_type);
+        else
+            printf("null");
+        printf(", \"message\": ");
+        cli_json_string(stdout, p->message);
+        printf("}");
+    }
+    printf("%s]}\n", r->count ? "\n" : "");
+}
+
+static void print_text(const char *path, const cg_check_report *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const cg_check_problem *p = &r->problems[i];
+        printf("%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule, p->where,
+               p->message);
+    }
+    if (r->dropped)
+        printf("%s: ... %zu more problems not shown\n", path, r->dropped);
+    if (r->error_count == 0)
+        printf("%s: ok (%zu warnings)\n", path, r->warning_count);
+    else
+        printf("%s: FAILED: %zu errors, %zu warnings\n", path, r->error_count, r->warning_count);
+}
+
+int cmd_check(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    bool json = false, quiet = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'q': quiet = true; break;
+        case 'h': check_usage(stdout); return CG_EXIT_OK;
+        default:
+            cli_error("check", "unknown option '%s'", argv[optind - 1]);
+            check_usage(stderr);
+            return CG_EXIT_ERROR;
+        }
+    }
+    if (optind != argc - 1) {
+        cli_error("check", optind >= argc ? "no MODEL given" : "exactly one MODEL expected");
+        check_usage(stderr);
+        return CG_EXIT_ERROR;
+    }
+    const char *path = argv[optind];
+
+    cg_load_options lo;
+    cg_load_options_default(&lo);
+    cg_model *model = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_model_load(path, &lo, &model, &err) != CG_OK) {
+        if (json) {
+            printf("{\"model\": ");
+            cli_json_string(stdout, path);
+            printf(", \"ok\": false, \"loaded\": false, \"error\": ");
+            cli_json_string(stdout, err.msg);
+            printf("}\n");
+        }
+        if (!quiet)
+            cli_error("check", "cannot load '%s': %s", path, err.msg);
+        return CG_EXIT_ERROR;
+    }
+
+    cg_check_report report;
+    cg_error_clear(&err);
+    cg_status st = cg_check_model(model, NULL, &report, &err);
+    int rc = CG_EXIT_OK;
+    if (st == CG_NOMEM || st == CG_USAGE) {
+        if (!quiet)
+            cli_error("check", "'%s': %s", path, err.msg);
+        rc = CG_EXIT_ERROR;
+    } else {
+        if (json)
+            print_json(path, &report);
+        else if (!quiet)
+            print_text(path, &report);
+        rc = st == CG_OK ? CG_EXIT_OK : CG_EXIT_FAIL;
+    }
+    cg_check_report_free(&report);
+    cg_model_free(model);
+    return rc;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Agreement test: `convgate check` must pass exactly the models that
+# onnx.checker.check_model (onnx 1.12 in /usr/bin/python3, no full_check)
+# passes, over every model.onnx of the ONNX backend test data plus the
+# broken copies tools/onnx_check_all.py --mutants writes (one rule broken
+# each, so the failure paths are compared too). Lists every disagreement.
+# Usage: check_vs_onnx.sh PATH/TO/convgate SOURCE_DIR
+# Exit: 0 agreement, 1 disagreements, 77 skipped (no onnx or no test data).
+set -u
+CONVGATE=${1:?usage: check_vs_onnx.sh CONVGATE SOURCE_DIR}
+SRC=${2:?usage: check_vs_onnx.sh CONVGATE SOURCE_DIR}
+DATA=${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
+
+if ! /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+    echo "SKIP: /usr/bin/python3 has no onnx module"
+    exit 77
+fi
+if [ ! -d "$DATA" ]; then
+    echo "SKIP: no ONNX test data at $DATA"
+    exit 77
+fi
+
+WORK=$(mktemp -d /tmp/cg_check_vs_onnx.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+if ! /usr/bin/python3 "$SRC/tools/onnx_check_all.py" --mutants "$WORK/mutants" "$DATA" \
+        > "$WORK/onnx.tsv"; then
+    echo "FAIL: tools/onnx_check_all.py failed"
+    exit 1
+fi
+
+total=0 agree=0 onnx_ok=0 onnx_fail=0
+disagreements=()
+while IFS=$'\t' read -r path verdict; do
+    total=$((total + 1))
+    "$CONVGATE" check --quiet "$path"
+    rc=$?
+    case "$rc" in
+        0) ours=ok ;;
+        1) ours=fail ;;
+        *) ours="load-error(rc=$rc)" ;;
+    esac
+    [ "$verdict" = ok ] && onnx_ok=$((onnx_ok + 1)) || onnx_fail=$((onnx_fail + 1))
+    if [ "$ours" = "$verdict" ]; then
+        agree=$((agree + 1))
+    else
+        disagreements+=("$path: onnx says $verdict, convgate says $ours")
+    fi
+done < "$WORK/onnx.tsv"
+
+echo "check_vs_onnx: $total models (onnx: $onnx_ok ok, $onnx_fail fail), $agree agree, ${#disagreements[@]} disagree"
+if [ "$total" -eq 0 ]; then
+    echo "FAIL: no models found under $DATA"
+    exit 1
+fi
+if [ "${#disagreements[@]}" -ne 0 ]; then
+    for d in "${disagreements[@]}"; do
+        echo "  DISAGREE $d"
+        "$CONVGATE" check "${d%%: onnx says*}" 2>&1 | head -5 | sed 's/^/      /'
+    done
+    exit 1
+fi
+exit 0
