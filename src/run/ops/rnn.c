@@ -1,0 +1,410 @@
+/*
+ * Recurrent kernels: RNN, GRU and LSTM (ai.onnx, every opset through 14).
+ *
+ * One driver serves the three ops. It validates shapes for both layouts
+ * (layout 0: X [seq, batch, input]; layout 1: X [batch, seq, input]),
+ * reads every floating input into double scratch, then runs each direction
+ * and batch row over its own sequence length (sequence_lens), leaving the Y
+ * rows past that length zero as the spec requires. Gate orders follow the
+ * spec: GRU W = [z, r, h], LSTM W = [i, o, f, c], LSTM P = [i, o, f].
+ * Activations are looked up by name (case-insensitively, as onnxruntime
+ * does); activation_alpha/beta values are consumed in order only by the
+ * functions that take them.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "run/ops/misc_common.h"
+
+typedef enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM } rnn_kind;
+
+typedef enum rnn_act_kind {
+    ACT_RELU,
+    ACT_TANH,
+    ACT_SIGMOID,
+    ACT_AFFINE,
+    ACT_LEAKYRELU,
+    ACT_THRESHOLDEDRELU,
+    ACT_SCALEDTANH,
+    ACT_HARDSIGMOID,
+    ACT_ELU,
+    ACT_SOFTSIGN,
+    ACT_SOFTPLUS
+} rnn_act_kind;
+
+typedef struct rnn_act {
+    rnn_act_kind kind;
+    double alpha, beta;
+} rnn_act;
+
+/* name, kind, takes alpha, takes beta, default alpha, default beta */
+static const struct {
+    const char *name;
+    rnn_act_kind kind;
+    bool has_alpha, has_beta;
+    double alpha, beta;
+} rnn_act_table[] = {
+    {"relu", ACT_RELU, false, false, 0, 0},
+    {"tanh", ACT_TANH, false, false, 0, 0},
+    {"sigmoid", ACT_SIGMOID, false, false, 0, 0},
+    {"affine", ACT_AFFINE, true, true, 1.0, 0.0},
+    {"leakyrelu", ACT_LEAKYRELU, true, false, 0.01, 0},
+    {"thresholdedrelu", ACT_THRESHOLDEDRELU, true, false, 1.0, 0},
+    {"scaledtanh", ACT_SCALEDTANH, true, true, 1.0, 1.0},
+    {"hardsigmoid", ACT_HARDSIGMOID, true, true, 0.2, 0.5},
+    {"elu", ACT_ELU, true, false, 1.0, 0},
+    {"softsign", ACT_SOFTSIGN, false, false, 0, 0},
+    {"softplus", ACT_SOFTPLUS, false, false, 0, 0},
+};
+
+static double rnn_apply(const rnn_act *a, double x)
+{
+    switch (a->kind) {
+    case ACT_RELU: return x > 0 ? x : 0;
+    case ACT_TANH: return tanh(x);
+    case ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case ACT_AFFINE: return a->alpha * x + a->beta;
+    case ACT_LEAKYRELU: return x >= 0 ? x : a->alpha * x;
+    case ACT_THRESHOLDEDRELU: return x > a->alpha ? x : 0;
+    case ACT_SCALEDTANH: return a->alpha * tanh(a->beta * x);
+    case ACT_HARDSIGMOID: {
+        double v = a->alpha * x + a->beta;
+        return v < 0 ? 0 : (v > 1 ? 1 : v);
+    }
+    case ACT_ELU: return x >= 0 ? x : a->alpha * (exp(x) - 1.0);
+    case ACT_SOFTSIGN: return x / (1.0 + fabs(x));
+    case ACT_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    }
+    return x;
+}
+
+/* Case-insensitive equality of a counted name with a lowercase table key. */
+static bool rnn_name_eq(const uint8_t *s, size_t len, const char *key)
+{
+    size_t kl = strlen(key);
+    if (len != kl)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        int c = s[i];
+        if (c >= 'A' && c <= 'Z')
+            c += 'a' - 'A';
+        if (c != key[i])
+            return false;
+    }
+    return true;
+}
+
+typedef struct rnn_cfg {
+    rnn_kind kind;
+    int G;         /* gates per direction: 1, 3, 4 */
+    int64_t dirs, H, I, S, B;
+    int layout;
+    bool reverse_only;
+    double clip; /* <= 0 means none */
+    bool lbr, input_forget;
+    rnn_act acts[2][3];
+} rnn_cfg;
+
+/* Fills cfg->acts from the activations / activation_alpha / activation_beta
+ * attributes, or the op's defaults. */
+static cg_status rnn_parse_acts(cg_kernel_ctx *k, rnn_cfg *c)
+{
+    static const rnn_act_kind defaults[3][3] = {
+        {ACT_TANH, ACT_TANH, ACT_TANH},
+        {ACT_SIGMOID, ACT_TANH, ACT_TANH},
+        {ACT_SIGMOID, ACT_TANH, ACT_TANH},
+    };
+    int per_dir = c->kind == RNN_PLAIN ? 1 : (c->kind == RNN_GRU ? 2 : 3);
+    const cg_attr *names = cg_kernel_attr(k, "activations");
+    size_t nalpha = 0, nbeta = 0;
+    const float *alphas = cg_attr_floats(k, "activation_alpha", &nalpha);
+    const float *betas = cg_attr_floats(k, "activation_beta", &nbeta);
+    size_t ai = 0, bi = 0;
+    if (!names || names->strings_count == 0) {
+        for (int d = 0; d < 2; d++)
+            for (int f = 0; f < per_dir; f++)
+                c->acts[d][f] = (rnn_act){defaults[c->kind][f], 0, 0};
+        return CG_OK;
+    }
+    size_t n = names->strings_count;
+    /* A single direction's list serves both directions of a bidirectional op. */
+    if (n != (size_t)per_dir * (size_t)c->dirs && !(n == (size_t)per_dir && c->dirs == 2))
+        return cg_kernel_fail(k, CG_INVALID,
+                              "activations has %zu names; expected %d per direction (%lld "
+                              "directions)",
+                              n, per_dir, (long long)c->dirs);
+    for (size_t i = 0; i < n; i++) {
+        const cg_bytes *nm = &names->strings[i];
+        size_t t;
+        size_t count = sizeof rnn_act_table / sizeof rnn_act_table[0];
+        for (t = 0; t < count; t++)
+            if (rnn_name_eq(nm->data, nm->len, rnn_act_table[t].name))
+                break;
+        if (t == count)
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "unknown activation '%.*s'",
+                                  (int)(nm->len > 64 ? 64 : nm->len), (const char *)nm->data);
+        rnn_act a = {rnn_act_table[t].kind, rnn_act_table[t].alpha, rnn_act_table[t].beta};
+        if (rnn_act_table[t].has_alpha && ai < nalpha)
+            a.alpha = alphas[ai++];
+        if (rnn_act_table[t].has_beta && bi < nbeta)
+            a.beta = betas[bi++];
+        c->acts[i / (size_t)per_dir][i % (size_t)per_dir] = a;
+    }
+    if (n == (size_t)per_dir && c->dirs == 2)
+        for (int f = 0; f < per_dir; f++)
+            c->acts[1][f] = c->acts[0][f];
+    return CG_OK;
+}
+
+static bool rnn_dims_eq(const cg_tensor *t, int rank, const int64_t *dims)
+{
+    if (t->rank != rank)
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (t->dims[i] != dims[i])
+            return false;
+    return true;
+}
+
+static double rnn_clip(const rnn_cfg *c, double v)
+{
+    if (c->clip > 0) {
+        if (v > c->clip)
+            return c->clip;
+        if (v < -c->clip)
+            return -c->clip;
+    }
+    return v;
+}
+
+static cg_status rnn_run(cg_kernel_ctx *k, rnn_kind kind)
+{
+    const cg_tensor *X, *W, *R;
+    cg_status st;
+    if ((st = cg_kernel_require(k, 0, &X)) || (st = cg_kernel_require(k, 1, &W)) ||
+        (st = cg_kernel_require(k, 2, &R)))
+        return st;
+    const cg_tensor *Bias = cg_kernel_input(k, 3), *SL = cg_kernel_input(k, 4),
+                    *H0 = cg_kernel_input(k, 5);
+    const cg_tensor *C0 = kind == RNN_LSTM ? cg_kernel_input(k, 6) : NULL;
+    const cg_tensor *P = kind == RNN_LSTM ? cg_kernel_input(k, 7) : NULL;
+
+    rnn_cfg c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.G = kind == RNN_PLAIN ? 1 : (kind == RNN_GRU ? 3 : 4);
+    if (!mc_is_float(X->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "X has type %s; expected a float type",
+                              cg_dtype_name(X->dtype));
+    if (W->dtype != X->dtype || R->dtype != X->dtype)
+        return cg_kernel_fail(k, CG_INVALID, "W and R must have the type of X (%s)",
+                              cg_dtype_name(X->dtype));
+    if (X->rank != 3 || W->rank != 3 || R->rank != 3)
+        return cg_kernel_fail(k, CG_INVALID, "X, W and R must have rank 3 (got %d, %d, %d)",
+                              X->rank, W->rank, R->rank);
+    int64_t layout = k->since >= 14 ? cg_attr_int(k, "layout", 0) : 0;
+    if (layout != 0 && layout != 1)
+        return cg_kernel_fail(k, CG_INVALID, "layout %lld must be 0 or 1", (long long)layout);
+    c.layout = (int)layout;
+    c.S = layout ? X->dims[1] : X->dims[0];
+    c.B = layout ? X->dims[0] : X->dims[1];
+    c.I = X->dims[2];
+
+    const char *dir = cg_attr_string(k, "direction", "forward");
+    if (strcmp(dir, "forward") == 0)
+        c.dirs = 1;
+    else if (strcmp(dir, "reverse") == 0) {
+        c.dirs = 1;
+        c.reverse_only = true;
+    } else if (strcmp(dir, "bidirectional") == 0)
+        c.dirs = 2;
+    else
+        return cg_kernel_fail(k, CG_INVALID, "unknown direction '%s'", dir);
+
+    c.H = cg_kernel_attr(k, "hidden_size") ? cg_attr_int(k, "hidden_size", 0) : R->dims[2];
+    if (c.H <= 0 || c.H > (INT64_C(1) << 32))
+        return cg_kernel_fail(k, CG_INVALID, "hidden_size %lld is out of range", (long long)c.H);
+    int64_t GH = c.G * c.H;
+    int64_t wd[3] = {c.dirs, GH, c.I}, rd[3] = {c.dirs, GH, c.H};
+    if (!rnn_dims_eq(W, 3, wd))
+        return cg_kernel_fail(k, CG_INVALID,
+                              "W has shape [%lld,%lld,%lld]; expected [%lld,%lld,%lld]",
+                              (long long)W->dims[0], (long long)W->dims[1],
+                              (long long)W->dims[2], (long long)wd[0], (long long)wd[1],
+                              (long long)wd[2]);
+    if (!rnn_dims_eq(R, 3, rd))
+        return cg_kernel_fail(k, CG_INVALID,
+                              "R has shape [%lld,%lld,%lld]; expected [%lld,%lld,%lld]",
+                              (long long)R->dims[0], (long long)R->dims[1],
+                              (long long)R->dims[2], (long long)rd[0], (long long)rd[1],
+                              (long long)rd[2]);
+    int64_t bd[2] = {c.dirs, 2 * GH};
+    if (Bias && (Bias->dtype != X->dtype || !rnn_dims_eq(Bias, 2, bd)))
+        return cg_kernel_fail(k, CG_INVALID, "B must have type %s and shape [%lld,%lld]",
+                              cg_dtype_name(X->dtype), (long long)bd[0], (long long)bd[1]);
+    int64_t hd[3] = {layout ? c.B : c.dirs, layout ? c.dirs : c.B, c.H};
+    if (H0 && (H0->dtype != X->dtype || !rnn_dims_eq(H0, 3, hd)))
+        return cg_kernel_fail(k, CG_INVALID, "initial_h must have type %s and shape [%lld,%lld,%lld]",
+                              cg_dtype_name(X->dtype), (long long)hd[0], (long long)hd[1],
+                              (long long)hd[2]);
+    if (C0 && (C0->dtype != X->dtype || !rnn_dims_eq(C0, 3, hd)))
+        return cg_kernel_fail(k, CG_INVALID, "initial_c must have type %s and shape [%lld,%lld,%lld]",
+                              cg_dtype_name(X->dtype), (long long)hd[0], (long long)hd[1],
+                              (long long)hd[2]);
+    int64_t pd[2] = {c.dirs, 3 * c.H};
+    if (P && (P->dtype != X->dtype || !rnn_dims_eq(P, 2, pd)))
+        return cg_kernel_fail(k, CG_INVALID, "P must have type %s and shape [%lld,%lld]",
+                              cg_dtype_name(X->dtype), (long long)pd[0], (long long)pd[1]);
+    if (SL && (SL->rank != 1 || SL->dims[0] != c.B || !cg_dtype_is_int(SL->dtype)))
+        return cg_kernel_fail(k, CG_INVALID, "sequence_lens must be an integer tensor of shape [%lld]",
+                              (long long)c.B);
+
+    const cg_attr *clip_attr = cg_kernel_attr(k, "clip");
+    if (clip_attr) {
+        c.clip = cg_attr_float(k, "clip", 0.0f);
+        if (!(c.clip > 0))
+            return cg_kernel_fail(k, CG_INVALID, "clip %g must be positive", c.clip);
+    }
+    c.lbr = kind == RNN_GRU && cg_attr_int(k, "linear_before_reset", 0) != 0;
+    c.input_forget = kind == RNN_LSTM && cg_attr_int(k, "input_forget", 0) != 0;
+    if ((st = rnn_parse_acts(k, &c)))
+        return st;
+
+    /* Outputs: Y, Y_h (and Y_c for LSTM). */
+    int64_t ydims[4], yhdims[3] = {hd[0], hd[1], hd[2]};
+    if (layout) {
+        ydims[0] = c.B, ydims[1] = c.S, ydims[2] = c.dirs, ydims[3] = c.H;
+    } else {
+        ydims[0] = c.S, ydims[1] = c.dirs, ydims[2] = c.B, ydims[3] = c.H;
+    }
+    int64_t ny, nh;
+    if ((st = mc_numel(k, 4, ydims, &ny)) || (st = mc_numel(k, 3, yhdims, &nh)))
+        return st;
+    int64_t nsteps;
+    if ((st = mc_numel(k, 3, X->dims, &nsteps)))
+        return st;
+
+    double *x = mc_to_f64(k, X), *w = mc_to_f64(k, W), *r = mc_to_f64(k, R);
+    double *bias = Bias ? mc_to_f64(k, Bias) : NULL;
+    double *h0 = H0 ? mc_to_f64(k, H0) : NULL, *c0 = C0 ? mc_to_f64(k, C0) : NULL;
+    double *p = P ? mc_to_f64(k, P) : NULL;
+    double *y = mc_scratch_f64(k, ny), *yh = mc_scratch_f64(k, nh), *yc = mc_scratch_f64(k, nh);
+    double *h = mc_scratch_f64(k, c.H), *cell = mc_scratch_f64(k, c.H);
+    double *xw = mc_scratch_f64(k, GH), *hr = mc_scratch_f64(k, GH), *tmp = mc_scratch_f64(k, c.H);
+    if (!x || !w || !r || (Bias && !bias) || (H0 && !h0) || (C0 && !c0) || (P && !p) || !y ||
+        !yh || !yc || !h || !cell || !xw || !hr || !tmp)
+        return CG_NOMEM;
+
+    for (int64_t b = 0; b < c.B; b++) {
+        int64_t len = c.S;
+        if (SL) {
+            len = cg_tensor_get_i64(SL, b);
+            if (len < 0 || len > c.S)
+                return cg_kernel_fail(k, CG_INVALID,
+                                      "sequence_lens[%lld] = %lld is outside [0, %lld]",
+                                      (long long)b, (long long)len, (long long)c.S);
+        }
+        for (int64_t d = 0; d < c.dirs; d++) {
+            bool rev = c.reverse_only || d == 1;
+            const double *wd_ = w + d * GH * c.I, *rd_ = r + d * GH * c.H;
+            const double *wb = bias ? bias + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+            const double *pd_ = p ? p + d * 3 * c.H : NULL;
+            const rnn_act *act = c.acts[d];
+            int64_t hoff = layout ? (b * c.dirs + d) * c.H : (d * c.B + b) * c.H;
+            for (int64_t j = 0; j < c.H; j++) {
+                h[j] = h0 ? h0[hoff + j] : 0.0;
+                cell[j] = c0 ? c0[hoff + j] : 0.0;
+            }
+            for (int64_t s = 0; s < len; s++) {
+                int64_t t = rev ? len - 1 - s : s;
+                const double *xt = x + (layout ? (b * c.S + t) : (t * c.B + b)) * c.I;
+                for (int64_t g = 0; g < GH; g++) {
+                    double a = wb ? wb[g] : 0.0, e = rb ? rb[g] : 0.0;
+                    const double *wr = wd_ + g * c.I, *rr = rd_ + g * c.H;
+                    for (int64_t i = 0; i < c.I; i++)
+                        a += xt[i] * wr[i];
+                    /* GRU without linear_before_reset mixes r into h first,
+                     * so its h-gate recurrent term is computed below. */
+                    if (!(kind == RNN_GRU && !c.lbr && g >= 2 * c.H))
+                        for (int64_t i = 0; i < c.H; i++)
+                            e += h[i] * rr[i];
+                    xw[g] = a;
+                    hr[g] = e;
+                }
+                const int64_t Hn = c.H;
+                if (kind == RNN_PLAIN) {
+                    for (int64_t j = 0; j < Hn; j++)
+                        h[j] = rnn_apply(&act[0], rnn_clip(&c, xw[j] + hr[j]));
+                } else if (kind == RNN_GRU) {
+                    /* tmp <- r (.) h for the default (reset-before) form */
+                    double *z = xw; /* reuse: xw[0..H) becomes z after use */
+                    for (int64_t j = 0; j < Hn; j++) {
+                        double rg = rnn_apply(&act[0], rnn_clip(&c, xw[Hn + j] + hr[Hn + j]));
+                        tmp[j] = rg;
+                    }
+                    double *cand = cell; /* GRU has no cell state; reuse the buffer */
+                    for (int64_t j = 0; j < Hn; j++) {
+                        double v;
+                        if (c.lbr) {
+                            v = xw[2 * Hn + j] + tmp[j] * hr[2 * Hn + j];
+                        } else {
+                            const double *rr = rd_ + (2 * Hn + j) * Hn;
+                            v = xw[2 * Hn + j] + (rb ? rb[2 * Hn + j] : 0.0);
+                            for (int64_t i = 0; i < Hn; i++)
+                                v += tmp[i] * h[i] * rr[i];
+                        }
+                        cand[j] = rnn_apply(&act[1], rnn_clip(&c, v));
+                    }
+                    for (int64_t j = 0; j < Hn; j++) {
+                        double zg = rnn_apply(&act[0], rnn_clip(&c, z[j] + hr[j]));
+                        h[j] = (1.0 - zg) * cand[j] + zg * h[j];
+                    }
+                } else {
+                    for (int64_t j = 0; j < Hn; j++) {
+                        double cp = cell[j];
+                        double ig = xw[j] + hr[j] + (pd_ ? pd_[j] * cp : 0.0);
+                        ig = rnn_apply(&act[0], rnn_clip(&c, ig));
+                        double fg;
+                        if (c.input_forget)
+                            fg = 1.0 - ig;
+                        else
+                            fg = rnn_apply(&act[0], rnn_clip(&c, xw[2 * Hn + j] + hr[2 * Hn + j] +
+                                                                    (pd_ ? pd_[2 * Hn + j] * cp : 0.0)));
+                        double cg = rnn_apply(&act[1], rnn_clip(&c, xw[3 * Hn + j] + hr[3 * Hn + j]));
+                        double cn = fg * cp + ig * cg;
+                        double og = rnn_apply(&act[0], rnn_clip(&c, xw[Hn + j] + hr[Hn + j] +
+                                                                      (pd_ ? pd_[Hn + j] * cn : 0.0)));
+                        cell[j] = cn;
+                        h[j] = og * rnn_apply(&act[2], cn);
+                    }
+                }
+                double *yt = y + (layout ? ((b * c.S + t) * c.dirs + d) : ((t * c.dirs + d) * c.B + b)) * c.H;
+                memcpy(yt, h, (size_t)c.H * sizeof(double));
+            }
+            memcpy(yh + hoff, h, (size_t)c.H * sizeof(double));
+            if (kind == RNN_LSTM)
+                memcpy(yc + hoff, cell, (size_t)c.H * sizeof(double));
+        }
+    }
+
+    size_t nout = k->output_count < 3 ? k->output_count : 3;
+    if (kind != RNN_LSTM && nout > 2)
+        nout = 2;
+    for (size_t o = 0; o < nout; o++) {
+        cg_tensor *out;
+        if (o == 0) {
+            if ((st = cg_kernel_output(k, 0, X->dtype, 4, ydims, &out)))
+                return st;
+            mc_from_f64(out, y);
+        } else {
+            if ((st = cg_kernel_output(k, o, X->dtype, 3, yhdims, &out)))
+                return st;
+            mc_from_f64(out, o == 1 ? yh : yc);
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_op_rnn(cg_kernel_ctx *k) { return rnn_run(k, RNN_PLAIN); }
+cg_status cg_op_gru(cg_kernel_ctx *k) { return rnn_run(k, RNN_GRU); }
+cg_status cg_op_lstm(cg_kernel_ctx *k) { return rnn_run(k, RNN_LSTM); }
