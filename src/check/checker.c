@@ -471,6 +471,15 @@ static void check_tensor(checker *ck, const cg_tensor_proto *t, const char *what
     int64_t nelem = 0;
     if (!tensor_numel(ck, t->dims, t->rank, name, &nelem))
         return;
+    uint64_t total_bytes = 0;
+    if (cg_dtype_size((cg_dtype)t->data_type) != 0 &&
+        (!payload_bytes(t->data_type, nelem, &total_bytes) || total_bytes > (uint64_t)INT64_MAX)) {
+        /* Ours: the count fits but count x element size does not (CVE-2022-23558 class). */
+        ERR(ck, "tensor-bytes-overflow",
+            "tensor '%s': %" PRId64 " elements of %s overflow a 64-bit byte size", name, nelem,
+            cg_dtype_name((cg_dtype)t->data_type));
+        return;
+    }
     if (t->has_data_location && t->data_location == CG_LOC_EXTERNAL) {
         check_external(ck, t, name, nelem, num_fields, field);
         return;
@@ -735,8 +744,18 @@ static void check_value_info(checker *ck, const cg_value_info *vi, const graph_c
     case CG_TYPE_SPARSE_TENSOR:
         if (!ty->has_elem_type)
             ERR(ck, "value-info", "graph %s '%s': tensor type has no elem_type", kind, vi->name);
+        else if (!cg_dtype_valid(ty->elem_type))
+            /* Ours: onnx 1.12 only checks that the field is present. */
+            ERR(ck, "value-dtype", "graph %s '%s': elem_type %" PRId32 " is %s", kind, vi->name,
+                ty->elem_type, ty->elem_type == 0 ? "UNDEFINED" : "not a known data type");
         if (ty->shape == NULL)
             ERR(ck, "value-info", "graph %s '%s': tensor type has no shape", kind, vi->name);
+        else
+            for (size_t d = 0; d < ty->shape->rank; d++)
+                if (ty->shape->dims[d].has_value && ty->shape->dims[d].value < 0)
+                    /* Ours: a negative static dim can only be a corrupt contract. */
+                    ERR(ck, "value-dims", "graph %s '%s': dimension %zu is negative (%" PRId64 ")",
+                        kind, vi->name, d, ty->shape->dims[d].value);
         break;
     case CG_TYPE_SEQUENCE:
     case CG_TYPE_OPTIONAL:
