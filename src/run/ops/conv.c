@@ -1,0 +1,551 @@
+/*
+ * Convolutions: Conv, ConvTranspose, ConvInteger, QLinearConv, Col2Im.
+ *
+ * Conv lowers each (image, group) to one GEMM over an im2col matrix
+ * (conv_impl.inc); a 1x1 stride-1 unpadded conv is a plain GEMM on the input,
+ * and groups with one input channel (depthwise) use a direct row kernel.
+ * ConvTranspose is the adjoint: GEMM with the transposed weights, then
+ * col2im. float32 (and float16/bfloat16 via float32) runs on sgemm, float64
+ * on dgemm; the integer convs subtract zero points into int32 and use an
+ * exact int32 GEMM. Every shape, group and attribute is validated before any
+ * buffer is read.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "run/ops/nn_common.h"
+
+/* A 1x1 window with unit strides and no padding reads x as the column matrix. */
+static bool conv_is_pointwise(const cg_nn_window *w)
+{
+    for (int d = 0; d < w->nsp; d++)
+        if (w->kernel[d] != 1 || w->stride[d] != 1 || w->pad0[d] != 0 || w->pad1[d] != 0 ||
+            w->in[d] != w->out[d])
+            return false;
+    return true;
+}
+
+/* Kernel rows the direct depthwise path handles (its row table is on the
+ * stack); taller kernels go through im2col. */
+#define CONV_DW_MAX_K 16
+
+static bool conv_use_depthwise(const cg_nn_window *w, int64_t cg)
+{
+    return cg == 1 && w->nsp <= 2 && (w->nsp == 1 || w->kernel[0] <= CONV_DW_MAX_K);
+}
+
+/* Exact int32 GEMM (wrapping), signature-compatible with cg_nn_sgemm.
+ * alpha is always 1 here; beta 0 or 1. */
+static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t alpha,
+                     const int32_t *a, int64_t lda, const int32_t *b, int64_t ldb, int32_t beta,
+                     int32_t *c, int64_t ldc)
+{
+    (void)alpha;
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t *crow = (uint32_t *)(c + i * ldc);
+        if (!beta)
+            for (int64_t j = 0; j < n; j++)
+                crow[j] = 0;
+        for (int64_t q = 0; q < kk; q++) {
+            uint32_t av = (uint32_t)(ta ? a[q * lda + i] : a[i * lda + q]);
+            if (!av)
+                continue;
+            for (int64_t j = 0; j < n; j++)
+                crow[j] += av * (uint32_t)(tb ? b[j * ldb + q] : b[q * ldb + j]);
+        }
+    }
+    return true;
+}
+
+#define CT float
+#define CONV_FN(x) x##_f32
+#define CONV_GEMM cg_nn_sgemm
+#include "run/ops/conv_impl.inc"
+#undef CT
+#undef CONV_FN
+#undef CONV_GEMM
+
+#define CT double
+#define CONV_FN(x) x##_f64
+#define CONV_GEMM cg_nn_dgemm
+#include "run/ops/conv_impl.inc"
+#undef CT
+#undef CONV_FN
+#undef CONV_GEMM
+
+#define CT int32_t
+#define CONV_FN(x) x##_i32
+#define CONV_GEMM gemm_i32
+#define CONV_NO_TRANSPOSE
+#include "run/ops/conv_impl.inc"
+#undef CONV_NO_TRANSPOSE
+#undef CT
+#undef CONV_FN
+#undef CONV_GEMM
+
+/* Validated geometry of one convolution node. */
+typedef struct conv_geom {
+    int64_t n, c, m, group;
+    cg_nn_window w;   /* forward window; for ConvTranspose the adjoint one */
+    int64_t col_elems; /* scratch elements the column matrix needs (0: none) */
+} conv_geom;
+
+static cg_status check_kernel_shape_attr(cg_kernel_ctx *k, const cg_tensor *wt, int nsp)
+{
+    size_t n = 0;
+    const int64_t *ks = cg_attr_ints(k, "kernel_shape", &n);
+    if (!ks)
+        return CG_OK;
+    if (n != (size_t)nsp)
+        return cg_kernel_fail(k, CG_INVALID, "kernel_shape has %zu values for %d spatial dims", n,
+                              nsp);
+    for (int d = 0; d < nsp; d++)
+        if (ks[d] != wt->dims[2 + d])
+            return cg_kernel_fail(k, CG_INVALID, "kernel_shape[%d] = %lld but W has %lld", d,
+                                  (long long)ks[d], (long long)wt->dims[2 + d]);
+    return CG_OK;
+}
+
+/* Shapes common to Conv and ConvTranspose: ranks, group. */
+static cg_status conv_common(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                             conv_geom *g)
+{
+    if (x->rank < 3)
+        return cg_kernel_fail(k, CG_INVALID, "X has rank %d (needs N, C and a spatial dim)",
+                              x->rank);
+    if (wt->rank != x->rank)
+        return cg_kernel_fail(k, CG_INVALID, "W has rank %d but X has rank %d", wt->rank, x->rank);
+    g->group = cg_attr_int(k, "group", 1);
+    if (g->group < 1)
+        return cg_kernel_fail(k, CG_INVALID, "group is %lld", (long long)g->group);
+    g->n = x->dims[0];
+    g->c = x->dims[1];
+    return check_kernel_shape_attr(k, wt, x->rank - 2);
+}
+
+static cg_status conv_geom_init(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                                conv_geom *g)
+{
+    cg_status st;
+    if ((st = conv_common(k, x, wt, g)) != CG_OK)
+        return st;
+    int nsp = x->rank - 2;
+    g->m = wt->dims[0];
+    if (g->c % g->group != 0 || g->m % g->group != 0)
+        return cg_kernel_fail(k, CG_INVALID, "channels (in %lld, out %lld) not divisible by group %lld",
+                              (long long)g->c, (long long)g->m, (long long)g->group);
+    if (wt->dims[1] != g->c / g->group)
+        return cg_kernel_fail(k, CG_INVALID, "W has %lld input channels per group, X gives %lld",
+                              (long long)wt->dims[1], (long long)(g->c / g->group));
+    if ((st = cg_nn_window_init(k, nsp, x->dims + 2, wt->dims + 2, false, &g->w)) != CG_OK)
+        return st;
+    g->col_elems = 0;
+    if (!conv_is_pointwise(&g->w) && !conv_use_depthwise(&g->w, g->c / g->group)) {
+        int64_t kn = cg_nn_prod(nsp, g->w.kernel), on = cg_nn_prod(nsp, g->w.out);
+        int64_t dims[3] = {g->c / g->group, kn, on};
+        if (kn < 0 || on < 0 || !cg_shape_numel(3, dims, &g->col_elems))
+            return cg_kernel_fail(k, CG_LIMIT, "im2col matrix size overflows");
+    }
+    return CG_OK;
+}
+
+static cg_status check_bias(cg_kernel_ctx *k, const cg_tensor *b, int64_t m)
+{
+    if (b && (b->rank != 1 || b->dims[0] != m))
+        return cg_kernel_fail(k, CG_INVALID, "B must be 1-D of %lld values (has %lld)",
+                              (long long)m, (long long)b->numel);
+    return CG_OK;
+}
+
+/* Output dims: N, M, spatial of the output window side. */
+static void conv_out_dims(const conv_geom *g, bool transpose, int64_t *dims)
+{
+    dims[0] = g->n;
+    dims[1] = g->m;
+    for (int d = 0; d < g->w.nsp; d++)
+        dims[2 + d] = transpose ? g->w.in[d] : g->w.out[d];
+}
+
+/* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
+static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                            const cg_tensor *b, const conv_geom *g, bool transpose, cg_tensor *y)
+{
+    bool ok;
+    if (x->dtype == CG_DTYPE_DOUBLE) {
+        const double *bd = b ? cg_nn_as_f64(k, b) : NULL;
+        double *col = g->col_elems ? cg_nn_scratch(k, g->col_elems, sizeof(double)) : NULL;
+        if ((b && !bd) || (g->col_elems && !col))
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        ok = transpose ? convt_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
+                                       &g->w, col)
+                       : conv_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
+                                      &g->w, col);
+    } else {
+        const float *xf = cg_nn_as_f32(k, x), *wf = cg_nn_as_f32(k, wt);
+        const float *bf = b ? cg_nn_as_f32(k, b) : NULL;
+        float *col = g->col_elems ? cg_nn_scratch(k, g->col_elems, sizeof(float)) : NULL;
+        float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
+        if (!xf || !wf || (b && !bf) || (g->col_elems && !col) || !yf)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        if (yf != y->data)
+            memset(yf, 0, (size_t)y->numel * sizeof(float));
+        ok = transpose ? convt_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col)
+                       : conv_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col);
+        if (ok)
+            cg_nn_store_f32(y, yf);
+    }
+    if (!ok)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "convolution too large for the BLAS int range");
+    return CG_OK;
+}
+
+cg_status cg_op_conv(cg_kernel_ctx *k)
+{
+    const cg_tensor *x, *wt, *b;
+    cg_tensor *y;
+    cg_status st;
+    conv_geom g;
+    int64_t dims[CG_MAX_RANK];
+    if ((st = cg_kernel_require(k, 0, &x)) != CG_OK || (st = cg_kernel_require(k, 1, &wt)) != CG_OK)
+        return st;
+    b = cg_kernel_input(k, 2);
+    if (!cg_nn_is_real(x->dtype) || wt->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "Conv of %s with %s weights",
+                              cg_dtype_name(x->dtype), cg_dtype_name(wt->dtype));
+    if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
+        return st;
+    conv_out_dims(&g, false, dims);
+    if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    return conv_float(k, x, wt, b, &g, false, y);
+}
+
+/* ---- ConvTranspose ---------------------------------------------------------- */
+
+static cg_status ints_attr(cg_kernel_ctx *k, const char *name, int nsp, int64_t dflt, int64_t lo,
+                           int64_t *dst, bool *given)
+{
+    size_t n = 0;
+    const int64_t *v = cg_attr_ints(k, name, &n);
+    if (given)
+        *given = v && n > 0;
+    if (!v || n == 0) {
+        for (int d = 0; d < 2 * nsp; d++)
+            dst[d] = dflt;
+        return CG_OK;
+    }
+    size_t off = 0;
+    /* pads carry 2*nsp values; output_shape may carry the full N,C,... shape */
+    size_t want = strcmp(name, "pads") == 0 ? 2 * (size_t)nsp : (size_t)nsp;
+    if (strcmp(name, "output_shape") == 0 && n == (size_t)nsp + 2)
+        off = 2;
+    else if (n != want)
+        return cg_kernel_fail(k, CG_INVALID, "attribute '%s' has %zu values, expected %zu", name,
+                              n, want);
+    for (size_t i = off; i < n; i++) {
+        if (v[i] < lo || v[i] > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "attribute '%s'[%zu] = %lld is out of range", name,
+                                  i, (long long)v[i]);
+        dst[i - off] = v[i];
+    }
+    return CG_OK;
+}
+
+static cg_status convt_geom_init(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                                 conv_geom *g)
+{
+    cg_status st;
+    int64_t strides[2 * CG_MAX_RANK], dil[2 * CG_MAX_RANK], pads[2 * CG_MAX_RANK];
+    int64_t outpad[2 * CG_MAX_RANK], oshape[2 * CG_MAX_RANK];
+    bool have_oshape = false;
+    if ((st = conv_common(k, x, wt, g)) != CG_OK)
+        return st;
+    int nsp = x->rank - 2;
+    if (wt->dims[0] != g->c)
+        return cg_kernel_fail(k, CG_INVALID, "W has %lld input channels, X has %lld",
+                              (long long)wt->dims[0], (long long)g->c);
+    if (g->c % g->group != 0)
+        return cg_kernel_fail(k, CG_INVALID, "input channels %lld not divisible by group %lld",
+                              (long long)g->c, (long long)g->group);
+    if (wt->dims[1] > INT64_MAX / g->group)
+        return cg_kernel_fail(k, CG_INVALID, "output channel count overflows");
+    g->m = wt->dims[1] * g->group;
+    if ((st = ints_attr(k, "strides", nsp, 1, 1, strides, NULL)) != CG_OK ||
+        (st = ints_attr(k, "dilations", nsp, 1, 1, dil, NULL)) != CG_OK ||
+        (st = ints_attr(k, "pads", nsp, 0, 0, pads, NULL)) != CG_OK ||
+        (st = ints_attr(k, "output_padding", nsp, 0, 0, outpad, NULL)) != CG_OK ||
+        (st = ints_attr(k, "output_shape", nsp, 0, 0, oshape, &have_oshape)) != CG_OK)
+        return st;
+    const char *auto_pad = cg_attr_string(k, "auto_pad", "NOTSET");
+    bool same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+    bool same_lower = strcmp(auto_pad, "SAME_LOWER") == 0;
+    bool valid = strcmp(auto_pad, "VALID") == 0;
+    if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0)
+        return cg_kernel_fail(k, CG_INVALID, "unknown auto_pad '%s'", auto_pad);
+    cg_nn_window *w = &g->w;
+    memset(w, 0, sizeof(*w));
+    w->nsp = nsp;
+    for (int d = 0; d < nsp; d++) {
+        int64_t in = x->dims[2 + d], kd = wt->dims[2 + d], s = strides[d];
+        if (in < 0 || in > CG_NN_MAX_EXTENT || kd < 1 || kd > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "bad input/kernel extent on spatial axis %d", d);
+        int64_t eff = (kd - 1) * dil[d] + 1;
+        if (eff > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "dilated kernel extent too large on axis %d", d);
+        int64_t full = s * (in > 0 ? in - 1 : 0) + outpad[d] + eff, out, head;
+        if (have_oshape || same_upper || same_lower) {
+            out = have_oshape ? oshape[d] : in * s;
+            int64_t total = full - out;
+            /* SAME_UPPER puts the odd pad at the end; otherwise at the start. */
+            head = same_upper || (!same_lower && total < 0) ? total / 2 : total - total / 2;
+        } else {
+            head = valid ? 0 : pads[d];
+            out = full - head - (valid ? 0 : pads[nsp + d]);
+        }
+        if (out < 0)
+            return cg_kernel_fail(k, CG_INVALID, "output extent %lld on spatial axis %d",
+                                  (long long)out, d);
+        w->in[d] = out; /* the adjoint window gathers from y ... */
+        w->out[d] = in; /* ... at x's positions */
+        w->kernel[d] = kd;
+        w->stride[d] = s;
+        w->dil[d] = dil[d];
+        w->pad0[d] = head;
+    }
+    int64_t kn = cg_nn_prod(nsp, w->kernel), xn = cg_nn_prod(nsp, w->out);
+    int64_t dims[3] = {wt->dims[1], kn, xn};
+    if (kn < 0 || xn < 0 || !cg_shape_numel(3, dims, &g->col_elems))
+        return cg_kernel_fail(k, CG_LIMIT, "column matrix size overflows");
+    return CG_OK;
+}
+
+cg_status cg_op_convtranspose(cg_kernel_ctx *k)
+{
+    const cg_tensor *x, *wt, *b;
+    cg_tensor *y;
+    cg_status st;
+    conv_geom g;
+    int64_t dims[CG_MAX_RANK];
+    if ((st = cg_kernel_require(k, 0, &x)) != CG_OK || (st = cg_kernel_require(k, 1, &wt)) != CG_OK)
+        return st;
+    b = cg_kernel_input(k, 2);
+    if (!cg_nn_is_real(x->dtype) || wt->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "ConvTranspose of %s with %s weights",
+                              cg_dtype_name(x->dtype), cg_dtype_name(wt->dtype));
+    if ((st = convt_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
+        return st;
+    conv_out_dims(&g, true, dims);
+    if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    if (g.col_elems == 0)
+        g.col_elems = 1;
+    return conv_float(k, x, wt, b, &g, true, y);
+}
+
+/* ---- integer convolutions ------------------------------------------------------ */
+
+static bool is_q8(cg_dtype dt) { return dt == CG_DTYPE_INT8 || dt == CG_DTYPE_UINT8; }
+
+/* x - zp as int32 (zp a scalar tensor of x's type, or absent = 0). */
+static cg_status q_shift_input(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *zp,
+                               const char *what, int32_t **out)
+{
+    if (zp && (zp->dtype != x->dtype || zp->numel != 1))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "%s zero point must be one %s value", what,
+                              cg_dtype_name(x->dtype));
+    int32_t z = zp ? (int32_t)cg_tensor_get_i64(zp, 0) : 0;
+    int32_t *d = cg_nn_scratch(k, x->numel, sizeof(int32_t));
+    if (!d)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t i = 0; i < x->numel; i++)
+        d[i] = (int32_t)cg_tensor_get_i64(x, i) - z;
+    *out = d;
+    return CG_OK;
+}
+
+/* w - zp[m] as int32, zp scalar or one per output channel. */
+static cg_status q_shift_weights(cg_kernel_ctx *k, const cg_tensor *w, const cg_tensor *zp,
+                                 int64_t m, int32_t **out)
+{
+    if (zp && (zp->dtype != w->dtype || (zp->numel != 1 && zp->numel != m)))
+        return cg_kernel_fail(k, CG_INVALID, "weight zero point must be 1 or %lld %s values",
+                              (long long)m, cg_dtype_name(w->dtype));
+    int64_t per = m > 0 ? w->numel / m : 0;
+    int32_t *d = cg_nn_scratch(k, w->numel, sizeof(int32_t));
+    if (!d)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t i = 0; i < w->numel; i++) {
+        int64_t ch = per ? i / per : 0;
+        int32_t z = zp ? (int32_t)cg_tensor_get_i64(zp, zp->numel == 1 ? 0 : ch) : 0;
+        d[i] = (int32_t)cg_tensor_get_i64(w, i) - z;
+    }
+    *out = d;
+    return CG_OK;
+}
+
+/* Shared by ConvInteger and QLinearConv: int32 accumulators of the conv. */
+static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *xzp,
+                            const cg_tensor *wt, const cg_tensor *wzp, const int32_t *bias,
+                            const conv_geom *g, int32_t *acc)
+{
+    cg_status st;
+    int32_t *xs = NULL, *ws = NULL;
+    if ((st = q_shift_input(k, x, xzp, "x", &xs)) != CG_OK ||
+        (st = q_shift_weights(k, wt, wzp, g->m, &ws)) != CG_OK)
+        return st;
+    int32_t *col = g->col_elems ? cg_nn_scratch(k, g->col_elems, sizeof(int32_t)) : NULL;
+    if (g->col_elems && !col)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    conv_run_i32(xs, ws, bias, acc, g->n, g->c, g->m, g->group, &g->w, col);
+    return CG_OK;
+}
+
+cg_status cg_op_convinteger(cg_kernel_ctx *k)
+{
+    const cg_tensor *x, *wt;
+    cg_tensor *y;
+    cg_status st;
+    conv_geom g;
+    int64_t dims[CG_MAX_RANK];
+    if ((st = cg_kernel_require(k, 0, &x)) != CG_OK || (st = cg_kernel_require(k, 1, &wt)) != CG_OK)
+        return st;
+    if (!is_q8(x->dtype) || !is_q8(wt->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "ConvInteger of %s with %s weights",
+                              cg_dtype_name(x->dtype), cg_dtype_name(wt->dtype));
+    if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK)
+        return st;
+    conv_out_dims(&g, false, dims);
+    if ((st = cg_kernel_output(k, 0, CG_DTYPE_INT32, x->rank, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    return q_conv_acc(k, x, cg_kernel_input(k, 2), wt, cg_kernel_input(k, 3), NULL, &g, y->data);
+}
+
+cg_status cg_op_qlinearconv(cg_kernel_ctx *k)
+{
+    const cg_tensor *x, *xs, *xzp, *wt, *ws, *wzp, *ys, *yzp, *b;
+    cg_tensor *y;
+    cg_status st;
+    conv_geom g;
+    int64_t dims[CG_MAX_RANK];
+    if ((st = cg_kernel_require(k, 0, &x)) != CG_OK || (st = cg_kernel_require(k, 1, &xs)) != CG_OK ||
+        (st = cg_kernel_require(k, 2, &xzp)) != CG_OK || (st = cg_kernel_require(k, 3, &wt)) != CG_OK ||
+        (st = cg_kernel_require(k, 4, &ws)) != CG_OK || (st = cg_kernel_require(k, 5, &wzp)) != CG_OK ||
+        (st = cg_kernel_require(k, 6, &ys)) != CG_OK || (st = cg_kernel_require(k, 7, &yzp)) != CG_OK)
+        return st;
+    b = cg_kernel_input(k, 8);
+    if (!is_q8(x->dtype) || !is_q8(wt->dtype) || !is_q8(yzp->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "QLinearConv of %s with %s weights to %s",
+                              cg_dtype_name(x->dtype), cg_dtype_name(wt->dtype),
+                              cg_dtype_name(yzp->dtype));
+    if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
+        return st;
+    if (b && b->dtype != CG_DTYPE_INT32)
+        return cg_kernel_fail(k, CG_INVALID, "B must be int32 (is %s)", cg_dtype_name(b->dtype));
+    if (!cg_nn_is_real(xs->dtype) || !cg_nn_is_real(ws->dtype) || !cg_nn_is_real(ys->dtype) ||
+        xs->numel != 1 || ys->numel != 1 || yzp->numel != 1 ||
+        (ws->numel != 1 && ws->numel != g.m))
+        return cg_kernel_fail(k, CG_INVALID,
+                              "scales must be float scalars (w_scale: 1 or %lld values) and y_zero_point one value",
+                              (long long)g.m);
+    double xsc = cg_tensor_get_f64(xs, 0), ysc = cg_tensor_get_f64(ys, 0);
+    if (!(ysc != 0.0) || !isfinite(ysc))
+        return cg_kernel_fail(k, CG_RUNTIME, "y_scale is %g", ysc);
+    conv_out_dims(&g, false, dims);
+    if ((st = cg_kernel_output(k, 0, yzp->dtype, x->rank, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    int32_t *acc = cg_nn_scratch(k, y->numel, sizeof(int32_t));
+    if (!acc)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    if ((st = q_conv_acc(k, x, xzp, wt, wzp, b ? b->data : NULL, &g, acc)) != CG_OK)
+        return st;
+    int64_t plane = y->numel / (g.n * g.m), z = cg_tensor_get_i64(yzp, 0);
+    for (int64_t i = 0; i < y->numel; i++) {
+        int64_t m = (i / plane) % g.m;
+        float mult = (float)(xsc * cg_tensor_get_f64(ws, ws->numel == 1 ? 0 : m)) / (float)ysc;
+        double v = cg_nn_round_even((double)acc[i] * (double)mult) + (double)z;
+        cg_tensor_set_i64(y, i, cg_nn_saturate(y->dtype, v));
+    }
+    return CG_OK;
+}
+
+/* ---- Col2Im (opset 18) ------------------------------------------------------------ */
+
+static cg_status read_shape_input(cg_kernel_ctx *k, const cg_tensor *t, const char *what,
+                                  int64_t *dst, int *n)
+{
+    if (t->rank != 1 || t->numel < 1 || t->numel > CG_MAX_RANK - 2 ||
+        (t->dtype != CG_DTYPE_INT64 && t->dtype != CG_DTYPE_INT32))
+        return cg_kernel_fail(k, CG_INVALID, "%s must be a 1-D int64 tensor of 1..%d values", what,
+                              CG_MAX_RANK - 2);
+    for (int64_t i = 0; i < t->numel; i++)
+        dst[i] = cg_tensor_get_i64(t, i);
+    *n = (int)t->numel;
+    return CG_OK;
+}
+
+cg_status cg_op_col2im(cg_kernel_ctx *k)
+{
+    const cg_tensor *x, *ishape, *bshape;
+    cg_tensor *y;
+    cg_status st;
+    cg_nn_window w;
+    int64_t img[CG_MAX_RANK], blk[CG_MAX_RANK], dims[CG_MAX_RANK];
+    int ni = 0, nb = 0;
+    if ((st = cg_kernel_require(k, 0, &x)) != CG_OK ||
+        (st = cg_kernel_require(k, 1, &ishape)) != CG_OK ||
+        (st = cg_kernel_require(k, 2, &bshape)) != CG_OK)
+        return st;
+    if ((st = read_shape_input(k, ishape, "image_shape", img, &ni)) != CG_OK ||
+        (st = read_shape_input(k, bshape, "block_shape", blk, &nb)) != CG_OK)
+        return st;
+    if (ni != nb)
+        return cg_kernel_fail(k, CG_INVALID, "image_shape has %d dims, block_shape %d", ni, nb);
+    if (x->rank != 3)
+        return cg_kernel_fail(k, CG_INVALID, "input must be 3-D (N, C*prod(block), L), is rank %d",
+                              x->rank);
+    if (!cg_nn_is_real(x->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "Col2Im of %s", cg_dtype_name(x->dtype));
+    if ((st = cg_nn_window_init(k, ni, img, blk, false, &w)) != CG_OK)
+        return st;
+    int64_t kn = cg_nn_prod(ni, blk), ln = cg_nn_prod(ni, w.out);
+    if (kn < 1 || x->dims[1] % kn != 0)
+        return cg_kernel_fail(k, CG_INVALID, "dim 1 (%lld) is not a multiple of the block size %lld",
+                              (long long)x->dims[1], (long long)kn);
+    if (ln != x->dims[2])
+        return cg_kernel_fail(k, CG_INVALID, "L is %lld but the blocks give %lld",
+                              (long long)x->dims[2], (long long)ln);
+    int64_t c = x->dims[1] / kn;
+    dims[0] = x->dims[0];
+    dims[1] = c;
+    for (int d = 0; d < ni; d++)
+        dims[2 + d] = img[d];
+    if ((st = cg_kernel_output(k, 0, x->dtype, ni + 2, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0 || x->numel == 0)
+        return CG_OK;
+    int64_t imn = cg_nn_prod(ni, img);
+    if (x->dtype == CG_DTYPE_DOUBLE) {
+        for (int64_t n = 0; n < dims[0]; n++)
+            col2im_f64((const double *)x->data + n * x->dims[1] * ln, c, &w,
+                       (double *)y->data + n * c * imn);
+        return CG_OK;
+    }
+    const float *xf = cg_nn_as_f32(k, x);
+    float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
+    if (!xf || !yf)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    if (yf != y->data)
+        memset(yf, 0, (size_t)y->numel * sizeof(float));
+    for (int64_t n = 0; n < dims[0]; n++)
+        col2im_f32(xf + n * x->dims[1] * ln, c, &w, yf + n * c * imn);
+    cg_nn_store_f32(y, yf);
+    return CG_OK;
+}

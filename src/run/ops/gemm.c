@@ -1,0 +1,459 @@
+/*
+ * Matrix products: MatMul, Gemm, MatMulInteger, QLinearMatMul.
+ *
+ * MatMul follows numpy: 1-D operands are promoted (a leading/trailing 1 that
+ * is dropped from the result) and the batch dims broadcast. float32 runs on
+ * OpenBLAS sgemm (a 2-D B folds A's whole batch into one call), float16 and
+ * bfloat16 through float32, float64 on dgemm; integers are exact: products
+ * accumulate in uint64 (wrapping, as two's complement does) and are stored
+ * with the C conversion to the output width.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "run/ops/nn_common.h"
+
+/* The broadcast batch structure of a (possibly promoted) matrix product. */
+typedef struct mm_plan {
+    int64_t m, n, kk;
+    int64_t batch;                   /* product of the broadcast batch dims */
+    int nb;                          /* number of batch dims */
+    int64_t bdims[CG_MAX_RANK];      /* broadcast batch dims */
+    int64_t astr[CG_MAX_RANK];       /* A's stride per batch dim, in matrices */
+    int64_t bstr[CG_MAX_RANK];
+    int64_t a_batches, b_batches;    /* matrices A and B really hold */
+    int out_rank;
+    int64_t out_dims[CG_MAX_RANK];
+} mm_plan;
+
+static cg_status mm_plan_init(cg_kernel_ctx *k, const cg_tensor *a, const cg_tensor *b, mm_plan *p)
+{
+    if (a->rank < 1 || b->rank < 1)
+        return cg_kernel_fail(k, CG_INVALID, "MatMul operands must have rank >= 1 (got %d and %d)",
+                              a->rank, b->rank);
+    int64_t am = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+    int64_t ak = a->dims[a->rank - 1];
+    int64_t bk = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
+    int64_t bn = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+    if (ak != bk)
+        return cg_kernel_fail(k, CG_INVALID, "inner dimensions differ: A has K=%lld, B has K=%lld",
+                              (long long)ak, (long long)bk);
+    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
+    int nb;
+    if (!cg_broadcast_shapes(ra, a->dims, rb, b->dims, &nb, p->bdims))
+        return cg_kernel_fail(k, CG_INVALID, "batch dimensions of A and B do not broadcast");
+    p->m = am;
+    p->n = bn;
+    p->kk = ak;
+    p->nb = nb;
+    cg_broadcast_strides(ra, a->dims, nb, p->bdims, p->astr);
+    cg_broadcast_strides(rb, b->dims, nb, p->bdims, p->bstr);
+    p->batch = cg_nn_prod(nb, p->bdims);
+    p->a_batches = cg_nn_prod(ra, a->dims);
+    p->b_batches = cg_nn_prod(rb, b->dims);
+    p->out_rank = 0;
+    for (int i = 0; i < nb; i++)
+        p->out_dims[p->out_rank++] = p->bdims[i];
+    if (a->rank > 1)
+        p->out_dims[p->out_rank++] = am;
+    if (b->rank > 1)
+        p->out_dims[p->out_rank++] = bn;
+    if (p->batch < 0 || p->a_batches < 0 || p->b_batches < 0)
+        return cg_kernel_fail(k, CG_INVALID, "batch size overflows");
+    return CG_OK;
+}
+
+/* Matrix offsets (in matrices) of A and B for flat batch index bi. */
+static void mm_offsets(const mm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
+{
+    int64_t a = 0, b = 0;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        int64_t idx = bi % p->bdims[d];
+        bi /= p->bdims[d];
+        a += idx * p->astr[d];
+        b += idx * p->bstr[d];
+    }
+    *ao = a;
+    *bo = b;
+}
+
+static cg_status mm_f32(cg_kernel_ctx *k, const mm_plan *p, const float *a, const float *b,
+                        float *y)
+{
+    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
+    if (p->b_batches == 1 && p->a_batches == p->batch) {
+        /* B shared by every batch: A's batch rows stack into one tall matrix. */
+        if (!cg_nn_sgemm(false, false, p->m * p->batch, p->n, p->kk, 1.0f, a, p->kk, b, p->n,
+                         0.0f, y, p->n))
+            goto too_big;
+        return CG_OK;
+    }
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(p, bi, &ao, &bo);
+        if (!cg_nn_sgemm(false, false, p->m, p->n, p->kk, 1.0f, a + ao * asz, p->kk, b + bo * bsz,
+                         p->n, 0.0f, y + bi * ysz, p->n))
+            goto too_big;
+    }
+    return CG_OK;
+too_big:
+    return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+}
+
+static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, const double *b,
+                        double *y)
+{
+    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(p, bi, &ao, &bo);
+        if (!cg_nn_dgemm(false, false, p->m, p->n, p->kk, 1.0, a + ao * asz, p->kk, b + bo * bsz,
+                         p->n, 0.0, y + bi * ysz, p->n))
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+    }
+    return CG_OK;
+}
+
+/* Integer matrices read as int64 bit patterns (uint64 keeps its bits). */
+static const int64_t *as_i64(cg_kernel_ctx *k, const cg_tensor *t)
+{
+    if (t->dtype == CG_DTYPE_INT64 || t->dtype == CG_DTYPE_UINT64)
+        return (const int64_t *)t->data;
+    int64_t *d = cg_nn_scratch(k, t->numel, sizeof(int64_t));
+    if (!d)
+        return NULL;
+    for (int64_t i = 0; i < t->numel; i++)
+        d[i] = cg_tensor_get_i64(t, i);
+    return d;
+}
+
+/* y[m,n] (+)= sum a*b with wrapping uint64 arithmetic. */
+static void mm_int_one(int64_t m, int64_t n, int64_t kk, const int64_t *a, const int64_t *b,
+                       uint64_t *y)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t q = 0; q < kk; q++) {
+            uint64_t av = (uint64_t)a[i * kk + q];
+            const int64_t *brow = b + q * n;
+            uint64_t *yrow = y + i * n;
+            for (int64_t j = 0; j < n; j++)
+                yrow[j] += av * (uint64_t)brow[j];
+        }
+}
+
+static bool is_mm_int(cg_dtype dt)
+{
+    return dt == CG_DTYPE_INT32 || dt == CG_DTYPE_INT64 || dt == CG_DTYPE_UINT32 ||
+           dt == CG_DTYPE_UINT64;
+}
+
+cg_status cg_op_matmul(cg_kernel_ctx *k)
+{
+    const cg_tensor *a, *b;
+    cg_tensor *y;
+    cg_status st;
+    mm_plan p;
+    if ((st = cg_kernel_require(k, 0, &a)) != CG_OK || (st = cg_kernel_require(k, 1, &b)) != CG_OK)
+        return st;
+    if (a->dtype != b->dtype)
+        return cg_kernel_fail(k, CG_INVALID, "A is %s but B is %s", cg_dtype_name(a->dtype),
+                              cg_dtype_name(b->dtype));
+    if (!cg_nn_is_real(a->dtype) && !is_mm_int(a->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "MatMul of %s", cg_dtype_name(a->dtype));
+    if ((st = mm_plan_init(k, a, b, &p)) != CG_OK)
+        return st;
+    if ((st = cg_kernel_output(k, 0, a->dtype, p.out_rank, p.out_dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    if (a->dtype == CG_DTYPE_DOUBLE)
+        return mm_f64(k, &p, a->data, b->data, y->data);
+    if (cg_nn_is_real(a->dtype)) {
+        const float *af = cg_nn_as_f32(k, a), *bf = cg_nn_as_f32(k, b);
+        float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
+        if (!af || !bf || !yf)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        if ((st = mm_f32(k, &p, af, bf, yf)) != CG_OK)
+            return st;
+        cg_nn_store_f32(y, yf);
+        return CG_OK;
+    }
+    const int64_t *ai = as_i64(k, a), *bi64 = as_i64(k, b);
+    uint64_t *acc = cg_nn_scratch(k, y->numel, sizeof(uint64_t));
+    if (!ai || !bi64 || !acc)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    memset(acc, 0, (size_t)y->numel * sizeof(uint64_t));
+    for (int64_t bi = 0; bi < p.batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(&p, bi, &ao, &bo);
+        mm_int_one(p.m, p.n, p.kk, ai + ao * p.m * p.kk, bi64 + bo * p.kk * p.n,
+                   acc + bi * p.m * p.n);
+    }
+    for (int64_t i = 0; i < y->numel; i++)
+        cg_tensor_set_i64(y, i, (int64_t)acc[i]);
+    return CG_OK;
+}
+
+/* ---- Gemm ---------------------------------------------------------------- */
+
+/* Validates C's unidirectional broadcast to (m, n); gives its row/col strides. */
+static cg_status gemm_c_strides(cg_kernel_ctx *k, const cg_tensor *c, int64_t m, int64_t n,
+                                int64_t *rs, int64_t *cs)
+{
+    int64_t cm = 1, cn = 1;
+    if (c->rank > 2)
+        return cg_kernel_fail(k, CG_INVALID, "C has rank %d (at most 2)", c->rank);
+    if (c->rank == 2) {
+        cm = c->dims[0];
+        cn = c->dims[1];
+    } else if (c->rank == 1) {
+        cn = c->dims[0];
+    }
+    if ((cm != 1 && cm != m) || (cn != 1 && cn != n))
+        return cg_kernel_fail(k, CG_INVALID, "C of shape (%lld, %lld) does not broadcast to (%lld, %lld)",
+                              (long long)cm, (long long)cn, (long long)m, (long long)n);
+    *rs = cm == 1 ? 0 : cn;
+    *cs = cn == 1 ? 0 : 1;
+    return CG_OK;
+}
+
+cg_status cg_op_gemm(cg_kernel_ctx *k)
+{
+    const cg_tensor *a, *b, *c;
+    cg_tensor *y;
+    cg_status st;
+    if ((st = cg_kernel_require(k, 0, &a)) != CG_OK || (st = cg_kernel_require(k, 1, &b)) != CG_OK)
+        return st;
+    c = cg_kernel_input(k, 2);
+    bool ta = cg_attr_int(k, "transA", 0) != 0, tb = cg_attr_int(k, "transB", 0) != 0;
+    double alpha = cg_attr_float(k, "alpha", 1.0f), beta = cg_attr_float(k, "beta", 1.0f);
+    if (a->rank != 2 || b->rank != 2)
+        return cg_kernel_fail(k, CG_INVALID, "Gemm needs 2-D A and B (got rank %d and %d)",
+                              a->rank, b->rank);
+    if (a->dtype != b->dtype || (c && c->dtype != a->dtype))
+        return cg_kernel_fail(k, CG_INVALID, "operand types differ");
+    if (!cg_nn_is_real(a->dtype) && !is_mm_int(a->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "Gemm of %s", cg_dtype_name(a->dtype));
+    int64_t m = ta ? a->dims[1] : a->dims[0], kk = ta ? a->dims[0] : a->dims[1];
+    int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
+    if (kk != kb)
+        return cg_kernel_fail(k, CG_INVALID, "inner dimensions differ: %lld vs %lld",
+                              (long long)kk, (long long)kb);
+    int64_t rs = 0, cs = 0;
+    if (c && (st = gemm_c_strides(k, c, m, n, &rs, &cs)) != CG_OK)
+        return st;
+    int64_t dims[2] = {m, n};
+    if ((st = cg_kernel_output(k, 0, a->dtype, 2, dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    bool use_c = c && beta != 0.0;
+    if (a->dtype == CG_DTYPE_DOUBLE) {
+        double *yd = y->data;
+        const double *cd = use_c ? cg_nn_as_f64(k, c) : NULL;
+        if (use_c && !cd)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        for (int64_t i = 0; use_c && i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                yd[i * n + j] = cd[i * rs + j * cs];
+        if (!cg_nn_dgemm(ta, tb, m, n, kk, alpha, a->data, a->dims[1], b->data, b->dims[1],
+                         use_c ? beta : 0.0, yd, n))
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+        return CG_OK;
+    }
+    if (cg_nn_is_real(a->dtype)) {
+        const float *af = cg_nn_as_f32(k, a), *bf = cg_nn_as_f32(k, b);
+        const float *cf = use_c ? cg_nn_as_f32(k, c) : NULL;
+        float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
+        if (!af || !bf || !yf || (use_c && !cf))
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        for (int64_t i = 0; use_c && i < m; i++) {
+            if (cs == 1 && rs == n) {
+                memcpy(yf, cf, (size_t)(m * n) * sizeof(float));
+                break;
+            }
+            for (int64_t j = 0; j < n; j++)
+                yf[i * n + j] = cf[i * rs + j * cs];
+        }
+        if (!cg_nn_sgemm(ta, tb, m, n, kk, (float)alpha, af, a->dims[1], bf, b->dims[1],
+                         use_c ? (float)beta : 0.0f, yf, n))
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+        cg_nn_store_f32(y, yf);
+        return CG_OK;
+    }
+    /* Integers: exact when alpha and beta are whole numbers, else via double. */
+    const int64_t *ai = as_i64(k, a), *bi = as_i64(k, b), *ci = use_c ? as_i64(k, c) : NULL;
+    uint64_t *acc = cg_nn_scratch(k, m * n, sizeof(uint64_t));
+    if (!ai || !bi || !acc || (use_c && !ci))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    bool whole = alpha == floor(alpha) && beta == floor(beta) && fabs(alpha) < 9e15 &&
+                 fabs(beta) < 9e15;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            uint64_t s = 0;
+            double sd = 0;
+            for (int64_t q = 0; q < kk; q++) {
+                int64_t av = ta ? ai[q * a->dims[1] + i] : ai[i * a->dims[1] + q];
+                int64_t bv = tb ? bi[j * b->dims[1] + q] : bi[q * b->dims[1] + j];
+                s += (uint64_t)av * (uint64_t)bv;
+                sd += (double)av * (double)bv;
+            }
+            int64_t cv = use_c ? ci[i * rs + j * cs] : 0;
+            if (whole) {
+                s = s * (uint64_t)(int64_t)alpha + (uint64_t)cv * (uint64_t)(int64_t)beta;
+                cg_tensor_set_i64(y, i * n + j, (int64_t)s);
+            } else {
+                cg_tensor_set_f64(y, i * n + j, alpha * sd + beta * (double)cv);
+            }
+        }
+    return CG_OK;
+}
+
+/* ---- quantized products ---------------------------------------------------- */
+
+static bool is_q8(cg_dtype dt) { return dt == CG_DTYPE_INT8 || dt == CG_DTYPE_UINT8; }
+
+/* Per-row (A) or per-column (B) zero points: a scalar or a vector of len. */
+static cg_status q_zero_points(cg_kernel_ctx *k, const cg_tensor *zp, const cg_tensor *x,
+                               int64_t len, const char *what, int32_t *dst)
+{
+    if (zp && zp->dtype != x->dtype)
+        return cg_kernel_fail(k, CG_INVALID, "%s zero point is %s but the input is %s", what,
+                              cg_dtype_name(zp->dtype), cg_dtype_name(x->dtype));
+    if (zp && zp->numel != 1 && zp->numel != len)
+        return cg_kernel_fail(k, CG_UNSUPPORTED,
+                              "%s zero point has %lld values (supported: 1 or %lld)", what,
+                              (long long)zp->numel, (long long)len);
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = zp ? (int32_t)cg_tensor_get_i64(zp, zp->numel == 1 ? 0 : i) : 0;
+    return CG_OK;
+}
+
+/* acc[batch, m, n] = sum (a - azp[m]) * (b - bzp[n]) in int32 (the ONNX
+ * accumulator type; 8-bit products cannot overflow int32 below K=2^16, and
+ * beyond that wrapping matches what int32 hardware gives). */
+static cg_status q_matmul_acc(cg_kernel_ctx *k, const mm_plan *p, const cg_tensor *a,
+                              const cg_tensor *b, const int32_t *azp, const int32_t *bzp,
+                              int32_t *acc)
+{
+    int32_t *av = cg_nn_scratch(k, a->numel, sizeof(int32_t));
+    int32_t *bv = cg_nn_scratch(k, b->numel, sizeof(int32_t));
+    if (!av || !bv)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t i = 0; i < a->numel; i++)
+        av[i] = (int32_t)cg_tensor_get_i64(a, i) - azp[(i / p->kk) % p->m];
+    for (int64_t i = 0; i < b->numel; i++)
+        bv[i] = (int32_t)cg_tensor_get_i64(b, i) - bzp[i % p->n];
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(p, bi, &ao, &bo);
+        const int32_t *am = av + ao * p->m * p->kk, *bm = bv + bo * p->kk * p->n;
+        int32_t *ym = acc + bi * p->m * p->n;
+        for (int64_t i = 0; i < p->m; i++) {
+            uint32_t *yrow = (uint32_t *)(ym + i * p->n);
+            for (int64_t j = 0; j < p->n; j++)
+                yrow[j] = 0;
+            for (int64_t q = 0; q < p->kk; q++) {
+                uint32_t x = (uint32_t)am[i * p->kk + q];
+                const int32_t *brow = bm + q * p->n;
+                for (int64_t j = 0; j < p->n; j++)
+                    yrow[j] += x * (uint32_t)brow[j];
+            }
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_op_matmulinteger(cg_kernel_ctx *k)
+{
+    const cg_tensor *a, *b;
+    cg_tensor *y;
+    cg_status st;
+    mm_plan p;
+    if ((st = cg_kernel_require(k, 0, &a)) != CG_OK || (st = cg_kernel_require(k, 1, &b)) != CG_OK)
+        return st;
+    if (!is_q8(a->dtype) || !is_q8(b->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "MatMulInteger of %s x %s",
+                              cg_dtype_name(a->dtype), cg_dtype_name(b->dtype));
+    if ((st = mm_plan_init(k, a, b, &p)) != CG_OK)
+        return st;
+    int32_t *azp = cg_nn_scratch(k, p.m, sizeof(int32_t));
+    int32_t *bzp = cg_nn_scratch(k, p.n, sizeof(int32_t));
+    if (!azp || !bzp)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    if ((st = q_zero_points(k, cg_kernel_input(k, 2), a, p.m, "A", azp)) != CG_OK ||
+        (st = q_zero_points(k, cg_kernel_input(k, 3), b, p.n, "B", bzp)) != CG_OK)
+        return st;
+    if ((st = cg_kernel_output(k, 0, CG_DTYPE_INT32, p.out_rank, p.out_dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    return q_matmul_acc(k, &p, a, b, azp, bzp, y->data);
+}
+
+/* Scale tensor read as a scalar or a vector of len (per row / column). */
+static cg_status q_scales(cg_kernel_ctx *k, const cg_tensor *s, int64_t len, const char *what,
+                          double *dst)
+{
+    if (!cg_nn_is_real(s->dtype))
+        return cg_kernel_fail(k, CG_INVALID, "%s scale is %s", what, cg_dtype_name(s->dtype));
+    if (s->numel != 1 && s->numel != len)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "%s scale has %lld values (supported: 1 or %lld)",
+                              what, (long long)s->numel, (long long)len);
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = cg_tensor_get_f64(s, s->numel == 1 ? 0 : i);
+    return CG_OK;
+}
+
+cg_status cg_op_qlinearmatmul(cg_kernel_ctx *k)
+{
+    const cg_tensor *a, *as, *azt, *b, *bs, *bzt, *ys, *yzt;
+    cg_tensor *y;
+    cg_status st;
+    mm_plan p;
+    if ((st = cg_kernel_require(k, 0, &a)) != CG_OK || (st = cg_kernel_require(k, 1, &as)) != CG_OK ||
+        (st = cg_kernel_require(k, 2, &azt)) != CG_OK || (st = cg_kernel_require(k, 3, &b)) != CG_OK ||
+        (st = cg_kernel_require(k, 4, &bs)) != CG_OK || (st = cg_kernel_require(k, 5, &bzt)) != CG_OK ||
+        (st = cg_kernel_require(k, 6, &ys)) != CG_OK || (st = cg_kernel_require(k, 7, &yzt)) != CG_OK)
+        return st;
+    if (!is_q8(a->dtype) || !is_q8(b->dtype) || !is_q8(yzt->dtype))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "QLinearMatMul of %s x %s -> %s",
+                              cg_dtype_name(a->dtype), cg_dtype_name(b->dtype),
+                              cg_dtype_name(yzt->dtype));
+    if (ys->numel != 1 || yzt->numel != 1)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "y_scale and y_zero_point must be scalars");
+    if ((st = mm_plan_init(k, a, b, &p)) != CG_OK)
+        return st;
+    int32_t *azp = cg_nn_scratch(k, p.m, sizeof(int32_t));
+    int32_t *bzp = cg_nn_scratch(k, p.n, sizeof(int32_t));
+    double *asc = cg_nn_scratch(k, p.m, sizeof(double));
+    double *bsc = cg_nn_scratch(k, p.n, sizeof(double));
+    if (!azp || !bzp || !asc || !bsc)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    if ((st = q_zero_points(k, azt, a, p.m, "a", azp)) != CG_OK ||
+        (st = q_zero_points(k, bzt, b, p.n, "b", bzp)) != CG_OK ||
+        (st = q_scales(k, as, p.m, "a", asc)) != CG_OK ||
+        (st = q_scales(k, bs, p.n, "b", bsc)) != CG_OK)
+        return st;
+    double yscale = cg_tensor_get_f64(ys, 0);
+    int64_t yzp = cg_tensor_get_i64(yzt, 0);
+    if (!(yscale != 0.0) || !isfinite(yscale))
+        return cg_kernel_fail(k, CG_RUNTIME, "y_scale is %g", yscale);
+    if ((st = cg_kernel_output(k, 0, yzt->dtype, p.out_rank, p.out_dims, &y)) != CG_OK)
+        return st;
+    if (y->numel == 0)
+        return CG_OK;
+    int32_t *acc = cg_nn_scratch(k, y->numel, sizeof(int32_t));
+    if (!acc)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    if ((st = q_matmul_acc(k, &p, a, b, azp, bzp, acc)) != CG_OK)
+        return st;
+    for (int64_t i = 0; i < y->numel; i++) {
+        int64_t col = i % p.n, row = (i / p.n) % p.m;
+        /* The multiplier is formed in float32, as the scales are. */
+        float mult = (float)(asc[row] * bsc[col]) / (float)yscale;
+        double v = cg_nn_round_even((double)acc[i] * (double)mult) + (double)yzp;
+        cg_tensor_set_i64(y, i, cg_nn_saturate(y->dtype, v));
+    }
+    return CG_OK;
+}

@@ -1,0 +1,266 @@
+/*
+ * Shared helpers of the neural-network kernel family: precision conversion
+ * into scratch, BLAS wrappers with dimension checks, and the sliding-window
+ * geometry every Conv/Pool kernel validates its attributes with.
+ */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ops/nn_common.h"
+
+void cg_nn_blas_init(void)
+{
+    /* OpenBLAS (pthreads build) otherwise spawns one thread per core per
+     * call; the runtime is single-threaded. An explicit OPENBLAS_NUM_THREADS
+     * from the user wins. The flag only avoids repeating a cheap call. */
+    static atomic_int done = 0;
+    if (atomic_load(&done))
+        return;
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        openblas_set_num_threads(1);
+    atomic_store(&done, 1);
+}
+
+bool cg_nn_want_output(const cg_kernel_ctx *k, size_t i)
+{
+    return i < k->output_count && i < k->node->output_count && k->node->outputs[i] &&
+           k->node->outputs[i][0] != '\0';
+}
+
+bool cg_nn_is_real(cg_dtype dt)
+{
+    return dt == CG_DTYPE_FLOAT || dt == CG_DTYPE_DOUBLE || dt == CG_DTYPE_FLOAT16 ||
+           dt == CG_DTYPE_BFLOAT16;
+}
+
+void *cg_nn_scratch(cg_kernel_ctx *k, int64_t n, size_t sz)
+{
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sz)
+        return NULL;
+    size_t bytes = (size_t)n * sz;
+    return cg_kernel_scratch(k, bytes ? bytes : sz);
+}
+
+const float *cg_nn_as_f32(cg_kernel_ctx *k, const cg_tensor *t)
+{
+    if (t->dtype == CG_DTYPE_FLOAT)
+        return (const float *)t->data;
+    float *dst = cg_nn_scratch(k, t->numel, sizeof(float));
+    if (!dst)
+        return NULL;
+    if (t->dtype == CG_DTYPE_FLOAT16) {
+        const uint16_t *s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            dst[i] = cg_fp16_to_f32(s[i]);
+    } else {
+        for (int64_t i = 0; i < t->numel; i++)
+            dst[i] = (float)cg_tensor_get_f64(t, i);
+    }
+    return dst;
+}
+
+const double *cg_nn_as_f64(cg_kernel_ctx *k, const cg_tensor *t)
+{
+    if (t->dtype == CG_DTYPE_DOUBLE)
+        return (const double *)t->data;
+    double *dst = cg_nn_scratch(k, t->numel, sizeof(double));
+    if (!dst)
+        return NULL;
+    for (int64_t i = 0; i < t->numel; i++)
+        dst[i] = cg_tensor_get_f64(t, i);
+    return dst;
+}
+
+void cg_nn_store_f32(cg_tensor *out, const float *src)
+{
+    if (out->dtype == CG_DTYPE_FLOAT) {
+        if ((const void *)src != out->data)
+            memcpy(out->data, src, (size_t)out->numel * sizeof(float));
+        return;
+    }
+    if (out->dtype == CG_DTYPE_FLOAT16) {
+        uint16_t *d = out->data;
+        for (int64_t i = 0; i < out->numel; i++)
+            d[i] = cg_f32_to_fp16(src[i]);
+        return;
+    }
+    for (int64_t i = 0; i < out->numel; i++)
+        cg_tensor_set_f64(out, i, src[i]);
+}
+
+void cg_nn_store_f64(cg_tensor *out, const double *src)
+{
+    if (out->dtype == CG_DTYPE_DOUBLE) {
+        if ((const void *)src != out->data)
+            memcpy(out->data, src, (size_t)out->numel * sizeof(double));
+        return;
+    }
+    for (int64_t i = 0; i < out->numel; i++)
+        cg_tensor_set_f64(out, i, src[i]);
+}
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+bool cg_nn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc)
+{
+    if (!fits_int(m) || !fits_int(n) || !fits_int(kk) || !fits_int(lda) || !fits_int(ldb) ||
+        !fits_int(ldc))
+        return false;
+    if (m == 0 || n == 0)
+        return true;
+    if (kk == 0) { /* BLAS leaves C untouched only for beta==1; be explicit */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return true;
+    }
+    cg_nn_blas_init();
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)kk, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return true;
+}
+
+bool cg_nn_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                 const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                 double *c, int64_t ldc)
+{
+    if (!fits_int(m) || !fits_int(n) || !fits_int(kk) || !fits_int(lda) || !fits_int(ldb) ||
+        !fits_int(ldc))
+        return false;
+    if (m == 0 || n == 0)
+        return true;
+    if (kk == 0) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                c[i * ldc + j] = beta == 0.0 ? 0.0 : beta * c[i * ldc + j];
+        return true;
+    }
+    cg_nn_blas_init();
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)kk, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return true;
+}
+
+int64_t cg_nn_prod(int n, const int64_t *d)
+{
+    int64_t p;
+    return cg_shape_numel(n, d, &p) ? p : -1;
+}
+
+/* Reads an ints attribute that must have exactly want entries (or be
+ * absent: then every entry is dflt). */
+static cg_status window_ints(cg_kernel_ctx *k, const char *name, size_t want, int64_t dflt,
+                             int64_t lo, int64_t *dst)
+{
+    size_t n = 0;
+    const int64_t *v = cg_attr_ints(k, name, &n);
+    if (!v || n == 0) {
+        for (size_t i = 0; i < want; i++)
+            dst[i] = dflt;
+        return CG_OK;
+    }
+    if (n != want)
+        return cg_kernel_fail(k, CG_INVALID, "attribute '%s' has %zu values, expected %zu", name,
+                              n, want);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < lo || v[i] > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "attribute '%s'[%zu] = %lld is out of range",
+                                  name, i, (long long)v[i]);
+        dst[i] = v[i];
+    }
+    return CG_OK;
+}
+
+cg_status cg_nn_window_init(cg_kernel_ctx *k, int nsp, const int64_t *in, const int64_t *kernel,
+                            bool pool, cg_nn_window *w)
+{
+    cg_status st;
+    int64_t pads[2 * CG_MAX_RANK];
+    memset(w, 0, sizeof(*w));
+    if (nsp < 1 || nsp > CG_MAX_RANK - 2)
+        return cg_kernel_fail(k, CG_INVALID, "%d spatial dimensions are not supported", nsp);
+    w->nsp = nsp;
+    if ((st = window_ints(k, "strides", (size_t)nsp, 1, 1, w->stride)) != CG_OK ||
+        (st = window_ints(k, "dilations", (size_t)nsp, 1, 1, w->dil)) != CG_OK ||
+        (st = window_ints(k, "pads", 2 * (size_t)nsp, 0, 0, pads)) != CG_OK)
+        return st;
+    const char *auto_pad = cg_attr_string(k, "auto_pad", "NOTSET");
+    bool ceil_mode = pool && cg_attr_int(k, "ceil_mode", 0) != 0;
+    bool same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+    bool same_lower = strcmp(auto_pad, "SAME_LOWER") == 0;
+    bool valid = strcmp(auto_pad, "VALID") == 0;
+    if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0)
+        return cg_kernel_fail(k, CG_INVALID, "unknown auto_pad '%s'", auto_pad);
+    for (int i = 0; i < nsp; i++) {
+        if (kernel[i] < 1 || kernel[i] > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "kernel dimension %d is %lld", i,
+                                  (long long)kernel[i]);
+        if (in[i] < 0 || in[i] > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "input spatial dimension %d is %lld", i,
+                                  (long long)in[i]);
+        w->in[i] = in[i];
+        w->kernel[i] = kernel[i];
+        int64_t eff = (kernel[i] - 1) * w->dil[i] + 1, s = w->stride[i];
+        if (eff > CG_NN_MAX_EXTENT)
+            return cg_kernel_fail(k, CG_INVALID, "dilated kernel extent too large on axis %d", i);
+        if (same_upper || same_lower) {
+            int64_t out = (in[i] + s - 1) / s;
+            int64_t total = (out - 1) * s + eff - in[i];
+            if (total < 0)
+                total = 0;
+            w->out[i] = out;
+            w->pad0[i] = same_upper ? total / 2 : total - total / 2;
+            w->pad1[i] = total - w->pad0[i];
+            continue;
+        }
+        if (!valid) {
+            w->pad0[i] = pads[i];
+            w->pad1[i] = pads[i + nsp];
+        }
+        int64_t span = in[i] + w->pad0[i] + w->pad1[i] - eff;
+        if (span < 0)
+            return cg_kernel_fail(k, CG_INVALID,
+                                  "kernel extent %lld exceeds padded input %lld on axis %d",
+                                  (long long)eff, (long long)(in[i] + w->pad0[i] + w->pad1[i]),
+                                  i);
+        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        /* A window that would start entirely in the end padding is dropped
+         * (the PyTorch/ONNX Runtime rule for ceil_mode). */
+        if (ceil_mode && (out - 1) * s >= in[i] + w->pad0[i])
+            out--;
+        w->out[i] = out;
+    }
+    return CG_OK;
+}
+
+double cg_nn_round_even(double v)
+{
+    /* nearbyint rounds half to even in the default rounding mode. */
+    return nearbyint(v);
+}
+
+int64_t cg_nn_saturate(cg_dtype dt, double v)
+{
+    double lo, hi;
+    switch (dt) {
+    case CG_DTYPE_INT8: lo = -128; hi = 127; break;
+    case CG_DTYPE_UINT8: lo = 0; hi = 255; break;
+    case CG_DTYPE_INT16: lo = -32768; hi = 32767; break;
+    case CG_DTYPE_UINT16: lo = 0; hi = 65535; break;
+    case CG_DTYPE_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+    default: lo = 0; hi = 0; break;
+    }
+    if (isnan(v))
+        return 0;
+    if (v < lo)
+        v = lo;
+    if (v > hi)
+        v = hi;
+    return (int64_t)v;
+}

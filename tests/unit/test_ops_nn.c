@@ -1,0 +1,426 @@
+/*
+ * Unit tests for the nn kernel family: what the ONNX backend data does not
+ * cover. Bad shapes and attributes (weight rank, groups, kernel larger than
+ * the padded input, Gemm inner dims, MaxUnpool indices, per-axis scales,
+ * LayerNormalization axis) must fail with a message naming the node; the
+ * vectorized row kernels (depthwise conv, 2-D pooling, whose 8/32-wide
+ * blocks and overlapping tails only run on images wider than the backend
+ * tests use) must match a naive reference; GroupNormalization must follow
+ * the opset 18 (per-group) and opset 21 (per-channel) scale layouts.
+ *
+ * Each case builds a one-node model in memory and runs it through the
+ * public runtime API.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/tensor_io.h"
+#include "run/kernel.h"
+
+static int failures;
+#define EXPECT(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+#define MAX_IO 6
+
+typedef struct nn_case {
+    const char *op;
+    int64_t opset;
+    size_t nin, nout;
+    cg_tensor *in[MAX_IO]; /* NULL: omitted */
+    cg_attr attrs[8];
+    size_t nattr;
+} nn_case;
+
+static cg_attr attr_int(const char *name, int64_t v)
+{
+    cg_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = CG_ATTR_INT;
+    a.has_type = true;
+    a.i = v;
+    a.has_i = true;
+    return a;
+}
+
+/* ints attributes point at static storage owned by the caller. */
+static cg_attr attr_ints(const char *name, int64_t *v, size_t n)
+{
+    cg_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = CG_ATTR_INTS;
+    a.has_type = true;
+    a.ints = v;
+    a.ints_count = n;
+    return a;
+}
+
+/* Deterministic pseudo-random values in [-1, 1). */
+static double pseudo(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static cg_tensor *tensor(cg_dtype dt, int rank, const int64_t *dims, const double *vals,
+                         uint64_t seed)
+{
+    cg_tensor *t = calloc(1, sizeof *t);
+    cg_error err;
+    cg_error_clear(&err);
+    if (!t || cg_io_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
+        fprintf(stderr, "tensor alloc failed: %s\n", err.msg);
+        exit(2);
+    }
+    for (int64_t i = 0; i < t->numel; i++)
+        cg_tensor_set_f64(t, i, vals ? vals[i] : pseudo(&seed));
+    return t;
+}
+
+static void case_free(nn_case *c)
+{
+    for (size_t i = 0; i < c->nin; i++)
+        if (c->in[i]) {
+            cg_io_tensor_release(c->in[i]);
+            free(c->in[i]);
+        }
+}
+
+static cg_status run_case(nn_case *c, cg_named_value **outs, size_t *nouts, cg_error *err)
+{
+    static const char *in_names[MAX_IO] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+    static const char *out_names[MAX_IO] = {"y0", "y1", "y2", "y3", "y4", "y5"};
+    const char *node_in[MAX_IO];
+    cg_type types[2 * MAX_IO];
+    cg_value_info gin[MAX_IO], gout[MAX_IO];
+    cg_named_value feeds[MAX_IO];
+    size_t nfeed = 0;
+    memset(types, 0, sizeof types);
+    for (size_t i = 0; i < c->nin; i++) {
+        node_in[i] = c->in[i] ? in_names[i] : "";
+        if (!c->in[i])
+            continue;
+        types[nfeed].kind = CG_TYPE_TENSOR;
+        types[nfeed].elem_type = (int32_t)c->in[i]->dtype;
+        types[nfeed].has_elem_type = true;
+        memset(&gin[nfeed], 0, sizeof gin[nfeed]);
+        gin[nfeed].name = in_names[i];
+        gin[nfeed].type = &types[nfeed];
+        cg_tensor copy;
+        cg_io_tensor_alloc(&copy, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, 0, err);
+        if (cg_tensor_bytes(&copy))
+            memcpy(copy.data, c->in[i]->data, cg_tensor_bytes(&copy));
+        feeds[nfeed].name = in_names[i];
+        cg_io_value_from_tensor(&copy, &feeds[nfeed].value, err);
+        nfeed++;
+    }
+    for (size_t i = 0; i < c->nout; i++) {
+        memset(&gout[i], 0, sizeof gout[i]);
+        gout[i].name = out_names[i];
+        gout[i].type = &types[MAX_IO + i];
+        types[MAX_IO + i].kind = CG_TYPE_TENSOR;
+    }
+    cg_node node;
+    memset(&node, 0, sizeof node);
+    node.name = "nn_node";
+    node.op_type = c->op;
+    node.domain = "";
+    node.inputs = node_in;
+    node.input_count = c->nin;
+    node.outputs = out_names;
+    node.output_count = c->nout;
+    node.attrs = c->attrs;
+    node.attr_count = c->nattr;
+    cg_graph g;
+    memset(&g, 0, sizeof g);
+    g.name = "nn_test";
+    g.nodes = &node;
+    g.node_count = 1;
+    g.inputs = gin;
+    g.input_count = nfeed;
+    g.outputs = gout;
+    g.output_count = c->nout;
+    cg_opset_id ops = {"", c->opset, true, {NULL, 0}};
+    cg_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = 8;
+    m.has_ir_version = true;
+    m.opsets = &ops;
+    m.opset_count = 1;
+    m.graph = &g;
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    cg_runtime *rt = NULL;
+    cg_error_clear(err);
+    cg_status st = cg_runtime_init(&m, &opt, &rt, err);
+    if (st == CG_OK)
+        st = cg_runtime_run(rt, feeds, nfeed, outs, nouts, err);
+    cg_runtime_free(rt);
+    for (size_t i = 0; i < nfeed; i++)
+        cg_io_value_free(feeds[i].value);
+    return st;
+}
+
+/* Expects a failure whose message names the node and contains needle. */
+static void expect_fail(nn_case *c, const char *needle, const char *what)
+{
+    cg_named_value *outs = NULL;
+    size_t nouts = 0;
+    cg_error err;
+    cg_status st = run_case(c, &outs, &nouts, &err);
+    EXPECT(st != CG_OK, "%s: expected a failure", what);
+    if (st == CG_OK) {
+        cg_runtime_free_outputs(outs, nouts);
+    } else {
+        EXPECT(strstr(err.msg, "nn_node") != NULL, "%s: message lacks the node: %s", what, err.msg);
+        EXPECT(strstr(err.msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle,
+               err.msg);
+    }
+    case_free(c);
+}
+
+/* Runs and compares output 0 with want (n values, rtol 1e-4 + atol 1e-5). */
+static void expect_values(nn_case *c, const double *want, int64_t n, const char *what)
+{
+    cg_named_value *outs = NULL;
+    size_t nouts = 0;
+    cg_error err;
+    cg_status st = run_case(c, &outs, &nouts, &err);
+    EXPECT(st == CG_OK, "%s: run failed: %s", what, err.msg);
+    if (st == CG_OK) {
+        const cg_tensor *t = &outs[0].value->tensor;
+        EXPECT(t->numel == n, "%s: %lld values, expected %lld", what, (long long)t->numel,
+               (long long)n);
+        int bad = 0;
+        for (int64_t i = 0; i < n && i < t->numel && bad < 3; i++) {
+            double got = cg_tensor_get_f64(t, i);
+            if (!(fabs(got - want[i]) <= 1e-5 + 1e-4 * fabs(want[i]))) {
+                bad++;
+                EXPECT(0, "%s: value %lld is %g, expected %g", what, (long long)i, got, want[i]);
+            }
+        }
+        cg_runtime_free_outputs(outs, nouts);
+    }
+    case_free(c);
+}
+
+static void test_conv_errors(void)
+{
+    int64_t xd[4] = {1, 4, 5, 5}, wd3[3] = {2, 4, 3}, wd[4] = {2, 4, 3, 3}, wd2[4] = {2, 3, 3, 3};
+    nn_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                    tensor(CG_DTYPE_FLOAT, 3, wd3, NULL, 2)}, {{0}}, 0};
+    expect_fail(&c, "rank", "Conv with 3-D weights on a 4-D input");
+
+    nn_case g = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                    tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 2)}, {{0}}, 1};
+    g.attrs[0] = attr_int("group", 3);
+    expect_fail(&g, "group", "Conv with 4 channels in 3 groups");
+
+    nn_case ch = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                     tensor(CG_DTYPE_FLOAT, 4, wd2, NULL, 2)}, {{0}}, 0};
+    expect_fail(&ch, "input channels", "Conv whose weights expect 3 channels");
+
+    static int64_t big[2] = {7, 7};
+    nn_case p = {"MaxPool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 1};
+    p.attrs[0] = attr_ints("kernel_shape", big, 2);
+    expect_fail(&p, "exceeds", "MaxPool kernel larger than the input");
+
+    static int64_t zero_stride[2] = {0, 1}, k2[2] = {2, 2};
+    nn_case s = {"AveragePool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 2};
+    s.attrs[0] = attr_ints("kernel_shape", k2, 2);
+    s.attrs[1] = attr_ints("strides", zero_stride, 2);
+    expect_fail(&s, "strides", "AveragePool with a zero stride");
+}
+
+static void test_other_errors(void)
+{
+    int64_t ad[2] = {2, 3}, bd[2] = {4, 5};
+    nn_case gm = {"Gemm", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, ad, NULL, 1),
+                                     tensor(CG_DTYPE_FLOAT, 2, bd, NULL, 2)}, {{0}}, 0};
+    expect_fail(&gm, "inner dimensions", "Gemm with K 3 vs 4");
+
+    int64_t xd[4] = {1, 1, 2, 2};
+    double idx[4] = {0, 3, 99, 5};
+    static int64_t k2[2] = {2, 2}, s2[2] = {2, 2};
+    nn_case un = {"MaxUnpool", 11, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                          tensor(CG_DTYPE_INT64, 4, xd, idx, 0)}, {{0}}, 2};
+    un.attrs[0] = attr_ints("kernel_shape", k2, 2);
+    un.attrs[1] = attr_ints("strides", s2, 2);
+    expect_fail(&un, "outside", "MaxUnpool index 99 in a 16-element output");
+
+    int64_t qd[2] = {3, 4}, sd[1] = {2};
+    nn_case q = {"QuantizeLinear", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
+                                              tensor(CG_DTYPE_FLOAT, 1, sd, NULL, 3)}, {{0}}, 1};
+    q.attrs[0] = attr_int("axis", 1);
+    expect_fail(&q, "per-axis", "QuantizeLinear with 2 scales for 4 columns");
+
+    int64_t ld[1] = {4};
+    nn_case ln = {"LayerNormalization", 17, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
+                                                   tensor(CG_DTYPE_FLOAT, 1, ld, NULL, 2)}, {{0}}, 1};
+    ln.attrs[0] = attr_int("axis", 5);
+    expect_fail(&ln, "axis 5", "LayerNormalization axis 5 on rank 2");
+}
+
+/* Naive depthwise conv (group = channels, multiplier 1), square kernel. */
+static void ref_depthwise(const cg_tensor *x, const cg_tensor *w, int64_t k, int64_t s,
+                          int64_t p, int64_t oh, int64_t ow, double *y)
+{
+    int64_t c = x->dims[1], h = x->dims[2], wd = x->dims[3];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double acc = 0;
+                for (int64_t a = 0; a < k; a++)
+                    for (int64_t b = 0; b < k; b++) {
+                        int64_t r = i * s - p + a, q = j * s - p + b;
+                        if (r >= 0 && r < h && q >= 0 && q < wd)
+                            acc += cg_tensor_get_f64(x, (ch * h + r) * wd + q) *
+                                   cg_tensor_get_f64(w, (ch * k + a) * k + b);
+                    }
+                y[(ch * oh + i) * ow + j] = acc;
+            }
+}
+
+static void test_depthwise_wide(void)
+{
+    /* widths 45 and 61 run the 32- and 8-wide blocks, the overlapping tail
+     * and (stride 2) the strided 8-wide blocks, plus both borders */
+    const int64_t cfg[][4] = {{45, 3, 1, 1}, {61, 3, 2, 1}, {40, 5, 1, 2}, {50, 5, 2, 2}};
+    for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+        int64_t wdt = cfg[t][0], k = cfg[t][1], s = cfg[t][2], p = cfg[t][3];
+        int64_t xd[4] = {1, 3, 9, wdt}, wd[4] = {3, 1, k, k};
+        static int64_t ks[2], st[2], pads[4];
+        ks[0] = ks[1] = k;
+        st[0] = st[1] = s;
+        pads[0] = pads[1] = pads[2] = pads[3] = p;
+        nn_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 10 + t),
+                                        tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 20 + t)}, {{0}}, 4};
+        c.attrs[0] = attr_int("group", 3);
+        c.attrs[1] = attr_ints("kernel_shape", ks, 2);
+        c.attrs[2] = attr_ints("strides", st, 2);
+        c.attrs[3] = attr_ints("pads", pads, 4);
+        int64_t oh = (9 + 2 * p - k) / s + 1, ow = (wdt + 2 * p - k) / s + 1;
+        double *want = malloc(sizeof(double) * (size_t)(3 * oh * ow));
+        ref_depthwise(c.in[0], c.in[1], k, s, p, oh, ow, want);
+        char what[64];
+        snprintf(what, sizeof what, "depthwise %lldx%lld s%lld on width %lld", (long long)k,
+                 (long long)k, (long long)s, (long long)wdt);
+        expect_values(&c, want, 3 * oh * ow, what);
+        free(want);
+    }
+}
+
+/* Naive 2-D pooling with ONNX semantics (pads begin = end = p). */
+static void ref_pool(const cg_tensor *x, bool max, bool include_pad, int64_t k, int64_t s,
+                     int64_t p, int64_t oh, int64_t ow, double *y)
+{
+    int64_t c = x->dims[1], h = x->dims[2], wd = x->dims[3];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                double acc = max ? -INFINITY : 0;
+                int64_t n = 0, npad = 0;
+                for (int64_t a = 0; a < k; a++)
+                    for (int64_t b = 0; b < k; b++) {
+                        int64_t r = i * s - p + a, q = j * s - p + b;
+                        if (r >= -p && r < h + p && q >= -p && q < wd + p)
+                            npad++;
+                        if (r < 0 || r >= h || q < 0 || q >= wd)
+                            continue;
+                        double v = cg_tensor_get_f64(x, (ch * h + r) * wd + q);
+                        acc = max ? (v > acc ? v : acc) : acc + v;
+                        n++;
+                    }
+                y[(ch * oh + i) * ow + j] = max ? acc : acc / (double)(include_pad ? npad : n);
+            }
+}
+
+static void test_pool_wide(void)
+{
+    const int64_t cfg[][5] = {/* width, k, s, p, mode: 0 max, 1 avg, 2 avg incl. pad */
+                              {43, 3, 1, 1, 0}, {43, 3, 1, 1, 1}, {43, 3, 1, 1, 2},
+                              {57, 3, 2, 1, 0}, {57, 2, 2, 0, 1}, {30, 5, 1, 2, 2}};
+    for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+        int64_t wdt = cfg[t][0], k = cfg[t][1], s = cfg[t][2], p = cfg[t][3], mode = cfg[t][4];
+        int64_t xd[4] = {1, 2, 7, wdt};
+        static int64_t ks[2], st[2], pads[4];
+        ks[0] = ks[1] = k;
+        st[0] = st[1] = s;
+        pads[0] = pads[1] = pads[2] = pads[3] = p;
+        nn_case c = {mode == 0 ? "MaxPool" : "AveragePool", 13, 1, 1,
+                     {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 30 + t)}, {{0}}, 4};
+        c.attrs[0] = attr_ints("kernel_shape", ks, 2);
+        c.attrs[1] = attr_ints("strides", st, 2);
+        c.attrs[2] = attr_ints("pads", pads, 4);
+        c.attrs[3] = attr_int("count_include_pad", mode == 2);
+        int64_t oh = (7 + 2 * p - k) / s + 1, ow = (wdt + 2 * p - k) / s + 1;
+        double *want = malloc(sizeof(double) * (size_t)(2 * oh * ow));
+        ref_pool(c.in[0], mode == 0, mode == 2, k, s, p, oh, ow, want);
+        char what[64];
+        snprintf(what, sizeof what, "%s k%lld s%lld p%lld on width %lld", c.op, (long long)k,
+                 (long long)s, (long long)p, (long long)wdt);
+        expect_values(&c, want, 2 * oh * ow, what);
+        free(want);
+    }
+}
+
+static void test_group_norm(void)
+{
+    /* 1 x 4 channels x 2 values, 2 groups; opset 18 scales per group,
+     * opset 21 per channel */
+    int64_t xd[3] = {1, 4, 2}, gd[1] = {2}, cd[1] = {4};
+    double x[8] = {1, 3, 5, 7, -2, 2, 0, 4};
+    double g18[2] = {2, -1}, b18[2] = {0, 1};
+    double g21[4] = {1, 2, 3, 4}, b21[4] = {0, 0, 1, 1};
+    /* group 0: {1,3,5,7} mean 4 var 5; group 1: {-2,2,0,4} mean 1 var 5 */
+    double want18[8], want21[8];
+    for (int i = 0; i < 8; i++) {
+        int grp = i / 4, ch = i / 2;
+        double n = (x[i] - (grp ? 1.0 : 4.0)) / sqrt(5.0 + 1e-5);
+        want18[i] = n * g18[grp] + b18[grp];
+        want21[i] = n * g21[ch] + b21[ch];
+    }
+    nn_case a = {"GroupNormalization", 18, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+                                                  tensor(CG_DTYPE_FLOAT, 1, gd, g18, 0),
+                                                  tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1};
+    a.attrs[0] = attr_int("num_groups", 2);
+    expect_values(&a, want18, 8, "GroupNormalization-18 per-group scale");
+    nn_case b = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+                                                  tensor(CG_DTYPE_FLOAT, 1, cd, g21, 0),
+                                                  tensor(CG_DTYPE_FLOAT, 1, cd, b21, 0)}, {{0}}, 1};
+    b.attrs[0] = attr_int("num_groups", 2);
+    expect_values(&b, want21, 8, "GroupNormalization-21 per-channel scale");
+    nn_case bad = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+                                                    tensor(CG_DTYPE_FLOAT, 1, gd, g18, 0),
+                                                    tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1};
+    bad.attrs[0] = attr_int("num_groups", 2);
+    expect_fail(&bad, "scale", "GroupNormalization-21 with per-group scales");
+}
+
+int main(void)
+{
+    test_conv_errors();
+    test_other_errors();
+    test_depthwise_wide();
+    test_pool_wide();
+    test_group_norm();
+    if (failures) {
+        fprintf(stderr, "test_ops_nn: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_ops_nn: ok\n");
+    return 0;
+}
