@@ -1,0 +1,44 @@
+/*
+ * Helpers shared by the tensor-file readers and writers in src/io/: whole-file
+ * reads with a size cap, little-endian field access, and the allocation
+ * convention of values handed out by this module (see tensor_io.h).
+ */
+#ifndef CG_IO_INTERNAL_H
+#define CG_IO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/tensor_io.h"
+#include "run/kernel.h"
+
+/* max_bytes with 0 replaced by the default. */
+size_t cg_io_limit(size_t max_bytes);
+
+/* Reads a whole regular file into a malloc'd buffer; fails with CG_LIMIT
+ * (before allocating) if it is larger than max_size. */
+cg_status cg_io_read_file(const char *path, size_t max_size, uint8_t **out, size_t *out_size,
+                          cg_error *err);
+/* Writes size bytes to path (created or truncated). */
+cg_status cg_io_write_file(const char *path, const void *data, size_t size, cg_error *err);
+
+static inline uint16_t cg_io_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t cg_io_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void cg_io_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void cg_io_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Element size used for a tensor's payload (sizeof(char *) for STRING). */
+size_t cg_io_elem_size(cg_dtype dt);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * Tensor files in general: whole-file reads and writes with a size cap, the
+ * allocation convention of tensors and values handed out by src/io
+ * (malloc'd struct, malloc'd payload, malloc'd strings and items), loading a
+ * value by file extension (.pb / .npy / .npz[:KEY]) and seeded random fill.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/io_internal.h"
+
+size_t cg_io_limit(size_t max_bytes) { return max_bytes ? max_bytes : CG_IO_DEFAULT_MAX_BYTES; }
+
+size_t cg_io_elem_size(cg_dtype dt)
+{
+    return dt == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dt);
+}
+
+cg_status cg_io_read_file(const char *path, size_t max_size, uint8_t **out, size_t *out_size,
+                          cg_error *err)
+{
+    cg_status st = CG_OK;
+    uint8_t *buf = NULL;
+    struct stat sb;
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    *out_size = 0;
+    if (!f)
+        return cg_error_set(err, CG_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = cg_error_set(err, CG_IO, "'%s' is not a regular file", path);
+        goto done;
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)max_size) {
+        st = cg_error_set(err, CG_LIMIT, "'%s' is %lld bytes, over the limit of %zu", path,
+                          (long long)sb.st_size, max_size);
+        goto done;
+    }
+    size_t size = (size_t)sb.st_size;
+    buf = malloc(size ? size : 1);
+    if (!buf) {
+        st = cg_error_set(err, CG_NOMEM, "'%s': out of memory for %zu bytes", path, size);
+        goto done;
+    }
+    if (size && fread(buf, 1, size, f) != size) {
+        st = cg_error_set(err, CG_IO, "'%s': short read", path);
+        goto done;
+    }
+    *out = buf;
+    *out_size = size;
+    buf = NULL;
+done:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+cg_status cg_io_write_file(const char *path, const void *data, size_t size, cg_error *err)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
+    size_t n = size ? fwrite(data, 1, size, f) : 0;
+    int close_rc = fclose(f);
+    if (n != size || close_rc != 0)
+        return cg_error_set(err, CG_IO, "write to '%s' failed", path);
+    return CG_OK;
+}
+
+void cg_io_tensor_release(cg_tensor *t)
+{
+    if (!t)
+        return;
+    if (t->dtype == CG_DTYPE_STRING && t->data) {
+        char **s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            free(s[i]);
+    }
+    free(t->data);
+    memset(t, 0, sizeof *t);
+}
+
+void cg_io_value_free(cg_value *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->item_count; i++)
+        cg_io_value_free(v->items[i]);
+    free(v->items);
+    cg_io_tensor_release(&v->tensor);
+    free(v);
+}
+
+cg_status cg_io_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err)
+{
+    cg_value *v = calloc(1, sizeof *v);
+    *out = NULL;
+    if (!v)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    v->kind = CG_VALUE_TENSOR;
+    v->tensor = *t;
+    v->seq_dtype = t->dtype;
+    v->has_value = true;
+    memset(t, 0, sizeof *t);
+    *out = v;
+    return CG_OK;
+}
+
+cg_status cg_io_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
+                             size_t max_bytes, cg_error *err)
+{
+    int64_t numel;
+    size_t es = cg_io_elem_size(dtype);
+    memset(t, 0, sizeof *t);
+    if (!cg_dtype_valid(dtype) || es == 0)
+        return cg_error_set(err, CG_UNSUPPORTED, "element type %s has no byte layout here",
+                            cg_dtype_name(dtype));
+    if (rank < 0 || rank > CG_MAX_RANK)
+        return cg_error_set(err, CG_LIMIT, "rank %d exceeds the maximum of %d", rank,
+                            CG_MAX_RANK);
+    if (!cg_shape_numel(rank, dims, &numel))
+        return cg_error_set(err, CG_LIMIT, "shape has a negative dimension or overflows");
+    if ((uint64_t)numel > SIZE_MAX / es || (size_t)numel * es > cg_io_limit(max_bytes))
+        return cg_error_set(err, CG_LIMIT, "%lld elements of %s exceed the limit of %zu bytes",
+                            (long long)numel, cg_dtype_name(dtype), cg_io_limit(max_bytes));
+    size_t bytes = (size_t)numel * es;
+    void *data = calloc(bytes ? bytes : 1, 1);
+    if (!data)
+        return cg_error_set(err, CG_NOMEM, "out of memory for %zu bytes", bytes);
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+    t->numel = numel;
+    t->data = data;
+    return CG_OK;
+}
+
+/* --- loading by extension ------------------------------------------------- */
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    if (len < n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[len - n + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != suffix[i])
+            return false;
+    }
+    return true;
+}
+
+static cg_status load_npz_spec(const char *spec, size_t max_bytes, cg_value **out,
+                               cg_error *err)
+{
+    cg_status st;
+    cg_npz *npz = NULL;
+    cg_tensor t;
+    char *path = strdup(spec);
+    const char *key = NULL;
+    memset(&t, 0, sizeof t);
+    if (!path)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    /* FILE.npz:KEY -- the key follows the last ':' after ".npz". */
+    size_t len = strlen(path);
+    char *colon = NULL;
+    for (size_t i = 4; i < len; i++)
+        if (path[i] == ':' && ends_with(path, i, ".npz")) {
+            colon = path + i;
+            break;
+        }
+    if (colon) {
+        *colon = '\0';
+        key = colon + 1;
+    }
+    st = cg_npz_open(path, max_bytes, &npz, err);
+    if (st != CG_OK)
+        goto done;
+    if (!key) {
+        if (cg_npz_count(npz) != 1) {
+            st = cg_error_set(err, CG_USAGE,
+                              "'%s' holds %zu arrays: name one as %s:KEY", path,
+                              cg_npz_count(npz), path);
+            goto done;
+        }
+        key = cg_npz_key(npz, 0);
+    }
+    st = cg_npz_load(npz, key, &t, err);
+    if (st == CG_OK)
+        st = cg_io_value_from_tensor(&t, out, err);
+done:
+    cg_io_tensor_release(&t);
+    cg_npz_free(npz);
+    free(path);
+    return st;
+}
+
+cg_status cg_io_load_value(const char *spec, const cg_type *type, size_t max_bytes,
+                           cg_value **out, cg_error *err)
+{
+    size_t len = strlen(spec);
+    *out = NULL;
+    if (ends_with(spec, len, ".pb"))
+        return cg_io_pb_load(spec, type, max_bytes, out, err);
+    if (ends_with(spec, len, ".npy")) {
+        cg_tensor t;
+        cg_status st = cg_npy_load(spec, max_bytes, &t, err);
+        if (st != CG_OK)
+            return st;
+        st = cg_io_value_from_tensor(&t, out, err);
+        cg_io_tensor_release(&t);
+        return st;
+    }
+    if (strstr(spec, ".npz") || strstr(spec, ".NPZ"))
+        return load_npz_spec(spec, max_bytes, out, err);
+    return cg_error_set(err, CG_USAGE,
+                        "'%s': unknown tensor file type (expected .pb, .npy or .npz[:KEY])", spec);
+}
+
+/* --- random fill ------------------------------------------------------------ */
+
+void cg_rng_seed(cg_rng *rng, uint64_t seed) { rng->state = seed; }
+
+uint64_t cg_rng_next(cg_rng *rng)
+{
+    /* splitmix64: tiny, good enough for test inputs, identical everywhere. */
+    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform double in [-1, 1) from the top 53 bits. */
+static double rng_unit(cg_rng *rng)
+{
+    return (double)(cg_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+cg_status cg_io_random_fill(cg_tensor *t, cg_rng *rng, cg_error *err)
+{
+    switch (t->dtype) {
+    case CG_DTYPE_FLOAT:
+    case CG_DTYPE_DOUBLE:
+    case CG_DTYPE_FLOAT16:
+    case CG_DTYPE_BFLOAT16:
+        for (int64_t i = 0; i < t->numel; i++) {
+            double v = rng_unit(rng);
+            cg_tensor_set_f64(t, i, v);
+            /* Rounding to a narrow type can land on +1.0: mirror it to keep
+             * the interval half-open ([-1, 1) is symmetric up to that end). */
+            if (cg_tensor_get_f64(t, i) >= 1.0)
+                cg_tensor_set_f64(t, i, -v);
+        }
+        return CG_OK;
+    case CG_DTYPE_INT8:
+    case CG_DTYPE_INT16:
+    case CG_DTYPE_INT32:
+    case CG_DTYPE_INT64:
+        for (int64_t i = 0; i < t->numel; i++)
+            cg_tensor_set_i64(t, i, (int64_t)(cg_rng_next(rng) % 21) - 10);
+        return CG_OK;
+    case CG_DTYPE_UINT8:
+    case CG_DTYPE_UINT16:
+    case CG_DTYPE_UINT32:
+    case CG_DTYPE_UINT64:
+        for (int64_t i = 0; i < t->numel; i++)
+            cg_tensor_set_i64(t, i, (int64_t)(cg_rng_next(rng) % 11));
+        return CG_OK;
+    case CG_DTYPE_BOOL:
+        for (int64_t i = 0; i < t->numel; i++)
+            ((uint8_t *)t->data)[i] = (uint8_t)(cg_rng_next(rng) >> 63);
+        return CG_OK;
+    case CG_DTYPE_STRING:
+        for (int64_t i = 0; i < t->numel; i++) {
+            char buf[32];
+            int n = snprintf(buf, sizeof buf, "s%u", (unsigned)(cg_rng_next(rng) % 1000));
+            char *s = malloc((size_t)n + 1);
+            if (!s)
+                return cg_error_set(err, CG_NOMEM, "out of memory");
+            memcpy(s, buf, (size_t)n + 1);
+            free(((char **)t->data)[i]);
+            ((char **)t->data)[i] = s;
+        }
+        return CG_OK;
+    default:
+        return cg_error_set(err, CG_UNSUPPORTED, "no random fill for element type %s",
+                            cg_dtype_name(t->dtype));
+    }
+}
