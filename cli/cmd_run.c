@@ -59,6 +59,14 @@ static void run_usage(FILE *f)
         "  --json                  print {\"outputs\":[{name,dtype,shape,file,min,max,\n"
         "                          mean,nan,inf}],\"time_ms\":T} instead of text\n"
         "\n"
+        "Timing:\n"
+        "  --repeat N              after the first run (which plans memory), run N more\n"
+        "                          times on the same inputs and report the median, min\n"
+        "                          and max of those warm runs; time_ms is then the\n"
+        "                          median, and --json adds timing:{first_ms, median_ms,\n"
+        "                          min_ms, max_ms, runs}. Single-threaded unless\n"
+        "                          OPENBLAS_NUM_THREADS says otherwise\n"
+        "\n"
         "Limits:\n"
         "  --max-alloc BYTES       fail any single allocation above BYTES (suffixes\n"
         "                          K, M, G; default 4G); also caps input files\n"
@@ -126,7 +134,19 @@ typedef struct run_args {
     uint64_t seed;
     const char *out_dir;
     size_t max_alloc;
+    uint64_t repeat; /* timed runs after the first (0: just one run) */
 } run_args;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double elapsed_ms(const struct timespec *t0, const struct timespec *t1)
+{
+    return (double)(t1->tv_sec - t0->tv_sec) * 1e3 + (double)(t1->tv_nsec - t0->tv_nsec) / 1e6;
+}
 
 static const cg_value_info *find_input(const cg_graph *g, const char *name)
 {
@@ -687,6 +707,12 @@ static int parse_args(int argc, char **argv, run_args *a)
             }
             a->out_dir = val;
             i++;
+        } else if (!strcmp(arg, "--repeat")) {
+            if (!parse_u64(val, &a->repeat) || a->repeat > 1000000) {
+                cli_error("run", "--repeat needs a run count from 0 to 1000000");
+                return CG_EXIT_ERROR;
+            }
+            i++;
         } else if (!strcmp(arg, "--max-alloc")) {
             if (!parse_bytes(val, &a->max_alloc)) {
                 cli_error("run", "--max-alloc needs a positive byte count (suffix K, M or G)");
@@ -718,6 +744,7 @@ int cmd_run(int argc, char **argv)
     cg_model *model = NULL;
     cg_runtime *rt = NULL;
     run_feed *feeds = NULL;
+    double *warm = NULL;
     size_t feed_count = 0;
     cg_named_value *ins = NULL, *outs = NULL;
     size_t out_count = 0;
@@ -821,11 +848,32 @@ int cmd_run(int argc, char **argv)
         ins[i].name = feeds[i].name;
         ins[i].value = feeds[i].value;
     }
+    /* The first run builds the memory plan; with --repeat, the warm runs
+     * after it are timed separately and summarized by their median. */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cg_status st = cg_runtime_run(rt, ins, feed_count, &outs, &out_count, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double first_ms = elapsed_ms(&t0, &t1), ms = first_ms;
+    if (st == CG_OK && a.repeat) {
+        warm = malloc(a.repeat * sizeof *warm);
+        if (!warm) {
+            cli_error("run", "out of memory");
+            goto done;
+        }
+        for (uint64_t r = 0; r < a.repeat && st == CG_OK; r++) {
+            cg_runtime_free_outputs(outs, out_count);
+            outs = NULL;
+            out_count = 0;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            st = cg_runtime_run(rt, ins, feed_count, &outs, &out_count, &err);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            warm[r] = elapsed_ms(&t0, &t1);
+        }
+        qsort(warm, a.repeat, sizeof *warm, cmp_double);
+        ms = a.repeat % 2 ? warm[a.repeat / 2]
+                          : (warm[a.repeat / 2 - 1] + warm[a.repeat / 2]) / 2;
+    }
     if (st != CG_OK) {
         cli_error("run", "%s", err.msg);
         rc = st == CG_USAGE ? CG_EXIT_ERROR : CG_EXIT_FAIL;
@@ -877,15 +925,25 @@ int cmd_run(int argc, char **argv)
     }
     if (root) {
         json_object_set_new(root, "time_ms", json_real(ms));
+        if (a.repeat)
+            json_object_set_new(root, "timing",
+                                json_pack("{s:f, s:f, s:f, s:f, s:I}", "first_ms", first_ms,
+                                          "median_ms", ms, "min_ms", warm[0], "max_ms",
+                                          warm[a.repeat - 1], "runs", (json_int_t)a.repeat));
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         if (text) {
             printf("%s\n", text);
             free(text);
         }
+    } else if (a.repeat) {
+        printf("time: first run %.3f ms (plans memory); %llu warm runs: median %.3f ms, "
+               "min %.3f, max %.3f\n",
+               first_ms, (unsigned long long)a.repeat, ms, warm[0], warm[a.repeat - 1]);
     } else {
         printf("time %.3f ms\n", ms);
     }
 done:
+    free(warm);
     if (used)
         for (size_t i = 0; i < out_count; i++)
             free(used[i]);

@@ -1,0 +1,186 @@
+/*
+ * The target registry: every target convgate knows, executing ones compiled
+ * into the library first (in a fixed order), then one profiled target per
+ * *.json file of the profile directory, in file-name order.
+ *
+ * The profile directory is the caller's argument, else $CONVGATE_PROFILES,
+ * else the source tree's profiles/ (CG_PROFILE_DIR, set by CMake). A profile
+ * that fails to parse fails the whole load: a silently missing target would
+ * change what `assign` reports. Names are unique across the registry.
+ *
+ * Directory listing is the only platform code here (POSIX opendir).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/registry.h"
+
+#ifndef CG_PROFILE_DIR
+#define CG_PROFILE_DIR "profiles"
+#endif
+
+struct cg_target_registry {
+    cg_target **targets;
+    size_t count, cap;
+};
+
+void cg_target_registry_free(cg_target_registry *reg)
+{
+    if (!reg)
+        return;
+    for (size_t i = 0; i < reg->count; i++)
+        if (reg->targets[i] && reg->targets[i]->vt && reg->targets[i]->vt->destroy)
+            reg->targets[i]->vt->destroy(reg->targets[i]);
+    free(reg->targets);
+    free(reg);
+}
+
+size_t cg_target_registry_count(const cg_target_registry *reg) { return reg ? reg->count : 0; }
+
+const cg_target *cg_target_registry_at(const cg_target_registry *reg, size_t i)
+{
+    return reg && i < reg->count ? reg->targets[i] : NULL;
+}
+
+const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,
+                                         cg_error *err)
+{
+    if (!reg || !name)
+        return NULL;
+    for (size_t i = 0; i < reg->count; i++)
+        if (strcmp(reg->targets[i]->name, name) == 0)
+            return reg->targets[i];
+    char known[768];
+    size_t n = 0;
+    known[0] = '\0';
+    for (size_t i = 0; i < reg->count && n < sizeof known; i++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "",
+                              reg->targets[i]->name);
+    cg_error_set(err, CG_USAGE, "no target named '%s' (known: %s)", name,
+                 reg->count ? known : "none");
+    return NULL;
+}
+
+/* Takes ownership of t (destroyed on failure). */
+static cg_status registry_add(cg_target_registry *reg, cg_target *t, cg_error *err)
+{
+    for (size_t i = 0; i < reg->count; i++)
+        if (strcmp(reg->targets[i]->name, t->name) == 0) {
+            cg_status st = cg_error_set(err, CG_INVALID, "two targets are named '%s' (%s and %s)",
+                                        t->name, reg->targets[i]->source, t->source);
+            t->vt->destroy(t);
+            return st;
+        }
+    if (reg->count == reg->cap) {
+        size_t cap = reg->cap ? reg->cap * 2 : 16;
+        cg_target **grown = realloc(reg->targets, cap * sizeof *grown);
+        if (!grown) {
+            t->vt->destroy(t);
+            return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
+        }
+        reg->targets = grown;
+        reg->cap = cap;
+    }
+    reg->targets[reg->count++] = t;
+    return CG_OK;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool ends_with_json(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+/* Loads every *.json of dir, in name order. */
+static cg_status load_profiles(cg_target_registry *reg, const char *dir, cg_error *err)
+{
+    char **names = NULL;
+    size_t count = 0, cap = 0;
+    char *path = NULL;
+    cg_status st = CG_OK;
+    DIR *d = opendir(dir);
+    if (!d)
+        return cg_error_set(err, CG_IO, "cannot open the profile directory '%s' (give another "
+                            "with --profiles or $CONVGATE_PROFILES)", dir);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (ent->d_name[0] == '.' || !ends_with_json(ent->d_name))
+            continue;
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, ncap * sizeof *grown);
+            if (!grown) {
+                st = cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
+                goto done;
+            }
+            names = grown;
+            cap = ncap;
+        }
+        if (!(names[count] = strdup(ent->d_name))) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
+            goto done;
+        }
+        count++;
+    }
+    qsort(names, count, sizeof *names, name_cmp);
+    for (size_t i = 0; i < count; i++) {
+        size_t len = strlen(dir) + strlen(names[i]) + 2;
+        free(path);
+        if (!(path = malloc(len))) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
+            goto done;
+        }
+        snprintf(path, len, "%s/%s", dir, names[i]);
+        cg_target *t = NULL;
+        if ((st = cg_profile_load(path, &t, err)) != CG_OK ||
+            (st = registry_add(reg, t, err)) != CG_OK)
+            goto done;
+    }
+done:
+    free(path);
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+    closedir(d);
+    return st;
+}
+
+cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
+                                  cg_error *err)
+{
+    *out = NULL;
+    cg_status st;
+    cg_target_registry *reg = calloc(1, sizeof *reg);
+    if (!reg)
+        return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
+    /* CG_XNNPACK_TARGET: set once src/delegate/xnnpack defines
+     * cg_xnnpack_target_new (until then CG_HAVE_XNNPACK alone would leave the
+     * call unresolved at link time); then this guard becomes CG_HAVE_XNNPACK. */
+#if defined(CG_HAVE_XNNPACK) && defined(CG_XNNPACK_TARGET)
+    {
+        /* an XNNPACK that cannot initialize on this machine just is not listed */
+        cg_target *x = cg_xnnpack_target_new();
+        if (x && (st = registry_add(reg, x, err)) != CG_OK)
+            goto fail;
+    }
+#endif
+    const char *dir = profile_dir;
+    if (!dir || !*dir)
+        dir = getenv("CONVGATE_PROFILES");
+    if (!dir || !*dir)
+        dir = CG_PROFILE_DIR;
+    if ((st = load_profiles(reg, dir, err)) != CG_OK)
+        goto fail;
+    *out = reg;
+    return CG_OK;
+fail:
+    cg_target_registry_free(reg);
+    return st;
+}

@@ -1,0 +1,61 @@
+/*
+ * Internal interface of the target layer (src/target): how targets are made
+ * and what the registry, the profile evaluator and the CLI share beyond
+ * include/convgate/target.h.
+ *
+ * Executing targets compiled into the library register through a
+ * constructor declared here; the registry calls each one that the build
+ * enables. Profiled targets come from JSON capability profiles
+ * (docs/profiles.md) parsed by src/target/profile.c.
+ */
+#ifndef CG_TARGET_REGISTRY_H
+#define CG_TARGET_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/target.h"
+
+/* --- executing targets compiled in ------------------------------------------ */
+
+#ifdef CG_HAVE_XNNPACK
+/* The XNNPACK delegate (src/delegate/xnnpack). NULL when XNNPACK cannot be
+ * initialized on this machine; the registry then lists it as absent. */
+cg_target *cg_xnnpack_target_new(void);
+#endif
+
+/* --- capability profiles ------------------------------------------------------ */
+
+/* Parses and validates one profile file. Every error names the file and the
+ * JSON path of the offending field ("x.json: $.ops.Conv.inputs[0].max_rank:
+ * expected an integer"). The target is freed with t->vt->destroy(t). */
+cg_status cg_profile_load(const char *path, cg_target **out, cg_error *err);
+
+/* True when t was made by cg_profile_load. */
+bool cg_profile_is(const cg_target *t);
+
+/* Where a profile's rules come from (its "sources" list). */
+typedef struct cg_profile_source {
+    const char *repo;
+    const char *path;
+    const char *revision;
+    const char *note; /* NULL when absent */
+} cg_profile_source;
+
+size_t cg_profile_source_count(const cg_target *t);
+const cg_profile_source *cg_profile_source_at(const cg_target *t, size_t i);
+/* The profile file it was read from, and its full runtime name. */
+const char *cg_profile_path(const cg_target *t);
+const char *cg_profile_runtime(const cg_target *t);
+/* Number of op entries in the supported-op list. */
+size_t cg_profile_op_count(const cg_target *t);
+
+/* --- type environment details ------------------------------------------------- */
+
+/* Bit d set: dim d of the value depends on a symbolic dim of the graph
+ * inputs (it changed when the symbols were bound to other sizes, or was
+ * declared symbolic). 0 for unknown names and fully static values. */
+uint32_t cg_type_env_dynamic_dims(const cg_type_env *env, const char *name);
+
+#endif
