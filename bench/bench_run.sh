@@ -4,13 +4,14 @@
 # threads 1; convgate: OPENBLAS_NUM_THREADS=1), on the same seeded inputs
 # (written by bench/parity.sh --inputs-only), in the same run.  Per model:
 #
-#   cg run ms    median over N processes of `convgate run --json`'s time_ms:
-#                one cg_runtime_run, model load and runtime set-up excluded.
-#                convgate has no repeat mode, so each is a first (cold) run
-#                in a fresh process: its allocations and first touches of
-#                the weights are in it.
-#   cg proc ms   median wall time of those processes: start-up, load,
-#                runtime set-up, the run, the output summary and exit.
+#   cg run ms    median of N warm cg_runtime_run calls in one process after
+#                the first run (`convgate run --repeat N --json`:
+#                timing.median_ms); model load, runtime set-up and the
+#                first (memory-planning) run excluded, as for ORT.
+#   cg 1st ms    that process's first run (allocations, first touches of
+#                the weights, building the memory plan).
+#   cg proc ms   wall time of the whole process: start-up, load, set-up,
+#                1 + N runs, the output summary and exit.
 #   ort run ms   median of N session.run calls in one process after one
 #                warm-up run (bench/ort_session.js --run).
 #   cg/ort       cg run ms / ort run ms.
@@ -78,21 +79,21 @@ now_us() { local t="${EPOCHREALTIME/[.,]/}"; echo "$t"; }
 # FIELD of the JSON document on stdin
 json_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
-printf '%-32s %10s %10s %10s %7s %10s %11s\n' \
-    model "cg run ms" "cg proc ms" "ort run ms" "cg/ort" "cg RSS MiB" "ort RSS MiB"
+printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' \
+    model "cg run ms" "cg 1st ms" "cg proc ms" "ort run ms" "cg/ort" "cg RSS MiB" "ort RSS MiB"
 conv_ratios=()
 for m in "${models[@]}"; do
     case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
     name="$(basename "$m" .onnx)"
-    row() { printf '%-32s %10s %10s %10s %7s %10s %11s\n' "$name" "$@"; }
+    row() { printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' "$name" "$@"; }
     if [ ! -f "$path" ]; then
-        row missing - - - - -; continue
+        row missing - - - - - -; continue
     fi
     # The inputs parity.sh would use; the model is looked up by its name.
     if ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work" --inputs-only \
             "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
         echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
-        row fail - - - - -; continue
+        row fail - - - - - -; continue
     fi
     feeds=(); ort_feeds=()
     for f in "$work/$name/in/"*.npy; do
@@ -100,22 +101,15 @@ for m in "${models[@]}"; do
         feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
     done
 
-    cg_run=fail; cg_proc=fail; cg_rss=fail
-    runs_ms=(); procs_ms=(); rss_max=0; ok=1
-    for _ in $(seq "$runs"); do
-        t0=$(now_us)
-        /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" --json \
-            >"$work/cg.json" 2>"$work/cg.err" || { ok=0; break; }
+    cg_run=fail; cg_first=fail; cg_proc=fail; cg_rss=fail
+    t0=$(now_us)
+    if OPENBLAS_NUM_THREADS=1 /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" \
+            "${feeds[@]}" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
         t1=$(now_us)
-        runs_ms+=("$(json_field time_ms <"$work/cg.json")")
-        procs_ms+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) / 1000}')")
-        rss=$(tail -n 1 "$work/rss")
-        [ "$rss" -gt "$rss_max" ] && rss_max=$rss
-    done
-    if [ "$ok" = 1 ]; then
-        cg_run=$(printf '%s\n' "${runs_ms[@]}" | median | awk '{printf "%.2f", $1}')
-        cg_proc=$(printf '%s\n' "${procs_ms[@]}" | median | awk '{printf "%.2f", $1}')
-        cg_rss=$(awk -v k="$rss_max" 'BEGIN {printf "%.1f", k / 1024}')
+        cg_run=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["timing"]["median_ms"])' <"$work/cg.json")
+        cg_first=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["timing"]["first_ms"])' <"$work/cg.json")
+        cg_proc=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1000}')
+        cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
     else
         echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
     fi
@@ -137,9 +131,9 @@ for m in "${models[@]}"; do
                 conv_ratios+=("$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')") ;;
         esac
     fi
-    row "$cg_run" "$cg_proc" "$ort_run" "$ratio" "$cg_rss" "$ort_rss"
+    row "$cg_run" "$cg_first" "$cg_proc" "$ort_run" "$ratio" "$cg_rss" "$ort_rss"
 done
-echo "(medians of $runs; convgate: one cold run per process; ORT: warm runs in one session)"
+echo "(medians of $runs warm runs in one process for both; convgate's first run shown apart)"
 if [ "${#conv_ratios[@]}" -gt 0 ]; then
     printf '%s\n' "${conv_ratios[@]}" |
         awk '{s += log($1); n++} END {printf "geometric mean of cg/ort over %d conv net(s): %.2f\n", n, exp(s / n)}'

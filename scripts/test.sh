@@ -25,7 +25,7 @@ if [ "${CG_SKIP_ASAN:-0}" != 1 ]; then
 fi
 
 echo "== release build (gcc) =="
-CC=gcc cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=gcc cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" || status=1
 exit $status

@@ -184,7 +184,7 @@ cg_status cg_op_if(cg_kernel_ctx *k)
     cg_status st = cg_kernel_require(k, 0, &cond);
     if (st != CG_OK)
         return st;
-    int64_t c;
+    int64_t c = 0;
     if ((st = read_scalar(k, cond, "the condition", &c)) != CG_OK)
         return st;
     const char *branch = c ? "then_branch" : "else_branch";
@@ -824,7 +824,7 @@ cg_status cg_op_sequence_insert(cg_kernel_ctx *k)
     const cg_tensor *t;
     if ((st = cg_kernel_require(k, 1, &t)) != CG_OK)
         return st;
-    int64_t n = (int64_t)s->item_count, pos;
+    int64_t n = (int64_t)s->item_count, pos = 0;
     if ((st = position_input(k, 2, n, -n, n, &pos)) != CG_OK)
         return st;
     if (pos < 0)
@@ -849,7 +849,7 @@ cg_status cg_op_sequence_erase(cg_kernel_ctx *k)
     const cg_value *s = seq_input(k, 0, &st);
     if (!s)
         return st;
-    int64_t n = (int64_t)s->item_count, pos;
+    int64_t n = (int64_t)s->item_count, pos = 0;
     if (n == 0)
         return cg_kernel_fail(k, CG_INVALID, "erasing from an empty sequence");
     if ((st = position_input(k, 1, -1, -n, n - 1, &pos)) != CG_OK)
@@ -871,7 +871,7 @@ cg_status cg_op_sequence_at(cg_kernel_ctx *k)
     const cg_value *s = seq_input(k, 0, &st);
     if (!s)
         return st;
-    int64_t n = (int64_t)s->item_count, pos;
+    int64_t n = (int64_t)s->item_count, pos = 0;
     if (!cg_kernel_input(k, 1))
         return cg_kernel_fail(k, CG_INVALID, "position input is required");
     if (n == 0)

@@ -154,7 +154,7 @@ cg_status cg_op_stft(cg_kernel_ctx *k)
     const cg_tensor *win = cg_kernel_input(k, 2), *flen_t = cg_kernel_input(k, 3);
     if (S->rank != 3 || (S->dims[2] != 1 && S->dims[2] != 2) || !mc_is_float(S->dtype))
         return cg_kernel_fail(k, CG_INVALID, "signal must be a float tensor [batch, length, 1 or 2]");
-    int64_t step, flen = -1;
+    int64_t step = 0, flen = -1;
     if ((st = sig_scalar_int(k, step_t, "frame_step", &step)))
         return st;
     if (step < 1)
@@ -165,7 +165,7 @@ cg_status cg_op_stft(cg_kernel_ctx *k)
         flen = win->dims[0];
     }
     if (flen_t && flen_t->numel > 0) {
-        int64_t f;
+        int64_t f = 0;
         if ((st = sig_scalar_int(k, flen_t, "frame_length", &f)))
             return st;
         if (flen >= 0 && f != flen)
@@ -254,7 +254,7 @@ cg_status cg_op_melweightmatrix(cg_kernel_ctx *k)
     for (size_t i = 0; i < 5; i++)
         if ((st = cg_kernel_require(k, i, &t[i])))
             return st;
-    int64_t nmel, dftlen, rate;
+    int64_t nmel = 0, dftlen = 0, rate = 0;
     if ((st = sig_scalar_int(k, t[0], "num_mel_bins", &nmel)) ||
         (st = sig_scalar_int(k, t[1], "dft_length", &dftlen)) ||
         (st = sig_scalar_int(k, t[2], "sample_rate", &rate)))

@@ -850,7 +850,7 @@ static cg_status block_size(cg_kernel_ctx *k, const cg_tensor *data, int64_t *b)
 cg_status cg_op_depth_to_space(cg_kernel_ctx *k)
 {
     const cg_tensor *x;
-    int64_t b;
+    int64_t b = 0;
     cg_status st = cg_kernel_require(k, 0, &x);
     if (st != CG_OK || (st = block_size(k, x, &b)) != CG_OK)
         return st;
@@ -878,7 +878,7 @@ cg_status cg_op_depth_to_space(cg_kernel_ctx *k)
 cg_status cg_op_space_to_depth(cg_kernel_ctx *k)
 {
     const cg_tensor *x;
-    int64_t b;
+    int64_t b = 0;
     cg_status st = cg_kernel_require(k, 0, &x);
     if (st != CG_OK || (st = block_size(k, x, &b)) != CG_OK)
         return st;
