@@ -6,6 +6,10 @@
  * graph outputs. Intermediate values are freed (or their arena slots reused)
  * once their last consumer has run. An observer callback sees every value as
  * it is produced (used by bisection and dumping) without the runtime keeping it.
+ *
+ * With an assignment (convgate/partition.h) in the options, every partition
+ * owned by an executing target is compiled once at init and runs as one
+ * step of the schedule; the other nodes run on the reference kernels.
  */
 #ifndef CONVGATE_RUNTIME_H
 #define CONVGATE_RUNTIME_H
@@ -24,6 +28,8 @@ extern "C" {
 typedef struct cg_runtime cg_runtime;
 typedef struct cg_value cg_value; /* see src/run/kernel.h */
 typedef struct cg_tensor cg_tensor;
+struct cg_assignment; /* convgate/partition.h */
+struct cg_type_env;   /* convgate/target.h */
 
 typedef struct cg_runtime_options {
     size_t max_alloc_bytes; /* one allocation above this fails with CG_LIMIT; 0 = default 4 GiB */
@@ -31,6 +37,16 @@ typedef struct cg_runtime_options {
      * execution order. Return non-OK to stop the run. */
     cg_status (*observe)(void *user, const cg_node *node, const char *name, const cg_value *value);
     void *observe_user;
+    /* Placement to execute; NULL runs every node on the reference kernels.
+     * Partitions of executing targets (target->kind CG_TARGET_EXECUTING) are
+     * compiled at init with `types` (the environment the assignment was made
+     * with); partitions of profiled targets run on the reference kernels.
+     * A partition runs once all its inputs exist, as one step: the observer
+     * sees the values leaving it (attributed to the node producing each),
+     * not the values inside it. The assignment, its targets and `types`
+     * must outlive the runtime. */
+    const struct cg_assignment *assignment;
+    const struct cg_type_env *types;
 } cg_runtime_options;
 
 void cg_runtime_options_default(cg_runtime_options *opt);
@@ -52,6 +68,23 @@ typedef struct cg_named_value {
 cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t input_count,
                          cg_named_value **outputs, size_t *output_count, cg_error *err);
 void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
+
+/* Partitions this runtime executes on a target (0 without an assignment). */
+size_t cg_runtime_partition_count(const cg_runtime *rt);
+
+typedef struct cg_runtime_partition_info {
+    int id;                 /* the assignment's partition id */
+    const char *target;     /* target name */
+    size_t node_count;
+    const void *state;      /* the target's compiled state (xnnpack: starts with a
+                               cg_xnnpack_report, src/delegate/xnnpack/xnnpack.h) */
+    uint64_t runs;
+    double seconds;         /* wall time inside the target's run, boundary work included */
+} cg_runtime_partition_info;
+
+/* CG_USAGE when i is out of range. */
+cg_status cg_runtime_partition_info_get(const cg_runtime *rt, size_t i,
+                                        cg_runtime_partition_info *out, cg_error *err);
 
 /* Converts a TensorProto (inline or resolved external) to a runtime value. */
 cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out, cg_error *err);

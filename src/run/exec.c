@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "convgate/partition.h"
 #include "run/exec.h"
 
 void cg_runtime_options_default(cg_runtime_options *opt)
@@ -166,7 +168,9 @@ static void drop_step_outputs(cg_exec *f, size_t count)
     }
 }
 
-static cg_status run_step(cg_exec *f, size_t si)
+/* Runs step si; with release, drops the slots whose last use it is (the
+ * plan's liveness; a schedule applies its own). */
+static cg_status run_step(cg_exec *f, size_t si, bool release)
 {
     const cg_plan *p = f->plan;
     const cg_step *st = &p->steps[si];
@@ -237,15 +241,95 @@ static cg_status run_step(cg_exec *f, size_t si)
                                     n->outputs[i]);
         }
     }
-    for (size_t r = 0; r < st->release_count; r++)
+    for (size_t r = 0; release && r < st->release_count; r++)
         frame_drop(f, st->release[r]);
+    return CG_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs a compiled partition as one step: inputs from the frame, outputs
+ * (allocated by the target) handed to the frame. */
+static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
+{
+    cg_error *err = f->err;
+    cg_runtime *rt = f->rt;
+    const cg_partition_desc *d = &rp->desc;
+    for (size_t i = 0; i < d->input_count; i++) {
+        rp->ins[i] = f->vals[rp->in_slots[i]];
+        if (!rp->ins[i])
+            return cg_error_set(err, CG_RUNTIME, "partition %d (%s): input '%s' has no value",
+                                rp->id, rp->target->name, d->inputs[i]);
+    }
+    for (size_t i = 0; i < d->output_count; i++)
+        rp->outs[i] = NULL;
+    double t0 = now_seconds();
+    cg_status st = rp->target->vt->run(rp->state, rp->ins, rp->outs, err);
+    rp->seconds += now_seconds() - t0;
+    rp->runs++;
+    if (st == CG_OK) {
+        for (size_t i = 0; i < d->output_count; i++)
+            if (!rp->outs[i]) {
+                st = cg_error_set(err, CG_RUNTIME, "partition %d (%s) did not produce output "
+                                  "'%s'", rp->id, rp->target->name, d->outputs[i]);
+                break;
+            }
+    } else if (err && err->status == CG_OK) {
+        cg_error_set(err, st, "partition %d (%s) failed (%s)", rp->id, rp->target->name,
+                     cg_status_name(st));
+    } else {
+        cg_error_prefix(err, "partition %d (%s, %zu nodes): ", rp->id, rp->target->name,
+                        d->node_count);
+    }
+    if (st != CG_OK) {
+        for (size_t i = 0; i < d->output_count; i++) {
+            cg_value_free(rp->outs[i]);
+            rp->outs[i] = NULL;
+        }
+        return st;
+    }
+    for (size_t i = 0; i < d->output_count; i++) {
+        int32_t slot = rp->out_slots[i];
+        drop_value(f->vals[slot], f->own[slot]);
+        f->vals[slot] = rp->outs[i];
+        f->own[slot] = CG_OWN_FULL;
+        rp->outs[i] = NULL;
+    }
+    if (rt->opt.observe) {
+        for (size_t i = 0; i < d->output_count; i++) {
+            st = rt->opt.observe(rt->opt.observe_user, rp->out_nodes[i], d->outputs[i],
+                                 f->vals[rp->out_slots[i]]);
+            if (st != CG_OK)
+                return cg_error_set(err, st, "partition %d (%s): the observer stopped the run "
+                                    "at output '%s'", rp->id, rp->target->name, d->outputs[i]);
+        }
+    }
     return CG_OK;
 }
 
 static cg_status frame_run(cg_exec *f)
 {
+    const cg_runtime *rt = f->rt;
+    if (f->is_main && rt->units) {
+        for (size_t u = 0; u < rt->unit_count; u++) {
+            const cg_rt_unit *un = &rt->units[u];
+            cg_status st = un->step >= 0 ? run_step(f, (size_t)un->step, false)
+                                         : run_partition(f, &rt->parts[un->part]);
+            if (st != CG_OK)
+                return st;
+            for (size_t r = 0; r < un->release_count; r++)
+                frame_drop(f, un->release[r]);
+        }
+        return CG_OK;
+    }
     for (size_t si = 0; si < f->plan->step_count; si++) {
-        cg_status st = run_step(f, si);
+        cg_status st = run_step(f, si, true);
         if (st != CG_OK)
             return st;
     }
@@ -285,6 +369,369 @@ fail:
     return st;
 }
 
+/* --- schedule with an assignment ------------------------------------------------ */
+
+static void schedule_free(cg_runtime *rt)
+{
+    for (size_t i = 0; i < rt->part_count; i++) {
+        cg_rt_partition *rp = &rt->parts[i];
+        if (rp->state)
+            rp->target->vt->release(rp->state);
+        free(rp->in_slots);
+        free(rp->out_slots);
+        free(rp->out_nodes);
+        free(rp->ins);
+        free(rp->outs);
+    }
+    free(rt->parts);
+    for (size_t u = 0; u < rt->unit_count; u++)
+        free(rt->units[u].release);
+    free(rt->units);
+    free(rt->slot_first);
+    free(rt->slot_last);
+    rt->parts = NULL;
+    rt->units = NULL;
+    rt->slot_first = rt->slot_last = NULL;
+    rt->part_count = rt->unit_count = 0;
+}
+
+static bool target_executes(const cg_target *t)
+{
+    return t && t->kind == CG_TARGET_EXECUTING && t->vt && t->vt->compile && t->vt->run &&
+           t->vt->release;
+}
+
+/* Main-graph slots node i reads: its inputs and its subgraphs' captures. */
+static size_t step_reads(const cg_plan *p, size_t i, int32_t *out)
+{
+    const cg_step *st = &p->steps[i];
+    size_t n = 0;
+    for (size_t k = 0; k < st->node->input_count; k++)
+        if (st->in[k].up == 0 && st->in[k].slot >= 0)
+            out[n++] = st->in[k].slot;
+    for (size_t k = 0; k < st->sub_count; k++)
+        for (size_t c = 0; c < st->subs[k].plan->capture_count; c++) {
+            int32_t s = cg_name_map_get(&p->names, st->subs[k].plan->captures[c]);
+            if (s >= 0)
+                out[n++] = s;
+        }
+    return n;
+}
+
+static size_t step_read_bound(const cg_plan *p, size_t i)
+{
+    const cg_step *st = &p->steps[i];
+    size_t n = st->node->input_count;
+    for (size_t k = 0; k < st->sub_count; k++)
+        n += st->subs[k].plan->capture_count;
+    return n;
+}
+
+/* Min-heap of unit indices keyed by their first node. */
+static void heap_push(int32_t *h, size_t *n, const cg_rt_unit *units, int32_t u)
+{
+    size_t i = (*n)++;
+    h[i] = u;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (units[h[parent]].first_node <= units[h[i]].first_node)
+            break;
+        int32_t t = h[parent];
+        h[parent] = h[i];
+        h[i] = t;
+        i = parent;
+    }
+}
+
+static int32_t heap_pop(int32_t *h, size_t *n, const cg_rt_unit *units)
+{
+    int32_t top = h[0];
+    h[0] = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *n && units[h[l]].first_node < units[h[m]].first_node)
+            m = l;
+        if (r < *n && units[h[r]].first_node < units[h[m]].first_node)
+            m = r;
+        if (m == i)
+            break;
+        int32_t t = h[m];
+        h[m] = h[i];
+        h[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* Compiles one executing partition and resolves its slots. */
+static cg_status partition_prepare(cg_runtime *rt, const cg_assignment *a, size_t pi,
+                                   cg_rt_partition *rp, cg_error *err)
+{
+    const cg_plan *p = rt->main;
+    const cg_partition *part = &a->partitions[pi];
+    const cg_target *t = a->targets[part->target];
+    rp->id = part->id;
+    rp->target = t;
+    cg_partition_desc *d = &rp->desc;
+    d->model = rt->model;
+    d->graph = p->graph;
+    d->nodes = part->nodes;
+    d->node_count = part->node_count;
+    d->inputs = (const char *const *)part->inputs;
+    d->input_count = part->input_count;
+    d->outputs = (const char *const *)part->outputs;
+    d->output_count = part->output_count;
+    d->types = rt->opt.types;
+    rp->in_slots = calloc(d->input_count + 1, sizeof *rp->in_slots);
+    rp->out_slots = calloc(d->output_count + 1, sizeof *rp->out_slots);
+    rp->out_nodes = calloc(d->output_count + 1, sizeof *rp->out_nodes);
+    rp->ins = calloc(d->input_count + 1, sizeof *rp->ins);
+    rp->outs = calloc(d->output_count + 1, sizeof *rp->outs);
+    if (!rp->in_slots || !rp->out_slots || !rp->out_nodes || !rp->ins || !rp->outs)
+        return cg_error_set(err, CG_NOMEM, "out of memory preparing partition %d", part->id);
+    for (size_t i = 0; i < d->input_count; i++) {
+        rp->in_slots[i] = cg_name_map_get(&p->names, d->inputs[i]);
+        if (rp->in_slots[i] < 0)
+            return cg_error_set(err, CG_INVALID, "partition %d: input '%s' is not a value of "
+                                "the main graph", part->id, d->inputs[i]);
+    }
+    for (size_t i = 0; i < d->output_count; i++) {
+        int32_t s = cg_name_map_get(&p->names, d->outputs[i]);
+        if (s < 0 || p->slot_kind[s] != CG_SLOT_NODE ||
+            a->partition_of[p->steps[p->slot_producer[s]].index] != part->id)
+            return cg_error_set(err, CG_INVALID, "partition %d: output '%s' is not produced by "
+                                "one of its nodes", part->id, d->outputs[i]);
+        rp->out_slots[i] = s;
+        rp->out_nodes[i] = p->steps[p->slot_producer[s]].node;
+    }
+    cg_status st = t->vt->compile(t, d, &rp->state, err);
+    if (st != CG_OK) {
+        if (err && err->status == CG_OK)
+            cg_error_set(err, st, "compile failed");
+        cg_error_prefix(err, "compiling partition %d (%s, %zu nodes): ", part->id, t->name,
+                        d->node_count);
+    }
+    return st;
+}
+
+/* Compiles the executing partitions of rt->opt.assignment and orders the
+ * units (reference steps and partitions) topologically, earliest model
+ * position first, then computes liveness in schedule positions. A
+ * partition is convex (the assignment's partition graph is acyclic), so it
+ * runs as one unit once all its inputs exist. */
+static cg_status schedule_build(cg_runtime *rt, cg_error *err)
+{
+    const cg_assignment *a = rt->opt.assignment;
+    const cg_plan *p = rt->main;
+    size_t n = p->step_count;
+    cg_status st = CG_OK;
+    int32_t *part_index = NULL, *unit_of = NULL, *pos = NULL, *reads = NULL, *heap = NULL;
+    size_t *indeg = NULL, *eoff = NULL;
+    int32_t *edges = NULL;
+    size_t *rcount = NULL;
+    cg_rt_unit *units = NULL;
+    size_t unit_count = 0, max_reads = 1;
+
+    if (a->model != rt->model || a->graph != p->graph || p->step_count != p->graph->node_count)
+        return cg_error_set(err, CG_USAGE, "the assignment was made for another model");
+    part_index = malloc((a->partition_count + 1) * sizeof *part_index);
+    unit_of = malloc((n + 1) * sizeof *unit_of);
+    if (!part_index || !unit_of)
+        goto nomem;
+    size_t exec_parts = 0;
+    for (size_t i = 0; i < a->partition_count; i++) {
+        const cg_partition *part = &a->partitions[i];
+        bool ok = part->target >= 0 && (size_t)part->target < a->target_count;
+        part_index[i] = ok && target_executes(a->targets[part->target]) ? (int32_t)exec_parts++
+                                                                        : -1;
+        for (size_t k = 0; ok && k < part->node_count; k++)
+            ok = part->nodes[k] < n && a->partition_of[part->nodes[k]] == part->id;
+        if (!ok || part->id != (int)i) {
+            st = cg_error_set(err, CG_USAGE, "assignment partition %zu is inconsistent (target "
+                              "or node indices)", i);
+            goto done;
+        }
+    }
+    rt->parts = calloc(exec_parts + 1, sizeof *rt->parts);
+    if (!rt->parts)
+        goto nomem;
+    for (size_t i = 0; i < a->partition_count; i++) {
+        if (part_index[i] < 0)
+            continue;
+        cg_rt_partition *rp = &rt->parts[rt->part_count++];
+        if ((st = partition_prepare(rt, a, i, rp, err)) != CG_OK)
+            goto done;
+    }
+
+    /* units: one per reference node, one per executing partition */
+    units = calloc(n + 1, sizeof *units);
+    if (!units)
+        goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        int pid = a->partition_of[i];
+        int32_t rpi = pid >= 0 ? part_index[pid] : -1;
+        unit_of[i] = -1;
+        if (rpi >= 0) {
+            /* partition nodes are listed in topological order: the first one
+             * makes the unit, the rest join it */
+            const cg_partition *part = &a->partitions[pid];
+            if (part->nodes[0] != i) {
+                unit_of[i] = unit_of[part->nodes[0]];
+                continue;
+            }
+            units[unit_count].step = -1;
+            units[unit_count].part = rpi;
+        } else {
+            units[unit_count].step = (int32_t)i;
+            units[unit_count].part = -1;
+        }
+        units[unit_count].first_node = (int32_t)i;
+        unit_of[i] = (int32_t)unit_count++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (unit_of[i] < 0) {
+            st = cg_error_set(err, CG_USAGE, "assignment partition of node %zu does not list "
+                              "its nodes in topological order", i);
+            goto done;
+        }
+
+    /* edges producer unit -> consumer unit (CSR), in-degrees */
+    for (size_t i = 0; i < n; i++) {
+        size_t b = step_read_bound(p, i);
+        if (b > max_reads)
+            max_reads = b;
+    }
+    reads = malloc(max_reads * sizeof *reads);
+    indeg = calloc(unit_count + 1, sizeof *indeg);
+    eoff = calloc(unit_count + 2, sizeof *eoff);
+    if (!reads || !indeg || !eoff)
+        goto nomem;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            size_t nr = step_reads(p, i, reads);
+            for (size_t k = 0; k < nr; k++) {
+                int32_t prod = p->slot_producer[reads[k]];
+                if (p->slot_kind[reads[k]] != CG_SLOT_NODE || prod < 0)
+                    continue;
+                int32_t from = unit_of[prod], to = unit_of[i];
+                if (from == to)
+                    continue;
+                if (pass == 0) {
+                    eoff[from + 1]++;
+                } else {
+                    edges[eoff[from] + rcount[from]++] = to;
+                    indeg[to]++;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (size_t u = 0; u < unit_count; u++)
+                eoff[u + 1] += eoff[u];
+            edges = malloc((eoff[unit_count] + 1) * sizeof *edges);
+            rcount = calloc(unit_count + 1, sizeof *rcount);
+            if (!edges || !rcount)
+                goto nomem;
+        }
+    }
+
+    /* Kahn, earliest model position first */
+    heap = malloc((unit_count + 1) * sizeof *heap);
+    pos = malloc((unit_count + 1) * sizeof *pos);
+    rt->units = calloc(unit_count + 1, sizeof *rt->units);
+    if (!heap || !pos || !rt->units)
+        goto nomem;
+    size_t hn = 0, placed = 0;
+    for (size_t u = 0; u < unit_count; u++)
+        if (!indeg[u])
+            heap_push(heap, &hn, units, (int32_t)u);
+    while (hn) {
+        int32_t u = heap_pop(heap, &hn, units);
+        pos[u] = (int32_t)placed;
+        rt->units[placed++] = units[u];
+        for (size_t e = eoff[u]; e < eoff[u + 1]; e++)
+            if (--indeg[edges[e]] == 0)
+                heap_push(heap, &hn, units, edges[e]);
+    }
+    rt->unit_count = placed;
+    if (placed != unit_count) {
+        st = cg_error_set(err, CG_USAGE, "the assignment's partitions form a cycle (%zu of %zu "
+                          "steps could be ordered)", placed, unit_count);
+        goto done;
+    }
+
+    /* liveness in schedule positions */
+    rt->slot_first = malloc((p->slot_count + 1) * sizeof *rt->slot_first);
+    rt->slot_last = malloc((p->slot_count + 1) * sizeof *rt->slot_last);
+    if (!rt->slot_first || !rt->slot_last)
+        goto nomem;
+    for (size_t s = 0; s < p->slot_count; s++) {
+        int32_t prod = p->slot_producer[s];
+        bool node = p->slot_kind[s] == CG_SLOT_NODE && prod >= 0;
+        rt->slot_first[s] = rt->slot_last[s] = node ? pos[unit_of[prod]] : -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t nr = step_reads(p, i, reads);
+        int32_t at = pos[unit_of[i]];
+        for (size_t k = 0; k < nr; k++)
+            if (rt->slot_last[reads[k]] >= 0 && rt->slot_last[reads[k]] < at)
+                rt->slot_last[reads[k]] = at;
+    }
+    for (size_t u = 0; u < unit_count; u++)
+        rcount[u] = 0;
+    for (size_t s = 0; s < p->slot_count; s++)
+        if (rt->slot_last[s] >= 0 && !p->slot_is_output[s])
+            rcount[rt->slot_last[s]]++;
+    for (size_t u = 0; u < unit_count; u++) {
+        if (!rcount[u])
+            continue;
+        rt->units[u].release = malloc(rcount[u] * sizeof *rt->units[u].release);
+        if (!rt->units[u].release)
+            goto nomem;
+    }
+    for (size_t s = 0; s < p->slot_count; s++)
+        if (rt->slot_last[s] >= 0 && !p->slot_is_output[s]) {
+            cg_rt_unit *un = &rt->units[rt->slot_last[s]];
+            un->release[un->release_count++] = (int32_t)s;
+        }
+    goto done;
+nomem:
+    st = cg_error_set(err, CG_NOMEM, "out of memory scheduling the assignment");
+done:
+    free(part_index);
+    free(unit_of);
+    free(pos);
+    free(reads);
+    free(heap);
+    free(indeg);
+    free(eoff);
+    free(edges);
+    free(rcount);
+    free(units);
+    return st;
+}
+
+size_t cg_runtime_partition_count(const cg_runtime *rt)
+{
+    return rt ? rt->part_count : 0;
+}
+
+cg_status cg_runtime_partition_info_get(const cg_runtime *rt, size_t i,
+                                        cg_runtime_partition_info *out, cg_error *err)
+{
+    if (!rt || i >= rt->part_count)
+        return cg_error_set(err, CG_USAGE, "partition %zu out of range (%zu executed)", i,
+                            rt ? rt->part_count : (size_t)0);
+    const cg_rt_partition *rp = &rt->parts[i];
+    out->id = rp->id;
+    out->target = rp->target->name;
+    out->node_count = rp->desc.node_count;
+    out->state = rp->state;
+    out->runs = rp->runs;
+    out->seconds = rp->seconds;
+    return CG_OK;
+}
+
 /* --- runtime ------------------------------------------------------------------ */
 
 cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
@@ -320,6 +767,8 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
         st = cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");
         goto fail;
     }
+    if (rt->opt.assignment && (st = schedule_build(rt, err)) != CG_OK)
+        goto fail;
     *out = rt;
     return CG_OK;
 fail:
@@ -331,6 +780,7 @@ void cg_runtime_free(cg_runtime *rt)
 {
     if (!rt)
         return;
+    schedule_free(rt);
     cg_plan_free(rt->main);
     cg_mem_plan_clear(&rt->mem);
     cg_registry_index_free(&rt->registry);

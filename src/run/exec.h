@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "convgate/runtime.h"
+#include "convgate/target.h"
 #include "run/kernel.h"
 #include "run/registry.h"
 
@@ -99,6 +100,31 @@ typedef struct cg_mem_plan {
     size_t arena_bytes;
 } cg_mem_plan;
 
+/* A partition of the assignment compiled for an executing target. */
+typedef struct cg_rt_partition {
+    int id;
+    const cg_target *target;
+    void *state;             /* from target->vt->compile */
+    cg_partition_desc desc;  /* node/name arrays borrowed from the assignment */
+    int32_t *in_slots;       /* main-graph slot of each desc input */
+    int32_t *out_slots;      /* ... of each desc output */
+    const cg_node **out_nodes; /* node producing each output (for the observer) */
+    const cg_value **ins;    /* run scratch: gathered inputs */
+    cg_value **outs;         /* run scratch: produced outputs */
+    uint64_t runs;
+    double seconds;
+} cg_rt_partition;
+
+/* One step of the main graph's schedule with an assignment: a reference
+ * step or a whole partition, and the slots dead after it. */
+typedef struct cg_rt_unit {
+    int32_t step;            /* main-plan step, or -1 */
+    int32_t part;            /* index into cg_runtime.parts, or -1 */
+    int32_t first_node;      /* smallest node index (schedule tie-break) */
+    int32_t *release;
+    size_t release_count;
+} cg_rt_unit;
+
 struct cg_runtime {
     const cg_model *model;
     cg_runtime_options opt;
@@ -107,6 +133,12 @@ struct cg_runtime {
     cg_mem_plan mem;
     /* recording during a run that builds the next memory plan */
     size_t *record_bytes;    /* per main slot; 0 = not recorded */
+    /* with an assignment: the schedule of the main graph (NULL otherwise) */
+    cg_rt_partition *parts;
+    size_t part_count;
+    cg_rt_unit *units;
+    size_t unit_count;
+    int32_t *slot_first, *slot_last; /* per main slot: unit positions, for the memory plan */
 };
 
 typedef struct cg_scratch {

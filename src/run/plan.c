@@ -577,8 +577,9 @@ cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t sig
             continue;
         mem_item *it = &items[n++];
         it->slot = (int32_t)s;
-        it->first = p->slot_producer[s];
-        it->last = p->slot_last_use[s];
+        /* with a schedule, lifetimes are in schedule positions */
+        it->first = rt->slot_first ? rt->slot_first[s] : p->slot_producer[s];
+        it->last = rt->slot_last ? rt->slot_last[s] : p->slot_last_use[s];
         it->bytes = (bytes + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN;
         m->slot_bytes[s] = bytes;
     }

@@ -160,10 +160,7 @@ cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **
     cg_target_registry *reg = calloc(1, sizeof *reg);
     if (!reg)
         return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
-    /* CG_XNNPACK_TARGET: set once src/delegate/xnnpack defines
-     * cg_xnnpack_target_new (until then CG_HAVE_XNNPACK alone would leave the
-     * call unresolved at link time); then this guard becomes CG_HAVE_XNNPACK. */
-#if defined(CG_HAVE_XNNPACK) && defined(CG_XNNPACK_TARGET)
+#ifdef CG_HAVE_XNNPACK
     {
         /* an XNNPACK that cannot initialize on this machine just is not listed */
         cg_target *x = cg_xnnpack_target_new();

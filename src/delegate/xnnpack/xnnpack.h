@@ -1,0 +1,33 @@
+/*
+ * What the XNNPACK delegate tells its callers beyond the cg_target vtable.
+ *
+ * The state that the xnnpack target's compile() returns starts with a
+ * cg_xnnpack_report, so a caller holding that state (the runtime, the
+ * residency test) can read which nodes were actually lowered and how much
+ * boundary work the partition does, without linking anything of the
+ * delegate: this header is plain declarations, usable in builds without
+ * XNNPACK (where no xnnpack target exists to produce such a state).
+ */
+#ifndef CG_DELEGATE_XNNPACK_H
+#define CG_DELEGATE_XNNPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cg_xnnpack_report {
+    /* graph node indices lowered into XNNPACK nodes, in partition order */
+    const size_t *lowered;
+    size_t lowered_count;
+    /* XNNPACK nodes defined (composite lowerings define several per node) */
+    size_t xnn_node_count;
+    /* rank-4 tensors converted at the boundary per run (NCHW->NHWC entering,
+     * NHWC->NCHW leaving) */
+    size_t layout_inputs, layout_outputs;
+    /* weights repacked at compile vs. handed to XNNPACK in place */
+    size_t weights_repacked, weights_in_place;
+    /* runs and conversions done so far */
+    uint64_t runs;
+    uint64_t layout_conversions;
+} cg_xnnpack_report;
+
+#endif

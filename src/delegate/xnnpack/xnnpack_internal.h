@@ -1,0 +1,95 @@
+/*
+ * Internals of the XNNPACK delegate, shared by its two files:
+ * xnnpack_lower.c (one table of per-op lowering functions that both decide
+ * support and define XNNPACK subgraph nodes) and xnnpack_target.c (the
+ * cg_target: supports/compile/run/release over that table).
+ *
+ * The invariant the split protects: supports(node) runs exactly the checks
+ * that compile runs for that node (the lowering function with dry_run set
+ * stops right before its first xnn_define_* call), so predicted residency
+ * equals actual residency.
+ *
+ * Layout: inside a partition every rank-4 tensor is NHWC; the ONNX (NCHW)
+ * order is restored only at the partition's boundary. Static weights are
+ * repacked once at compile (OIHW -> OHWI), in place of a copy when the two
+ * orders coincide (1x1 kernels, one input channel per group).
+ */
+#ifndef CG_DELEGATE_XNNPACK_INTERNAL_H
+#define CG_DELEGATE_XNNPACK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <xnnpack.h>
+
+#include "convgate/target.h"
+#include "run/kernel.h"
+
+#define XNNG_REASON_MAX 512
+
+/* A value defined in the XNNPACK subgraph being built. dims are in ONNX
+ * order; nhwc says the XNNPACK value holds them permuted (rank 4). */
+typedef struct xnng_value {
+    const char *name;
+    uint32_t id;
+    int rank;
+    int64_t dims[CG_MAX_RANK];
+} xnng_value;
+
+/* A constant read at compile: converted once and kept alive as long as
+ * the XNNPACK runtime that may point into it. */
+typedef struct xnng_const {
+    const char *name;
+    cg_value *value;
+    bool borrowed; /* data points into the model mapping */
+    bool alias;    /* same value as an earlier entry (Identity): not owned */
+} xnng_const;
+
+/* Bytes XNNPACK keeps pointers to (repacked weights, composite constants). */
+typedef struct xnng_buffers {
+    void **items;
+    size_t count, cap;
+} xnng_buffers;
+
+typedef struct xnng_build {
+    const cg_model *model;
+    const cg_graph *graph;
+    const cg_type_env *types;
+    bool dry_run;
+    char reason[XNNG_REASON_MAX]; /* why the last node was refused */
+    cg_error *err;                /* hard failures (memory, XNNPACK errors) */
+    /* build only */
+    xnn_subgraph_t subgraph;
+    const cg_partition_desc *desc;
+    xnng_value *values;
+    size_t value_count, value_cap;
+    /* both: constants read so far (freed by xnng_build_clear unless moved) */
+    xnng_const *consts;
+    size_t const_count, const_cap;
+    xnng_buffers buffers;
+    /* build only: what the lowering did (cg_xnnpack_report) */
+    size_t xnn_nodes, weights_repacked, weights_in_place;
+} xnng_build;
+
+/* One row of the lowering table. */
+typedef cg_status (*xnng_lower_fn)(xnng_build *b, const cg_node *n, bool dry_run);
+
+typedef struct xnng_op {
+    const char *op_type;
+    xnng_lower_fn lower;
+} xnng_op;
+
+/* The table (xnnpack_lower.c); NULL when op_type has no lowering. */
+const xnng_op *xnng_find_op(const char *domain, const char *op_type);
+/* Why an op without a row is refused (names XNNPACK's missing node type
+ * where we know it). */
+const char *xnng_missing_op_note(const char *op_type);
+
+/* Frees what the build still owns. */
+void xnng_build_clear(xnng_build *b);
+
+/* XNNPACK's status names. */
+const char *xnng_status_name(enum xnn_status s);
+
+#endif
