@@ -1,0 +1,99 @@
+/*
+ * Placement reports: the partitioner run over a model and every control-flow
+ * body in it, the placement verdict, and the text and JSON renderings behind
+ * `convgate assign` (docs/placement.md says how to read them).
+ *
+ * A cg_placement owns the main graph's assignment and one assignment per
+ * subgraph of each If/Loop/Scan node (recursively); it borrows the model,
+ * the type environment and the target array, which must outlive it.
+ */
+#ifndef CONVGATE_ASSIGN_H
+#define CONVGATE_ASSIGN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "convgate/partition.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cg_assign for any graph of the model: the main graph or a control-flow
+ * body (values a body reads from enclosing scopes count as coming from the
+ * CPU side, like its own inputs). `types` may be NULL: every tensor type is
+ * then unknown and only initializers count as constant. */
+cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph, const cg_type_env *types,
+                          const cg_target *const *targets, size_t target_count,
+                          cg_assignment **out, cg_error *err);
+
+/* One subgraph of a control-flow node, assigned on its own. */
+typedef struct cg_body_assignment {
+    char *path;             /* "loop1/body", "if1/then_branch/if2/else_branch" */
+    int depth;              /* 1: subgraph of a main-graph node */
+    const cg_graph *graph;
+    cg_assignment *assignment;
+} cg_body_assignment;
+
+typedef struct cg_placement {
+    const cg_model *model;
+    const cg_type_env *types;
+    cg_assignment *main;
+    cg_body_assignment *bodies; /* depth-first, in node order */
+    size_t body_count;
+    /* Why there are no types (types == NULL), shown with the notes; set by
+     * the caller, borrowed. */
+    const char *types_error;
+} cg_placement;
+
+cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
+                             const cg_target *const *targets, size_t target_count,
+                             cg_placement **out, cg_error *err);
+void cg_placement_free(cg_placement *p);
+
+typedef enum cg_verdict_kind {
+    CG_VERDICT_FULL = 0,     /* every node on a target, one partition */
+    CG_VERDICT_PARTIAL,      /* some nodes on a target, the rest on the CPU (or
+                                several partitions) */
+    CG_VERDICT_NONE,         /* nothing placed on any target */
+    CG_VERDICT_INIT_FAILURE  /* a target without CPU fallback would refuse the model */
+} cg_verdict_kind;
+
+const char *cg_verdict_kind_name(cg_verdict_kind kind); /* "full", "partial", ... */
+
+/* The placement verdict of an assignment: its kind and one sentence. */
+cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *types, char *text,
+                                  size_t text_len);
+
+/* True when a target whose fallback policy is `fail` would refuse the model:
+ * some main-graph node stays on the CPU. msg then reads "tflm: node 'x'
+ * (Op) is not supported and TFLite Micro has no fallback: <reason>" for the
+ * first such node in topological order. */
+bool cg_assign_init_failure(const cg_assignment *a, const cg_type_env *types, char *msg,
+                            size_t msg_len);
+
+/* A refusal reason without a leading "Op 'name': " that repeats the node
+ * (profile reasons start that way; reports name the node themselves).
+ * Points into reason. */
+const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *reason);
+
+/* "name" or, for a node without one, "#index". Returns buf. */
+const char *cg_assign_node_label(const cg_graph *g, size_t node, char *buf, size_t len);
+
+/* Number of nodes of the assignment owned by target index `target`
+ * (CG_OWNER_CPU counts the CPU's). */
+size_t cg_assign_count_owned(const cg_assignment *a, int target);
+
+/* The report, in the order the engineer reads it: residency, partitions,
+ * boundary ledger, unsupported nodes, dropped nodes, control-flow bodies,
+ * verdict, and for profiled targets where the prediction comes from. */
+void cg_assign_report_text(FILE *f, const cg_placement *p);
+/* The same as one JSON object (new reference; NULL when out of memory). */
+json_t *cg_assign_report_json(const cg_placement *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

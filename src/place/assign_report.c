@@ -1,0 +1,702 @@
+/*
+ * Placement reports: a model's assignment plus one per control-flow body
+ * (cg_placement), the verdict, the init failure of targets without CPU
+ * fallback, and the text and JSON renderings of `convgate assign`.
+ *
+ * The text report is ordered as the engineer reads it: the residency line
+ * first (how much of the model each target takes), then the partitions, the
+ * boundary ledger (what the mix costs in crossings and bytes), why each
+ * CPU node is there (refused, with the exact rule and value, or dropped by
+ * a partition rule), the bodies, and the verdict. Node counts are not time:
+ * the verdict says so until a cost model weighs the nodes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/assign.h"
+#include "ir/walk.h"
+#include "target/registry.h"
+
+#define AR_LABEL 128
+#define AR_MAX_DEPTH 64
+
+/* A node's op type; "?" for a node without one (unchecked models). */
+static const char *ar_op(const cg_node *n) { return n->op_type ? n->op_type : "?"; }
+
+/* --- placement: main graph and bodies -------------------------------------------- */
+
+void cg_placement_free(cg_placement *p)
+{
+    if (!p)
+        return;
+    cg_assignment_free(p->main);
+    for (size_t i = 0; i < p->body_count; i++) {
+        free(p->bodies[i].path);
+        cg_assignment_free(p->bodies[i].assignment);
+    }
+    free(p->bodies);
+    free(p);
+}
+
+typedef struct ar_build {
+    cg_placement *p;
+    size_t cap;
+    const cg_target *const *targets;
+    size_t target_count;
+} ar_build;
+
+/* Assigns every subgraph of g's control-flow nodes (then theirs, depth
+ * first); `prefix` is the path of g ("" for the main graph). */
+static cg_status ar_bodies(ar_build *b, const cg_graph *g, const char *prefix, int depth,
+                           cg_error *err)
+{
+    char label[AR_LABEL];
+    if (depth > AR_MAX_DEPTH)
+        return cg_error_set(err, CG_LIMIT, "subgraphs nested deeper than %d levels",
+                            AR_MAX_DEPTH);
+    for (size_t i = 0; i < g->node_count; i++) {
+        const cg_node *nd = &g->nodes[i];
+        for (size_t a = 0; a < nd->attr_count; a++) {
+            const cg_attr *at = &nd->attrs[a];
+            size_t count = at->g ? 1 : at->graphs_count;
+            for (size_t k = 0; k < count; k++) {
+                const cg_graph *body = at->g ? at->g : at->graphs[k];
+                if (!body)
+                    continue;
+                if (b->p->body_count == b->cap) {
+                    size_t cap = b->cap ? b->cap * 2 : 8;
+                    cg_body_assignment *nb = realloc(b->p->bodies, cap * sizeof *nb);
+                    if (!nb)
+                        return cg_error_set(err, CG_NOMEM, "out of memory");
+                    b->p->bodies = nb;
+                    b->cap = cap;
+                }
+                cg_assign_node_label(g, i, label, sizeof label);
+                size_t len = strlen(prefix) + strlen(label) + strlen(at->name ? at->name : "") +
+                             32;
+                char *path = malloc(len);
+                if (!path)
+                    return cg_error_set(err, CG_NOMEM, "out of memory");
+                if (at->g)
+                    snprintf(path, len, "%s%s%s/%s", prefix, *prefix ? "/" : "", label,
+                             at->name ? at->name : "?");
+                else
+                    snprintf(path, len, "%s%s%s/%s[%zu]", prefix, *prefix ? "/" : "", label,
+                             at->name ? at->name : "?", k);
+                cg_body_assignment *ba = &b->p->bodies[b->p->body_count];
+                memset(ba, 0, sizeof *ba);
+                ba->path = path;
+                ba->depth = depth;
+                ba->graph = body;
+                b->p->body_count++;
+                cg_status st = cg_assign_graph(b->p->model, body, b->p->types, b->targets,
+                                               b->target_count, &ba->assignment, err);
+                if (st != CG_OK) {
+                    cg_error_prefix(err, "body %s: ", path);
+                    return st;
+                }
+                if ((st = ar_bodies(b, body, path, depth + 1, err)) != CG_OK)
+                    return st;
+            }
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
+                             const cg_target *const *targets, size_t target_count,
+                             cg_placement **out, cg_error *err)
+{
+    *out = NULL;
+    cg_placement *p = calloc(1, sizeof *p);
+    if (!p)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    p->model = model;
+    p->types = types;
+    cg_status st = cg_assign(model, types, targets, target_count, &p->main, err);
+    if (st == CG_OK) {
+        ar_build b = {p, 0, targets, target_count};
+        st = ar_bodies(&b, model->graph, "", 1, err);
+    }
+    if (st != CG_OK) {
+        cg_placement_free(p);
+        return st;
+    }
+    *out = p;
+    return CG_OK;
+}
+
+/* --- counts, verdict, init failure ---------------------------------------------- */
+
+size_t cg_assign_count_owned(const cg_assignment *a, int target)
+{
+    size_t n = 0;
+    for (size_t v = 0; v < a->graph->node_count; v++)
+        n += a->owner[v] == target;
+    return n;
+}
+
+static size_t ar_nodes_on_targets(const cg_assignment *a)
+{
+    return a->graph->node_count - cg_assign_count_owned(a, CG_OWNER_CPU);
+}
+
+const char *cg_verdict_kind_name(cg_verdict_kind kind)
+{
+    switch (kind) {
+    case CG_VERDICT_FULL: return "full";
+    case CG_VERDICT_PARTIAL: return "partial";
+    case CG_VERDICT_NONE: return "none";
+    case CG_VERDICT_INIT_FAILURE: return "init_failure";
+    }
+    return "?";
+}
+
+/* The runtime's own name for messages ("TensorFlow Lite Micro" from a
+ * profile's "TensorFlow Lite Micro (MicroMutableOpResolver ...)"), else the
+ * target's name. */
+static const char *ar_runtime_name(const cg_target *t, char *buf, size_t len)
+{
+    const char *r = cg_profile_is(t) ? cg_profile_runtime(t) : NULL;
+    if (!r || !*r)
+        return t->name;
+    const char *paren = strstr(r, " (");
+    size_t n = paren ? (size_t)(paren - r) : strlen(r);
+    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), r);
+    return buf;
+}
+
+/* Why target t leaves node v on the CPU, in its own words. */
+static void ar_reason_for(const cg_assignment *a, const cg_type_env *types, int t, size_t v,
+                          char *out, size_t len)
+{
+    for (size_t i = 0; i < a->unsupported_count; i++)
+        if (a->unsupported[i].node == v && a->unsupported[i].target == t) {
+            snprintf(out, len, "%s", a->unsupported[i].reason);
+            return;
+        }
+    for (size_t i = 0; i < a->dropped_count; i++)
+        if (a->dropped[i].node == v && a->dropped[i].target == t) {
+            snprintf(out, len, "%s", a->dropped[i].reason);
+            return;
+        }
+    const cg_node *nd = &a->graph->nodes[v];
+    if (cg_node_is_control_flow(nd)) {
+        snprintf(out, len, "control flow: %s stays on the CPU", nd->op_type);
+        return;
+    }
+    /* another target refused first and recorded its reason: ask this one */
+    const cg_target *tg = a->targets[t];
+    cg_support_query q = {a->model, a->graph, nd,
+                          cg_model_opset(a->model, nd->domain ? nd->domain : ""), types};
+    out[0] = '\0';
+    if (!tg->vt->supports(tg, &q, out, len)) {
+        if (!out[0])
+            snprintf(out, len, "not supported (no reason given)");
+        return;
+    }
+    snprintf(out, len, "left on the CPU by the partitioner");
+}
+
+bool cg_assign_init_failure(const cg_assignment *a, const cg_type_env *types, char *msg,
+                            size_t msg_len)
+{
+    if (msg_len)
+        msg[0] = '\0';
+    size_t v = (size_t)-1;
+    /* the first CPU node: refusals are listed in topological order; a node
+     * only dropped by rules comes from the dropped list */
+    if (a->unsupported_count)
+        v = a->unsupported[0].node;
+    else if (a->dropped_count)
+        v = a->dropped[0].node;
+    else
+        for (size_t i = 0; i < a->graph->node_count && v == (size_t)-1; i++)
+            if (a->owner[i] == CG_OWNER_CPU)
+                v = i;
+    if (v == (size_t)-1)
+        return false;
+    for (size_t t = 0; t < a->target_count; t++) {
+        const cg_target *tg = a->targets[t];
+        if (tg->fallback != CG_FALLBACK_FAIL)
+            continue;
+        char reason[512], label[AR_LABEL], runtime[128];
+        ar_reason_for(a, types, (int)t, v, reason, sizeof reason);
+        snprintf(msg, msg_len, "%s: node '%s' (%s) is not supported and %s has no fallback: %s",
+                 tg->name, cg_assign_node_label(a->graph, v, label, sizeof label),
+                 ar_op(&a->graph->nodes[v]), ar_runtime_name(tg, runtime, sizeof runtime),
+                 cg_assign_bare_reason(a->graph, v, reason));
+        return true;
+    }
+    return false;
+}
+
+cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *types, char *text,
+                                  size_t text_len)
+{
+    size_t n = a->graph->node_count, on = ar_nodes_on_targets(a), cpu = n - on;
+    char why[768];
+    if (cg_assign_init_failure(a, types, why, sizeof why)) {
+        snprintf(text, text_len,
+                 "init failure: %zu node%s would stay on the CPU and a target has no CPU "
+                 "fallback (%s)",
+                 cpu, cpu == 1 ? "" : "s", why);
+        return CG_VERDICT_INIT_FAILURE;
+    }
+    if (on == 0) {
+        snprintf(text, text_len, "no residency: all %zu nodes run on the CPU", n);
+        return CG_VERDICT_NONE;
+    }
+    if (cpu == 0 && a->partition_count == 1) {
+        snprintf(text, text_len,
+                 "full residency: all %zu nodes on %s in one partition, no boundary crossings",
+                 n, a->targets[a->partitions[0].target]->name);
+        return CG_VERDICT_FULL;
+    }
+    if (cpu == 0)
+        snprintf(text, text_len,
+                 "partial: all %zu nodes on targets, but split into %zu partitions with %zu "
+                 "boundary crossing%s",
+                 n, a->partition_count, a->boundary_count, a->boundary_count == 1 ? "" : "s");
+    else
+        snprintf(text, text_len,
+                 "partial residency: %zu/%zu nodes on targets in %zu partition%s, %zu boundary "
+                 "crossing%s, %zu node%s on the CPU",
+                 on, n, a->partition_count, a->partition_count == 1 ? "" : "s",
+                 a->boundary_count, a->boundary_count == 1 ? "" : "s", cpu,
+                 cpu == 1 ? "" : "s");
+    return CG_VERDICT_PARTIAL;
+}
+
+/* --- shared pieces of both renderings -------------------------------------------- */
+
+static const char *const ar_time_note =
+    "time cost not measurable yet: these are node counts, not time; a time-weighted "
+    "verdict needs the cost model";
+
+static bool ar_nhwc(const cg_target *t) { return t && strstr(t->name, "xnnpack") != NULL; }
+
+/* "NCHW->NHWC" or "NHWC->NCHW" for a crossing that converts layout. */
+static const char *ar_layout_dir(const cg_assignment *a, const cg_boundary *b)
+{
+    const cg_target *to = b->to_partition >= 0 ? a->targets[a->partitions[b->to_partition].target]
+                                               : NULL;
+    return ar_nhwc(to) ? "NCHW->NHWC" : "NHWC->NCHW";
+}
+
+static const char *ar_dtype_dir(const cg_assignment *a, const cg_boundary *b)
+{
+    const cg_target *to = b->to_partition >= 0 ? a->targets[a->partitions[b->to_partition].target]
+                                               : NULL;
+    return to && to->precision == CG_PRECISION_FP16 ? "float32->float16" : "float16->float32";
+}
+
+static const char *ar_side(const cg_assignment *a, int part, char *buf, size_t len)
+{
+    if (part < 0)
+        snprintf(buf, len, "CPU");
+    else
+        snprintf(buf, len, "#%d %s", part, a->targets[a->partitions[part].target]->name);
+    return buf;
+}
+
+static void ar_shape(const cg_boundary *b, char *buf, size_t len)
+{
+    if (!b->known) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    size_t o = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < b->rank && o < len; d++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", d ? "," : "", (long long)b->dims[d]);
+    if (o < len)
+        snprintf(buf + o, len - o, "]");
+}
+
+/* Op histogram of a partition: distinct op types with counts, most first. */
+typedef struct ar_hist {
+    const char *op;
+    size_t count, first;
+} ar_hist;
+
+static int ar_hist_cmp(const void *x, const void *y)
+{
+    const ar_hist *a = x, *b = y;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* Returns the number of entries (caller frees *out); 0 on OOM. */
+static size_t ar_histogram(const cg_graph *g, const cg_partition *p, ar_hist **out)
+{
+    ar_hist *h = malloc((p->node_count ? p->node_count : 1) * sizeof *h);
+    size_t n = 0;
+    *out = h;
+    if (!h)
+        return 0;
+    for (size_t k = 0; k < p->node_count; k++) {
+        const char *op = ar_op(&g->nodes[p->nodes[k]]);
+        size_t i = 0;
+        while (i < n && strcmp(h[i].op, op) != 0)
+            i++;
+        if (i == n) {
+            h[n].op = op;
+            h[n].count = 0;
+            h[n].first = k;
+            n++;
+        }
+        h[i].count++;
+    }
+    qsort(h, n, sizeof *h, ar_hist_cmp);
+    return n;
+}
+
+static void ar_human_bytes(uint64_t b, char *buf, size_t len)
+{
+    if (b >= (uint64_t)1 << 30)
+        snprintf(buf, len, "%.2f GiB", (double)b / (double)((uint64_t)1 << 30));
+    else if (b >= (uint64_t)1 << 20)
+        snprintf(buf, len, "%.2f MiB", (double)b / (double)((uint64_t)1 << 20));
+    else if (b >= 1024)
+        snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+}
+
+/* --- text --------------------------------------------------------------------------- */
+
+/* "30/40 nodes on litert-gpu, 5/40 nodes on xnnpack, 5 on CPU" */
+static void ar_residency_line(FILE *f, const cg_assignment *a)
+{
+    size_t n = a->graph->node_count;
+    for (size_t t = 0; t < a->target_count; t++)
+        fprintf(f, "%s%zu/%zu nodes on %s", t ? ", " : "", cg_assign_count_owned(a, (int)t), n,
+                a->targets[t]->name);
+    fprintf(f, "%s%zu on CPU\n", a->target_count ? ", " : "",
+            cg_assign_count_owned(a, CG_OWNER_CPU));
+}
+
+/* Writes the items of a list wrapped at ~100 columns, each line indented. */
+static void ar_wrapped(FILE *f, const char *indent, const char *item, size_t *col, bool first)
+{
+    size_t w = strlen(item) + 2;
+    if (first) {
+        fputs(indent, f);
+        *col = strlen(indent);
+    } else if (*col + w > 100) {
+        fprintf(f, ",\n%s", indent);
+        *col = strlen(indent);
+    } else {
+        fputs(", ", f);
+        *col += 2;
+    }
+    fputs(item, f);
+    *col += w - 2;
+}
+
+static void ar_text_assignment(FILE *f, const cg_assignment *a)
+{
+    const cg_graph *g = a->graph;
+    char label[AR_LABEL], s1[64], s2[64], shape[256], hb[32];
+
+    fprintf(f, "Partitions (%zu):\n", a->partition_count);
+    if (!a->partition_count)
+        fprintf(f, "  none\n");
+    for (size_t p = 0; p < a->partition_count; p++) {
+        const cg_partition *pp = &a->partitions[p];
+        ar_hist *h;
+        size_t nh = ar_histogram(g, pp, &h);
+        fprintf(f, "  #%d %s: %zu node%s:", pp->id, a->targets[pp->target]->name,
+                pp->node_count, pp->node_count == 1 ? "" : "s");
+        for (size_t i = 0; i < nh; i++)
+            fprintf(f, "%s %s x%zu", i ? "," : "", h[i].op, h[i].count);
+        fputc('\n', f);
+        free(h);
+        size_t col = 0;
+        for (size_t k = 0; k < pp->node_count; k++)
+            ar_wrapped(f, "      ", cg_assign_node_label(g, pp->nodes[k], label, sizeof label),
+                       &col, k == 0);
+        fputc('\n', f);
+    }
+
+    uint64_t total = 0;
+    size_t unknown = 0;
+    for (size_t i = 0; i < a->boundary_count; i++) {
+        total += a->boundaries[i].bytes;
+        unknown += !a->boundaries[i].known;
+    }
+    ar_human_bytes(total, hb, sizeof hb);
+    fprintf(f, "Boundaries (%zu crossing%s, %s%s):\n", a->boundary_count,
+            a->boundary_count == 1 ? "" : "s", hb, unknown ? " known" : "");
+    if (!a->boundary_count)
+        fprintf(f, "  none\n");
+    for (size_t i = 0; i < a->boundary_count; i++) {
+        const cg_boundary *b = &a->boundaries[i];
+        ar_shape(b, shape, sizeof shape);
+        fprintf(f, "  '%s'  %s -> %s  %s %s  ", b->tensor,
+                ar_side(a, b->from_partition, s1, sizeof s1),
+                ar_side(a, b->to_partition, s2, sizeof s2),
+                b->known ? cg_dtype_name(b->dtype) : "?", shape);
+        if (b->known)
+            fprintf(f, "%llu B", (unsigned long long)b->bytes);
+        else
+            fprintf(f, "? B");
+        if (b->layout_conversion)
+            fprintf(f, "  layout %s", ar_layout_dir(a, b));
+        if (b->dtype_conversion)
+            fprintf(f, "  dtype %s", ar_dtype_dir(a, b));
+        fputc('\n', f);
+    }
+
+    fprintf(f, "Unsupported (%zu):\n", a->unsupported_count);
+    if (!a->unsupported_count)
+        fprintf(f, "  none\n");
+    for (size_t i = 0; i < a->unsupported_count; i++) {
+        const cg_unsupported *u = &a->unsupported[i];
+        fprintf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
+                cg_assign_node_label(g, u->node, label, sizeof label),
+                u->reason, a->targets[u->target]->name);
+    }
+    fprintf(f, "Dropped by partition rules (%zu):\n", a->dropped_count);
+    if (!a->dropped_count)
+        fprintf(f, "  none\n");
+    for (size_t i = 0; i < a->dropped_count; i++) {
+        const cg_unsupported *u = &a->dropped[i];
+        fprintf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
+                cg_assign_node_label(g, u->node, label, sizeof label),
+                u->reason, a->targets[u->target]->name);
+    }
+}
+
+void cg_assign_report_text(FILE *f, const cg_placement *p)
+{
+    const cg_assignment *a = p->main;
+    char text[1024];
+
+    ar_residency_line(f, a);
+    ar_text_assignment(f, a);
+    if (p->body_count) {
+        fprintf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
+        for (size_t i = 0; i < p->body_count; i++) {
+            const cg_assignment *b = p->bodies[i].assignment;
+            fprintf(f, "  %*s%s: ", 2 * (p->bodies[i].depth - 1), "", p->bodies[i].path);
+            ar_residency_line(f, b);
+            fprintf(f, "  %*s  %zu partition%s, %zu crossing%s", 2 * (p->bodies[i].depth - 1),
+                    "", b->partition_count, b->partition_count == 1 ? "" : "s",
+                    b->boundary_count, b->boundary_count == 1 ? "" : "s");
+            if (b->unsupported_count) {
+                char label[AR_LABEL];
+                const cg_unsupported *u = &b->unsupported[0];
+                fprintf(f, "; first refused: %s '%s': %s", ar_op(&b->graph->nodes[u->node]),
+                        cg_assign_node_label(b->graph, u->node, label, sizeof label),
+                        u->reason);
+            }
+            fputc('\n', f);
+        }
+    }
+    if ((p->types && cg_type_env_note_count(p->types)) || p->types_error) {
+        fprintf(f, "Notes:\n");
+        if (p->types_error)
+            fprintf(f, "  tensor types unknown (rules that need one refuse the node): %s\n",
+                    p->types_error);
+        for (size_t i = 0; p->types && i < cg_type_env_note_count(p->types); i++)
+            fprintf(f, "  %s\n", cg_type_env_note(p->types, i));
+    }
+    cg_assign_verdict(a, p->types, text, sizeof text);
+    fprintf(f, "Verdict: %s\n", text);
+    fprintf(f, "  (%s)\n", ar_time_note);
+    for (size_t t = 0; t < a->target_count; t++) {
+        const cg_target *tg = a->targets[t];
+        if (tg->kind != CG_TARGET_PROFILED)
+            continue;
+        fprintf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)", tg->name,
+                tg->name, tg->version ? tg->version : "?", tg->source ? tg->source : "?");
+        if (tg->not_modelled_count) {
+            fprintf(f, "; not modelled:\n");
+            for (size_t i = 0; i < tg->not_modelled_count; i++)
+                fprintf(f, "  - %s\n", tg->not_modelled[i]);
+        } else {
+            fputc('\n', f);
+        }
+    }
+}
+
+/* --- JSON --------------------------------------------------------------------------- */
+
+/* Adds v to obj under key, stealing the reference; false when either failed. */
+static bool ar_set(json_t *obj, const char *key, json_t *v)
+{
+    return v && json_object_set_new(obj, key, v) == 0;
+}
+
+static bool ar_push(json_t *arr, json_t *v) { return v && json_array_append_new(arr, v) == 0; }
+
+static const char *ar_target_name(const cg_assignment *a, int part)
+{
+    return part < 0 ? "cpu" : a->targets[a->partitions[part].target]->name;
+}
+
+/* The assignment-level fields shared by the main graph and the bodies. */
+static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
+{
+    const cg_graph *g = a->graph;
+    char label[AR_LABEL];
+    size_t n = g->node_count;
+    json_t *per = NULL;
+    if (!ar_set(o, "nodes_total", json_integer((json_int_t)n)) ||
+        !ar_set(o, "nodes_on_target", json_integer((json_int_t)ar_nodes_on_targets(a))) ||
+        !ar_set(o, "nodes_on_cpu",
+                json_integer((json_int_t)cg_assign_count_owned(a, CG_OWNER_CPU))) ||
+        !ar_set(o, "nodes_per_target", per = json_object()))
+        return false;
+    for (size_t t = 0; t < a->target_count; t++)
+        if (!ar_set(per, a->targets[t]->name,
+                    json_integer((json_int_t)cg_assign_count_owned(a, (int)t))))
+            return false;
+
+    json_t *parts = NULL;
+    if (!ar_set(o, "partitions", parts = json_array()))
+        return false;
+    for (size_t p = 0; p < a->partition_count; p++) {
+        const cg_partition *pp = &a->partitions[p];
+        json_t *jp = json_object(), *nodes = NULL, *ops = NULL, *ins = NULL, *outs = NULL;
+        if (!ar_push(parts, jp) || !ar_set(jp, "id", json_integer(pp->id)) ||
+            !ar_set(jp, "target", json_string(a->targets[pp->target]->name)) ||
+            !ar_set(jp, "node_count", json_integer((json_int_t)pp->node_count)) ||
+            !ar_set(jp, "ops", ops = json_object()) ||
+            !ar_set(jp, "nodes", nodes = json_array()) ||
+            !ar_set(jp, "inputs", ins = json_array()) ||
+            !ar_set(jp, "outputs", outs = json_array()))
+            return false;
+        ar_hist *h;
+        size_t nh = ar_histogram(g, pp, &h);
+        for (size_t i = 0; i < nh; i++)
+            if (!ar_set(ops, h[i].op, json_integer((json_int_t)h[i].count))) {
+                free(h);
+                return false;
+            }
+        free(h);
+        if (full)
+            for (size_t k = 0; k < pp->node_count; k++)
+                if (!ar_push(nodes,
+                             json_string(cg_assign_node_label(g, pp->nodes[k], label,
+                                                              sizeof label))))
+                    return false;
+        for (size_t k = 0; k < pp->input_count; k++)
+            if (!ar_push(ins, json_string(pp->inputs[k])))
+                return false;
+        for (size_t k = 0; k < pp->output_count; k++)
+            if (!ar_push(outs, json_string(pp->outputs[k])))
+                return false;
+    }
+
+    json_t *bs = NULL;
+    uint64_t total = 0;
+    if (!ar_set(o, "boundaries", bs = json_array()))
+        return false;
+    for (size_t i = 0; i < a->boundary_count; i++) {
+        const cg_boundary *b = &a->boundaries[i];
+        json_t *jb = json_object(), *shape = NULL;
+        total += b->bytes;
+        if (!ar_push(bs, jb) || !ar_set(jb, "tensor", json_string(b->tensor)) ||
+            !ar_set(jb, "from", json_integer(b->from_partition)) ||
+            !ar_set(jb, "to", json_integer(b->to_partition)) ||
+            !ar_set(jb, "from_target", json_string(ar_target_name(a, b->from_partition))) ||
+            !ar_set(jb, "to_target", json_string(ar_target_name(a, b->to_partition))) ||
+            !ar_set(jb, "bytes", b->known ? json_integer((json_int_t)b->bytes) : json_null()) ||
+            !ar_set(jb, "dtype", b->known ? json_string(cg_dtype_name(b->dtype)) : json_null()) ||
+            !ar_set(jb, "shape", shape = b->known ? json_array() : json_null()) ||
+            !ar_set(jb, "layout_conversion", json_boolean(b->layout_conversion)) ||
+            !ar_set(jb, "dtype_conversion", json_boolean(b->dtype_conversion)))
+            return false;
+        for (int d = 0; b->known && d < b->rank; d++)
+            if (!ar_push(shape, json_integer((json_int_t)b->dims[d])))
+                return false;
+    }
+    if (!ar_set(o, "boundary_bytes", json_integer((json_int_t)total)))
+        return false;
+
+    for (int list = 0; list < 2; list++) {
+        const cg_unsupported *u = list ? a->dropped : a->unsupported;
+        size_t count = list ? a->dropped_count : a->unsupported_count;
+        json_t *arr = NULL;
+        if (!ar_set(o, list ? "dropped" : "unsupported", arr = json_array()))
+            return false;
+        for (size_t i = 0; i < count; i++) {
+            json_t *ju = json_object();
+            if (!ar_push(arr, ju) ||
+                !ar_set(ju, "node",
+                        json_string(cg_assign_node_label(g, u[i].node, label, sizeof label))) ||
+                !ar_set(ju, "op_type", json_string(ar_op(&g->nodes[u[i].node]))) ||
+                !ar_set(ju, "target", json_string(a->targets[u[i].target]->name)) ||
+                !ar_set(ju, list ? "rule" : "reason",
+                        json_string(u[i].reason)))
+                return false;
+        }
+    }
+    return true;
+}
+
+static const char *ar_fallback_name(cg_fallback_policy f)
+{
+    return f == CG_FALLBACK_FAIL ? "fail" : "cpu";
+}
+
+json_t *cg_assign_report_json(const cg_placement *p)
+{
+    const cg_assignment *a = p->main;
+    char text[1024], fail[768];
+    json_t *root = json_object();
+    if (!root)
+        return NULL;
+    /* every container is attached as soon as it is made (ar_set frees it
+     * when attaching fails), so freeing root frees everything */
+    json_t *targets = NULL, *bodies = NULL, *verdict = NULL, *notes = NULL;
+    bool ok = ar_set(root, "target",
+                     a->target_count ? json_string(a->targets[0]->name) : json_null()) &&
+              ar_set(root, "targets", targets = json_array());
+    for (size_t t = 0; ok && t < a->target_count; t++) {
+        const cg_target *tg = a->targets[t];
+        json_t *jt = json_object(), *nm = NULL;
+        ok = ar_push(targets, jt) && ar_set(jt, "name", json_string(tg->name)) &&
+             ar_set(jt, "version", tg->version ? json_string(tg->version) : json_null()) &&
+             ar_set(jt, "kind", json_string(tg->kind == CG_TARGET_PROFILED ? "profiled"
+                                                                           : "executing")) &&
+             ar_set(jt, "prediction", json_boolean(tg->kind == CG_TARGET_PROFILED)) &&
+             ar_set(jt, "source", tg->source ? json_string(tg->source) : json_null()) &&
+             ar_set(jt, "fallback", json_string(ar_fallback_name(tg->fallback))) &&
+             ar_set(jt, "precision",
+                    json_string(tg->precision == CG_PRECISION_FP16 ? "fp16" : "fp32")) &&
+             ar_set(jt, "nodes", json_integer((json_int_t)cg_assign_count_owned(a, (int)t))) &&
+             ar_set(jt, "not_modelled", nm = json_array());
+        for (size_t i = 0; ok && i < tg->not_modelled_count; i++)
+            ok = ar_push(nm, json_string(tg->not_modelled[i]));
+    }
+    ok = ok && ar_json_assignment(root, a, true) && ar_set(root, "bodies", bodies = json_array());
+    for (size_t i = 0; ok && i < p->body_count; i++) {
+        json_t *jb = json_object();
+        ok = ar_push(bodies, jb) && ar_set(jb, "path", json_string(p->bodies[i].path)) &&
+             ar_set(jb, "depth", json_integer(p->bodies[i].depth)) &&
+             ar_json_assignment(jb, p->bodies[i].assignment, true);
+    }
+    ok = ok && ar_set(root, "notes", notes = json_array()) &&
+         ar_set(root, "types_error",
+                p->types_error ? json_string(p->types_error) : json_null());
+    for (size_t i = 0; ok && p->types && i < cg_type_env_note_count(p->types); i++)
+        ok = ar_push(notes, json_string(cg_type_env_note(p->types, i)));
+    cg_verdict_kind kind = cg_assign_verdict(a, p->types, text, sizeof text);
+    bool failed = cg_assign_init_failure(a, p->types, fail, sizeof fail);
+    ok = ok && ar_set(root, "verdict", verdict = json_object()) &&
+         ar_set(verdict, "kind", json_string(cg_verdict_kind_name(kind))) &&
+         ar_set(verdict, "text", json_string(text)) &&
+         ar_set(verdict, "init_failure", failed ? json_string(fail) : json_null()) &&
+         ar_set(verdict, "time_cost", json_string(ar_time_note)) &&
+         ar_set(verdict, "estimate", json_null());
+    if (!ok) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
