@@ -1,0 +1,62 @@
+/*
+ * Numerical comparison of a target path's tensors against the reference.
+ *
+ * One cg_metrics per compared tensor (or per output accumulated over many
+ * samples with cg_metrics_merge). Pass/fail is elementwise:
+ *   |got - ref| <= atol + rtol * |ref|
+ * NaN against a number fails; NaN against NaN passes only with nan_equal;
+ * +inf matches +inf (and -inf -inf) only. The metrics never let a NaN pass
+ * as equal to a number.
+ */
+#ifndef CONVGATE_COMPARE_H
+#define CONVGATE_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cg_tensor cg_tensor; /* src/run/kernel.h */
+
+typedef struct cg_tolerance {
+    double atol;
+    double rtol;
+    bool nan_equal;
+    const char *justification; /* free text printed with the report, may be NULL */
+} cg_tolerance;
+
+#define CG_HIST_BINS 12 /* |diff| decades: <1e-10, [1e-10,1e-9), ..., >=1 */
+
+typedef struct cg_metrics {
+    uint64_t count;          /* elements compared */
+    uint64_t mismatches;     /* elements outside tolerance (NaN rules included) */
+    double max_abs, mean_abs, max_rel, rmse, nmse, cosine, pearson;
+    uint64_t max_ulp;        /* float32 ULP distance (float16 tensors: fp16 ULPs) */
+    uint64_t nan_ref, nan_got, inf_ref, inf_got;
+    int64_t worst_index;     /* flat index of the largest |diff| (-1: none) */
+    double worst_ref, worst_got;
+    uint64_t hist[CG_HIST_BINS];
+    bool shape_mismatch, dtype_mismatch;
+    bool bit_identical;      /* every element has the same bits */
+    bool pass;
+    /* running sums for merging (internal, but kept in the struct so
+     * metrics can be merged over samples) */
+    double sum_abs, sum_sq_diff, sum_sq_ref, sum_ref, sum_got, sum_ref2, sum_got2, sum_refgot;
+} cg_metrics;
+
+/* Compares got against ref (any numeric dtype; both read as double). */
+cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const cg_tolerance *tol,
+                             cg_metrics *out, cg_error *err);
+/* Folds b into a (same output over another sample). */
+void cg_metrics_merge(cg_metrics *a, const cg_metrics *b);
+void cg_metrics_init(cg_metrics *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

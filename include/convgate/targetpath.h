@@ -1,0 +1,55 @@
+/*
+ * The target path: the model as a set of targets would run it, executed
+ * on this machine. Executing targets (XNNPACK) run their partitions for
+ * real; profiled targets whose profile says fp16 run their partitions on
+ * the reference kernels with fp16 storage and (unless accumulate_fp32)
+ * fp16 accumulation, casting exactly at the partition boundaries; profiled
+ * fp32 targets run their partitions on the reference kernels (placement
+ * only changes where, not what). The CPU remainder runs on the reference.
+ */
+#ifndef CONVGATE_TARGETPATH_H
+#define CONVGATE_TARGETPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "convgate/model.h"
+#include "convgate/partition.h"
+#include "convgate/runtime.h"
+#include "convgate/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cg_target_path cg_target_path;
+
+typedef struct cg_target_path_options {
+    const cg_target *const *targets; /* priority order */
+    size_t target_count;
+    const cg_dim_binding *dims;      /* for the type environment */
+    size_t dim_count;
+    bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
+    bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
+    size_t max_alloc_bytes;          /* 0: runtime default */
+    /* as cg_runtime_options.observe: every value the main graph produces
+     * that is visible on this path (partition outputs, CPU node outputs) */
+    cg_status (*observe)(void *user, const cg_node *node, const char *name,
+                         const cg_value *value);
+    void *observe_user;
+} cg_target_path_options;
+
+cg_status cg_target_path_init(const cg_model *model, const cg_target_path_options *opt,
+                              cg_target_path **out, cg_error *err);
+cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs, size_t input_count,
+                             cg_named_value **outputs, size_t *output_count, cg_error *err);
+/* The placement the path runs (owned by the path). */
+const cg_assignment *cg_target_path_assignment(const cg_target_path *p);
+/* True when some partition computes in reduced precision on this path. */
+bool cg_target_path_reduced_precision(const cg_target_path *p);
+void cg_target_path_free(cg_target_path *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
