@@ -167,6 +167,33 @@ fail:
     return st;
 }
 
+/* Parses one TensorProto from bytes the holder `m` already owns, then
+ * resolves external data against m->base_dir (refused when there is none). */
+static cg_status parse_tensor_into(cg_model *m, const uint8_t *data, size_t size,
+                                   const char *label, cg_tensor_proto **out, cg_error *err)
+{
+    static const uint8_t empty[1];
+    if (size > CG_PROTOBUF_MAX)
+        return cg_error_set(err, CG_LIMIT, "%s: over protobuf's 2 GiB limit", label);
+    cg_tensor_proto *t = cg_arena_alloc(m->arena, sizeof *t);
+    if (!t)
+        return cg_error_set(err, CG_NOMEM, "%s: out of memory", label);
+    rd_ctx c;
+    memset(&c, 0, sizeof c);
+    c.arena = m->arena;
+    c.err = err;
+    c.label = label;
+    c.base = data ? data : empty;
+    cg_load_options_default(&c.opt);
+    cg_status st = cg_read_tensor(&c, data ? data : empty, size, t);
+    if (st == CG_OK)
+        st = cg_resolve_external(&c, m);
+    free(c.tensors);
+    if (st == CG_OK)
+        *out = t;
+    return st;
+}
+
 cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_proto **out,
                                cg_error *err)
 {
@@ -175,8 +202,6 @@ cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_pr
     cg_model *m = model_new();
     if (!m)
         return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
-    rd_ctx c;
-    memset(&c, 0, sizeof c);
     cg_status st = cg_map_path_limited(path, CG_PROTOBUF_MAX, &m->mappings, err);
     if (st != CG_OK)
         goto fail;
@@ -187,32 +212,13 @@ cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_pr
         st = cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if (m->file_size > CG_PROTOBUF_MAX) {
-        st = cg_error_set(err, CG_LIMIT, "%s: over protobuf's 2 GiB limit", path);
-        goto fail;
-    }
-    c.arena = m->arena;
-    c.err = err;
-    c.label = path;
-    c.base = m->mappings->addr;
-    cg_load_options_default(&c.opt);
-    cg_tensor_proto *t = cg_arena_alloc(m->arena, sizeof *t);
-    if (!t) {
-        st = cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    static const uint8_t empty[1];
-    st = cg_read_tensor(&c, m->mappings->addr ? m->mappings->addr : empty, m->mappings->size, t);
-    if (st == CG_OK)
-        st = cg_resolve_external(&c, m);
+    st = parse_tensor_into(m, m->mappings->addr, m->mappings->size, path, out, err);
     if (st != CG_OK)
         goto fail;
-    free(c.tensors);
     *holder = m;
-    *out = t;
     return CG_OK;
 fail:
-    free(c.tensors);
+    *out = NULL;
     cg_model_free(m);
     return st;
 }
@@ -222,39 +228,27 @@ cg_status cg_tensor_proto_load_bytes(const void *data, size_t size, cg_model **h
 {
     *holder = NULL;
     *out = NULL;
-    if (size > CG_PROTOBUF_MAX)
-        return cg_error_set(err, CG_LIMIT, "tensor bytes: over protobuf's 2 GiB limit");
     cg_model *m = model_new();
     if (!m)
         return cg_error_set(err, CG_NOMEM, "tensor bytes: out of memory");
-    rd_ctx c;
-    memset(&c, 0, sizeof c);
     cg_status st = CG_OK;
-    static const uint8_t empty[1];
-    uint8_t *copy = size ? cg_arena_alloc(m->arena, size) : NULL;
-    cg_tensor_proto *t = cg_arena_alloc(m->arena, sizeof *t);
-    if ((size && !copy) || !t) {
-        st = cg_error_set(err, CG_NOMEM, "tensor bytes: out of memory");
-        goto fail;
-    }
-    if (size)
+    uint8_t *copy = NULL;
+    if (size && size <= CG_PROTOBUF_MAX) {
+        copy = cg_arena_alloc(m->arena, size);
+        if (!copy) {
+            st = cg_error_set(err, CG_NOMEM, "tensor bytes: out of memory");
+            goto fail;
+        }
         memcpy(copy, data, size);
-    c.arena = m->arena;
-    c.err = err;
-    c.label = "tensor bytes";
-    c.base = copy ? copy : empty;
-    cg_load_options_default(&c.opt);
-    st = cg_read_tensor(&c, copy ? copy : empty, size, t);
-    if (st == CG_OK)
-        st = cg_resolve_external(&c, m); /* no base dir: external data is refused */
+    }
+    m->file_size = size;
+    st = parse_tensor_into(m, copy, size, "tensor bytes", out, err);
     if (st != CG_OK)
         goto fail;
-    free(c.tensors);
     *holder = m;
-    *out = t;
     return CG_OK;
 fail:
-    free(c.tensors);
+    *out = NULL;
     cg_model_free(m);
     return st;
 }
