@@ -1,0 +1,169 @@
+/*
+ * Targets: where a node can run, and (for executing targets) running it.
+ *
+ * Every target, executing or profiled, is one cg_target: a name, a version,
+ * where its rules come from, its fallback policy and compute precision, its
+ * partition rules, and a vtable. `supports` answers for one node with the
+ * exact rule that failed and the offending value. For an executing target
+ * (the XNNPACK delegate) `supports` is exactly what its `compile` accepts,
+ * so predicted residency equals actual residency. A profiled target
+ * (capability profile of a runtime we cannot run here) has no compile/run:
+ * every report built from it says it is a prediction, from which profile.
+ *
+ * Types of values: placement depends on dtypes, shapes and constness, so
+ * `supports` sees a cg_type_env built for concrete input dims (see
+ * cg_type_env_build): one reference run with inputs of the requested shape
+ * records the dtype and shape of every value the main graph produces.
+ */
+#ifndef CONVGATE_TARGET_H
+#define CONVGATE_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/model.h"
+#include "convgate/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CG_TYPE_MAX_RANK 16
+
+/* --- value types ---------------------------------------------------------- */
+
+typedef struct cg_value_type {
+    const char *name;
+    bool known;    /* dtype and shape are known */
+    cg_dtype dtype;
+    int rank;
+    int64_t dims[CG_TYPE_MAX_RANK];
+    bool is_const; /* an initializer, or produced only from constants (Constant,
+                      and ops whose inputs are all constant) */
+    bool is_graph_input;
+} cg_value_type;
+
+typedef struct cg_type_env cg_type_env;
+
+/* Symbolic dim bindings for building a type environment ("batch" = 4). */
+typedef struct cg_dim_binding {
+    const char *symbol;
+    int64_t value;
+} cg_dim_binding;
+
+/* Runs the reference runtime once on seeded random inputs whose symbolic
+ * dims come from `dims` (unbound symbols default to 1; each default is
+ * listed in the env's notes) and records the type of every value of the
+ * main graph. Values inside subgraphs take their declared value_info when
+ * present, else stay unknown. */
+cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
+                            cg_type_env **out, cg_error *err);
+void cg_type_env_free(cg_type_env *env);
+/* NULL when the name was never seen. */
+const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name);
+/* Notes such as "symbol 'batch' not bound: used 1". */
+size_t cg_type_env_note_count(const cg_type_env *env);
+const char *cg_type_env_note(const cg_type_env *env, size_t i);
+
+/* --- targets ------------------------------------------------------------- */
+
+typedef enum cg_target_kind { CG_TARGET_EXECUTING = 0, CG_TARGET_PROFILED = 1 } cg_target_kind;
+
+typedef enum cg_fallback_policy {
+    CG_FALLBACK_CPU = 0, /* unsupported nodes run on the CPU */
+    CG_FALLBACK_FAIL = 1 /* an unsupported node is an initialization error */
+} cg_fallback_policy;
+
+typedef enum cg_precision { CG_PRECISION_FP32 = 0, CG_PRECISION_FP16 = 1 } cg_precision;
+
+typedef struct cg_partition_rules {
+    int min_nodes;          /* partitions with fewer supported nodes are dropped (0/1 = none) */
+    int max_partitions;     /* keep only the N largest; 0 = unlimited */
+    /* op types that must not form a partition on their own (e.g. NNAPI's
+     * single Identity/Reshape partitions) */
+    const char *const *no_single_ops;
+    size_t no_single_op_count;
+    /* op types after which the target stops taking nodes: the op and every
+     * node that depends on it stay on the CPU */
+    const char *const *stop_ops;
+    size_t stop_op_count;
+} cg_partition_rules;
+
+/* What `supports` sees. */
+typedef struct cg_support_query {
+    const cg_model *model;
+    const cg_graph *graph;   /* graph holding node (main graph or a body) */
+    const cg_node *node;
+    int64_t opset;           /* the model's import for the node's domain */
+    const cg_type_env *types;
+} cg_support_query;
+
+typedef struct cg_target cg_target;
+typedef struct cg_value cg_value; /* runtime value, src/run/kernel.h */
+
+/* A partition handed to an executing target (see partition.h for how they
+ * are formed). Node indices refer to graph->nodes, in topological order. */
+typedef struct cg_partition_desc {
+    const cg_model *model;
+    const cg_graph *graph;
+    const size_t *nodes;
+    size_t node_count;
+    const char *const *inputs;  /* values entering from the CPU side (constants excluded) */
+    size_t input_count;
+    const char *const *outputs; /* values leaving to the CPU side or graph outputs */
+    size_t output_count;
+    const cg_type_env *types;
+} cg_partition_desc;
+
+typedef struct cg_target_vtable {
+    /* Writes the failed rule and offending value to reason on false. */
+    bool (*supports)(const cg_target *t, const cg_support_query *q, char *reason,
+                     size_t reason_len);
+    /* Executing targets only (NULL for profiled ones). */
+    cg_status (*compile)(const cg_target *t, const cg_partition_desc *p, void **state,
+                         cg_error *err);
+    /* inputs/outputs in the order of p->inputs / p->outputs. Outputs are
+     * allocated by the target (cg_value owned by the caller afterwards). */
+    cg_status (*run)(void *state, const cg_value *const *inputs, cg_value **outputs,
+                     cg_error *err);
+    void (*release)(void *state);
+    /* Frees what the target owns (profile data). */
+    void (*destroy)(cg_target *t);
+} cg_target_vtable;
+
+struct cg_target {
+    const char *name;        /* "xnnpack", "litert-gpu", ... */
+    const char *version;     /* of the runtime modelled / linked */
+    const char *description;
+    const char *source;      /* where its rules come from (repo@rev:path, or "compile()") */
+    cg_target_kind kind;
+    cg_fallback_policy fallback;
+    cg_precision precision;
+    bool accumulate_fp32;    /* fp16 compute that accumulates reductions in fp32 */
+    cg_partition_rules rules;
+    /* What the profile says it does not model (printed with every report). */
+    const char *const *not_modelled;
+    size_t not_modelled_count;
+    const cg_target_vtable *vt;
+    void *impl;
+};
+
+/* The registry: executing targets compiled in, plus every profile found in
+ * the profile directory (default: the installed/ source tree's profiles/,
+ * or $CONVGATE_PROFILES). */
+typedef struct cg_target_registry cg_target_registry;
+
+cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
+                                  cg_error *err);
+void cg_target_registry_free(cg_target_registry *reg);
+size_t cg_target_registry_count(const cg_target_registry *reg);
+const cg_target *cg_target_registry_at(const cg_target_registry *reg, size_t i);
+/* NULL with err set (listing the known names) when no target has that name. */
+const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,
+                                         cg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
