@@ -176,7 +176,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
         if (!wire_next(&r, &f))
             return cg_error_set(err, CG_PARSE, "%s: malformed TensorProto", what);
         if (f.number == TP_DIMS) {
-            wire_reader pr = {f.data, f.data + f.len};
+            wire_reader pr = {f.data, f.data ? f.data + f.len : NULL};
             uint64_t v = f.varint;
             bool packed = f.wire == 2;
             if (!packed && f.wire != 0)
@@ -295,7 +295,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
                 store_unit(&t, es, units, fixed, k++, bits);
             }
         } else {
-            wire_reader pr = {f.data, f.data + f.len};
+            wire_reader pr = {f.data, f.data ? f.data + f.len : NULL};
             while (pr.p < pr.end) {
                 uint64_t v;
                 if (!wire_varint(&pr, &v)) {

@@ -584,7 +584,8 @@ cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_o
             }
             pos += e->payload.len;
         }
-        qsort(c.ext, c.ext_count, sizeof *c.ext, cmp_ext);
+        if (c.ext_count)
+            qsort(c.ext, c.ext_count, sizeof *c.ext, cmp_ext);
     }
     f = fopen(path, "wb");
     if (!f) {
