@@ -47,6 +47,14 @@ typedef struct cg_metrics {
     /* running sums for merging (internal, but kept in the struct so
      * metrics can be merged over samples) */
     double sum_abs, sum_sq_diff, sum_sq_ref, sum_ref, sum_got, sum_ref2, sum_got2, sum_refgot;
+    /* added for stable merging (src/verify/compare.c): pairs where both
+     * values are finite, their means and centered (co)moments, merged with
+     * Chan et al.'s parallel update so Pearson does not cancel */
+    uint64_t finite_count;
+    double mean_ref, mean_got, m2_ref, m2_got, co_refgot;
+    /* sample the worst element came from: 0 from cg_compare_tensors; the
+     * caller sets it on b before cg_metrics_merge */
+    int64_t worst_sample;
 } cg_metrics;
 
 /* Compares got against ref (any numeric dtype; both read as double). */
@@ -55,6 +63,13 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
 /* Folds b into a (same output over another sample). */
 void cg_metrics_merge(cg_metrics *a, const cg_metrics *b);
 void cg_metrics_init(cg_metrics *m);
+
+/* Built-in tolerances: ORT OpTester's float values (atol 1e-5, rtol 1e-4),
+ * or its fp16 values (atol 2.5e-3, rtol 1e-3) for a reduced-precision path
+ * (reference: shared/reference/reliability.md section 3). */
+void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
+/* Lower edge of histogram bin b (0 for bin 0): 1e-10, 1e-9, ..., 1. */
+double cg_hist_bin_low(int bin);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,20 @@ typedef struct cg_tensor cg_tensor;
 struct cg_assignment; /* convgate/partition.h */
 struct cg_type_env;   /* convgate/target.h */
 
+/* How the reference kernels compute one main-graph node (see
+ * cg_runtime_options.node_precision). The fp16 modes emulate a target that
+ * computes in half precision: every float32 tensor the node reads is
+ * rounded to fp16 first (values from outside the emulated nodes: graph
+ * inputs, CPU nodes, initializers; the crossing of a partition boundary)
+ * and every float32 tensor it writes is rounded to fp16 (fp16 storage).
+ * Rounding is idempotent, so values passed between emulated nodes are not
+ * copied again. */
+typedef enum cg_node_precision {
+    CG_NODE_PREC_FP32 = 0,       /* as written */
+    CG_NODE_PREC_FP16 = 1,       /* fp16 storage, reductions/dots accumulate in fp32 */
+    CG_NODE_PREC_FP16_ACC16 = 2  /* fp16 storage and fp16 accumulation */
+} cg_node_precision;
+
 typedef struct cg_runtime_options {
     size_t max_alloc_bytes; /* one allocation above this fails with CG_LIMIT; 0 = default 4 GiB */
     /* Called for every value produced by a node of the main graph, in
@@ -47,6 +61,17 @@ typedef struct cg_runtime_options {
      * must outlive the runtime. */
     const struct cg_assignment *assignment;
     const struct cg_type_env *types;
+    /* Optional per-node timing of the main graph (convgate profile): NULL,
+     * or graph->node_count entries indexed like graph->nodes; every run adds
+     * the thread CPU seconds of each reference kernel it runs (a control-flow
+     * node's bodies included). Nodes inside executing partitions are timed
+     * per partition instead (cg_runtime_partition_info). The caller zeroes
+     * it and keeps it alive as long as the runtime. */
+    double *node_seconds;
+    /* Per main-graph node (graph->nodes order), a cg_node_precision; NULL:
+     * every node as written. Applies to nodes that run on the reference
+     * kernels (not to executing partitions). Must outlive the runtime. */
+    const uint8_t *node_precision;
 } cg_runtime_options;
 
 void cg_runtime_options_default(cg_runtime_options *opt);

@@ -47,6 +47,13 @@ cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs, si
 const cg_assignment *cg_target_path_assignment(const cg_target_path *p);
 /* True when some partition computes in reduced precision on this path. */
 bool cg_target_path_reduced_precision(const cg_target_path *p);
+/* The type environment the assignment was made with (owned by the path). */
+const cg_type_env *cg_target_path_types(const cg_target_path *p);
+/* How main-graph node `node` computes on this path (CG_NODE_PREC_FP32 for
+ * CPU nodes, executing targets, fp32 profiles and under force_fp32). */
+cg_node_precision cg_target_path_node_precision(const cg_target_path *p, size_t node);
+/* The runtime behind the path (partition timings: cg_runtime_partition_info_get). */
+const cg_runtime *cg_target_path_runtime(const cg_target_path *p);
 void cg_target_path_free(cg_target_path *p);
 
 #ifdef __cplusplus

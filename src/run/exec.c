@@ -12,6 +12,13 @@
  * its own allocation, so a data-dependent shape is never unsafe.
  * A runtime holds that plan and its arena, so it runs one call at a time;
  * threads that run concurrently each need their own runtime.
+ *
+ * With opt.node_precision, a main-graph step marked fp16 reads its float32
+ * inputs rounded to fp16 (a copy in scratch, or for initializers a copy
+ * rounded once at init; values from other fp16 steps are already rounded),
+ * runs with k->precision telling accumulating kernels to accumulate in fp16
+ * when asked, and has its float32 outputs rounded in place before anyone
+ * (the observer included) sees them.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,6 +175,158 @@ static void drop_step_outputs(cg_exec *f, size_t count)
     }
 }
 
+static double now_seconds(void);
+
+/* Thread CPU seconds for per-node timing: on a shared machine wall time
+ * counts other processes' slices; the runtime runs a model on one thread. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Scratch owned by frame f, freed after the running step's kernel; NULL
+ * above the allocation limit or when out of memory. */
+static void *frame_scratch(cg_exec *f, size_t bytes)
+{
+    if (!f || bytes > SIZE_MAX - sizeof(cg_scratch) - 16)
+        return NULL;
+    if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
+        return NULL;
+    cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
+    if (!s)
+        return NULL;
+    s->next = f->scratch;
+    f->scratch = s;
+    return s->data;
+}
+
+/* --- fp16 emulation (cg_node_precision) ------------------------------------------ */
+
+static void round_f32_to_fp16(float *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
+}
+
+/* Rounds every float32 tensor held by v in place (fp16 storage). */
+static void round_value_fp16(cg_value *v)
+{
+    if (!v)
+        return;
+    if (v->kind == CG_VALUE_SEQUENCE ||
+        (v->kind == CG_VALUE_OPTIONAL && v->has_value && v->optional_is_sequence)) {
+        for (size_t i = 0; i < v->item_count; i++)
+            round_value_fp16(v->items[i]);
+        return;
+    }
+    if (v->kind == CG_VALUE_OPTIONAL && !v->has_value)
+        return;
+    if (v->tensor.dtype == CG_DTYPE_FLOAT && v->tensor.data)
+        round_f32_to_fp16(v->tensor.data, v->tensor.numel);
+}
+
+static cg_node_precision step_precision(const cg_exec *f, const cg_step *st)
+{
+    const uint8_t *np = f->rt->opt.node_precision;
+    if (!f->is_main || !np || st->index >= f->plan->graph->node_count)
+        return CG_NODE_PREC_FP32;
+    return (cg_node_precision)np[st->index];
+}
+
+/* Input i of an emulated step as fp16 would hold it: values produced by
+ * another emulated node are already rounded; initializers use the copy
+ * rounded at init; anything else crossing into the emulated region (a graph
+ * input, a CPU node's output) is rounded into scratch. */
+static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
+{
+    const cg_value *v = f->ins[i];
+    const cg_plan *p = f->plan;
+    cg_ref r = st->in[i];
+    if (v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT || r.up != 0)
+        return CG_OK;
+    int32_t prod = p->slot_producer[r.slot];
+    if (p->slot_kind[r.slot] == CG_SLOT_NODE && prod >= 0 &&
+        step_precision(f, &p->steps[prod]) != CG_NODE_PREC_FP32)
+        return CG_OK;
+    if (p->slot_kind[r.slot] == CG_SLOT_INIT && v == p->init_values[r.slot] &&
+        f->rt->prec_init && f->rt->prec_init[r.slot]) {
+        f->ins[i] = f->rt->prec_init[r.slot];
+        return CG_OK;
+    }
+    size_t bytes = cg_tensor_bytes(&v->tensor);
+    cg_value *c = frame_scratch(f, sizeof *c);
+    float *d = c ? frame_scratch(f, bytes) : NULL;
+    if (!d) {
+        char lbl[256];
+        return cg_error_set(f->err, CG_NOMEM, "%s: out of memory rounding input '%s' to fp16",
+                            step_label(st->node, st->index, lbl, sizeof lbl),
+                            st->node->inputs[i]);
+    }
+    *c = *v;
+    if (bytes)
+        memcpy(d, v->tensor.data, bytes);
+    c->tensor.data = d;
+    round_f32_to_fp16(d, v->tensor.numel);
+    f->ins[i] = c;
+    return CG_OK;
+}
+
+static bool target_executes(const cg_target *t);
+
+/* Rounded copies of the float32 initializers emulated nodes read. */
+static cg_status prec_init_build(cg_runtime *rt, cg_error *err)
+{
+    const cg_plan *p = rt->main;
+    const uint8_t *np = rt->opt.node_precision;
+    const cg_assignment *a = rt->opt.assignment;
+    /* An executing partition's outputs come from the target unrounded, but
+     * emulated consumers trust an emulated producer to have rounded: so a
+     * node there cannot be emulated. */
+    for (size_t i = 0; a && i < p->graph->node_count; i++) {
+        int pid = a->partition_of[i];
+        if (np[i] != CG_NODE_PREC_FP32 && pid >= 0 && (size_t)pid < a->partition_count &&
+            target_executes(a->targets[a->partitions[pid].target]))
+            return cg_error_set(err, CG_USAGE, "node %zu runs on the executing target '%s': it "
+                                "cannot also be emulated in fp16", i,
+                                a->targets[a->partitions[pid].target]->name);
+    }
+    rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
+    if (!rt->prec_init)
+        return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
+    for (size_t si = 0; si < p->step_count; si++) {
+        const cg_step *st = &p->steps[si];
+        if (st->index >= p->graph->node_count || np[st->index] == CG_NODE_PREC_FP32)
+            continue;
+        for (size_t i = 0; i < st->node->input_count; i++) {
+            cg_ref r = st->in[i];
+            if (r.up != 0 || r.slot < 0 || p->slot_kind[r.slot] != CG_SLOT_INIT ||
+                rt->prec_init[r.slot])
+                continue;
+            const cg_value *v = p->init_values[r.slot];
+            if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT)
+                continue;
+            cg_status cs = cg_value_copy(v, &rt->prec_init[r.slot], err);
+            if (cs != CG_OK)
+                return cs;
+            round_value_fp16(rt->prec_init[r.slot]);
+        }
+    }
+    return CG_OK;
+}
+
+static void prec_init_free(cg_runtime *rt)
+{
+    if (!rt->prec_init)
+        return;
+    for (size_t s = 0; rt->main && s < rt->main->slot_count; s++)
+        cg_value_free(rt->prec_init[s]);
+    free(rt->prec_init);
+    rt->prec_init = NULL;
+}
+
 /* Runs step si; with release, drops the slots whose last use it is (the
  * plan's liveness; a schedule applies its own). */
 static cg_status run_step(cg_exec *f, size_t si, bool release)
@@ -189,13 +348,29 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
                                 "early or never produced)",
                                 step_label(n, st->index, lbl, sizeof lbl), n->inputs[i]);
     }
+    cg_node_precision prec = step_precision(f, st);
+    for (size_t i = 0; prec != CG_NODE_PREC_FP32 && i < n->input_count; i++) {
+        if (!f->ins[i])
+            continue;
+        cg_status rs = emulated_input(f, st, i);
+        if (rs != CG_OK) {
+            scratch_free_all(f);
+            return rs;
+        }
+    }
     for (size_t i = 0; i < n->output_count; i++) {
         f->outs[i] = NULL;
         f->out_flags[i] = 0;
     }
     cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
-                       f->outs, n->output_count, f, err};
+                       f->outs, n->output_count, f, err,
+                       prec == CG_NODE_PREC_FP16_ACC16 ? CG_KPREC_FP16_ACC16 : CG_KPREC_FP32};
+    /* per-node timing only when asked: two clock reads per step otherwise wasted */
+    double *timing = f->is_main ? f->rt->opt.node_seconds : NULL;
+    double t_start = timing ? cpu_seconds() : 0.0;
     cg_status status = st->fn(&k);
+    if (timing)
+        timing[st->index] += cpu_seconds() - t_start;
     scratch_free_all(f);
     if (status == CG_OK) {
         for (size_t i = 0; i < n->output_count; i++)
@@ -222,6 +397,8 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         cg_value *v = f->outs[i];
         f->vals[slot] = v;
         f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
+        if (prec != CG_NODE_PREC_FP32)
+            round_value_fp16(v);
         if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
             v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING)
             rt->record_bytes[slot] = cg_tensor_bytes(&v->tensor);
@@ -769,6 +946,8 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     }
     if (rt->opt.assignment && (st = schedule_build(rt, err)) != CG_OK)
         goto fail;
+    if (rt->opt.node_precision && (st = prec_init_build(rt, err)) != CG_OK)
+        goto fail;
     *out = rt;
     return CG_OK;
 fail:
@@ -781,6 +960,7 @@ void cg_runtime_free(cg_runtime *rt)
     if (!rt)
         return;
     schedule_free(rt);
+    prec_init_free(rt);
     cg_plan_free(rt->main);
     cg_mem_plan_clear(&rt->mem);
     cg_registry_index_free(&rt->registry);
@@ -1207,17 +1387,7 @@ cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out)
 
 void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes)
 {
-    cg_exec *f = k->exec;
-    if (!f || bytes > SIZE_MAX - sizeof(cg_scratch) - 16)
-        return NULL;
-    if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
-        return NULL;
-    cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
-    if (!s)
-        return NULL;
-    s->next = f->scratch;
-    f->scratch = s;
-    return s->data;
+    return frame_scratch(k->exec, bytes);
 }
 
 /* --- kernel API: attributes -------------------------------------------------- */

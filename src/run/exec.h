@@ -139,6 +139,9 @@ struct cg_runtime {
     cg_rt_unit *units;
     size_t unit_count;
     int32_t *slot_first, *slot_last; /* per main slot: unit positions, for the memory plan */
+    /* with opt.node_precision: per main slot, the fp16-rounded copy of an
+     * initializer that emulated nodes read (NULL otherwise) */
+    cg_value **prec_init;
 };
 
 typedef struct cg_scratch {

@@ -62,6 +62,16 @@ typedef struct cg_value {
 typedef struct cg_runtime cg_runtime;
 typedef struct cg_exec cg_exec;
 
+/* How a kernel computes floating point. The executor sets it for nodes of a
+ * partition that emulates a reduced-precision target (convgate/targetpath.h);
+ * it rounds every float32 value such a node reads and writes to fp16 itself,
+ * so only kernels that accumulate (reductions, dot products) look at it. */
+typedef enum cg_kernel_precision {
+    CG_KPREC_FP32 = 0,       /* as written: sums in float32 or wider */
+    CG_KPREC_FP16_ACC16 = 1  /* fp16 compute: every partial sum and product
+                                rounded to fp16 (overflows to inf at 65504) */
+} cg_kernel_precision;
+
 typedef struct cg_kernel_ctx {
     const cg_node *node;
     const cg_graph *graph; /* the graph (or subgraph) holding node */
@@ -73,6 +83,7 @@ typedef struct cg_kernel_ctx {
     size_t output_count;
     cg_exec *exec;                  /* executor state (allocation, subgraphs) */
     cg_error *err;
+    cg_kernel_precision precision;  /* CG_KPREC_FP32 unless emulating fp16 */
 } cg_kernel_ctx;
 
 typedef cg_status (*cg_kernel_fn)(cg_kernel_ctx *k);

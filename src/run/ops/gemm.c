@@ -7,6 +7,11 @@
  * bfloat16 through float32, float64 on dgemm; integers are exact: products
  * accumulate in uint64 (wrapping, as two's complement does) and are stored
  * with the C conversion to the output width.
+ *
+ * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16
+ * target) the float products skip BLAS: each inner product runs in order
+ * with every product and partial sum rounded to fp16, as fp16 hardware
+ * accumulates (the executor has already rounded the operands).
  */
 #include <math.h>
 #include <string.h>
@@ -114,6 +119,35 @@ static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, con
     return CG_OK;
 }
 
+static float h16(double x)
+{
+    return cg_fp16_to_f32(cg_f32_to_fp16((float)x));
+}
+
+/* y[i*n+j] = sum_q A(i,q) B(q,j) with an fp16 accumulator; A(i,q) is
+ * a[i*ars + q*acs], B(q,j) is b[q*brs + j*bcs] (strides express transposes). */
+static void mm_acc16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t ars, int64_t acs,
+                     const float *b, int64_t brs, int64_t bcs, float *y)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t q = 0; q < kk; q++)
+                acc = h16((double)acc + h16((double)a[i * ars + q * acs] * b[q * brs + j * bcs]));
+            y[i * n + j] = acc;
+        }
+}
+
+static void mm_f32_acc16(const mm_plan *p, const float *a, const float *b, float *y)
+{
+    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(p, bi, &ao, &bo);
+        mm_acc16(p->m, p->n, p->kk, a + ao * asz, p->kk, 1, b + bo * bsz, p->n, 1, y + bi * ysz);
+    }
+}
+
 /* Integer matrices read as int64 bit patterns (uint64 keeps its bits). */
 static const int64_t *as_i64(cg_kernel_ctx *k, const cg_tensor *t)
 {
@@ -173,7 +207,9 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
         if (!af || !bf || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-        if ((st = mm_f32(k, &p, af, bf, yf)) != CG_OK)
+        if (k->precision == CG_KPREC_FP16_ACC16)
+            mm_f32_acc16(&p, af, bf, yf);
+        else if ((st = mm_f32(k, &p, af, bf, yf)) != CG_OK)
             return st;
         cg_nn_store_f32(y, yf);
         return CG_OK;
@@ -274,6 +310,21 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
             }
             for (int64_t j = 0; j < n; j++)
                 yf[i * n + j] = cf[i * rs + j * cs];
+        }
+        if (k->precision == CG_KPREC_FP16_ACC16) {
+            /* y = alpha*AB + beta*C, each step in fp16; yf holds C (or nothing) */
+            float *ab = cg_nn_scratch(k, m * n, sizeof(float));
+            if (!ab)
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            int64_t lda = a->dims[1], ldb = b->dims[1];
+            mm_acc16(m, n, kk, af, ta ? 1 : lda, ta ? lda : 1, bf, tb ? 1 : ldb, tb ? ldb : 1,
+                     ab);
+            for (int64_t i = 0; i < m * n; i++) {
+                float v = h16(alpha * ab[i]);
+                yf[i] = use_c ? h16((double)v + h16(beta * yf[i])) : v;
+            }
+            cg_nn_store_f32(y, yf);
+            return CG_OK;
         }
         if (!cg_nn_sgemm(ta, tb, m, n, kk, (float)alpha, af, a->dims[1], bf, b->dims[1],
                          use_c ? (float)beta : 0.0f, yf, n))

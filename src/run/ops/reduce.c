@@ -8,6 +8,12 @@
  * gathered into a scratch row and reduced there: floating types in double
  * and rounded once on store, integer types exactly in 64 bits (wrapping like
  * the element type would), so int64 sums never pass through double.
+ *
+ * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16
+ * target) float reductions run the way fp16 hardware does instead: in
+ * order, with every partial sum, square and product rounded to fp16, so a
+ * sum of squares past 65504 becomes inf and a long sum drifts as the
+ * accumulator's spacing grows.
  */
 #include <math.h>
 #include <string.h>
@@ -153,6 +159,55 @@ static double reduce_f64(reduce_kind kind, const double *v, int64_t n)
     case R_MEAN: return acc / (double)n; /* NaN for an empty set, as 0/0 */
     case R_L2: return sqrt(acc);
     case R_LOGSUM: return log(acc);
+    default: return acc;
+    }
+}
+
+static double r16(double x)
+{
+    return cg_fp16_to_f32(cg_f32_to_fp16((float)x));
+}
+
+/* reduce_f64 with an fp16 accumulator (CG_KPREC_FP16_ACC16). Max and Min
+ * are exact in any precision. */
+static double reduce_f16acc(reduce_kind kind, const double *v, int64_t n)
+{
+    double acc = 0.0;
+    switch (kind) {
+    case R_MAX:
+    case R_MIN: return r16(reduce_f64(kind, v, n));
+    case R_PROD:
+        acc = 1.0;
+        for (int64_t i = 0; i < n; i++)
+            acc = r16(acc * r16(v[i]));
+        return acc;
+    case R_LOGSUMEXP: {
+        double m = -INFINITY;
+        for (int64_t i = 0; i < n; i++)
+            if (v[i] > m || isnan(v[i]))
+                m = v[i];
+        if (n == 0 || isinf(m) || isnan(m))
+            return n == 0 ? -INFINITY : m == -INFINITY ? -INFINITY : m;
+        m = r16(m);
+        for (int64_t i = 0; i < n; i++)
+            acc = r16(acc + r16(exp(r16(v[i]) - m)));
+        return r16(m + r16(log(acc)));
+    }
+    default: break;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double x = r16(v[i]);
+        switch (kind) {
+        case R_L1: acc = r16(acc + fabs(x)); break;
+        case R_L2:
+        case R_SUMSQ: acc = r16(acc + r16(x * x)); break;
+        default: acc = r16(acc + x); break;
+        }
+    }
+    switch (kind) {
+    case R_MEAN: return r16(acc / (double)n);
+    case R_L2: return r16(sqrt(acc));
+    case R_LOGSUM: return r16(log(acc));
     default: return acc;
     }
 }
@@ -303,6 +358,8 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
         return st;
     size_t row = (size_t)(p.rn ? p.rn : 1);
     bool is_int = cg_dtype_is_int(x->dtype) || x->dtype == CG_DTYPE_BOOL;
+    /* fp16 hardware never sees double; an emulated node reducing one keeps it exact */
+    bool acc16 = k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE && !is_int;
     void *buf = cg_kernel_scratch(k, row * 8);
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");
@@ -314,7 +371,7 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
             continue;
         }
         gather_f64(x, &p, base, buf);
-        double v = reduce_f64(kind, buf, p.rn);
+        double v = acc16 ? reduce_f16acc(kind, buf, p.rn) : reduce_f64(kind, buf, p.rn);
         if (out->dtype == CG_DTYPE_FLOAT)
             ((float *)out->data)[g] = (float)v;
         else
@@ -370,16 +427,26 @@ cg_status cg_op_mean_variance_normalization(cg_kernel_ctx *k)
     double *buf = cg_kernel_scratch(k, (size_t)(p.rn ? p.rn : 1) * sizeof *buf);
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");
+    bool acc16 = k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE;
     for (int64_t g = 0; g < p.groups && p.rn > 0; g++) {
         int64_t base = plan_base(&p, g);
         gather_f64(x, &p, base, buf);
         double sum = 0.0, sq = 0.0;
         for (int64_t j = 0; j < p.rn; j++) {
+            if (acc16) {
+                sum = r16(sum + r16(buf[j]));
+                sq = r16(sq + r16(r16(buf[j]) * r16(buf[j])));
+                continue;
+            }
             sum += buf[j];
             sq += buf[j] * buf[j];
         }
         /* The spec's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9). */
         double mean = sum / (double)p.rn, var = sq / (double)p.rn - mean * mean;
+        if (acc16) {
+            mean = r16(mean);
+            var = r16(r16(sq / (double)p.rn) - r16(mean * mean));
+        }
         double denom = sqrt(var > 0 ? var : 0) + 1e-9;
         for (int64_t j = 0; j < p.rn; j++)
             cg_tensor_set_f64(out, base + (p.roff ? p.roff[j] : j), (buf[j] - mean) / denom);

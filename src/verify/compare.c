@@ -1,0 +1,292 @@
+/*
+ * Parity metrics between a reference tensor and a target's tensor.
+ *
+ * Definitions (tools/metrics_ref.py computes the same numbers with numpy,
+ * independently, and tests/unit/test_compare.c holds the two to 1e-9):
+ *
+ *  - A "finite pair" is an element where both values are finite. The error
+ *    statistics (mean_abs, rmse, nmse, cosine, pearson, max_rel, max_ulp)
+ *    are taken over finite pairs only, so one NaN cannot turn every number
+ *    into NaN; NaN and Inf are reported by the nan_/inf_ counters instead.
+ *  - An element passes when |got - ref| <= atol + rtol*|ref| (finite pair);
+ *    otherwise NaN passes only against NaN with nan_equal, an infinity only
+ *    against the same infinity. A non-finite pair that fails makes max_abs
+ *    +inf and becomes the worst element (the first such one), and lands in
+ *    the top histogram bin, so the report points at it.
+ *  - max_rel follows numpy's assert_allclose report: |d|/|ref| over finite
+ *    pairs whose ref is not zero (an error against an exact zero shows in
+ *    max_abs; dividing by zero would make every ReLU output "infinitely" off).
+ *  - nmse = sum d^2 / sum ref^2; when ref is all zeros: 0 if d is all zeros,
+ *    else +inf.
+ *  - cosine = sum(ref*got) / (sqrt(sum ref^2) * sqrt(sum got^2)); 1 when both
+ *    are all zeros, 0 when exactly one is.
+ *  - pearson from centered moments; when both sides are constant: 1 if they
+ *    are equal, else 0; when exactly one is constant: 0. An empty set of
+ *    finite pairs gives cosine = pearson = 1 and zero errors.
+ *  - max_ulp: both values rounded to float32 (to float16 when ref is a
+ *    float16 tensor) and mapped to a monotonic integer line (sign-magnitude
+ *    to two's complement), so +0 and -0 are 0 apart and the distance across
+ *    zero counts the representable values in between.
+ *  - hist[b]: |d| of finite pairs by decade: bin 0 below 1e-10, bin b in
+ *    [1e-(11-b), 1e-(10-b)), bin 11 at or above 1 (plus failing non-finite
+ *    pairs).
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "convgate/compare.h"
+#include "run/kernel.h"
+
+static const double hist_edges[CG_HIST_BINS - 1] = {1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5,
+                                                    1e-4,  1e-3, 1e-2, 1e-1, 1.0};
+
+void cg_metrics_init(cg_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->worst_index = -1;
+    m->worst_sample = -1;
+    m->bit_identical = true;
+    m->pass = true;
+    m->cosine = 1.0;
+    m->pearson = 1.0;
+}
+
+void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision)
+{
+    memset(tol, 0, sizeof *tol);
+    tol->atol = reduced_precision ? 2.5e-3 : 1e-5;
+    tol->rtol = reduced_precision ? 1e-3 : 1e-4;
+}
+
+double cg_hist_bin_low(int bin)
+{
+    if (bin <= 0)
+        return 0.0;
+    return bin >= CG_HIST_BINS ? INFINITY : hist_edges[bin - 1];
+}
+
+/* Decade bin of a non-negative |diff| (NaN never reaches here). */
+static int hist_bin(double d)
+{
+    int b = 0;
+    while (b < CG_HIST_BINS - 1 && d >= hist_edges[b])
+        b++;
+    return b;
+}
+
+/* Position of v on the integer line of float32 (or float16) values. */
+static int64_t ulp_key(double v, bool half)
+{
+    if (half) {
+        float f = v > 65504.0 * 2 ? INFINITY : v < -65504.0 * 2 ? -INFINITY : (float)v;
+        uint16_t h = cg_f32_to_fp16(f);
+        return (h & 0x8000u) ? -(int64_t)(h & 0x7fffu) : (int64_t)h;
+    }
+    /* converting an out-of-range double to float is undefined: clamp first */
+    float f = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? -(int64_t)(u & 0x7fffffffu) : (int64_t)u;
+}
+
+static bool dtype_comparable(cg_dtype dt)
+{
+    return cg_dtype_is_float(dt) || cg_dtype_is_int(dt) || dt == CG_DTYPE_BOOL;
+}
+
+/* Derived metrics from the running sums and moments (single or merged). */
+static void finalize(cg_metrics *m)
+{
+    double n = (double)m->finite_count;
+    m->mean_abs = m->finite_count ? m->sum_abs / n : 0.0;
+    m->rmse = m->finite_count ? sqrt(m->sum_sq_diff / n) : 0.0;
+    if (m->sum_sq_ref > 0)
+        m->nmse = m->sum_sq_diff / m->sum_sq_ref;
+    else
+        m->nmse = m->sum_sq_diff > 0 ? INFINITY : 0.0;
+    if (m->sum_ref2 == 0 && m->sum_got2 == 0)
+        m->cosine = 1.0;
+    else if (m->sum_ref2 == 0 || m->sum_got2 == 0)
+        m->cosine = 0.0;
+    else
+        m->cosine = m->sum_refgot / (sqrt(m->sum_ref2) * sqrt(m->sum_got2));
+    if (m->m2_ref == 0 && m->m2_got == 0)
+        m->pearson = m->sum_sq_diff == 0 ? 1.0 : 0.0;
+    else if (m->m2_ref == 0 || m->m2_got == 0)
+        m->pearson = 0.0;
+    else
+        m->pearson = m->co_refgot / (sqrt(m->m2_ref) * sqrt(m->m2_got));
+    m->pass = m->mismatches == 0 && !m->shape_mismatch && !m->dtype_mismatch;
+}
+
+static bool same_shape(const cg_tensor *a, const cg_tensor *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const cg_tolerance *tol,
+                             cg_metrics *out, cg_error *err)
+{
+    cg_tolerance deflt;
+    cg_metrics_init(out);
+    if (!ref || !got || !out)
+        return cg_error_set(err, CG_USAGE, "compare: NULL tensor");
+    if (!tol) {
+        cg_tolerance_default(&deflt, false);
+        tol = &deflt;
+    }
+    if (!dtype_comparable(ref->dtype) || !dtype_comparable(got->dtype))
+        return cg_error_set(err, CG_UNSUPPORTED,
+                            "compare: cannot compare %s against %s (numeric real tensors only)",
+                            cg_dtype_name(ref->dtype), cg_dtype_name(got->dtype));
+    out->dtype_mismatch = ref->dtype != got->dtype;
+    if (!same_shape(ref, got) || ref->numel != got->numel) {
+        out->shape_mismatch = true;
+        out->bit_identical = false;
+        out->pass = false;
+        return CG_OK;
+    }
+    if (ref->numel < 0 || (ref->numel > 0 && (!ref->data || !got->data)))
+        return cg_error_set(err, CG_INVALID, "compare: tensor without data (%lld elements)",
+                            (long long)ref->numel);
+    if (out->dtype_mismatch) {
+        out->bit_identical = false;
+    } else if (ref->numel > 0) {
+        size_t bytes = cg_tensor_bytes(ref);
+        out->bit_identical = memcmp(ref->data, got->data, bytes) == 0;
+    }
+
+    bool half = ref->dtype == CG_DTYPE_FLOAT16;
+    bool nonfinite_worst = false;
+    int64_t n = ref->numel;
+    out->count = (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        double r = cg_tensor_get_f64(ref, i), g = cg_tensor_get_f64(got, i);
+        bool rn = isnan(r), gn = isnan(g);
+        out->nan_ref += rn;
+        out->nan_got += gn;
+        out->inf_ref += isinf(r) != 0;
+        out->inf_got += isinf(g) != 0;
+        if (!isfinite(r) || !isfinite(g)) {
+            bool ok = (rn || gn) ? (rn && gn && tol->nan_equal) : r == g;
+            if (!ok) {
+                out->mismatches++;
+                out->hist[CG_HIST_BINS - 1]++;
+                if (!nonfinite_worst) {
+                    nonfinite_worst = true;
+                    out->max_abs = INFINITY;
+                    out->worst_index = i;
+                    out->worst_ref = r;
+                    out->worst_got = g;
+                }
+            }
+            continue;
+        }
+        double d = fabs(g - r);
+        if (!(d <= tol->atol + tol->rtol * fabs(r)))
+            out->mismatches++;
+        if (!nonfinite_worst && (out->worst_index < 0 || d > out->max_abs)) {
+            out->max_abs = d;
+            out->worst_index = i;
+            out->worst_ref = r;
+            out->worst_got = g;
+        }
+        if (r != 0) {
+            double rel = d / fabs(r);
+            out->max_rel = rel > out->max_rel ? rel : out->max_rel;
+        }
+        int64_t ka = ulp_key(r, half), kb = ulp_key(g, half);
+        uint64_t ulp = ka > kb ? (uint64_t)(ka - kb) : (uint64_t)(kb - ka);
+        out->max_ulp = ulp > out->max_ulp ? ulp : out->max_ulp;
+        out->hist[hist_bin(d)]++;
+        out->finite_count++;
+        out->sum_abs += d;
+        out->sum_sq_diff += d * d;
+        out->sum_ref += r;
+        out->sum_got += g;
+        out->sum_ref2 += r * r;
+        out->sum_got2 += g * g;
+        out->sum_refgot += r * g;
+    }
+    out->sum_sq_ref = out->sum_ref2;
+    if (out->finite_count) {
+        /* second pass: centered moments, so Pearson does not cancel when
+         * the mean is large against the spread */
+        double fc = (double)out->finite_count;
+        out->mean_ref = out->sum_ref / fc;
+        out->mean_got = out->sum_got / fc;
+        for (int64_t i = 0; i < n; i++) {
+            double r = cg_tensor_get_f64(ref, i), g = cg_tensor_get_f64(got, i);
+            if (!isfinite(r) || !isfinite(g))
+                continue;
+            double dr = r - out->mean_ref, dg = g - out->mean_got;
+            out->m2_ref += dr * dr;
+            out->m2_got += dg * dg;
+            out->co_refgot += dr * dg;
+        }
+    }
+    out->worst_sample = 0;
+    finalize(out);
+    return CG_OK;
+}
+
+void cg_metrics_merge(cg_metrics *a, const cg_metrics *b)
+{
+    if (b->worst_index >= 0 && (a->worst_index < 0 || b->max_abs > a->max_abs)) {
+        a->worst_index = b->worst_index;
+        a->worst_ref = b->worst_ref;
+        a->worst_got = b->worst_got;
+        a->worst_sample = b->worst_sample;
+    }
+    a->max_abs = b->max_abs > a->max_abs ? b->max_abs : a->max_abs;
+    a->max_rel = b->max_rel > a->max_rel ? b->max_rel : a->max_rel;
+    a->max_ulp = b->max_ulp > a->max_ulp ? b->max_ulp : a->max_ulp;
+    a->count += b->count;
+    a->mismatches += b->mismatches;
+    a->nan_ref += b->nan_ref;
+    a->nan_got += b->nan_got;
+    a->inf_ref += b->inf_ref;
+    a->inf_got += b->inf_got;
+    for (int i = 0; i < CG_HIST_BINS; i++)
+        a->hist[i] += b->hist[i];
+    a->shape_mismatch = a->shape_mismatch || b->shape_mismatch;
+    a->dtype_mismatch = a->dtype_mismatch || b->dtype_mismatch;
+    a->bit_identical = a->bit_identical && b->bit_identical;
+    a->sum_abs += b->sum_abs;
+    a->sum_sq_diff += b->sum_sq_diff;
+    a->sum_sq_ref += b->sum_sq_ref;
+    a->sum_ref += b->sum_ref;
+    a->sum_got += b->sum_got;
+    a->sum_ref2 += b->sum_ref2;
+    a->sum_got2 += b->sum_got2;
+    a->sum_refgot += b->sum_refgot;
+    /* Chan, Golub and LeVeque's pairwise update of means and co-moments */
+    if (b->finite_count) {
+        if (!a->finite_count) {
+            a->mean_ref = b->mean_ref;
+            a->mean_got = b->mean_got;
+            a->m2_ref = b->m2_ref;
+            a->m2_got = b->m2_got;
+            a->co_refgot = b->co_refgot;
+        } else {
+            double na = (double)a->finite_count, nb = (double)b->finite_count, nt = na + nb;
+            double dr = b->mean_ref - a->mean_ref, dg = b->mean_got - a->mean_got;
+            double w = na * nb / nt;
+            a->m2_ref += b->m2_ref + dr * dr * w;
+            a->m2_got += b->m2_got + dg * dg * w;
+            a->co_refgot += b->co_refgot + dr * dg * w;
+            a->mean_ref += dr * nb / nt;
+            a->mean_got += dg * nb / nt;
+        }
+        a->finite_count += b->finite_count;
+    }
+    bool pass = a->pass && b->pass;
+    finalize(a);
+    a->pass = a->pass && pass;
+}

@@ -1,0 +1,212 @@
+/*
+ * The target path (convgate/targetpath.h): a model placed on a list of
+ * targets and run on this machine, the way those targets would run it.
+ *
+ * init builds the type environment for the requested dims, assigns the
+ * nodes (cg_assign) and starts one runtime with that assignment: partitions
+ * of executing targets are compiled and run by the target; every other node
+ * runs on the reference kernels. Nodes in a partition of a profiled fp16
+ * target carry a per-node precision (cg_node_precision) that makes the
+ * executor round what they read and write to fp16 and, unless the target or
+ * the caller says it accumulates in fp32, makes reductions and dot products
+ * accumulate in fp16. Since the precision is per node and rounding is
+ * idempotent, the casts land exactly where the partitioning puts the
+ * boundary: a value entering the partition is rounded once, values inside
+ * stay rounded, and a value leaving it is an fp32 tensor holding fp16
+ * values, as a delegate's dequantized output is.
+ *
+ * Invariant: the path owns the type environment, the assignment, the
+ * per-node precision array and the runtime, and the runtime borrows the
+ * other three, so they are freed after it.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/assign.h"
+#include "convgate/targetpath.h"
+
+struct cg_target_path {
+    const cg_model *model;
+    cg_target_path_options opt;
+    const cg_target **targets;   /* copy of opt.targets (the array, not the targets) */
+    cg_type_env *types;
+    cg_assignment *assign;
+    uint8_t *node_prec;          /* cg_node_precision per main-graph node */
+    cg_runtime *rt;
+    bool reduced;                /* some node has an fp16 precision */
+};
+
+/* The precision a node owned by target t computes in on this path. */
+static cg_node_precision target_node_precision(const cg_target *t,
+                                               const cg_target_path_options *opt)
+{
+    if (!t || t->kind != CG_TARGET_PROFILED || t->precision != CG_PRECISION_FP16 ||
+        opt->force_fp32)
+        return CG_NODE_PREC_FP32;
+    return t->accumulate_fp32 || opt->accumulate_fp32 ? CG_NODE_PREC_FP16
+                                                      : CG_NODE_PREC_FP16_ACC16;
+}
+
+/* True when `name`, produced by node, is visible on this path: a CPU
+ * node's output, or a value leaving a partition. */
+static bool path_value_visible(const cg_target_path *p, const cg_node *node, const char *name)
+{
+    const cg_graph *g = p->assign->graph;
+    if (node < g->nodes || node >= g->nodes + g->node_count)
+        return true;
+    int pid = p->assign->partition_of[node - g->nodes];
+    if (pid < 0 || (size_t)pid >= p->assign->partition_count)
+        return true;
+    const cg_partition *part = &p->assign->partitions[pid];
+    for (size_t i = 0; i < part->output_count; i++)
+        if (name && strcmp(part->outputs[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The runtime's observer: forwards what the path shows. Values inside an
+ * executing partition never reach it; values inside a reference-run
+ * partition do and are held back here. */
+static cg_status path_observe(void *user, const cg_node *node, const char *name,
+                              const cg_value *value)
+{
+    cg_target_path *p = user;
+    if (!path_value_visible(p, node, name))
+        return CG_OK;
+    return p->opt.observe(p->opt.observe_user, node, name, value);
+}
+
+cg_status cg_target_path_init(const cg_model *model, const cg_target_path_options *opt,
+                              cg_target_path **out, cg_error *err)
+{
+    cg_status st;
+    cg_target_path *p = NULL;
+    if (out)
+        *out = NULL;
+    if (!model || !model->graph || !opt || !out)
+        return cg_error_set(err, CG_USAGE, "cg_target_path_init: model, options and out are "
+                            "required");
+    if (opt->target_count && !opt->targets)
+        return cg_error_set(err, CG_USAGE, "cg_target_path_init: %zu targets but no target "
+                            "array", opt->target_count);
+    for (size_t i = 0; i < opt->target_count; i++)
+        if (!opt->targets[i])
+            return cg_error_set(err, CG_USAGE, "cg_target_path_init: target %zu is NULL", i);
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
+    p->model = model;
+    p->opt = *opt;
+    p->targets = calloc(opt->target_count + 1, sizeof *p->targets);
+    p->node_prec = calloc(model->graph->node_count + 1, sizeof *p->node_prec);
+    if (!p->targets || !p->node_prec) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
+        goto fail;
+    }
+    for (size_t i = 0; i < opt->target_count; i++)
+        p->targets[i] = opt->targets[i];
+    p->opt.targets = p->targets;
+
+    st = cg_type_env_build(model, opt->dims, opt->dim_count, &p->types, err);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "target path: types: ");
+        goto fail;
+    }
+    st = cg_assign(model, p->types, p->targets, opt->target_count, &p->assign, err);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "target path: assignment: ");
+        goto fail;
+    }
+    /* A target without CPU fallback refuses the whole model at init on the
+     * device; running the rest on the CPU here would report numbers the
+     * device never produces. */
+    char why[768];
+    if (cg_assign_init_failure(p->assign, p->types, why, sizeof why)) {
+        st = cg_error_set(err, CG_UNSUPPORTED, "target path: %s", why);
+        goto fail;
+    }
+    for (size_t i = 0; i < model->graph->node_count; i++) {
+        int owner = p->assign->owner[i];
+        const cg_target *t = owner >= 0 && (size_t)owner < opt->target_count ? p->targets[owner]
+                                                                             : NULL;
+        cg_node_precision prec = target_node_precision(t, opt);
+        p->node_prec[i] = (uint8_t)prec;
+        if (prec != CG_NODE_PREC_FP32)
+            p->reduced = true;
+    }
+
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    if (opt->max_alloc_bytes)
+        ro.max_alloc_bytes = opt->max_alloc_bytes;
+    ro.assignment = p->assign;
+    ro.types = p->types;
+    ro.node_precision = p->reduced ? p->node_prec : NULL;
+    if (opt->observe) {
+        ro.observe = path_observe;
+        ro.observe_user = p;
+    }
+    st = cg_runtime_init(model, &ro, &p->rt, err);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "target path: ");
+        goto fail;
+    }
+    *out = p;
+    return CG_OK;
+fail:
+    cg_target_path_free(p);
+    return st;
+}
+
+cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs, size_t input_count,
+                             cg_named_value **outputs, size_t *output_count, cg_error *err)
+{
+    if (!p) {
+        if (outputs)
+            *outputs = NULL;
+        if (output_count)
+            *output_count = 0;
+        return cg_error_set(err, CG_USAGE, "cg_target_path_run: no target path");
+    }
+    return cg_runtime_run(p->rt, inputs, input_count, outputs, output_count, err);
+}
+
+const cg_assignment *cg_target_path_assignment(const cg_target_path *p)
+{
+    return p ? p->assign : NULL;
+}
+
+bool cg_target_path_reduced_precision(const cg_target_path *p)
+{
+    return p && p->reduced;
+}
+
+const cg_type_env *cg_target_path_types(const cg_target_path *p)
+{
+    return p ? p->types : NULL;
+}
+
+cg_node_precision cg_target_path_node_precision(const cg_target_path *p, size_t node)
+{
+    if (!p || node >= p->model->graph->node_count)
+        return CG_NODE_PREC_FP32;
+    return (cg_node_precision)p->node_prec[node];
+}
+
+const cg_runtime *cg_target_path_runtime(const cg_target_path *p)
+{
+    return p ? p->rt : NULL;
+}
+
+void cg_target_path_free(cg_target_path *p)
+{
+    if (!p)
+        return;
+    cg_runtime_free(p->rt); /* borrows the rest */
+    cg_assignment_free(p->assign);
+    cg_type_env_free(p->types);
+    free(p->node_prec);
+    free(p->targets);
+    free(p);
+}

@@ -1,0 +1,151 @@
+#!/bin/bash
+# convgate compare end to end: input sets from folders and .npz, outputs read
+# from files (--outputs-from) and produced by the target path, tolerance
+# files with justifications, NaN rules, task checks, the fp16 overflow of a
+# sum of squares on an fp16 profile, the silent-fallback warning, JSON and
+# exit codes. Models and data are made by /usr/bin/python3 (onnx + numpy);
+# without them the test is skipped (77).
+set -u
+CG=$1
+SRC=$2
+PY=/usr/bin/python3
+$PY -c "import onnx, numpy" 2>/dev/null || { echo "skip: python3 onnx/numpy missing"; exit 77; }
+W=$(mktemp -d /tmp/cg_compare_cli.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# expect RC CMD...: runs CMD, output in $W/out, checks the exit status
+expect() {
+    local want=$1; shift
+    "$@" >"$W/out" 2>&1
+    local rc=$?
+    [ "$rc" = "$want" ] || { fail "exit $rc, expected $want: $*"; cat "$W/out"; }
+}
+has() { grep -qF -- "$1" "$W/out" || { fail "output lacks '$1'"; cat "$W/out"; }; }
+
+# Model: y = Softmax(x), z = ReduceMean(x*x) (a sum of squares: overflows fp16
+# for |x| >= 256). Input sets a (folder), b (.npz), c (folder, a NaN in x).
+# good/ holds numpy's outputs, bad/ the same with y[1,3] of set b off by 0.01.
+cat >"$W/mk.py" <<'PYEOF'
+import os, sys
+import numpy as np
+import onnx
+from onnx import helper, TensorProto as TP
+d = sys.argv[1]
+x = helper.make_tensor_value_info("x", TP.FLOAT, [2, 8])
+y = helper.make_tensor_value_info("y", TP.FLOAT, [2, 8])
+z = helper.make_tensor_value_info("z", TP.FLOAT, [2, 1])
+nodes = [helper.make_node("Softmax", ["x"], ["y"], axis=1),
+         helper.make_node("Mul", ["x", "x"], ["sq"]),
+         helper.make_node("ReduceMean", ["sq"], ["z"], axes=[1], keepdims=1)]
+m = helper.make_model(helper.make_graph(nodes, "cmp", [x], [y, z]),
+                      opset_imports=[helper.make_opsetid("", 13)])
+onnx.save(m, os.path.join(d, "model.onnx"))
+rs = np.random.RandomState(3)
+ins = {s: rs.uniform(-1, 1, (2, 8)).astype(np.float32) for s in "abc"}
+ins["c"][1, 2] = np.nan
+for s, xv in ins.items():
+    if s == "b":
+        os.makedirs(os.path.join(d, "in"), exist_ok=True)
+        np.savez(os.path.join(d, "in", "b.npz"), x=xv)
+    else:
+        os.makedirs(os.path.join(d, "in", s), exist_ok=True)
+        np.save(os.path.join(d, "in", s, "x.npy"), xv)
+    e = np.exp(xv - xv.max(axis=1, keepdims=True))
+    yv = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    zv = (xv * xv).mean(axis=1, keepdims=True).astype(np.float32)
+    for name in ("good", "bad"):
+        os.makedirs(os.path.join(d, name, s), exist_ok=True)
+        yy = yv.copy()
+        if name == "bad" and s == "b":
+            yy[1, 3] += 0.01
+        np.save(os.path.join(d, name, s, "y.npy"), yy)
+        np.save(os.path.join(d, name, s, "z.npy"), zv)
+PYEOF
+$PY "$W/mk.py" "$W" || { echo "model generation failed"; exit 1; }
+M=$W/model.onnx
+
+# help and usage errors
+expect 0 "$CG" compare --help; has "--outputs-from DIR"; has "2.5e-3"
+expect 2 "$CG" compare "$M"; has "--target is required"
+expect 2 "$CG" compare "$M" --target nosuch
+expect 2 "$CG" compare "$M" --target xnnpack --range x=3:1; has "LO < HI"
+expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --random 2
+expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/nosuch"
+expect 2 "$CG" compare "$M" --target xnnpack --atol 1 --tol "$W/tol.json"
+
+# files from elsewhere, exact: every set passes except c, whose NaN fails
+# without --nan-equal (NaN never equals by default) and passes with it
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good"
+has "output y: FAIL"; has "NaN ref 8 target 8"; has "failing samples: 1 of 3: c"
+expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --nan-equal
+has "output z: PASS"; has "samples: 3 from"
+# one element off by 0.01 in set b (an .npz set): fails, and the report says where
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --nan-equal
+has "output y: FAIL"; has "worst: sample b at [1,3]"; has "mismatches 1/48"
+has "1e-02..1e-01:1"
+# a tolerance file: per-output tolerance with its justification printed
+cat >"$W/tol.json" <<'EOF2'
+{"outputs": {"y": {"atol": 0.02, "rtol": 0, "justification": "softmax probabilities: 2e-2 is below any decision margin we use"}},
+ "default": {"atol": 1e-6, "rtol": 1e-5, "nan_equal": true, "justification": "tight default"}}
+EOF2
+expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --tol "$W/tol.json"
+has "justification: softmax probabilities"; has "justification: tight default"; has "atol 0.02 rtol 0"
+echo '{"outputs": {"nosuch": {"atol": 1}}}' >"$W/tol_bad.json"
+expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --tol "$W/tol_bad.json"
+has "no output 'nosuch'"
+# a missing output file is an error, not a pass
+rm "$W/bad/a/z.npy"
+expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
+has "no file for output 'z'"
+
+# JSON report
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --json
+$PY - "$W/out" <<'PYEOF' || fail "JSON report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["target"] == "xnnpack" and r["pass"] is False and r["samples"] == 3, r
+o = {x["name"]: x for x in r["outputs"]}
+assert o["y"]["pass"] is False and o["y"]["nan_ref"] == 8 and o["y"]["nan_target"] == 8
+assert o["z"]["nan_ref"] == 1 and o["z"]["max_abs"] == "inf"
+for k in ("max_abs", "max_rel", "cosine", "pearson", "rmse", "nmse", "max_ulp", "hist", "worst"):
+    assert k in o["y"], k
+assert len(o["y"]["per_sample"]) == 3 and r["task"]["kind"] == "none"
+PYEOF
+
+# the target path, run here: xnnpack executes for real, fp32 tolerance
+expect 0 "$CG" compare "$M" --target xnnpack --random 3 --seed 7 --task classify
+has "top-1 agreement 6/6"; has "verdict: PASS"
+expect 0 "$CG" compare "$M" --target xnnpack --random 2 --task segment --threshold 0.1
+has "mask IoU 1.000000"
+
+# fp16 profile: the sum of squares of x in [300, 400) overflows fp16 to inf;
+# Softmax stays on the CPU (litert-gpu keeps one partition), so y is
+# bit-identical to the fp32 reference and is flagged as a silent fallback
+expect 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300:400
+has "reduced precision: fp16"; has "atol 0.0025 rtol 0.001"; has "Inf ref 0 target 4"
+has "output z: FAIL"; has "probably did not run on litert-gpu"
+# in range the same path passes within the fp16 tolerance
+expect 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1:1
+has "output z: PASS"
+
+# outputs dumped by `convgate run` are bit-identical: an fp16 target that
+# reports them gets the silent-fallback warning, in JSON too
+mkdir -p "$W/dump"
+"$CG" run "$M" -i x="$W/in/a/x.npy" -o "$W/dump/a" >/dev/null || fail "convgate run"
+mkdir -p "$W/ina" && cp -r "$W/in/a" "$W/ina/"
+expect 0 "$CG" compare "$M" --target litert-gpu --inputs "$W/ina" --outputs-from "$W/dump" --json
+$PY - "$W/out" <<'PYEOF' || fail "silent fallback JSON"
+import json, sys
+text = open(sys.argv[1]).read()
+r = json.loads(text[text.index("{"):])
+assert r["reduced_precision"] is True and r["pass"] is True
+assert all(o["silent_fallback_suspect"] and o["bit_identical"] for o in r["outputs"])
+assert len(r["warnings"]) == 2
+PYEOF
+
+if [ "$fails" != 0 ]; then
+    echo "compare_cli: $fails failure(s)"
+    exit 1
+fi
+echo "compare_cli: ok"
