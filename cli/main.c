@@ -1,5 +1,6 @@
 /* convgate: dispatch to the subcommand named by argv[1]. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -108,6 +109,24 @@ cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_option
     return model;
 }
 
+/* commands.def names are C identifiers: '_' in a name is typed as '-'
+ * ("dump_ref" is `convgate dump-ref`). */
+static bool command_is(const char *name, const char *typed)
+{
+    for (; *name && *typed; name++, typed++)
+        if (*typed != (*name == '_' ? '-' : *name))
+            return false;
+    return *name == *typed;
+}
+
+static void print_name(FILE *f, const char *name)
+{
+    int n = 0;
+    for (; *name; name++, n++)
+        fputc(*name == '_' ? '-' : *name, f);
+    fprintf(f, "%*s", n < 13 ? 13 - n : 0, "");
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -117,8 +136,11 @@ static void usage(FILE *f)
             "\n"
             "Commands:\n",
             CG_VERSION);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        fputs("  ", f);
+        print_name(f, commands[i].name);
+        fprintf(f, " %s\n", commands[i].summary);
+    }
     fprintf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
                "Exit status: 0 success, 1 the model failed the check, 2 usage or input error.\n");
 }
@@ -139,7 +161,7 @@ int main(int argc, char **argv)
         return CG_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (command_is(commands[i].name, argv[1]))
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

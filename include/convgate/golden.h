@@ -1,0 +1,144 @@
+/*
+ * Golden corpus: reference inputs and outputs of one model, frozen on disk so
+ * a target (or a device run) can be checked against them later.
+ *
+ * Layout of a golden directory GOLDEN:
+ *   GOLDEN/manifest.json              format_version, convgate_version, created,
+ *                                     model {file, sha256, bytes}, opset_import,
+ *                                     sets [{name, inputs [...], outputs [...]}],
+ *                                     each tensor {name, file, dtype, shape, sha256}
+ *   GOLDEN/<set>/inputs/<stem>.npy
+ *   GOLDEN/<set>/outputs/<stem>.npy
+ * Set names and file stems keep only [A-Za-z0-9._-] of the names they come
+ * from (never a leading dot), so nothing is written outside GOLDEN. The
+ * manifest is written last, so an interrupted dump has none and is refused.
+ *
+ * Trust: a golden set is data from disk. cg_golden_open checks the format
+ * version, every path (relative, safe characters only), every dtype/shape and
+ * every file's sha256 before anything runs; cg_golden_load hashes the bytes
+ * it actually parses again, so a file swapped after the check is still caught.
+ * A missing file, an altered file or a golden set made for another model is
+ * an error naming the file (or both model hashes), never a silent pass.
+ */
+#ifndef CONVGATE_GOLDEN_H
+#define CONVGATE_GOLDEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/dtype.h"
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CG_GOLDEN_FORMAT_VERSION 1
+#define CG_GOLDEN_MAX_RANK 16
+#define CG_SHA256_HEX 65 /* 64 lowercase hex digits and a NUL */
+/* Longest stem kept from a tensor or set name (longer ones are cut). */
+#define CG_GOLDEN_MAX_STEM 120
+
+/* --- hashing (OpenSSL libcrypto) --------------------------------------------- */
+
+/* sha256 of a buffer, as lowercase hex. */
+cg_status cg_sha256_hex(const void *data, size_t size, char hex[CG_SHA256_HEX], cg_error *err);
+/* sha256 of a file read in chunks (never loaded whole); *bytes gets its size
+ * (bytes may be NULL). */
+cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
+                         cg_error *err);
+
+/* --- the manifest ----------------------------------------------------------------- */
+
+typedef struct cg_golden_tensor {
+    char *name;  /* the model's input or output name */
+    char *file;  /* relative to the golden directory: "<set>/outputs/<stem>.npy" */
+    cg_dtype dtype;
+    int rank;
+    int64_t dims[CG_GOLDEN_MAX_RANK];
+    char sha256[CG_SHA256_HEX];
+} cg_golden_tensor;
+
+typedef struct cg_golden_set {
+    char *name;
+    cg_golden_tensor *inputs;
+    size_t input_count;
+    cg_golden_tensor *outputs;
+    size_t output_count;
+} cg_golden_set;
+
+typedef struct cg_golden {
+    char *dir;
+    int64_t format_version;
+    char *convgate_version;
+    char *created;    /* UTC, ISO 8601 */
+    char *model_file; /* the model's file name when the set was made */
+    char model_sha256[CG_SHA256_HEX];
+    uint64_t model_bytes;
+    cg_golden_set *sets;
+    size_t set_count;
+} cg_golden;
+
+/* Reads GOLDEN/manifest.json, validates it and checks every listed file's
+ * sha256. Errors: CG_IO (no manifest, missing file), CG_PARSE / CG_INVALID
+ * (malformed manifest), CG_UNSUPPORTED (other format_version), CG_SECURITY
+ * (a file whose hash differs, an unsafe path). */
+cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err);
+void cg_golden_free(cg_golden *g);
+/* CG_SECURITY naming both hashes when model_path is not the model the golden
+ * set was made for. */
+cg_status cg_golden_check_model(const cg_golden *g, const char *model_path, cg_error *err);
+/* Loads one tensor of the set, re-hashing the bytes it parses and checking
+ * dtype and shape against the manifest. Release with cg_io_value_free. */
+cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t, size_t max_bytes,
+                         cg_value **out, cg_error *err);
+
+/* --- writing ----------------------------------------------------------------------- */
+
+typedef struct cg_golden_writer cg_golden_writer;
+
+/* Prepares GOLDEN (created if missing; a non-empty one is refused with
+ * CG_USAGE unless force) and hashes the model file. */
+cg_status cg_golden_writer_init(const char *dir, const char *model_path, const cg_model *model,
+                                bool force, cg_golden_writer **out, cg_error *err);
+/* Writes one set's input and output tensors (tensor values only). The set
+ * name is made safe and unique; the name used is returned in *used_name
+ * (owned by the writer; may be NULL). */
+cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
+                               const cg_named_value *inputs, size_t input_count,
+                               const cg_named_value *outputs, size_t output_count,
+                               const char **used_name, cg_error *err);
+/* Writes manifest.json (via a temporary file and a rename). */
+cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
+void cg_golden_writer_free(cg_golden_writer *w);
+
+/* --- directories of tensor sets ---------------------------------------------------------- */
+
+/* Safe file stem for a name: [A-Za-z0-9._-] kept, anything else '_', no
+ * leading dot, at most CG_GOLDEN_MAX_STEM characters, "_2", "_3"... appended
+ * until it differs (case-insensitively) from used[0..used_count). */
+void cg_golden_stem(const char *name, const char *const *used, size_t used_count, char *out,
+                    size_t cap);
+
+/* The sets in DIR: every subdirectory and every NAME.npz (set NAME), sorted
+ * by name; hidden entries are skipped. *names is malloc'd (each name too);
+ * free with cg_golden_names_free. A set present both ways is CG_INVALID. */
+cg_status cg_golden_list_sets(const char *dir, char ***names, size_t *count, cg_error *err);
+void cg_golden_names_free(char **names, size_t count);
+
+/* Loads values[i] for names[i] from one set of DIR: DIR/<set>/<stem>.npy
+ * (or .pb; stems as cg_golden_stem over names in order) or the member
+ * names[i] of DIR/<set>.npz. A missing tensor is CG_INVALID naming it;
+ * with strict, so is a file of the set that matches no name. On failure
+ * every value is freed and set to NULL. */
+cg_status cg_golden_read_set(const char *dir, const char *set, const char *const *names,
+                             size_t count, bool strict, size_t max_bytes, cg_value **values,
+                             cg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
