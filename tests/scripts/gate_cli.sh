@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# convgate gate and convgate bisect end to end, on the bundled example and
+# the models of tests/data/bisect (tools/make_wrong_rewrite.py):
+#  - gate passes tiny_cnn on xnnpack (exit 0, verdict block, JSON report);
+#  - gate fails tiny_cnn on tflm at gate 2 (no fallback) without running gate 3;
+#  - gate fails RMSNorm on litert-gpu (fp16) at gate 3, bisect at the ReduceMean,
+#    triage precision loss; with --accumulate fp32 it passes;
+#  - bisect finds the wrong rewrite (x*sigmoid(-x)) at node silu_sig with
+#    triage "wrong kernel or rewrite", and JSON carries the same;
+#  - usage errors exit 2.
+# Usage: gate_cli.sh CONVGATE SOURCE_DIR
+set -u
+CG=${1:?convgate binary}
+SRC=${2:?source dir}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect FILE REGEX WHAT
+    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
+}
+run() { # run NAME EXPECTED_RC ARGS...
+    local name=$1 want=$2
+    shift 2
+    "$CG" "$@" >"$T/$name.out" 2>"$T/$name.err"
+    local rc=$?
+    [ "$rc" = "$want" ] || { fail "$name: exit $rc, expected $want"; cat "$T/$name.err"; }
+}
+D=$SRC/tests/data/bisect
+
+run pass 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --json "$T/pass.json"
+expect "$T/pass.out" '^GATE 1 converts: PASS' "gate 1 line"
+expect "$T/pass.out" '18/18 nodes on xnnpack, 1 partition' "residency line"
+expect "$T/pass.out" 'match on 2 samples' "two input sets"
+expect "$T/pass.out" '^VERDICT: PASS' "verdict"
+expect "$T/pass.json" '"pass": true' "json pass"
+
+run tflm 1 gate "$SRC/examples/tiny_cnn.onnx" --target tflm
+expect "$T/tflm.out" '^GATE 2 runs where intended: FAIL' "gate 2 fails"
+expect "$T/tflm.out" 'GATE 3 matches +not run' "gate 3 not run"
+expect "$T/tflm.out" 'VERDICT: FAIL  gate 2.*BatchNormalization' "names the refused node"
+
+run full 1 gate "$D/rmsnorm_fp16.onnx" --target xnnpack --require-full
+expect "$T/full.out" 'VERDICT: FAIL  gate 2' "require-full"
+
+run rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01 --json -
+expect "$T/rms.err" '^GATE 3 matches: FAIL' "gate 3 fails"
+expect "$T/rms.err" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
+expect "$T/rms.err" "last matching tensor: 'sq'" "last match before it"
+expect "$T/rms.err" 'triage: precision loss \(fp16\)' "triage"
+expect "$T/rms.err" 'VERDICT: FAIL  gate 3.*ReduceMean.*precision loss' "verdict line"
+expect "$T/rms.out" '"op_type": "ReduceMean"' "json op_type"
+expect "$T/rms.out" '"triage": "precision loss \(fp16\)"' "json triage"
+
+run rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01 --accumulate fp32
+expect "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
+
+run wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
+expect "$T/wrong.out" "first divergent tensor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"
+expect "$T/wrong.out" "input 0: 'h' float32\\[2,32\\]" "its input"
+expect "$T/wrong.out" "last matching tensor: 'h'" "last match"
+expect "$T/wrong.out" 'triage: wrong kernel or rewrite' "triage"
+run wrongj 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx" --json
+expect "$T/wrongj.out" '"node": "silu_sig"' "json node"
+expect "$T/wrongj.out" '"triage": "wrong kernel or rewrite"' "json triage"
+
+run same 0 bisect "$D/swish_original.onnx" --against "$D/swish_original.onnx"
+expect "$T/same.out" 'no intermediate tensor diverges' "self"
+run cnn 0 bisect "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --sample 1
+
+run usage1 2 gate "$SRC/examples/tiny_cnn.onnx"
+run usage2 2 gate "$SRC/examples/tiny_cnn.onnx" --target nosuch
+run usage3 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 2 --inputs "$SRC/examples/tiny_cnn_inputs"
+run usage4 2 bisect "$SRC/examples/tiny_cnn.onnx"
+run usage5 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$T/nowhere"
+
+[ "$fails" = 0 ] && echo "gate_cli: ok" || echo "gate_cli: $fails failure(s)"
+[ "$fails" = 0 ]

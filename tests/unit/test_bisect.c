@@ -1,0 +1,270 @@
+/*
+ * Bisection and the gates on the models of tests/data/bisect
+ * (tools/make_wrong_rewrite.py):
+ *  - a rewrite that is wrong on purpose (Sigmoid of -h) is found at the
+ *    Sigmoid, with the Add before it as the last match and the triage
+ *    "wrong kernel or rewrite";
+ *  - identical models do not diverge;
+ *  - RMSNorm on the fp16 profile litert-gpu (one partition, so the
+ *    divergence is traced inside it) diverges first at the ReduceMean and is
+ *    triaged as precision loss; with fp32 accumulation it does not diverge;
+ *  - the gates: tiny_cnn on xnnpack passes all three, RMSNorm on litert-gpu
+ *    fails gate 3 with the bisect naming the ReduceMean, and a fail-policy
+ *    target refuses a node at gate 2;
+ *  - samples from examples/tiny_cnn_inputs (two sets).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/bisect.h"
+#include "convgate/gate.h"
+#include "convgate/model.h"
+#include "convgate/targetpath.h"
+#include "run/kernel.h"
+#include "target/registry.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fputc('\n', stderr);                                                           \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+static cg_model *load(const char *rel)
+{
+    char path[1024];
+    cg_model *m = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    snprintf(path, sizeof path, "%s/%s", CG_SOURCE_DIR, rel);
+    if (cg_model_load(path, NULL, &m, &err) != CG_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
+        failures++;
+        return NULL;
+    }
+    return m;
+}
+
+static void test_wrong_rewrite(void)
+{
+    cg_model *orig = load("tests/data/bisect/swish_original.onnx");
+    cg_model *bad = load("tests/data/bisect/swish_rewritten.onnx");
+    cg_sample_set s = {0};
+    cg_bisect_options bo;
+    cg_bisect_result r;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&bo, 0, sizeof bo);
+    memset(&r, 0, sizeof r);
+    if (!orig || !bad)
+        goto done;
+    CHECK(cg_samples_random(orig, 1, 7, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    if (!s.count)
+        goto done;
+    cg_tolerance_default(&bo.tol, false);
+    bo.reference.model = orig;
+    bo.candidate.model = bad;
+    bo.triage = true;
+    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    CHECK(r.diverged, "the wrong rewrite must diverge");
+    if (r.diverged) {
+        CHECK(strcmp(r.first_divergent.tensor, "sig") == 0, "first divergent %s",
+              r.first_divergent.tensor);
+        CHECK(strcmp(r.first_divergent.node, "silu_sig") == 0, "node %s",
+              r.first_divergent.node);
+        CHECK(strcmp(r.first_divergent.op_type, "Sigmoid") == 0, "op %s",
+              r.first_divergent.op_type);
+        CHECK(!r.first_divergent.metrics.pass && r.first_divergent.metrics.max_abs > 0.1,
+              "max_abs %g", r.first_divergent.metrics.max_abs);
+        CHECK(r.input_count == 1 && strcmp(r.inputs[0].name, "h") == 0 && r.inputs[0].known &&
+                  r.inputs[0].rank == 2 && r.inputs[0].dims[0] == 2 && r.inputs[0].dims[1] == 32,
+              "inputs of the divergent node");
+        CHECK(r.triage == CG_TRIAGE_WRONG, "triage %s", cg_bisect_triage_name(r.triage));
+    }
+    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "h") == 0,
+          "last matching %s", r.has_last_matching ? r.last_matching.tensor : "(none)");
+    /* 'h_neg' exists only in the rewrite: not watched */
+    CHECK(r.watched == 5 && r.compared == 5, "watched %zu compared %zu", r.watched, r.compared);
+    cg_bisect_result_free(&r);
+
+    /* the original against itself: nothing diverges */
+    bo.candidate.model = orig;
+    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    CHECK(!r.diverged && r.compared == 5 && r.triage == CG_TRIAGE_NONE,
+          "self-comparison diverged at %s", r.diverged ? r.first_divergent.tensor : "-");
+    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "y") == 0, "last match");
+done:
+    cg_bisect_result_free(&r);
+    cg_sample_set_free(&s);
+    cg_model_free(orig);
+    cg_model_free(bad);
+}
+
+static void test_rmsnorm_fp16(const cg_target_registry *reg)
+{
+    cg_model *m = load("tests/data/bisect/rmsnorm_fp16.onnx");
+    cg_error err;
+    cg_sample_set s = {0};
+    cg_bisect_options bo;
+    cg_target_path_options po;
+    cg_bisect_result r;
+    cg_error_clear(&err);
+    memset(&bo, 0, sizeof bo);
+    memset(&po, 0, sizeof po);
+    memset(&r, 0, sizeof r);
+    const cg_target *t = cg_target_registry_find(reg, "litert-gpu", &err);
+    CHECK(t != NULL, "%s", err.msg);
+    if (!m || !t)
+        goto done;
+    CHECK(cg_samples_random(m, 1, 3, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    if (!s.count)
+        goto done;
+    po.targets = &t;
+    po.target_count = 1;
+    bo.reference.model = m;
+    bo.candidate.model = m;
+    bo.candidate.path = &po;
+    bo.triage = true;
+    /* a tolerance that fp16 rounding of the squares passes (up to 3 ulps
+     * relative): only a real failure of the reduction may trip it */
+    bo.tol.atol = 1e-2;
+    bo.tol.rtol = 1e-2;
+    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    CHECK(r.diverged && r.refined, "diverged %d refined %d", r.diverged, r.refined);
+    if (r.diverged) {
+        CHECK(strcmp(r.first_divergent.tensor, "ms") == 0 &&
+                  strcmp(r.first_divergent.op_type, "ReduceMean") == 0,
+              "first divergent %s (%s)", r.first_divergent.tensor, r.first_divergent.op_type);
+        CHECK(r.first_divergent.placed_on && strcmp(r.first_divergent.placed_on, "litert-gpu") == 0,
+              "placed on %s", r.first_divergent.placed_on ? r.first_divergent.placed_on : "-");
+        CHECK(r.triage == CG_TRIAGE_PRECISION && r.triage_ran && r.triage_metrics.pass,
+              "triage %s", cg_bisect_triage_name(r.triage));
+    }
+    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "sq") == 0, "last matching %s",
+          r.has_last_matching ? r.last_matching.tensor : "(none)");
+    cg_bisect_result_free(&r);
+
+    /* with fp32 accumulation the sum does not overflow: no divergence */
+    po.accumulate_fp32 = true;
+    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    CHECK(!r.diverged, "fp32 accumulation diverged at %s",
+          r.diverged ? r.first_divergent.tensor : "-");
+done:
+    cg_bisect_result_free(&r);
+    cg_sample_set_free(&s);
+    cg_model_free(m);
+}
+
+static void test_gates(const cg_target_registry *reg)
+{
+    cg_model *cnn = load("examples/tiny_cnn.onnx");
+    cg_model *rms = load("tests/data/bisect/rmsnorm_fp16.onnx");
+    cg_sample_set s = {0};
+    cg_gate_options opt;
+    cg_gate_report rep;
+    cg_error err;
+    char dir[1024];
+    cg_error_clear(&err);
+    memset(&opt, 0, sizeof opt);
+    memset(&rep, 0, sizeof rep);
+    if (!cnn || !rms)
+        goto done;
+    const cg_target *x = cg_target_registry_find(reg, "xnnpack", &err);
+    const cg_target *gpu = cg_target_registry_find(reg, "litert-gpu", &err);
+    const cg_target *tflm = cg_target_registry_find(reg, "tflm", &err);
+    CHECK(x && gpu && tflm, "targets: %s", err.msg);
+    if (!x || !gpu || !tflm)
+        goto done;
+
+    /* samples: examples/tiny_cnn_inputs holds image_0.npy and image_1.npy */
+    snprintf(dir, sizeof dir, "%s/examples/tiny_cnn_inputs", CG_SOURCE_DIR);
+    CHECK(cg_samples_load_dir(cnn, dir, 0, &s, &err) == CG_OK, "%s", err.msg);
+    CHECK(s.count == 2 && s.samples[1].input_count == 1 &&
+              s.samples[1].inputs[0].value->tensor.dims[0] == 2,
+          "%zu samples", s.count);
+
+    opt.targets = &x;
+    opt.target_count = 1;
+    opt.samples = &s;
+    CHECK(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    CHECK(rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
+              rep.matches == CG_GATE_PASS,
+          "tiny_cnn on xnnpack: %s", rep.reason);
+    CHECK(strcmp(rep.residency, "18/18 nodes on xnnpack") == 0, "residency %s", rep.residency);
+    CHECK(rep.sample_count == 2 && rep.output_count == 1, "samples %zu", rep.sample_count);
+    cg_gate_report_free(&rep);
+
+    /* tflm has no fallback: a node it cannot take fails gate 2 */
+    opt.targets = &tflm;
+    CHECK(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    CHECK(!rep.pass && rep.runs == CG_GATE_FAIL && rep.matches == CG_GATE_NOT_RUN &&
+              strstr(rep.reason, "gate 2") && strstr(rep.reason, "BatchNormalization"),
+          "%s", rep.reason);
+    cg_gate_report_free(&rep);
+    cg_sample_set_free(&s);
+
+    /* RMSNorm on the fp16 profile: gate 3 fails at the reduction */
+    CHECK(cg_samples_random(rms, 2, 0, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    opt.targets = &gpu;
+    opt.tol_given = true;
+    opt.tol.atol = 1e-2;
+    opt.tol.rtol = 1e-2;
+    CHECK(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    CHECK(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
+              rep.matches == CG_GATE_FAIL && rep.reduced_precision,
+          "rmsnorm: %s", rep.reason);
+    CHECK(rep.output_count == 1 && rep.outputs[0].metrics.max_abs > 0.5,
+          "output error %g", rep.output_count ? rep.outputs[0].metrics.max_abs : 0.0);
+    CHECK(rep.bisected && rep.bisect.diverged &&
+              strcmp(rep.bisect.first_divergent.op_type, "ReduceMean") == 0 &&
+              rep.bisect.triage == CG_TRIAGE_PRECISION,
+          "bisect: %s", rep.reason);
+    CHECK(strstr(rep.reason, "ReduceMean") && strstr(rep.reason, "precision loss"), "%s",
+          rep.reason);
+    json_t *j = cg_gate_report_json(&rep);
+    CHECK(j && json_is_false(json_object_get(j, "pass")), "json pass");
+    json_t *fd = json_object_get(json_object_get(json_object_get(j, "matches"), "bisect"),
+                                 "first_divergent");
+    CHECK(fd && strcmp(json_string_value(json_object_get(fd, "tensor")), "ms") == 0,
+          "json first_divergent");
+    json_decref(j);
+done:
+    cg_gate_report_free(&rep);
+    cg_sample_set_free(&s);
+    cg_model_free(cnn);
+    cg_model_free(rms);
+}
+
+int main(void)
+{
+    cg_target_registry *reg = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/profiles", CG_SOURCE_DIR);
+    if (cg_target_registry_load(dir, &reg, &err) != CG_OK) {
+        fprintf(stderr, "registry: %s\n", err.msg);
+        return 1;
+    }
+    test_wrong_rewrite();
+    test_rmsnorm_fp16(reg);
+    test_gates(reg);
+    cg_target_registry_free(reg);
+    if (failures) {
+        fprintf(stderr, "test_bisect: %d failure%s\n", failures, failures == 1 ? "" : "s");
+        return 1;
+    }
+    printf("test_bisect: ok\n");
+    return 0;
+}
