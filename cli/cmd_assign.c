@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "convgate/assign.h"
 #include "convgate/model.h"
+#include "convgate/profile.h"
 #include "target/registry.h"
 
 #define ASSIGN_MAX_TARGETS 16
@@ -41,6 +42,8 @@ static void assign_usage(FILE *f)
           "                       each setting's residency and the nodes that change owner\n"
           "  --profiles DIR       capability profiles directory (default: $CONVGATE_PROFILES,\n"
           "                       else the source tree's profiles/)\n"
+          "  --no-time            skip the one timed reference run behind the time-weighted\n"
+          "                       verdict (the verdict then counts nodes only)\n"
           "  --json               the report as JSON\n"
           "  -h, --help           this help\n"
           "\n"
@@ -262,6 +265,34 @@ static bool settings_json(json_t *root, const assign_setting *s, size_t count)
     return true;
 }
 
+/* The time-weighted estimate of a setting's main-graph placement: one
+ * reference run with per-node timing on the setting's input shapes, time on
+ * target and crossings from the default assumptions (src/cost/profile.c).
+ * On failure warns and returns false: the verdict then counts nodes. */
+static bool time_verdict(const cg_model *model, const assign_setting *s, const char *path,
+                         cg_cost_estimate *out)
+{
+    cg_named_value *feeds = NULL;
+    size_t feed_count = 0;
+    cg_reference_profile ref;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&ref, 0, sizeof ref);
+    bool ok = cg_profile_feeds_make(model, s->types, 0, &feeds, &feed_count, &err) == CG_OK &&
+              cg_profile_reference(model, feeds, feed_count, 1, false, &ref, &err) == CG_OK;
+    if (ok) {
+        cg_cost_inputs in = {s->placement->main, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL,
+                             NULL};
+        ok = cg_cost_estimate_build(&in, out, &err) == CG_OK;
+    }
+    if (!ok)
+        cli_error("assign", "warning: %s: no time-weighted verdict (the verdict counts nodes): "
+                  "%s", path, err.msg);
+    cg_reference_profile_clear(&ref);
+    cg_profile_feeds_free(feeds, feed_count);
+    return ok;
+}
+
 int cmd_assign(int argc, char **argv)
 {
     static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
@@ -269,6 +300,7 @@ int cmd_assign(int argc, char **argv)
                                               {"dims", required_argument, NULL, 'D'},
                                               {"profiles", required_argument, NULL, 'p'},
                                               {"json", no_argument, NULL, 'j'},
+                                              {"no-time", no_argument, NULL, 'T'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *target_args[ASSIGN_MAX_TARGETS];
@@ -278,8 +310,9 @@ int cmd_assign(int argc, char **argv)
     size_t base_count = 0;
     char *owned[ASSIGN_MAX_DIMS * (ASSIGN_MAX_SETTINGS + 1)];
     const char *profiles = NULL;
-    bool json = false;
+    bool json = false, timed = true;
     int rc = CG_EXIT_ERROR, c;
+    cg_cost_estimate estimate;
     cg_model *model = NULL;
     cg_target_registry *reg = NULL;
     const cg_target *targets[ASSIGN_MAX_TARGETS];
@@ -312,6 +345,7 @@ int cmd_assign(int argc, char **argv)
             break;
         case 'p': profiles = optarg; break;
         case 'j': json = true; break;
+        case 'T': timed = false; break;
         case 'h': assign_usage(stdout); rc = CG_EXIT_OK; goto done;
         default: assign_usage(stderr); goto done;
         }
@@ -407,6 +441,10 @@ int cmd_assign(int argc, char **argv)
         if (!s->types)
             s->placement->types_error = s->types_error;
     }
+
+    if (timed && settings[0].types &&
+        time_verdict(model, &settings[0], argv[optind], &estimate))
+        settings[0].placement->time = &estimate;
 
     if (json) {
         json_t *root = cg_assign_report_json(settings[0].placement);

@@ -46,6 +46,10 @@ typedef struct cg_placement {
     /* Why there are no types (types == NULL), shown with the notes; set by
      * the caller, borrowed. */
     const char *types_error;
+    /* The time-weighted estimate of the main graph's placement
+     * (convgate/profile.h), or NULL: the verdict then counts nodes only.
+     * Set by the caller, borrowed. */
+    const struct cg_cost_estimate *time;
 } cg_placement;
 
 cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,

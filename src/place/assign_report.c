@@ -8,13 +8,16 @@
  * boundary ledger (what the mix costs in crossings and bytes), why each
  * CPU node is there (refused, with the exact rule and value, or dropped by
  * a partition rule), the bodies, and the verdict. Node counts are not time:
- * the verdict says so until a cost model weighs the nodes.
+ * with a cost estimate (cg_placement.time, src/cost/profile.c) the verdict
+ * weighs the nodes by their reference time; without one it says it counts
+ * nodes only.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convgate/assign.h"
+#include "convgate/profile.h"
 #include "ir/walk.h"
 #include "target/registry.h"
 
@@ -272,8 +275,12 @@ cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *typ
 /* --- shared pieces of both renderings -------------------------------------------- */
 
 static const char *const ar_time_note =
-    "time cost not measurable yet: these are node counts, not time; a time-weighted "
-    "verdict needs the cost model";
+    "node counts only, not time: no reference timing (--no-time, or the reference could "
+    "not run the model)";
+static const char *const ar_time_assumed_note =
+    "time from one reference run with per-node timing; the time on target and the "
+    "crossing costs are ASSUMED (default per-op-class speedups and boundary model, "
+    "docs/cost-model.md); `convgate profile` measures executing targets";
 
 static bool ar_nhwc(const cg_target *t) { return t && strstr(t->name, "xnnpack") != NULL; }
 
@@ -505,8 +512,15 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
             fprintf(f, "  %s\n", cg_type_env_note(p->types, i));
     }
     cg_assign_verdict(a, p->types, text, sizeof text);
-    fprintf(f, "Verdict: %s\n", text);
-    fprintf(f, "  (%s)\n", ar_time_note);
+    if (p->time) {
+        char timed[1024];
+        cg_cost_verdict_text(p->time, a, timed, sizeof timed);
+        fprintf(f, "Verdict: %s; %s\n", text, timed);
+        fprintf(f, "  (%s)\n", ar_time_assumed_note);
+    } else {
+        fprintf(f, "Verdict: %s\n", text);
+        fprintf(f, "  (%s)\n", ar_time_note);
+    }
     for (size_t t = 0; t < a->target_count; t++) {
         const cg_target *tg = a->targets[t];
         if (tg->kind != CG_TARGET_PROFILED)
@@ -647,7 +661,7 @@ static const char *ar_fallback_name(cg_fallback_policy f)
 json_t *cg_assign_report_json(const cg_placement *p)
 {
     const cg_assignment *a = p->main;
-    char text[1024], fail[768];
+    char text[2048], fail[768];
     json_t *root = json_object();
     if (!root)
         return NULL;
@@ -688,12 +702,43 @@ json_t *cg_assign_report_json(const cg_placement *p)
         ok = ar_push(notes, json_string(cg_type_env_note(p->types, i)));
     cg_verdict_kind kind = cg_assign_verdict(a, p->types, text, sizeof text);
     bool failed = cg_assign_init_failure(a, p->types, fail, sizeof fail);
+    const cg_cost_estimate *e = p->time;
+    if (e) {
+        char timed[1024];
+        size_t len = strlen(text);
+        cg_cost_verdict_text(e, a, timed, sizeof timed);
+        snprintf(text + len, sizeof text - len, "; %s", timed);
+    }
     ok = ok && ar_set(root, "verdict", verdict = json_object()) &&
          ar_set(verdict, "kind", json_string(cg_verdict_kind_name(kind))) &&
          ar_set(verdict, "text", json_string(text)) &&
          ar_set(verdict, "init_failure", failed ? json_string(fail) : json_null()) &&
-         ar_set(verdict, "time_cost", json_string(ar_time_note)) &&
-         ar_set(verdict, "estimate", json_null());
+         ar_set(verdict, "time_cost", json_string(e ? ar_time_assumed_note : ar_time_note)) &&
+         ar_set(verdict, "time_coverage", e ? json_real(e->time_coverage) : json_null()) &&
+         ar_set(verdict, "reference_ms", e ? json_real(e->reference_ms) : json_null()) &&
+         /* kept null for readers of the node-count report; the figures follow */
+         ar_set(verdict, "estimate", json_null()) &&
+         ar_set(verdict, "estimate_ms", e ? json_real(e->mixed_ms) : json_null()) &&
+         ar_set(verdict, "accelerated_ms", e ? json_real(e->accelerated_ms) : json_null()) &&
+         ar_set(verdict, "remainder_ms", e ? json_real(e->remainder_ms) : json_null()) &&
+         ar_set(verdict, "boundary_ms", e ? json_real(e->boundary_ms) : json_null()) &&
+         ar_set(verdict, "estimate_assumed", e ? json_boolean(e->assumed) : json_null()) &&
+         ar_set(verdict, "fallback_dominates",
+                e ? json_boolean(e->fallback_dominates) : json_null()) &&
+         ar_set(verdict, "boundary_exceeds_gain",
+                e ? json_boolean(e->boundary_exceeds_gain) : json_null());
+    if (ok && e && e->top_cpu_node != SIZE_MAX) {
+        json_t *top = json_object();
+        const cg_node *n = &a->graph->nodes[e->top_cpu_node];
+        char label[AR_LABEL];
+        ok = ar_set(verdict, "top_cpu_node", top) &&
+             ar_set(top, "node", json_string(cg_assign_node_label(a->graph, e->top_cpu_node,
+                                                                  label, sizeof label))) &&
+             ar_set(top, "op_type", json_string(ar_op(n))) &&
+             ar_set(top, "ms", json_real(e->top_cpu_ms)) &&
+             ar_set(top, "share", json_real(e->reference_ms > 0
+                                                ? e->top_cpu_ms / e->reference_ms : 0));
+    }
     if (!ok) {
         json_decref(root);
         return NULL;

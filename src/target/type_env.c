@@ -199,7 +199,10 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
     if (dim->param && *dim->param) {
         for (size_t k = 0; k < b->dim_count; k++)
             if (strcmp(b->dims[k].symbol, dim->param) == 0) {
+                /* a bound symbol is fixed, as a deployment fixes it (ORT's
+                 * make_dynamic_shape_fixed): it no longer counts as dynamic */
                 b->binding_used[k] = true;
+                *symbolic = false;
                 *out = b->dims[k].value;
                 return CG_OK;
             }

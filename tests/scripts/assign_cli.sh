@@ -92,7 +92,7 @@ expect "$T/out" "'t2'  #0 test-xnnpack -> CPU  float32 \[2,3,8,8\]  1536 B  layo
 expect "$T/out" "'t3'  CPU -> #1 test-xnnpack  float32 \[2,3,8,8\]  1536 B  layout NCHW->NHWC" "t3 into it"
 expect "$T/out" "^  Erf 'erf': op Erf not in test-xnnpack's supported-op list  \[test-xnnpack\]" "refusal reason"
 expect "$T/out" '^Verdict: partial residency: 4/5 nodes on targets in 2 partitions, 2 boundary crossings, 1 node on the CPU' "verdict"
-expect "$T/out" 'time cost not measurable yet' "time cost caveat"
+expect "$T/out" 'of reference time inside partitions' "time-weighted verdict"
 expect "$T/out" '^Prediction for test-xnnpack, not a run: from profile test-xnnpack 0.1' "prediction source"
 expect "$T/out" '^  - everything outside this test' "not_modelled list"
 # sections in the promised order
