@@ -23,6 +23,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "convgate/partition.h"
+#include "convgate/target.h"
+#include "convgate/targetpath.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
@@ -58,6 +61,16 @@ static void run_usage(FILE *f)
         "                          NAME keeps only [A-Za-z0-9._-] of the output name\n"
         "  --json                  print {\"outputs\":[{name,dtype,shape,file,min,max,\n"
         "                          mean,nan,inf}],\"time_ms\":T} instead of text\n"
+        "\n"
+        "Target path:\n"
+        "  --target T[,T2...]      run the model as these targets would, in priority\n"
+        "                          order, the CPU taking the rest (see convgate targets):\n"
+        "                          executing targets (xnnpack) run their partitions for\n"
+        "                          real; fp16 profiles (litert-gpu) are emulated with\n"
+        "                          fp16 storage and accumulation on the reference\n"
+        "                          kernels; other profiles change placement only\n"
+        "  --accumulate fp16|fp32  accumulation of emulated fp16 targets (default fp16)\n"
+        "  --profiles DIR          capability profiles directory\n"
         "\n"
         "Timing:\n"
         "  --repeat N              after the first run (which plans memory), run N more\n"
@@ -135,6 +148,9 @@ typedef struct run_args {
     const char *out_dir;
     size_t max_alloc;
     uint64_t repeat; /* timed runs after the first (0: just one run) */
+    const char *targets;  /* --target list, or NULL for the reference runtime */
+    const char *profiles; /* --profiles DIR */
+    bool accumulate_fp32;
 } run_args;
 
 static int cmp_double(const void *a, const void *b)
@@ -657,6 +673,92 @@ static void report_output(const char *name, const cg_value *v, const char *file,
         printf("  -> %s\n", file);
 }
 
+/* --- target path ------------------------------------------------------------ */
+
+static cg_status run_once(cg_runtime *rt, cg_target_path *tp, const cg_named_value *ins,
+                          size_t n, cg_named_value **outs, size_t *count, cg_error *err)
+{
+    return tp ? cg_target_path_run(tp, ins, n, outs, count, err)
+              : cg_runtime_run(rt, ins, n, outs, count, err);
+}
+
+/* "N/M nodes on T, ..., K on CPU; P partitions" */
+static void residency_line(const cg_assignment *as, char *buf, size_t n)
+{
+    size_t used = 0, on_cpu = 0;
+    const cg_graph *g = as->graph;
+    size_t total = g ? g->node_count : 0;
+    buf[0] = '\0';
+    for (size_t t = 0; t < as->target_count && used < n; t++) {
+        size_t on = 0;
+        for (size_t i = 0; i < total; i++)
+            on += as->owner[i] == (int)t;
+        used += (size_t)snprintf(buf + used, n - used, "%s%zu/%zu nodes on %s", t ? ", " : "",
+                                 on, total, as->targets[t]->name);
+    }
+    for (size_t i = 0; i < total; i++)
+        on_cpu += as->owner[i] == CG_OWNER_CPU;
+    if (used < n)
+        snprintf(buf + used, n - used, ", %zu on CPU; %zu partition%s", on_cpu,
+                 as->partition_count, as->partition_count == 1 ? "" : "s");
+}
+
+static bool open_target_path(const run_args *a, const cg_model *model, cg_target_registry **reg,
+                             cg_target_path **tp)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_target_registry_load(a->profiles, reg, &err) != CG_OK) {
+        cli_error("run", "%s", err.msg);
+        return false;
+    }
+    const cg_target *list[16];
+    size_t count = 0;
+    char names[1024];
+    if (strlen(a->targets) >= sizeof names) {
+        cli_error("run", "--target list too long");
+        return false;
+    }
+    memcpy(names, a->targets, strlen(a->targets) + 1);
+    for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (count == sizeof list / sizeof list[0]) {
+            cli_error("run", "at most %zu targets", sizeof list / sizeof list[0]);
+            return false;
+        }
+        const cg_target *t = cg_target_registry_find(*reg, tok, &err);
+        if (!t) {
+            cli_error("run", "%s", err.msg);
+            return false;
+        }
+        list[count++] = t;
+    }
+    cg_dim_binding *dims = calloc(a->dim_count + 1, sizeof *dims);
+    if (!dims) {
+        cli_error("run", "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < a->dim_count; i++) {
+        dims[i].symbol = a->dims[i].symbol;
+        dims[i].value = a->dims[i].value;
+    }
+    cg_target_path_options o;
+    memset(&o, 0, sizeof o);
+    o.targets = list;
+    o.target_count = count;
+    o.dims = dims;
+    o.dim_count = a->dim_count;
+    o.accumulate_fp32 = a->accumulate_fp32;
+    o.max_alloc_bytes = a->max_alloc;
+    cg_status st = cg_target_path_init(model, &o, tp, &err);
+    free(dims);
+    if (st != CG_OK) {
+        cli_error("run", "target path: %s", err.msg);
+        return false;
+    }
+    return true;
+}
+
 /* --- command ----------------------------------------------------------------------- */
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -707,6 +809,23 @@ static int parse_args(int argc, char **argv, run_args *a)
             }
             a->out_dir = val;
             i++;
+        } else if (!strcmp(arg, "--target") || !strcmp(arg, "--profiles")) {
+            if (!val || !*val) {
+                cli_error("run", "%s needs a value", arg);
+                return CG_EXIT_ERROR;
+            }
+            if (!strcmp(arg, "--target"))
+                a->targets = val;
+            else
+                a->profiles = val;
+            i++;
+        } else if (!strcmp(arg, "--accumulate")) {
+            if (!val || (strcmp(val, "fp16") && strcmp(val, "fp32"))) {
+                cli_error("run", "--accumulate needs fp16 or fp32");
+                return CG_EXIT_ERROR;
+            }
+            a->accumulate_fp32 = !strcmp(val, "fp32");
+            i++;
         } else if (!strcmp(arg, "--repeat")) {
             if (!parse_u64(val, &a->repeat) || a->repeat > 1000000) {
                 cli_error("run", "--repeat needs a run count from 0 to 1000000");
@@ -745,6 +864,8 @@ int cmd_run(int argc, char **argv)
     cg_runtime *rt = NULL;
     run_feed *feeds = NULL;
     double *warm = NULL;
+    cg_target_registry *reg = NULL;
+    cg_target_path *tp = NULL;
     size_t feed_count = 0;
     cg_named_value *ins = NULL, *outs = NULL;
     size_t out_count = 0;
@@ -829,15 +950,20 @@ int cmd_run(int argc, char **argv)
         }
     }
 
-    cg_runtime_options ro;
-    cg_runtime_options_default(&ro);
-    if (a.max_alloc)
-        ro.max_alloc_bytes = a.max_alloc;
-    if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
-        cli_error("run", "%s", err.msg);
-        rc = err.status == CG_UNSUPPORTED || err.status == CG_RUNTIME ? CG_EXIT_FAIL
-                                                                      : CG_EXIT_ERROR;
-        goto done;
+    if (a.targets) {
+        if (!open_target_path(&a, model, &reg, &tp))
+            goto done;
+    } else {
+        cg_runtime_options ro;
+        cg_runtime_options_default(&ro);
+        if (a.max_alloc)
+            ro.max_alloc_bytes = a.max_alloc;
+        if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
+            cli_error("run", "%s", err.msg);
+            rc = err.status == CG_UNSUPPORTED || err.status == CG_RUNTIME ? CG_EXIT_FAIL
+                                                                          : CG_EXIT_ERROR;
+            goto done;
+        }
     }
     ins = calloc(feed_count + 1, sizeof *ins);
     if (!ins) {
@@ -852,7 +978,7 @@ int cmd_run(int argc, char **argv)
      * after it are timed separately and summarized by their median. */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cg_status st = cg_runtime_run(rt, ins, feed_count, &outs, &out_count, &err);
+    cg_status st = run_once(rt, tp, ins, feed_count, &outs, &out_count, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double first_ms = elapsed_ms(&t0, &t1), ms = first_ms;
     if (st == CG_OK && a.repeat) {
@@ -866,7 +992,7 @@ int cmd_run(int argc, char **argv)
             outs = NULL;
             out_count = 0;
             clock_gettime(CLOCK_MONOTONIC, &t0);
-            st = cg_runtime_run(rt, ins, feed_count, &outs, &out_count, &err);
+            st = run_once(rt, tp, ins, feed_count, &outs, &out_count, &err);
             clock_gettime(CLOCK_MONOTONIC, &t1);
             warm[r] = elapsed_ms(&t0, &t1);
         }
@@ -923,6 +1049,19 @@ int cmd_run(int argc, char **argv)
         }
         report_output(outs[i].name ? outs[i].name : "", v, file, arr);
     }
+    if (tp) {
+        const cg_assignment *as = cg_target_path_assignment(tp);
+        char line[1024];
+        residency_line(as, line, sizeof line);
+        if (root)
+            json_object_set_new(root, "target",
+                                json_pack("{s:s, s:s, s:b}", "targets", a.targets, "residency",
+                                          line, "reduced_precision",
+                                          cg_target_path_reduced_precision(tp)));
+        else
+            printf("target path: %s%s\n", line,
+                   cg_target_path_reduced_precision(tp) ? " (fp16 emulated)" : "");
+    }
     if (root) {
         json_object_set_new(root, "time_ms", json_real(ms));
         if (a.repeat)
@@ -944,6 +1083,8 @@ int cmd_run(int argc, char **argv)
     }
 done:
     free(warm);
+    cg_target_path_free(tp);
+    cg_target_registry_free(reg);
     if (used)
         for (size_t i = 0; i < out_count; i++)
             free(used[i]);
