@@ -28,11 +28,11 @@ void cli_error(const char *cmd, const char *fmt, ...);
 
 /* Loads a model from `path`, or from standard input when path is "-"
  * (then external data is refused: there is no directory to resolve it
- * against). opt may be NULL. Prints the error and returns NULL on failure. */
-struct cg_model;
-struct cg_load_options;
-struct cg_model *cli_load_model(const char *cmd, const char *path,
-                                const struct cg_load_options *opt);
+ * against). opt may be NULL. NULL with err set on failure. */
+#include "convgate/model.h"
+cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_error *err);
+/* The same, printing "convgate CMD: <error>" on failure. */
+cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt);
 
 /* Writes s as a JSON string literal (quotes and escapes) to f. */
 void cli_json_string(FILE *f, const char *s);

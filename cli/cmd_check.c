@@ -118,7 +118,7 @@ int cmd_check(int argc, char **argv)
     cg_model *model = NULL;
     cg_error err;
     cg_error_clear(&err);
-    if (cg_model_load(path, &lo, &model, &err) != CG_OK) {
+    if (!(model = cli_load_model_quiet(path, &lo, &err))) {
         if (json) {
             printf("{\"model\": ");
             cli_json_string(stdout, path);

@@ -59,9 +59,11 @@ int cmd_inspect(int argc, char **argv)
     }
     cg_error err;
     cg_error_clear(&err);
-    cg_model *model = cli_load_model("inspect", argv[optind], NULL);
-    if (!model)
+    cg_model *model = cli_load_model_quiet(argv[optind], NULL, &err);
+    if (!model) {
+        cli_error("inspect", "%s", err.msg);
         return CG_EXIT_ERROR;
+    }
     int rc = CG_EXIT_OK;
     if (cg_inspect_write(model, &opt, json, stdout, &err) != CG_OK) {
         cli_error("inspect", "%s", err.msg);

@@ -54,9 +54,11 @@ int cmd_save(int argc, char **argv)
     }
     cg_error err;
     cg_error_clear(&err);
-    cg_model *model = cli_load_model("save", argv[optind], NULL);
-    if (!model)
+    cg_model *model = cli_load_model_quiet(argv[optind], NULL, &err);
+    if (!model) {
+        cli_error("save", "%s", err.msg);
         return CG_EXIT_ERROR;
+    }
     int rc = CG_EXIT_OK;
     if (cg_model_save(model, out, &sopt, &err) != CG_OK) {
         cli_error("save", "%s", err.msg);

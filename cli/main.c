@@ -51,16 +51,12 @@ void cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt)
+cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_error *err)
 {
-    cg_error err;
-    cg_error_clear(&err);
     cg_model *model = NULL;
     if (strcmp(path, "-") != 0) {
-        if (cg_model_load(path, opt, &model, &err) != CG_OK) {
-            cli_error(cmd, "%s", err.msg);
+        if (cg_model_load(path, opt, &model, err) != CG_OK)
             return NULL;
-        }
         return model;
     }
     /* standard input: read it all, up to protobuf's 2 GiB limit */
@@ -75,7 +71,7 @@ cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_option
         if (len == cap) {
             if (cap > limit) {
                 free(buf);
-                cli_error(cmd, "standard input: over protobuf's 2 GiB limit");
+                cg_error_set(err, CG_LIMIT, "standard input: over protobuf's 2 GiB limit");
                 return NULL;
             }
             unsigned char *nb = realloc(buf, cap * 2);
@@ -86,12 +82,12 @@ cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_option
         }
     }
     if (!buf) {
-        cli_error(cmd, "standard input: out of memory");
+        cg_error_set(err, CG_NOMEM, "standard input: out of memory");
         return NULL;
     }
     if (ferror(stdin)) {
         free(buf);
-        cli_error(cmd, "standard input: read error");
+        cg_error_set(err, CG_IO, "standard input: read error");
         return NULL;
     }
     cg_load_options lo;
@@ -100,12 +96,22 @@ cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_option
     else
         cg_load_options_default(&lo);
     lo.base_dir = NULL; /* bytes have no directory: external data is refused */
-    cg_status st = cg_model_load_bytes(buf, len, &lo, &model, &err);
+    cg_status st = cg_model_load_bytes(buf, len, &lo, &model, err);
     free(buf);
     if (st != CG_OK) {
-        cli_error(cmd, "standard input: %s", err.msg);
+        cg_error_prefix(err, "standard input: ");
         return NULL;
     }
+    return model;
+}
+
+cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_model *model = cli_load_model_quiet(path, opt, &err);
+    if (!model)
+        cli_error(cmd, "%s", err.msg);
     return model;
 }
 

@@ -142,13 +142,16 @@ cg_status cg_model_load_bytes(const void *data, size_t size, const cg_load_optio
     if (!m)
         return cg_error_set(err, CG_NOMEM, "model bytes: out of memory");
     cg_status st = CG_OK;
-    uint8_t *copy = size ? cg_arena_alloc(m->arena, size) : NULL;
-    if (size && !copy) {
+    if (size == 0) {
+        st = cg_error_set(err, CG_PARSE, "model bytes: empty input is not an ONNX model");
+        goto fail;
+    }
+    uint8_t *copy = cg_arena_alloc(m->arena, size);
+    if (!copy) {
         st = cg_error_set(err, CG_NOMEM, "model bytes: out of memory copying %zu bytes", size);
         goto fail;
     }
-    if (size)
-        memcpy(copy, data, size);
+    memcpy(copy, data, size);
     m->file_size = size;
     if (opt && opt->base_dir) {
         m->base_dir = strdup(opt->base_dir);

@@ -323,7 +323,8 @@ static void test_losses(void)
 
 static void test_optimizers(void)
 {
-    double r[1] = {0.1}, t[1] = {1}, x[2] = {1, 2}, gr[2] = {0.5, -0.5}, v[2] = {0, 0};
+    double r[1] = {0.1}, t[1] = {1}, x[2] = {1, 2}, gr[2] = {0.5, -0.5}, v[3] = {0, 0, 0};
+    /* v has room for 3: the shape-mismatch case below declares V as [3] */
     int64_t d2[1] = {2};
     tgraph g;
     memset(&g, 0, sizeof g);
