@@ -398,8 +398,10 @@ static cg_status num_fill(rd_ctx *c, num_field *nf, const pb_field *f, cg_number
             out->count = f->len / es;
             return CG_OK;
         }
-        memcpy(nf->buf + nf->filled * es, f->data, f->len);
-        nf->filled += f->len / es;
+        if (f->len) { /* an empty packed run adds nothing (and buf may be NULL) */
+            memcpy(nf->buf + nf->filled * es, f->data, f->len);
+            nf->filled += f->len / es;
+        }
     } else {
         uint8_t *dst = nf->buf + nf->filled * es;
         if (nf->kind == NUM_I32) {
