@@ -212,7 +212,22 @@ cg_status cg_cost_estimate_build(const cg_cost_inputs *in, cg_cost_estimate *out
     out->nodes_total = g->node_count;
     out->reference_ms = total + in->overhead_ms;
     out->inside_ms = inside;
-    out->remainder_ms = out->reference_ms - inside;
+    /* The runtime's own overhead (dispatch, allocation, liveness) is paid per
+     * step. A measured (executing) partition runs as one step, its delegate's
+     * own overhead already inside its measured time; an assumed partition keeps
+     * a step per node (nothing is known of the device runtime's overhead). */
+    size_t steps_after = g->node_count - out->nodes_on_target;
+    for (size_t pi = 0; pi < a->partition_count; pi++)
+        steps_after += (in->partition_ms && !isnan(in->partition_ms[pi]))
+                           ? 1
+                           : a->partitions[pi].node_count;
+    double overhead_after =
+        g->node_count ? in->overhead_ms * (double)steps_after / (double)g->node_count
+                      : in->overhead_ms;
+    /* the moved work: the nodes' own time plus the dispatch overhead they no
+     * longer pay; the remainder is everything else */
+    double moved = inside + (in->overhead_ms - overhead_after);
+    out->remainder_ms = out->reference_ms - moved;
     out->time_coverage = out->reference_ms > 0 ? inside / out->reference_ms : 0;
 
     double acc = 0, bnd = 0;
@@ -250,15 +265,15 @@ cg_status cg_cost_estimate_build(const cg_cost_inputs *in, cg_cost_estimate *out
     out->accelerated_ms = acc;
     out->boundary_ms = bnd;
     out->crossings = k;
-    out->gain_ms = inside - acc;
+    out->gain_ms = moved - acc;
     out->mixed_ms = acc + out->remainder_ms + bnd;
 
     if (out->reference_ms > 0 && k <= CG_COST_MAX_BOUNDARIES) {
         /* the same sum through the calculator: S is the effective speedup of
          * the moved part, C the mean crossing cost */
-        cg_latency_input li = {out->reference_ms, inside, 1.0, k, k ? bnd / (double)k : 0};
-        if (inside > 0)
-            li.speedup = acc > 0 ? inside / acc : HUGE_VAL;
+        cg_latency_input li = {out->reference_ms, moved, 1.0, k, k ? bnd / (double)k : 0};
+        if (moved > 0)
+            li.speedup = acc > 0 ? moved / acc : HUGE_VAL;
         cg_error lerr;
         cg_error_clear(&lerr);
         if (isfinite(li.speedup) && cg_cost_latency(&li, &out->latency, &lerr) == CG_OK) {
