@@ -34,6 +34,21 @@ cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_
 /* The same, printing "convgate CMD: <error>" on failure. */
 cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt);
 
+/* Shared argument parsing (cli/args.c). Numbers: a finite non-negative
+ * double; a decimal count <= max. --dim "SYM=VAL" (VAL in [1, INT32_MAX];
+ * a later value replaces an earlier one; the symbol is malloc'd). --target
+ * lists "a,b" resolved in order, no duplicates. They print their own error
+ * as "convgate CMD: ..." and return false. */
+#include <stdbool.h>
+#include <stdint.h>
+#include "convgate/target.h"
+bool cli_parse_double(const char *s, double *out);
+bool cli_parse_count(const char *s, uint64_t max, uint64_t *out);
+bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_t *count,
+                   size_t max);
+bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
+                         size_t arg_count, const cg_target **out, size_t *count, size_t max);
+
 /* Writes s as a JSON string literal (quotes and escapes) to f. */
 void cli_json_string(FILE *f, const char *s);
 

@@ -57,96 +57,6 @@ static void bisect_usage(FILE *f)
           f);
 }
 
-static bool parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0) || v > 1e300)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_count(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_dim(const char *arg, cg_dim_binding *dims, size_t *count)
-{
-    const char *eq = strchr(arg, '=');
-    uint64_t v;
-    if (!eq || eq == arg || !parse_count(eq + 1, INT32_MAX, &v) || v < 1) {
-        cli_error("bisect", "--dim expects SYMBOL=VALUE with VALUE in [1, %d], got '%s'",
-                  INT32_MAX, arg);
-        return false;
-    }
-    size_t len = (size_t)(eq - arg);
-    for (size_t k = 0; k < *count; k++)
-        if (strlen(dims[k].symbol) == len && strncmp(dims[k].symbol, arg, len) == 0) {
-            dims[k].value = (int64_t)v;
-            return true;
-        }
-    if (*count == BISECT_MAX_DIMS) {
-        cli_error("bisect", "more than %d --dim values", BISECT_MAX_DIMS);
-        return false;
-    }
-    char *sym = malloc(len + 1);
-    if (!sym) {
-        cli_error("bisect", "out of memory");
-        return false;
-    }
-    memcpy(sym, arg, len);
-    sym[len] = '\0';
-    dims[*count].symbol = sym;
-    dims[*count].value = (int64_t)v;
-    (*count)++;
-    return true;
-}
-
-static bool resolve_targets(const cg_target_registry *reg, char **args, size_t arg_count,
-                            const cg_target **out, size_t *count)
-{
-    cg_error err;
-    for (size_t i = 0; i < arg_count; i++) {
-        char *list = malloc(strlen(args[i]) + 1);
-        if (!list) {
-            cli_error("bisect", "out of memory");
-            return false;
-        }
-        strcpy(list, args[i]);
-        for (char *tok = list, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next)
-                *next++ = '\0';
-            cg_error_clear(&err);
-            const cg_target *t = *tok ? cg_target_registry_find(reg, tok, &err) : NULL;
-            bool dup = false;
-            for (size_t k = 0; t && k < *count; k++)
-                dup = dup || out[k] == t;
-            if (!t || dup || *count == BISECT_MAX_TARGETS) {
-                cli_error("bisect", "--target %s: %s", args[i],
-                          !*tok ? "empty target name"
-                          : !t  ? (err.msg[0] ? err.msg : "unknown target")
-                          : dup ? "a target given twice"
-                                : "too many targets");
-                free(list);
-                return false;
-            }
-            out[(*count)++] = t;
-        }
-        free(list);
-    }
-    return true;
-}
-
 int cmd_bisect(int argc, char **argv)
 {
     static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
@@ -200,31 +110,32 @@ int cmd_bisect(int argc, char **argv)
         case 'c': against = optarg; break;
         case 'i': inputs = optarg; break;
         case 'n':
-            if (!parse_count(optarg, SIZE_MAX, &sample)) {
+            if (!cli_parse_count(optarg, SIZE_MAX, &sample)) {
                 cli_error("bisect", "--sample expects an index, got '%s'", optarg);
                 goto done;
             }
             break;
         case 'r': random = true; break;
         case 's':
-            if (!parse_count(optarg, UINT64_MAX, &seed)) {
+            if (!cli_parse_count(optarg, UINT64_MAX, &seed)) {
                 cli_error("bisect", "--seed expects a non-negative integer, got '%s'", optarg);
                 goto done;
             }
             break;
         case 'd':
-            if (!parse_dim(optarg, dims, &dim_count))
+            if (!cli_parse_dim("bisect", optarg, dims, &dim_count,
+                               BISECT_MAX_DIMS))
                 goto done;
             break;
         case 'a':
-            if (!parse_double(optarg, &tol.atol)) {
+            if (!cli_parse_double(optarg, &tol.atol)) {
                 cli_error("bisect", "--atol expects a number >= 0, got '%s'", optarg);
                 goto done;
             }
             atol_set = true;
             break;
         case 'R':
-            if (!parse_double(optarg, &tol.rtol)) {
+            if (!cli_parse_double(optarg, &tol.rtol)) {
                 cli_error("bisect", "--rtol expects a number >= 0, got '%s'", optarg);
                 goto done;
             }
@@ -271,7 +182,8 @@ int cmd_bisect(int argc, char **argv)
             cli_error("bisect", "%s", err.msg);
             goto done;
         }
-        if (!resolve_targets(reg, target_args, target_arg_count, targets, &target_count))
+        if (!cli_resolve_targets("bisect", reg, target_args, target_arg_count, targets, &target_count,
+                                 BISECT_MAX_TARGETS))
             goto done;
     }
     if (inputs) {

@@ -58,101 +58,6 @@ static void gate_usage(FILE *f)
           f);
 }
 
-static bool parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0) || v > 1e300)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_count(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* "SYM=VAL" into dims (a later value replaces an earlier one). */
-static bool parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_t *count)
-{
-    const char *eq = strchr(arg, '=');
-    uint64_t v;
-    if (!eq || eq == arg || !parse_count(eq + 1, INT32_MAX, &v) || v < 1) {
-        cli_error(cmd, "--dim expects SYMBOL=VALUE with VALUE in [1, %d], got '%s'", INT32_MAX,
-                  arg);
-        return false;
-    }
-    size_t len = (size_t)(eq - arg);
-    for (size_t k = 0; k < *count; k++)
-        if (strlen(dims[k].symbol) == len && strncmp(dims[k].symbol, arg, len) == 0) {
-            dims[k].value = (int64_t)v;
-            return true;
-        }
-    if (*count == GATE_MAX_DIMS) {
-        cli_error(cmd, "more than %d --dim values", GATE_MAX_DIMS);
-        return false;
-    }
-    char *sym = malloc(len + 1);
-    if (!sym) {
-        cli_error(cmd, "out of memory");
-        return false;
-    }
-    memcpy(sym, arg, len);
-    sym[len] = '\0';
-    dims[*count].symbol = sym;
-    dims[*count].value = (int64_t)v;
-    (*count)++;
-    return true;
-}
-
-/* Resolves "a,b" target lists (in order) against the registry. */
-static bool resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
-                            size_t arg_count, const cg_target **out, size_t *count)
-{
-    cg_error err;
-    for (size_t i = 0; i < arg_count; i++) {
-        char *list = malloc(strlen(args[i]) + 1);
-        if (!list) {
-            cli_error(cmd, "out of memory");
-            return false;
-        }
-        strcpy(list, args[i]);
-        for (char *tok = list, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next)
-                *next++ = '\0';
-            cg_error_clear(&err);
-            const cg_target *t = *tok ? cg_target_registry_find(reg, tok, &err) : NULL;
-            bool dup = false;
-            for (size_t k = 0; t && k < *count; k++)
-                dup = dup || out[k] == t;
-            if (!t || dup || *count == GATE_MAX_TARGETS) {
-                if (!*tok)
-                    cli_error(cmd, "--target %s: empty target name", args[i]);
-                else if (!t)
-                    cli_error(cmd, "%s", err.msg[0] ? err.msg : "unknown target");
-                else if (dup)
-                    cli_error(cmd, "target '%s' given twice", tok);
-                else
-                    cli_error(cmd, "more than %d targets", GATE_MAX_TARGETS);
-                free(list);
-                return false;
-            }
-            out[(*count)++] = t;
-        }
-        free(list);
-    }
-    return true;
-}
-
 int cmd_gate(int argc, char **argv)
 {
     static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
@@ -201,32 +106,33 @@ int cmd_gate(int argc, char **argv)
         case 'g': golden = optarg; break;
         case 'i': inputs = optarg; break;
         case 'r':
-            if (!parse_count(optarg, GATE_MAX_RANDOM, &random_n) || random_n == 0) {
+            if (!cli_parse_count(optarg, GATE_MAX_RANDOM, &random_n) || random_n == 0) {
                 cli_error("gate", "--random expects a count in [1, %d], got '%s'",
                           GATE_MAX_RANDOM, optarg);
                 goto done;
             }
             break;
         case 's':
-            if (!parse_count(optarg, UINT64_MAX, &seed)) {
+            if (!cli_parse_count(optarg, UINT64_MAX, &seed)) {
                 cli_error("gate", "--seed expects a non-negative integer, got '%s'", optarg);
                 goto done;
             }
             break;
         case 'd':
-            if (!parse_dim("gate", optarg, dims, &dim_count))
+            if (!cli_parse_dim("gate", optarg, dims, &dim_count,
+                               GATE_MAX_DIMS))
                 goto done;
             break;
         case 'F': opt.require_full = true; break;
         case 'a':
-            if (!parse_double(optarg, &opt.tol.atol)) {
+            if (!cli_parse_double(optarg, &opt.tol.atol)) {
                 cli_error("gate", "--atol expects a number >= 0, got '%s'", optarg);
                 goto done;
             }
             atol_set = true;
             break;
         case 'R':
-            if (!parse_double(optarg, &opt.tol.rtol)) {
+            if (!cli_parse_double(optarg, &opt.tol.rtol)) {
                 cli_error("gate", "--rtol expects a number >= 0, got '%s'", optarg);
                 goto done;
             }
@@ -273,7 +179,8 @@ int cmd_gate(int argc, char **argv)
         cli_error("gate", "%s", err.msg);
         goto done;
     }
-    if (!resolve_targets("gate", reg, target_args, target_arg_count, targets, &target_count))
+    if (!cli_resolve_targets("gate", reg, target_args, target_arg_count, targets, &target_count,
+                             GATE_MAX_TARGETS))
         goto done;
 
     if (golden) {

@@ -714,25 +714,9 @@ static bool open_target_path(const run_args *a, const cg_model *model, cg_target
     }
     const cg_target *list[16];
     size_t count = 0;
-    char names[1024];
-    if (strlen(a->targets) >= sizeof names) {
-        cli_error("run", "--target list too long");
+    char *arg = (char *)a->targets; /* cli_resolve_targets copies before splitting */
+    if (!cli_resolve_targets("run", *reg, &arg, 1, list, &count, sizeof list / sizeof list[0]))
         return false;
-    }
-    memcpy(names, a->targets, strlen(a->targets) + 1);
-    for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (count == sizeof list / sizeof list[0]) {
-            cli_error("run", "at most %zu targets", sizeof list / sizeof list[0]);
-            return false;
-        }
-        const cg_target *t = cg_target_registry_find(*reg, tok, &err);
-        if (!t) {
-            cli_error("run", "%s", err.msg);
-            return false;
-        }
-        list[count++] = t;
-    }
     cg_dim_binding *dims = calloc(a->dim_count + 1, sizeof *dims);
     if (!dims) {
         cli_error("run", "out of memory");
