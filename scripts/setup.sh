@@ -24,8 +24,10 @@ for arg in "$@"; do
     esac
 done
 
+# libclang-rt-14-dev: the ASan/UBSan and libFuzzer runtimes of scripts/test.sh
+# (only a Recommends of clang-14, which --no-install-recommends skips)
 packages=(
-    build-essential cmake ninja-build clang-14 clang pkg-config
+    build-essential cmake ninja-build clang-14 clang libclang-rt-14-dev pkg-config
     libopenblas-dev libxnnpack-dev libpthreadpool-dev libjansson-dev
     zlib1g-dev libssl-dev
     python3-onnx python3-numpy libonnx-testdata
