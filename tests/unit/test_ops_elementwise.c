@@ -13,6 +13,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "run/kernel.h"
+#include "testlib.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -39,42 +40,6 @@ typedef struct test_run {
     cg_named_value *outs;
     size_t out_count;
 } test_run;
-
-static cg_attr attr_int(const char *name, int64_t v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_INT;
-    a.has_type = true;
-    a.i = v;
-    a.has_i = true;
-    return a;
-}
-
-static cg_attr attr_float(const char *name, float v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_FLOAT;
-    a.has_type = true;
-    a.f = v;
-    a.has_f = true;
-    return a;
-}
-
-static cg_attr attr_string(const char *name, const char *v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_STRING;
-    a.has_type = true;
-    a.s.data = (const uint8_t *)v;
-    a.s.len = strlen(v);
-    return a;
-}
 
 /* Runs op (opset `opset`) named "n0" on the inputs; one output "y". */
 static void run_op(test_run *r, const char *op, int64_t opset, cg_attr *attrs, size_t nattr,
@@ -259,7 +224,7 @@ static void test_bitshift(void)
     const uint8_t want8[3] = {0, 0x80, 0};
     const int64_t dims[1] = {3};
     test_input in[2] = {{CG_DTYPE_UINT8, 1, {3}, x8}, {CG_DTYPE_UINT8, 1, {3}, s8}};
-    cg_attr left = attr_string("direction", "LEFT"), right = attr_string("direction", "RIGHT");
+    cg_attr left = attr_str("direction", "LEFT"), right = attr_str("direction", "RIGHT");
 
     run_op(&r, "BitShift", 11, &left, 1, in, 2);
     const cg_tensor *t = expect_ok(&r, "BitShift uint8", CG_DTYPE_UINT8, 1, dims);
@@ -298,7 +263,7 @@ static void test_bitshift(void)
     }
     run_done(&r);
 
-    cg_attr bad = attr_string("direction", "UP");
+    cg_attr bad = attr_str("direction", "UP");
     run_op(&r, "BitShift", 11, &bad, 1, in, 2);
     expect_fail(&r, "bad direction", CG_INVALID, "UP");
     run_done(&r);
@@ -631,7 +596,7 @@ static void test_half_and_activations(void)
 
     const float g[2] = {1.0f, -1.0f};
     test_input gx[1] = {{CG_DTYPE_FLOAT, 1, {2}, g}};
-    cg_attr tanh_attr = attr_string("approximate", "tanh");
+    cg_attr tanh_attr = attr_str("approximate", "tanh");
     run_op(&r, "Gelu", 20, &tanh_attr, 1, gx, 1);
     if (!schema_missing(&r, "Gelu")) {
         t = expect_ok(&r, "Gelu tanh", CG_DTYPE_FLOAT, 1, d2);

@@ -18,6 +18,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "run/kernel.h"
+#include "testlib.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -43,30 +44,6 @@ typedef struct onenode {
     size_t nattr;
     cg_tensor *in_vals[MAX_IO]; /* values for the non-empty inputs */
 } onenode;
-
-static cg_attr attr_int(const char *name, int64_t v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_INT;
-    a.has_type = true;
-    a.i = v;
-    a.has_i = true;
-    return a;
-}
-
-static cg_attr attr_str(const char *name, const char *s)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_STRING;
-    a.has_type = true;
-    a.s.data = (const uint8_t *)s;
-    a.s.len = strlen(s);
-    return a;
-}
 
 static cg_tensor *make_tensor(cg_dtype dt, int rank, const int64_t *dims, const double *vals)
 {

@@ -20,6 +20,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "run/kernel.h"
+#include "testlib.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -42,31 +43,6 @@ typedef struct nn_case {
     cg_attr attrs[8];
     size_t nattr;
 } nn_case;
-
-static cg_attr attr_int(const char *name, int64_t v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_INT;
-    a.has_type = true;
-    a.i = v;
-    a.has_i = true;
-    return a;
-}
-
-/* ints attributes point at static storage owned by the caller. */
-static cg_attr attr_ints(const char *name, int64_t *v, size_t n)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_INTS;
-    a.has_type = true;
-    a.ints = v;
-    a.ints_count = n;
-    return a;
-}
 
 /* Deterministic pseudo-random values in [-1, 1). */
 static double pseudo(uint64_t *s)

@@ -23,6 +23,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "run/kernel.h"
+#include "testlib.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -65,59 +66,6 @@ typedef struct tgraph {
     const char *outs[MAX_IO];
     size_t nout;
 } tgraph;
-
-static cg_attr attr_int(const char *name, int64_t v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_INT;
-    a.has_type = true;
-    a.i = v;
-    a.has_i = true;
-    return a;
-}
-
-static cg_attr attr_float(const char *name, float v)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_FLOAT;
-    a.has_type = true;
-    a.f = v;
-    a.has_f = true;
-    return a;
-}
-
-static cg_attr attr_str(const char *name, const char *s)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_STRING;
-    a.has_type = true;
-    a.s.data = (const uint8_t *)s;
-    a.s.len = strlen(s);
-    return a;
-}
-
-/* STRINGS attribute over `count` C strings held in `store` (caller's). */
-static cg_attr attr_strs(const char *name, cg_bytes *store, const char *const *s, size_t count)
-{
-    cg_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = CG_ATTR_STRINGS;
-    a.has_type = true;
-    for (size_t i = 0; i < count; i++) {
-        store[i].data = (const uint8_t *)s[i];
-        store[i].len = strlen(s[i]);
-    }
-    a.strings = store;
-    a.strings_count = count;
-    return a;
-}
 
 static void add_input(tgraph *g, const char *name, cg_dtype dt, int rank, const int64_t *dims,
                       double *data)
