@@ -1,5 +1,6 @@
 /* Argument parsing shared by the subcommands (numbers, --dim, --target lists). */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,5 +98,17 @@ bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **
         }
         free(list);
     }
+    return true;
+}
+
+bool cli_parse_real(const char *cmd, const char *opt, const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v)) {
+        cli_error(cmd, "--%s expects a finite number, got '%s'", opt, text);
+        return false;
+    }
+    *out = v;
     return true;
 }

@@ -44,6 +44,9 @@ cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_option
 #include "convgate/target.h"
 bool cli_parse_double(const char *s, double *out);
 bool cli_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* Any finite number (the caller validates its range); prints
+ * "convgate CMD: --OPT expects a finite number, got 'TEXT'" on failure. */
+bool cli_parse_real(const char *cmd, const char *opt, const char *text, double *out);
 bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_t *count,
                    size_t max);
 bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,

@@ -49,19 +49,6 @@ static void latency_usage(FILE *f)
             "Exit status: 0 printed, 2 usage error or out-of-range input.\n");
 }
 
-/* Parses a finite decimal number; prints the error and returns false. */
-static bool parse_real(const char *opt, const char *text, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !isfinite(v)) {
-        cli_error("latency", "--%s expects a finite number, got '%s'", opt, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* Parses a decimal integer; prints the error and returns false. */
 static bool parse_count(const char *opt, const char *text, int64_t *out)
 {
@@ -174,17 +161,17 @@ int cmd_latency(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'B':
-            if (!parse_real("baseline-ms", optarg, &in.baseline_ms))
+            if (!cli_parse_real("latency", "baseline-ms", optarg, &in.baseline_ms))
                 return CG_EXIT_ERROR;
             have_b = true;
             break;
         case 'A':
-            if (!parse_real("accelerated-ms", optarg, &in.accelerated_ms))
+            if (!cli_parse_real("latency", "accelerated-ms", optarg, &in.accelerated_ms))
                 return CG_EXIT_ERROR;
             have_a = true;
             break;
         case 'S':
-            if (!parse_real("speedup", optarg, &in.speedup))
+            if (!cli_parse_real("latency", "speedup", optarg, &in.speedup))
                 return CG_EXIT_ERROR;
             have_s = true;
             break;
@@ -194,7 +181,7 @@ int cmd_latency(int argc, char **argv)
             have_k = true;
             break;
         case 'C':
-            if (!parse_real("boundary-ms", optarg, &in.boundary_ms))
+            if (!cli_parse_real("latency", "boundary-ms", optarg, &in.boundary_ms))
                 return CG_EXIT_ERROR;
             have_c = true;
             break;

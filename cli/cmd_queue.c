@@ -62,19 +62,6 @@ static void queue_usage(FILE *f)
             CG_QUEUE_MAX_STEPS, (unsigned long long)CG_QUEUE_MAX_CUSTOMERS);
 }
 
-/* Parses a finite decimal number; prints the error and returns false. */
-static bool parse_real(const char *opt, const char *text, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !isfinite(v)) {
-        cli_error("queue", "--%s expects a finite number, got '%s'", opt, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* Parses an unsigned decimal integer in [min, max]; prints the error and
  * returns false. strtoull alone would accept "-1" as 2^64 - 1. */
 static bool parse_unsigned(const char *opt, const char *text, uint64_t min, uint64_t max,
@@ -284,25 +271,25 @@ int cmd_queue(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'L':
-            if (!parse_real("lambda", optarg, &q.lambda))
+            if (!cli_parse_real("queue", "lambda", optarg, &q.lambda))
                 return CG_EXIT_ERROR;
             have_l = true;
             break;
         case 'M':
-            if (!parse_real("mu", optarg, &q.mu))
+            if (!cli_parse_real("queue", "mu", optarg, &q.mu))
                 return CG_EXIT_ERROR;
             have_m = true;
             break;
         case 'Q':
-            if (!parse_real("backlog", optarg, &q.q0))
+            if (!cli_parse_real("queue", "backlog", optarg, &q.q0))
                 return CG_EXIT_ERROR;
             break;
         case 'T':
-            if (!parse_real("time", optarg, &q.t_end))
+            if (!cli_parse_real("queue", "time", optarg, &q.t_end))
                 return CG_EXIT_ERROR;
             break;
         case 'D':
-            if (!parse_real("step", optarg, &q.dt))
+            if (!cli_parse_real("queue", "step", optarg, &q.dt))
                 return CG_EXIT_ERROR;
             break;
         case 'N':
