@@ -1305,6 +1305,26 @@ static cg_status window_read(xnng_build *b, const cg_node *n, const int64_t *in,
 
 static bool fits_u32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
+/* Defines a static [m, kh, kw, cg] filter and its [m] bias (zeros when the
+ * node has none), shared by Conv and ConvTranspose. */
+static cg_status define_filter_bias(xnng_build *b, const cg_node *n, int64_t m, int64_t kh,
+                                    int64_t kw, int64_t cg, const float *wdata,
+                                    const float *bdata, uint32_t *wid, uint32_t *bid)
+{
+    if (!bdata) {
+        float *zeros = owned_floats(b, (size_t)m);
+        if (!zeros)
+            return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory for a zero bias");
+        bdata = zeros;
+    }
+    size_t wd[4] = {(size_t)m, (size_t)kh, (size_t)kw, (size_t)cg}, bd = (size_t)m;
+    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 4, wd, wdata,
+                                              XNN_INVALID_VALUE_ID, 0, wid));
+    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, &bd, bdata,
+                                              XNN_INVALID_VALUE_ID, 0, bid));
+    return CG_OK;
+}
+
 static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x, w, bias;
@@ -1372,21 +1392,10 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
         b->weights_in_place++;
     }
     const float *bdata = has_bias ? bias.data->data : NULL;
-    if (!bdata) {
-        float *zeros = owned_floats(b, (size_t)m);
-        if (!zeros)
-            return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory for a zero bias");
-        bdata = zeros;
-    }
     uint32_t in, wid, bid, oid;
-    size_t wd[4] = {(size_t)m, (size_t)kh, (size_t)kw, (size_t)cg}, bd = (size_t)m;
-    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK)
-        return st;
-    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 4, wd, wdata,
-                                              XNN_INVALID_VALUE_ID, 0, &wid));
-    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, &bd, bdata,
-                                              XNN_INVALID_VALUE_ID, 0, &bid));
-    if ((st = define_output(b, n, 0, &oid)) != CG_OK)
+    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK ||
+        (st = define_filter_bias(b, n, m, kh, kw, cg, wdata, bdata, &wid, &bid)) != CG_OK ||
+        (st = define_output(b, n, 0, &oid)) != CG_OK)
         return st;
     XNNG_DEFINE(b, n, xnn_define_convolution_2d(
                           b->subgraph, (uint32_t)win.pad[0], (uint32_t)win.pad[3],
@@ -1486,21 +1495,10 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
                         wbuf[(((gi * mg + o) * kh + y) * kw + xx) * cg + i] =
                             wsrc[(((gi * cg + i) * mg + o) * kh + y) * kw + xx];
     b->weights_repacked++;
-    if (!bdata) {
-        float *zeros = owned_floats(b, (size_t)m);
-        if (!zeros)
-            return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory for a zero bias");
-        bdata = zeros;
-    }
     uint32_t in, wid, bid, oid;
-    size_t wd[4] = {(size_t)m, (size_t)kh, (size_t)kw, (size_t)cg}, bd = (size_t)m;
-    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK)
-        return st;
-    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 4, wd, wbuf,
-                                              XNN_INVALID_VALUE_ID, 0, &wid));
-    XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, &bd, bdata,
-                                              XNN_INVALID_VALUE_ID, 0, &bid));
-    if ((st = define_output(b, n, 0, &oid)) != CG_OK)
+    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK ||
+        (st = define_filter_bias(b, n, m, kh, kw, cg, wbuf, bdata, &wid, &bid)) != CG_OK ||
+        (st = define_output(b, n, 0, &oid)) != CG_OK)
         return st;
     XNNG_DEFINE(b, n, xnn_define_deconvolution_2d(
                           b->subgraph, (uint32_t)pad[0], (uint32_t)pad[3], (uint32_t)pad[2],
