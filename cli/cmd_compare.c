@@ -28,7 +28,7 @@
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 #include "verify/compare_report.h"
 
 #define CMP_MAX_TARGETS 16
@@ -300,8 +300,8 @@ static bool load_named(const cmp_set *set, const char *name, size_t k, const cha
         memset(&t, 0, sizeof t);
         if (cg_npz_open(set->path, max_alloc, &npz, &err) != CG_OK ||
             cg_npz_load(npz, name, &t, &err) != CG_OK ||
-            cg_io_value_from_tensor(&t, out, &err) != CG_OK) {
-            cg_io_tensor_release(&t);
+            cg_value_from_tensor(&t, out, &err) != CG_OK) {
+            cg_tensor_release(&t);
             cg_npz_free(npz);
             cli_error("compare", "%s '%s' of sample %s: %s", kind, name, set->name, err.msg);
             return false;
@@ -375,7 +375,7 @@ static bool random_input(const cg_value_info *vi, const cg_dim_binding *dims, si
         if (strcmp(ranges[i].name, vi->name) == 0)
             range = &ranges[i];
     cg_dtype dt = (cg_dtype)t->elem_type;
-    if (cg_io_tensor_alloc(&tensor, dt, (int)t->shape->rank, shape, max_alloc, &err) != CG_OK ||
+    if (cg_tensor_alloc(&tensor, dt, (int)t->shape->rank, shape, max_alloc, &err) != CG_OK ||
         cg_io_random_fill(&tensor, rng, &err) != CG_OK)
         goto fail;
     if (range) {
@@ -388,11 +388,11 @@ static bool random_input(const cg_value_info *vi, const cg_dim_binding *dims, si
             cg_tensor_set_f64(&tensor, i, v);
         }
     }
-    if (cg_io_value_from_tensor(&tensor, out, &err) != CG_OK)
+    if (cg_value_from_tensor(&tensor, out, &err) != CG_OK)
         goto fail;
     return true;
 fail:
-    cg_io_tensor_release(&tensor);
+    cg_tensor_release(&tensor);
     cli_error("compare", "input '%s': %s", vi->name, err.msg);
     return false;
 }
@@ -993,10 +993,10 @@ static bool run_samples(const cmp_args *a, cmp_state *s)
                                 a->task, a->threshold);
         }
         for (size_t i = 0; i < feed_count; i++)
-            cg_io_value_free(feeds[i].value);
+            cg_value_free(feeds[i].value);
         if (a->outputs_from) {
             for (size_t k = 0; k < got_count; k++) {
-                cg_io_value_free(got_files[k].value);
+                cg_value_free(got_files[k].value);
                 got_files[k].value = NULL;
             }
         } else if (got_out) {

@@ -36,7 +36,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define CONF_RTOL 1e-3
 #define CONF_ATOL 1e-7
@@ -402,7 +402,7 @@ static conf_status run_test(const char *dir, char *reason)
             char why[CONF_REASON_MAX];
             bool same = cg_io_values_match(outs[k].value, want, CONF_RTOL, CONF_ATOL, why,
                                            sizeof why);
-            cg_io_value_free(want);
+            cg_value_free(want);
             if (!same) {
                 reasonf(reason, "%s output '%s': %s", sets[s],
                          g->outputs[k].name ? g->outputs[k].name : "", why);
@@ -414,7 +414,7 @@ static conf_status run_test(const char *dir, char *reason)
         if (outs)
             cg_runtime_free_outputs(outs, out_count);
         for (size_t k = 0; ins && k < in_count; k++)
-            cg_io_value_free(ins[k].value);
+            cg_value_free(ins[k].value);
         free(ins);
         free(set_dir);
     }

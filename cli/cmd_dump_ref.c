@@ -17,7 +17,7 @@
 #include "convgate/runtime.h"
 #include "convgate/target.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define DUMP_MAX_DIMS 64
 #define DUMP_MAX_RANDOM 100000
@@ -143,11 +143,11 @@ static bool random_input(const cg_value_info *vi, const cg_dim_binding *dims, si
         }
         shape[d] = dims[k].value;
     }
-    if (cg_io_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank, shape, 0,
+    if (cg_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank, shape, 0,
                            &err) != CG_OK ||
         cg_io_random_fill(&tensor, rng, &err) != CG_OK ||
-        cg_io_value_from_tensor(&tensor, out, &err) != CG_OK) {
-        cg_io_tensor_release(&tensor);
+        cg_value_from_tensor(&tensor, out, &err) != CG_OK) {
+        cg_tensor_release(&tensor);
         cli_error("dump-ref", "input '%s': %s", vi->name, err.msg);
         return false;
     }
@@ -332,7 +332,7 @@ int cmd_dump_ref(int argc, char **argv)
         outs = NULL;
         out_count = 0;
         for (size_t i = 0; i < input_count; i++) {
-            cg_io_value_free(values[i]);
+            cg_value_free(values[i]);
             values[i] = NULL;
         }
     }
@@ -347,7 +347,7 @@ done:
     if (outs)
         cg_runtime_free_outputs(outs, out_count);
     for (size_t i = 0; values && i < input_count; i++)
-        cg_io_value_free(values[i]);
+        cg_value_free(values[i]);
     free(values);
     free(ins);
     free(infos);

@@ -29,7 +29,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define RUN_MAX_NAME 120
 
@@ -282,14 +282,14 @@ static bool add_feed(const cg_graph *g, run_feed *feeds, size_t *count, const ch
         input_names(g, names, sizeof names);
         cli_error("run", "unknown input '%s' (from %s); the model's inputs are: %s", name,
                   source, names);
-        cg_io_value_free(value);
+        cg_value_free(value);
         return false;
     }
     for (size_t i = 0; i < *count; i++)
         if (strcmp(feeds[i].name, name) == 0) {
             cli_error("run", "input '%s' is fed twice (%s and %s)", name, feeds[i].source,
                       source);
-            cg_io_value_free(value);
+            cg_value_free(value);
             return false;
         }
     run_feed *f = &feeds[(*count)++];
@@ -334,7 +334,7 @@ static bool load_feeds(const run_args *a, const cg_graph *g, run_feed *feeds, si
                     break;
                 }
                 if (cg_npz_load(npz, key, &t, &err) != CG_OK ||
-                    cg_io_value_from_tensor(&t, &v, &err) != CG_OK) {
+                    cg_value_from_tensor(&t, &v, &err) != CG_OK) {
                     cli_error("run", "%s", err.msg);
                     ok = false;
                     break;
@@ -365,7 +365,7 @@ static bool load_feeds(const run_args *a, const cg_graph *g, run_feed *feeds, si
         }
         if (*count >= feeds_cap) {
             cli_error("run", "more -i arguments than the model has inputs");
-            cg_io_value_free(v);
+            cg_value_free(v);
             free(name);
             return false;
         }
@@ -469,11 +469,11 @@ static bool random_feed(const run_args *a, const cg_value_info *vi, cg_rng *rng,
         }
         dims[d] = a->dims[k].value;
     }
-    if (cg_io_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank, dims,
+    if (cg_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank, dims,
                            a->max_alloc, &err) != CG_OK ||
         cg_io_random_fill(&tensor, rng, &err) != CG_OK ||
-        cg_io_value_from_tensor(&tensor, out, &err) != CG_OK) {
-        cg_io_tensor_release(&tensor);
+        cg_value_from_tensor(&tensor, out, &err) != CG_OK) {
+        cg_tensor_release(&tensor);
         cli_error("run", "input '%s': %s", vi->name, err.msg);
         return false;
     }
@@ -1078,7 +1078,7 @@ done:
         cg_runtime_free_outputs(outs, out_count);
     free(ins);
     for (size_t i = 0; feeds && i < feed_count; i++) {
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
         free(feeds[i].source);
     }
     free(feeds);

@@ -30,7 +30,7 @@
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define VERIFY_MAX_TARGETS 8
 #define VERIFY_MAX_DIMS 64
@@ -701,12 +701,12 @@ int cmd_verify(int argc, char **argv)
             json_array_append_new(jsets, json_pack("{s:s, s:b, s:o}", "name", gs->name, "pass",
                                                    set_pass, "outputs", jouts));
         for (size_t k = 0; k < gs->output_count; k++) {
-            cg_io_value_free(golden_out[k]);
-            cg_io_value_free(foreign[k]);
+            cg_value_free(golden_out[k]);
+            cg_value_free(foreign[k]);
             golden_out[k] = foreign[k] = NULL;
         }
         for (size_t k = 0; k < in_count; k++) {
-            cg_io_value_free(ins[k].value);
+            cg_value_free(ins[k].value);
             ins[k].value = NULL;
         }
         in_count = 0;
@@ -770,15 +770,15 @@ done:
     if (outs)
         cg_runtime_free_outputs(outs, out_count);
     for (size_t k = 0; ins && k < in_count; k++)
-        cg_io_value_free(ins[k].value);
+        cg_value_free(ins[k].value);
     if (golden_out && foreign && g) {
         size_t max = 0;
         for (size_t s = 0; s < g->set_count; s++)
             if (g->sets[s].output_count > max)
                 max = g->sets[s].output_count;
         for (size_t k = 0; k < max; k++) {
-            cg_io_value_free(golden_out[k]);
-            cg_io_value_free(foreign[k]);
+            cg_value_free(golden_out[k]);
+            cg_value_free(foreign[k]);
         }
     }
     free(ins);

@@ -71,7 +71,7 @@ typedef struct cg_bisect_type {
     bool known;
     cg_dtype dtype;
     int rank;
-    int64_t dims[CG_TYPE_MAX_RANK];
+    int64_t dims[CG_MAX_RANK];
 } cg_bisect_type;
 
 /* One compared tensor and the node (of the reference model) producing it. */

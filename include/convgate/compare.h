@@ -16,12 +16,12 @@
 #include <stdint.h>
 
 #include "convgate/status.h"
+#include "convgate/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct cg_tensor cg_tensor; /* src/run/kernel.h */
 
 typedef struct cg_tolerance {
     double atol;

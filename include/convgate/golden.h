@@ -31,13 +31,13 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
+#include "convgate/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define CG_GOLDEN_FORMAT_VERSION 1
-#define CG_GOLDEN_MAX_RANK 16
 #define CG_SHA256_HEX 65 /* 64 lowercase hex digits and a NUL */
 /* Longest stem kept from a tensor or set name (longer ones are cut). */
 #define CG_GOLDEN_MAX_STEM 120
@@ -58,7 +58,7 @@ typedef struct cg_golden_tensor {
     char *file;  /* relative to the golden directory: "<set>/outputs/<stem>.npy" */
     cg_dtype dtype;
     int rank;
-    int64_t dims[CG_GOLDEN_MAX_RANK];
+    int64_t dims[CG_MAX_RANK];
     char sha256[CG_SHA256_HEX];
 } cg_golden_tensor;
 
@@ -92,7 +92,7 @@ void cg_golden_free(cg_golden *g);
  * set was made for. */
 cg_status cg_golden_check_model(const cg_golden *g, const char *model_path, cg_error *err);
 /* Loads one tensor of the set, re-hashing the bytes it parses and checking
- * dtype and shape against the manifest. Release with cg_io_value_free. */
+ * dtype and shape against the manifest. Release with cg_value_free. */
 cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t, size_t max_bytes,
                          cg_value **out, cg_error *err);
 

@@ -49,7 +49,7 @@ typedef struct cg_boundary {
     int to_partition;    /* -1: CPU (or a graph output) */
     cg_dtype dtype;
     int rank;
-    int64_t dims[CG_TYPE_MAX_RANK];
+    int64_t dims[CG_MAX_RANK];
     bool known;          /* dtype/shape known */
     uint64_t bytes;
     bool layout_conversion; /* NCHW <-> NHWC at this crossing (NHWC targets, rank 4) */

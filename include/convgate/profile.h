@@ -169,7 +169,7 @@ typedef struct cg_crossing_measure {
     const char *tensor; /* borrowed from the assignment */
     bool entering;
     int rank;
-    int64_t dims[CG_TYPE_MAX_RANK];
+    int64_t dims[CG_MAX_RANK];
     uint64_t bytes;
     bool layout;        /* NCHW <-> NHWC */
     double ms;          /* median */

@@ -20,14 +20,13 @@
 
 #include "convgate/model.h"
 #include "convgate/status.h"
+#include "convgate/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct cg_runtime cg_runtime;
-typedef struct cg_value cg_value; /* see src/run/kernel.h */
-typedef struct cg_tensor cg_tensor;
 struct cg_assignment; /* convgate/partition.h */
 struct cg_type_env;   /* convgate/target.h */
 

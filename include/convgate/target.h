@@ -24,12 +24,12 @@
 
 #include "convgate/model.h"
 #include "convgate/status.h"
+#include "convgate/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CG_TYPE_MAX_RANK 16
 
 /* --- value types ---------------------------------------------------------- */
 
@@ -38,7 +38,7 @@ typedef struct cg_value_type {
     bool known;    /* dtype and shape are known */
     cg_dtype dtype;
     int rank;
-    int64_t dims[CG_TYPE_MAX_RANK];
+    int64_t dims[CG_MAX_RANK];
     bool is_const; /* an initializer, or produced only from constants (Constant,
                       and ops whose inputs are all constant) */
     bool is_graph_input;
@@ -100,7 +100,6 @@ typedef struct cg_support_query {
 } cg_support_query;
 
 typedef struct cg_target cg_target;
-typedef struct cg_value cg_value; /* runtime value, src/run/kernel.h */
 
 /* A partition handed to an executing target (see partition.h for how they
  * are formed). Node indices refer to graph->nodes, in topological order. */

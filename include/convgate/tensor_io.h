@@ -8,11 +8,8 @@
  * before anything is allocated, and no tensor larger than `max_bytes`
  * (0 = CG_IO_DEFAULT_MAX_BYTES) is ever allocated.
  *
- * Ownership: a cg_tensor filled here owns `data` (malloc'd; for STRING an
- * array of malloc'd NUL-terminated strings) and is released with
- * cg_io_tensor_release. A cg_value returned here is malloc'd, as are its
- * tensor data, strings, item array and items, and is released with
- * cg_io_value_free.
+ * Ownership: tensors and values filled here follow convgate/tensor.h (release
+ * with cg_tensor_release / cg_value_free).
  */
 #ifndef CONVGATE_TENSOR_IO_H
 #define CONVGATE_TENSOR_IO_H
@@ -24,25 +21,13 @@
 #include "convgate/dtype.h"
 #include "convgate/model.h"
 #include "convgate/status.h"
+#include "convgate/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct cg_tensor cg_tensor; /* layout in src/run/kernel.h */
-typedef struct cg_value cg_value;
-
 #define CG_IO_DEFAULT_MAX_BYTES ((size_t)4 << 30)
-
-/* Frees a tensor's payload (and strings) and zeroes the struct. */
-void cg_io_tensor_release(cg_tensor *t);
-/* Frees a value returned by this module (recursively); NULL is fine. */
-void cg_io_value_free(cg_value *v);
-/* Wraps *t in a new TENSOR value, taking its payload (t is zeroed). */
-cg_status cg_io_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err);
-/* Allocates a zero-filled tensor (strings NULL) of the given type/shape. */
-cg_status cg_io_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
-                             size_t max_bytes, cg_error *err);
 
 /* --- .npy ------------------------------------------------------------------ */
 

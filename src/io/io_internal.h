@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 /* max_bytes with 0 replaced by the default. */
 size_t cg_io_limit(size_t max_bytes);

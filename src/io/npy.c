@@ -371,7 +371,7 @@ cg_status cg_npy_parse(const void *data, size_t size, const char *what, size_t m
                             "%s: .npy shape and dtype '%s' need %zu data bytes, file has %zu",
                             what, descr, payload, have);
 
-    st = cg_io_tensor_alloc(&t, nt.dtype, rank, dims, max_bytes, err);
+    st = cg_tensor_alloc(&t, nt.dtype, rank, dims, cg_io_limit(max_bytes), err);
     if (st != CG_OK) {
         cg_error_prefix(err, "%s: ", what);
         return st;
@@ -408,7 +408,7 @@ cg_status cg_npy_parse(const void *data, size_t size, const char *what, size_t m
     *out = t;
     return CG_OK;
 fail:
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
     return st;
 }
 

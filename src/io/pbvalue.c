@@ -210,7 +210,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
     if (!cg_dtype_valid(dtype) || cg_io_elem_size((cg_dtype)dtype) == 0)
         return cg_error_set(err, CG_UNSUPPORTED, "%s: TensorProto data_type %lld is not "
                             "supported", what, (long long)dtype);
-    st = cg_io_tensor_alloc(&t, (cg_dtype)dtype, rank, dims, max_bytes, err);
+    st = cg_tensor_alloc(&t, (cg_dtype)dtype, rank, dims, cg_io_limit(max_bytes), err);
     if (st != CG_OK) {
         cg_error_prefix(err, "%s: ", what);
         return st;
@@ -319,7 +319,7 @@ too_many:
     st = cg_error_set(err, CG_INVALID, "%s: tensor data holds more values than the %lld the "
                       "shape needs", what, (long long)want);
 fail:
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
     return st;
 }
 
@@ -386,9 +386,9 @@ static cg_status parse_sequence(const uint8_t *data, size_t size, const cg_type 
         cg_tensor t;
         st = parse_tensor(f.data, f.len, what, max_bytes, &t, err);
         if (st == CG_OK)
-            st = cg_io_value_from_tensor(&t, &v->items[v->item_count], err);
+            st = cg_value_from_tensor(&t, &v->items[v->item_count], err);
         if (st != CG_OK) {
-            cg_io_tensor_release(&t);
+            cg_tensor_release(&t);
             cg_error_prefix(err, "sequence item %zu: ", v->item_count);
             goto fail;
         }
@@ -400,7 +400,7 @@ static cg_status parse_sequence(const uint8_t *data, size_t size, const cg_type 
     *out = v;
     return CG_OK;
 fail:
-    cg_io_value_free(v);
+    cg_value_free(v);
     return st;
 }
 
@@ -458,7 +458,7 @@ static cg_status parse_optional(const uint8_t *data, size_t size, const cg_type 
             v->tensor = inner->tensor;
             memset(&inner->tensor, 0, sizeof inner->tensor);
         }
-        cg_io_value_free(inner);
+        cg_value_free(inner);
     } else if (elem && elem->kind == CG_TYPE_SEQUENCE && elem->elem && elem->elem->has_elem_type) {
         v->seq_dtype = (cg_dtype)elem->elem->elem_type;
     } else if (elem && elem->kind == CG_TYPE_TENSOR && elem->has_elem_type) {
@@ -467,7 +467,7 @@ static cg_status parse_optional(const uint8_t *data, size_t size, const cg_type 
     *out = v;
     return CG_OK;
 fail:
-    cg_io_value_free(v);
+    cg_value_free(v);
     return st;
 }
 
@@ -490,8 +490,8 @@ static cg_status parse_any(const uint8_t *data, size_t size, const cg_type *type
     cg_status st = parse_tensor(data, size, what, max_bytes, &t, err);
     if (st != CG_OK)
         return st;
-    st = cg_io_value_from_tensor(&t, out, err);
-    cg_io_tensor_release(&t);
+    st = cg_value_from_tensor(&t, out, err);
+    cg_tensor_release(&t);
     return st;
 }
 

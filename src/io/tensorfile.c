@@ -71,75 +71,6 @@ cg_status cg_io_write_file(const char *path, const void *data, size_t size, cg_e
     return CG_OK;
 }
 
-void cg_io_tensor_release(cg_tensor *t)
-{
-    if (!t)
-        return;
-    if (t->dtype == CG_DTYPE_STRING && t->data) {
-        char **s = t->data;
-        for (int64_t i = 0; i < t->numel; i++)
-            free(s[i]);
-    }
-    free(t->data);
-    memset(t, 0, sizeof *t);
-}
-
-void cg_io_value_free(cg_value *v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->item_count; i++)
-        cg_io_value_free(v->items[i]);
-    free(v->items);
-    cg_io_tensor_release(&v->tensor);
-    free(v);
-}
-
-cg_status cg_io_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err)
-{
-    cg_value *v = calloc(1, sizeof *v);
-    *out = NULL;
-    if (!v)
-        return cg_error_set(err, CG_NOMEM, "out of memory");
-    v->kind = CG_VALUE_TENSOR;
-    v->tensor = *t;
-    v->seq_dtype = t->dtype;
-    v->has_value = true;
-    memset(t, 0, sizeof *t);
-    *out = v;
-    return CG_OK;
-}
-
-cg_status cg_io_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
-                             size_t max_bytes, cg_error *err)
-{
-    int64_t numel;
-    size_t es = cg_io_elem_size(dtype);
-    memset(t, 0, sizeof *t);
-    if (!cg_dtype_valid(dtype) || es == 0)
-        return cg_error_set(err, CG_UNSUPPORTED, "element type %s has no byte layout here",
-                            cg_dtype_name(dtype));
-    if (rank < 0 || rank > CG_MAX_RANK)
-        return cg_error_set(err, CG_LIMIT, "rank %d exceeds the maximum of %d", rank,
-                            CG_MAX_RANK);
-    if (!cg_shape_numel(rank, dims, &numel))
-        return cg_error_set(err, CG_LIMIT, "shape has a negative dimension or overflows");
-    if ((uint64_t)numel > SIZE_MAX / es || (size_t)numel * es > cg_io_limit(max_bytes))
-        return cg_error_set(err, CG_LIMIT, "%lld elements of %s exceed the limit of %zu bytes",
-                            (long long)numel, cg_dtype_name(dtype), cg_io_limit(max_bytes));
-    size_t bytes = (size_t)numel * es;
-    void *data = calloc(bytes ? bytes : 1, 1);
-    if (!data)
-        return cg_error_set(err, CG_NOMEM, "out of memory for %zu bytes", bytes);
-    t->dtype = dtype;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++)
-        t->dims[i] = dims[i];
-    t->numel = numel;
-    t->data = data;
-    return CG_OK;
-}
-
 /* --- loading by extension ------------------------------------------------- */
 
 static bool ends_with(const char *s, size_t len, const char *suffix)
@@ -194,9 +125,9 @@ static cg_status load_npz_spec(const char *spec, size_t max_bytes, cg_value **ou
     }
     st = cg_npz_load(npz, key, &t, err);
     if (st == CG_OK)
-        st = cg_io_value_from_tensor(&t, out, err);
+        st = cg_value_from_tensor(&t, out, err);
 done:
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
     cg_npz_free(npz);
     free(path);
     return st;
@@ -214,8 +145,8 @@ cg_status cg_io_load_value(const char *spec, const cg_type *type, size_t max_byt
         cg_status st = cg_npy_load(spec, max_bytes, &t, err);
         if (st != CG_OK)
             return st;
-        st = cg_io_value_from_tensor(&t, out, err);
-        cg_io_tensor_release(&t);
+        st = cg_value_from_tensor(&t, out, err);
+        cg_tensor_release(&t);
         return st;
     }
     if (strstr(spec, ".npz") || strstr(spec, ".NPZ"))

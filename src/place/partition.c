@@ -1268,7 +1268,7 @@ static bool pt_target_fp16(const cg_target *t)
 static void pt_boundary_type(const pt_state *st, cg_assignment *a, cg_boundary *b)
 {
     const cg_value_type *vt = st->types ? cg_type_env_get(st->types, b->tensor) : NULL;
-    if (!vt || !vt->known || vt->rank < 0 || vt->rank > CG_TYPE_MAX_RANK)
+    if (!vt || !vt->known || vt->rank < 0 || vt->rank > CG_MAX_RANK)
         return;
     b->known = true;
     b->dtype = vt->dtype;

@@ -195,17 +195,6 @@ cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, c
 /* Densifies a SparseTensorProto (indices [NNZ] linear or [NNZ, rank]). */
 cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
                                      cg_error *err);
-/* Bytes of a tensor of (dtype, numel), overflow-checked; false on overflow
- * or a dtype without a fixed size (other than STRING). */
-bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
-/* A new tensor value with malloc'd zeroed data, no allocation limit. */
-cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
-                                cg_error *err);
-/* Deep copy without a kernel context. */
-cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
-/* Frees only the value's contents (not the struct). */
-void cg_value_clear(cg_value *v);
-
 /* exec.c */
 /* Runs subgraph g (an attribute graph of k's node) with `inputs` bound to
  * its graph inputs (borrowed). On success outs[0..out_count) are new values

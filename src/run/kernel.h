@@ -27,37 +27,7 @@
 #include "convgate/dtype.h"
 #include "convgate/model.h"
 #include "convgate/status.h"
-
-#define CG_MAX_RANK 16
-
-/* A dense tensor. For STRING, data is an array of numel `char *`, each a
- * NUL-terminated heap string owned by the tensor (set with
- * cg_tensor_set_string); a NULL entry reads as "". */
-typedef struct cg_tensor {
-    cg_dtype dtype;
-    int rank;
-    int64_t dims[CG_MAX_RANK];
-    int64_t numel;
-    void *data;
-} cg_tensor;
-
-typedef enum cg_value_kind {
-    CG_VALUE_TENSOR = 0,
-    CG_VALUE_SEQUENCE,
-    CG_VALUE_OPTIONAL /* optional: has_value says whether it holds something */
-} cg_value_kind;
-
-/* What flows along a graph edge. Kernels of ordinary ops see only tensors;
- * sequence and optional ops use the other fields. */
-typedef struct cg_value {
-    cg_value_kind kind;
-    cg_tensor tensor;          /* TENSOR, or OPTIONAL holding a tensor */
-    struct cg_value **items;   /* SEQUENCE elements (each a TENSOR value) */
-    size_t item_count;
-    cg_dtype seq_dtype;        /* element dtype of a (possibly empty) sequence */
-    bool has_value;            /* OPTIONAL */
-    bool optional_is_sequence; /* OPTIONAL whose payload is a sequence */
-} cg_value;
+#include "convgate/tensor.h"
 
 typedef struct cg_runtime cg_runtime;
 typedef struct cg_exec cg_exec;
@@ -111,13 +81,9 @@ cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank,
                               const int64_t *dims, cg_value **out);
 /* Deep copy of a value (sequence items, optional payloads). */
 cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out);
-void cg_value_free(cg_value *v);
 
 /* Scratch memory valid until the kernel returns (freed by the executor). */
 void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes);
-
-/* Sets string element i of a STRING tensor (copies len bytes). */
-cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len);
 
 /* --- attributes ---------------------------------------------------------- */
 
@@ -142,8 +108,6 @@ cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ..
 
 /* --- shared helpers (src/run/tensor.c) ------------------------------------ */
 
-/* Elements of a shape, overflow-checked (false on overflow or negative dim). */
-bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
 /* Multidirectional (numpy) broadcast of two shapes; false if incompatible. */
 bool cg_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
                          int64_t *out);
@@ -153,14 +117,5 @@ void cg_broadcast_strides(int rin, const int64_t *in, int rout, const int64_t *o
                           int64_t *strides);
 /* Normalizes axis in [-rank, rank) to [0, rank); false when out of range. */
 bool cg_normalize_axis(int64_t axis, int rank, int64_t *out);
-/* Reads element i of a numeric tensor as double / int64 (any numeric dtype). */
-double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
-int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
-/* Writes element i of a numeric tensor from double / int64, with the cast
- * rules of ONNX Cast (saturation not applied; ints wrap as C casts do for
- * in-range values; NaN to int gives 0 -- kernels that care check first). */
-void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
-void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
-size_t cg_tensor_bytes(const cg_tensor *t);
 
 #endif

@@ -530,8 +530,8 @@ static cg_status parse_ranks(pf_parser *ps, const json_t *j, const char *path, i
         char ep[PATH_MAX_LEN];
         child_index(ep, path, i);
         if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-            json_integer_value(e) > CG_TYPE_MAX_RANK)
-            return perr(ps, ep, "expected a rank in [0, %d]", CG_TYPE_MAX_RANK);
+            json_integer_value(e) > CG_MAX_RANK)
+            return perr(ps, ep, "expected a rank in [0, %d]", CG_MAX_RANK);
         out[i] = (int)json_integer_value(e);
     }
     *count = json_array_size(j);
@@ -636,8 +636,8 @@ static cg_status parse_io_rule(pf_parser *ps, const json_t *j, const char *path,
                     json_kind(idx));
     }
     if ((st = get_dtypes(ps, j, path, "dtypes", &r->dtypes)) != CG_OK ||
-        (st = get_int32(ps, j, path, "min_rank", 0, CG_TYPE_MAX_RANK, &r->min_rank)) != CG_OK ||
-        (st = get_int32(ps, j, path, "max_rank", 0, CG_TYPE_MAX_RANK, &r->max_rank)) != CG_OK)
+        (st = get_int32(ps, j, path, "min_rank", 0, CG_MAX_RANK, &r->min_rank)) != CG_OK ||
+        (st = get_int32(ps, j, path, "max_rank", 0, CG_MAX_RANK, &r->max_rank)) != CG_OK)
         return st;
     if (r->min_rank >= 0 && r->max_rank >= 0 && r->min_rank > r->max_rank)
         return perr(ps, path, "min_rank %d > max_rank %d", r->min_rank, r->max_rank);
@@ -923,8 +923,8 @@ static cg_status parse_limits(pf_parser *ps, const json_t *root, pf_limits *l)
         return st;
     if (v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > CG_TYPE_MAX_RANK)
-            return perr(ps, vp, "expected a rank in [0, %d]", CG_TYPE_MAX_RANK);
+            json_integer_value(v) > CG_MAX_RANK)
+            return perr(ps, vp, "expected a rank in [0, %d]", CG_MAX_RANK);
         l->max_rank = (int)json_integer_value(v);
     }
     if ((st = limit_value(ps, j, path, "max_dim", &v, &l->note_max_dim, vp)) != CG_OK)

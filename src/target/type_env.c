@@ -23,7 +23,7 @@
 
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 #include "target/registry.h"
 
 #define TE_SEED 0x636f6e7667617465ull /* "convgate" */
@@ -240,7 +240,7 @@ static cg_status add_initializer(te_build *b, const cg_tensor_proto *tp, bool is
     if (st != CG_OK)
         return st;
     e->t.is_const = is_const;
-    if (dtype_ok(tp->data_type) && tp->rank <= CG_TYPE_MAX_RANK) {
+    if (dtype_ok(tp->data_type) && tp->rank <= CG_MAX_RANK) {
         bool ok = true;
         for (size_t d = 0; d < tp->rank; d++) {
             ok = ok && tp->dims[d] >= 0;
@@ -264,7 +264,7 @@ static cg_status add_declared(te_build *b, const cg_value_info *vi)
         return st;
     const cg_type *ty = vi->type;
     if (!ty || ty->kind != CG_TYPE_TENSOR || !ty->has_elem_type || !dtype_ok(ty->elem_type) ||
-        !ty->shape || ty->shape->rank > CG_TYPE_MAX_RANK)
+        !ty->shape || ty->shape->rank > CG_MAX_RANK)
         return CG_OK;
     for (size_t d = 0; d < ty->shape->rank; d++) {
         bool sym;
@@ -372,7 +372,7 @@ static void record_value(te_build *b, te_entry *e, const cg_value *v)
                         (v->kind == CG_VALUE_OPTIONAL && v->has_value &&
                          !v->optional_is_sequence));
     if (!b->probing) {
-        if (!tensor || v->tensor.rank > CG_TYPE_MAX_RANK)
+        if (!tensor || v->tensor.rank > CG_MAX_RANK)
             return;
         e->t.known = true;
         e->t.dtype = v->tensor.dtype;
@@ -448,16 +448,16 @@ static cg_status make_inputs(te_build *b, cg_named_value *feeds, size_t *feed_co
         }
         cg_tensor t;
         memset(&t, 0, sizeof t);
-        cg_status st = cg_io_tensor_alloc(&t, (cg_dtype)ty->elem_type, (int)ty->shape->rank, dims,
+        cg_status st = cg_tensor_alloc(&t, (cg_dtype)ty->elem_type, (int)ty->shape->rank, dims,
                                           0, b->err);
         /* integers stay 0: random ones would be out-of-range indices (token ids,
          * Gather indices) and fail the run, and 0 is valid wherever an index is */
         if (st == CG_OK && !cg_dtype_is_int((cg_dtype)ty->elem_type))
             st = cg_io_random_fill(&t, &rng, b->err);
         if (st == CG_OK)
-            st = cg_io_value_from_tensor(&t, &feeds[*feed_count].value, b->err);
+            st = cg_value_from_tensor(&t, &feeds[*feed_count].value, b->err);
         if (st != CG_OK) {
-            cg_io_tensor_release(&t);
+            cg_tensor_release(&t);
             cg_error_prefix(b->err, "graph input '%s': ", vi->name);
             return st;
         }
@@ -493,7 +493,7 @@ static cg_status run_once(te_build *b, size_t *symbolic)
 done:
     cg_runtime_free(rt);
     for (size_t i = 0; i < feed_count; i++)
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
     free(feeds);
     return st;
 }

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "convgate/partition.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define SIDE_REF 0
 #define SIDE_CAND 1
@@ -202,7 +202,7 @@ static void type_from_tensor(cg_bisect_type *ty, const cg_tensor *t)
 {
     ty->known = true;
     ty->dtype = t->dtype;
-    ty->rank = t->rank < CG_TYPE_MAX_RANK ? t->rank : CG_TYPE_MAX_RANK;
+    ty->rank = t->rank < CG_MAX_RANK ? t->rank : CG_MAX_RANK;
     memcpy(ty->dims, t->dims, (size_t)ty->rank * sizeof ty->dims[0]);
 }
 
@@ -588,7 +588,7 @@ static bool fill_inputs(bisect_ctx *c, size_t node, const cg_named_value *inputs
                 type_from_tensor(ty, &inputs[k].value->tensor);
         for (size_t k = 0; !ty->known && k < g->initializer_count; k++) {
             const cg_tensor_proto *tp = &g->initializers[k];
-            if (!tp->name || strcmp(tp->name, name) != 0 || tp->rank > CG_TYPE_MAX_RANK)
+            if (!tp->name || strcmp(tp->name, name) != 0 || tp->rank > CG_MAX_RANK)
                 continue;
             ty->known = true;
             ty->dtype = (cg_dtype)tp->data_type;

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "convgate/compare.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static const double hist_edges[CG_HIST_BINS - 1] = {1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5,
                                                     1e-4,  1e-3, 1e-2, 1e-1, 1.0};

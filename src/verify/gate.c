@@ -22,7 +22,7 @@
 #include "convgate/golden.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 /* --- samples ------------------------------------------------------------------ */
 
@@ -56,9 +56,9 @@ static size_t fed_inputs(const cg_graph *g, const cg_value_info **out, size_t ca
 static void sample_free(cg_sample *s)
 {
     for (size_t i = 0; i < s->input_count; i++)
-        cg_io_value_free(s->inputs[i].value);
+        cg_value_free(s->inputs[i].value);
     for (size_t i = 0; i < s->expected_count; i++)
-        cg_io_value_free(s->expected[i].value);
+        cg_value_free(s->expected[i].value);
     free(s->inputs);
     free(s->expected);
     free(s->label);
@@ -354,14 +354,14 @@ static cg_status random_input(const cg_value_info *vi, cg_rng *rng, const cg_dim
                     shape[d] = dims[k].value;
         }
     }
-    cg_status st = cg_io_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank,
+    cg_status st = cg_tensor_alloc(&tensor, (cg_dtype)t->elem_type, (int)t->shape->rank,
                                       shape, max_bytes, err);
     if (st == CG_OK)
         st = cg_io_random_fill(&tensor, rng, err);
     if (st == CG_OK)
-        st = cg_io_value_from_tensor(&tensor, out, err);
+        st = cg_value_from_tensor(&tensor, out, err);
     if (st != CG_OK) {
-        cg_io_tensor_release(&tensor);
+        cg_tensor_release(&tensor);
         cg_error_prefix(err, "input '%s': ", vi->name);
     }
     return st;

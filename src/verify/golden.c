@@ -28,7 +28,7 @@
 #include "convgate/golden.h"
 #include "convgate/tensor_io.h"
 #include "io/io_internal.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define GOLDEN_MANIFEST "manifest.json"
 #define GOLDEN_MANIFEST_MAX ((size_t)64 << 20) /* a manifest is text about files */
@@ -572,9 +572,9 @@ static cg_status parse_tensors(json_t *arr, const char *where, cg_golden_tensor 
             goto fail;
         }
         shape = json_object_get(e, "shape");
-        if (!json_is_array(shape) || json_array_size(shape) > CG_GOLDEN_MAX_RANK) {
+        if (!json_is_array(shape) || json_array_size(shape) > CG_MAX_RANK) {
             st = cg_error_set(err, CG_INVALID, "%s ('%s'): shape is missing, not an array or "
-                              "of rank above %d", here, t[i].name, CG_GOLDEN_MAX_RANK);
+                              "of rank above %d", here, t[i].name, CG_MAX_RANK);
             goto fail;
         }
         t[i].rank = (int)json_array_size(shape);
@@ -808,9 +808,9 @@ cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t, size_t m
                           t->rank);
         goto done;
     }
-    st = cg_io_value_from_tensor(&tensor, out, err);
+    st = cg_value_from_tensor(&tensor, out, err);
 done:
-    cg_io_tensor_release(&tensor);
+    cg_tensor_release(&tensor);
     free(buf);
     return st;
 }
@@ -918,8 +918,8 @@ static cg_status read_set_dir(const char *setdir, const char *set, const char *c
         if (stat(path, &sb) == 0) {
             if ((st = cg_npy_load(path, max_bytes, &t, err)) != CG_OK)
                 return st;
-            if ((st = cg_io_value_from_tensor(&t, &values[i], err)) != CG_OK) {
-                cg_io_tensor_release(&t);
+            if ((st = cg_value_from_tensor(&t, &values[i], err)) != CG_OK) {
+                cg_tensor_release(&t);
                 return st;
             }
             continue;
@@ -974,8 +974,8 @@ static cg_status read_set_npz(const char *path, const char *set, const char *con
             cg_error_prefix(err, "set '%s': ", set);
             break;
         }
-        if ((st = cg_io_value_from_tensor(&t, &values[i], err)) != CG_OK)
-            cg_io_tensor_release(&t);
+        if ((st = cg_value_from_tensor(&t, &values[i], err)) != CG_OK)
+            cg_tensor_release(&t);
     }
     for (size_t k = 0; st == CG_OK && strict && k < cg_npz_count(npz); k++) {
         bool known = false;
@@ -1026,7 +1026,7 @@ done:
     free(stems);
     if (st != CG_OK)
         for (size_t i = 0; i < count; i++) {
-            cg_io_value_free(values[i]);
+            cg_value_free(values[i]);
             values[i] = NULL;
         }
     return st;

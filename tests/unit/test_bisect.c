@@ -22,7 +22,7 @@
 #include "convgate/gate.h"
 #include "convgate/model.h"
 #include "convgate/targetpath.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 #include "target/registry.h"
 
 static int failures;

@@ -11,7 +11,7 @@
 
 #include "convgate/compare.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -280,8 +280,8 @@ static int test_against_numpy(void)
         ran++;
     }
     for (size_t j = 0; j < case_count; j++) {
-        cg_io_tensor_release(&cases[j].ref);
-        cg_io_tensor_release(&cases[j].got);
+        cg_tensor_release(&cases[j].ref);
+        cg_tensor_release(&cases[j].got);
     }
     json_decref(doc);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

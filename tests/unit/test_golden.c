@@ -13,7 +13,7 @@
 #include "convgate/golden.h"
 #include "convgate/model.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -85,12 +85,12 @@ static cg_value *float_value(int rank, const int64_t *dims, float base)
 {
     cg_tensor t;
     cg_value *v = NULL;
-    if (cg_io_tensor_alloc(&t, CG_DTYPE_FLOAT, rank, dims, 0, NULL) != CG_OK)
+    if (cg_tensor_alloc(&t, CG_DTYPE_FLOAT, rank, dims, 0, NULL) != CG_OK)
         return NULL;
     for (int64_t i = 0; i < t.numel; i++)
         ((float *)t.data)[i] = base + (float)i * 0.25f;
-    if (cg_io_value_from_tensor(&t, &v, NULL) != CG_OK)
-        cg_io_tensor_release(&t);
+    if (cg_value_from_tensor(&t, &v, NULL) != CG_OK)
+        cg_tensor_release(&t);
     return v;
 }
 
@@ -168,9 +168,9 @@ static cg_status write_golden(const char *dir, const cg_model *model, bool force
         st = cg_golden_writer_add(w, s ? "set/../x" : "first", &in, 1, out, 2, &used, err);
         if (st == CG_OK && s == 1)
             EXPECT(strcmp(used, "set_.._x") == 0, "set name made safe: %s", used);
-        cg_io_value_free(in.value);
-        cg_io_value_free(out[0].value);
-        cg_io_value_free(out[1].value);
+        cg_value_free(in.value);
+        cg_value_free(out[0].value);
+        cg_value_free(out[1].value);
     }
     if (st == CG_OK)
         st = cg_golden_writer_finish(w, err);
@@ -212,7 +212,7 @@ static void test_round_trip(const cg_model *model)
             const float *f = v->tensor.data;
             EXPECT(v->tensor.numel == 4 && f[0] == 10.0f && f[3] == 10.75f, "values");
         }
-        cg_io_value_free(v);
+        cg_value_free(v);
     }
     EXPECT(cg_golden_check_model(g, MODEL, &err) == CG_OK, "same model: %s", err.msg);
     cg_error_clear(&err);
@@ -325,7 +325,7 @@ static void test_broken_sets(const cg_model *model)
         cg_error_clear(&err);
         EXPECT(cg_golden_load(g, &g->sets[0].outputs[0], 0, &v, &err) == CG_INVALID && !v,
                "shape mismatch loaded: %s", err.msg);
-        cg_io_value_free(v);
+        cg_value_free(v);
     }
     cg_golden_free(g);
 }
@@ -368,7 +368,7 @@ static void test_writer_refusals(const cg_model *model)
     EXPECT(cg_golden_writer_init(dir, MODEL, model, false, &w, &err) == CG_OK, "%s", err.msg);
     EXPECT(w && cg_golden_writer_finish(w, &err) == CG_USAGE, "finish without sets");
     cg_golden_writer_free(w);
-    cg_io_value_free(v.value);
+    cg_value_free(v.value);
 }
 
 /* --- input set directories ------------------------------------------------------------ */
@@ -407,13 +407,13 @@ static void test_set_dirs(void)
            err.msg);
     EXPECT(vals[0] && ((float *)vals[0]->tensor.data)[0] == 1.0f, "s1 in:a");
     EXPECT(vals[1] && ((float *)vals[1]->tensor.data)[0] == 2.0f, "s1 b");
-    cg_io_value_free(vals[0]);
-    cg_io_value_free(vals[1]);
+    cg_value_free(vals[0]);
+    cg_value_free(vals[1]);
     EXPECT(cg_golden_read_set(dir, "s0", names, 2, true, 0, vals, &err) == CG_OK, "%s",
            err.msg);
     EXPECT(vals[0] && ((float *)vals[0]->tensor.data)[0] == 2.0f, "s0 in:a from npz");
-    cg_io_value_free(vals[0]);
-    cg_io_value_free(vals[1]);
+    cg_value_free(vals[0]);
+    cg_value_free(vals[1]);
 
     /* strict: a file for no name; lenient: fine */
     snprintf(p, sizeof p, "%s/s1/c.npy", dir);
@@ -422,7 +422,7 @@ static void test_set_dirs(void)
     EXPECT(cg_golden_read_set(dir, "s1", names, 2, true, 0, vals, &err) == CG_INVALID &&
                strstr(err.msg, "c.npy") && !vals[0] && !vals[1], "%s", err.msg);
     EXPECT(cg_golden_read_set(dir, "s1", names, 1, false, 0, vals, &err) == CG_OK, "lenient");
-    cg_io_value_free(vals[0]);
+    cg_value_free(vals[0]);
     vals[0] = NULL;
     const char *missing[1] = {"zzz"};
     cg_error_clear(&err);
@@ -447,8 +447,8 @@ static void test_set_dirs(void)
     path_of(p, sizeof p, "no_sets_here");
     mkdir(p, 0777);
     EXPECT(cg_golden_list_sets(p, &sets, &count, &err) == CG_INVALID, "empty dir");
-    cg_io_value_free(a);
-    cg_io_value_free(b);
+    cg_value_free(a);
+    cg_value_free(b);
 }
 
 int main(void)

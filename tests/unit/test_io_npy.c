@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -67,26 +67,26 @@ static void test_read_numpy_files(void)
     EXPECT(t.dtype == CG_DTYPE_FLOAT && shape_is(&t, 2, 2, 3), "f4_c type/shape");
     for (int i = 0; t.data && i < 6; i++)
         EXPECT(((float *)t.data)[i] == (float)i, "f4_c[%d]", i);
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     /* Fortran order: element (r, c) is 0.5 * (3r + c) after reordering. */
     EXPECT(cg_npy_load(DATA "f8_fortran.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_DOUBLE && shape_is(&t, 2, 2, 3), "f8_fortran type/shape");
     for (int i = 0; t.data && i < 6; i++)
         EXPECT(((double *)t.data)[i] == 0.5 * i, "f8_fortran[%d] = %g", i, ((double *)t.data)[i]);
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "i4_be.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_INT32 && shape_is(&t, 1, 6, 0), "i4_be type/shape");
     for (int i = 0; t.data && i < 6; i++)
         EXPECT(((int32_t *)t.data)[i] == i - 3, "big-endian i4[%d] = %d", i,
                ((int32_t *)t.data)[i]);
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "b1.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_BOOL && t.numel == 3 && ((uint8_t *)t.data)[0] == 1 &&
                ((uint8_t *)t.data)[1] == 0 && ((uint8_t *)t.data)[2] == 1, "bool values");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "f2.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_FLOAT16 && t.numel == 4, "f2 type");
@@ -96,20 +96,20 @@ static void test_read_numpy_files(void)
                    isinf(cg_fp16_to_f32(h[2])) && isnan(cg_fp16_to_f32(h[3])),
                "fp16 values");
     }
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "u8.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_UINT64 && ((uint64_t *)t.data)[1] == UINT64_MAX, "uint64 max");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "i1_scalar.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_INT8 && t.rank == 0 && t.numel == 1 &&
                ((int8_t *)t.data)[0] == -7, "int8 scalar");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "empty_f4.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(shape_is(&t, 2, 0, 3) && t.numel == 0, "empty shape");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "unicode.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_STRING && t.numel == 3, "unicode type");
@@ -118,21 +118,21 @@ static void test_read_numpy_files(void)
         EXPECT(!strcmp(s[0], "a") && !strcmp(s[1], "h\xc3\xa9llo") && !strcmp(s[2], ""),
                "unicode values '%s' '%s' '%s'", s[0], s[1], s[2]);
     }
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "bytes.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_STRING && t.numel == 2 && !strcmp(((char **)t.data)[0], "ab") &&
                !strcmp(((char **)t.data)[1], "xyz"), "bytes values");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "c8.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.dtype == CG_DTYPE_COMPLEX64 && t.numel == 2 && ((float *)t.data)[1] == 2.0f &&
                ((float *)t.data)[3] == -3.0f, "complex64 values");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 
     EXPECT(cg_npy_load(DATA "f4_v2.npy", 0, &t, &err) == CG_OK, "%s", err.msg);
     EXPECT(t.numel == 4 && ((float *)t.data)[3] == 3.0f, "format 2.0");
-    cg_io_tensor_release(&t);
+    cg_tensor_release(&t);
 }
 
 static void test_read_numpy_npz(void)
@@ -147,7 +147,7 @@ static void test_read_numpy_npz(void)
         EXPECT(cg_npz_load(z, "y", &t, &err) == CG_OK, "%s", err.msg);
         EXPECT(t.dtype == CG_DTYPE_INT64 && t.numel == 3 && ((int64_t *)t.data)[1] == -20,
                "stored y");
-        cg_io_tensor_release(&t);
+        cg_tensor_release(&t);
         cg_error_clear(&err);
         EXPECT(cg_npz_load(z, "nope", &t, &err) == CG_INVALID && strstr(err.msg, "'x'"),
                "missing key should list keys: %s", err.msg);
@@ -160,11 +160,11 @@ static void test_read_numpy_npz(void)
         EXPECT(cg_npz_count(z) == 3, "deflated.npz count");
         EXPECT(cg_npz_load(z, "zeros", &t, &err) == CG_OK, "%s", err.msg);
         EXPECT(t.dtype == CG_DTYPE_DOUBLE && t.numel == 4096, "deflated zeros");
-        cg_io_tensor_release(&t);
+        cg_tensor_release(&t);
         EXPECT(cg_npz_load(z, "s", &t, &err) == CG_OK, "%s", err.msg);
         EXPECT(t.dtype == CG_DTYPE_STRING && t.numel == 3 &&
                    !strcmp(((char **)t.data)[1], "h\xc3\xa9llo"), "deflated strings");
-        cg_io_tensor_release(&t);
+        cg_tensor_release(&t);
         cg_npz_free(z);
     }
     /* FILE.npz:KEY through the generic loader */
@@ -172,7 +172,7 @@ static void test_read_numpy_npz(void)
     cg_error_clear(&err);
     EXPECT(cg_io_load_value(DATA "deflated.npz:x", NULL, 0, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->tensor.numel == 6 && ((float *)v->tensor.data)[5] == 5.0f, "npz:key value");
-    cg_io_value_free(v);
+    cg_value_free(v);
     cg_error_clear(&err);
     v = NULL;
     EXPECT(cg_io_load_value(DATA "deflated.npz", NULL, 0, &v, &err) == CG_USAGE,
@@ -187,7 +187,7 @@ static void fill_tensor(cg_tensor *t, cg_dtype dt, int rank, const int64_t *dims
     cg_rng rng;
     cg_error_clear(&err);
     cg_rng_seed(&rng, 42);
-    EXPECT(cg_io_tensor_alloc(t, dt, rank, dims, 0, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_tensor_alloc(t, dt, rank, dims, 0, &err) == CG_OK, "%s", err.msg);
     if (dt == CG_DTYPE_COMPLEX64) {
         for (int64_t i = 0; i < 2 * t->numel; i++)
             ((float *)t->data)[i] = (float)i - 1.5f;
@@ -239,7 +239,7 @@ static void test_round_trip(void)
                cg_dtype_name(types[i]), err.msg);
         EXPECT(same_tensor(&in[i], &back), "npy round trip of %s changed the tensor",
                cg_dtype_name(types[i]));
-        cg_io_tensor_release(&back);
+        cg_tensor_release(&back);
         free(buf);
         list[i] = &in[i];
         keys[i] = cg_dtype_name(types[i]);
@@ -256,13 +256,13 @@ static void test_round_trip(void)
             EXPECT(cg_npz_load(z, keys[i], &back, &err) == CG_OK, "%s", err.msg);
             EXPECT(same_tensor(&in[i], &back), "npz (%s) round trip of %s",
                    compress ? "deflated" : "stored", keys[i]);
-            cg_io_tensor_release(&back);
+            cg_tensor_release(&back);
         }
         cg_npz_free(z);
         remove(path);
     }
     for (size_t i = 0; i < n; i++)
-        cg_io_tensor_release(&in[i]);
+        cg_tensor_release(&in[i]);
 
     /* bfloat16 has no NumPy dtype: refused by name, not written wrongly. */
     cg_tensor bf;
@@ -273,7 +273,7 @@ static void test_round_trip(void)
     EXPECT(cg_npy_serialize(&bf, &buf, &size, &err) == CG_UNSUPPORTED && strstr(err.msg, "bfloat16"),
            "bfloat16 must be refused: %s", err.msg);
     free(buf);
-    cg_io_tensor_release(&bf);
+    cg_tensor_release(&bf);
 }
 
 /* --- malformed .npy -------------------------------------------------------------------- */
@@ -303,7 +303,7 @@ static void expect_npy_error(const char *header, size_t payload, cg_status want,
     cg_status st = cg_npy_parse(buf, n, "bad.npy", 1 << 20, &t, &err);
     EXPECT(st == want && (want == CG_OK || err.msg[0]), "%s: got %s (%s)", why, cg_status_name(st), err.msg);
     if (st == CG_OK)
-        cg_io_tensor_release(&t);
+        cg_tensor_release(&t);
 }
 
 static void test_malformed_npy(void)
@@ -321,7 +321,7 @@ static void test_malformed_npy(void)
         cg_error_clear(&err);
         if (cg_npy_parse(good, cut, "cut.npy", 0, &t, &err) == CG_OK) {
             accepted++;
-            cg_io_tensor_release(&t);
+            cg_tensor_release(&t);
         } else if (!err.msg[0]) {
             accepted++;
         }
@@ -414,7 +414,7 @@ static cg_status open_and_load(const char *path, size_t max_bytes, const char *k
     if (st == CG_OK) {
         st = cg_npz_load(z, key, &t, err);
         if (st == CG_OK)
-            cg_io_tensor_release(&t);
+            cg_tensor_release(&t);
         cg_npz_free(z);
     }
     return st;
@@ -429,9 +429,9 @@ static void test_malformed_npz(void)
     const char *keys[1] = {"z"};
     cg_error err;
     cg_error_clear(&err);
-    EXPECT(cg_io_tensor_alloc(&zeros, CG_DTYPE_DOUBLE, 1, dims, 0, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_tensor_alloc(&zeros, CG_DTYPE_DOUBLE, 1, dims, 0, &err) == CG_OK, "%s", err.msg);
     EXPECT(cg_npz_save("io_bomb.npz", 1, keys, list, true, &err) == CG_OK, "%s", err.msg);
-    cg_io_tensor_release(&zeros);
+    cg_tensor_release(&zeros);
     size_t size;
     uint8_t *orig = slurp("io_bomb.npz", &size);
     EXPECT(orig && size < 4096, "deflate did not compress the zeros");

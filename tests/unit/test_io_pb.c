@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -89,7 +89,7 @@ static void test_tensor_encodings(void)
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->kind == CG_VALUE_TENSOR && v->tensor.rank == 2 && v->tensor.numel == 4 &&
                memcmp(v->tensor.data, f4, sizeof f4) == 0, "packed floats");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* unpacked float_data spread over fields, and a name in between */
     b.len = 0;
@@ -102,7 +102,7 @@ static void test_tensor_encodings(void)
     put_fixed32(&b, 4, 3.5f);
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && ((float *)v->tensor.data)[2] == 3.5f, "unpacked floats");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* int8 in int32_data: negative values are 10-byte sign-extended varints */
     b.len = 0;
@@ -116,7 +116,7 @@ static void test_tensor_encodings(void)
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && ((int8_t *)v->tensor.data)[0] == -128 && ((int8_t *)v->tensor.data)[1] == 127,
            "int8 values");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* raw_data int64 scalar */
     b.len = 0;
@@ -126,7 +126,7 @@ static void test_tensor_encodings(void)
     put_bytes(&b, 9, &big, 8);
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->tensor.rank == 0 && ((int64_t *)v->tensor.data)[0] == big, "raw int64");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* strings (may hold any bytes, stay NUL-terminated) */
     b.len = 0;
@@ -138,7 +138,7 @@ static void test_tensor_encodings(void)
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && !strcmp(((char **)v->tensor.data)[0], "hello") &&
                !strcmp(((char **)v->tensor.data)[1], ""), "strings");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* uint64 via uint64_data, the top value */
     b.len = 0;
@@ -149,7 +149,7 @@ static void test_tensor_encodings(void)
     put_varint(&b, UINT64_MAX);
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && ((uint64_t *)v->tensor.data)[0] == UINT64_MAX, "uint64 max");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* empty tensor with no data at all is fine */
     b.len = 0;
@@ -158,7 +158,7 @@ static void test_tensor_encodings(void)
     put_dims(&b, 2, (const int64_t[]){0, 5});
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->tensor.numel == 0 && v->tensor.dims[1] == 5, "empty tensor");
-    cg_io_value_free(v);
+    cg_value_free(v);
 }
 
 static void expect_bad(const buf *b, cg_status want, const char *why)
@@ -168,7 +168,7 @@ static void expect_bad(const buf *b, cg_status want, const char *why)
     cg_status st = parse(b, NULL, &v, &err);
     EXPECT(st == want && err.msg[0], "%s: got %s (%s)", why, cg_status_name(st), err.msg);
     if (st == CG_OK)
-        cg_io_value_free(v);
+        cg_value_free(v);
 }
 
 static void test_tensor_errors(void)
@@ -246,7 +246,7 @@ static void test_tensor_errors(void)
         p.len = cut;
         if (parse(&p, NULL, &v, &err) == CG_OK) {
             accepted++;
-            cg_io_value_free(v);
+            cg_value_free(v);
         }
     }
     EXPECT(accepted == 0, "%d truncated tensors accepted", accepted);
@@ -291,7 +291,7 @@ static void test_sequence_optional(void)
     EXPECT(v && v->kind == CG_VALUE_SEQUENCE && v->item_count == 2 &&
                ((float *)v->items[1]->tensor.data)[0] == 2.0f && v->seq_dtype == CG_DTYPE_FLOAT,
            "sequence of two");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* optional holding that sequence */
     put_key(&opt, 2, 0);
@@ -300,7 +300,7 @@ static void test_sequence_optional(void)
     EXPECT(parse(&opt, &opt_type, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->kind == CG_VALUE_OPTIONAL && v->has_value && v->optional_is_sequence &&
                v->item_count == 2, "optional sequence");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* empty optional */
     opt.len = 0;
@@ -309,7 +309,7 @@ static void test_sequence_optional(void)
     put_varint(&opt, 0);
     EXPECT(parse(&opt, &opt_type, &v, &err) == CG_OK, "%s", err.msg);
     EXPECT(v && v->kind == CG_VALUE_OPTIONAL && !v->has_value, "empty optional");
-    cg_io_value_free(v);
+    cg_value_free(v);
 
     /* a bad item names its index */
     buf bad = {.len = 0};
@@ -331,10 +331,10 @@ static cg_value *vec(cg_dtype dt, int n, const double *vals)
     cg_value *v = NULL;
     cg_error err;
     int64_t dims[1] = {n};
-    cg_io_tensor_alloc(&t, dt, 1, dims, 0, &err);
+    cg_tensor_alloc(&t, dt, 1, dims, 0, &err);
     for (int i = 0; i < n; i++)
         cg_tensor_set_f64(&t, i, vals[i]);
-    cg_io_value_from_tensor(&t, &v, &err);
+    cg_value_from_tensor(&t, &v, &err);
     return v;
 }
 
@@ -352,55 +352,55 @@ static void test_compare(void)
     const double same[4] = {1000.0 + 1.0 + 0.5e-7, NAN, INFINITY, 0.0};
     cg_value *g = vec(CG_DTYPE_DOUBLE, 4, same);
     EXPECT(match(g, w, why), "within atol + rtol*|b| and NaN==NaN: %s", why);
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     const double over[4] = {1000.0 + 1.0 + 2e-7, NAN, INFINITY, 0.0};
     g = vec(CG_DTYPE_DOUBLE, 4, over);
     EXPECT(!match(g, w, why) && strstr(why, "1 of 4"), "just over the tolerance: %s", why);
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     const double nan_for_number[4] = {NAN, NAN, INFINITY, 0.0};
     g = vec(CG_DTYPE_DOUBLE, 4, nan_for_number);
     EXPECT(!match(g, w, why), "NaN must not match a number");
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     const double number_for_nan[4] = {1000.0, 0.0, INFINITY, 0.0};
     g = vec(CG_DTYPE_DOUBLE, 4, number_for_nan);
     EXPECT(!match(g, w, why), "a number must not match NaN");
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     const double neg_inf[4] = {1000.0, NAN, -INFINITY, 0.0};
     g = vec(CG_DTYPE_DOUBLE, 4, neg_inf);
     EXPECT(!match(g, w, why), "-inf must not match inf");
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     g = vec(CG_DTYPE_FLOAT, 4, want);
     EXPECT(!match(g, w, why) && strstr(why, "dtype"), "dtype mismatch: %s", why);
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     g = vec(CG_DTYPE_DOUBLE, 3, want);
     EXPECT(!match(g, w, why) && strstr(why, "shape"), "shape mismatch: %s", why);
-    cg_io_value_free(g);
+    cg_value_free(g);
 
     const double bools[2] = {1, 0}, bools2[2] = {1, 1};
     cg_value *b1 = vec(CG_DTYPE_BOOL, 2, bools), *b2 = vec(CG_DTYPE_BOOL, 2, bools2);
     EXPECT(!match(b1, b2, why), "bool difference");
     EXPECT(match(b1, b1, why), "bool equal");
-    cg_io_value_free(b1);
-    cg_io_value_free(b2);
-    cg_io_value_free(w);
+    cg_value_free(b1);
+    cg_value_free(b2);
+    cg_value_free(w);
 
     /* strings, sequences */
     cg_tensor s;
     cg_error err;
     cg_value *sa = NULL, *sb = NULL;
     int64_t one[1] = {1};
-    cg_io_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
+    cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
     ((char **)s.data)[0] = strdup("abc");
-    cg_io_value_from_tensor(&s, &sa, &err);
-    cg_io_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
+    cg_value_from_tensor(&s, &sa, &err);
+    cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
     ((char **)s.data)[0] = strdup("abd");
-    cg_io_value_from_tensor(&s, &sb, &err);
+    cg_value_from_tensor(&s, &sb, &err);
     EXPECT(!match(sa, sb, why) && strstr(why, "abd"), "string mismatch: %s", why);
     EXPECT(match(sa, sa, why), "same string");
 
@@ -418,8 +418,8 @@ static void test_compare(void)
            why);
     q2->item_count = 1;
     EXPECT(!match(q1, sa, why) && strstr(why, "a sequence, expected a tensor"), "kind: %s", why);
-    cg_io_value_free(q1);
-    cg_io_value_free(q2);
+    cg_value_free(q1);
+    cg_value_free(q2);
 }
 
 /* --- random fill ----------------------------------------------------------------------------- */
@@ -431,9 +431,9 @@ static void test_random(void)
     cg_rng r1, r2;
     int64_t dims[1] = {4096};
     cg_error_clear(&err);
-    cg_io_tensor_alloc(&a, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
-    cg_io_tensor_alloc(&b, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
-    cg_io_tensor_alloc(&i8, CG_DTYPE_UINT8, 1, dims, 0, &err);
+    cg_tensor_alloc(&a, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
+    cg_tensor_alloc(&b, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
+    cg_tensor_alloc(&i8, CG_DTYPE_UINT8, 1, dims, 0, &err);
     cg_rng_seed(&r1, 5);
     cg_rng_seed(&r2, 5);
     EXPECT(cg_io_random_fill(&a, &r1, &err) == CG_OK && cg_io_random_fill(&b, &r2, &err) == CG_OK,
@@ -454,9 +454,9 @@ static void test_random(void)
     for (int64_t i = 0; i < i8.numel; i++)
         bad += ((uint8_t *)i8.data)[i] > 10;
     EXPECT(bad == 0, "%d uint8 values above 10", bad);
-    cg_io_tensor_release(&a);
-    cg_io_tensor_release(&b);
-    cg_io_tensor_release(&i8);
+    cg_tensor_release(&a);
+    cg_tensor_release(&b);
+    cg_tensor_release(&i8);
 }
 
 int main(void)

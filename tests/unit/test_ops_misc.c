@@ -50,7 +50,7 @@ static cg_tensor *make_tensor(cg_dtype dt, int rank, const int64_t *dims, const 
     cg_tensor *t = calloc(1, sizeof *t);
     cg_error err;
     cg_error_clear(&err);
-    if (!t || cg_io_tensor_alloc(t, dt, rank, dims, 0, &err)) {
+    if (!t || cg_tensor_alloc(t, dt, rank, dims, 0, &err)) {
         fprintf(stderr, "tensor alloc failed: %s\n", err.msg);
         exit(2);
     }
@@ -92,7 +92,7 @@ static cg_status run_node(onenode *n, cg_named_value **outs, size_t *nouts, cg_e
         gin[ngin].type = &types[ngin];
         cg_tensor copy = *n->in_vals[i];
         cg_tensor fresh;
-        cg_io_tensor_alloc(&fresh, copy.dtype, copy.rank, copy.dims, 0, err);
+        cg_tensor_alloc(&fresh, copy.dtype, copy.rank, copy.dims, 0, err);
         if (copy.dtype == CG_DTYPE_STRING) {
             for (int64_t e = 0; e < copy.numel; e++) {
                 const char *s = ((char **)copy.data)[e];
@@ -102,7 +102,7 @@ static cg_status run_node(onenode *n, cg_named_value **outs, size_t *nouts, cg_e
             memcpy(fresh.data, copy.data, cg_tensor_bytes(&copy));
         }
         feeds[ngin].name = n->inputs[i];
-        cg_io_value_from_tensor(&fresh, &feeds[ngin].value, err);
+        cg_value_from_tensor(&fresh, &feeds[ngin].value, err);
         ngin++;
     }
     for (size_t i = 0; i < n->nout; i++) {
@@ -138,7 +138,7 @@ static cg_status run_node(onenode *n, cg_named_value **outs, size_t *nouts, cg_e
         st = cg_runtime_run(rt, feeds, ngin, outs, nouts, err);
     cg_runtime_free(rt);
     for (size_t i = 0; i < ngin; i++)
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
     return st;
 }
 
@@ -181,7 +181,7 @@ static void free_inputs(onenode *n)
 {
     for (size_t i = 0; i < n->nin; i++)
         if (n->in_vals[i]) {
-            cg_io_tensor_release(n->in_vals[i]);
+            cg_tensor_release(n->in_vals[i]);
             free(n->in_vals[i]);
         }
 }

@@ -57,7 +57,7 @@ static cg_tensor *tensor(cg_dtype dt, int rank, const int64_t *dims, const doubl
     cg_tensor *t = calloc(1, sizeof *t);
     cg_error err;
     cg_error_clear(&err);
-    if (!t || cg_io_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
+    if (!t || cg_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
         fprintf(stderr, "tensor alloc failed: %s\n", err.msg);
         exit(2);
     }
@@ -70,7 +70,7 @@ static void case_free(nn_case *c)
 {
     for (size_t i = 0; i < c->nin; i++)
         if (c->in[i]) {
-            cg_io_tensor_release(c->in[i]);
+            cg_tensor_release(c->in[i]);
             free(c->in[i]);
         }
 }
@@ -96,11 +96,11 @@ static cg_status run_case(nn_case *c, cg_named_value **outs, size_t *nouts, cg_e
         gin[nfeed].name = in_names[i];
         gin[nfeed].type = &types[nfeed];
         cg_tensor copy;
-        cg_io_tensor_alloc(&copy, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, 0, err);
+        cg_tensor_alloc(&copy, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, 0, err);
         if (cg_tensor_bytes(&copy))
             memcpy(copy.data, c->in[i]->data, cg_tensor_bytes(&copy));
         feeds[nfeed].name = in_names[i];
-        cg_io_value_from_tensor(&copy, &feeds[nfeed].value, err);
+        cg_value_from_tensor(&copy, &feeds[nfeed].value, err);
         nfeed++;
     }
     for (size_t i = 0; i < c->nout; i++) {
@@ -146,7 +146,7 @@ static cg_status run_case(nn_case *c, cg_named_value **outs, size_t *nouts, cg_e
         st = cg_runtime_run(rt, feeds, nfeed, outs, nouts, err);
     cg_runtime_free(rt);
     for (size_t i = 0; i < nfeed; i++)
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
     return st;
 }
 

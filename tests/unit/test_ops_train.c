@@ -121,13 +121,13 @@ static cg_status run_graph(const tgraph *t, cg_named_value **outs, size_t *nouts
         gin[i].name = t->in_names[i];
         gin[i].type = &types[i];
         cg_tensor tensor;
-        st = cg_io_tensor_alloc(&tensor, t->in_dtype[i], t->in_rank[i], t->in_dims[i], 0, err);
+        st = cg_tensor_alloc(&tensor, t->in_dtype[i], t->in_rank[i], t->in_dims[i], 0, err);
         if (st != CG_OK)
             break;
         for (int64_t e = 0; e < tensor.numel; e++)
             cg_tensor_set_f64(&tensor, e, t->in_data[i][e]);
         feeds[i].name = t->in_names[i];
-        st = cg_io_value_from_tensor(&tensor, &feeds[i].value, err);
+        st = cg_value_from_tensor(&tensor, &feeds[i].value, err);
         if (st == CG_OK)
             fed++;
     }
@@ -165,7 +165,7 @@ static cg_status run_graph(const tgraph *t, cg_named_value **outs, size_t *nouts
         st = cg_runtime_run(rt, feeds, fed, outs, nouts, err);
     cg_runtime_free(rt);
     for (size_t i = 0; i < fed; i++)
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
     return st;
 }
 

@@ -24,7 +24,7 @@
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 static int failures;
 
@@ -69,10 +69,10 @@ static cg_value *load_npy(const char *path)
     cg_value *v = NULL;
     memset(&t, 0, sizeof t);
     if (cg_npy_load(path, CG_IO_DEFAULT_MAX_BYTES, &t, &err) != CG_OK ||
-        cg_io_value_from_tensor(&t, &v, &err) != CG_OK) {
+        cg_value_from_tensor(&t, &v, &err) != CG_OK) {
         fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
         failures++;
-        cg_io_tensor_release(&t);
+        cg_tensor_release(&t);
         return NULL;
     }
     return v;
@@ -284,7 +284,7 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
     }
     result_free(&ref);
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -349,7 +349,7 @@ static void test_rmsnorm_reason(void)
         cg_runtime_free(rt);
     }
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -382,7 +382,7 @@ static void test_layernorm(void)
     }
     result_free(&ref);
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -423,7 +423,7 @@ static void test_global_mean(void)
     }
     result_free(&ref);
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -438,8 +438,8 @@ static void test_boundary(void)
     cg_error_clear(&err);
     int64_t dims[2] = {1, 64};
     memset(&t, 0, sizeof t);
-    if (!m || cg_io_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
-        cg_io_value_from_tensor(&t, &x, &err) != CG_OK) {
+    if (!m || cg_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
+        cg_value_from_tensor(&t, &x, &err) != CG_OK) {
         CHECK(0, "boundary setup: %s", err.msg);
         goto done;
     }
@@ -511,7 +511,7 @@ static void test_boundary(void)
           "NULL path accessors");
     result_free(&ref);
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -527,8 +527,8 @@ static void test_dot(void)
     int64_t dims[2] = {1, 160};
     memset(&t, 0, sizeof t);
     if (!m || m->graph->node_count != 2 ||
-        cg_io_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
-        cg_io_value_from_tensor(&t, &x, &err) != CG_OK) {
+        cg_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
+        cg_value_from_tensor(&t, &x, &err) != CG_OK) {
         CHECK(0, "dot setup: %s", err.msg);
         goto done;
     }
@@ -558,7 +558,7 @@ static void test_dot(void)
         result_free(&r);
     }
 done:
-    cg_io_value_free(x);
+    cg_value_free(x);
     cg_model_free(m);
 }
 
@@ -637,7 +637,7 @@ static void test_xnnpack_full(void)
     cg_target_path_free(p);
     cg_runtime_free(rt);
 done:
-    cg_io_value_free(img);
+    cg_value_free(img);
     cg_model_free(m);
 }
 

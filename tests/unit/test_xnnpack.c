@@ -173,7 +173,7 @@ static void check_residency(const cg_model *m, const cg_type_env *env, const cha
 static void free_feeds(cg_named_value *feeds, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        cg_io_value_free(feeds[i].value);
+        cg_value_free(feeds[i].value);
     free(feeds);
 }
 
@@ -199,13 +199,13 @@ static cg_status make_feeds(const cg_model *m, const cg_type_env *env, cg_named_
         }
         cg_tensor t;
         memset(&t, 0, sizeof t);
-        cg_status st = cg_io_tensor_alloc(&t, vt->dtype, vt->rank, vt->dims, 0, err);
+        cg_status st = cg_tensor_alloc(&t, vt->dtype, vt->rank, vt->dims, 0, err);
         if (st == CG_OK && !cg_dtype_is_int(vt->dtype))
             st = cg_io_random_fill(&t, &rng, err);
         if (st == CG_OK)
-            st = cg_io_value_from_tensor(&t, &feeds[n].value, err);
+            st = cg_value_from_tensor(&t, &feeds[n].value, err);
         if (st != CG_OK) {
-            cg_io_tensor_release(&t);
+            cg_tensor_release(&t);
             free_feeds(feeds, n);
             return st;
         }
@@ -524,7 +524,7 @@ static void unfreeze(cg_model *m, frozen *fz)
         m->graph->input_count = fz->old_input_count;
     }
     for (size_t i = 0; i < fz->val_count; i++)
-        cg_io_value_free(fz->vals[i]);
+        cg_value_free(fz->vals[i]);
     free(fz->vals);
     free(fz->inits);
     free(fz->inputs);
@@ -564,7 +564,7 @@ static bool freeze_inputs(cg_model *m, const char *dir, frozen *fz)
         cg_error_clear(&err);
         cg_value *v = NULL;
         if (cg_io_pb_load(path, ty, 0, &v, &err) != CG_OK || v->kind != CG_VALUE_TENSOR) {
-            cg_io_value_free(v);
+            cg_value_free(v);
             fz->inputs[nin++] = *vi;
             continue;
         }

@@ -24,7 +24,7 @@
 #include <xnnpack.h>
 
 #include "convgate/target.h"
-#include "run/kernel.h"
+#include "convgate/tensor.h"
 
 #define XNNG_REASON_MAX 512
 

@@ -1,0 +1,107 @@
+/*
+ * Tensors and values: the one in-memory form of data that every stage
+ * (runtime, tensor files, targets, verification, the command line) passes
+ * around.
+ *
+ * A cg_tensor is dense, row-major, of rank at most CG_MAX_RANK. Its `data`
+ * holds numel elements of its dtype; for STRING, numel `char *`, each a
+ * NUL-terminated heap string owned by the tensor (NULL reads as "").
+ * A cg_value is what flows along a graph edge: a tensor, a sequence of
+ * tensor values, or an optional.
+ *
+ * Ownership: a tensor or value made by this family owns its payload (and
+ * strings, and sequence items) and is released with cg_tensor_release /
+ * cg_value_free. The runtime is the only place that holds values whose
+ * payload it does not own (arena slots, zero-copy initializers); it never
+ * hands those to cg_value_free with the payload still set.
+ */
+#ifndef CONVGATE_TENSOR_H
+#define CONVGATE_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/dtype.h"
+#include "convgate/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest rank of any tensor or value type convgate handles. */
+#define CG_MAX_RANK 16
+
+typedef struct cg_tensor {
+    cg_dtype dtype;
+    int rank;
+    int64_t dims[CG_MAX_RANK];
+    int64_t numel;
+    void *data;
+} cg_tensor;
+
+typedef enum cg_value_kind {
+    CG_VALUE_TENSOR = 0,
+    CG_VALUE_SEQUENCE,
+    CG_VALUE_OPTIONAL /* has_value says whether it holds something */
+} cg_value_kind;
+
+typedef struct cg_value {
+    cg_value_kind kind;
+    cg_tensor tensor;          /* TENSOR, or OPTIONAL holding a tensor */
+    struct cg_value **items;   /* SEQUENCE elements (each a TENSOR value) */
+    size_t item_count;
+    cg_dtype seq_dtype;        /* element dtype of a (possibly empty) sequence */
+    bool has_value;            /* OPTIONAL */
+    bool optional_is_sequence; /* OPTIONAL whose payload is a sequence */
+} cg_value;
+
+/* --- sizes ------------------------------------------------------------------ */
+
+/* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
+bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
+/* Bytes of numel elements of dtype (sizeof(char *) each for STRING),
+ * overflow-checked; false on overflow or a dtype without a byte layout. */
+bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
+/* Bytes of t's payload (t's numel is already known to fit). */
+size_t cg_tensor_bytes(const cg_tensor *t);
+
+/* --- tensors ---------------------------------------------------------------- */
+
+/* Allocates a zero-filled tensor (strings NULL, data never NULL) of the given
+ * type and shape. Fails, before allocating, on a bad rank or shape, a dtype
+ * without a byte layout, or more than max_bytes (0 = no limit). */
+cg_status cg_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
+                          size_t max_bytes, cg_error *err);
+/* Frees t's payload (and strings) and zeroes the struct; NULL is fine. */
+void cg_tensor_release(cg_tensor *t);
+/* Sets string element i of a STRING tensor to a copy of len bytes (which may
+ * contain NUL bytes; a NUL is appended). */
+cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len);
+
+/* Element i of a numeric tensor as double / int64 (any numeric dtype). */
+double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
+int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
+/* Writes element i from double / int64 with ONNX Cast's rules (no
+ * saturation; NaN to an integer gives 0; out-of-range clamps to int64). */
+void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
+void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
+
+/* --- values ----------------------------------------------------------------- */
+
+/* A new TENSOR value with a zero-filled payload, no allocation limit. */
+cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
+                                cg_error *err);
+/* Wraps *t in a new TENSOR value, taking its payload (t is zeroed). */
+cg_status cg_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err);
+/* Deep copy (tensor payload, strings, sequence items). */
+cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
+/* Frees only the value's contents (not the struct). */
+void cg_value_clear(cg_value *v);
+/* Frees the value and everything it owns; NULL is fine. */
+void cg_value_free(cg_value *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,310 @@
+/*
+ * Tensors and values (convgate/tensor.h): sizes, allocation, element access,
+ * copies and freeing. The one allocation family for every stage: a tensor
+ * or value made here owns its payload, strings and items (malloc'd).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/tensor.h"
+
+bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return false;
+        if (dims[i] != 0 && n > INT64_MAX / dims[i])
+            return false;
+        n *= dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out)
+{
+    size_t es = dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype);
+    if (es == 0 || numel < 0)
+        return false;
+    if ((uint64_t)numel > SIZE_MAX / es)
+        return false;
+    *out = (size_t)numel * es;
+    return true;
+}
+
+void cg_value_clear(cg_value *v)
+{
+    if (!v)
+        return;
+    cg_tensor_release(&v->tensor);
+    for (size_t i = 0; i < v->item_count; i++)
+        cg_value_free(v->items[i]);
+    free(v->items);
+    v->items = NULL;
+    v->item_count = 0;
+}
+
+void cg_value_free(cg_value *v)
+{
+    if (!v)
+        return;
+    cg_value_clear(v);
+    free(v);
+}
+
+cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
+                                cg_error *err)
+{
+    cg_tensor t;
+    *out = NULL;
+    cg_status st = cg_tensor_alloc(&t, dtype, rank, dims, 0, err);
+    if (st != CG_OK)
+        return st;
+    st = cg_value_from_tensor(&t, out, err);
+    if (st != CG_OK)
+        cg_tensor_release(&t);
+    return st;
+}
+
+cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len)
+{
+    if (!t || t->dtype != CG_DTYPE_STRING || i < 0 || i >= t->numel || len == SIZE_MAX)
+        return CG_INVALID;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return CG_NOMEM;
+    if (len)
+        memcpy(copy, s, len);
+    copy[len] = '\0';
+    char **slots = t->data;
+    free(slots[i]);
+    slots[i] = copy;
+    return CG_OK;
+}
+
+/* Copies tensor payload src into the freshly allocated dst (same shape). */
+static cg_status copy_tensor_data(cg_tensor *dst, const cg_tensor *src, cg_error *err)
+{
+    if (src->dtype != CG_DTYPE_STRING) {
+        size_t bytes = cg_tensor_bytes(src);
+        if (bytes)
+            memcpy(dst->data, src->data, bytes);
+        return CG_OK;
+    }
+    char *const *s = src->data;
+    for (int64_t i = 0; i < src->numel; i++) {
+        const char *e = s[i] ? s[i] : "";
+        if (cg_tensor_set_string(dst, i, e, strlen(e)) != CG_OK)
+            return cg_error_set(err, CG_NOMEM, "out of memory copying a string tensor");
+    }
+    return CG_OK;
+}
+
+cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err)
+{
+    *out = NULL;
+    cg_value *v = NULL;
+    cg_status st;
+    bool has_tensor = src->kind == CG_VALUE_TENSOR ||
+                      (src->kind == CG_VALUE_OPTIONAL && src->has_value &&
+                       !src->optional_is_sequence);
+    if (has_tensor) {
+        st = cg_value_alloc_tensor(src->tensor.dtype, src->tensor.rank, src->tensor.dims, &v,
+                                   err);
+        if (st != CG_OK)
+            return st;
+        st = copy_tensor_data(&v->tensor, &src->tensor, err);
+        if (st != CG_OK)
+            goto fail;
+    } else {
+        v = calloc(1, sizeof *v);
+        if (!v)
+            return cg_error_set(err, CG_NOMEM, "out of memory copying a value");
+        v->tensor.dtype = src->tensor.dtype;
+    }
+    v->kind = src->kind;
+    v->seq_dtype = src->seq_dtype;
+    v->has_value = src->has_value;
+    v->optional_is_sequence = src->optional_is_sequence;
+    if (src->item_count) {
+        v->items = calloc(src->item_count, sizeof *v->items);
+        if (!v->items) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory copying a sequence");
+            goto fail;
+        }
+        for (size_t i = 0; i < src->item_count; i++) {
+            st = cg_value_copy(src->items[i], &v->items[i], err);
+            if (st != CG_OK)
+                goto fail;
+            v->item_count = i + 1;
+        }
+    }
+    *out = v;
+    return CG_OK;
+fail:
+    cg_value_free(v);
+    return st;
+}
+
+
+cg_status cg_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
+                          size_t max_bytes, cg_error *err)
+{
+    int64_t numel;
+    size_t bytes;
+    memset(t, 0, sizeof *t);
+    if (!cg_dtype_valid(dtype))
+        return cg_error_set(err, CG_UNSUPPORTED, "element type %d is not a known dtype",
+                            (int)dtype);
+    if (rank < 0 || rank > CG_MAX_RANK)
+        return cg_error_set(err, CG_LIMIT, "rank %d exceeds the maximum of %d", rank,
+                            CG_MAX_RANK);
+    if (!cg_shape_numel(rank, dims, &numel))
+        return cg_error_set(err, CG_LIMIT, "shape has a negative dimension or overflows");
+    if (!cg_tensor_byte_size(dtype, numel, &bytes))
+        return cg_error_set(err, CG_UNSUPPORTED, "%lld elements of %s have no byte size here",
+                            (long long)numel, cg_dtype_name(dtype));
+    if (max_bytes && bytes > max_bytes)
+        return cg_error_set(err, CG_LIMIT, "%lld elements of %s (%zu bytes) exceed the limit of "
+                            "%zu bytes", (long long)numel, cg_dtype_name(dtype), bytes,
+                            max_bytes);
+    /* Never a NULL data pointer, even for empty tensors: kernels may rely on it. */
+    void *data = calloc(bytes ? bytes : 1, 1);
+    if (!data)
+        return cg_error_set(err, CG_NOMEM, "out of memory for %zu bytes", bytes);
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+    t->numel = numel;
+    t->data = data;
+    return CG_OK;
+}
+
+void cg_tensor_release(cg_tensor *t)
+{
+    if (!t)
+        return;
+    if (t->dtype == CG_DTYPE_STRING && t->data) {
+        char **s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            free(s[i]);
+    }
+    free(t->data);
+    memset(t, 0, sizeof *t);
+}
+
+cg_status cg_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err)
+{
+    cg_value *v = calloc(1, sizeof *v);
+    *out = NULL;
+    if (!v)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    v->kind = CG_VALUE_TENSOR;
+    v->tensor = *t;
+    v->seq_dtype = t->dtype;
+    v->has_value = true;
+    memset(t, 0, sizeof *t);
+    *out = v;
+    return CG_OK;
+}
+
+double cg_tensor_get_f64(const cg_tensor *t, int64_t i)
+{
+    const void *d = t->data;
+    switch (t->dtype) {
+    case CG_DTYPE_FLOAT: return ((const float *)d)[i];
+    case CG_DTYPE_DOUBLE: return ((const double *)d)[i];
+    case CG_DTYPE_FLOAT16: return cg_fp16_to_f32(((const uint16_t *)d)[i]);
+    case CG_DTYPE_BFLOAT16: return cg_bf16_to_f32(((const uint16_t *)d)[i]);
+    case CG_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case CG_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case CG_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case CG_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case CG_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case CG_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case CG_DTYPE_INT64: return (double)((const int64_t *)d)[i];
+    case CG_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
+    case CG_DTYPE_BOOL: return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
+    default: return NAN;
+    }
+}
+
+int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i)
+{
+    const void *d = t->data;
+    switch (t->dtype) {
+    case CG_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case CG_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case CG_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case CG_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case CG_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case CG_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case CG_DTYPE_INT64: return ((const int64_t *)d)[i];
+    case CG_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case CG_DTYPE_BOOL: return ((const uint8_t *)d)[i] ? 1 : 0;
+    default: {
+        double v = cg_tensor_get_f64(t, i);
+        if (isnan(v))
+            return 0;
+        if (v >= 9.2233720368547758e18)
+            return INT64_MAX;
+        if (v <= -9.2233720368547758e18)
+            return INT64_MIN;
+        return (int64_t)v;
+    }
+    }
+}
+
+void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v)
+{
+    void *d = t->data;
+    switch (t->dtype) {
+    case CG_DTYPE_FLOAT: ((float *)d)[i] = (float)v; return;
+    case CG_DTYPE_DOUBLE: ((double *)d)[i] = v; return;
+    case CG_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cg_f32_to_fp16((float)v); return;
+    case CG_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cg_f32_to_bf16((float)v); return;
+    case CG_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0.0; return;
+    default: break;
+    }
+    /* integers: truncate toward zero, NaN -> 0, clamp to int64 first */
+    int64_t iv;
+    if (isnan(v))
+        iv = 0;
+    else if (v >= 9.2233720368547758e18)
+        iv = INT64_MAX;
+    else if (v <= -9.2233720368547758e18)
+        iv = INT64_MIN;
+    else
+        iv = (int64_t)v;
+    if (t->dtype == CG_DTYPE_UINT64 && v >= 9.2233720368547758e18 && v < 1.8446744073709552e19) {
+        ((uint64_t *)d)[i] = (uint64_t)v;
+        return;
+    }
+    cg_tensor_set_i64(t, i, iv);
+}
+
+void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v)
+{
+    void *d = t->data;
+    switch (t->dtype) {
+    case CG_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)v; return;
+    case CG_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; return;
+    case CG_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)v; return;
+    case CG_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)v; return;
+    case CG_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)v; return;
+    case CG_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)v; return;
+    case CG_DTYPE_INT64: ((int64_t *)d)[i] = v; return;
+    case CG_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; return;
+    case CG_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; return;
+    default: cg_tensor_set_f64(t, i, (double)v); return;
+    }
+}
+
+size_t cg_tensor_bytes(const cg_tensor *t)
+{
+    size_t es = t->dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(t->dtype);
+    return (size_t)t->numel * es;
+}
