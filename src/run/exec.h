@@ -1,6 +1,7 @@
 /*
- * Executor internals shared by plan.c (building), exec.c (running, the
- * kernel API) and ops/seq.c (control flow kernels).
+ * Executor internals shared by plan.c (building), exec.c (the runtime),
+ * frame.c (running steps), schedule.c (with an assignment), kernel_api.c
+ * (the kernel API) and ops/seq.c (control flow kernels).
  *
  * A cg_plan describes one graph (the main graph or a subgraph): every value
  * it defines gets a slot (graph inputs, initializers, node outputs); a node
@@ -196,11 +197,44 @@ cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, c
 cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
                                      cg_error *err);
 /* exec.c */
+const char *cg_exec_value_kind_name(cg_value_kind k);
+
+/* frame.c */
+/* "node 'name' (Op)" or "node #index (Op)" in buf. */
+const char *cg_exec_step_label(const cg_node *n, size_t index, char *buf, size_t cap);
+/* Index of k's node in its graph (for messages). */
+size_t cg_exec_node_index(const cg_kernel_ctx *k);
+/* "[d0,d1,...]" in buf, cut at cap. */
+void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap);
+/* Frees a value according to who owns what (CG_OWN_*). */
+void cg_exec_drop_value(cg_value *v, uint8_t own);
+cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec *parent,
+                        cg_error *err);
+void cg_frame_free(cg_exec *f);
+/* Runs the frame's steps (the main graph's schedule when there is one). */
+cg_status cg_frame_run(cg_exec *f);
+/* Moves (when the frame owns them) or copies the graph outputs into outs. */
+cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err);
+/* Scratch owned by frame f, freed after the running step's kernel; NULL
+ * above the allocation limit or when out of memory. */
+void *cg_frame_scratch(cg_exec *f, size_t bytes);
+/* Rounded copies of the float32 initializers emulated nodes read. */
+cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err);
+void cg_prec_init_free(cg_runtime *rt);
 /* Runs subgraph g (an attribute graph of k's node) with `inputs` bound to
  * its graph inputs (borrowed). On success outs[0..out_count) are new values
  * owned by the caller. Fails if the graph's input or output count differs. */
 cg_status cg_exec_subgraph(cg_kernel_ctx *k, const cg_graph *g, const cg_value *const *inputs,
                            size_t input_count, cg_value **outs, size_t out_count);
+
+/* schedule.c */
+/* Compiles the executing partitions of rt->opt.assignment and orders the
+ * main graph's units; cg_schedule_free undoes it. */
+cg_status cg_schedule_build(cg_runtime *rt, cg_error *err);
+void cg_schedule_free(cg_runtime *rt);
+bool cg_exec_target_executes(const cg_target *t);
+
+/* kernel_api.c */
 /* Size checks shared by cg_kernel_output and control flow kernels: fails
  * with CG_LIMIT (naming node, op, shape, bytes) above the runtime's limit. */
 cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,

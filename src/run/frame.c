@@ -1,0 +1,569 @@
+/*
+ * Frames: one activation of a plan (the slot values and who owns them),
+ * running its steps (reference kernels, fp16 emulation, executing
+ * partitions as one step) and subgraph activation for control flow
+ * kernels. Also the labels every message of the executor uses.
+ *
+ * With opt.node_precision, a main-graph step marked fp16 reads its float32
+ * inputs rounded to fp16 (a copy in scratch, or for initializers a copy
+ * rounded once at init; values from other fp16 steps are already rounded),
+ * runs with k->precision telling accumulating kernels to accumulate in fp16
+ * when asked, and has its float32 outputs rounded in place before anyone
+ * (the observer included) sees them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "convgate/partition.h"
+#include "run/exec.h"
+
+/* --- labels ----------------------------------------------------------------- */
+
+const char *cg_exec_step_label(const cg_node *n, size_t index, char *buf, size_t cap)
+{
+    const char *op = n && n->op_type ? n->op_type : "?";
+    if (n && n->name && n->name[0])
+        snprintf(buf, cap, "node '%s' (%s)", n->name, op);
+    else
+        snprintf(buf, cap, "node #%zu (%s)", index, op);
+    return buf;
+}
+
+size_t cg_exec_node_index(const cg_kernel_ctx *k)
+{
+    const cg_exec *f = k->exec;
+    if (f && f->plan && f->step < f->plan->step_count && f->plan->steps[f->step].node == k->node)
+        return f->plan->steps[f->step].index;
+    if (k->graph && k->node && k->node >= k->graph->nodes &&
+        k->node < k->graph->nodes + k->graph->node_count)
+        return (size_t)(k->node - k->graph->nodes);
+    return 0;
+}
+
+void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap)
+{
+    size_t used = 0;
+    int n = snprintf(buf, cap, "[");
+    used = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < rank && used < cap; i++) {
+        n = snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+/* --- frames ------------------------------------------------------------------ */
+
+static void scratch_free_all(cg_exec *f)
+{
+    cg_scratch *s = f->scratch;
+    while (s) {
+        cg_scratch *next = s->next;
+        free(s);
+        s = next;
+    }
+    f->scratch = NULL;
+}
+
+/* Frees a value according to who owns what. */
+void cg_exec_drop_value(cg_value *v, uint8_t own)
+{
+    if (!v || own == CG_OWN_NONE)
+        return;
+    if (own == CG_OWN_STRUCT)
+        v->tensor.data = NULL;
+    cg_value_free(v);
+}
+
+static void frame_drop(cg_exec *f, int32_t slot)
+{
+    cg_exec_drop_value(f->vals[slot], f->own[slot]);
+    f->vals[slot] = NULL;
+    f->own[slot] = CG_OWN_NONE;
+}
+
+cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec *parent,
+                            cg_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->rt = rt;
+    f->plan = plan;
+    f->parent = parent;
+    f->err = err;
+    size_t n = plan->slot_count + 1;
+    f->vals = calloc(n, sizeof *f->vals);
+    f->own = calloc(n, sizeof *f->own);
+    f->ins = calloc(plan->max_inputs + 1, sizeof *f->ins);
+    f->outs = calloc(plan->max_outputs + 1, sizeof *f->outs);
+    f->out_flags = calloc(plan->max_outputs + 1, sizeof *f->out_flags);
+    if (!f->vals || !f->own || !f->ins || !f->outs || !f->out_flags) {
+        free(f->vals);
+        free(f->own);
+        free(f->ins);
+        free(f->outs);
+        free(f->out_flags);
+        memset(f, 0, sizeof *f);
+        return cg_error_set(err, CG_NOMEM, "out of memory starting a graph run");
+    }
+    for (size_t s = 0; s < plan->slot_count; s++)
+        if (plan->slot_kind[s] == CG_SLOT_INIT)
+            f->vals[s] = plan->init_values[s];
+    return CG_OK;
+}
+
+void cg_frame_free(cg_exec *f)
+{
+    if (!f->vals)
+        return;
+    for (size_t s = 0; s < f->plan->slot_count; s++)
+        frame_drop(f, (int32_t)s);
+    scratch_free_all(f);
+    free(f->vals);
+    free(f->own);
+    free(f->ins);
+    free(f->outs);
+    free(f->out_flags);
+    memset(f, 0, sizeof *f);
+}
+
+static cg_value *frame_get(cg_exec *f, cg_ref r)
+{
+    for (int32_t i = 0; i < r.up && f; i++)
+        f = f->parent;
+    return f ? f->vals[r.slot] : NULL;
+}
+
+/* Frees the outputs a step produced but did not hand to the frame. */
+static void drop_step_outputs(cg_exec *f, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        cg_exec_drop_value(f->outs[i], (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+        f->outs[i] = NULL;
+        f->out_flags[i] = 0;
+    }
+}
+
+/* Thread CPU seconds for per-node timing: on a shared machine wall time
+ * counts other processes' slices; the runtime runs a model on one thread. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Scratch owned by frame f, freed after the running step's kernel; NULL
+ * above the allocation limit or when out of memory. */
+void *cg_frame_scratch(cg_exec *f, size_t bytes)
+{
+    if (!f || bytes > SIZE_MAX - sizeof(cg_scratch) - 16)
+        return NULL;
+    if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
+        return NULL;
+    cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
+    if (!s)
+        return NULL;
+    s->next = f->scratch;
+    f->scratch = s;
+    return s->data;
+}
+
+/* --- fp16 emulation (cg_node_precision) ------------------------------------------ */
+
+static void round_f32_to_fp16(float *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
+}
+
+/* Rounds every float32 tensor held by v in place (fp16 storage). */
+static void round_value_fp16(cg_value *v)
+{
+    if (!v)
+        return;
+    if (v->kind == CG_VALUE_SEQUENCE ||
+        (v->kind == CG_VALUE_OPTIONAL && v->has_value && v->optional_is_sequence)) {
+        for (size_t i = 0; i < v->item_count; i++)
+            round_value_fp16(v->items[i]);
+        return;
+    }
+    if (v->kind == CG_VALUE_OPTIONAL && !v->has_value)
+        return;
+    if (v->tensor.dtype == CG_DTYPE_FLOAT && v->tensor.data)
+        round_f32_to_fp16(v->tensor.data, v->tensor.numel);
+}
+
+static cg_node_precision step_precision(const cg_exec *f, const cg_step *st)
+{
+    const uint8_t *np = f->rt->opt.node_precision;
+    if (!f->is_main || !np || st->index >= f->plan->graph->node_count)
+        return CG_NODE_PREC_FP32;
+    return (cg_node_precision)np[st->index];
+}
+
+/* Input i of an emulated step as fp16 would hold it: values produced by
+ * another emulated node are already rounded; initializers use the copy
+ * rounded at init; anything else crossing into the emulated region (a graph
+ * input, a CPU node's output) is rounded into scratch. */
+static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
+{
+    const cg_value *v = f->ins[i];
+    const cg_plan *p = f->plan;
+    cg_ref r = st->in[i];
+    if (v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT || r.up != 0)
+        return CG_OK;
+    int32_t prod = p->slot_producer[r.slot];
+    if (p->slot_kind[r.slot] == CG_SLOT_NODE && prod >= 0 &&
+        step_precision(f, &p->steps[prod]) != CG_NODE_PREC_FP32)
+        return CG_OK;
+    if (p->slot_kind[r.slot] == CG_SLOT_INIT && v == p->init_values[r.slot] &&
+        f->rt->prec_init && f->rt->prec_init[r.slot]) {
+        f->ins[i] = f->rt->prec_init[r.slot];
+        return CG_OK;
+    }
+    size_t bytes = cg_tensor_bytes(&v->tensor);
+    cg_value *c = cg_frame_scratch(f, sizeof *c);
+    float *d = c ? cg_frame_scratch(f, bytes) : NULL;
+    if (!d) {
+        char lbl[256];
+        return cg_error_set(f->err, CG_NOMEM, "%s: out of memory rounding input '%s' to fp16",
+                            cg_exec_step_label(st->node, st->index, lbl, sizeof lbl),
+                            st->node->inputs[i]);
+    }
+    *c = *v;
+    if (bytes)
+        memcpy(d, v->tensor.data, bytes);
+    c->tensor.data = d;
+    round_f32_to_fp16(d, v->tensor.numel);
+    f->ins[i] = c;
+    return CG_OK;
+}
+
+/* Rounded copies of the float32 initializers emulated nodes read. */
+cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
+{
+    const cg_plan *p = rt->main;
+    const uint8_t *np = rt->opt.node_precision;
+    const cg_assignment *a = rt->opt.assignment;
+    /* An executing partition's outputs come from the target unrounded, but
+     * emulated consumers trust an emulated producer to have rounded: so a
+     * node there cannot be emulated. */
+    for (size_t i = 0; a && i < p->graph->node_count; i++) {
+        int pid = a->partition_of[i];
+        if (np[i] != CG_NODE_PREC_FP32 && pid >= 0 && (size_t)pid < a->partition_count &&
+            cg_exec_target_executes(a->targets[a->partitions[pid].target]))
+            return cg_error_set(err, CG_USAGE, "node %zu runs on the executing target '%s': it "
+                                "cannot also be emulated in fp16", i,
+                                a->targets[a->partitions[pid].target]->name);
+    }
+    rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
+    if (!rt->prec_init)
+        return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
+    for (size_t si = 0; si < p->step_count; si++) {
+        const cg_step *st = &p->steps[si];
+        if (st->index >= p->graph->node_count || np[st->index] == CG_NODE_PREC_FP32)
+            continue;
+        for (size_t i = 0; i < st->node->input_count; i++) {
+            cg_ref r = st->in[i];
+            if (r.up != 0 || r.slot < 0 || p->slot_kind[r.slot] != CG_SLOT_INIT ||
+                rt->prec_init[r.slot])
+                continue;
+            const cg_value *v = p->init_values[r.slot];
+            if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT)
+                continue;
+            cg_status cs = cg_value_copy(v, &rt->prec_init[r.slot], err);
+            if (cs != CG_OK)
+                return cs;
+            round_value_fp16(rt->prec_init[r.slot]);
+        }
+    }
+    return CG_OK;
+}
+
+void cg_prec_init_free(cg_runtime *rt)
+{
+    if (!rt->prec_init)
+        return;
+    for (size_t s = 0; rt->main && s < rt->main->slot_count; s++)
+        cg_value_free(rt->prec_init[s]);
+    free(rt->prec_init);
+    rt->prec_init = NULL;
+}
+
+/* Runs step si; with release, drops the slots whose last use it is (the
+ * plan's liveness; a schedule applies its own). */
+static cg_status run_step(cg_exec *f, size_t si, bool release)
+{
+    const cg_plan *p = f->plan;
+    const cg_step *st = &p->steps[si];
+    const cg_node *n = st->node;
+    cg_error *err = f->err;
+    char lbl[256];
+    f->step = si;
+    for (size_t i = 0; i < n->input_count; i++) {
+        if (st->in[i].slot < 0) {
+            f->ins[i] = NULL;
+            continue;
+        }
+        f->ins[i] = frame_get(f, st->in[i]);
+        if (!f->ins[i])
+            return cg_error_set(err, CG_RUNTIME, "%s: input '%s' has no value (released "
+                                "early or never produced)",
+                                cg_exec_step_label(n, st->index, lbl, sizeof lbl), n->inputs[i]);
+    }
+    cg_node_precision prec = step_precision(f, st);
+    for (size_t i = 0; prec != CG_NODE_PREC_FP32 && i < n->input_count; i++) {
+        if (!f->ins[i])
+            continue;
+        cg_status rs = emulated_input(f, st, i);
+        if (rs != CG_OK) {
+            scratch_free_all(f);
+            return rs;
+        }
+    }
+    for (size_t i = 0; i < n->output_count; i++) {
+        f->outs[i] = NULL;
+        f->out_flags[i] = 0;
+    }
+    cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
+                       f->outs, n->output_count, f, err,
+                       prec == CG_NODE_PREC_FP16_ACC16 ? CG_KPREC_FP16_ACC16 : CG_KPREC_FP32};
+    /* per-node timing only when asked: two clock reads per step otherwise wasted */
+    double *timing = f->is_main ? f->rt->opt.node_seconds : NULL;
+    double t_start = timing ? cpu_seconds() : 0.0;
+    cg_status status = st->fn(&k);
+    if (timing)
+        timing[st->index] += cpu_seconds() - t_start;
+    scratch_free_all(f);
+    if (status == CG_OK) {
+        for (size_t i = 0; i < n->output_count; i++)
+            if (st->out[i] >= 0 && !f->outs[i]) {
+                status = cg_error_set(err, CG_RUNTIME, "%s: kernel did not produce output %zu "
+                                      "'%s'", cg_exec_step_label(n, st->index, lbl, sizeof lbl), i,
+                                      n->outputs[i]);
+                break;
+            }
+    } else if (err && err->status == CG_OK) {
+        cg_error_set(err, status, "%s: kernel failed (%s)",
+                     cg_exec_step_label(n, st->index, lbl, sizeof lbl), cg_status_name(status));
+    }
+    if (status != CG_OK) {
+        drop_step_outputs(f, n->output_count);
+        return status;
+    }
+
+    cg_runtime *rt = f->rt;
+    for (size_t i = 0; i < n->output_count; i++) {
+        int32_t slot = st->out[i];
+        if (slot < 0)
+            continue;
+        cg_value *v = f->outs[i];
+        f->vals[slot] = v;
+        f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
+        if (prec != CG_NODE_PREC_FP32)
+            round_value_fp16(v);
+        if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
+            v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING)
+            rt->record_bytes[slot] = cg_tensor_bytes(&v->tensor);
+        f->outs[i] = NULL;
+    }
+    drop_step_outputs(f, n->output_count); /* unnamed outputs */
+
+    if (f->is_main && rt->opt.observe) {
+        for (size_t i = 0; i < n->output_count; i++) {
+            int32_t slot = st->out[i];
+            if (slot < 0)
+                continue;
+            status = rt->opt.observe(rt->opt.observe_user, n, n->outputs[i], f->vals[slot]);
+            if (status != CG_OK)
+                return cg_error_set(err, status, "%s: the observer stopped the run at output "
+                                    "'%s'", cg_exec_step_label(n, st->index, lbl, sizeof lbl),
+                                    n->outputs[i]);
+        }
+    }
+    for (size_t r = 0; release && r < st->release_count; r++)
+        frame_drop(f, st->release[r]);
+    return CG_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs a compiled partition as one step: inputs from the frame, outputs
+ * (allocated by the target) handed to the frame. */
+static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
+{
+    cg_error *err = f->err;
+    cg_runtime *rt = f->rt;
+    const cg_partition_desc *d = &rp->desc;
+    for (size_t i = 0; i < d->input_count; i++) {
+        rp->ins[i] = f->vals[rp->in_slots[i]];
+        if (!rp->ins[i])
+            return cg_error_set(err, CG_RUNTIME, "partition %d (%s): input '%s' has no value",
+                                rp->id, rp->target->name, d->inputs[i]);
+    }
+    for (size_t i = 0; i < d->output_count; i++)
+        rp->outs[i] = NULL;
+    double t0 = now_seconds();
+    cg_status st = rp->target->vt->run(rp->state, rp->ins, rp->outs, err);
+    rp->seconds += now_seconds() - t0;
+    rp->runs++;
+    if (st == CG_OK) {
+        for (size_t i = 0; i < d->output_count; i++)
+            if (!rp->outs[i]) {
+                st = cg_error_set(err, CG_RUNTIME, "partition %d (%s) did not produce output "
+                                  "'%s'", rp->id, rp->target->name, d->outputs[i]);
+                break;
+            }
+    } else if (err && err->status == CG_OK) {
+        cg_error_set(err, st, "partition %d (%s) failed (%s)", rp->id, rp->target->name,
+                     cg_status_name(st));
+    } else {
+        cg_error_prefix(err, "partition %d (%s, %zu nodes): ", rp->id, rp->target->name,
+                        d->node_count);
+    }
+    if (st != CG_OK) {
+        for (size_t i = 0; i < d->output_count; i++) {
+            cg_value_free(rp->outs[i]);
+            rp->outs[i] = NULL;
+        }
+        return st;
+    }
+    for (size_t i = 0; i < d->output_count; i++) {
+        int32_t slot = rp->out_slots[i];
+        cg_exec_drop_value(f->vals[slot], f->own[slot]);
+        f->vals[slot] = rp->outs[i];
+        f->own[slot] = CG_OWN_FULL;
+        rp->outs[i] = NULL;
+    }
+    if (rt->opt.observe) {
+        for (size_t i = 0; i < d->output_count; i++) {
+            st = rt->opt.observe(rt->opt.observe_user, rp->out_nodes[i], d->outputs[i],
+                                 f->vals[rp->out_slots[i]]);
+            if (st != CG_OK)
+                return cg_error_set(err, st, "partition %d (%s): the observer stopped the run "
+                                    "at output '%s'", rp->id, rp->target->name, d->outputs[i]);
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_frame_run(cg_exec *f)
+{
+    const cg_runtime *rt = f->rt;
+    if (f->is_main && rt->units) {
+        for (size_t u = 0; u < rt->unit_count; u++) {
+            const cg_rt_unit *un = &rt->units[u];
+            cg_status st = un->step >= 0 ? run_step(f, (size_t)un->step, false)
+                                         : run_partition(f, &rt->parts[un->part]);
+            if (st != CG_OK)
+                return st;
+            for (size_t r = 0; r < un->release_count; r++)
+                frame_drop(f, un->release[r]);
+        }
+        return CG_OK;
+    }
+    for (size_t si = 0; si < f->plan->step_count; si++) {
+        cg_status st = run_step(f, si, true);
+        if (st != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+/* Moves (when the frame owns them) or copies the graph outputs into outs. */
+cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err)
+{
+    const cg_plan *p = f->plan;
+    cg_status st = CG_OK;
+    size_t i = 0;
+    for (; i < count; i++) {
+        cg_ref r = p->output_refs[i];
+        cg_value *v = frame_get(f, r);
+        if (!v) {
+            st = cg_error_set(err, CG_RUNTIME, "graph output '%s' has no value",
+                              p->graph->outputs[i].name);
+            goto fail;
+        }
+        if (r.up == 0 && f->own[r.slot] == CG_OWN_FULL) {
+            /* The pointer stays in the slot so a repeated output can copy it. */
+            f->own[r.slot] = CG_OWN_NONE;
+            outs[i] = v;
+            continue;
+        }
+        st = cg_value_copy(v, &outs[i], err);
+        if (st != CG_OK)
+            goto fail;
+    }
+    return CG_OK;
+fail:
+    for (size_t j = 0; j < i; j++) {
+        cg_value_free(outs[j]);
+        outs[j] = NULL;
+    }
+    return st;
+}
+
+/* --- subgraphs ------------------------------------------------------------------ */
+
+cg_status cg_exec_subgraph(cg_kernel_ctx *k, const cg_graph *g, const cg_value *const *inputs,
+                           size_t input_count, cg_value **outs, size_t out_count)
+{
+    cg_exec *parent = k->exec;
+    if (!parent)
+        return cg_kernel_fail(k, CG_USAGE, "subgraphs need an executor context");
+    const cg_step *st = &parent->plan->steps[parent->step];
+    const cg_plan *sub = NULL;
+    for (size_t i = 0; i < st->sub_count; i++)
+        if (st->subs[i].graph == g)
+            sub = st->subs[i].plan;
+    const char *gname = g && g->name ? g->name : "";
+    if (!sub)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' is not an attribute of this node",
+                              gname);
+    if (g->input_count != input_count)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' declares %zu inputs, the op binds "
+                              "%zu", gname, g->input_count, input_count);
+    if (g->output_count != out_count)
+        return cg_kernel_fail(k, CG_INVALID, "subgraph '%s' declares %zu outputs, the op needs "
+                              "%zu", gname, g->output_count, out_count);
+    cg_exec f;
+    cg_status status = cg_frame_init(&f, parent->rt, sub, parent, k->err);
+    if (status != CG_OK)
+        return status;
+    for (size_t i = 0; i < input_count; i++) {
+        int32_t slot = sub->input_slots[i];
+        if (inputs[i]) {
+            f.vals[slot] = (cg_value *)inputs[i]; /* borrowed, never written */
+            f.own[slot] = CG_OWN_NONE;
+        } else if (sub->slot_kind[slot] != CG_SLOT_INIT) {
+            status = cg_kernel_fail(k, CG_INVALID, "subgraph '%s' input %zu '%s' has no value",
+                                    gname, i, g->inputs[i].name);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < out_count; i++)
+        outs[i] = NULL;
+    status = cg_frame_run(&f);
+    if (status == CG_OK)
+        status = cg_frame_take_outputs(&f, outs, out_count, k->err);
+    if (status != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s, subgraph '%s': ",
+                        cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl), gname);
+    }
+done:
+    cg_frame_free(&f);
+    return status;
+}

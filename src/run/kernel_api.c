@@ -1,0 +1,316 @@
+/*
+ * The kernel-side API of src/run/kernel.h: inputs, outputs under the
+ * allocation limit (placed in the memory plan's arena when one matches),
+ * scratch, attributes, and errors that name the node.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/exec.h"
+
+cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ...)
+{
+    char msg[CG_ERROR_MSG_MAX], lbl[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl);
+    return cg_error_set(k->err, status, "%s: %s", lbl, msg);
+}
+
+/* --- kernel API: inputs -------------------------------------------------------- */
+
+const cg_tensor *cg_kernel_input(const cg_kernel_ctx *k, size_t i)
+{
+    if (i >= k->input_count || !k->inputs[i] || k->inputs[i]->kind != CG_VALUE_TENSOR)
+        return NULL;
+    return &k->inputs[i]->tensor;
+}
+
+cg_status cg_kernel_require(cg_kernel_ctx *k, size_t i, const cg_tensor **out)
+{
+    *out = cg_kernel_input(k, i);
+    if (*out)
+        return CG_OK;
+    if (i < k->input_count && k->inputs[i])
+        return cg_kernel_fail(k, CG_INVALID, "input %zu '%s' must be a tensor, got a %s", i,
+                              k->node->inputs[i], cg_exec_value_kind_name(k->inputs[i]->kind));
+    return cg_kernel_fail(k, CG_INVALID, "required input %zu is missing", i);
+}
+
+/* --- kernel API: outputs --------------------------------------------------------- */
+
+cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
+                              size_t *bytes)
+{
+    char shape[256];
+    if (rank < 0 || rank > CG_MAX_RANK)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "output rank %d exceeds the runtime maximum "
+                              "%d", rank, CG_MAX_RANK);
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) {
+            cg_exec_format_shape(rank, dims, shape, sizeof shape);
+            return cg_kernel_fail(k, CG_INVALID, "output shape %s has a negative dimension",
+                                  shape);
+        }
+    }
+    size_t limit = k->exec ? k->exec->rt->opt.max_alloc_bytes : CG_DEFAULT_MAX_ALLOC;
+    int64_t numel;
+    if (!cg_shape_numel(rank, dims, &numel)) {
+        cg_exec_format_shape(rank, dims, shape, sizeof shape);
+        return cg_kernel_fail(k, CG_LIMIT, "output shape %s (%s) has more elements than int64 "
+                              "can count", shape, cg_dtype_name(dtype));
+    }
+    if (dtype == CG_DTYPE_UNDEFINED || (dtype != CG_DTYPE_STRING && cg_dtype_size(dtype) == 0))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "output element type %s is not supported",
+                              cg_dtype_name(dtype));
+    size_t b;
+    if (!cg_tensor_byte_size(dtype, numel, &b) || b > limit) {
+        cg_exec_format_shape(rank, dims, shape, sizeof shape);
+        return cg_kernel_fail(k, CG_LIMIT, "output shape %s (%s) needs %lld x %zu bytes, over "
+                              "the allocation limit of %zu bytes", shape, cg_dtype_name(dtype),
+                              (long long)numel,
+                              dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype),
+                              limit);
+    }
+    *bytes = b;
+    return CG_OK;
+}
+
+/* Replaces whatever output i held. */
+static void clear_output(cg_kernel_ctx *k, size_t i)
+{
+    uint8_t flags = k->exec ? k->exec->out_flags[i] : 0;
+    cg_exec_drop_value(k->outputs[i], (flags & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+    k->outputs[i] = NULL;
+    if (k->exec)
+        k->exec->out_flags[i] = 0;
+}
+
+cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                           const int64_t *dims, cg_tensor **out)
+{
+    *out = NULL;
+    if (i >= k->output_count)
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    size_t bytes;
+    cg_status st = cg_exec_check_alloc(k, dtype, rank, dims, &bytes);
+    if (st != CG_OK)
+        return st;
+    clear_output(k, i);
+    cg_exec *f = k->exec;
+    uint8_t *arena_at = NULL;
+    if (f && f->use_arena && dtype != CG_DTYPE_STRING) {
+        int32_t slot = f->plan->steps[f->step].out[i];
+        const cg_mem_plan *m = &f->rt->mem;
+        if (slot >= 0 && m->slot_offset[slot] != SIZE_MAX && bytes > 0 &&
+            bytes <= m->slot_bytes[slot])
+            arena_at = m->arena + m->slot_offset[slot];
+    }
+    cg_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
+    if (arena_at) {
+        memset(arena_at, 0, bytes);
+        v->tensor.data = arena_at;
+    } else {
+        v->tensor.data = calloc(1, bytes ? bytes : 1);
+        if (!v->tensor.data) {
+            free(v);
+            return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating %zu bytes for output "
+                                  "%zu", bytes, i);
+        }
+    }
+    v->kind = CG_VALUE_TENSOR;
+    v->has_value = true;
+    v->seq_dtype = dtype;
+    v->tensor.dtype = dtype;
+    v->tensor.rank = rank;
+    int64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        v->tensor.dims[d] = dims[d];
+        numel *= dims[d]; /* checked by cg_exec_check_alloc */
+    }
+    v->tensor.numel = numel;
+    k->outputs[i] = v;
+    if (f)
+        f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0));
+    *out = &v->tensor;
+    return CG_OK;
+}
+
+cg_status cg_kernel_output_value(cg_kernel_ctx *k, size_t i, cg_value **out)
+{
+    *out = NULL;
+    if (i >= k->output_count)
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    cg_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
+    clear_output(k, i);
+    k->outputs[i] = v;
+    *out = v;
+    return CG_OK;
+}
+
+cg_status cg_kernel_set_output(cg_kernel_ctx *k, size_t i, cg_value *v)
+{
+    if (i >= k->output_count) {
+        cg_value_free(v);
+        return cg_kernel_fail(k, CG_INVALID, "output %zu requested but the node has %zu "
+                              "outputs", i, k->output_count);
+    }
+    clear_output(k, i);
+    k->outputs[i] = v;
+    return CG_OK;
+}
+
+cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
+                              cg_value **out)
+{
+    *out = NULL;
+    size_t bytes;
+    cg_status st = cg_exec_check_alloc(k, dtype, rank, dims, &bytes);
+    if (st != CG_OK)
+        return st;
+    st = cg_value_alloc_tensor(dtype, rank, dims, out, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: ", cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl));
+    }
+    return st;
+}
+
+cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out)
+{
+    cg_status st = cg_value_copy(src, out, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: ", cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl));
+    }
+    return st;
+}
+
+void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes)
+{
+    return cg_frame_scratch(k->exec, bytes);
+}
+
+/* --- kernel API: attributes -------------------------------------------------- */
+
+const cg_attr *cg_kernel_attr(const cg_kernel_ctx *k, const char *name)
+{
+    const cg_node *n = k->node;
+    for (size_t i = 0; i < n->attr_count; i++)
+        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a)
+        return dflt;
+    if (a->type == CG_ATTR_INT || (!a->has_type && a->has_i))
+        return a->i;
+    return dflt;
+}
+
+float cg_attr_float(const cg_kernel_ctx *k, const char *name, float dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a)
+        return dflt;
+    if (a->type == CG_ATTR_FLOAT || (!a->has_type && a->has_f))
+        return a->f;
+    if (a->type == CG_ATTR_INT)
+        return (float)a->i;
+    return dflt;
+}
+
+const char *cg_attr_string(const cg_kernel_ctx *k, const char *name, const char *dflt)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a || !(a->type == CG_ATTR_STRING || (!a->has_type && a->s.data)))
+        return dflt;
+    char *s = cg_kernel_scratch((cg_kernel_ctx *)k, a->s.len + 1);
+    if (!s)
+        return dflt;
+    if (a->s.len)
+        memcpy(s, a->s.data, a->s.len);
+    s[a->s.len] = '\0';
+    return s;
+}
+
+const int64_t *cg_attr_ints(const cg_kernel_ctx *k, const char *name, size_t *n)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    *n = 0;
+    if (!a || !(a->type == CG_ATTR_INTS || (!a->has_type && a->ints_count)))
+        return NULL;
+    *n = a->ints_count;
+    return a->ints;
+}
+
+const float *cg_attr_floats(const cg_kernel_ctx *k, const char *name, size_t *n)
+{
+    const cg_attr *a = cg_kernel_attr(k, name);
+    *n = 0;
+    if (!a || !(a->type == CG_ATTR_FLOATS || (!a->has_type && a->floats_count)))
+        return NULL;
+    *n = a->floats_count;
+    return a->floats;
+}
+
+cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out)
+{
+    *out = NULL;
+    const cg_attr *a = cg_kernel_attr(k, name);
+    if (!a || !a->t)
+        return cg_kernel_fail(k, CG_INVALID, "tensor attribute '%s' is missing", name);
+    cg_value *v = NULL;
+    cg_status st = cg_value_from_tensor_proto(a->t, &v, k->err);
+    if (st != CG_OK) {
+        char lbl[256];
+        cg_error_prefix(k->err, "%s: attribute '%s': ",
+                        cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl), name);
+        return st;
+    }
+    /* Move it into scratch so it is released with the kernel's other scratch. */
+    size_t bytes = cg_tensor_bytes(&v->tensor);
+    cg_tensor *t = cg_kernel_scratch(k, sizeof *t);
+    void *data = t ? cg_kernel_scratch(k, bytes) : NULL;
+    if (!t || !data) {
+        cg_value_free(v);
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory reading attribute '%s'", name);
+    }
+    *t = v->tensor;
+    t->data = data;
+    if (v->tensor.dtype == CG_DTYPE_STRING) {
+        char **dst = data;
+        char *const *src = v->tensor.data;
+        for (int64_t i = 0; i < v->tensor.numel; i++) {
+            size_t len = src[i] ? strlen(src[i]) : 0;
+            dst[i] = cg_kernel_scratch(k, len + 1);
+            if (!dst[i]) {
+                cg_value_free(v);
+                return cg_kernel_fail(k, CG_NOMEM, "out of memory reading attribute '%s'",
+                                      name);
+            }
+            if (len)
+                memcpy(dst[i], src[i], len);
+            dst[i][len] = '\0';
+        }
+    } else if (bytes) {
+        memcpy(data, v->tensor.data, bytes);
+    }
+    cg_value_free(v);
+    *out = t;
+    return CG_OK;
+}
