@@ -29,7 +29,7 @@ done
 packages=(
     build-essential cmake ninja-build clang-14 clang libclang-rt-14-dev pkg-config
     libopenblas-dev libxnnpack-dev libpthreadpool-dev libjansson-dev
-    zlib1g-dev libssl-dev
+    zlib1g-dev libssl-dev help2man
     python3-onnx python3-numpy libonnx-testdata
 )
 # A Node.js from elsewhere (e.g. NodeSource's, which bundles npm and

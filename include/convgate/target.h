@@ -149,14 +149,17 @@ struct cg_target {
 };
 
 /* The registry: executing targets compiled in, plus every profile found in
- * the profile directory (default: the installed/ source tree's profiles/,
- * or $CONVGATE_PROFILES). */
+ * the profile directory: the caller's, else $CONVGATE_PROFILES, else the
+ * installed <prefix>/share/convgate/profiles beside the binary or library,
+ * else the source tree's profiles/ (a build-tree binary). */
 typedef struct cg_target_registry cg_target_registry;
 
 cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
                                   cg_error *err);
 void cg_target_registry_free(cg_target_registry *reg);
 size_t cg_target_registry_count(const cg_target_registry *reg);
+/* The directory the profiles were read from (absolute when installed). */
+const char *cg_target_registry_profile_dir(const cg_target_registry *reg);
 const cg_target *cg_target_registry_at(const cg_target_registry *reg, size_t i);
 /* NULL with err set (listing the known names) when no target has that name. */
 const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,

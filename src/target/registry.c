@@ -4,7 +4,9 @@
  * *.json file of the profile directory, in file-name order.
  *
  * The profile directory is the caller's argument, else $CONVGATE_PROFILES,
- * else the source tree's profiles/ (CG_PROFILE_DIR, set by CMake). A profile
+ * else the installed one (<prefix>/share/convgate/profiles beside the
+ * binary or library, core/selfpath.c), else the source tree's profiles/
+ * (CG_PROFILE_DIR, set by CMake, for the build tree). A profile
  * that fails to parse fails the whole load: a silently missing target would
  * change what `assign` reports. Names are unique across the registry.
  *
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/selfpath.h"
 #include "target/registry.h"
 
 #ifndef CG_PROFILE_DIR
@@ -24,6 +27,7 @@
 struct cg_target_registry {
     cg_target **targets;
     size_t count, cap;
+    char *profile_dir; /* the directory the profiles were read from */
 };
 
 void cg_target_registry_free(cg_target_registry *reg)
@@ -34,7 +38,13 @@ void cg_target_registry_free(cg_target_registry *reg)
         if (reg->targets[i] && reg->targets[i]->vt && reg->targets[i]->vt->destroy)
             reg->targets[i]->vt->destroy(reg->targets[i]);
     free(reg->targets);
+    free(reg->profile_dir);
     free(reg);
+}
+
+const char *cg_target_registry_profile_dir(const cg_target_registry *reg)
+{
+    return reg ? reg->profile_dir : NULL;
 }
 
 size_t cg_target_registry_count(const cg_target_registry *reg) { return reg ? reg->count : 0; }
@@ -168,11 +178,18 @@ cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **
             goto fail;
     }
 #endif
+    char installed[4096];
     const char *dir = profile_dir;
     if (!dir || !*dir)
         dir = getenv("CONVGATE_PROFILES");
+    if ((!dir || !*dir) && cg_installed_data_dir("profiles", installed, sizeof installed))
+        dir = installed;
     if (!dir || !*dir)
         dir = CG_PROFILE_DIR;
+    if (!(reg->profile_dir = strdup(dir))) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory loading targets");
+        goto fail;
+    }
     if ((st = load_profiles(reg, dir, err)) != CG_OK)
         goto fail;
     *out = reg;
