@@ -84,8 +84,15 @@ int main(int argc, char **argv)
     return 0;
 }
 C
+# (a sanitizer build's library needs the sanitizer runtime in every program
+# that links it: there only the pkg-config file and headers are checked)
+sanitized=0
+grep -q '^CG_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && sanitized=1
 if ! flags=$(pkg-config --cflags --libs convgate 2>"$tmp/err"); then
     fail "pkg-config convgate: $(cat "$tmp/err")"
+elif [ $sanitized = 1 ]; then
+    cc -std=c11 -Wall -Wextra -Werror -fsyntax-only "$tmp/use.c" $(pkg-config --cflags convgate) 2>"$tmp/err" ||
+        fail "the installed headers do not compile: $(cat "$tmp/err")"
 elif ! cc -std=c11 -Wall -Wextra -Werror "$tmp/use.c" -o "$tmp/use" $flags 2>"$tmp/err"; then
     fail "a program against the installed headers and library does not build: $(cat "$tmp/err")"
 else
