@@ -106,8 +106,8 @@ for m in "${models[@]}"; do
     if OPENBLAS_NUM_THREADS=1 /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" \
             "${feeds[@]}" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
         t1=$(now_us)
-        cg_run=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["timing"]["median_ms"])' <"$work/cg.json")
-        cg_first=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["timing"]["first_ms"])' <"$work/cg.json")
+        cg_run=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["result"]["timing"]["median_ms"])' <"$work/cg.json")
+        cg_first=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["result"]["timing"]["first_ms"])' <"$work/cg.json")
         cg_proc=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1000}')
         cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
     else

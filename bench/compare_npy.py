@@ -157,7 +157,7 @@ def cmd_compare(argv):
     ort_dir, cg_json = args
     try:
         with open(cg_json) as f:
-            report = json.load(f)
+            report = json.load(f)["result"]  # docs/json.md: the envelope's result
         outputs = report["outputs"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         die("%s: no convgate outputs: %s" % (cg_json, e))

@@ -112,3 +112,174 @@ bool cli_parse_real(const char *cmd, const char *opt, const char *text, double *
     *out = v;
     return true;
 }
+
+/* --- targets ------------------------------------------------------------------ */
+
+int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *arg)
+{
+    if (strcmp(opt, "target") == 0) {
+        if (t->arg_count == CLI_MAX_TARGETS) {
+            cli_error(cmd, "too many --target options");
+            return -1;
+        }
+        t->args[t->arg_count++] = arg;
+        return 1;
+    }
+    if (strcmp(opt, "profiles") == 0) {
+        t->profiles = arg;
+        return 1;
+    }
+    return 0;
+}
+
+bool cli_targets_resolve(const char *cmd, cli_targets *t)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_target_registry_load(t->profiles, &t->reg, &err) != CG_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return false;
+    }
+    if (!cli_resolve_targets(cmd, t->reg, t->args, t->arg_count, t->list, &t->count,
+                             CLI_MAX_TARGETS))
+        return false;
+    size_t used = 0;
+    t->label[0] = '\0';
+    for (size_t i = 0; i < t->count && used < sizeof t->label; i++) {
+        int w = snprintf(t->label + used, sizeof t->label - used, "%s%s", i ? "," : "",
+                         t->list[i]->name);
+        used = w < 0 ? sizeof t->label : used + (size_t)w;
+    }
+    return true;
+}
+
+void cli_targets_free(cli_targets *t)
+{
+    cg_target_registry_free(t->reg);
+    t->reg = NULL;
+}
+
+/* --- inputs ------------------------------------------------------------------ */
+
+void cli_inputs_init(cli_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->random.ranges = in->ranges;
+}
+
+bool cli_parse_dims(const char *cmd, const char *opt, const char *arg, cg_dim_binding *dims,
+                    size_t *count, size_t max)
+{
+    for (const char *p = arg;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *item = strndup(p, len);
+        if (!item) {
+            cli_error(cmd, "out of memory");
+            return false;
+        }
+        const char *eq = strchr(item, '=');
+        uint64_t v;
+        bool ok = eq && eq != item && cli_parse_count(eq + 1, INT32_MAX, &v) && v >= 1;
+        if (!ok) {
+            cli_error(cmd, "--%s %s: expects SYMBOL=VALUE[,SYMBOL=VALUE...] with VALUE in [1, "
+                      "%d]", opt, arg, INT32_MAX);
+            free(item);
+            return false;
+        }
+        ok = cli_parse_dim(cmd, item, dims, count, max);
+        free(item);
+        if (!ok)
+            return false;
+        if (!comma)
+            return true;
+        p = comma + 1;
+    }
+}
+
+/* "[NAME=]LO,HI": the name is what precedes the last '=' (names may hold
+ * ',' but not end in '='). */
+static bool parse_range(const char *cmd, const char *arg, cg_input_range *r)
+{
+    const char *eq = strrchr(arg, '=');
+    const char *nums = eq ? eq + 1 : arg;
+    const char *comma = strchr(nums, ',');
+    char lo[64];
+    memset(r, 0, sizeof *r);
+    if (!comma || (size_t)(comma - nums) >= sizeof lo || (eq && eq == arg))
+        goto bad;
+    memcpy(lo, nums, (size_t)(comma - nums));
+    lo[comma - nums] = '\0';
+    char *end;
+    r->lo = strtod(lo, &end);
+    if (end == lo || *end)
+        goto bad;
+    r->hi = strtod(comma + 1, &end);
+    if (end == comma + 1 || *end || !isfinite(r->lo) || !isfinite(r->hi) || r->lo > r->hi)
+        goto bad;
+    if (eq && !(r->input = strndup(arg, (size_t)(eq - arg)))) {
+        cli_error(cmd, "out of memory");
+        return false;
+    }
+    return true;
+bad:
+    cli_error(cmd, "--range expects LO,HI or NAME=LO,HI with finite LO <= HI, got '%s'", arg);
+    return false;
+}
+
+int cli_inputs_option(const char *cmd, cli_inputs *in, const char *opt, const char *arg)
+{
+    if (strcmp(opt, "dim") == 0)
+        return cli_parse_dims(cmd, "dim", arg, in->dims, &in->dim_count, CLI_MAX_DIMS) ? 1 : -1;
+    if (strcmp(opt, "seed") == 0) {
+        if (!cli_parse_count(arg, UINT64_MAX, &in->random.seed)) {
+            cli_error(cmd, "--seed expects a non-negative integer, got '%s'", arg);
+            return -1;
+        }
+        in->seed_given = true;
+        return 1;
+    }
+    if (strcmp(opt, "range") == 0) {
+        cg_input_range r;
+        if (in->range_count == CLI_MAX_RANGES) {
+            cli_error(cmd, "more than %d --range options", CLI_MAX_RANGES);
+            return -1;
+        }
+        if (!parse_range(cmd, arg, &r))
+            return -1;
+        /* a later range for the same input replaces the earlier one */
+        for (size_t i = 0; i < in->range_count; i++)
+            if ((!r.input && !in->ranges[i].input) ||
+                (r.input && in->ranges[i].input && strcmp(r.input, in->ranges[i].input) == 0)) {
+                free((char *)r.input);
+                in->ranges[i].lo = r.lo;
+                in->ranges[i].hi = r.hi;
+                return 1;
+            }
+        in->ranges[in->range_count++] = r;
+        in->random.range_count = in->range_count;
+        return 1;
+    }
+    return 0;
+}
+
+bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *model)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_samples_check_options(model, in->dims, in->dim_count, in->ranges, in->range_count,
+                                 &err) != CG_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+void cli_inputs_free(cli_inputs *in)
+{
+    for (size_t i = 0; i < in->dim_count; i++)
+        free((char *)in->dims[i].symbol);
+    for (size_t i = 0; i < in->range_count; i++)
+        free((char *)in->ranges[i].input);
+    in->dim_count = in->range_count = 0;
+}

@@ -7,6 +7,7 @@
 #ifndef CG_CLI_H
 #define CG_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #define CG_EXIT_OK 0
@@ -20,11 +21,31 @@ typedef int (*cg_cli_fn)(int argc, char **argv);
 #include "commands.def"
 #undef X
 
-/* Prints "convgate NAME: message" to stderr. */
+/* Prints "convgate NAME: message" to stderr (cli_warn: "convgate NAME:
+ * warning: message"); with --json the message also goes into the JSON
+ * envelope's errors (warnings). cli/report.c. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
 #endif
 void cli_error(const char *cmd, const char *fmt, ...);
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void cli_warn(const char *cmd, const char *fmt, ...);
+
+/* --json (cli/report.c, docs/json.md). main() calls cli_json_begin before
+ * the command (it turns JSON on when the arguments hold --json) and
+ * cli_json_finish after it (an error envelope when the command failed
+ * before emitting one). A command sends its result with cli_json_emit;
+ * cli_json_to redirects the envelope to a file, opened at once (and its
+ * folders made) so an unwritable path fails before any work. */
+#include <jansson.h>
+void cli_json_begin(const char *command, int argc, char **argv);
+bool cli_json_on(void);
+bool cli_json_to(const char *cmd, const char *path);
+bool cli_json_to_stdout(void);
+int cli_json_emit(int rc, json_t *result);
+int cli_json_finish(int rc);
 
 /* Loads a model from `path`, or from standard input when path is "-"
  * (then external data is refused: there is no directory to resolve it
@@ -52,7 +73,63 @@ bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_
 bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
                          size_t arg_count, const cg_target **out, size_t *count, size_t max);
 
-/* Writes s as a JSON string literal (quotes and escapes) to f. */
-void cli_json_string(FILE *f, const char *s);
+/* --target T[,T2...] (repeatable) and --profiles DIR, as every command
+ * takes them. cli_targets_option: 1 when opt was one of them, -1 on an
+ * error (printed), 0 otherwise. cli_targets_resolve loads the registry and
+ * resolves the names in order (label: "a,b"). */
+#define CLI_MAX_TARGETS 16
+typedef struct cli_targets {
+    char *args[CLI_MAX_TARGETS];
+    size_t arg_count;
+    const char *profiles;
+    cg_target_registry *reg;
+    const cg_target *list[CLI_MAX_TARGETS];
+    size_t count;
+    char label[1024];
+} cli_targets;
+int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *arg);
+bool cli_targets_resolve(const char *cmd, cli_targets *t);
+void cli_targets_free(cli_targets *t);
+
+/* --dim SYM=VAL[,SYM=VAL...], --seed S and --range [NAME=]LO,HI: the
+ * options of every command that feeds a model (convgate/samples.h).
+ * cli_inputs_option as cli_targets_option; cli_inputs_check refuses a
+ * --dim or --range name the model does not have. */
+#include "convgate/samples.h"
+#define CLI_MAX_DIMS 64
+#define CLI_MAX_RANGES 64
+typedef struct cli_inputs {
+    cg_dim_binding dims[CLI_MAX_DIMS];
+    size_t dim_count;
+    cg_input_range ranges[CLI_MAX_RANGES];
+    size_t range_count;
+    cg_random_inputs random; /* seed, and ranges pointing into this struct */
+    bool seed_given;
+} cli_inputs;
+void cli_inputs_init(cli_inputs *in);
+int cli_inputs_option(const char *cmd, cli_inputs *in, const char *opt, const char *arg);
+/* Parses a --dim list into dims (a later value replaces an earlier one). */
+bool cli_parse_dims(const char *cmd, const char *opt, const char *arg, cg_dim_binding *dims,
+                    size_t *count, size_t max);
+bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *model);
+void cli_inputs_free(cli_inputs *in);
+
+/* Help text shared by the commands that feed a model. */
+#define CLI_HELP_INPUT_OPTIONS                                                                  \
+    "  --dim SYM=VAL[,...]  size of a symbolic input dim (repeatable); a name no input\n"       \
+    "                       declares is an error. Unbound symbols take the size a fed\n"       \
+    "                       tensor gives them, else 1\n"                                       \
+    "  --seed S             seed of the random inputs (default 0)\n"                           \
+    "  --range LO,HI        random values of every input in [LO, HI) (integers: the\n"        \
+    "                       integers in [LO, HI]); --range NAME=LO,HI for one input\n"         \
+    "                       (repeatable). Default: " CG_RANDOM_POLICY_TEXT "\n"
+#define CLI_HELP_FILE_NAMES                                                                     \
+    "File names: a tensor NAME is the file NAME.npy (or .pb) with every character\n"           \
+    "outside [A-Za-z0-9._-] written '_' (input:0 -> input_0.npy, a/b -> a_b.npy), a\n"         \
+    "leading '.' written '_'; names that meet on one file get _2, _3... in graph order.\n"
+#define CLI_HELP_INPUT_FOLDERS                                                                  \
+    "Input folders (--inputs DIR), the first layout that fits: DIR/SET/NAME.npy or\n"          \
+    "DIR/SET/input_K.pb (ONNX test data) or DIR/SET.npz, one sample per SET; DIR/NAME_N.npy,\n" \
+    "one sample per N; DIR/NAME.npy, one sample.\n"
 
 #endif

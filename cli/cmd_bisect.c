@@ -5,7 +5,6 @@
  * with the node, its inputs, the metrics there, the last tensor that still
  * matched, and a triage (src/verify/bisect.c).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -17,16 +16,14 @@
 #include "convgate/bisect.h"
 #include "convgate/gate.h"
 #include "convgate/model.h"
-#include "target/registry.h"
+#include "report/report.h"
 
-#define BISECT_MAX_TARGETS 16
-#define BISECT_MAX_DIMS 64
 
 static void bisect_usage(FILE *f)
 {
     fputs("Usage: convgate bisect MODEL (--target T[,T2...] | --against MODEL2)\n"
-          "                       [--inputs DIR [--sample N] | --random [--seed S]]\n"
-          "                       [--dim SYM=VAL]... [--atol X --rtol Y]\n"
+          "                       [--inputs DIR [--sample N] | --random] [--seed S]\n"
+          "                       [--range [NAME=]LO,HI]... [--dim SYM=VAL]... [--atol X --rtol Y]\n"
           "                       [--accumulate fp16|fp32] [--no-triage] [--profiles DIR]\n"
           "                       [--json]\n"
           "\n"
@@ -45,12 +42,12 @@ static void bisect_usage(FILE *f)
           "  --target T[,T2]  targets in priority order\n"
           "  --against MODEL2 compare MODEL against MODEL2 (same input and value names),\n"
           "                   both on the reference runtime (or on --target's path)\n"
-          "  --inputs DIR     input sets (see convgate gate --help); --sample N picks one\n"
-          "                   (default 0)\n"
-          "  --random         seeded random inputs (the default); --seed S (default 0)\n"
-          "  --dim SYM=VAL    symbolic input dim (repeatable; unbound symbols are 1)\n"
+          "  --inputs DIR     an input folder (see below); --sample N picks one (default 0)\n"
+          "  --random         random inputs (the default; sample 0 of the policy below)\n"
+          CLI_HELP_INPUT_OPTIONS
           "  --atol/--rtol    tolerance (default: compare's, for fp32 or fp16 compute)\n"
-          "  --json           the result as JSON\n"
+          "  --json           the result as JSON (docs/json.md)\n"
+          "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "\n"
           "Exit status: 0 no tensor diverges, 1 a divergent tensor was found, 2 usage or\n"
           "input error.\n",
@@ -59,53 +56,55 @@ static void bisect_usage(FILE *f)
 
 int cmd_bisect(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
+    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
+                                              {"profiles", required_argument, NULL, 0},
+                                              {"seed", required_argument, NULL, 0},
+                                              {"dim", required_argument, NULL, 0},
+                                              {"range", required_argument, NULL, 0},
                                               {"against", required_argument, NULL, 'c'},
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"sample", required_argument, NULL, 'n'},
                                               {"random", no_argument, NULL, 'r'},
-                                              {"seed", required_argument, NULL, 's'},
-                                              {"dim", required_argument, NULL, 'd'},
                                               {"atol", required_argument, NULL, 'a'},
                                               {"rtol", required_argument, NULL, 'R'},
                                               {"accumulate", required_argument, NULL, 'A'},
                                               {"no-triage", no_argument, NULL, 'T'},
-                                              {"profiles", required_argument, NULL, 'p'},
                                               {"json", no_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
-    char *target_args[BISECT_MAX_TARGETS];
-    size_t target_arg_count = 0, dim_count = 0, target_count = 0;
-    cg_dim_binding dims[BISECT_MAX_DIMS];
-    const cg_target *targets[BISECT_MAX_TARGETS];
-    const char *inputs = NULL, *profiles = NULL, *against = NULL;
-    uint64_t seed = 0, sample = 0;
-    bool json = false, triage = true, atol_set = false, rtol_set = false, random = false;
+    const char *inputs = NULL, *against = NULL;
+    uint64_t sample = 0;
+    bool triage = true, atol_set = false, rtol_set = false, random = false;
     bool accumulate_fp32 = false;
+    cli_inputs in;
+    cli_targets tg;
     cg_tolerance tol;
     cg_sample_set samples = {0};
-    cg_target_registry *reg = NULL;
     cg_model *model = NULL, *cand = NULL;
     cg_target_path_options po;
     cg_bisect_options bo;
     cg_bisect_result res;
-    int rc = CG_EXIT_ERROR, c;
+    int rc = CG_EXIT_ERROR, c, idx;
     cg_error err;
     cg_error_clear(&err);
     memset(&tol, 0, sizeof tol);
     memset(&po, 0, sizeof po);
     memset(&bo, 0, sizeof bo);
     memset(&res, 0, sizeof res);
+    memset(&tg, 0, sizeof tg);
+    cli_inputs_init(&in);
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        int r;
         switch (c) {
-        case 't':
-            if (target_arg_count == BISECT_MAX_TARGETS) {
-                cli_error("bisect", "too many --target options");
+        case 0:
+            r = cli_inputs_option("bisect", &in, longopts[idx].name, optarg);
+            if (!r)
+                r = cli_targets_option("bisect", &tg, longopts[idx].name, optarg);
+            if (r < 0)
                 goto done;
-            }
-            target_args[target_arg_count++] = optarg;
             break;
         case 'c': against = optarg; break;
         case 'i': inputs = optarg; break;
@@ -116,30 +115,14 @@ int cmd_bisect(int argc, char **argv)
             }
             break;
         case 'r': random = true; break;
-        case 's':
-            if (!cli_parse_count(optarg, UINT64_MAX, &seed)) {
-                cli_error("bisect", "--seed expects a non-negative integer, got '%s'", optarg);
-                goto done;
-            }
-            break;
-        case 'd':
-            if (!cli_parse_dim("bisect", optarg, dims, &dim_count,
-                               BISECT_MAX_DIMS))
-                goto done;
-            break;
         case 'a':
-            if (!cli_parse_double(optarg, &tol.atol)) {
-                cli_error("bisect", "--atol expects a number >= 0, got '%s'", optarg);
-                goto done;
-            }
-            atol_set = true;
-            break;
         case 'R':
-            if (!cli_parse_double(optarg, &tol.rtol)) {
-                cli_error("bisect", "--rtol expects a number >= 0, got '%s'", optarg);
+            if (!cli_parse_double(optarg, c == 'a' ? &tol.atol : &tol.rtol)) {
+                cli_error("bisect", "--%s expects a number >= 0, got '%s'",
+                          c == 'a' ? "atol" : "rtol", optarg);
                 goto done;
             }
-            rtol_set = true;
+            *(c == 'a' ? &atol_set : &rtol_set) = true;
             break;
         case 'A':
             if (strcmp(optarg, "fp32") == 0)
@@ -150,10 +133,12 @@ int cmd_bisect(int argc, char **argv)
             }
             break;
         case 'T': triage = false; break;
-        case 'p': profiles = optarg; break;
-        case 'j': json = true; break;
+        case 'j': break;
         case 'h': bisect_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default: bisect_usage(stderr); goto done;
+        default:
+            cli_error("bisect", "unknown or incomplete option '%s' (see convgate bisect "
+                      "--help)", argv[optind - 1]);
+            goto done;
         }
     }
     if (optind + 1 != argc) {
@@ -161,7 +146,7 @@ int cmd_bisect(int argc, char **argv)
         bisect_usage(stderr);
         goto done;
     }
-    if (!target_arg_count && !against) {
+    if (!tg.arg_count && !against) {
         cli_error("bisect", "give --target T (or --against MODEL2)");
         goto done;
     }
@@ -173,19 +158,13 @@ int cmd_bisect(int argc, char **argv)
         cli_error("bisect", "give --atol and --rtol together");
         goto done;
     }
-    if ((model = cli_load_model("bisect", argv[optind], NULL)) == NULL)
+    if ((model = cli_load_model("bisect", argv[optind], NULL)) == NULL ||
+        !cli_inputs_check("bisect", &in, model))
         goto done;
     if (against && (cand = cli_load_model("bisect", against, NULL)) == NULL)
         goto done;
-    if (target_arg_count) {
-        if (cg_target_registry_load(profiles, &reg, &err) != CG_OK) {
-            cli_error("bisect", "%s", err.msg);
-            goto done;
-        }
-        if (!cli_resolve_targets("bisect", reg, target_args, target_arg_count, targets, &target_count,
-                                 BISECT_MAX_TARGETS))
-            goto done;
-    }
+    if (tg.arg_count && !cli_targets_resolve("bisect", &tg))
+        goto done;
     if (inputs) {
         if (cg_samples_load_dir(model, inputs, 0, &samples, &err) != CG_OK) {
             cli_error("bisect", "%s", err.msg);
@@ -196,23 +175,25 @@ int cmd_bisect(int argc, char **argv)
                       samples.count, samples.count == 1 ? "" : "s");
             goto done;
         }
-    } else if (cg_samples_random(model, 1, seed, dims, dim_count, 0, &samples, &err) != CG_OK) {
+    } else if (cg_samples_random(model, 1, &in.random, in.dims, in.dim_count, 0, &samples,
+                                 &err) != CG_OK) {
         cli_error("bisect", "%s", err.msg);
         goto done;
     } else {
         sample = 0;
     }
 
-    cg_dim_binding bound[BISECT_MAX_DIMS];
-    po.targets = targets;
-    po.target_count = target_count;
+    cg_dim_binding bound[CLI_MAX_DIMS];
+    po.targets = tg.list;
+    po.target_count = tg.count;
     po.dims = bound;
-    po.dim_count = cg_sample_dims(model, dims, dim_count, &samples.samples[sample], bound,
-                                  BISECT_MAX_DIMS);
+    po.dim_count = cg_sample_dims(model, in.dims, in.dim_count, &samples.samples[sample], bound,
+                                  CLI_MAX_DIMS);
     po.accumulate_fp32 = accumulate_fp32;
+    po.random = &in.random;
     bo.reference.model = model;
     bo.candidate.model = cand ? cand : model;
-    bo.candidate.path = target_count ? &po : NULL;
+    bo.candidate.path = tg.count ? &po : NULL;
     bo.triage = triage;
     if (atol_set) {
         bo.tol = tol;
@@ -220,7 +201,7 @@ int cmd_bisect(int argc, char **argv)
     } else {
         /* the path's precision decides the default; build it once to ask */
         bool reduced = false;
-        if (target_count) {
+        if (tg.count) {
             cg_target_path *p = NULL;
             if (cg_target_path_init(bo.candidate.model, &po, &p, &err) != CG_OK) {
                 cli_error("bisect", "%s", err.msg);
@@ -236,39 +217,31 @@ int cmd_bisect(int argc, char **argv)
         cli_error("bisect", "%s", err.msg);
         goto done;
     }
-    if (json) {
+    rc = res.diverged ? CG_EXIT_FAIL : CG_EXIT_OK;
+    if (cli_json_on()) {
         json_t *root = cg_bisect_report_json(&res);
-        if (!root) {
-            cli_error("bisect", "out of memory");
-            goto done;
-        }
-        json_object_set_new(root, "model", json_string(argv[optind]));
-        json_object_set_new(root, "candidate", against ? json_string(against) : json_null());
-        json_object_set_new(root, "sample", json_string(s->label));
-        json_object_set_new(root, "atol", json_real(bo.tol.atol));
-        json_object_set_new(root, "rtol", json_real(bo.tol.rtol));
-        if (target_count) {
+        if (root) {
             json_t *tl = json_array();
-            for (size_t t = 0; tl && t < target_count; t++)
-                json_array_append_new(tl, json_string(targets[t]->name));
-            json_object_set_new(root, "targets", tl ? tl : json_null());
+            for (size_t t = 0; tl && t < tg.count; t++)
+                json_array_append_new(tl, cg_json_text(tg.list[t]->name));
+            cg_json_set(root, "model", cg_json_text(argv[optind]));
+            cg_json_set(root, "candidate", cg_json_text(against));
+            cg_json_set(root, "sample", cg_json_text(s->label));
+            cg_json_set(root, "tolerance", cg_report_tolerance_json(&bo.tol, NULL));
+            cg_json_set(root, "targets", tg.count ? tl : (json_decref(tl), json_null()));
         }
-        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-        fputc('\n', stdout);
-        json_decref(root);
+        rc = cli_json_emit(rc, root);
     } else {
         printf("convgate bisect %s against %s on %s (atol %g, rtol %g)\n", argv[optind],
                against ? against : "the target path", s->label, bo.tol.atol, bo.tol.rtol);
         cg_bisect_report_text(stdout, &res, "");
     }
-    rc = res.diverged ? CG_EXIT_FAIL : CG_EXIT_OK;
 done:
     cg_bisect_result_free(&res);
     cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
+    cli_targets_free(&tg);
     cg_model_free(cand);
     cg_model_free(model);
-    for (size_t k = 0; k < dim_count; k++)
-        free((char *)dims[k].symbol);
+    cli_inputs_free(&in);
     return rc;
 }

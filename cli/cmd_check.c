@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "convgate/check.h"
 #include "convgate/model.h"
+#include "report/report.h"
 
 static void check_usage(FILE *f)
 {
@@ -27,7 +28,7 @@ static void check_usage(FILE *f)
             "offending value; the check does not stop at the first one.\n"
             "\n"
             "Options:\n"
-            "  --json     print the report as one JSON object on stdout\n"
+            "  --json     the report as JSON (docs/json.md)\n"
             "  --quiet    print nothing; only the exit status tells\n"
             "  -h, --help show this help\n"
             "\n"
@@ -36,68 +37,19 @@ static void check_usage(FILE *f)
             CG_CHECK_MAX_IR_VERSION);
 }
 
-static const char *severity_name(cg_check_severity sev)
-{
-    return sev == CG_CHECK_ERROR ? "error" : "warning";
-}
-
-static void print_json(const char *path, const cg_check_report *r)
-{
-    printf("{\"model\": ");
-    cli_json_string(stdout, path);
-    printf(", \"ok\": %s, \"errors\": %zu, \"warnings\": %zu, \"dropped\": %zu, \"problems\": [",
-           r->error_count == 0 ? "true" : "false", r->error_count, r->warning_count, r->dropped);
-    for (size_t i = 0; i < r->count; i++) {
-        const cg_check_problem *p = &r->problems[i];
-        printf("%s\n  {\"severity\": \"%s\", \"rule\": ", i ? "," : "", severity_name(p->severity));
-        cli_json_string(stdout, p->rule);
-        printf(", \"where\": ");
-        cli_json_string(stdout, p->where);
-        printf(", \"node\": ");
-        if (p->node)
-            cli_json_string(stdout, p->node);
-        else
-            printf("null");
-        printf(", \"op_type\": ");
-        if (p->op_type)
-            cli_json_string(stdout, p->op_type);
-        else
-            printf("null");
-        printf(", \"message\": ");
-        cli_json_string(stdout, p->message);
-        printf("}");
-    }
-    printf("%s]}\n", r->count ? "\n" : "");
-}
-
-static void print_text(const char *path, const cg_check_report *r)
-{
-    for (size_t i = 0; i < r->count; i++) {
-        const cg_check_problem *p = &r->problems[i];
-        printf("%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule, p->where,
-               p->message);
-    }
-    if (r->dropped)
-        printf("%s: ... %zu more problems not shown\n", path, r->dropped);
-    if (r->error_count == 0)
-        printf("%s: ok (%zu warnings)\n", path, r->warning_count);
-    else
-        printf("%s: FAILED: %zu errors, %zu warnings\n", path, r->error_count, r->warning_count);
-}
-
 int cmd_check(int argc, char **argv)
 {
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"quiet", no_argument, NULL, 'q'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    bool json = false, quiet = false;
+    bool quiet = false;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j': json = true; break;
+        case 'j': break;
         case 'q': quiet = true; break;
         case 'h': check_usage(stdout); return CG_EXIT_OK;
         default:
@@ -119,14 +71,7 @@ int cmd_check(int argc, char **argv)
     cg_error err;
     cg_error_clear(&err);
     if (!(model = cli_load_model_quiet(path, &lo, &err))) {
-        if (json) {
-            printf("{\"model\": ");
-            cli_json_string(stdout, path);
-            printf(", \"ok\": false, \"loaded\": false, \"error\": ");
-            cli_json_string(stdout, err.msg);
-            printf("}\n");
-        }
-        if (!quiet)
+        if (!quiet || cli_json_on())
             cli_error("check", "cannot load '%s': %s", path, err.msg);
         return CG_EXIT_ERROR;
     }
@@ -140,11 +85,11 @@ int cmd_check(int argc, char **argv)
             cli_error("check", "'%s': %s", path, err.msg);
         rc = CG_EXIT_ERROR;
     } else {
-        if (json)
-            print_json(path, &report);
-        else if (!quiet)
-            print_text(path, &report);
         rc = st == CG_OK ? CG_EXIT_OK : CG_EXIT_FAIL;
+        if (cli_json_on())
+            rc = cli_json_emit(rc, cg_report_check_json(path, &report));
+        else if (!quiet)
+            cg_report_check_text(stdout, path, &report);
     }
     cg_check_report_free(&report);
     cg_model_free(model);

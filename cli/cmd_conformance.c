@@ -37,6 +37,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "report/json.h"
 
 #define CONF_RTOL 1e-3
 #define CONF_ATOL 1e-7
@@ -874,6 +875,7 @@ int cmd_conformance(int argc, char **argv)
     char **deviations = NULL;
     size_t dev_count = 0;
     int rc = CG_EXIT_ERROR;
+    json_t *jroot = NULL;
     memset(&a, 0, sizeof a);
     memset(&manifest, 0, sizeof manifest);
     int prc = parse_args(argc, argv, &a);
@@ -960,31 +962,24 @@ int cmd_conformance(int argc, char **argv)
     }
 
     if (a.json) {
-        json_t *root = json_object(), *arr = json_array(), *devs = json_array();
-        json_object_set_new(root, "passed", json_integer((json_int_t)passed));
-        json_object_set_new(root, "failed", json_integer((json_int_t)failed));
-        json_object_set_new(root, "skipped", json_integer((json_int_t)skipped));
+        jroot = json_object();
+        json_t *arr = json_array(), *devs = json_array();
+        cg_json_set(jroot, "passed", json_integer((json_int_t)passed));
+        cg_json_set(jroot, "failed", json_integer((json_int_t)failed));
+        cg_json_set(jroot, "skipped", json_integer((json_int_t)skipped));
         for (size_t i = 0; i < count; i++) {
             json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(tests[i].name));
-            json_object_set_new(o, "status", json_string(status_word[tests[i].status]));
-            json_object_set_new(o, "reason", json_string(tests[i].reason));
-            json_object_set_new(o, "ms", json_real(tests[i].ms));
+            cg_json_set(o, "name", cg_json_text(tests[i].name));
+            cg_json_set(o, "status", json_string(status_word[tests[i].status]));
+            cg_json_set(o, "reason", cg_json_text(tests[i].reason));
+            cg_json_set(o, "ms", cg_json_number(tests[i].ms));
             json_array_append_new(arr, o);
         }
-        json_object_set_new(root, "tests", arr);
+        cg_json_set(jroot, "tests", arr);
         for (size_t i = 0; i < dev_count; i++)
             if (deviations[i])
-                json_array_append_new(devs, json_string(deviations[i]));
-        if (a.expect)
-            json_object_set_new(root, "deviations", devs);
-        else
-            json_decref(devs);
-        char *text = json_dumps(root, JSON_INDENT(2));
-        if (text)
-            printf("%s\n", text);
-        free(text);
-        json_decref(root);
+                json_array_append_new(devs, cg_json_text(deviations[i]));
+        cg_json_set(jroot, "deviations", a.expect ? devs : (json_decref(devs), json_null()));
     } else {
         if (dev_count) {
             printf("\n%zu deviation%s from %s:\n", dev_count, dev_count == 1 ? "" : "s",
@@ -1001,7 +996,12 @@ int cmd_conformance(int argc, char **argv)
         rc = dev_count ? CG_EXIT_FAIL : CG_EXIT_OK;
     else
         rc = failed ? CG_EXIT_FAIL : CG_EXIT_OK;
+    if (jroot) {
+        rc = cli_json_emit(rc, jroot);
+        jroot = NULL;
+    }
 done:
+    json_decref(jroot);
     for (size_t i = 0; deviations && i < dev_count; i++)
         free(deviations[i]);
     free(deviations);

@@ -1,31 +1,29 @@
 /*
  * convgate gate: the three gates in order (converts, runs where intended,
  * matches), stopping at the first that fails, then a verdict block and
- * optionally a JSON report for CI (src/verify/gate.c does the work).
+ * optionally a JSON report for CI (src/verify/gate.c does the work,
+ * src/report/gate.c renders it).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "convgate/gate.h"
+#include "convgate/golden.h"
 #include "convgate/model.h"
-#include "target/registry.h"
+#include "report/json.h"
 
-#define GATE_MAX_TARGETS 16
-#define GATE_MAX_DIMS 64
 #define GATE_MAX_RANDOM 10000
 
 static void gate_usage(FILE *f)
 {
     fputs("Usage: convgate gate MODEL --target T[,T2...] [--golden DIR | --inputs DIR |\n"
-          "                     --random N [--seed S]] [--require-full] [--dim SYM=VAL]...\n"
-          "                     [--atol X --rtol Y] [--accumulate fp16|fp32]\n"
-          "                     [--profiles DIR] [--json FILE|-]\n"
+          "                     --random N] [--seed S] [--range [NAME=]LO,HI]...\n"
+          "                     [--require-full] [--dim SYM=VAL]... [--atol X --rtol Y]\n"
+          "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
           "\n"
           "Runs the three gates in order and stops at the first that fails:\n"
           "  1 converts              the checker passes (convgate check)\n"
@@ -39,20 +37,22 @@ static void gate_usage(FILE *f)
           "                          divergent tensor and triages it (convgate bisect)\n"
           "\n"
           "Samples:\n"
-          "  --inputs DIR     input sets: DIR/test_data_set_N/input_K.pb, DIR/<set>/<input>.npy,\n"
-          "                   DIR/<set>.npz, DIR/<input>_N.npy, or DIR/<input>.npy\n"
-          "  --golden DIR     a golden set (convgate dump-ref): its hashes are checked and the\n"
-          "                   target path is compared to its stored outputs\n"
-          "  --random N       N sets of seeded random inputs (default: 3)\n"
-          "  --seed S         seed for --random (default 0)\n"
-          "  --dim SYM=VAL    symbolic input dim (repeatable; unbound symbols are 1)\n"
+          "  --inputs DIR     an input folder (see below)\n"
+          "  --golden DIR     a golden set (convgate dump-ref): its hashes are checked, it\n"
+          "                   must cover every output, and the target path is compared to\n"
+          "                   its stored outputs\n"
+          "  --random N       N samples of random inputs (default: 3); gate 2's reference\n"
+          "                   run feeds the same values as sample 0\n"
+          CLI_HELP_INPUT_OPTIONS
           "\n"
           "Tolerance: |target - ref| <= atol + rtol*|ref| elementwise; default atol 1e-5,\n"
           "rtol 1e-4, or atol 2.5e-3, rtol 1e-3 when a partition computes in fp16.\n"
           "  --accumulate fp32   fp16 targets accumulate reductions in fp32 (default: as the\n"
           "                      profile says)\n"
-          "  --json FILE|-       also write the JSON report to FILE (- : stdout, text then\n"
-          "                      goes to stderr)\n"
+          "  --json FILE|-       also write the JSON report (docs/json.md) to FILE, checked\n"
+          "                      writable (its folders made) before anything runs (- :\n"
+          "                      stdout, text then goes to stderr)\n"
+          "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "\n"
           "Exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error.\n",
           f);
@@ -60,48 +60,50 @@ static void gate_usage(FILE *f)
 
 int cmd_gate(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
+    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
+                                              {"profiles", required_argument, NULL, 0},
+                                              {"seed", required_argument, NULL, 0},
+                                              {"dim", required_argument, NULL, 0},
+                                              {"range", required_argument, NULL, 0},
                                               {"golden", required_argument, NULL, 'g'},
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"random", required_argument, NULL, 'r'},
-                                              {"seed", required_argument, NULL, 's'},
-                                              {"dim", required_argument, NULL, 'd'},
                                               {"require-full", no_argument, NULL, 'F'},
                                               {"atol", required_argument, NULL, 'a'},
                                               {"rtol", required_argument, NULL, 'R'},
                                               {"accumulate", required_argument, NULL, 'A'},
-                                              {"profiles", required_argument, NULL, 'p'},
                                               {"json", required_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
-    char *target_args[GATE_MAX_TARGETS];
-    size_t target_arg_count = 0, dim_count = 0, target_count = 0;
-    cg_dim_binding dims[GATE_MAX_DIMS];
-    const cg_target *targets[GATE_MAX_TARGETS];
-    const char *golden = NULL, *inputs = NULL, *profiles = NULL, *json_path = NULL;
-    uint64_t random_n = 0, seed = 0;
-    bool atol_set = false, rtol_set = false;
+    const char *golden = NULL, *inputs = NULL;
+    uint64_t random_n = 0;
+    bool atol_set = false, rtol_set = false, json_stdout = false;
+    cli_inputs in;
+    cli_targets tg;
     cg_gate_options opt;
     cg_gate_report rep;
     cg_sample_set samples = {0};
-    cg_target_registry *reg = NULL;
     cg_model *model = NULL;
     char desc[4200];
-    int rc = CG_EXIT_ERROR, c;
+    int rc = CG_EXIT_ERROR, c, idx;
     cg_error err;
     cg_error_clear(&err);
     memset(&opt, 0, sizeof opt);
     memset(&rep, 0, sizeof rep);
+    memset(&tg, 0, sizeof tg);
+    cli_inputs_init(&in);
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        int r;
         switch (c) {
-        case 't':
-            if (target_arg_count == GATE_MAX_TARGETS) {
-                cli_error("gate", "too many --target options");
+        case 0:
+            r = cli_inputs_option("gate", &in, longopts[idx].name, optarg);
+            if (!r)
+                r = cli_targets_option("gate", &tg, longopts[idx].name, optarg);
+            if (r < 0)
                 goto done;
-            }
-            target_args[target_arg_count++] = optarg;
             break;
         case 'g': golden = optarg; break;
         case 'i': inputs = optarg; break;
@@ -112,31 +114,15 @@ int cmd_gate(int argc, char **argv)
                 goto done;
             }
             break;
-        case 's':
-            if (!cli_parse_count(optarg, UINT64_MAX, &seed)) {
-                cli_error("gate", "--seed expects a non-negative integer, got '%s'", optarg);
-                goto done;
-            }
-            break;
-        case 'd':
-            if (!cli_parse_dim("gate", optarg, dims, &dim_count,
-                               GATE_MAX_DIMS))
-                goto done;
-            break;
         case 'F': opt.require_full = true; break;
         case 'a':
-            if (!cli_parse_double(optarg, &opt.tol.atol)) {
-                cli_error("gate", "--atol expects a number >= 0, got '%s'", optarg);
-                goto done;
-            }
-            atol_set = true;
-            break;
         case 'R':
-            if (!cli_parse_double(optarg, &opt.tol.rtol)) {
-                cli_error("gate", "--rtol expects a number >= 0, got '%s'", optarg);
+            if (!cli_parse_double(optarg, c == 'a' ? &opt.tol.atol : &opt.tol.rtol)) {
+                cli_error("gate", "--%s expects a number >= 0, got '%s'",
+                          c == 'a' ? "atol" : "rtol", optarg);
                 goto done;
             }
-            rtol_set = true;
+            *(c == 'a' ? &atol_set : &rtol_set) = true;
             break;
         case 'A':
             if (strcmp(optarg, "fp32") == 0)
@@ -146,10 +132,17 @@ int cmd_gate(int argc, char **argv)
                 goto done;
             }
             break;
-        case 'p': profiles = optarg; break;
-        case 'j': json_path = optarg; break;
+        case 'j':
+            /* checked now: an unwritable report path must not cost a whole gate */
+            if (!cli_json_to("gate", optarg))
+                goto done;
+            json_stdout = strcmp(optarg, "-") == 0;
+            break;
         case 'h': gate_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default: gate_usage(stderr); goto done;
+        default:
+            cli_error("gate", "unknown or incomplete option '%s' (see convgate gate --help)",
+                      argv[optind - 1]);
+            goto done;
         }
     }
     if (optind + 1 != argc) {
@@ -157,7 +150,7 @@ int cmd_gate(int argc, char **argv)
         gate_usage(stderr);
         goto done;
     }
-    if (!target_arg_count) {
+    if (!tg.arg_count) {
         cli_error("gate", "--target is required (`convgate targets` lists them)");
         goto done;
     }
@@ -172,84 +165,63 @@ int cmd_gate(int argc, char **argv)
     opt.tol_given = atol_set;
     if (opt.tol_given)
         opt.tol.justification = "from --atol/--rtol";
-
-    if ((model = cli_load_model("gate", argv[optind], NULL)) == NULL)
-        goto done;
-    if (cg_target_registry_load(profiles, &reg, &err) != CG_OK) {
-        cli_error("gate", "%s", err.msg);
-        goto done;
-    }
-    if (!cli_resolve_targets("gate", reg, target_args, target_arg_count, targets, &target_count,
-                             GATE_MAX_TARGETS))
+    const char *model_path = argv[optind];
+    if ((model = cli_load_model("gate", model_path, NULL)) == NULL ||
+        !cli_inputs_check("gate", &in, model) || !cli_targets_resolve("gate", &tg))
         goto done;
 
+    cg_status st;
     if (golden) {
-        if (strcmp(argv[optind], "-") == 0) {
+        if (strcmp(model_path, "-") == 0) {
             cli_error("gate", "--golden needs the model file (its hash is checked), not stdin");
             goto done;
         }
-        if (cg_samples_load_golden(model, argv[optind], golden, 0, &samples, &err) != CG_OK) {
-            cli_error("gate", "golden set %s: %s", golden, err.msg);
-            goto done;
-        }
+        st = cg_samples_load_golden(model, model_path, golden, 0, &samples, &err);
         snprintf(desc, sizeof desc, "%zu golden set%s from %s (outputs compared to the golden "
                  "outputs)", samples.count, samples.count == 1 ? "" : "s", golden);
     } else if (inputs) {
-        if (cg_samples_load_dir(model, inputs, 0, &samples, &err) != CG_OK) {
-            cli_error("gate", "%s", err.msg);
-            goto done;
-        }
+        st = cg_samples_load_dir(model, inputs, 0, &samples, &err);
         snprintf(desc, sizeof desc, "%zu set%s from %s", samples.count,
                  samples.count == 1 ? "" : "s", inputs);
     } else {
-        if (!random_n)
-            random_n = 3;
-        if (cg_samples_random(model, (size_t)random_n, seed, dims, dim_count, 0, &samples,
-                              &err) != CG_OK) {
-            cli_error("gate", "%s", err.msg);
-            goto done;
-        }
+        st = cg_samples_random(model, random_n ? (size_t)random_n : 3, &in.random, in.dims,
+                               in.dim_count, 0, &samples, &err);
         snprintf(desc, sizeof desc, "%zu random set%s, seed %" PRIu64, samples.count,
-                 samples.count == 1 ? "" : "s", seed);
+                 samples.count == 1 ? "" : "s", in.random.seed);
     }
-
-    opt.targets = targets;
-    opt.target_count = target_count;
-    opt.dims = dims;
-    opt.dim_count = dim_count;
+    if (st != CG_OK) {
+        if (golden)
+            cli_error("gate", "golden set %s: %s", golden, err.msg);
+        else
+            cli_error("gate", "%s", err.msg);
+        goto done;
+    }
+    opt.targets = tg.list;
+    opt.target_count = tg.count;
+    opt.dims = in.dims;
+    opt.dim_count = in.dim_count;
+    opt.random = &in.random;
     opt.samples = &samples;
     opt.samples_desc = desc;
-    if (cg_gate_run(model, argv[optind], &opt, &rep, &err) != CG_OK) {
+    if (cg_gate_run(model, model_path, &opt, &rep, &err) != CG_OK) {
         cli_error("gate", "%s", err.msg);
         goto done;
     }
-    bool json_stdout = json_path && strcmp(json_path, "-") == 0;
     FILE *text = json_stdout ? stderr : stdout;
     cg_gate_report_text(text, &rep);
     fprintf(text, "(samples: %s)\n", desc);
-    if (json_path) {
+    rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
+    if (cli_json_on()) {
         json_t *root = cg_gate_report_json(&rep);
         if (root)
-            json_object_set_new(root, "samples_source", json_string(desc));
-        int jrc = !root ? -1
-                  : json_stdout
-                      ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))
-                      : json_dump_file(root, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-        if (json_stdout)
-            fputc('\n', stdout);
-        json_decref(root);
-        if (jrc != 0) {
-            cli_error("gate", "could not write the JSON report to %s", json_path);
-            goto done;
-        }
+            cg_json_set(root, "samples_source", cg_json_text(desc));
+        rc = cli_json_emit(rc, root);
     }
-    rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
 done:
     cg_gate_report_free(&rep);
     cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
+    cli_targets_free(&tg);
     cg_model_free(model);
-    for (size_t k = 0; k < dim_count; k++)
-        free((char *)dims[k].symbol);
+    cli_inputs_free(&in);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "convgate/inspect.h"
 #include "convgate/model.h"
+#include "report/report.h"
 
 static void inspect_usage(FILE *f)
 {
@@ -19,7 +20,8 @@ static void inspect_usage(FILE *f)
             "and the largest tensors. Weights are memory-mapped, never copied.\n"
             "\n"
             "Options:\n"
-            "  --json      machine-readable report (schema: docs/inspect-json.md)\n"
+            "  --json      machine-readable report: docs/json.md's envelope, its result\n"
+            "              as docs/inspect-json.md says\n"
             "  --top N     list the N largest initializers (default 10)\n"
             "  -h, --help  this help\n"
             "\n"
@@ -65,7 +67,14 @@ int cmd_inspect(int argc, char **argv)
         return CG_EXIT_ERROR;
     }
     int rc = CG_EXIT_OK;
-    if (cg_inspect_write(model, &opt, json, stdout, &err) != CG_OK) {
+    if (json) {
+        json_t *r = cg_report_inspect_json(model, &opt, &err);
+        if (r)
+            rc = cli_json_emit(rc, r);
+        else
+            cli_error("inspect", "%s", err.msg[0] ? err.msg : "out of memory");
+        rc = r ? rc : CG_EXIT_ERROR;
+    } else if (cg_inspect_write(model, &opt, false, stdout, &err) != CG_OK) {
         cli_error("inspect", "%s", err.msg);
         rc = CG_EXIT_ERROR;
     }

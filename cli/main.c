@@ -1,5 +1,4 @@
 /* convgate: dispatch to the subcommand named by argv[1]. */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,36 +19,6 @@ static const cli_command commands[] = {
 #include "commands.def"
 #undef X
 };
-
-void cli_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "convgate %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-void cli_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
-}
 
 cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_error *err)
 {
@@ -167,8 +136,10 @@ int main(int argc, char **argv)
         return CG_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (command_is(commands[i].name, argv[1]))
-            return commands[i].fn(argc - 1, argv + 1);
+        if (command_is(commands[i].name, argv[1])) {
+            cli_json_begin(argv[1], argc - 1, argv + 1);
+            return cli_json_finish(commands[i].fn(argc - 1, argv + 1));
+        }
     fprintf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return CG_EXIT_ERROR;

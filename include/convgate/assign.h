@@ -1,7 +1,8 @@
 /*
  * Placement reports: the partitioner run over a model and every control-flow
  * body in it, the placement verdict, and the text and JSON renderings behind
- * `convgate assign` (docs/placement.md says how to read them).
+ * `convgate assign` (docs/placement.md says how to read them; the
+ * renderings live in src/report/assign.c).
  *
  * A cg_placement owns the main graph's assignment and one assignment per
  * subgraph of each If/Loop/Scan node (recursively); it borrows the model,
@@ -86,6 +87,9 @@ const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *re
 /* "name" or, for a node without one, "#index". Returns buf. */
 const char *cg_assign_node_label(const cg_graph *g, size_t node, char *buf, size_t len);
 
+/* The residency line every report prints: "30/40 nodes on litert-gpu,
+ * 5/40 nodes on xnnpack, 5 on CPU". */
+void cg_assign_residency(const cg_assignment *a, char *buf, size_t cap);
 /* Number of nodes of the assignment owned by target index `target`
  * (CG_OWNER_CPU counts the CPU's). */
 size_t cg_assign_count_owned(const cg_assignment *a, int target);

@@ -66,8 +66,69 @@ void cg_metrics_init(cg_metrics *m);
 
 /* Built-in tolerances: ORT OpTester's float values (atol 1e-5, rtol 1e-4),
  * or its fp16 values (atol 2.5e-3, rtol 1e-3) for a reduced-precision path
- * (reference: shared/reference/reliability.md section 3). */
+ * (reference: shared/reference/reliability.md section 3); the justification
+ * says which. */
 void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
+
+/* --- tolerance files (src/verify/tolerance.c) ------------------------------------- */
+
+/* The tolerance in force for one output and where it came from. */
+typedef struct cg_output_tolerance {
+    cg_tolerance tol;   /* tol.justification points at `justification` or static text */
+    const char *source; /* "default", "--atol/--rtol", "--tol default", "--tol" */
+    char *justification;
+} cg_output_tolerance;
+
+/* What the command line says about tolerances. */
+typedef struct cg_tolerance_args {
+    bool have_atol, have_rtol; /* --atol / --rtol, either alone */
+    double atol, rtol;
+    bool nan_equal;            /* --nan-equal */
+    const char *file;          /* --tol FILE (not with --atol/--rtol) */
+} cg_tolerance_args;
+
+/* Per-output tolerances, one rule for every command: each output starts
+ * from cg_tolerance_default for the path's precision (source "default"),
+ * with --atol/--rtol replacing what they give (source "--atol/--rtol") and
+ * --nan-equal; then the tolerance file's "default" is laid over it, then
+ * its "outputs"."NAME" entry. The file (JSON):
+ *   {"default": {"atol": X, "rtol": Y, "nan_equal": B, "justification": "..."},
+ *    "outputs": {"NAME": {...}}}
+ * every field optional. A key other than these, a duplicate key, a value
+ * of the wrong type (atol and rtol: finite numbers >= 0) and an output name
+ * the model does not have (a typo must never fall back to the default) are
+ * CG_USAGE naming the file and the key. out has room for count entries;
+ * free with cg_tolerances_free. */
+cg_status cg_tolerances_resolve(const char *const *outputs, size_t count,
+                                const cg_tolerance_args *args, bool reduced_precision,
+                                cg_output_tolerance *out, cg_error *err);
+void cg_tolerances_free(cg_output_tolerance *t, size_t count);
+
+/* --- task metrics (src/verify/task.c) ----------------------------------------------- */
+
+typedef enum cg_task { CG_TASK_NONE = 0, CG_TASK_CLASSIFY, CG_TASK_SEGMENT } cg_task;
+
+const char *cg_task_name(cg_task task); /* "none", "classify", "segment" */
+
+/* What a task cares about, accumulated over samples. classify: class axis
+ * = last axis; top-1 agreement and top-5 overlap (|top5 ref & top5 target|
+ * / 5) per row, NaN ranking first as numpy's argmax does. segment: mask =
+ * value > threshold; intersection, union and foreground counts. */
+typedef struct cg_task_metrics {
+    cg_task task;
+    double threshold;
+    bool applicable; /* classify: float outputs with >= 2 classes */
+    uint64_t rows, top1_agree;
+    double top5_overlap; /* summed over rows */
+    uint64_t inter, uni, fg_ref, fg_got;
+} cg_task_metrics;
+
+void cg_task_metrics_init(cg_task_metrics *m, cg_task task, double threshold);
+/* Folds one sample's ref and got (same shape) in. */
+void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tensor *got);
+double cg_task_top1(const cg_task_metrics *m); /* share of rows; NaN when not applicable */
+double cg_task_top5(const cg_task_metrics *m);
+double cg_task_iou(const cg_task_metrics *m);  /* 1 when both masks are empty */
 /* Lower edge of histogram bin b (0 for bin 0): 1e-10, 1e-9, ..., 1. */
 double cg_hist_bin_low(int bin);
 

@@ -132,12 +132,6 @@ cg_status cg_queue_simulate_mm1(double lambda, double mu, uint64_t customers, ui
  * "inf" / "-inf" for the non-finite. Returns what snprintf would. */
 int cg_cost_format_real(double v, char *buf, size_t size);
 
-/* Returns a malloc'd copy of JSON text in which every real number (a number
- * token with '.', 'e' or 'E') is rewritten by cg_cost_format_real: jansson
- * writes reals with a fixed precision, so 0.05 at 17 digits comes out as
- * 0.050000000000000003; this keeps full precision without the noise.
- * Integers and strings are copied as they are. NULL when out of memory. */
-char *cg_cost_json_shortest(const char *json);
 
 #ifdef __cplusplus
 }

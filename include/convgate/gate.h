@@ -9,8 +9,9 @@
  *     on every sample within tolerance; on a failure, bisection names the
  *     first divergent tensor (convgate/bisect.h).
  *
- * Also here: input sample sets (a directory of input files, or seeded
- * random inputs), shared by `convgate gate` and `convgate bisect`.
+ * Samples (input folders, random inputs, golden sets) come from
+ * convgate/samples.h and convgate/golden.h; gate 2's reference run and gate
+ * 3 use the same random-input policy, so they feed the same tensors.
  */
 #ifndef CONVGATE_GATE_H
 #define CONVGATE_GATE_H
@@ -26,55 +27,12 @@
 #include "convgate/compare.h"
 #include "convgate/partition.h"
 #include "convgate/runtime.h"
+#include "convgate/samples.h"
 #include "convgate/target.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* --- samples ---------------------------------------------------------------- */
-
-typedef struct cg_sample {
-    char *label;             /* "image_0.npy", "test_data_set_1", "random #3" */
-    cg_named_value *inputs;  /* names borrowed from the model; values owned */
-    size_t input_count;
-    /* golden outputs in graph-output order (NULL: compare against a fresh
-     * reference run); names borrowed from the model, values owned */
-    cg_named_value *expected;
-    size_t expected_count;
-} cg_sample;
-
-typedef struct cg_sample_set {
-    cg_sample *samples;
-    size_t count;
-} cg_sample_set;
-
-/* Loads input sets from DIR, in the first layout that matches:
- *   DIR/test_data_set_N/input_K.pb   (ONNX test data: K-th graph input
- *                                     that is not an initializer)
- *   DIR/<set>/<input>.npy, DIR/<set>.npz (cg_golden_list_sets' layout)
- *   DIR/<input>_<N>.npy or .pb       (one set per N, e.g. image_0.npy)
- *   DIR/<input>.npy or .pb           (a single set)
- * Every set must feed every graph input that has no initializer. Files
- * for other names (reference outputs kept beside) are ignored. */
-cg_status cg_samples_load_dir(const cg_model *model, const char *dir, size_t max_bytes,
-                              cg_sample_set *out, cg_error *err);
-/* count sets of seeded random inputs (cg_io_random_fill) from the declared
- * input types; symbolic dims from dims (unbound: 1). */
-cg_status cg_samples_random(const cg_model *model, size_t count, uint64_t seed,
-                            const cg_dim_binding *dims, size_t dim_count, size_t max_bytes,
-                            cg_sample_set *out, cg_error *err);
-/* The sets of a golden directory (convgate/golden.h): checked against the
- * model file (hash) and every file's hash, inputs and expected outputs
- * loaded. A stale or tampered golden set is an error, never a pass. */
-cg_status cg_samples_load_golden(const cg_model *model, const char *model_path, const char *dir,
-                                 size_t max_bytes, cg_sample_set *out, cg_error *err);
-void cg_sample_set_free(cg_sample_set *s);
-/* base's bindings, then every symbolic input dim bound from the sample's
- * tensors (a fixed-shape target path is built for those). Symbols are
- * borrowed from the model. Returns the count (at most cap). */
-size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
-                      const cg_sample *s, cg_dim_binding *out, size_t cap);
 
 /* --- gates ------------------------------------------------------------------ */
 
@@ -96,6 +54,10 @@ typedef struct cg_gate_options {
     bool tol_given;          /* else cg_tolerance_default for the path's precision */
     cg_tolerance tol;
     size_t max_alloc_bytes;
+    /* the random inputs of gate 2's reference runs (convgate/samples.h;
+     * NULL: the policy's defaults, seed 0); random samples for gate 3 come
+     * from the same policy */
+    const cg_random_inputs *random;
     const cg_sample_set *samples; /* at least one sample */
     const char *samples_desc;     /* "2 sets from examples/tiny_cnn_inputs" (borrowed) */
 } cg_gate_options;
@@ -118,7 +80,7 @@ typedef struct cg_gate_report {
     cg_gate_state runs;
     size_t node_count, nodes_on_targets, partitions, boundaries;
     double time_coverage;    /* share of reference CPU time on targets, [0, 1]; <0 unknown */
-    char residency[256];     /* "16/18 nodes on xnnpack" */
+    char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU" */
     char verdict_text[512];  /* cg_assign_verdict's sentence */
     char runs_detail[512];
 

@@ -9,8 +9,8 @@
  *                                     each tensor {name, file, dtype, shape, sha256}
  *   GOLDEN/<set>/inputs/<stem>.npy
  *   GOLDEN/<set>/outputs/<stem>.npy
- * Set names and file stems keep only [A-Za-z0-9._-] of the names they come
- * from (never a leading dot), so nothing is written outside GOLDEN. The
+ * Set names and file stems follow convgate/samples.h (only [A-Za-z0-9._-],
+ * never a leading dot, unique), so nothing is written outside GOLDEN. The
  * manifest is written last, so an interrupted dump has none and is refused.
  *
  * Trust: a golden set is data from disk. cg_golden_open checks the format
@@ -30,6 +30,7 @@
 #include "convgate/dtype.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
+#include "convgate/samples.h"
 #include "convgate/status.h"
 #include "convgate/tensor.h"
 
@@ -39,8 +40,6 @@ extern "C" {
 
 #define CG_GOLDEN_FORMAT_VERSION 1
 #define CG_SHA256_HEX 65 /* 64 lowercase hex digits and a NUL */
-/* Longest stem kept from a tensor or set name (longer ones are cut). */
-#define CG_GOLDEN_MAX_STEM 120
 
 /* --- hashing (OpenSSL libcrypto) --------------------------------------------- */
 
@@ -115,28 +114,20 @@ cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
 cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
 void cg_golden_writer_free(cg_golden_writer *w);
 
-/* --- directories of tensor sets ---------------------------------------------------------- */
+/* --- golden sets as samples ----------------------------------------------------------- */
 
-/* Safe file stem for a name: [A-Za-z0-9._-] kept, anything else '_', no
- * leading dot, at most CG_GOLDEN_MAX_STEM characters, "_2", "_3"... appended
- * until it differs (case-insensitively) from used[0..used_count). */
-void cg_golden_stem(const char *name, const char *const *used, size_t used_count, char *out,
-                    size_t cap);
-
-/* The sets in DIR: every subdirectory and every NAME.npz (set NAME), sorted
- * by name; hidden entries are skipped. *names is malloc'd (each name too);
- * free with cg_golden_names_free. A set present both ways is CG_INVALID. */
-cg_status cg_golden_list_sets(const char *dir, char ***names, size_t *count, cg_error *err);
-void cg_golden_names_free(char **names, size_t count);
-
-/* Loads values[i] for names[i] from one set of DIR: DIR/<set>/<stem>.npy
- * (or .pb; stems as cg_golden_stem over names in order) or the member
- * names[i] of DIR/<set>.npz. A missing tensor is CG_INVALID naming it;
- * with strict, so is a file of the set that matches no name. On failure
- * every value is freed and set to NULL. */
-cg_status cg_golden_read_set(const char *dir, const char *set, const char *const *names,
-                             size_t count, bool strict, size_t max_bytes, cg_value **values,
-                             cg_error *err);
+/* Set `set` of g as a sample of model: its inputs (checked against the
+ * declared types) and its expected outputs in graph-output order. The set
+ * must cover every input to feed and every output of the model and hold
+ * nothing else (CG_INVALID naming the tensor): one rule for `verify` and
+ * `gate --golden`, so a set missing an output is never a pass. */
+cg_status cg_golden_sample(const cg_golden *g, size_t set, const cg_model *model,
+                           size_t max_bytes, cg_sample *out, cg_error *err);
+/* Every set of the golden folder dir, checked against the model file's
+ * hash and every file's hash first. A stale or tampered golden set is an
+ * error, never a pass. */
+cg_status cg_samples_load_golden(const cg_model *model, const char *model_path, const char *dir,
+                                 size_t max_bytes, cg_sample_set *out, cg_error *err);
 
 #ifdef __cplusplus
 }

@@ -133,12 +133,14 @@ void cg_cost_verdict_text(const cg_cost_estimate *e, const cg_assignment *a, cha
 
 struct cg_type_env;
 
-/* Seeded random tensors for every graph input that is not an initializer,
- * of the dtype and shape the type environment recorded. Free with
- * cg_profile_feeds_free. */
+/* Random tensors for every graph input that is not an initializer, of the
+ * dtype and shape the type environment recorded, from sample 0 of the
+ * random-input policy (convgate/samples.h; NULL: its defaults, seed 0).
+ * Free with cg_profile_feeds_free. */
+struct cg_random_inputs;
 cg_status cg_profile_feeds_make(const cg_model *model, const struct cg_type_env *types,
-                                uint64_t seed, cg_named_value **feeds, size_t *count,
-                                cg_error *err);
+                                const struct cg_random_inputs *random, cg_named_value **feeds,
+                                size_t *count, cg_error *err);
 void cg_profile_feeds_free(cg_named_value *feeds, size_t count);
 
 #define CG_PROFILE_MAX_RUNS 100000
@@ -206,6 +208,21 @@ cg_status cg_profile_target(const cg_model *model, const struct cg_type_env *typ
                             size_t feed_count, size_t runs, cg_reference_profile *ref,
                             cg_target_profile *out, cg_error *err);
 void cg_target_profile_clear(cg_target_profile *p);
+/* The estimate of a measured placement: executing partitions at their
+ * measured time and boundary work, profiled ones from `assume`.
+ * *any_profiled (may be NULL) says whether some partition was assumed. */
+cg_status cg_profile_estimate(const cg_assignment *a, const cg_reference_profile *ref,
+                              const cg_target_profile *tp, const cg_cost_assumptions *assume,
+                              cg_cost_estimate *out, bool *any_profiled, cg_error *err);
+
+/* The time-weighted estimate behind a placement verdict: one reference run
+ * with per-node timing on random inputs of the shapes types recorded
+ * (sample 0 of `random`), time on target and crossings from the default
+ * assumptions. */
+cg_status cg_profile_quick_estimate(const cg_model *model, const struct cg_type_env *types,
+                                    const struct cg_random_inputs *random,
+                                    const cg_assignment *a, cg_cost_estimate *out,
+                                    cg_error *err);
 
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
 double cg_profile_median(double *v, size_t n);

@@ -56,9 +56,15 @@ typedef struct cg_dim_binding {
  * dims come from `dims` (unbound symbols default to 1; each default is
  * listed in the env's notes) and records the type of every value of the
  * main graph. Values inside subgraphs take their declared value_info when
- * present, else stay unknown. */
+ * present, else stay unknown. The inputs are sample 0 of the random-input
+ * policy `random` (convgate/samples.h; NULL: its defaults, seed 0), the
+ * same tensors gate 3 and `run --random` feed. */
+struct cg_random_inputs;
 cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
                             cg_type_env **out, cg_error *err);
+cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *dims,
+                                 size_t dim_count, const struct cg_random_inputs *random,
+                                 cg_type_env **out, cg_error *err);
 void cg_type_env_free(cg_type_env *env);
 /* NULL when the name was never seen. */
 const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name);

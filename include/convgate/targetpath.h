@@ -29,6 +29,9 @@ typedef struct cg_target_path_options {
     size_t target_count;
     const cg_dim_binding *dims;      /* for the type environment */
     size_t dim_count;
+    /* the random inputs of the type environment's run (convgate/samples.h;
+     * NULL: the policy's defaults, seed 0) */
+    const struct cg_random_inputs *random;
     bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
     bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
     size_t max_alloc_bytes;          /* 0: runtime default */

@@ -1,6 +1,6 @@
 /*
  * Tensor files: NumPy .npy / .npz, ONNX test-data .pb (TensorProto,
- * SequenceProto, OptionalProto), random inputs, value summaries and the
+ * SequenceProto, OptionalProto), the random generator, value summaries and the
  * tolerance comparison that conformance uses.
  *
  * Everything read here is untrusted: every header field, shape, length and
@@ -83,18 +83,14 @@ cg_status cg_io_load_value(const char *spec, const cg_type *type, size_t max_byt
 
 /* --- random inputs --------------------------------------------------------------- */
 
-/* splitmix64 state; the same seed gives the same tensors on every platform. */
+/* splitmix64 state; the same seed gives the same tensors on every platform.
+ * The random-input policy built on it is convgate/samples.h. */
 typedef struct cg_rng {
     uint64_t state;
 } cg_rng;
 
 void cg_rng_seed(cg_rng *rng, uint64_t seed);
 uint64_t cg_rng_next(cg_rng *rng);
-
-/* Fills t: floats uniform in [-1, 1), signed ints in [-10, 10], unsigned in
- * [0, 10], bool 0/1, strings "s<number>". CG_UNSUPPORTED for types with no
- * meaningful random fill (complex, float8, 4-bit). */
-cg_status cg_io_random_fill(cg_tensor *t, cg_rng *rng, cg_error *err);
 
 /* --- summaries and comparison -------------------------------------------------------- */
 

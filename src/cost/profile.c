@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "convgate/profile.h"
+#include "convgate/samples.h"
 #include "convgate/target.h"
 #include "convgate/tensor_io.h"
 #include "run/exec.h"
@@ -386,15 +387,14 @@ void cg_profile_feeds_free(cg_named_value *feeds, size_t count)
     free(feeds);
 }
 
-cg_status cg_profile_feeds_make(const cg_model *model, const cg_type_env *types, uint64_t seed,
-                                cg_named_value **feeds, size_t *count, cg_error *err)
+cg_status cg_profile_feeds_make(const cg_model *model, const cg_type_env *types,
+                                const cg_random_inputs *random, cg_named_value **feeds,
+                                size_t *count, cg_error *err)
 {
     const cg_graph *g = model->graph;
     cg_named_value *f = calloc(g->input_count + 1, sizeof *f);
     size_t n = 0;
     cg_status st = CG_OK;
-    cg_rng rng;
-    cg_rng_seed(&rng, seed);
     if (!f)
         return cg_error_set(err, CG_NOMEM, "out of memory making inputs");
     for (size_t i = 0; i < g->input_count; i++) {
@@ -416,7 +416,9 @@ cg_status cg_profile_feeds_make(const cg_model *model, const cg_type_env *types,
         if (st != CG_OK)
             goto fail;
         n++;
-        st = cg_io_random_fill(&f[n - 1].value->tensor, &rng, err);
+        cg_rng rng;
+        cg_random_seed(random, 0, n - 1, &rng);
+        st = cg_random_fill(&f[n - 1].value->tensor, cg_random_range(random, name), &rng, err);
         if (st != CG_OK) {
             cg_error_prefix(err, "input '%s': ", name);
             goto fail;
@@ -959,5 +961,54 @@ done:
         cg_value_free(cap.values[i]);
     free(cap.names);
     free(cap.values);
+    return st;
+}
+
+cg_status cg_profile_estimate(const cg_assignment *a, const cg_reference_profile *ref,
+                              const cg_target_profile *tp, const cg_cost_assumptions *assume,
+                              cg_cost_estimate *out, bool *any_profiled, cg_error *err)
+{
+    size_t n = a->partition_count + 1;
+    double *ms = malloc(n * sizeof *ms), *boundary = malloc(n * sizeof *boundary);
+    size_t *crossings = malloc(n * sizeof *crossings);
+    bool assumed = false;
+    cg_status st;
+    if (ms && boundary && crossings) {
+        for (size_t pi = 0; pi < a->partition_count; pi++) {
+            ms[pi] = tp->parts[pi].executed ? tp->parts[pi].compute_ms : NAN;
+            boundary[pi] = tp->parts[pi].boundary_ms;
+            crossings[pi] = tp->parts[pi].crossings;
+            assumed = assumed || !tp->parts[pi].executed;
+        }
+        cg_cost_inputs in = {a, ref->node_ms, ref->overhead_ms, ms, boundary, crossings, assume};
+        st = cg_cost_estimate_build(&in, out, err);
+    } else {
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
+    }
+    free(ms);
+    free(boundary);
+    free(crossings);
+    if (any_profiled)
+        *any_profiled = assumed;
+    return st;
+}
+
+cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *types,
+                                    const cg_random_inputs *random, const cg_assignment *a,
+                                    cg_cost_estimate *out, cg_error *err)
+{
+    cg_named_value *feeds = NULL;
+    size_t feed_count = 0;
+    cg_reference_profile ref;
+    memset(&ref, 0, sizeof ref);
+    cg_status st = cg_profile_feeds_make(model, types, random, &feeds, &feed_count, err);
+    if (st == CG_OK)
+        st = cg_profile_reference(model, feeds, feed_count, 1, false, &ref, err);
+    if (st == CG_OK) {
+        cg_cost_inputs in = {a, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL, NULL};
+        st = cg_cost_estimate_build(&in, out, err);
+    }
+    cg_reference_profile_clear(&ref);
+    cg_profile_feeds_free(feeds, feed_count);
     return st;
 }

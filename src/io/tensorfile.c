@@ -2,7 +2,8 @@
  * Tensor files in general: whole-file reads and writes with a size cap, the
  * allocation convention of tensors and values handed out by src/io
  * (malloc'd struct, malloc'd payload, malloc'd strings and items), loading a
- * value by file extension (.pb / .npy / .npz[:KEY]) and seeded random fill.
+ * value by file extension (.pb / .npy / .npz[:KEY]) and the seeded generator
+ * (the random-input policy itself is convgate/samples.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -155,7 +156,7 @@ cg_status cg_io_load_value(const char *spec, const cg_type *type, size_t max_byt
                         "'%s': unknown tensor file type (expected .pb, .npy or .npz[:KEY])", spec);
 }
 
-/* --- random fill ------------------------------------------------------------ */
+/* --- the random generator --------------------------------------------------- */
 
 void cg_rng_seed(cg_rng *rng, uint64_t seed) { rng->state = seed; }
 
@@ -166,62 +167,4 @@ uint64_t cg_rng_next(cg_rng *rng)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-/* Uniform double in [-1, 1) from the top 53 bits. */
-static double rng_unit(cg_rng *rng)
-{
-    return (double)(cg_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
-}
-
-cg_status cg_io_random_fill(cg_tensor *t, cg_rng *rng, cg_error *err)
-{
-    switch (t->dtype) {
-    case CG_DTYPE_FLOAT:
-    case CG_DTYPE_DOUBLE:
-    case CG_DTYPE_FLOAT16:
-    case CG_DTYPE_BFLOAT16:
-        for (int64_t i = 0; i < t->numel; i++) {
-            double v = rng_unit(rng);
-            cg_tensor_set_f64(t, i, v);
-            /* Rounding to a narrow type can land on +1.0: mirror it to keep
-             * the interval half-open ([-1, 1) is symmetric up to that end). */
-            if (cg_tensor_get_f64(t, i) >= 1.0)
-                cg_tensor_set_f64(t, i, -v);
-        }
-        return CG_OK;
-    case CG_DTYPE_INT8:
-    case CG_DTYPE_INT16:
-    case CG_DTYPE_INT32:
-    case CG_DTYPE_INT64:
-        for (int64_t i = 0; i < t->numel; i++)
-            cg_tensor_set_i64(t, i, (int64_t)(cg_rng_next(rng) % 21) - 10);
-        return CG_OK;
-    case CG_DTYPE_UINT8:
-    case CG_DTYPE_UINT16:
-    case CG_DTYPE_UINT32:
-    case CG_DTYPE_UINT64:
-        for (int64_t i = 0; i < t->numel; i++)
-            cg_tensor_set_i64(t, i, (int64_t)(cg_rng_next(rng) % 11));
-        return CG_OK;
-    case CG_DTYPE_BOOL:
-        for (int64_t i = 0; i < t->numel; i++)
-            ((uint8_t *)t->data)[i] = (uint8_t)(cg_rng_next(rng) >> 63);
-        return CG_OK;
-    case CG_DTYPE_STRING:
-        for (int64_t i = 0; i < t->numel; i++) {
-            char buf[32];
-            int n = snprintf(buf, sizeof buf, "s%u", (unsigned)(cg_rng_next(rng) % 1000));
-            char *s = malloc((size_t)n + 1);
-            if (!s)
-                return cg_error_set(err, CG_NOMEM, "out of memory");
-            memcpy(s, buf, (size_t)n + 1);
-            free(((char **)t->data)[i]);
-            ((char **)t->data)[i] = s;
-        }
-        return CG_OK;
-    default:
-        return cg_error_set(err, CG_UNSUPPORTED, "no random fill for element type %s",
-                            cg_dtype_name(t->dtype));
-    }
 }

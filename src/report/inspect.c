@@ -12,6 +12,7 @@
 #include "convgate/inspect.h"
 #include "convgate/schema.h"
 #include "ir/walk.h"
+#include "report/report.h"
 
 #define INSPECT_SCHEMA_VERSION 1
 
@@ -65,8 +66,8 @@ static json_t *value_json(const cg_value_info *v)
     char dtype[256];
     type_string(v->type, dtype, sizeof dtype);
     json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(v->name ? v->name : ""));
-    json_object_set_new(o, "dtype", json_string(dtype));
+    cg_json_set(o, "name", cg_json_text(v->name ? v->name : ""));
+    cg_json_set(o, "dtype", cg_json_text(dtype));
     const cg_type *t = v->type;
     while (t && (t->kind == CG_TYPE_OPTIONAL || t->kind == CG_TYPE_SEQUENCE) && t->elem)
         t = t->elem;
@@ -78,21 +79,21 @@ static json_t *value_json(const cg_value_info *v)
             if (d->has_value && d->value >= 0) {
                 json_array_append_new(shape, json_integer(d->value));
             } else if (d->param && *d->param) {
-                json_array_append_new(shape, json_string(d->param));
-                json_array_append_new(dyn, json_string(d->param));
+                json_array_append_new(shape, cg_json_text(d->param));
+                json_array_append_new(dyn, cg_json_text(d->param));
             } else {
                 json_array_append_new(shape, json_null());
                 char label[32];
                 snprintf(label, sizeof label, "axis %zu", i);
-                json_array_append_new(dyn, json_string(label));
+                json_array_append_new(dyn, cg_json_text(label));
             }
         }
-        json_object_set_new(o, "shape", shape);
+        cg_json_set(o, "shape", shape);
     } else {
-        json_object_set_new(o, "shape", json_null());
-        json_array_append_new(dyn, json_string("rank unknown"));
+        cg_json_set(o, "shape", json_null());
+        json_array_append_new(dyn, cg_json_text("rank unknown"));
     }
-    json_object_set_new(o, "dynamic", dyn);
+    cg_json_set(o, "dynamic", dyn);
     return o;
 }
 
@@ -175,22 +176,22 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
 {
     json_t *r = json_object();
     const cg_graph *g = m->graph;
-    json_object_set_new(r, "schema_version", json_integer(INSPECT_SCHEMA_VERSION));
-    json_object_set_new(r, "file", m->path ? json_string(m->path) : json_null());
-    json_object_set_new(r, "file_bytes", json_integer((json_int_t)m->file_size));
-    json_object_set_new(r, "ir_version", m->has_ir_version ? json_integer(m->ir_version)
+    cg_json_set(r, "schema_version", json_integer(INSPECT_SCHEMA_VERSION));
+    cg_json_set(r, "file", m->path ? cg_json_text(m->path) : json_null());
+    cg_json_set(r, "file_bytes", json_integer((json_int_t)m->file_size));
+    cg_json_set(r, "ir_version", m->has_ir_version ? json_integer(m->ir_version)
                                                            : json_null());
-    json_object_set_new(r, "producer",
+    cg_json_set(r, "producer",
                         json_pack("{s:s, s:s}", "name",
                                   m->producer_name ? m->producer_name : "", "version",
                                   m->producer_version ? m->producer_version : ""));
-    json_object_set_new(r, "graph_name", json_string(g && g->name ? g->name : ""));
+    cg_json_set(r, "graph_name", cg_json_text(g && g->name ? g->name : ""));
     json_t *opsets = json_array();
     for (size_t i = 0; i < m->opset_count; i++)
         json_array_append_new(opsets, json_pack("{s:s, s:I}", "domain",
                                                 domain_name(m->opsets[i].domain), "version",
                                                 (json_int_t)m->opsets[i].version));
-    json_object_set_new(r, "opset_import", opsets);
+    cg_json_set(r, "opset_import", opsets);
 
     json_t *inputs = json_array(), *outputs = json_array();
     size_t overridable = 0;
@@ -205,9 +206,9 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
         for (size_t i = 0; i < g->output_count; i++)
             json_array_append_new(outputs, value_json(&g->outputs[i]));
     }
-    json_object_set_new(r, "inputs", inputs);
-    json_object_set_new(r, "outputs", outputs);
-    json_object_set_new(r, "inputs_with_initializer_default", json_integer((json_int_t)overridable));
+    cg_json_set(r, "inputs", inputs);
+    cg_json_set(r, "outputs", outputs);
+    cg_json_set(r, "inputs_with_initializer_default", json_integer((json_int_t)overridable));
 
     size_t ninit = g ? g->initializer_count : 0;
     tensor_size *sizes = ninit ? calloc(ninit, sizeof *sizes) : NULL;
@@ -224,12 +225,12 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
         if (t->has_data_location && t->data_location == CG_LOC_EXTERNAL)
             external += sizes[i].bytes;
     }
-    json_object_set_new(r, "initializers",
+    cg_json_set(r, "initializers",
                         json_pack("{s:I, s:I, s:I, s:I}", "count", (json_int_t)ninit, "bytes",
                                   (json_int_t)total, "external_bytes", (json_int_t)external,
                                   "sparse_count",
                                   (json_int_t)(g ? g->sparse_initializer_count : 0)));
-    json_object_set_new(r, "node_count", json_integer(g ? (json_int_t)g->node_count : 0));
+    cg_json_set(r, "node_count", json_integer(g ? (json_int_t)g->node_count : 0));
 
     walk_state ws = {0};
     cg_graph_walk(g, count_node, &ws);
@@ -240,7 +241,7 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
         cg_error_set(err, CG_NOMEM, "inspect: out of memory");
         return NULL;
     }
-    json_object_set_new(r, "node_count_with_subgraphs", json_integer(ws.nodes_total));
+    cg_json_set(r, "node_count_with_subgraphs", json_integer(ws.nodes_total));
     if (ws.op_count)
         qsort(ws.ops, ws.op_count, sizeof *ws.ops, cmp_ops);
     json_t *ops = json_array(), *custom = json_array(), *cflow = json_array();
@@ -254,11 +255,11 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
                               "count", (int)oc->count, "in_subgraph_only", oc->depth_min > 0);
         bool known_domain = cg_schema_known_domain(oc->domain);
         if (!known_domain) {
-            json_object_set_new(o, "custom", json_true());
+            cg_json_set(o, "custom", json_true());
             json_array_append_new(custom, json_pack("{s:s, s:s, s:i}", "domain", oc->domain,
                                                     "op_type", oc->op, "count", (int)oc->count));
         } else if (!s) {
-            json_object_set_new(o, "unknown", json_true());
+            cg_json_set(o, "unknown", json_true());
         }
         if (std_domain && (strcmp(oc->op, "If") == 0 || strcmp(oc->op, "Loop") == 0 ||
                            strcmp(oc->op, "Scan") == 0))
@@ -267,9 +268,9 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
         json_array_append_new(ops, o);
     }
     free(ws.ops);
-    json_object_set_new(r, "ops", ops);
-    json_object_set_new(r, "custom_ops", custom);
-    json_object_set_new(r, "control_flow", cflow);
+    cg_json_set(r, "ops", ops);
+    cg_json_set(r, "custom_ops", custom);
+    cg_json_set(r, "control_flow", cflow);
 
     int top = opt && opt->top_tensors > 0 ? opt->top_tensors : 10;
     if (ninit)
@@ -290,13 +291,13 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
                                                                                    : "inline"));
     }
     free(sizes);
-    json_object_set_new(r, "largest_tensors", largest);
+    cg_json_set(r, "largest_tensors", largest);
     json_t *meta = json_object();
     for (size_t i = 0; i < m->metadata_count; i++)
-        json_object_set_new(meta, m->metadata[i].key ? m->metadata[i].key : "",
-                            json_string(m->metadata[i].value ? m->metadata[i].value : ""));
-    json_object_set_new(r, "metadata", meta);
-    json_object_set_new(r, "local_functions", json_integer((json_int_t)m->function_count));
+        cg_json_set(meta, m->metadata[i].key ? m->metadata[i].key : "",
+                            cg_json_text(m->metadata[i].value ? m->metadata[i].value : ""));
+    cg_json_set(r, "metadata", meta);
+    cg_json_set(r, "local_functions", json_integer((json_int_t)m->function_count));
     return r;
 }
 
@@ -444,6 +445,12 @@ static void render_text(json_t *r, FILE *f)
     }
 }
 
+json_t *cg_report_inspect_json(const cg_model *model, const cg_inspect_options *opt,
+                               cg_error *err)
+{
+    return build(model, opt, err);
+}
+
 cg_status cg_inspect_write(const cg_model *model, const cg_inspect_options *opt, bool json,
                            FILE *f, cg_error *err)
 {
@@ -451,11 +458,10 @@ cg_status cg_inspect_write(const cg_model *model, const cg_inspect_options *opt,
     if (!r)
         return err && err->status ? err->status : CG_NOMEM;
     if (json) {
-        if (json_dumpf(r, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+        if (cg_json_write(f, r) != 0) {
             json_decref(r);
             return cg_error_set(err, CG_IO, "inspect: writing JSON failed");
         }
-        fputc('\n', f);
     } else {
         render_text(r, f);
     }

@@ -2,9 +2,10 @@
  * The type environment: dtype, shape and constness of every value of a
  * model, for concrete input dims, as targets' `supports` needs them.
  *
- * Built by one run of the reference runtime on seeded random inputs whose
- * symbolic dims come from the caller's bindings (unbound: 1, noted);
- * integer inputs are zeros, so index-like inputs stay in range. When the
+ * Built by one run of the reference runtime on the random inputs of
+ * convgate/samples.h (sample 0 of the caller's policy: what gate 3 and
+ * `run --random` feed) whose symbolic dims come from the caller's bindings
+ * (unbound: 1, noted). When the
  * model has symbolic dims a second run with every symbol one larger tells
  * which dims of which values depend on them (the "dynamic" dims a static-
  * shape runtime refuses). Constness is structural: initializers are
@@ -22,11 +23,10 @@
 #include <string.h>
 
 #include "convgate/runtime.h"
+#include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
 #include "target/registry.h"
-
-#define TE_SEED 0x636f6e7667617465ull /* "convgate" */
 
 typedef struct te_entry {
     cg_value_type t;
@@ -181,6 +181,7 @@ typedef struct te_build {
     bool probing; /* second run: compare dims instead of recording */
     int64_t symbol_delta;
     cg_error *err;
+    const cg_random_inputs *random; /* NULL: the policy's defaults, seed 0 */
 } te_build;
 
 static bool dtype_ok(int32_t v) { return v > 0 && v < CG_DTYPE_COUNT && cg_dtype_valid(v); }
@@ -416,8 +417,7 @@ static cg_status make_inputs(te_build *b, cg_named_value *feeds, size_t *feed_co
                              size_t *symbolic)
 {
     const cg_graph *g = b->model->graph;
-    cg_rng rng;
-    cg_rng_seed(&rng, TE_SEED);
+    size_t fed = 0;
     *feed_count = 0;
     *symbolic = 0;
     for (size_t i = 0; i < g->input_count; i++) {
@@ -447,13 +447,13 @@ static cg_status make_inputs(te_build *b, cg_named_value *feeds, size_t *feed_co
             }
         }
         cg_tensor t;
+        cg_rng rng;
         memset(&t, 0, sizeof t);
+        cg_random_seed(b->random, 0, fed++, &rng);
         cg_status st = cg_tensor_alloc(&t, (cg_dtype)ty->elem_type, (int)ty->shape->rank, dims,
                                           0, b->err);
-        /* integers stay 0: random ones would be out-of-range indices (token ids,
-         * Gather indices) and fail the run, and 0 is valid wherever an index is */
-        if (st == CG_OK && !cg_dtype_is_int((cg_dtype)ty->elem_type))
-            st = cg_io_random_fill(&t, &rng, b->err);
+        if (st == CG_OK)
+            st = cg_random_fill(&t, cg_random_range(b->random, vi->name), &rng, b->err);
         if (st == CG_OK)
             st = cg_value_from_tensor(&t, &feeds[*feed_count].value, b->err);
         if (st != CG_OK) {
@@ -527,6 +527,13 @@ static cg_status add_graph_inputs(te_build *b)
 cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
                             cg_type_env **out, cg_error *err)
 {
+    return cg_type_env_build_with(model, dims, dim_count, NULL, out, err);
+}
+
+cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *dims,
+                                 size_t dim_count, const struct cg_random_inputs *random,
+                                 cg_type_env **out, cg_error *err)
+{
     *out = NULL;
     if (!model || !model->graph)
         return cg_error_set(err, CG_USAGE, "type environment: the model has no graph");
@@ -539,7 +546,7 @@ cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, s
                 return cg_error_set(err, CG_USAGE, "type environment: symbol '%s' is bound "
                                     "twice", dims[k].symbol);
     }
-    te_build b = {NULL, model, dims, dim_count, NULL, false, 0, err};
+    te_build b = {NULL, model, dims, dim_count, NULL, false, 0, err, random};
     cg_status st;
     b.env = calloc(1, sizeof *b.env);
     b.binding_used = calloc(dim_count + 1, sizeof *b.binding_used);

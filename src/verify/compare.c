@@ -57,6 +57,11 @@ void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision)
     memset(tol, 0, sizeof *tol);
     tol->atol = reduced_precision ? 2.5e-3 : 1e-5;
     tol->rtol = reduced_precision ? 1e-3 : 1e-4;
+    tol->justification = reduced_precision
+                             ? "default for reduced-precision paths: ORT OpTester's fp16 "
+                               "tolerance (atol 2.5e-3, rtol 1e-3; reliability.md section 3)"
+                             : "default for fp32 paths: ORT OpTester's float tolerance (atol "
+                               "1e-5, rtol 1e-4)";
 }
 
 double cg_hist_bin_low(int bin)

@@ -1,8 +1,9 @@
 /*
  * Golden corpus: writing a golden directory (tensors as .npy plus a manifest
  * of their sha256, dtypes and shapes and the model's sha256), reading one
- * back with every file checked, and reading directories of tensor sets
- * (DIR/<set>/<name>.npy or DIR/<set>.npz) for inputs and foreign outputs.
+ * back with every file checked, and loading its sets as samples (inputs
+ * plus expected outputs) for `verify` and `gate --golden`. File stems are
+ * the samples module's (convgate/samples.h).
  *
  * Invariant of a golden directory written here: manifest.json exists only
  * once every file it lists has been written, and lists each file's sha256;
@@ -26,7 +27,9 @@
 #include <unistd.h>
 
 #include "convgate/golden.h"
+#include "convgate/samples.h"
 #include "convgate/tensor_io.h"
+#include "core/path.h"
 #include "io/io_internal.h"
 #include "convgate/tensor.h"
 
@@ -115,31 +118,6 @@ static bool safe_char(char c)
 {
     return ((unsigned char)c < 0x80 && isalnum((unsigned char)c)) || c == '.' || c == '_' ||
            c == '-';
-}
-
-void cg_golden_stem(const char *name, const char *const *used, size_t used_count, char *out,
-                    size_t cap)
-{
-    char base[CG_GOLDEN_MAX_STEM + 1];
-    size_t n = 0;
-    if (cap == 0)
-        return;
-    for (const char *p = name ? name : ""; *p && n < CG_GOLDEN_MAX_STEM; p++)
-        base[n++] = safe_char(*p) ? *p : '_';
-    base[n] = '\0';
-    if (n == 0)
-        snprintf(base, sizeof base, "tensor");
-    if (base[0] == '.')
-        base[0] = '_';
-    snprintf(out, cap, "%s", base);
-    for (unsigned k = 2;; k++) {
-        bool taken = false;
-        for (size_t i = 0; i < used_count && !taken; i++)
-            taken = used[i] && strcasecmp(used[i], out) == 0;
-        if (!taken)
-            return;
-        snprintf(out, cap, "%s_%u", base, k);
-    }
 }
 
 /* True for a relative path of safe components, none starting with a dot. */
@@ -276,8 +254,8 @@ cg_status cg_golden_writer_init(const char *dir, const char *model_path, const c
         if (nonempty && !force)
             return cg_error_set(err, CG_USAGE,
                                 "'%s' is not empty; refusing to overwrite it (use --force)", dir);
-    } else if (mkdir(dir, 0777) != 0) {
-        return cg_error_set(err, CG_IO, "cannot create directory '%s': %s", dir, strerror(errno));
+    } else if ((st = cg_path_make_dirs(dir, err)) != CG_OK) {
+        return st;
     }
     /* An old manifest must not outlive the files it describes being rewritten. */
     if (nonempty) {
@@ -323,7 +301,7 @@ static cg_status write_side(const char *root, const char *set, const char *side,
 {
     cg_status st = CG_OK;
     char dirpath[GOLDEN_PATH_MAX], path[GOLDEN_PATH_MAX], rel[GOLDEN_PATH_MAX];
-    char stem[CG_GOLDEN_MAX_STEM + 16], hex[CG_SHA256_HEX];
+    char stem[CG_SAMPLES_STEM_CAP], hex[CG_SHA256_HEX];
     char **used = calloc(count ? count : 1, sizeof *used);
     if (!used)
         return cg_error_set(err, CG_NOMEM, "golden set '%s': out of memory", set);
@@ -346,7 +324,7 @@ static cg_status write_side(const char *root, const char *set, const char *side,
                                                                             : "an optional");
             goto done;
         }
-        cg_golden_stem(name, (const char *const *)used, i, stem, sizeof stem);
+        cg_samples_stem(name, (const char *const *)used, i, stem, sizeof stem);
         if (!(used[i] = strdup(stem))) {
             st = cg_error_set(err, CG_NOMEM, "golden set '%s': out of memory", set);
             goto done;
@@ -391,7 +369,7 @@ cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
                                const char **used_name, cg_error *err)
 {
     cg_status st;
-    char stem[CG_GOLDEN_MAX_STEM + 16], path[GOLDEN_PATH_MAX];
+    char stem[CG_SAMPLES_STEM_CAP], path[GOLDEN_PATH_MAX];
     json_t *ins = NULL, *outs = NULL, *set = NULL;
     if (w->set_count == w->set_cap) {
         size_t cap = w->set_cap ? 2 * w->set_cap : 8;
@@ -401,7 +379,7 @@ cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
         w->set_names = grown;
         w->set_cap = cap;
     }
-    cg_golden_stem(set_name, (const char *const *)w->set_names, w->set_count, stem, sizeof stem);
+    cg_samples_stem(set_name, (const char *const *)w->set_names, w->set_count, stem, sizeof stem);
     if (!join(path, sizeof path, w->dir, stem))
         return cg_error_set(err, CG_LIMIT, "golden path '%s' is too long", w->dir);
     if ((st = make_dir(path, err)) != CG_OK)
@@ -815,219 +793,112 @@ done:
     return st;
 }
 
-/* --- directories of tensor sets ---------------------------------------------------- */
+/* --- golden sets as samples ---------------------------------------------------------- */
 
-void cg_golden_names_free(char **names, size_t count)
+/* The tensor of `name` among a golden set's, or NULL. */
+static const cg_golden_tensor *golden_find(const cg_golden_tensor *ts, size_t count,
+                                           const char *name)
 {
-    for (size_t i = 0; names && i < count; i++)
-        free(names[i]);
-    free(names);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(ts[i].name, name) == 0)
+            return &ts[i];
+    return NULL;
 }
 
-static int cmp_names(const void *a, const void *b)
+cg_status cg_golden_sample(const cg_golden *g, size_t set, const cg_model *model,
+                           size_t max_bytes, cg_sample *out, cg_error *err)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n > k && strcmp(s + n - k, suffix) == 0;
-}
-
-cg_status cg_golden_list_sets(const char *dir, char ***names, size_t *count, cg_error *err)
-{
-    cg_status st = CG_OK;
-    char **list = NULL;
-    size_t n = 0, cap = 0;
-    char path[GOLDEN_PATH_MAX];
-    struct dirent *e;
-    DIR *d = opendir(dir);
-    *names = NULL;
-    *count = 0;
-    if (!d)
-        return cg_error_set(err, CG_IO, "cannot read the input directory '%s': %s", dir,
-                            strerror(errno));
-    while ((e = readdir(d)) != NULL) {
-        struct stat sb;
-        if (e->d_name[0] == '.' || !join(path, sizeof path, dir, e->d_name) ||
-            stat(path, &sb) != 0)
-            continue;
-        size_t keep;
-        if (S_ISDIR(sb.st_mode))
-            keep = strlen(e->d_name);
-        else if (S_ISREG(sb.st_mode) && ends_with(e->d_name, ".npz"))
-            keep = strlen(e->d_name) - 4;
-        else
-            continue;
-        if (n == cap) {
-            size_t ncap = cap ? 2 * cap : 16;
-            char **grown = realloc(list, ncap * sizeof *grown);
-            if (!grown) {
-                st = cg_error_set(err, CG_NOMEM, "listing '%s': out of memory", dir);
-                goto done;
-            }
-            list = grown;
-            cap = ncap;
-        }
-        if (!(list[n] = malloc(keep + 1))) {
-            st = cg_error_set(err, CG_NOMEM, "listing '%s': out of memory", dir);
-            goto done;
-        }
-        memcpy(list[n], e->d_name, keep);
-        list[n++][keep] = '\0';
-    }
-    if (n == 0) {
-        st = cg_error_set(err, CG_INVALID, "'%s' holds no input sets (expected %s/SET/NAME.npy "
-                          "or %s/SET.npz)", dir, dir, dir);
-        goto done;
-    }
-    qsort(list, n, sizeof *list, cmp_names);
-    for (size_t i = 1; i < n; i++)
-        if (strcmp(list[i - 1], list[i]) == 0) {
-            st = cg_error_set(err, CG_INVALID, "set '%s' in '%s' is both a directory and an .npz",
-                              list[i], dir);
-            goto done;
-        }
-done:
-    closedir(d);
-    if (st != CG_OK) {
-        cg_golden_names_free(list, n);
+    const cg_graph *gr = model && model->graph ? model->graph : NULL;
+    cg_status st;
+    if (!gr || set >= g->set_count)
+        return cg_error_set(err, CG_USAGE, "golden sample: no model graph or no set %zu", set);
+    const cg_golden_set *gs = &g->sets[set];
+    if ((st = cg_sample_init(out, model, gs->name, err)) != CG_OK)
         return st;
+    /* one rule for verify and gate --golden: the set covers every input to
+     * feed and every output of the model, and holds nothing else */
+    for (size_t i = 0; i < gs->input_count + gs->output_count; i++) {
+        bool input = i < gs->input_count;
+        const cg_golden_tensor *t = input ? &gs->inputs[i] : &gs->outputs[i - gs->input_count];
+        bool known = false;
+        for (size_t k = 0; input && k < gr->input_count && !known; k++)
+            known = gr->inputs[k].name && strcmp(gr->inputs[k].name, t->name) == 0;
+        for (size_t k = 0; !input && k < gr->output_count && !known; k++)
+            known = gr->outputs[k].name && strcmp(gr->outputs[k].name, t->name) == 0;
+        if (!known) {
+            st = cg_error_set(err, CG_INVALID, "golden set '%s' holds %s '%s', which the model "
+                              "does not have", gs->name, input ? "input" : "output", t->name);
+            goto fail;
+        }
     }
-    *names = list;
-    *count = n;
+    const cg_value_info *need[256];
+    size_t n = cg_samples_fed_inputs(gr, need, 256);
+    if (n > 256) {
+        st = cg_error_set(err, CG_LIMIT, "the model has %zu inputs, above 256", n);
+        goto fail;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const cg_golden_tensor *t = golden_find(gs->inputs, gs->input_count, need[k]->name);
+        cg_value *v = NULL;
+        if (!t) {
+            st = cg_error_set(err, CG_INVALID, "golden set '%s' has no input '%s' of the model",
+                              gs->name, need[k]->name);
+            goto fail;
+        }
+        if ((st = cg_golden_load(g, t, max_bytes, &v, err)) != CG_OK ||
+            (st = cg_sample_feed(out, model, need[k]->name, v, t->file, err)) != CG_OK)
+            goto fail;
+    }
+    out->expected = calloc(gr->output_count ? gr->output_count : 1, sizeof *out->expected);
+    if (!out->expected) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory loading golden set '%s'", gs->name);
+        goto fail;
+    }
+    for (size_t k = 0; k < gr->output_count; k++) {
+        const char *name = gr->outputs[k].name ? gr->outputs[k].name : "";
+        const cg_golden_tensor *t = golden_find(gs->outputs, gs->output_count, name);
+        if (!t) {
+            st = cg_error_set(err, CG_INVALID, "golden set '%s' has no output '%s' of the model "
+                              "(a golden set covers every model output)", gs->name, name);
+            goto fail;
+        }
+        out->expected[k].name = name;
+        if ((st = cg_golden_load(g, t, max_bytes, &out->expected[k].value, err)) != CG_OK)
+            goto fail;
+        out->expected_count++;
+    }
     return CG_OK;
-}
-
-/* The set as DIR/<set>/: one .npy or .pb per name. */
-static cg_status read_set_dir(const char *setdir, const char *set, const char *const *names,
-                              size_t count, bool strict, size_t max_bytes, cg_value **values,
-                              char **stems, cg_error *err)
-{
-    cg_status st;
-    char path[GOLDEN_PATH_MAX], stem[CG_GOLDEN_MAX_STEM + 16];
-    for (size_t i = 0; i < count; i++) {
-        struct stat sb;
-        cg_tensor t;
-        cg_golden_stem(names[i], (const char *const *)stems, i, stem, sizeof stem);
-        if (!(stems[i] = strdup(stem)))
-            return cg_error_set(err, CG_NOMEM, "set '%s': out of memory", set);
-        if (snprintf(path, sizeof path, "%s/%s.npy", setdir, stem) >= (int)sizeof path)
-            return cg_error_set(err, CG_LIMIT, "path '%s' is too long", setdir);
-        if (stat(path, &sb) == 0) {
-            if ((st = cg_npy_load(path, max_bytes, &t, err)) != CG_OK)
-                return st;
-            if ((st = cg_value_from_tensor(&t, &values[i], err)) != CG_OK) {
-                cg_tensor_release(&t);
-                return st;
-            }
-            continue;
-        }
-        if (snprintf(path, sizeof path, "%s/%s.pb", setdir, stem) >= (int)sizeof path)
-            return cg_error_set(err, CG_LIMIT, "path '%s' is too long", setdir);
-        if (stat(path, &sb) == 0) {
-            if ((st = cg_io_pb_load(path, NULL, max_bytes, &values[i], err)) != CG_OK)
-                return st;
-            continue;
-        }
-        return cg_error_set(err, CG_INVALID, "set '%s': no file for '%s' (expected %s/%s.npy "
-                            "or .pb)", set, names[i], setdir, stem);
-    }
-    if (!strict)
-        return CG_OK;
-    DIR *d = opendir(setdir);
-    struct dirent *e;
-    if (!d)
-        return cg_error_set(err, CG_IO, "cannot read '%s': %s", setdir, strerror(errno));
-    st = CG_OK;
-    while (st == CG_OK && (e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.')
-            continue;
-        if (ends_with(e->d_name, ".npy") || ends_with(e->d_name, ".pb"))
-            len -= ends_with(e->d_name, ".pb") ? 3 : 4;
-        bool known = false;
-        for (size_t i = 0; i < count && !known; i++)
-            known = strlen(stems[i]) == len && strncmp(stems[i], e->d_name, len) == 0;
-        if (!known)
-            st = cg_error_set(err, CG_INVALID, "set '%s': '%s/%s' matches no tensor of the "
-                              "model (file names are the tensor names, unsafe characters as "
-                              "'_')", set, setdir, e->d_name);
-    }
-    closedir(d);
+fail:
+    cg_sample_clear(out);
     return st;
 }
 
-/* The set as DIR/<set>.npz: one member per name. */
-static cg_status read_set_npz(const char *path, const char *set, const char *const *names,
-                              size_t count, bool strict, size_t max_bytes, cg_value **values,
-                              cg_error *err)
+cg_status cg_samples_load_golden(const cg_model *model, const char *model_path, const char *dir,
+                                 size_t max_bytes, cg_sample_set *out, cg_error *err)
 {
-    cg_status st = CG_OK;
-    cg_npz *npz = NULL;
-    if ((st = cg_npz_open(path, max_bytes, &npz, err)) != CG_OK)
-        return st;
-    for (size_t i = 0; st == CG_OK && i < count; i++) {
-        cg_tensor t;
-        if ((st = cg_npz_load(npz, names[i], &t, err)) != CG_OK) {
-            cg_error_prefix(err, "set '%s': ", set);
-            break;
-        }
-        if ((st = cg_value_from_tensor(&t, &values[i], err)) != CG_OK)
-            cg_tensor_release(&t);
-    }
-    for (size_t k = 0; st == CG_OK && strict && k < cg_npz_count(npz); k++) {
-        bool known = false;
-        for (size_t i = 0; i < count && !known; i++)
-            known = strcmp(cg_npz_key(npz, k), names[i]) == 0;
-        if (!known)
-            st = cg_error_set(err, CG_INVALID, "set '%s': member '%s' of '%s' matches no tensor "
-                              "of the model", set, cg_npz_key(npz, k), path);
-    }
-    cg_npz_free(npz);
-    return st;
-}
-
-cg_status cg_golden_read_set(const char *dir, const char *set, const char *const *names,
-                             size_t count, bool strict, size_t max_bytes, cg_value **values,
-                             cg_error *err)
-{
+    cg_golden *g = NULL;
     cg_status st;
-    char path[GOLDEN_PATH_MAX];
-    struct stat sb;
-    char **stems = calloc(count ? count : 1, sizeof *stems);
-    for (size_t i = 0; i < count; i++)
-        values[i] = NULL;
-    if (!stems)
-        return cg_error_set(err, CG_NOMEM, "set '%s': out of memory", set);
-    if (!set || !*set || set[0] == '.' || strchr(set, '/')) {
-        st = cg_error_set(err, CG_USAGE, "'%s' is not a set name", set ? set : "");
+    memset(out, 0, sizeof *out);
+    if (!model || !model->graph || !dir || !model_path)
+        return cg_error_set(err, CG_USAGE, "cg_samples_load_golden: missing model or directory");
+    if ((st = cg_golden_open(dir, &g, err)) != CG_OK ||
+        (st = cg_golden_check_model(g, model_path, err)) != CG_OK)
+        goto done;
+    if (!g->set_count) {
+        st = cg_error_set(err, CG_INVALID, "golden set %s holds no input sets", dir);
         goto done;
     }
-    if (!join(path, sizeof path, dir, set)) {
-        st = cg_error_set(err, CG_LIMIT, "path '%s/%s' is too long", dir, set);
+    out->samples = calloc(g->set_count, sizeof *out->samples);
+    if (!out->samples) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory loading %s", dir);
         goto done;
     }
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        st = read_set_dir(path, set, names, count, strict, max_bytes, values, stems, err);
-        goto done;
-    }
-    if (snprintf(path, sizeof path, "%s/%s.npz", dir, set) < (int)sizeof path &&
-        stat(path, &sb) == 0) {
-        st = read_set_npz(path, set, names, count, strict, max_bytes, values, err);
-        goto done;
-    }
-    st = cg_error_set(err, CG_IO, "set '%s' not found: neither %s/%s/ nor %s/%s.npz exists", set,
-                      dir, set, dir, set);
+    for (size_t i = 0; i < g->set_count && st == CG_OK; i++)
+        if ((st = cg_golden_sample(g, i, model, max_bytes, &out->samples[i], err)) == CG_OK)
+            out->count++;
 done:
-    for (size_t i = 0; i < count; i++)
-        free(stems[i]);
-    free(stems);
+    cg_golden_free(g);
     if (st != CG_OK)
-        for (size_t i = 0; i < count; i++) {
-            cg_value_free(values[i]);
-            values[i] = NULL;
-        }
+        cg_sample_set_free(out);
     return st;
 }

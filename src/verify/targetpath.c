@@ -108,7 +108,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
         p->targets[i] = opt->targets[i];
     p->opt.targets = p->targets;
 
-    st = cg_type_env_build(model, opt->dims, opt->dim_count, &p->types, err);
+    st = cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &p->types, err);
     if (st != CG_OK) {
         cg_error_prefix(err, "target path: types: ");
         goto fail;

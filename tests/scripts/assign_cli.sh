@@ -112,7 +112,7 @@ expect "$T/out" "symbol 'N' not bound: used 1" "the unbound symbol is noted"
     fail "json: exit $?"
 "$PY" - "$T/json" <<'EOF' || fail "JSON fields"
 import json, sys
-j = json.load(open(sys.argv[1]))
+j = json.load(open(sys.argv[1]))["result"]
 assert j["target"] == "test-xnnpack", j["target"]
 assert [t["name"] for t in j["targets"]] == ["test-xnnpack"]
 assert j["targets"][0]["prediction"] is True and j["targets"][0]["not_modelled"]
@@ -164,7 +164,7 @@ expect "$T/out" "^  Relu 'r1': N=2: smalldims; N=9: CPU \(.*9.*8" "r1 changes ow
     >"$T/json" 2>"$T/err" || fail "--dims --json: exit $?"
 "$PY" - "$T/json" <<'EOF' || fail "JSON shape settings"
 import json, sys
-j = json.load(open(sys.argv[1]))
+j = json.load(open(sys.argv[1]))["result"]
 s = j["shape_settings"]
 assert [x["dims"] for x in s] == [{"N": 2}, {"N": 9}], s
 assert [x["nodes_per_target"]["smalldims"] for x in s] == [5, 0]
@@ -199,7 +199,7 @@ expect "$T/out" '^  branch/else_branch: 1/1 nodes on test-xnnpack, 0 on CPU' "el
 if [ -f "$SRC/examples/tiny_cnn.onnx" ]; then
     "$CG" assign "$SRC/examples/tiny_cnn.onnx" --target ort-xnnpack --json >"$T/json" 2>"$T/err" ||
         fail "tiny_cnn: exit $? ($(cat "$T/err"))"
-    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["nodes_total"]==j["nodes_on_target"]+j["nodes_on_cpu"]' "$T/json" ||
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1]))["result"]; assert j["nodes_total"]==j["nodes_on_target"]+j["nodes_on_cpu"]' "$T/json" ||
         fail "tiny_cnn JSON"
 fi
 

@@ -23,7 +23,7 @@ rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
 out_has() { grep -qF -- "$1" "$tmp/out"; }
 err_has() { grep -qF -- "$1" "$tmp/err"; }
 # out_json 'python expression over j' : true when it holds for the JSON output
-out_json() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
+out_json() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
 
 # --- latency ---------------------------------------------------------------------------
 "$bin" latency --help >"$tmp/out" 2>&1

@@ -58,8 +58,11 @@ sed '/time_ms/d' "$tmp/out" >"$tmp/c.json"
 check "other seed, other outputs" bash -c "! cmp -s '$tmp/a.json' '$tmp/c.json'"
 
 run --random
-check "symbolic dim without --dim: exit 2" rc 2
-check "names the symbol" err_has "symbolic dimension 'N' has no size; give --dim N=SIZE"
+check "symbolic dim without --dim: 1, as everywhere" rc 0
+check "unbound symbol is 1" out_has "output 'Sum': float32 [1,3]"
+run --random --dim M=4
+check "unknown --dim symbol: exit 2" rc 2
+check "names the known symbols" err_has "--dim M: no input has a dim of that name; the model's symbolic dims are: N"
 run --random --dim N=4
 check "--dim N=4" rc 0
 check "shape from --dim" out_has "output 'Sum': float32 [4,3]"
@@ -68,7 +71,7 @@ check "fed size contradicting --dim: exit 2" rc 2
 
 run -i "x=$d/x_2x3.npy"
 check "missing input: exit 2" rc 2
-check "names the missing input" err_has "missing input 'y'"
+check "names the missing input" err_has "no value for input 'y'"
 run -i "q=$d/x_2x3.npy" --random
 check "unknown input: exit 2" rc 2
 check "lists the real inputs" err_has "unknown input 'q'"

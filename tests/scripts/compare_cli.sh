@@ -67,9 +67,10 @@ M=$W/model.onnx
 
 # help and usage errors
 expect 0 "$CG" compare --help; has "--outputs-from DIR"; has "2.5e-3"
-expect 2 "$CG" compare "$M"; has "--target is required"
+expect 2 "$CG" compare "$M"; has "give --target T"
 expect 2 "$CG" compare "$M" --target nosuch
-expect 2 "$CG" compare "$M" --target xnnpack --range x=3:1; has "LO < HI"
+expect 2 "$CG" compare "$M" --target xnnpack --range x=3,1; has "LO <= HI"
+expect 2 "$CG" compare "$M" --target xnnpack --range nosuch=0,1; has "--range nosuch: the model has no input of that name; its inputs are: x"
 expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --random 2
 expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/nosuch"
 expect 2 "$CG" compare "$M" --target xnnpack --atol 1 --tol "$W/tol.json"
@@ -103,7 +104,9 @@ has "no file for output 'z'"
 expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --json
 $PY - "$W/out" <<'PYEOF' || fail "JSON report"
 import json, sys
-r = json.load(open(sys.argv[1]))
+env = json.load(open(sys.argv[1]))
+assert env["command"] == "compare" and env["status"] == "fail" and env["exit_code"] == 1, env
+r = env["result"]
 assert r["target"] == "xnnpack" and r["pass"] is False and r["samples"] == 3, r
 o = {x["name"]: x for x in r["outputs"]}
 assert o["y"]["pass"] is False and o["y"]["nan_ref"] == 8 and o["y"]["nan_target"] == 8
@@ -122,11 +125,11 @@ has "mask IoU 1.000000"
 # fp16 profile: the sum of squares of x in [300, 400) overflows fp16 to inf;
 # Softmax stays on the CPU (litert-gpu keeps one partition), so y is
 # bit-identical to the fp32 reference and is flagged as a silent fallback
-expect 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300:400
+expect 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300,400
 has "reduced precision: fp16"; has "atol 0.0025 rtol 0.001"; has "Inf ref 0 target 4"
 has "output z: FAIL"; has "probably did not run on litert-gpu"
 # in range the same path passes within the fp16 tolerance
-expect 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1:1
+expect 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1,1
 has "output z: PASS"
 
 # outputs dumped by `convgate run` are bit-identical: an fp16 target that
@@ -138,10 +141,11 @@ expect 0 "$CG" compare "$M" --target litert-gpu --inputs "$W/ina" --outputs-from
 $PY - "$W/out" <<'PYEOF' || fail "silent fallback JSON"
 import json, sys
 text = open(sys.argv[1]).read()
-r = json.loads(text[text.index("{"):])
+env = json.loads(text[text.index("{"):])
+r = env["result"]
 assert r["reduced_precision"] is True and r["pass"] is True
 assert all(o["silent_fallback_suspect"] and o["bit_identical"] for o in r["outputs"])
-assert len(r["warnings"]) == 2
+assert len(env["warnings"]) == 2 and env["status"] == "ok"
 PYEOF
 
 if [ "$fails" != 0 ]; then

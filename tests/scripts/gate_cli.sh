@@ -30,7 +30,7 @@ D=$SRC/tests/data/bisect
 
 run pass 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --json "$T/pass.json"
 expect "$T/pass.out" '^GATE 1 converts: PASS' "gate 1 line"
-expect "$T/pass.out" '18/18 nodes on xnnpack, 1 partition' "residency line"
+expect "$T/pass.out" '18/18 nodes on xnnpack, 0 on CPU, 1 partition' "residency line"
 expect "$T/pass.out" 'match on 2 samples' "two input sets"
 expect "$T/pass.out" '^VERDICT: PASS' "verdict"
 expect "$T/pass.json" '"pass": true' "json pass"

@@ -183,19 +183,22 @@ check "--tol with --atol: exit 2" rc 2
 # random sets
 cg dump-ref "$model" --random 2 --seed 7 --dim batch=1 -o "$tmp/r"
 check "dump-ref --random: exit 0" rc 0
-check "dump-ref --random: set dirs" test -f "$tmp/r/random_1/inputs/image.npy"
+check "dump-ref --random: set dirs" test -f "$tmp/r/random-1/inputs/image.npy"
 cg verify "$model" --golden "$tmp/r"
 check "verify random golden: exit 0" rc 0
-cg dump-ref "$model" --random 1 -o "$tmp/r2"
-check "--random without --dim batch: exit 2" rc 2
-check "--random without --dim: asks for it" err_has "--dim batch=SIZE"
+cg dump-ref "$model" --random 1 -o "$tmp/r2/deep/er"
+check "--random without --dim batch: 1, as everywhere" rc 0
+check "-o makes the missing parent folders" test -f "$tmp/r2/deep/er/manifest.json"
+cg dump-ref "$model" --random 1 --dim batsh=2 -o "$tmp/r3"
+check "unknown --dim symbol: exit 2" rc 2
+check "unknown --dim symbol: names the model's" err_has "symbolic dims are: batch"
 
 # bad input sets
 mkdir -p "$tmp/in2/x"
 cp "$ex/image_0.npy" "$tmp/in2/x/imag.npy"
 cg dump-ref "$model" --inputs "$tmp/in2" -o "$tmp/g2"
 check "misnamed input: exit 2" rc 2
-check "misnamed input: names the set and input" err_has "no file for 'image'"
+check "misnamed input: names the set and input" err_has "sample 'x': no file for input 'image'"
 cp "$ex/image_0.npy" "$tmp/in2/x/image.npy"
 cg dump-ref "$model" --inputs "$tmp/in2" -o "$tmp/g3"
 check "extra file in a set: exit 2" rc 2

@@ -27,7 +27,7 @@ run() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
 rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
 out_has() { grep -qF -- "$1" "$tmp/out"; }
 err_has() { grep -qF -- "$1" "$tmp/err"; }
-out_json() { "$py" -c 'import json, math, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
+out_json() { "$py" -c 'import json, math, sys; j = json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
 
 run profile --help
 check "--help exits 0" rc 0
@@ -52,7 +52,7 @@ if [ $xnn = 1 ]; then
             ok=1
             break
         fi
-        echo "attempt $attempt: estimate/measured = $("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["estimate_over_measured"])' "$tmp/out")" >&2
+        echo "attempt $attempt: estimate/measured = $("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["estimate_over_measured"])' "$tmp/out")" >&2
     done
     check "estimate within 20% of the measured mixed run" test $ok = 1
     cp "$tmp/xnn.json" "$tmp/out"

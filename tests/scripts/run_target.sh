@@ -25,7 +25,7 @@ assert a.shape == b.shape and d <= bound, f"xnnpack vs reference: max|diff| {d} 
 assert (a.argmax(-1) == b.argmax(-1)).all(), "argmax differs"
 PY
 "$cg" run "$m" -i "$in" --target xnnpack --json >"$tmp/j" || fail=1
-check "json target block" "/usr/bin/python3 -c 'import json,sys; t=json.load(open(\"$tmp/j\"))[\"target\"]; assert t[\"targets\"]==\"xnnpack\" and \"18/18\" in t[\"residency\"] and t[\"reduced_precision\"] is False'"
+check "json target block" "/usr/bin/python3 -c 'import json,sys; t=json.load(open(\"$tmp/j\"))[\"result\"][\"target\"]; assert t[\"targets\"]==\"xnnpack\" and \"18/18\" in t[\"residency\"] and t[\"reduced_precision\"] is False'"
 r="$src/examples/rmsnorm_fp16.onnx"
 "$cg" run "$r" -i "x=$src/examples/rmsnorm_fp16_inputs/sample_0/x.npy" --target litert-gpu >"$tmp/f" || fail=1
 check "fp16 emulation announced" "grep -q 'fp16 emulated' '$tmp/f'"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convgate/cost.h"
+#include "report/json.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \
@@ -315,10 +316,10 @@ static void test_format(void)
                      "1e+20],\n  \"n\": 200000,\n  \"s\": \"0.10000000000000001 \\\"1.50\\\"\"\n}";
     const char *want = "{\n  \"a\": 0.05,\n  \"b\": [2.0, -0.8, 1e+20],\n  \"n\": 200000,\n  "
                        "\"s\": \"0.10000000000000001 \\\"1.50\\\"\"\n}";
-    char *out = cg_cost_json_shortest(in);
+    char *out = cg_json_shortest(in);
     EXPECT(out && strcmp(out, want) == 0, "got\n%s\nwant\n%s", out ? out : "(null)", want);
     free(out);
-    EXPECT(cg_cost_json_shortest(NULL) == NULL, "NULL in, NULL out");
+    EXPECT(cg_json_shortest(NULL) == NULL, "NULL in, NULL out");
 }
 
 int main(void)

@@ -131,25 +131,25 @@ static void test_stems(void)
 {
     char out[200];
     const char *used[] = {"Sum", "a_b"};
-    cg_golden_stem("a/b", NULL, 0, out, sizeof out);
+    cg_samples_stem("a/b", NULL, 0, out, sizeof out);
     EXPECT(strcmp(out, "a_b") == 0, "%s", out);
-    cg_golden_stem("../evil", NULL, 0, out, sizeof out);
+    cg_samples_stem("../evil", NULL, 0, out, sizeof out);
     EXPECT(strcmp(out, "_._evil") == 0, "%s", out);
-    cg_golden_stem(".hidden", NULL, 0, out, sizeof out);
+    cg_samples_stem(".hidden", NULL, 0, out, sizeof out);
     EXPECT(strcmp(out, "_hidden") == 0, "%s", out);
-    cg_golden_stem("", NULL, 0, out, sizeof out);
+    cg_samples_stem("", NULL, 0, out, sizeof out);
     EXPECT(strcmp(out, "tensor") == 0, "%s", out);
-    cg_golden_stem("sum", used, 2, out, sizeof out);
+    cg_samples_stem("sum", used, 2, out, sizeof out);
     EXPECT(strcmp(out, "sum_2") == 0, "case-insensitive collision: %s", out);
-    cg_golden_stem("a:b", used, 2, out, sizeof out);
+    cg_samples_stem("a:b", used, 2, out, sizeof out);
     EXPECT(strcmp(out, "a_b_2") == 0, "%s", out);
-    cg_golden_stem("caf\xc3\xa9", NULL, 0, out, sizeof out);
+    cg_samples_stem("caf\xc3\xa9", NULL, 0, out, sizeof out);
     EXPECT(strcmp(out, "caf__") == 0, "non-ASCII: %s", out);
     char longname[400];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    cg_golden_stem(longname, NULL, 0, out, sizeof out);
-    EXPECT(strlen(out) == CG_GOLDEN_MAX_STEM, "capped: %zu", strlen(out));
+    cg_samples_stem(longname, NULL, 0, out, sizeof out);
+    EXPECT(strlen(out) == CG_SAMPLES_MAX_STEM, "capped: %zu", strlen(out));
 }
 
 /* --- writing and reading back ----------------------------------------------------- */
@@ -371,86 +371,6 @@ static void test_writer_refusals(const cg_model *model)
     cg_value_free(v.value);
 }
 
-/* --- input set directories ------------------------------------------------------------ */
-
-static void test_set_dirs(void)
-{
-    char dir[300], p[400];
-    cg_error err;
-    char **sets = NULL;
-    size_t count = 0;
-    int64_t dims[1] = {3};
-    cg_value *a = float_value(1, dims, 1.0f), *b = float_value(1, dims, 2.0f);
-    const char *names[2] = {"in:a", "b"};
-    cg_value *vals[2] = {NULL, NULL};
-    cg_error_clear(&err);
-    path_of(dir, sizeof dir, "sets");
-    mkdir(dir, 0777);
-    snprintf(p, sizeof p, "%s/s1", dir);
-    mkdir(p, 0777);
-    snprintf(p, sizeof p, "%s/s1/in_a.npy", dir);
-    cg_npy_save(p, &a->tensor, NULL);
-    snprintf(p, sizeof p, "%s/s1/b.npy", dir);
-    cg_npy_save(p, &b->tensor, NULL);
-    snprintf(p, sizeof p, "%s/s0.npz", dir);
-    const cg_tensor *ts[2] = {&b->tensor, &a->tensor};
-    cg_npz_save(p, 2, names, ts, false, NULL);
-    snprintf(p, sizeof p, "%s/notes.txt", dir);
-    spit(p, "x", 1);
-
-    EXPECT(cg_golden_list_sets(dir, &sets, &count, &err) == CG_OK, "%s", err.msg);
-    EXPECT(count == 2 && strcmp(sets[0], "s0") == 0 && strcmp(sets[1], "s1") == 0,
-           "sets: %zu", count);
-    cg_golden_names_free(sets, count);
-
-    EXPECT(cg_golden_read_set(dir, "s1", names, 2, true, 0, vals, &err) == CG_OK, "%s",
-           err.msg);
-    EXPECT(vals[0] && ((float *)vals[0]->tensor.data)[0] == 1.0f, "s1 in:a");
-    EXPECT(vals[1] && ((float *)vals[1]->tensor.data)[0] == 2.0f, "s1 b");
-    cg_value_free(vals[0]);
-    cg_value_free(vals[1]);
-    EXPECT(cg_golden_read_set(dir, "s0", names, 2, true, 0, vals, &err) == CG_OK, "%s",
-           err.msg);
-    EXPECT(vals[0] && ((float *)vals[0]->tensor.data)[0] == 2.0f, "s0 in:a from npz");
-    cg_value_free(vals[0]);
-    cg_value_free(vals[1]);
-
-    /* strict: a file for no name; lenient: fine */
-    snprintf(p, sizeof p, "%s/s1/c.npy", dir);
-    cg_npy_save(p, &a->tensor, NULL);
-    cg_error_clear(&err);
-    EXPECT(cg_golden_read_set(dir, "s1", names, 2, true, 0, vals, &err) == CG_INVALID &&
-               strstr(err.msg, "c.npy") && !vals[0] && !vals[1], "%s", err.msg);
-    EXPECT(cg_golden_read_set(dir, "s1", names, 1, false, 0, vals, &err) == CG_OK, "lenient");
-    cg_value_free(vals[0]);
-    vals[0] = NULL;
-    const char *missing[1] = {"zzz"};
-    cg_error_clear(&err);
-    EXPECT(cg_golden_read_set(dir, "s1", missing, 1, false, 0, vals, &err) == CG_INVALID &&
-               strstr(err.msg, "zzz"), "%s", err.msg);
-    cg_error_clear(&err);
-    EXPECT(cg_golden_read_set(dir, "s0", missing, 1, false, 0, vals, &err) != CG_OK &&
-               strstr(err.msg, "zzz"), "%s", err.msg);
-    cg_error_clear(&err);
-    EXPECT(cg_golden_read_set(dir, "..", names, 1, false, 0, vals, &err) == CG_USAGE, "..");
-    cg_error_clear(&err);
-    EXPECT(cg_golden_read_set(dir, "s9", names, 1, false, 0, vals, &err) == CG_IO &&
-               strstr(err.msg, "s9"), "%s", err.msg);
-
-    /* the same set as a directory and an .npz */
-    snprintf(p, sizeof p, "%s/s1.npz", dir);
-    cg_npz_save(p, 2, names, ts, false, NULL);
-    cg_error_clear(&err);
-    EXPECT(cg_golden_list_sets(dir, &sets, &count, &err) == CG_INVALID &&
-               strstr(err.msg, "s1"), "%s", err.msg);
-    cg_error_clear(&err);
-    path_of(p, sizeof p, "no_sets_here");
-    mkdir(p, 0777);
-    EXPECT(cg_golden_list_sets(p, &sets, &count, &err) == CG_INVALID, "empty dir");
-    cg_value_free(a);
-    cg_value_free(b);
-}
-
 int main(void)
 {
     cg_model *model = NULL;
@@ -470,7 +390,6 @@ int main(void)
     test_round_trip(model);
     test_broken_sets(model);
     test_writer_refusals(model);
-    test_set_dirs();
     cg_model_free(model);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

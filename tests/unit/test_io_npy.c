@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
 
@@ -193,7 +194,7 @@ static void fill_tensor(cg_tensor *t, cg_dtype dt, int rank, const int64_t *dims
             ((float *)t->data)[i] = (float)i - 1.5f;
         return;
     }
-    EXPECT(cg_io_random_fill(t, &rng, &err) == CG_OK, "fill %s: %s", cg_dtype_name(dt),
+    EXPECT(cg_random_fill(t, NULL, &rng, &err) == CG_OK, "fill %s: %s", cg_dtype_name(dt),
            err.msg);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
 
@@ -436,7 +437,7 @@ static void test_random(void)
     cg_tensor_alloc(&i8, CG_DTYPE_UINT8, 1, dims, 0, &err);
     cg_rng_seed(&r1, 5);
     cg_rng_seed(&r2, 5);
-    EXPECT(cg_io_random_fill(&a, &r1, &err) == CG_OK && cg_io_random_fill(&b, &r2, &err) == CG_OK,
+    EXPECT(cg_random_fill(&a, NULL, &r1, &err) == CG_OK && cg_random_fill(&b, NULL, &r2, &err) == CG_OK,
            "%s", err.msg);
     EXPECT(memcmp(a.data, b.data, 4096 * 2) == 0, "same seed must give the same tensor");
     int out_of_range = 0;
@@ -449,7 +450,7 @@ static void test_random(void)
     }
     EXPECT(out_of_range == 0 && lo < -0.9 && hi > 0.9, "fp16 range [%g, %g], %d outside", lo, hi,
            out_of_range);
-    EXPECT(cg_io_random_fill(&i8, &r1, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_random_fill(&i8, NULL, &r1, &err) == CG_OK, "%s", err.msg);
     int bad = 0;
     for (int64_t i = 0; i < i8.numel; i++)
         bad += ((uint8_t *)i8.data)[i] > 10;

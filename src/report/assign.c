@@ -1,16 +1,13 @@
 /*
- * Placement reports: a model's assignment plus one per control-flow body
- * (cg_placement), the verdict, the init failure of targets without CPU
- * fallback, and the text and JSON renderings of `convgate assign`.
- *
- * The text report is ordered as the engineer reads it: the residency line
- * first (how much of the model each target takes), then the partitions, the
- * boundary ledger (what the mix costs in crossings and bytes), why each
- * CPU node is there (refused, with the exact rule and value, or dropped by
- * a partition rule), the bodies, and the verdict. Node counts are not time:
- * with a cost estimate (cg_placement.time, src/cost/profile.c) the verdict
- * weighs the nodes by their reference time; without one it says it counts
- * nodes only.
+ * The renderings of a placement (`convgate assign`, docs/placement.md):
+ * text ordered as the engineer reads it, the residency line first (how
+ * much of the model each target takes), then the partitions, the boundary
+ * ledger (what the mix costs in crossings and bytes), why each CPU node is
+ * there (refused, with the exact rule and value, or dropped by a partition
+ * rule), the bodies, and the verdict; and the same as JSON. Node counts are
+ * not time: with a cost estimate (cg_placement.time, src/cost/profile.c)
+ * the verdict weighs the nodes by their reference time; without one it says
+ * it counts nodes only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,258 +15,17 @@
 
 #include "convgate/assign.h"
 #include "convgate/profile.h"
-#include "ir/walk.h"
+#include "report/report.h"
 #include "target/registry.h"
 
 #define AR_LABEL 128
-#define AR_MAX_DEPTH 64
 
 /* A node's op type; "?" for a node without one (unchecked models). */
 static const char *ar_op(const cg_node *n) { return n->op_type ? n->op_type : "?"; }
 
-/* --- placement: main graph and bodies -------------------------------------------- */
-
-void cg_placement_free(cg_placement *p)
-{
-    if (!p)
-        return;
-    cg_assignment_free(p->main);
-    for (size_t i = 0; i < p->body_count; i++) {
-        free(p->bodies[i].path);
-        cg_assignment_free(p->bodies[i].assignment);
-    }
-    free(p->bodies);
-    free(p);
-}
-
-typedef struct ar_build {
-    cg_placement *p;
-    size_t cap;
-    const cg_target *const *targets;
-    size_t target_count;
-} ar_build;
-
-/* Assigns every subgraph of g's control-flow nodes (then theirs, depth
- * first); `prefix` is the path of g ("" for the main graph). */
-static cg_status ar_bodies(ar_build *b, const cg_graph *g, const char *prefix, int depth,
-                           cg_error *err)
-{
-    char label[AR_LABEL];
-    if (depth > AR_MAX_DEPTH)
-        return cg_error_set(err, CG_LIMIT, "subgraphs nested deeper than %d levels",
-                            AR_MAX_DEPTH);
-    for (size_t i = 0; i < g->node_count; i++) {
-        const cg_node *nd = &g->nodes[i];
-        for (size_t a = 0; a < nd->attr_count; a++) {
-            const cg_attr *at = &nd->attrs[a];
-            size_t count = at->g ? 1 : at->graphs_count;
-            for (size_t k = 0; k < count; k++) {
-                const cg_graph *body = at->g ? at->g : at->graphs[k];
-                if (!body)
-                    continue;
-                if (b->p->body_count == b->cap) {
-                    size_t cap = b->cap ? b->cap * 2 : 8;
-                    cg_body_assignment *nb = realloc(b->p->bodies, cap * sizeof *nb);
-                    if (!nb)
-                        return cg_error_set(err, CG_NOMEM, "out of memory");
-                    b->p->bodies = nb;
-                    b->cap = cap;
-                }
-                cg_assign_node_label(g, i, label, sizeof label);
-                size_t len = strlen(prefix) + strlen(label) + strlen(at->name ? at->name : "") +
-                             32;
-                char *path = malloc(len);
-                if (!path)
-                    return cg_error_set(err, CG_NOMEM, "out of memory");
-                if (at->g)
-                    snprintf(path, len, "%s%s%s/%s", prefix, *prefix ? "/" : "", label,
-                             at->name ? at->name : "?");
-                else
-                    snprintf(path, len, "%s%s%s/%s[%zu]", prefix, *prefix ? "/" : "", label,
-                             at->name ? at->name : "?", k);
-                cg_body_assignment *ba = &b->p->bodies[b->p->body_count];
-                memset(ba, 0, sizeof *ba);
-                ba->path = path;
-                ba->depth = depth;
-                ba->graph = body;
-                b->p->body_count++;
-                cg_status st = cg_assign_graph(b->p->model, body, b->p->types, b->targets,
-                                               b->target_count, &ba->assignment, err);
-                if (st != CG_OK) {
-                    cg_error_prefix(err, "body %s: ", path);
-                    return st;
-                }
-                if ((st = ar_bodies(b, body, path, depth + 1, err)) != CG_OK)
-                    return st;
-            }
-        }
-    }
-    return CG_OK;
-}
-
-cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
-                             const cg_target *const *targets, size_t target_count,
-                             cg_placement **out, cg_error *err)
-{
-    *out = NULL;
-    cg_placement *p = calloc(1, sizeof *p);
-    if (!p)
-        return cg_error_set(err, CG_NOMEM, "out of memory");
-    p->model = model;
-    p->types = types;
-    cg_status st = cg_assign(model, types, targets, target_count, &p->main, err);
-    if (st == CG_OK) {
-        ar_build b = {p, 0, targets, target_count};
-        st = ar_bodies(&b, model->graph, "", 1, err);
-    }
-    if (st != CG_OK) {
-        cg_placement_free(p);
-        return st;
-    }
-    *out = p;
-    return CG_OK;
-}
-
-/* --- counts, verdict, init failure ---------------------------------------------- */
-
-size_t cg_assign_count_owned(const cg_assignment *a, int target)
-{
-    size_t n = 0;
-    for (size_t v = 0; v < a->graph->node_count; v++)
-        n += a->owner[v] == target;
-    return n;
-}
-
 static size_t ar_nodes_on_targets(const cg_assignment *a)
 {
     return a->graph->node_count - cg_assign_count_owned(a, CG_OWNER_CPU);
-}
-
-const char *cg_verdict_kind_name(cg_verdict_kind kind)
-{
-    switch (kind) {
-    case CG_VERDICT_FULL: return "full";
-    case CG_VERDICT_PARTIAL: return "partial";
-    case CG_VERDICT_NONE: return "none";
-    case CG_VERDICT_INIT_FAILURE: return "init_failure";
-    }
-    return "?";
-}
-
-/* The runtime's own name for messages ("TensorFlow Lite Micro" from a
- * profile's "TensorFlow Lite Micro (MicroMutableOpResolver ...)"), else the
- * target's name. */
-static const char *ar_runtime_name(const cg_target *t, char *buf, size_t len)
-{
-    const char *r = cg_profile_is(t) ? cg_profile_runtime(t) : NULL;
-    if (!r || !*r)
-        return t->name;
-    const char *paren = strstr(r, " (");
-    size_t n = paren ? (size_t)(paren - r) : strlen(r);
-    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), r);
-    return buf;
-}
-
-/* Why target t leaves node v on the CPU, in its own words. */
-static void ar_reason_for(const cg_assignment *a, const cg_type_env *types, int t, size_t v,
-                          char *out, size_t len)
-{
-    for (size_t i = 0; i < a->unsupported_count; i++)
-        if (a->unsupported[i].node == v && a->unsupported[i].target == t) {
-            snprintf(out, len, "%s", a->unsupported[i].reason);
-            return;
-        }
-    for (size_t i = 0; i < a->dropped_count; i++)
-        if (a->dropped[i].node == v && a->dropped[i].target == t) {
-            snprintf(out, len, "%s", a->dropped[i].reason);
-            return;
-        }
-    const cg_node *nd = &a->graph->nodes[v];
-    if (cg_node_is_control_flow(nd)) {
-        snprintf(out, len, "control flow: %s stays on the CPU", nd->op_type);
-        return;
-    }
-    /* another target refused first and recorded its reason: ask this one */
-    const cg_target *tg = a->targets[t];
-    cg_support_query q = {a->model, a->graph, nd,
-                          cg_model_opset(a->model, nd->domain ? nd->domain : ""), types};
-    out[0] = '\0';
-    if (!tg->vt->supports(tg, &q, out, len)) {
-        if (!out[0])
-            snprintf(out, len, "not supported (no reason given)");
-        return;
-    }
-    snprintf(out, len, "left on the CPU by the partitioner");
-}
-
-bool cg_assign_init_failure(const cg_assignment *a, const cg_type_env *types, char *msg,
-                            size_t msg_len)
-{
-    if (msg_len)
-        msg[0] = '\0';
-    size_t v = (size_t)-1;
-    /* the first CPU node: refusals are listed in topological order; a node
-     * only dropped by rules comes from the dropped list */
-    if (a->unsupported_count)
-        v = a->unsupported[0].node;
-    else if (a->dropped_count)
-        v = a->dropped[0].node;
-    else
-        for (size_t i = 0; i < a->graph->node_count && v == (size_t)-1; i++)
-            if (a->owner[i] == CG_OWNER_CPU)
-                v = i;
-    if (v == (size_t)-1)
-        return false;
-    for (size_t t = 0; t < a->target_count; t++) {
-        const cg_target *tg = a->targets[t];
-        if (tg->fallback != CG_FALLBACK_FAIL)
-            continue;
-        char reason[512], label[AR_LABEL], runtime[128];
-        ar_reason_for(a, types, (int)t, v, reason, sizeof reason);
-        snprintf(msg, msg_len, "%s: node '%s' (%s) is not supported and %s has no fallback: %s",
-                 tg->name, cg_assign_node_label(a->graph, v, label, sizeof label),
-                 ar_op(&a->graph->nodes[v]), ar_runtime_name(tg, runtime, sizeof runtime),
-                 cg_assign_bare_reason(a->graph, v, reason));
-        return true;
-    }
-    return false;
-}
-
-cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *types, char *text,
-                                  size_t text_len)
-{
-    size_t n = a->graph->node_count, on = ar_nodes_on_targets(a), cpu = n - on;
-    char why[768];
-    if (cg_assign_init_failure(a, types, why, sizeof why)) {
-        snprintf(text, text_len,
-                 "init failure: %zu node%s would stay on the CPU and a target has no CPU "
-                 "fallback (%s)",
-                 cpu, cpu == 1 ? "" : "s", why);
-        return CG_VERDICT_INIT_FAILURE;
-    }
-    if (on == 0) {
-        snprintf(text, text_len, "no residency: all %zu nodes run on the CPU", n);
-        return CG_VERDICT_NONE;
-    }
-    if (cpu == 0 && a->partition_count == 1) {
-        snprintf(text, text_len,
-                 "full residency: all %zu nodes on %s in one partition, no boundary crossings",
-                 n, a->targets[a->partitions[0].target]->name);
-        return CG_VERDICT_FULL;
-    }
-    if (cpu == 0)
-        snprintf(text, text_len,
-                 "partial: all %zu nodes on targets, but split into %zu partitions with %zu "
-                 "boundary crossing%s",
-                 n, a->partition_count, a->boundary_count, a->boundary_count == 1 ? "" : "s");
-    else
-        snprintf(text, text_len,
-                 "partial residency: %zu/%zu nodes on targets in %zu partition%s, %zu boundary "
-                 "crossing%s, %zu node%s on the CPU",
-                 on, n, a->partition_count, a->partition_count == 1 ? "" : "s",
-                 a->boundary_count, a->boundary_count == 1 ? "" : "s", cpu,
-                 cpu == 1 ? "" : "s");
-    return CG_VERDICT_PARTIAL;
 }
 
 /* --- shared pieces of both renderings -------------------------------------------- */
@@ -377,12 +133,9 @@ static void ar_human_bytes(uint64_t b, char *buf, size_t len)
 /* "30/40 nodes on litert-gpu, 5/40 nodes on xnnpack, 5 on CPU" */
 static void ar_residency_line(FILE *f, const cg_assignment *a)
 {
-    size_t n = a->graph->node_count;
-    for (size_t t = 0; t < a->target_count; t++)
-        fprintf(f, "%s%zu/%zu nodes on %s", t ? ", " : "", cg_assign_count_owned(a, (int)t), n,
-                a->targets[t]->name);
-    fprintf(f, "%s%zu on CPU\n", a->target_count ? ", " : "",
-            cg_assign_count_owned(a, CG_OWNER_CPU));
+    char line[1024];
+    cg_assign_residency(a, line, sizeof line);
+    fprintf(f, "%s\n", line);
 }
 
 /* Writes the items of a list wrapped at ~100 columns, each line indented. */
@@ -542,7 +295,7 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
 /* Adds v to obj under key, stealing the reference; false when either failed. */
 static bool ar_set(json_t *obj, const char *key, json_t *v)
 {
-    return v && json_object_set_new(obj, key, v) == 0;
+    return cg_json_set(obj, key, v) == 0;
 }
 
 static bool ar_push(json_t *arr, json_t *v) { return v && json_array_append_new(arr, v) == 0; }
@@ -577,7 +330,7 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
         const cg_partition *pp = &a->partitions[p];
         json_t *jp = json_object(), *nodes = NULL, *ops = NULL, *ins = NULL, *outs = NULL;
         if (!ar_push(parts, jp) || !ar_set(jp, "id", json_integer(pp->id)) ||
-            !ar_set(jp, "target", json_string(a->targets[pp->target]->name)) ||
+            !ar_set(jp, "target", cg_json_text(a->targets[pp->target]->name)) ||
             !ar_set(jp, "node_count", json_integer((json_int_t)pp->node_count)) ||
             !ar_set(jp, "ops", ops = json_object()) ||
             !ar_set(jp, "nodes", nodes = json_array()) ||
@@ -595,14 +348,14 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
         if (full)
             for (size_t k = 0; k < pp->node_count; k++)
                 if (!ar_push(nodes,
-                             json_string(cg_assign_node_label(g, pp->nodes[k], label,
+                             cg_json_text(cg_assign_node_label(g, pp->nodes[k], label,
                                                               sizeof label))))
                     return false;
         for (size_t k = 0; k < pp->input_count; k++)
-            if (!ar_push(ins, json_string(pp->inputs[k])))
+            if (!ar_push(ins, cg_json_text(pp->inputs[k])))
                 return false;
         for (size_t k = 0; k < pp->output_count; k++)
-            if (!ar_push(outs, json_string(pp->outputs[k])))
+            if (!ar_push(outs, cg_json_text(pp->outputs[k])))
                 return false;
     }
 
@@ -614,13 +367,13 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
         const cg_boundary *b = &a->boundaries[i];
         json_t *jb = json_object(), *shape = NULL;
         total += b->bytes;
-        if (!ar_push(bs, jb) || !ar_set(jb, "tensor", json_string(b->tensor)) ||
+        if (!ar_push(bs, jb) || !ar_set(jb, "tensor", cg_json_text(b->tensor)) ||
             !ar_set(jb, "from", json_integer(b->from_partition)) ||
             !ar_set(jb, "to", json_integer(b->to_partition)) ||
-            !ar_set(jb, "from_target", json_string(ar_target_name(a, b->from_partition))) ||
-            !ar_set(jb, "to_target", json_string(ar_target_name(a, b->to_partition))) ||
+            !ar_set(jb, "from_target", cg_json_text(ar_target_name(a, b->from_partition))) ||
+            !ar_set(jb, "to_target", cg_json_text(ar_target_name(a, b->to_partition))) ||
             !ar_set(jb, "bytes", b->known ? json_integer((json_int_t)b->bytes) : json_null()) ||
-            !ar_set(jb, "dtype", b->known ? json_string(cg_dtype_name(b->dtype)) : json_null()) ||
+            !ar_set(jb, "dtype", b->known ? cg_json_text(cg_dtype_name(b->dtype)) : json_null()) ||
             !ar_set(jb, "shape", shape = b->known ? json_array() : json_null()) ||
             !ar_set(jb, "layout_conversion", json_boolean(b->layout_conversion)) ||
             !ar_set(jb, "dtype_conversion", json_boolean(b->dtype_conversion)))
@@ -642,11 +395,11 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
             json_t *ju = json_object();
             if (!ar_push(arr, ju) ||
                 !ar_set(ju, "node",
-                        json_string(cg_assign_node_label(g, u[i].node, label, sizeof label))) ||
-                !ar_set(ju, "op_type", json_string(ar_op(&g->nodes[u[i].node]))) ||
-                !ar_set(ju, "target", json_string(a->targets[u[i].target]->name)) ||
+                        cg_json_text(cg_assign_node_label(g, u[i].node, label, sizeof label))) ||
+                !ar_set(ju, "op_type", cg_json_text(ar_op(&g->nodes[u[i].node]))) ||
+                !ar_set(ju, "target", cg_json_text(a->targets[u[i].target]->name)) ||
                 !ar_set(ju, list ? "rule" : "reason",
-                        json_string(u[i].reason)))
+                        cg_json_text(u[i].reason)))
                 return false;
         }
     }
@@ -669,37 +422,37 @@ json_t *cg_assign_report_json(const cg_placement *p)
      * when attaching fails), so freeing root frees everything */
     json_t *targets = NULL, *bodies = NULL, *verdict = NULL, *notes = NULL;
     bool ok = ar_set(root, "target",
-                     a->target_count ? json_string(a->targets[0]->name) : json_null()) &&
+                     a->target_count ? cg_json_text(a->targets[0]->name) : json_null()) &&
               ar_set(root, "targets", targets = json_array());
     for (size_t t = 0; ok && t < a->target_count; t++) {
         const cg_target *tg = a->targets[t];
         json_t *jt = json_object(), *nm = NULL;
-        ok = ar_push(targets, jt) && ar_set(jt, "name", json_string(tg->name)) &&
-             ar_set(jt, "version", tg->version ? json_string(tg->version) : json_null()) &&
-             ar_set(jt, "kind", json_string(tg->kind == CG_TARGET_PROFILED ? "profiled"
+        ok = ar_push(targets, jt) && ar_set(jt, "name", cg_json_text(tg->name)) &&
+             ar_set(jt, "version", tg->version ? cg_json_text(tg->version) : json_null()) &&
+             ar_set(jt, "kind", cg_json_text(tg->kind == CG_TARGET_PROFILED ? "profiled"
                                                                            : "executing")) &&
              ar_set(jt, "prediction", json_boolean(tg->kind == CG_TARGET_PROFILED)) &&
-             ar_set(jt, "source", tg->source ? json_string(tg->source) : json_null()) &&
-             ar_set(jt, "fallback", json_string(ar_fallback_name(tg->fallback))) &&
+             ar_set(jt, "source", tg->source ? cg_json_text(tg->source) : json_null()) &&
+             ar_set(jt, "fallback", cg_json_text(ar_fallback_name(tg->fallback))) &&
              ar_set(jt, "precision",
-                    json_string(tg->precision == CG_PRECISION_FP16 ? "fp16" : "fp32")) &&
+                    cg_json_text(tg->precision == CG_PRECISION_FP16 ? "fp16" : "fp32")) &&
              ar_set(jt, "nodes", json_integer((json_int_t)cg_assign_count_owned(a, (int)t))) &&
              ar_set(jt, "not_modelled", nm = json_array());
         for (size_t i = 0; ok && i < tg->not_modelled_count; i++)
-            ok = ar_push(nm, json_string(tg->not_modelled[i]));
+            ok = ar_push(nm, cg_json_text(tg->not_modelled[i]));
     }
     ok = ok && ar_json_assignment(root, a, true) && ar_set(root, "bodies", bodies = json_array());
     for (size_t i = 0; ok && i < p->body_count; i++) {
         json_t *jb = json_object();
-        ok = ar_push(bodies, jb) && ar_set(jb, "path", json_string(p->bodies[i].path)) &&
+        ok = ar_push(bodies, jb) && ar_set(jb, "path", cg_json_text(p->bodies[i].path)) &&
              ar_set(jb, "depth", json_integer(p->bodies[i].depth)) &&
              ar_json_assignment(jb, p->bodies[i].assignment, true);
     }
     ok = ok && ar_set(root, "notes", notes = json_array()) &&
          ar_set(root, "types_error",
-                p->types_error ? json_string(p->types_error) : json_null());
+                p->types_error ? cg_json_text(p->types_error) : json_null());
     for (size_t i = 0; ok && p->types && i < cg_type_env_note_count(p->types); i++)
-        ok = ar_push(notes, json_string(cg_type_env_note(p->types, i)));
+        ok = ar_push(notes, cg_json_text(cg_type_env_note(p->types, i)));
     cg_verdict_kind kind = cg_assign_verdict(a, p->types, text, sizeof text);
     bool failed = cg_assign_init_failure(a, p->types, fail, sizeof fail);
     const cg_cost_estimate *e = p->time;
@@ -710,18 +463,18 @@ json_t *cg_assign_report_json(const cg_placement *p)
         snprintf(text + len, sizeof text - len, "; %s", timed);
     }
     ok = ok && ar_set(root, "verdict", verdict = json_object()) &&
-         ar_set(verdict, "kind", json_string(cg_verdict_kind_name(kind))) &&
-         ar_set(verdict, "text", json_string(text)) &&
-         ar_set(verdict, "init_failure", failed ? json_string(fail) : json_null()) &&
-         ar_set(verdict, "time_cost", json_string(e ? ar_time_assumed_note : ar_time_note)) &&
-         ar_set(verdict, "time_coverage", e ? json_real(e->time_coverage) : json_null()) &&
-         ar_set(verdict, "reference_ms", e ? json_real(e->reference_ms) : json_null()) &&
+         ar_set(verdict, "kind", cg_json_text(cg_verdict_kind_name(kind))) &&
+         ar_set(verdict, "text", cg_json_text(text)) &&
+         ar_set(verdict, "init_failure", failed ? cg_json_text(fail) : json_null()) &&
+         ar_set(verdict, "time_cost", cg_json_text(e ? ar_time_assumed_note : ar_time_note)) &&
+         ar_set(verdict, "time_coverage", e ? cg_json_number(e->time_coverage) : json_null()) &&
+         ar_set(verdict, "reference_ms", e ? cg_json_number(e->reference_ms) : json_null()) &&
          /* kept null for readers of the node-count report; the figures follow */
          ar_set(verdict, "estimate", json_null()) &&
-         ar_set(verdict, "estimate_ms", e ? json_real(e->mixed_ms) : json_null()) &&
-         ar_set(verdict, "accelerated_ms", e ? json_real(e->accelerated_ms) : json_null()) &&
-         ar_set(verdict, "remainder_ms", e ? json_real(e->remainder_ms) : json_null()) &&
-         ar_set(verdict, "boundary_ms", e ? json_real(e->boundary_ms) : json_null()) &&
+         ar_set(verdict, "estimate_ms", e ? cg_json_number(e->mixed_ms) : json_null()) &&
+         ar_set(verdict, "accelerated_ms", e ? cg_json_number(e->accelerated_ms) : json_null()) &&
+         ar_set(verdict, "remainder_ms", e ? cg_json_number(e->remainder_ms) : json_null()) &&
+         ar_set(verdict, "boundary_ms", e ? cg_json_number(e->boundary_ms) : json_null()) &&
          ar_set(verdict, "estimate_assumed", e ? json_boolean(e->assumed) : json_null()) &&
          ar_set(verdict, "fallback_dominates",
                 e ? json_boolean(e->fallback_dominates) : json_null()) &&
@@ -732,11 +485,11 @@ json_t *cg_assign_report_json(const cg_placement *p)
         const cg_node *n = &a->graph->nodes[e->top_cpu_node];
         char label[AR_LABEL];
         ok = ar_set(verdict, "top_cpu_node", top) &&
-             ar_set(top, "node", json_string(cg_assign_node_label(a->graph, e->top_cpu_node,
+             ar_set(top, "node", cg_json_text(cg_assign_node_label(a->graph, e->top_cpu_node,
                                                                   label, sizeof label))) &&
-             ar_set(top, "op_type", json_string(ar_op(n))) &&
-             ar_set(top, "ms", json_real(e->top_cpu_ms)) &&
-             ar_set(top, "share", json_real(e->reference_ms > 0
+             ar_set(top, "op_type", cg_json_text(ar_op(n))) &&
+             ar_set(top, "ms", cg_json_number(e->top_cpu_ms)) &&
+             ar_set(top, "share", cg_json_number(e->reference_ms > 0
                                                 ? e->top_cpu_ms / e->reference_ms : 0));
     }
     if (!ok) {
@@ -745,3 +498,125 @@ json_t *cg_assign_report_json(const cg_placement *p)
     }
     return root;
 }
+
+/* --- shape settings (`assign --dims`) ------------------------------------------------ */
+
+/* "xnnpack" or "CPU" for a node's owner in an assignment. */
+static const char *owner_name(const cg_assignment *a, size_t v)
+{
+    return a->owner[v] == CG_OWNER_CPU ? "CPU" : a->targets[a->owner[v]]->name;
+}
+
+/* Why a CPU node is there in an assignment, or NULL. */
+static const char *cpu_reason(const cg_assignment *a, size_t v)
+{
+    for (size_t i = 0; i < a->unsupported_count; i++)
+        if (a->unsupported[i].node == v)
+            return a->unsupported[i].reason;
+    for (size_t i = 0; i < a->dropped_count; i++)
+        if (a->dropped[i].node == v)
+            return a->dropped[i].reason;
+    return NULL;
+}
+
+static bool owner_changes(const cg_assign_setting *s, size_t count, size_t v)
+{
+    for (size_t i = 1; i < count; i++)
+        if (s[i].placement->main->owner[v] != s[0].placement->main->owner[v])
+            return true;
+    return false;
+}
+
+void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count)
+{
+    const cg_graph *g = s[0].placement->main->graph;
+    char label[128];
+    fprintf(f, "Shape settings (%zu; the report above is for the first):\n", count);
+    for (size_t i = 0; i < count; i++) {
+        const cg_assignment *a = s[i].placement->main;
+        char line[1024];
+        cg_assign_residency(a, line, sizeof line);
+        fprintf(f, "  %s: %s; %zu partition%s, %zu crossing%s\n", s[i].label, line,
+                a->partition_count, a->partition_count == 1 ? "" : "s", a->boundary_count,
+                a->boundary_count == 1 ? "" : "s");
+    }
+    size_t changed = 0;
+    for (size_t v = 0; v < g->node_count; v++)
+        changed += owner_changes(s, count, v);
+    fprintf(f, "Nodes that change owner with shape (%zu):\n", changed);
+    if (!changed)
+        fprintf(f, "  none: placement does not depend on these shapes\n");
+    for (size_t v = 0; v < g->node_count; v++) {
+        if (!owner_changes(s, count, v))
+            continue;
+        fprintf(f, "  %s '%s':", g->nodes[v].op_type ? g->nodes[v].op_type : "?",
+               cg_assign_node_label(g, v, label, sizeof label));
+        for (size_t i = 0; i < count; i++) {
+            const cg_assignment *a = s[i].placement->main;
+            const char *why = a->owner[v] == CG_OWNER_CPU ? cpu_reason(a, v) : NULL;
+            fprintf(f, "%s %s: %s%s%s%s", i ? ";" : "", s[i].label, owner_name(a, v),
+                   why ? " (" : "", why ? why : "", why ? ")" : "");
+        }
+        fputc('\n', f);
+    }
+}
+
+bool cg_report_settings_json(json_t *root, const cg_assign_setting *s, size_t count)
+{
+    const cg_graph *g = s[0].placement->main->graph;
+    char label[128];
+    json_t *arr = json_array(), *changes = NULL;
+    if (!arr || cg_json_set(root, "shape_settings", arr) != 0)
+        return false;
+    for (size_t i = 0; i < count; i++) {
+        const cg_assignment *a = s[i].placement->main;
+        json_t *o = json_object(), *dims = json_object(), *per = json_object();
+        if (!o || json_array_append_new(arr, o) != 0 || !dims ||
+            cg_json_set(o, "dims", dims) != 0 || !per ||
+            cg_json_set(o, "nodes_per_target", per) != 0)
+            return false;
+        for (size_t k = 0; k < s[i].dim_count; k++)
+            cg_json_set(dims, s[i].dims[k].symbol,
+                                json_integer((json_int_t)s[i].dims[k].value));
+        for (size_t t = 0; t < a->target_count; t++)
+            cg_json_set(per, a->targets[t]->name,
+                                json_integer((json_int_t)cg_assign_count_owned(a, (int)t)));
+        char text[1024];
+        cg_verdict_kind kind = cg_assign_verdict(a, s[i].types, text, sizeof text);
+        cg_json_set(o, "label", cg_json_text(s[i].label));
+        cg_json_set(o, "nodes_on_cpu",
+                            json_integer((json_int_t)cg_assign_count_owned(a, CG_OWNER_CPU)));
+        cg_json_set(o, "partitions", json_integer((json_int_t)a->partition_count));
+        cg_json_set(o, "boundaries", json_integer((json_int_t)a->boundary_count));
+        cg_json_set(o, "verdict", cg_json_text(cg_verdict_kind_name(kind)));
+    }
+    changes = json_array();
+    if (!changes || cg_json_set(root, "owner_changes", changes) != 0)
+        return false;
+    for (size_t v = 0; v < g->node_count; v++) {
+        if (!owner_changes(s, count, v))
+            continue;
+        json_t *o = json_object(), *owners = json_array();
+        if (!o || json_array_append_new(changes, o) != 0 || !owners ||
+            cg_json_set(o, "owners", owners) != 0)
+            return false;
+        cg_json_set(o, "node",
+                            cg_json_text(cg_assign_node_label(g, v, label, sizeof label)));
+        cg_json_set(o, "op_type",
+                            cg_json_text(g->nodes[v].op_type ? g->nodes[v].op_type : "?"));
+        for (size_t i = 0; i < count; i++) {
+            const cg_assignment *a = s[i].placement->main;
+            const char *why = a->owner[v] == CG_OWNER_CPU ? cpu_reason(a, v) : NULL;
+            json_t *w = json_object();
+            if (!w || json_array_append_new(owners, w) != 0)
+                return false;
+            cg_json_set(w, "setting", cg_json_text(s[i].label));
+            cg_json_set(w, "owner", cg_json_text(a->owner[v] == CG_OWNER_CPU
+                                                            ? "cpu"
+                                                            : a->targets[a->owner[v]]->name));
+            cg_json_set(w, "reason", why ? cg_json_text(why) : json_null());
+        }
+    }
+    return true;
+}
+

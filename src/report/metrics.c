@@ -1,22 +1,15 @@
 /*
- * Renderings of cg_metrics: the text block a person reads under each output
- * and the JSON fields CI reads. Non-finite numbers are words in both, since
- * an error of +inf (a NaN or overflow on one side) is a result, not a bug.
+ * The one rendering of cg_metrics (report/report.h): the text block a
+ * person reads under each output, its one-line form, and the JSON object
+ * CI reads, used by compare, verify, gate and bisect alike. Non-finite
+ * numbers are words in both (report/json.h), since an error of +inf (a NaN
+ * or overflow on one side) is a result, not a bug.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
-#include "verify/compare_report.h"
-
-json_t *cg_report_json_number(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
+#include "report/report.h"
 
 void cg_report_position(int64_t index, int rank, const int64_t *dims, char *buf, size_t cap)
 {
@@ -97,16 +90,17 @@ int cg_report_metrics_json(json_t *obj, const cg_metrics *m, const char *sample,
                            const int64_t *dims)
 {
     int rc = 0;
-#define SET(key, val) rc |= json_object_set_new(obj, key, val)
+#define SET(key, val) rc |= cg_json_set(obj, key, val)
+    SET("pass", json_boolean(m->pass));
     SET("count", json_integer((json_int_t)m->count));
     SET("mismatches", json_integer((json_int_t)m->mismatches));
-    SET("max_abs", cg_report_json_number(m->max_abs));
-    SET("mean_abs", cg_report_json_number(m->mean_abs));
-    SET("max_rel", cg_report_json_number(m->max_rel));
-    SET("rmse", cg_report_json_number(m->rmse));
-    SET("nmse", cg_report_json_number(m->nmse));
-    SET("cosine", cg_report_json_number(m->cosine));
-    SET("pearson", cg_report_json_number(m->pearson));
+    SET("max_abs", cg_json_number(m->max_abs));
+    SET("mean_abs", cg_json_number(m->mean_abs));
+    SET("max_rel", cg_json_number(m->max_rel));
+    SET("rmse", cg_json_number(m->rmse));
+    SET("nmse", cg_json_number(m->nmse));
+    SET("cosine", cg_json_number(m->cosine));
+    SET("pearson", cg_json_number(m->pearson));
     SET("max_ulp", json_integer((json_int_t)m->max_ulp));
     SET("nan_ref", json_integer((json_int_t)m->nan_ref));
     SET("nan_target", json_integer((json_int_t)m->nan_got));
@@ -117,26 +111,73 @@ int cg_report_metrics_json(json_t *obj, const cg_metrics *m, const char *sample,
     SET("dtype_mismatch", json_boolean(m->dtype_mismatch));
     json_t *hist = json_object(), *edges = json_array(), *counts = json_array();
     for (int b = 0; b < CG_HIST_BINS; b++) {
-        rc |= json_array_append_new(edges, json_real(cg_hist_bin_low(b)));
+        rc |= json_array_append_new(edges, cg_json_number(cg_hist_bin_low(b)));
         rc |= json_array_append_new(counts, json_integer((json_int_t)m->hist[b]));
     }
-    rc |= json_object_set_new(hist, "edges", edges);
-    rc |= json_object_set_new(hist, "counts", counts);
+    rc |= cg_json_set(hist, "edges", edges);
+    rc |= cg_json_set(hist, "counts", counts);
     SET("hist", hist);
     if (m->worst_index >= 0) {
         char pos[256];
         json_t *w = json_object();
         cg_report_position(m->worst_index, rank, dims, pos, sizeof pos);
-        rc |= json_object_set_new(w, "index", json_integer((json_int_t)m->worst_index));
-        rc |= json_object_set_new(w, "position", json_string(pos));
-        rc |= json_object_set_new(w, "ref", cg_report_json_number(m->worst_ref));
-        rc |= json_object_set_new(w, "target", cg_report_json_number(m->worst_got));
+        rc |= cg_json_set(w, "index", json_integer((json_int_t)m->worst_index));
+        rc |= cg_json_set(w, "position", json_string(pos));
+        rc |= cg_json_set(w, "ref", cg_json_number(m->worst_ref));
+        rc |= cg_json_set(w, "target", cg_json_number(m->worst_got));
         if (sample)
-            rc |= json_object_set_new(w, "sample", json_string(sample));
+            rc |= cg_json_set(w, "sample", cg_json_text(sample));
         SET("worst", w);
     } else {
         SET("worst", json_null());
     }
 #undef SET
     return rc ? -1 : 0;
+}
+
+void cg_report_metrics_line(FILE *f, const cg_metrics *m)
+{
+    fprintf(f, "max_abs %.4g, max_rel %.4g, mean_abs %.4g, cosine %.6f, mismatches %" PRIu64
+               "/%" PRIu64 ", NaN ref/target %" PRIu64 "/%" PRIu64 ", Inf ref/target %" PRIu64
+               "/%" PRIu64,
+            m->max_abs, m->max_rel, m->mean_abs, m->cosine, m->mismatches, m->count, m->nan_ref,
+            m->nan_got, m->inf_ref, m->inf_got);
+    if (m->shape_mismatch)
+        fputs(", SHAPE MISMATCH", f);
+    if (m->dtype_mismatch)
+        fputs(", DTYPE MISMATCH", f);
+}
+
+json_t *cg_report_tolerance_json(const cg_tolerance *tol, const char *source)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = cg_json_set(o, "atol", cg_json_number(tol->atol));
+    rc |= cg_json_set(o, "rtol", cg_json_number(tol->rtol));
+    rc |= cg_json_set(o, "nan_equal", json_boolean(tol->nan_equal));
+    rc |= cg_json_set(o, "source", cg_json_text(source));
+    rc |= cg_json_set(o, "justification", cg_json_text(tol->justification));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *cg_report_output_json(const char *name, const cg_metrics *m, const cg_tolerance *tol,
+                              const char *tol_source, const char *sample, int rank,
+                              const int64_t *dims)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = cg_json_set(o, "name", cg_json_text(name));
+    rc |= cg_json_set(o, "tolerance", cg_report_tolerance_json(tol, tol_source));
+    rc |= cg_report_metrics_json(o, m, sample, rank, dims);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

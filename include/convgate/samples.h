@@ -1,0 +1,225 @@
+/*
+ * Samples: how every command that feeds a model gets its inputs, and where
+ * its outputs go as files. One module, so `run`, `compare`, `dump-ref`,
+ * `gate`, `bisect`, `profile`, `assign` and `verify` read the same folders,
+ * make the same random inputs and name files the same way.
+ *
+ * File names. A tensor's file stem is its name with every character outside
+ * [A-Za-z0-9._-] written '_' ("input:0" and "a/b" become "input_0" and
+ * "a_b"), a leading '.' written '_', an empty name "tensor", cut at
+ * CG_SAMPLES_MAX_STEM characters. Names are stemmed as a list (a model's
+ * inputs, or its outputs, in graph order): a stem equal, ignoring case, to
+ * an earlier one gets "_2", "_3", ... until it is not, so two names never
+ * share a file and the writer and the reader, stemming the same list, agree.
+ *
+ * Input folders (cg_sample_source_open_dir), the first layout that fits:
+ *   sets      DIR/SET/ folders or DIR/SET.npz files, one sample each (SET
+ *             sorted by name). In a folder, an input's file is STEM.npy,
+ *             STEM.pb or input_K.pb (K: its position among the inputs to
+ *             feed, as in ONNX test data); every .npy/.pb there must be an
+ *             input's or an output's (output_K.pb too), anything else is an
+ *             error naming it. An .npz holds one member per input, keyed by
+ *             the input's name; other members must be outputs.
+ *   numbered  DIR/STEM_N.npy or .pb: one sample per N (N from the first
+ *             input's files), e.g. image_0.npy, image_1.npy
+ *   flat      DIR/STEM.npy or .pb: one sample
+ * "Inputs to feed" are the graph inputs without an initializer. Every fed
+ * tensor is checked against the declared dtype and fixed dims.
+ *
+ * Outputs made elsewhere (--outputs-from OUT) are read in the layout of the
+ * inputs: OUT/SET/STEM.npy|.pb|output_K.pb or OUT/SET.npz for sets (random
+ * samples are sets named random-0, random-1, ...), OUT/STEM_N.npy for
+ * numbered, OUT/STEM.npy for flat, stems over the model's outputs. `run -o`
+ * writes OUT/STEM.npy (STEM.npz, keys 0..n-1, for a sequence).
+ *
+ * Random inputs: one policy (CG_RANDOM_POLICY_TEXT). Values come from
+ * splitmix64 seeded per (seed, sample, input), so an input's values do not
+ * depend on which other inputs were fed, and sample 0 of seed S is what
+ * `run --random --seed S`, `profile`, `assign` and gate 2 feed too. A
+ * symbolic dim takes its --dim value, else the size a fed tensor gives it,
+ * else 1. --range LO,HI sets the interval for every input, --range
+ * NAME=LO,HI for one (floats uniform in [LO, HI), integers uniform over the
+ * integers in [LO, HI]).
+ */
+#ifndef CONVGATE_SAMPLES_H
+#define CONVGATE_SAMPLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/status.h"
+#include "convgate/target.h"
+#include "convgate/tensor.h"
+#include "convgate/tensor_io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CG_SAMPLES_MAX_STEM 120
+/* Room for a stem with its "_N" suffix and a NUL. */
+#define CG_SAMPLES_STEM_CAP (CG_SAMPLES_MAX_STEM + 24)
+
+/* --- file names ------------------------------------------------------------ */
+
+/* The stem of name, unique against used[0..used_count) (see above). */
+void cg_samples_stem(const char *name, const char *const *used, size_t used_count, char *out,
+                     size_t cap);
+/* Stems of a list of names, in order (malloc'd; free with
+ * cg_samples_stems_free). */
+cg_status cg_samples_stems(const char *const *names, size_t count, char ***stems,
+                           cg_error *err);
+void cg_samples_stems_free(char **stems, size_t count);
+
+/* --- the random-input policy ------------------------------------------------ */
+
+#define CG_RANDOM_POLICY_TEXT                                                                   \
+    "floats uniform in [-1, 1), integers 0 or 1 (valid ids, masks and indices), "                \
+    "bool false or true, strings \"s<number>\""
+
+/* Values of one input (input NULL: of every input without its own range). */
+typedef struct cg_input_range {
+    const char *input;
+    double lo, hi;
+} cg_input_range;
+
+typedef struct cg_random_inputs {
+    uint64_t seed;
+    const cg_input_range *ranges; /* borrowed */
+    size_t range_count;
+} cg_random_inputs;
+
+/* The range in force for an input: its own, else the global one, else NULL
+ * (the defaults). p may be NULL. */
+const cg_input_range *cg_random_range(const cg_random_inputs *p, const char *input);
+/* The generator of one input of one sample. p NULL: seed 0. */
+void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_rng *rng);
+/* Fills t from range (NULL: the defaults). CG_USAGE when the range holds
+ * no value of t's type (integers: no integer in it; out of the type's
+ * limits); CG_UNSUPPORTED for types with no random fill (complex, float8,
+ * 4-bit) or a range on strings. */
+cg_status cg_random_fill(cg_tensor *t, const cg_input_range *range, cg_rng *rng, cg_error *err);
+
+/* --- options ------------------------------------------------------------------ */
+
+/* Graph inputs to feed (no initializer), in graph order, at most cap into
+ * out (out may be NULL). Returns how many there are. */
+size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap);
+/* Refuses (CG_USAGE) a --dim symbol no input declares and a --range for an
+ * input the model does not have, naming the model's symbols or inputs. */
+cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *dims,
+                                   size_t dim_count, const cg_input_range *ranges,
+                                   size_t range_count, cg_error *err);
+/* A fed value against the input's declared type: kind, dtype, rank and
+ * every fixed dim. `source` names where it came from. */
+cg_status cg_samples_check_input(const cg_value_info *vi, const cg_value *v, const char *source,
+                                 cg_error *err);
+/* The declared type as text: "float32[1,3,N]", "sequence", "untyped". */
+void cg_samples_type_text(const cg_type *t, char *buf, size_t cap);
+
+/* --- samples --------------------------------------------------------------------- */
+
+typedef struct cg_sample {
+    char *label;             /* the set's name: "0", "set_a", "random-3" */
+    cg_named_value *inputs;  /* names borrowed from the model; values owned */
+    size_t input_count;
+    /* golden outputs in graph-output order (NULL: compare against a fresh
+     * reference run); names borrowed from the model, values owned */
+    cg_named_value *expected;
+    size_t expected_count;
+    char **sources;          /* where each input came from ("random", a path) */
+} cg_sample;
+
+typedef struct cg_sample_set {
+    cg_sample *samples;
+    size_t count;
+} cg_sample_set;
+
+void cg_sample_clear(cg_sample *s);
+void cg_sample_set_free(cg_sample_set *s);
+
+/* Starts an empty sample for model (room for every input). */
+cg_status cg_sample_init(cg_sample *s, const cg_model *model, const char *label, cg_error *err);
+/* Adds input `name` from `source` (v is taken, also on failure): an unknown
+ * name (the model's inputs are listed), an input fed twice or a value that
+ * does not fit the declared type is CG_USAGE. */
+cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, cg_value *v,
+                         const char *source, cg_error *err);
+/* Fills every input the sample lacks with random values (policy p, sample
+ * index `index`); symbolic dims from dims, then from the fed tensors (a fed
+ * size that contradicts --dim or another input is CG_USAGE), then 1. */
+cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_random_inputs *p,
+                                size_t index, const cg_dim_binding *dims, size_t dim_count,
+                                size_t max_bytes, cg_error *err);
+/* CG_USAGE naming the first input the sample lacks, with its type. */
+cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model, cg_error *err);
+/* base's bindings, then every symbolic input dim bound from the sample's
+ * tensors (a fixed-shape target path is built for those). Symbols are
+ * borrowed from the model. Returns the count (at most cap). */
+size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
+                      const cg_sample *s, cg_dim_binding *out, size_t cap);
+
+/* --- sources: samples loaded one at a time ---------------------------------------- */
+
+typedef enum cg_samples_layout {
+    CG_SAMPLES_RANDOM = 0,
+    CG_SAMPLES_SETS,
+    CG_SAMPLES_NUMBERED,
+    CG_SAMPLES_FLAT
+} cg_samples_layout;
+
+typedef struct cg_sample_source cg_sample_source;
+
+/* The input folder dir (layouts above). Borrows model. */
+cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir, size_t max_bytes,
+                                    cg_sample_source **out, cg_error *err);
+/* count samples of random inputs. Borrows model, p (and its ranges) and dims. */
+cg_status cg_sample_source_open_random(const cg_model *model, size_t count,
+                                       const cg_random_inputs *p, const cg_dim_binding *dims,
+                                       size_t dim_count, size_t max_bytes,
+                                       cg_sample_source **out, cg_error *err);
+void cg_sample_source_free(cg_sample_source *src);
+size_t cg_sample_source_count(const cg_sample_source *src);
+cg_samples_layout cg_sample_source_layout(const cg_sample_source *src);
+/* The name of sample i (as cg_sample.label). */
+const char *cg_sample_source_name(const cg_sample_source *src, size_t i);
+/* Loads sample i (every input, checked). Clear it with cg_sample_clear. */
+cg_status cg_sample_source_load(cg_sample_source *src, size_t i, cg_sample *out, cg_error *err);
+/* The outputs of sample i made elsewhere, read from folder dir in the
+ * source's layout: values[k] for the model's output k (all of them; a
+ * missing one is CG_USAGE naming the file looked for). On failure every
+ * value is freed and set to NULL. */
+cg_status cg_sample_source_read_outputs(const cg_sample_source *src, const char *dir, size_t i,
+                                        cg_value **values, cg_error *err);
+
+/* The outputs of set `set` of folder dir (DIR/SET/ or DIR/SET.npz, as for
+ * the sets layout), values[k] for the model's output k. */
+cg_status cg_samples_read_set_outputs(const cg_model *model, const char *dir, const char *set,
+                                      size_t max_bytes, cg_value **values, cg_error *err);
+
+/* Every sample of a folder, or count random ones, loaded at once. */
+cg_status cg_samples_load_dir(const cg_model *model, const char *dir, size_t max_bytes,
+                              cg_sample_set *out, cg_error *err);
+cg_status cg_samples_random(const cg_model *model, size_t count, const cg_random_inputs *p,
+                            const cg_dim_binding *dims, size_t dim_count, size_t max_bytes,
+                            cg_sample_set *out, cg_error *err);
+
+/* --- output files ------------------------------------------------------------------- */
+
+/* Writes a run's outputs (graph-output order, as cg_runtime_run returns
+ * them) to folder dir, made with its parents when missing: DIR/STEM.npy,
+ * or DIR/STEM.npz with keys 0..n-1 for a sequence; an empty optional
+ * writes nothing. Files are created without following a link planted at
+ * their path. paths (may be NULL) gets each file's malloc'd path, NULL for
+ * none; free with cg_samples_stems_free. */
+cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
+                                   const cg_named_value *outputs, size_t count, char ***paths,
+                                   cg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,140 @@
+/*
+ * Renderings of a bisection (convgate/bisect.h): the text block `convgate
+ * bisect` and gate 3 print, and its JSON object. Metrics render through the
+ * one metrics object (report/metrics.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "convgate/gate.h"
+#include "report/report.h"
+
+static void type_text(const cg_bisect_type *t, char *buf, size_t len)
+{
+    size_t n;
+    if (!t->known) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    n = (size_t)snprintf(buf, len, "%s[", cg_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank && n < len; d++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, d ? "," : "", t->dims[d]);
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+}
+
+void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *ind)
+{
+    char buf[256];
+    fprintf(f, "%sbisect: %zu tensors watched, %zu compared, %zu beyond tolerance\n", ind,
+            b->watched, b->compared, b->divergent);
+    if (b->refined)
+        fprintf(f, "%s(the first pass diverged at a partition's output: rerun with its %zu inner "
+                   "value%s exposed)\n", ind, b->refined_values, b->refined_values == 1 ? "" : "s");
+    if (!b->diverged) {
+        fprintf(f, "%sno intermediate tensor diverges\n", ind);
+        return;
+    }
+    const cg_bisect_tensor *t = &b->first_divergent;
+    type_text(&t->type, buf, sizeof buf);
+    fprintf(f, "%sfirst divergent tensor: '%s' %s, from node '%s' (%s, #%zu)%s%s\n", ind,
+            t->tensor, buf, t->node, t->op_type, t->node_index, t->placed_on ? " on " : "",
+            t->placed_on ? t->placed_on : "");
+    for (size_t i = 0; i < b->input_count; i++) {
+        if (!b->inputs[i].name[0])
+            continue;
+        type_text(&b->inputs[i], buf, sizeof buf);
+        fprintf(f, "%s  input %zu: '%s' %s\n", ind, i, b->inputs[i].name, buf);
+    }
+    fprintf(f, "%s  ", ind);
+    cg_report_metrics_line(f, &t->metrics);
+    fputc('\n', f);
+    if (t->metrics.worst_index >= 0)
+        fprintf(f, "%s  worst element [%" PRId64 "]: reference %.6g, target %.6g\n", ind,
+                t->metrics.worst_index, t->metrics.worst_ref, t->metrics.worst_got);
+    if (b->has_last_matching)
+        fprintf(f, "%slast matching tensor: '%s' from node '%s' (%s, #%zu), max_abs %.4g\n", ind,
+                b->last_matching.tensor, b->last_matching.node, b->last_matching.op_type,
+                b->last_matching.node_index, b->last_matching.metrics.max_abs);
+    else
+        fprintf(f, "%slast matching tensor: none (the first compared tensor diverges)\n", ind);
+    fprintf(f, "%striage: %s%s%s%s\n", ind, cg_bisect_triage_name(b->triage),
+            b->triage_note[0] ? " (" : "", b->triage_note, b->triage_note[0] ? ")" : "");
+}
+
+static json_t *type_json(const cg_bisect_type *t)
+{
+    json_t *o = json_object(), *shape = json_array();
+    if (!o || !shape) {
+        json_decref(o);
+        json_decref(shape);
+        return NULL;
+    }
+    cg_json_set(o, "name", cg_json_text(t->name ? t->name : ""));
+    cg_json_set(o, "dtype", t->known ? cg_json_text(cg_dtype_name(t->dtype)) : json_null());
+    for (int d = 0; t->known && d < t->rank; d++)
+        json_array_append_new(shape, json_integer((json_int_t)t->dims[d]));
+    cg_json_set(o, "shape", t->known ? shape : json_null());
+    if (!t->known)
+        json_decref(shape);
+    return o;
+}
+
+static json_t *tensor_json(const cg_bisect_tensor *t)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    cg_json_set(o, "tensor", cg_json_text(t->tensor));
+    cg_json_set(o, "node", cg_json_text(t->node));
+    cg_json_set(o, "op_type", cg_json_text(t->op_type));
+    cg_json_set(o, "node_index", json_integer((json_int_t)t->node_index));
+    cg_json_set(o, "placed_on", t->placed_on ? cg_json_text(t->placed_on) : json_null());
+    json_t *ty = type_json(&t->type);
+    if (ty) {
+        json_object_set(o, "dtype", json_object_get(ty, "dtype"));
+        json_object_set(o, "shape", json_object_get(ty, "shape"));
+        json_decref(ty);
+    }
+    if (cg_report_metrics_json(o, &t->metrics, NULL, -1, NULL) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *cg_bisect_report_json(const cg_bisect_result *b)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    cg_json_set(o, "watched", json_integer((json_int_t)b->watched));
+    cg_json_set(o, "compared", json_integer((json_int_t)b->compared));
+    cg_json_set(o, "divergent", json_integer((json_int_t)b->divergent));
+    cg_json_set(o, "refined_in_partition", json_boolean(b->refined));
+    if (b->diverged) {
+        json_t *fd = tensor_json(&b->first_divergent), *ins = json_array();
+        for (size_t i = 0; ins && i < b->input_count; i++)
+            json_array_append_new(ins, type_json(&b->inputs[i]));
+        if (fd)
+            cg_json_set(fd, "inputs", ins ? ins : json_null());
+        cg_json_set(o, "first_divergent", fd ? fd : json_null());
+    } else {
+        cg_json_set(o, "first_divergent", json_null());
+    }
+    cg_json_set(o, "last_matching",
+                        b->has_last_matching ? tensor_json(&b->last_matching) : json_null());
+    cg_json_set(o, "triage", b->diverged && b->triage != CG_TRIAGE_NONE
+                                         ? cg_json_text(cg_bisect_triage_name(b->triage))
+                                         : json_null());
+    cg_json_set(o, "triage_note", cg_json_text(b->triage_note));
+    if (b->triage_ran) {
+        json_t *tm = json_object();
+        if (tm) {
+            cg_report_metrics_json(tm, &b->triage_metrics, NULL, -1, NULL);
+            cg_json_set(o, "triage_fp32", tm);
+        }
+    }
+    return o;
+}
+

@@ -1,0 +1,129 @@
+/*
+ * Renderings of the gate report (convgate/gate.h): the text a person reads
+ * in five seconds (each gate's lines, then the verdict block) and the JSON
+ * CI reads (docs/json.md).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "convgate/gate.h"
+#include "report/report.h"
+
+void cg_gate_report_text(FILE *f, const cg_gate_report *r)
+{
+    fprintf(f, "convgate gate %s --target %s\n\n", r->model, r->targets);
+    fprintf(f, "GATE 1 converts: %s  %s\n", cg_gate_state_name(r->converts),
+            r->converts_detail);
+    fprintf(f, "GATE 2 runs where intended: %s", cg_gate_state_name(r->runs));
+    if (r->runs != CG_GATE_NOT_RUN) {
+        fprintf(f, "  %s, %zu partition%s, %zu boundar%s", r->residency[0] ? r->residency : "?",
+                r->partitions, r->partitions == 1 ? "" : "s", r->boundaries,
+                r->boundaries == 1 ? "y" : "ies");
+        if (r->time_coverage >= 0)
+            fprintf(f, ", %.1f%% of reference time on target", 100.0 * r->time_coverage);
+        fprintf(f, "\n       %s", r->runs_detail);
+    }
+    fputc('\n', f);
+    fprintf(f, "GATE 3 matches: %s", cg_gate_state_name(r->matches));
+    if (r->matches != CG_GATE_NOT_RUN) {
+        fprintf(f, "  %s (atol %g, rtol %g%s%s%s)\n", r->matches_detail, r->tol.atol,
+                r->tol.rtol, r->tol.justification ? ": " : "",
+                r->tol.justification ? r->tol.justification : "",
+                r->reduced_precision ? "; fp16 compute emulated" : "");
+        for (size_t o = 0; o < r->output_count; o++) {
+            fprintf(f, "       %s %s: ", r->outputs[o].metrics.pass ? "ok  " : "FAIL",
+                    r->outputs[o].name);
+            cg_report_metrics_line(f, &r->outputs[o].metrics);
+            fputc('\n', f);
+        }
+        if (r->bisected) {
+            fprintf(f, "       on sample %s:\n", r->bisect_sample_label ? r->bisect_sample_label
+                                                                     : "?");
+            cg_bisect_report_text(f, &r->bisect, "       ");
+        } else if (r->bisect_error[0]) {
+            fprintf(f, "       bisect could not run: %s\n", r->bisect_error);
+        }
+    } else {
+        fputc('\n', f);
+    }
+    fprintf(f, "\n========================================\n");
+    fprintf(f, "GATE 1 converts            %s\n", cg_gate_state_name(r->converts));
+    fprintf(f, "GATE 2 runs where intended %s\n", cg_gate_state_name(r->runs));
+    fprintf(f, "GATE 3 matches             %s\n", cg_gate_state_name(r->matches));
+    fprintf(f, "VERDICT: %s  %s\n", r->pass ? "PASS" : "FAIL", r->reason);
+    fprintf(f, "========================================\n");
+}
+
+static json_t *gate_json(cg_gate_state s, const char *detail)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    cg_json_set(o, "state", cg_json_text(s == CG_GATE_PASS   ? "pass"
+                                                 : s == CG_GATE_FAIL ? "fail"
+                                                                     : "not_run"));
+    cg_json_set(o, "detail", cg_json_text(detail));
+    return o;
+}
+
+json_t *cg_gate_report_json(const cg_gate_report *r)
+{
+    json_t *root = json_object(), *g1, *g2, *g3, *outs;
+    if (!root)
+        return NULL;
+    cg_json_set(root, "model", cg_json_text(r->model));
+    cg_json_set(root, "target", cg_json_text(r->targets));
+    cg_json_set(root, "pass", json_boolean(r->pass));
+    cg_json_set(root, "verdict", cg_json_text(r->pass ? "PASS" : "FAIL"));
+    cg_json_set(root, "reason", cg_json_text(r->reason));
+    g1 = gate_json(r->converts, r->converts_detail);
+    g2 = gate_json(r->runs, r->runs_detail);
+    g3 = gate_json(r->matches, r->matches_detail);
+    if (!g1 || !g2 || !g3) {
+        json_decref(g1);
+        json_decref(g2);
+        json_decref(g3);
+        json_decref(root);
+        return NULL;
+    }
+    cg_json_set(g1, "errors", json_integer((json_int_t)r->check_errors));
+    cg_json_set(g1, "warnings", json_integer((json_int_t)r->check_warnings));
+    cg_json_set(root, "converts", g1);
+    if (r->runs != CG_GATE_NOT_RUN) {
+        cg_json_set(g2, "residency", cg_json_text(r->residency));
+        cg_json_set(g2, "nodes", json_integer((json_int_t)r->node_count));
+        cg_json_set(g2, "nodes_on_target", json_integer((json_int_t)r->nodes_on_targets));
+        cg_json_set(g2, "partitions", json_integer((json_int_t)r->partitions));
+        cg_json_set(g2, "boundaries", json_integer((json_int_t)r->boundaries));
+        cg_json_set(g2, "time_coverage",
+                            r->time_coverage >= 0 ? cg_json_number(r->time_coverage) : json_null());
+        cg_json_set(g2, "placement_verdict", cg_json_text(r->verdict_text));
+    }
+    cg_json_set(root, "runs_where_intended", g2);
+    if (r->matches != CG_GATE_NOT_RUN) {
+        cg_json_set(g3, "samples", json_integer((json_int_t)r->sample_count));
+        cg_json_set(g3, "failed_samples", json_integer((json_int_t)r->failed_samples));
+        cg_json_set(g3, "tolerance", cg_report_tolerance_json(&r->tol, NULL));
+        cg_json_set(g3, "reduced_precision", json_boolean(r->reduced_precision));
+        outs = json_array();
+        for (size_t o = 0; outs && o < r->output_count; o++) {
+            json_t *m = cg_report_output_json(r->outputs[o].name, &r->outputs[o].metrics,
+                                              &r->tol, NULL, NULL, -1, NULL);
+            if (m)
+                json_array_append_new(outs, m);
+        }
+        cg_json_set(g3, "outputs", outs ? outs : json_null());
+        if (r->bisected) {
+            json_t *b = cg_bisect_report_json(&r->bisect);
+            if (b)
+                cg_json_set(b, "sample", cg_json_text(r->bisect_sample_label
+                                                                 ? r->bisect_sample_label
+                                                                 : ""));
+            cg_json_set(g3, "bisect", b ? b : json_null());
+        } else if (r->bisect_error[0]) {
+            cg_json_set(g3, "bisect_error", cg_json_text(r->bisect_error));
+        }
+    }
+    cg_json_set(root, "matches", g3);
+    return root;
+}

@@ -1,0 +1,159 @@
+/*
+ * The report layer: every text and JSON rendering of what the library
+ * computes. The library computes, src/report renders, cli/ parses arguments
+ * and calls both. JSON goes through report/json.h (one number and string
+ * encoder); the forms are documented in docs/json.md. Renderers that are
+ * part of the public API are declared in their concept's header (gate.h,
+ * assign.h, inspect.h); this header holds the ones the CLI shares.
+ * Internal to libconvgate and the CLI.
+ */
+#ifndef CG_REPORT_REPORT_H
+#define CG_REPORT_REPORT_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "convgate/assign.h"
+#include "convgate/check.h"
+#include "convgate/compare.h"
+#include "convgate/cost.h"
+#include "convgate/inspect.h"
+#include "convgate/profile.h"
+#include "convgate/runtime.h"
+#include "convgate/target.h"
+#include "report/json.h"
+
+/* --- metrics: the one metrics object (report/metrics.c) ----------------------------- */
+
+/* Flat index -> "[i,j,k]" for a tensor of the given shape ("[index]" when
+ * the shape is unknown or the index out of range). */
+void cg_report_position(int64_t index, int rank, const int64_t *dims, char *buf, size_t cap);
+
+/* The metric lines of m (errors, NaN/Inf, histogram, worst element), each
+ * starting with indent. `sample` names the sample the worst element came
+ * from (NULL: omitted); rank/dims give its position. */
+void cg_report_metrics_text(FILE *f, const char *indent, const cg_metrics *m, const char *sample,
+                            int rank, const int64_t *dims);
+/* The same in one line (no newline): max_abs, max_rel, mean_abs, cosine,
+ * mismatches, NaN and Inf counts, a shape or dtype mismatch. */
+void cg_report_metrics_line(FILE *f, const cg_metrics *m);
+
+/* Sets the metric fields of m on obj: pass, count, mismatches, max_abs,
+ * mean_abs, max_rel, rmse, nmse, cosine, pearson, max_ulp, nan_ref,
+ * nan_target, inf_ref, inf_target, bit_identical, shape_mismatch,
+ * dtype_mismatch, hist ({"edges", "counts"}), worst ({index, position, ref,
+ * target, sample} or null). 0, or -1 when out of memory. */
+int cg_report_metrics_json(json_t *obj, const cg_metrics *m, const char *sample, int rank,
+                           const int64_t *dims);
+/* {atol, rtol, nan_equal, source, justification}; source may be NULL. */
+json_t *cg_report_tolerance_json(const cg_tolerance *tol, const char *source);
+/* One compared output: {name, tolerance, <the metric fields>}. */
+json_t *cg_report_output_json(const char *name, const cg_metrics *m, const cg_tolerance *tol,
+                              const char *tol_source, const char *sample, int rank,
+                              const int64_t *dims);
+
+/* --- placement settings (report/assign.c) ------------------------------------------------ */
+
+/* One shape setting of `assign --dims`: its bindings and placement. */
+typedef struct cg_assign_setting {
+    const char *label;
+    const cg_dim_binding *dims;
+    size_t dim_count;
+    const cg_type_env *types;      /* NULL when the reference run failed */
+    const cg_placement *placement;
+} cg_assign_setting;
+
+/* Each setting's residency and the nodes that change owner with shape. */
+void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count);
+/* The same as root's "shape_settings" and "owner_changes". */
+bool cg_report_settings_json(json_t *root, const cg_assign_setting *s, size_t count);
+
+/* --- run (report/run.c) ---------------------------------------------------------------- */
+
+/* Each output's dtype, shape, summary and file (paths[i] may be NULL). */
+void cg_report_run_outputs_text(FILE *f, const cg_named_value *outs, size_t n,
+                                char *const *paths);
+json_t *cg_report_run_outputs_json(const cg_named_value *outs, size_t n, char *const *paths);
+
+/* --- parity (report/parity.c) ------------------------------------------------------------ */
+
+#include "convgate/parity.h"
+
+/* What the report says around the numbers. */
+typedef struct cg_parity_view {
+    const char *model;
+    const char *targets;        /* "a,b" */
+    const cg_target *const *target_list;
+    size_t target_count;
+    const char *outputs_from;   /* NULL: the target path ran here */
+    const char *samples;        /* "3 from DIR", "4 random (seed 0)" */
+    bool random;
+    uint64_t seed;
+    cg_task task;
+    double threshold;
+} cg_parity_view;
+
+void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_view *v);
+json_t *cg_report_parity_json(const cg_parity_report *r, const cg_parity_view *v);
+/* producer: "reference", "xnnpack" or "outputs from DIR". */
+void cg_report_verify_text(FILE *f, const cg_verify_report *r, const char *golden,
+                           const char *producer);
+json_t *cg_report_verify_json(const cg_verify_report *r, const char *model, const char *golden,
+                              const char *producer);
+
+/* --- profile (report/profile.c) ------------------------------------------------------------ */
+
+/* Everything a profile report is rendered from. */
+typedef struct cg_profile_view {
+    const char *model_path;
+    const cg_model *model;
+    const cg_cost_assumptions *assume;
+    const cg_reference_profile *ref;
+    const cg_assignment *a;          /* NULL without --target */
+    const cg_target_profile *tp;     /* NULL without --target */
+    const cg_cost_estimate *est;
+    bool any_profiled;
+    const char *verdict;
+    size_t top;
+    const char *const *notes;
+    size_t note_count;
+} cg_profile_view;
+
+void cg_report_profile_text(FILE *f, const cg_profile_view *r);
+json_t *cg_report_profile_json(const cg_profile_view *r);
+
+/* --- check (report/check.c) --------------------------------------------------------- */
+
+void cg_report_check_text(FILE *f, const char *path, const cg_check_report *r);
+json_t *cg_report_check_json(const char *path, const cg_check_report *r);
+
+/* --- the cost arithmetic (report/calc.c) ------------------------------------------- */
+
+void cg_report_latency_text(FILE *f, const cg_latency_input *in, const cg_latency_result *r);
+json_t *cg_report_latency_json(const cg_latency_input *in, const cg_latency_result *r);
+
+/* What `convgate queue` computed. */
+typedef struct cg_queue_view {
+    double lambda, mu, q0, t_end, dt;
+    size_t points;
+    cg_mm1 mm1;
+    bool simulated;
+    uint64_t seed;
+    cg_mm1_sim sim;
+} cg_queue_view;
+void cg_report_queue_text(FILE *f, const cg_queue_view *q);
+json_t *cg_report_queue_json(const cg_queue_view *q);
+
+/* --- targets (report/targets.c) ----------------------------------------------------- */
+
+struct cg_target_registry;
+void cg_report_targets_text(FILE *f, const struct cg_target_registry *reg);
+json_t *cg_report_targets_json(const struct cg_target_registry *reg);
+
+/* --- inspect (report/inspect.c) ----------------------------------------------------- */
+
+json_t *cg_report_inspect_json(const cg_model *model, const cg_inspect_options *opt,
+                               cg_error *err);
+
+#endif

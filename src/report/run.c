@@ -1,0 +1,112 @@
+/*
+ * Renderings of a run's outputs (`convgate run`): per output its dtype,
+ * shape, min/max/mean over finite values, NaN and Inf counts and the file
+ * it was written to; sequences item by item.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "convgate/tensor_io.h"
+#include "report/report.h"
+
+static json_t *tensor_json(const cg_tensor *t)
+{
+    cg_tensor_summary s;
+    json_t *o = json_object(), *shape = json_array();
+    cg_io_tensor_summary(t, &s);
+    for (int d = 0; shape && d < t->rank; d++)
+        json_array_append_new(shape, json_integer(t->dims[d]));
+    cg_json_set(o, "dtype", cg_json_text(cg_dtype_name(t->dtype)));
+    cg_json_set(o, "shape", shape);
+    /* over finite values: "nan" when there are none (report/json.h) */
+    cg_json_set(o, "min", cg_json_number(s.min));
+    cg_json_set(o, "max", cg_json_number(s.max));
+    cg_json_set(o, "mean", cg_json_number(s.mean));
+    cg_json_set(o, "nan", json_integer(s.nan_count));
+    cg_json_set(o, "inf", json_integer(s.inf_count));
+    return o;
+}
+
+static void tensor_text(FILE *f, const cg_tensor *t)
+{
+    cg_tensor_summary s;
+    cg_io_tensor_summary(t, &s);
+    fprintf(f, "%s [", cg_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+        fprintf(f, "%s%" PRId64, d ? "," : "", t->dims[d]);
+    fprintf(f, "]");
+    if (t->dtype == CG_DTYPE_STRING) {
+        fprintf(f, "\n");
+        return;
+    }
+    if (s.finite_count)
+        fprintf(f, "  min %.6g  max %.6g  mean %.6g", s.min, s.max, s.mean);
+    else
+        fprintf(f, "  no finite values");
+    fprintf(f, "  nan %" PRId64 "  inf %" PRId64 "\n", s.nan_count, s.inf_count);
+}
+
+static bool is_sequence(const cg_value *v)
+{
+    return v->kind == CG_VALUE_SEQUENCE ||
+           (v->kind == CG_VALUE_OPTIONAL && v->optional_is_sequence && v->has_value);
+}
+
+void cg_report_run_outputs_text(FILE *f, const cg_named_value *outs, size_t n,
+                                char *const *paths)
+{
+    for (size_t i = 0; i < n; i++) {
+        const cg_value *v = outs[i].value;
+        if (!v)
+            continue;
+        fprintf(f, "output '%s': ", outs[i].name ? outs[i].name : "");
+        if (v->kind == CG_VALUE_OPTIONAL && !v->has_value) {
+            fprintf(f, "empty optional\n");
+        } else if (is_sequence(v)) {
+            fprintf(f, "sequence of %zu\n", v->item_count);
+            for (size_t k = 0; k < v->item_count; k++) {
+                fprintf(f, "  [%zu] ", k);
+                tensor_text(f, &v->items[k]->tensor);
+            }
+        } else {
+            tensor_text(f, &v->tensor);
+        }
+        if (paths && paths[i])
+            fprintf(f, "  -> %s\n", paths[i]);
+    }
+}
+
+json_t *cg_report_run_outputs_json(const cg_named_value *outs, size_t n, char *const *paths)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        const cg_value *v = outs[i].value;
+        json_t *o;
+        if (!v)
+            continue;
+        if (v->kind == CG_VALUE_OPTIONAL && !v->has_value) {
+            o = json_object();
+            cg_json_set(o, "kind", json_string("optional"));
+            cg_json_set(o, "has_value", json_false());
+        } else if (is_sequence(v)) {
+            json_t *items = json_array();
+            o = json_object();
+            cg_json_set(o, "kind", json_string("sequence"));
+            for (size_t k = 0; items && k < v->item_count; k++)
+                json_array_append_new(items, tensor_json(&v->items[k]->tensor));
+            cg_json_set(o, "items", items);
+        } else {
+            o = tensor_json(&v->tensor);
+        }
+        if (!o)
+            continue;
+        /* the name first, as people read it */
+        json_t *named = json_object();
+        cg_json_set(named, "name", cg_json_text(outs[i].name ? outs[i].name : ""));
+        json_object_update(named, o);
+        json_decref(o);
+        cg_json_set(named, "file", cg_json_text(paths ? paths[i] : NULL));
+        json_array_append_new(arr, named);
+    }
+    return arr;
+}
