@@ -1,5 +1,6 @@
 /* Argument parsing shared by the subcommands (numbers, --dim, --target lists). */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -129,7 +130,23 @@ int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *a
         t->profiles = arg;
         return 1;
     }
+    if (strcmp(opt, "accumulate") == 0) {
+        if (strcmp(arg, "fp16") != 0 && strcmp(arg, "fp32") != 0) {
+            cli_error(cmd, "--accumulate expects fp16 or fp32, got '%s'", arg);
+            return -1;
+        }
+        t->accumulate = strcmp(arg, "fp32") == 0 ? 2 : 1;
+        return 1;
+    }
     return 0;
+}
+
+bool cli_targets_required(const char *cmd, const cli_targets *t)
+{
+    if (t->arg_count)
+        return true;
+    cli_error(cmd, "--target is required (`convgate targets` lists them)");
+    return false;
 }
 
 bool cli_targets_resolve(const char *cmd, cli_targets *t)
@@ -282,4 +299,72 @@ void cli_inputs_free(cli_inputs *in)
     for (size_t i = 0; i < in->range_count; i++)
         free((char *)in->ranges[i].input);
     in->dim_count = in->range_count = 0;
+}
+
+/* --- the options most commands share ------------------------------------------ */
+
+int cli_common_option(const char *cmd, const char *name, char *arg, cli_inputs *in,
+                      cli_targets *t, cg_tolerance_args *tol)
+{
+    int r = 0;
+    if (strcmp(name, "json") == 0)
+        return 1; /* main() saw it */
+    if (in && (r = cli_inputs_option(cmd, in, name, arg)) != 0)
+        return r;
+    if (t && (r = cli_targets_option(cmd, t, name, arg)) != 0)
+        return r;
+    if (!tol)
+        return 0;
+    if (strcmp(name, "atol") == 0 || strcmp(name, "rtol") == 0) {
+        bool atol = name[0] == 'a';
+        if (!cli_parse_double(arg, atol ? &tol->atol : &tol->rtol)) {
+            cli_error(cmd, "--%s expects a finite number >= 0, got '%s'", name, arg);
+            return -1;
+        }
+        *(atol ? &tol->have_atol : &tol->have_rtol) = true;
+        return 1;
+    }
+    if (strcmp(name, "tol") == 0) {
+        tol->file = arg;
+        return 1;
+    }
+    if (strcmp(name, "nan-equal") == 0) {
+        tol->nan_equal = true;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_next_option(const char *cmd, int argc, char **argv, const char *shortopts,
+                    const struct option *longopts, bool *started, cli_inputs *in,
+                    cli_targets *t, cg_tolerance_args *tol)
+{
+    int c, idx;
+    if (!*started) {
+        optind = 1;
+        opterr = 0;
+        *started = true;
+    }
+    while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) == 0) {
+        int r = cli_common_option(cmd, longopts[idx].name, optarg, in, t, tol);
+        if (r < 0)
+            return '?';
+        if (r == 0) {
+            cli_error(cmd, "--%s is not an option of %s", longopts[idx].name, cmd);
+            return '?';
+        }
+    }
+    if (c == '?' || c == ':')
+        cli_error(cmd, "unknown or incomplete option '%s' (see convgate %s --help)",
+                  argv[optind - 1], cmd);
+    return c == ':' ? '?' : c;
+}
+
+const char *cli_model_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *))
+{
+    if (optind + 1 == argc)
+        return argv[optind];
+    cli_error(cmd, optind >= argc ? "no model given" : "one model at a time");
+    usage(stderr);
+    return NULL;
 }

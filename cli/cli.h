@@ -39,6 +39,7 @@ void cli_warn(const char *cmd, const char *fmt, ...);
  * before emitting one). A command sends its result with cli_json_emit;
  * cli_json_to redirects the envelope to a file, opened at once (and its
  * folders made) so an unwritable path fails before any work. */
+#include <getopt.h>
 #include <jansson.h>
 void cli_json_begin(const char *command, int argc, char **argv);
 bool cli_json_on(void);
@@ -86,9 +87,12 @@ typedef struct cli_targets {
     const cg_target *list[CLI_MAX_TARGETS];
     size_t count;
     char label[1024];
+    int accumulate; /* --accumulate: 0 not given (as the profiles say), 1 fp16, 2 fp32 */
 } cli_targets;
 int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *arg);
 bool cli_targets_resolve(const char *cmd, cli_targets *t);
+/* "--target is required" unless one was given. */
+bool cli_targets_required(const char *cmd, const cli_targets *t);
 void cli_targets_free(cli_targets *t);
 
 /* --dim SYM=VAL[,SYM=VAL...], --seed S and --range [NAME=]LO,HI: the
@@ -113,6 +117,36 @@ bool cli_parse_dims(const char *cmd, const char *opt, const char *arg, cg_dim_bi
                     size_t *count, size_t max);
 bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *model);
 void cli_inputs_free(cli_inputs *in);
+
+/* The options most commands share, for their getopt_long tables (flag 0:
+ * cli_common_option handles them). */
+#define CLI_OPTS_TARGETS                                                                        \
+    {"target", required_argument, NULL, 0}, {"profiles", required_argument, NULL, 0}
+#define CLI_OPTS_ACCUMULATE {"accumulate", required_argument, NULL, 0}
+#define CLI_OPTS_INPUTS                                                                         \
+    {"dim", required_argument, NULL, 0}, {"seed", required_argument, NULL, 0},                  \
+        {"range", required_argument, NULL, 0}
+#define CLI_OPTS_TOLERANCE                                                                      \
+    {"atol", required_argument, NULL, 0}, {"rtol", required_argument, NULL, 0}
+#define CLI_OPTS_TOLERANCE_FILE                                                                 \
+    {"tol", required_argument, NULL, 0}, {"nan-equal", no_argument, NULL, 0}
+#define CLI_OPTS_END                                                                            \
+    {"json", no_argument, NULL, 0}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+/* Handles option `name` of those (in, t, tol may be NULL when the command
+ * has none): 1 handled, -1 an error (printed), 0 not one of them. */
+#include "convgate/compare.h"
+int cli_common_option(const char *cmd, const char *name, char *arg, cli_inputs *in,
+                      cli_targets *t, cg_tolerance_args *tol);
+/* getopt_long over longopts that handles the common options itself (into
+ * in, t, tol; each may be NULL): returns the next other option's value, -1
+ * after the last, '?' after an error it printed (an unknown or incomplete
+ * option included). Starts over when *started is false. */
+int cli_next_option(const char *cmd, int argc, char **argv, const char *shortopts,
+                    const struct option *longopts, bool *started, cli_inputs *in,
+                    cli_targets *t, cg_tolerance_args *tol);
+/* The one MODEL argument after the options, or NULL (the reason and the
+ * usage printed). */
+const char *cli_model_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *));
 
 /* Help text shared by the commands that feed a model. */
 #define CLI_HELP_INPUT_OPTIONS                                                                  \

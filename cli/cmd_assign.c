@@ -101,20 +101,15 @@ static bool place_setting(const char *path, const cg_model *model, const cli_inp
 
 int cmd_assign(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
-                                              {"profiles", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
+    static const struct option longopts[] = {CLI_OPTS_TARGETS,
+                                              CLI_OPTS_INPUTS,
                                               {"dims", required_argument, NULL, 'D'},
-                                              {"json", no_argument, NULL, 'j'},
                                               {"no-time", no_argument, NULL, 'T'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+                                              CLI_OPTS_END};
     const char *dims_args[ASSIGN_MAX_SETTINGS];
     size_t dims_arg_count = 0, setting_count = 0;
     bool timed = true;
-    int rc = CG_EXIT_ERROR, c, idx;
+    int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
     cli_targets tg;
     cg_cost_estimate estimate;
@@ -125,18 +120,10 @@ int cmd_assign(int argc, char **argv)
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        int r;
+    bool started = false;
+    while ((c = cli_next_option("assign", argc, argv, "h", longopts, &started,
+                                &in, &tg, NULL)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("assign", &in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("assign", &tg, longopts[idx].name, optarg);
-            if (r < 0)
-                goto done;
-            break;
         case 'D':
             if (dims_arg_count == ASSIGN_MAX_SETTINGS) {
                 cli_error("assign", "more than %d --dims settings", ASSIGN_MAX_SETTINGS);
@@ -144,25 +131,16 @@ int cmd_assign(int argc, char **argv)
             }
             dims_args[dims_arg_count++] = optarg;
             break;
-        case 'j': break;
         case 'T': timed = false; break;
         case 'h': assign_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default:
-            cli_error("assign", "unknown or incomplete option '%s' (see convgate assign --help)",
-                      argv[optind - 1]);
-            goto done;
+        default: goto done;
         }
     }
-    if (optind + 1 != argc) {
-        cli_error("assign", optind >= argc ? "no model given" : "one model at a time");
-        assign_usage(stderr);
+    const char *path = cli_model_arg("assign", argc, argv, assign_usage);
+    if (!path)
         goto done;
-    }
-    if (!tg.arg_count) {
-        cli_error("assign", "--target is required (`convgate targets` lists them)");
+    if (!cli_targets_required("assign", &tg))
         goto done;
-    }
-    const char *path = argv[optind];
     /* the shape settings: --dim values, each --dims on top of them */
     setting_count = dims_arg_count ? dims_arg_count : 1;
     if (!(settings = calloc(setting_count, sizeof *settings))) {

@@ -23,7 +23,8 @@ static void bisect_usage(FILE *f)
 {
     fputs("Usage: convgate bisect MODEL (--target T[,T2...] | --against MODEL2)\n"
           "                       [--inputs DIR [--sample N] | --random] [--seed S]\n"
-          "                       [--range [NAME=]LO,HI]... [--dim SYM=VAL]... [--atol X --rtol Y]\n"
+          "                       [--range [NAME=]LO,HI]... [--dim SYM=VAL]...\n"
+          "                       [--atol X --rtol Y]\n"
           "                       [--accumulate fp16|fp32] [--no-triage] [--profiles DIR]\n"
           "                       [--json]\n"
           "\n"
@@ -56,56 +57,40 @@ static void bisect_usage(FILE *f)
 
 int cmd_bisect(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
-                                              {"profiles", required_argument, NULL, 0},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
+    static const struct option longopts[] = {CLI_OPTS_TARGETS,
+                                              CLI_OPTS_INPUTS,
+                                              CLI_OPTS_TOLERANCE,
                                               {"against", required_argument, NULL, 'c'},
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"sample", required_argument, NULL, 'n'},
                                               {"random", no_argument, NULL, 'r'},
-                                              {"atol", required_argument, NULL, 'a'},
-                                              {"rtol", required_argument, NULL, 'R'},
-                                              {"accumulate", required_argument, NULL, 'A'},
+                                              CLI_OPTS_ACCUMULATE,
                                               {"no-triage", no_argument, NULL, 'T'},
-                                              {"json", no_argument, NULL, 'j'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+                                              CLI_OPTS_END};
     const char *inputs = NULL, *against = NULL;
     uint64_t sample = 0;
-    bool triage = true, atol_set = false, rtol_set = false, random = false;
-    bool accumulate_fp32 = false;
+    bool triage = true, random = false;
+    cg_tolerance_args targs = {0};
     cli_inputs in;
     cli_targets tg;
-    cg_tolerance tol;
     cg_sample_set samples = {0};
     cg_model *model = NULL, *cand = NULL;
     cg_target_path_options po;
     cg_bisect_options bo;
     cg_bisect_result res;
-    int rc = CG_EXIT_ERROR, c, idx;
+    int rc = CG_EXIT_ERROR, c;
     cg_error err;
     cg_error_clear(&err);
-    memset(&tol, 0, sizeof tol);
     memset(&po, 0, sizeof po);
     memset(&bo, 0, sizeof bo);
     memset(&res, 0, sizeof res);
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        int r;
+    bool started = false;
+    while ((c = cli_next_option("bisect", argc, argv, "h", longopts, &started,
+                                &in, &tg, &targs)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("bisect", &in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("bisect", &tg, longopts[idx].name, optarg);
-            if (r < 0)
-                goto done;
-            break;
         case 'c': against = optarg; break;
         case 'i': inputs = optarg; break;
         case 'n':
@@ -115,37 +100,14 @@ int cmd_bisect(int argc, char **argv)
             }
             break;
         case 'r': random = true; break;
-        case 'a':
-        case 'R':
-            if (!cli_parse_double(optarg, c == 'a' ? &tol.atol : &tol.rtol)) {
-                cli_error("bisect", "--%s expects a number >= 0, got '%s'",
-                          c == 'a' ? "atol" : "rtol", optarg);
-                goto done;
-            }
-            *(c == 'a' ? &atol_set : &rtol_set) = true;
-            break;
-        case 'A':
-            if (strcmp(optarg, "fp32") == 0)
-                accumulate_fp32 = true;
-            else if (strcmp(optarg, "fp16") != 0) {
-                cli_error("bisect", "--accumulate expects fp16 or fp32, got '%s'", optarg);
-                goto done;
-            }
-            break;
         case 'T': triage = false; break;
-        case 'j': break;
         case 'h': bisect_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default:
-            cli_error("bisect", "unknown or incomplete option '%s' (see convgate bisect "
-                      "--help)", argv[optind - 1]);
-            goto done;
+        default: goto done;
         }
     }
-    if (optind + 1 != argc) {
-        cli_error("bisect", optind >= argc ? "no model given" : "one model at a time");
-        bisect_usage(stderr);
+    const char *model_path = cli_model_arg("bisect", argc, argv, bisect_usage);
+    if (!model_path)
         goto done;
-    }
     if (!tg.arg_count && !against) {
         cli_error("bisect", "give --target T (or --against MODEL2)");
         goto done;
@@ -154,11 +116,11 @@ int cmd_bisect(int argc, char **argv)
         cli_error("bisect", "give --inputs or --random, not both");
         goto done;
     }
-    if (atol_set != rtol_set) {
+    if (targs.have_atol != targs.have_rtol) {
         cli_error("bisect", "give --atol and --rtol together");
         goto done;
     }
-    if ((model = cli_load_model("bisect", argv[optind], NULL)) == NULL ||
+    if ((model = cli_load_model("bisect", model_path, NULL)) == NULL ||
         !cli_inputs_check("bisect", &in, model))
         goto done;
     if (against && (cand = cli_load_model("bisect", against, NULL)) == NULL)
@@ -189,14 +151,15 @@ int cmd_bisect(int argc, char **argv)
     po.dims = bound;
     po.dim_count = cg_sample_dims(model, in.dims, in.dim_count, &samples.samples[sample], bound,
                                   CLI_MAX_DIMS);
-    po.accumulate_fp32 = accumulate_fp32;
+    po.accumulate_fp32 = tg.accumulate == 2;
     po.random = &in.random;
     bo.reference.model = model;
     bo.candidate.model = cand ? cand : model;
     bo.candidate.path = tg.count ? &po : NULL;
     bo.triage = triage;
-    if (atol_set) {
-        bo.tol = tol;
+    if (targs.have_atol) {
+        bo.tol.atol = targs.atol;
+        bo.tol.rtol = targs.rtol;
         bo.tol.justification = "from --atol/--rtol";
     } else {
         /* the path's precision decides the default; build it once to ask */
@@ -224,7 +187,7 @@ int cmd_bisect(int argc, char **argv)
             json_t *tl = json_array();
             for (size_t t = 0; tl && t < tg.count; t++)
                 json_array_append_new(tl, cg_json_text(tg.list[t]->name));
-            cg_json_set(root, "model", cg_json_text(argv[optind]));
+            cg_json_set(root, "model", cg_json_text(model_path));
             cg_json_set(root, "candidate", cg_json_text(against));
             cg_json_set(root, "sample", cg_json_text(s->label));
             cg_json_set(root, "tolerance", cg_report_tolerance_json(&bo.tol, NULL));
@@ -232,7 +195,7 @@ int cmd_bisect(int argc, char **argv)
         }
         rc = cli_json_emit(rc, root);
     } else {
-        printf("convgate bisect %s against %s on %s (atol %g, rtol %g)\n", argv[optind],
+        printf("convgate bisect %s against %s on %s (atol %g, rtol %g)\n", model_path,
                against ? against : "the target path", s->label, bo.tol.atol, bo.tol.rtol);
         cg_bisect_report_text(stdout, &res, "");
     }

@@ -89,36 +89,20 @@ typedef struct cmp_args {
 static int parse_args(int argc, char **argv, cmp_args *a)
 {
     static const struct option longopts[] = {
-        {"target", required_argument, NULL, 0},       {"profiles", required_argument, NULL, 0},
-        {"dim", required_argument, NULL, 0},          {"seed", required_argument, NULL, 0},
-        {"range", required_argument, NULL, 0},        {"inputs", required_argument, NULL, 'i'},
-        {"random", required_argument, NULL, 'r'},     {"atol", required_argument, NULL, 'a'},
-        {"rtol", required_argument, NULL, 'e'},       {"tol", required_argument, NULL, 'T'},
-        {"nan-equal", no_argument, NULL, 'n'},        {"task", required_argument, NULL, 'k'},
-        {"threshold", required_argument, NULL, 't'},  {"outputs-from", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},             {"accumulate", required_argument, NULL, 'A'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+        CLI_OPTS_TARGETS, CLI_OPTS_INPUTS, CLI_OPTS_TOLERANCE, CLI_OPTS_TOLERANCE_FILE,
+        {"inputs", required_argument, NULL, 'i'},       {"random", required_argument, NULL, 'r'},
+        {"task", required_argument, NULL, 'k'},         {"threshold", required_argument, NULL, 't'},
+        {"outputs-from", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
+        CLI_OPTS_END};
     cg_parity_options *o = &a->opt;
-    int c, idx;
+    int c;
     o->threshold = 0.5;
-    o->accumulate = -1;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        int r;
+    bool started = false;
+    while ((c = cli_next_option("compare", argc, argv, "h", longopts, &started,
+                                &a->in, &a->targets, &o->tol)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("compare", &a->in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("compare", &a->targets, longopts[idx].name, optarg);
-            if (r < 0)
-                return CG_EXIT_ERROR;
-            break;
         case 'i': a->inputs_dir = optarg; break;
         case 'o': o->outputs_from = optarg; break;
-        case 'T': o->tol.file = optarg; break;
-        case 'n': o->tol.nan_equal = true; break;
-        case 'j': break;
         case 'r':
             if (!cli_parse_count(optarg, CMP_MAX_SETS, &a->random_n) || a->random_n == 0) {
                 cli_error("compare", "--random expects a count in 1..%d, got '%s'",
@@ -126,15 +110,6 @@ static int parse_args(int argc, char **argv, cmp_args *a)
                 return CG_EXIT_ERROR;
             }
             a->have_random = true;
-            break;
-        case 'a':
-        case 'e':
-            if (!cli_parse_double(optarg, c == 'a' ? &o->tol.atol : &o->tol.rtol)) {
-                cli_error("compare", "--%s expects a non-negative number, got '%s'",
-                          c == 'a' ? "atol" : "rtol", optarg);
-                return CG_EXIT_ERROR;
-            }
-            *(c == 'a' ? &o->tol.have_atol : &o->tol.have_rtol) = true;
             break;
         case 't':
             if (!cli_parse_real("compare", "threshold", optarg, &o->threshold))
@@ -150,25 +125,13 @@ static int parse_args(int argc, char **argv, cmp_args *a)
                 return CG_EXIT_ERROR;
             }
             break;
-        case 'A':
-            if (strcmp(optarg, "fp16") != 0 && strcmp(optarg, "fp32") != 0) {
-                cli_error("compare", "--accumulate expects fp16 or fp32, got '%s'", optarg);
-                return CG_EXIT_ERROR;
-            }
-            o->accumulate = strcmp(optarg, "fp32") == 0;
-            break;
         case 'h': compare_usage(stdout); return -1;
-        default:
-            cli_error("compare", "unknown or incomplete option '%s' (see convgate compare "
-                      "--help)", argv[optind - 1]);
-            return CG_EXIT_ERROR;
+        default: return CG_EXIT_ERROR;
         }
     }
-    if (optind + 1 != argc) {
-        compare_usage(stderr);
+    if (!(a->model_path = cli_model_arg("compare", argc, argv, compare_usage)))
         return CG_EXIT_ERROR;
-    }
-    a->model_path = argv[optind];
+    o->accumulate = a->targets.accumulate - 1;
     if (!a->targets.arg_count && !o->outputs_from) {
         cli_error("compare", "give --target T (`convgate targets` lists them) or "
                   "--outputs-from DIR");

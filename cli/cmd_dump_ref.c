@@ -46,20 +46,16 @@ static void dump_usage(FILE *f)
 
 int cmd_dump_ref(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"inputs", required_argument, NULL, 'i'},
+    static const struct option longopts[] = {CLI_OPTS_INPUTS,
+                                              {"inputs", required_argument, NULL, 'i'},
                                               {"random", required_argument, NULL, 'r'},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
                                               {"output", required_argument, NULL, 'o'},
                                               {"force", no_argument, NULL, 'f'},
-                                              {"json", no_argument, NULL, 'j'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+                                              CLI_OPTS_END};
     const char *inputs_dir = NULL, *golden_dir = NULL;
     uint64_t random_count = 0;
     bool force = false;
-    int rc = CG_EXIT_ERROR, c, idx;
+    int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
     cg_model *model = NULL;
     cg_runtime *rt = NULL;
@@ -74,18 +70,13 @@ int cmd_dump_ref(int argc, char **argv)
     cli_inputs_init(&in);
     memset(&s, 0, sizeof s);
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "ho:", longopts, &idx)) != -1) {
+    bool started = false;
+    while ((c = cli_next_option("dump-ref", argc, argv, "ho:", longopts, &started,
+                                &in, NULL, NULL)) != -1) {
         switch (c) {
-        case 0:
-            if (cli_inputs_option("dump-ref", &in, longopts[idx].name, optarg) < 0)
-                goto done;
-            break;
         case 'i': inputs_dir = optarg; break;
         case 'o': golden_dir = optarg; break;
         case 'f': force = true; break;
-        case 'j': break;
         case 'r':
             if (!cli_parse_count(optarg, DUMP_MAX_RANDOM, &random_count) || !random_count) {
                 cli_error("dump-ref", "--random needs a set count from 1 to %d", DUMP_MAX_RANDOM);
@@ -93,17 +84,12 @@ int cmd_dump_ref(int argc, char **argv)
             }
             break;
         case 'h': dump_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default:
-            cli_error("dump-ref", "unknown or incomplete option '%s' (see convgate dump-ref "
-                      "--help)", argv[optind - 1]);
-            goto done;
+        default: goto done;
         }
     }
-    if (optind + 1 != argc) {
-        cli_error("dump-ref", optind >= argc ? "no model given" : "one model at a time");
-        dump_usage(stderr);
+    const char *model_path = cli_model_arg("dump-ref", argc, argv, dump_usage);
+    if (!model_path)
         goto done;
-    }
     if (!golden_dir) {
         cli_error("dump-ref", "-o GOLDEN is required");
         goto done;
@@ -112,7 +98,6 @@ int cmd_dump_ref(int argc, char **argv)
         cli_error("dump-ref", "give exactly one of --inputs DIR and --random N");
         goto done;
     }
-    const char *model_path = argv[optind];
     if (strcmp(model_path, "-") == 0) {
         cli_error("dump-ref", "the model must be a file (its sha256 goes into the manifest)");
         goto done;

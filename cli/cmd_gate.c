@@ -60,24 +60,21 @@ static void gate_usage(FILE *f)
 
 int cmd_gate(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
-                                              {"profiles", required_argument, NULL, 0},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
+    static const struct option longopts[] = {CLI_OPTS_TARGETS,
+                                              CLI_OPTS_INPUTS,
+                                              CLI_OPTS_TOLERANCE,
                                               {"golden", required_argument, NULL, 'g'},
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"random", required_argument, NULL, 'r'},
                                               {"require-full", no_argument, NULL, 'F'},
-                                              {"atol", required_argument, NULL, 'a'},
-                                              {"rtol", required_argument, NULL, 'R'},
-                                              {"accumulate", required_argument, NULL, 'A'},
+                                              CLI_OPTS_ACCUMULATE,
                                               {"json", required_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
     uint64_t random_n = 0;
-    bool atol_set = false, rtol_set = false, json_stdout = false;
+    bool json_stdout = false;
+    cg_tolerance_args tol = {0};
     cli_inputs in;
     cli_targets tg;
     cg_gate_options opt;
@@ -85,7 +82,7 @@ int cmd_gate(int argc, char **argv)
     cg_sample_set samples = {0};
     cg_model *model = NULL;
     char desc[4200];
-    int rc = CG_EXIT_ERROR, c, idx;
+    int rc = CG_EXIT_ERROR, c;
     cg_error err;
     cg_error_clear(&err);
     memset(&opt, 0, sizeof opt);
@@ -93,18 +90,10 @@ int cmd_gate(int argc, char **argv)
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        int r;
+    bool started = false;
+    while ((c = cli_next_option("gate", argc, argv, "h", longopts, &started,
+                                &in, &tg, &tol)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("gate", &in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("gate", &tg, longopts[idx].name, optarg);
-            if (r < 0)
-                goto done;
-            break;
         case 'g': golden = optarg; break;
         case 'i': inputs = optarg; break;
         case 'r':
@@ -115,23 +104,6 @@ int cmd_gate(int argc, char **argv)
             }
             break;
         case 'F': opt.require_full = true; break;
-        case 'a':
-        case 'R':
-            if (!cli_parse_double(optarg, c == 'a' ? &opt.tol.atol : &opt.tol.rtol)) {
-                cli_error("gate", "--%s expects a number >= 0, got '%s'",
-                          c == 'a' ? "atol" : "rtol", optarg);
-                goto done;
-            }
-            *(c == 'a' ? &atol_set : &rtol_set) = true;
-            break;
-        case 'A':
-            if (strcmp(optarg, "fp32") == 0)
-                opt.accumulate_fp32 = true;
-            else if (strcmp(optarg, "fp16") != 0) {
-                cli_error("gate", "--accumulate expects fp16 or fp32, got '%s'", optarg);
-                goto done;
-            }
-            break;
         case 'j':
             /* checked now: an unwritable report path must not cost a whole gate */
             if (!cli_json_to("gate", optarg))
@@ -139,33 +111,27 @@ int cmd_gate(int argc, char **argv)
             json_stdout = strcmp(optarg, "-") == 0;
             break;
         case 'h': gate_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default:
-            cli_error("gate", "unknown or incomplete option '%s' (see convgate gate --help)",
-                      argv[optind - 1]);
-            goto done;
+        default: goto done;
         }
     }
-    if (optind + 1 != argc) {
-        cli_error("gate", optind >= argc ? "no model given" : "one model at a time");
-        gate_usage(stderr);
+    const char *model_path = cli_model_arg("gate", argc, argv, gate_usage);
+    if (!model_path)
         goto done;
-    }
-    if (!tg.arg_count) {
-        cli_error("gate", "--target is required (`convgate targets` lists them)");
+    if (!cli_targets_required("gate", &tg))
         goto done;
-    }
     if ((golden != NULL) + (inputs != NULL) + (random_n != 0) > 1) {
         cli_error("gate", "give one of --golden, --inputs, --random");
         goto done;
     }
-    if (atol_set != rtol_set) {
+    if (tol.have_atol != tol.have_rtol) {
         cli_error("gate", "give --atol and --rtol together");
         goto done;
     }
-    opt.tol_given = atol_set;
+    opt.tol_given = tol.have_atol;
+    opt.tol.atol = tol.atol;
+    opt.tol.rtol = tol.rtol;
     if (opt.tol_given)
         opt.tol.justification = "from --atol/--rtol";
-    const char *model_path = argv[optind];
     if ((model = cli_load_model("gate", model_path, NULL)) == NULL ||
         !cli_inputs_check("gate", &in, model) || !cli_targets_resolve("gate", &tg))
         goto done;
@@ -196,6 +162,7 @@ int cmd_gate(int argc, char **argv)
             cli_error("gate", "%s", err.msg);
         goto done;
     }
+    opt.accumulate_fp32 = tg.accumulate == 2;
     opt.targets = tg.list;
     opt.target_count = tg.count;
     opt.dims = in.dims;

@@ -116,21 +116,16 @@ static bool parse_speedup(const char *arg, cg_cost_assumptions *as)
 
 int cmd_profile(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"target", required_argument, NULL, 0},
-                                              {"profiles", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
+    static const struct option longopts[] = {CLI_OPTS_TARGETS,
+                                              CLI_OPTS_INPUTS,
                                               {"runs", required_argument, NULL, 'r'},
                                               {"speedup", required_argument, NULL, 'S'},
                                               {"boundary-us", required_argument, NULL, 'B'},
                                               {"bandwidth-gbps", required_argument, NULL, 'W'},
                                               {"top", required_argument, NULL, 'k'},
-                                              {"json", no_argument, NULL, 'j'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+                                              CLI_OPTS_END};
     size_t runs = PROFILE_DEFAULT_RUNS, top = 0, feed_count = 0;
-    int rc = CG_EXIT_ERROR, c, idx;
+    int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
     cli_targets tg;
     cg_cost_assumptions assume;
@@ -151,16 +146,11 @@ int cmd_profile(int argc, char **argv)
     cli_inputs_init(&in);
     cg_cost_assumptions_default(&assume);
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+    bool started = false;
+    while ((c = cli_next_option("profile", argc, argv, "h", longopts, &started,
+                                &in, &tg, NULL)) != -1) {
         int r = 1;
         switch (c) {
-        case 0:
-            r = cli_inputs_option("profile", &in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("profile", &tg, longopts[idx].name, optarg);
-            break;
         case 'r': r = parse_size("runs", optarg, 1, CG_PROFILE_MAX_RUNS, &runs) ? 1 : -1; break;
         case 'S': r = parse_speedup(optarg, &assume) ? 1 : -1; break;
         case 'B':
@@ -172,26 +162,19 @@ int cmd_profile(int argc, char **argv)
                                                                                             : -1;
             break;
         case 'k': r = parse_size("top", optarg, 1, SIZE_MAX, &top) ? 1 : -1; break;
-        case 'j': break;
         case 'h': profile_usage(stdout); rc = CG_EXIT_OK; goto done;
-        default:
-            cli_error("profile", "unknown or incomplete option '%s' (see convgate profile "
-                      "--help)", argv[optind - 1]);
-            goto done;
+        default: goto done;
         }
         if (r < 0)
             goto done;
     }
-    if (optind + 1 != argc) {
-        cli_error("profile", optind >= argc ? "no model given" : "one model at a time");
-        profile_usage(stderr);
+    const char *path = cli_model_arg("profile", argc, argv, profile_usage);
+    if (!path)
         goto done;
-    }
     if (cg_cost_assumptions_check(&assume, &err) != CG_OK) {
         cli_error("profile", "%s", err.msg);
         goto done;
     }
-    const char *path = argv[optind];
     if ((model = cli_load_model("profile", path, NULL)) == NULL ||
         !cli_inputs_check("profile", &in, model) ||
         (tg.arg_count && !cli_targets_resolve("profile", &tg)))

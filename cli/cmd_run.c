@@ -97,7 +97,7 @@ typedef struct run_args {
     const char *model_path, *out_dir, *inputs_dir, *sample;
     char **feeds; /* raw -i arguments */
     size_t feed_count;
-    bool random, accumulate_fp32;
+    bool random;
     size_t max_alloc;
     uint64_t repeat;
     cli_inputs in;
@@ -107,40 +107,22 @@ typedef struct run_args {
 static int parse_args(int argc, char **argv, run_args *a)
 {
     static const struct option longopts[] = {
-        {"input", required_argument, NULL, 'i'},  {"inputs", required_argument, NULL, 'I'},
-        {"sample", required_argument, NULL, 'n'}, {"random", no_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 0},     {"dim", required_argument, NULL, 0},
-        {"range", required_argument, NULL, 0},    {"output-dir", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},         {"target", required_argument, NULL, 0},
-        {"profiles", required_argument, NULL, 0}, {"accumulate", required_argument, NULL, 'A'},
-        {"repeat", required_argument, NULL, 'R'}, {"max-alloc", required_argument, NULL, 'M'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    int c, idx;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "hi:o:", longopts, &idx)) != -1) {
-        int r;
+        CLI_OPTS_TARGETS, CLI_OPTS_INPUTS,
+        {"input", required_argument, NULL, 'i'},      {"inputs", required_argument, NULL, 'I'},
+        {"sample", required_argument, NULL, 'n'},     {"random", no_argument, NULL, 'r'},
+        {"output-dir", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
+        {"repeat", required_argument, NULL, 'R'},     {"max-alloc", required_argument, NULL, 'M'},
+        CLI_OPTS_END};
+    int c;
+    bool started = false;
+    while ((c = cli_next_option("run", argc, argv, "hi:o:", longopts, &started,
+                                &a->in, &a->targets, NULL)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("run", &a->in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("run", &a->targets, longopts[idx].name, optarg);
-            if (r < 0)
-                return CG_EXIT_ERROR;
-            break;
         case 'i': a->feeds[a->feed_count++] = optarg; break;
         case 'I': a->inputs_dir = optarg; break;
         case 'n': a->sample = optarg; break;
         case 'r': a->random = true; break;
         case 'o': a->out_dir = optarg; break;
-        case 'j': break; /* main() saw it */
-        case 'A':
-            if (strcmp(optarg, "fp16") != 0 && strcmp(optarg, "fp32") != 0) {
-                cli_error("run", "--accumulate needs fp16 or fp32");
-                return CG_EXIT_ERROR;
-            }
-            a->accumulate_fp32 = strcmp(optarg, "fp32") == 0;
-            break;
         case 'R':
             if (!cli_parse_count(optarg, 1000000, &a->repeat)) {
                 cli_error("run", "--repeat needs a run count from 0 to 1000000");
@@ -154,21 +136,11 @@ static int parse_args(int argc, char **argv, run_args *a)
             }
             break;
         case 'h': run_usage(stdout); return -1;
-        default:
-            cli_error("run", "unknown or incomplete option '%s' (see convgate run --help)",
-                      argv[optind - 1]);
-            return CG_EXIT_ERROR;
+        default: return CG_EXIT_ERROR;
         }
     }
-    if (optind + 1 != argc) {
-        if (optind < argc)
-            cli_error("run", "one model at a time ('%s' and '%s')", argv[optind],
-                      argv[optind + 1]);
-        else
-            run_usage(stderr);
+    if (!(a->model_path = cli_model_arg("run", argc, argv, run_usage)))
         return CG_EXIT_ERROR;
-    }
-    a->model_path = argv[optind];
     if (a->sample && !a->inputs_dir) {
         cli_error("run", "--sample applies to --inputs DIR");
         return CG_EXIT_ERROR;
@@ -309,7 +281,7 @@ int cmd_run(int argc, char **argv)
         o.dims = dims;
         o.dim_count = cg_sample_dims(model, a.in.dims, a.in.dim_count, &s, dims, CLI_MAX_DIMS);
         o.random = &a.in.random;
-        o.accumulate_fp32 = a.accumulate_fp32;
+        o.accumulate_fp32 = a.targets.accumulate == 2;
         o.max_alloc_bytes = a.max_alloc;
         if (cg_target_path_init(model, &o, &tp, &err) != CG_OK) {
             cli_error("run", "target path: %s", err.msg);

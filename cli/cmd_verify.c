@@ -59,68 +59,24 @@ typedef struct verify_args {
 
 static int parse_args(int argc, char **argv, verify_args *a)
 {
-    static const struct option longopts[] = {{"golden", required_argument, NULL, 'g'},
-                                              {"target", required_argument, NULL, 0},
-                                              {"profiles", required_argument, NULL, 0},
-                                              {"dim", required_argument, NULL, 0},
-                                              {"seed", required_argument, NULL, 0},
-                                              {"range", required_argument, NULL, 0},
-                                              {"accumulate", required_argument, NULL, 'A'},
-                                              {"outputs-from", required_argument, NULL, 'O'},
-                                              {"atol", required_argument, NULL, 'a'},
-                                              {"rtol", required_argument, NULL, 'r'},
-                                              {"nan-equal", no_argument, NULL, 'n'},
-                                              {"tol", required_argument, NULL, 'T'},
-                                              {"json", no_argument, NULL, 'j'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        CLI_OPTS_TARGETS, CLI_OPTS_INPUTS, CLI_OPTS_TOLERANCE, CLI_OPTS_TOLERANCE_FILE,
+        {"golden", required_argument, NULL, 'g'},       CLI_OPTS_ACCUMULATE,
+        {"outputs-from", required_argument, NULL, 'O'}, CLI_OPTS_END};
     cg_verify_options *o = &a->opt;
-    int c, idx;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        int r;
+    int c;
+    bool started = false;
+    while ((c = cli_next_option("verify", argc, argv, "h", longopts, &started,
+                                &a->in, &a->targets, &o->tol)) != -1) {
         switch (c) {
-        case 0:
-            r = cli_inputs_option("verify", &a->in, longopts[idx].name, optarg);
-            if (!r)
-                r = cli_targets_option("verify", &a->targets, longopts[idx].name, optarg);
-            if (r < 0)
-                return CG_EXIT_ERROR;
-            break;
         case 'g': a->golden_dir = optarg; break;
         case 'O': o->outputs_from = optarg; break;
-        case 'T': o->tol.file = optarg; break;
-        case 'n': o->tol.nan_equal = true; break;
-        case 'j': break;
-        case 'A':
-            if (strcmp(optarg, "fp32") != 0 && strcmp(optarg, "fp16") != 0) {
-                cli_error("verify", "--accumulate takes fp16 or fp32");
-                return CG_EXIT_ERROR;
-            }
-            o->accumulate_fp32 = strcmp(optarg, "fp32") == 0;
-            break;
-        case 'a':
-        case 'r':
-            if (!cli_parse_double(optarg, c == 'a' ? &o->tol.atol : &o->tol.rtol)) {
-                cli_error("verify", "--%s needs a finite number >= 0", c == 'a' ? "atol" : "rtol");
-                return CG_EXIT_ERROR;
-            }
-            *(c == 'a' ? &o->tol.have_atol : &o->tol.have_rtol) = true;
-            break;
         case 'h': verify_usage(stdout); return -1;
-        default:
-            cli_error("verify", "unknown or incomplete option '%s' (see convgate verify --help)",
-                      argv[optind - 1]);
-            return CG_EXIT_ERROR;
+        default: return CG_EXIT_ERROR;
         }
     }
-    if (optind + 1 != argc) {
-        cli_error("verify", optind >= argc ? "no model given" : "one model at a time");
-        verify_usage(stderr);
+    if (!(a->model_path = cli_model_arg("verify", argc, argv, verify_usage)))
         return CG_EXIT_ERROR;
-    }
-    a->model_path = argv[optind];
     if (!a->golden_dir) {
         cli_error("verify", "--golden GOLDEN is required");
         return CG_EXIT_ERROR;
@@ -162,6 +118,7 @@ int cmd_verify(int argc, char **argv)
         !cli_inputs_check("verify", &a.in, model) ||
         (a.targets.arg_count && !cli_targets_resolve("verify", &a.targets)))
         goto done;
+    a.opt.accumulate_fp32 = a.targets.accumulate == 2;
     a.opt.targets = a.targets.list;
     a.opt.target_count = a.targets.count;
     a.opt.dims = a.in.dims;

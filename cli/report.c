@@ -37,29 +37,31 @@ static void keep_message(json_t **list, const char *fmt, va_list ap)
         json_decref(o);
 }
 
-void cli_error(const char *cmd, const char *fmt, ...)
+/* Prints "convgate CMD: [warning: ]message" and keeps it for the envelope. */
+static void say(const char *cmd, const char *kind, json_t **list, const char *fmt, va_list ap)
 {
-    va_list ap, copy;
-    va_start(ap, fmt);
+    va_list copy;
     va_copy(copy, ap);
-    fprintf(stderr, "convgate %s: ", cmd);
+    fprintf(stderr, "convgate %s: %s", cmd, kind);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
-    keep_message(&cli_json.errors, fmt, copy);
+    keep_message(list, fmt, copy);
     va_end(copy);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(cmd, "", &cli_json.errors, fmt, ap);
     va_end(ap);
 }
 
 void cli_warn(const char *cmd, const char *fmt, ...)
 {
-    va_list ap, copy;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(copy, ap);
-    fprintf(stderr, "convgate %s: warning: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    keep_message(&cli_json.warnings, fmt, copy);
-    va_end(copy);
+    say(cmd, "warning: ", &cli_json.warnings, fmt, ap);
     va_end(ap);
 }
 

@@ -39,9 +39,12 @@ typedef struct cg_sample_path {
     bool reduced; /* some path built so far computes in reduced precision */
 } cg_sample_path;
 
-/* Starts without a path (built on the first run). */
+/* Starts without a path (built on the first run); the arrays are borrowed. */
 void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
-                         const cg_target_path_options *options);
+                         const cg_target *const *targets, size_t target_count,
+                         const cg_dim_binding *dims, size_t dim_count,
+                         const cg_random_inputs *random, bool accumulate_fp32,
+                         size_t max_alloc_bytes);
 /* The path for sample s, (re)built when its dims differ from the last. */
 cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s, cg_target_path **out,
                              cg_error *err);

@@ -221,7 +221,6 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
                               cg_gate_report *r, cg_error *err)
 {
     cg_runtime_options ro;
-    cg_target_path_options po;
     cg_runtime *rt = NULL;
     cg_target_path *path = NULL;
     cg_sample_path sp;
@@ -231,15 +230,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     r->matches = CG_GATE_FAIL;
     cg_runtime_options_default(&ro);
     ro.max_alloc_bytes = opt->max_alloc_bytes;
-    memset(&po, 0, sizeof po);
-    po.targets = opt->targets;
-    po.target_count = opt->target_count;
-    po.accumulate_fp32 = opt->accumulate_fp32;
-    po.max_alloc_bytes = opt->max_alloc_bytes;
-    po.random = opt->random;
-    po.dims = opt->dims;
-    po.dim_count = opt->dim_count;
-    cg_sample_path_init(&sp, model, &po);
+    cg_sample_path_init(&sp, model, opt->targets, opt->target_count, opt->dims, opt->dim_count,
+                        opt->random, opt->accumulate_fp32, opt->max_alloc_bytes);
     if ((st = cg_runtime_init(model, &ro, &rt, err)) != CG_OK ||
         (st = cg_sample_path_get(&sp, &opt->samples->samples[0], &path, err)) != CG_OK) {
         cg_error_prefix(err, "gate 3: ");
@@ -343,6 +335,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         const cg_sample *s = &opt->samples->samples[first_fail];
         cg_bisect_options bo;
         cg_dim_binding binds[CG_PARITY_MAX_DIMS];
+        cg_target_path_options po = sp.options;
         po.dims = binds;
         po.dim_count = cg_sample_dims(model, opt->dims, opt->dim_count, s, binds,
                                       CG_PARITY_MAX_DIMS);

@@ -16,11 +16,20 @@
 /* --- a target path that follows the samples' shapes -------------------------------- */
 
 void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
-                         const cg_target_path_options *options)
+                         const cg_target *const *targets, size_t target_count,
+                         const cg_dim_binding *dims, size_t dim_count,
+                         const cg_random_inputs *random, bool accumulate_fp32,
+                         size_t max_alloc_bytes)
 {
     memset(sp, 0, sizeof *sp);
     sp->model = model;
-    sp->options = *options;
+    sp->options.targets = targets;
+    sp->options.target_count = target_count;
+    sp->options.dims = dims;
+    sp->options.dim_count = dim_count;
+    sp->options.random = random;
+    sp->options.accumulate_fp32 = accumulate_fp32;
+    sp->options.max_alloc_bytes = max_alloc_bytes;
 }
 
 static bool same_bindings(const cg_dim_binding *a, size_t na, const cg_dim_binding *b, size_t nb)
@@ -191,19 +200,13 @@ cg_status cg_parity_run(const cg_model *model, const cg_parity_options *opt,
         for (size_t i = 0; i < opt->target_count; i++)
             out->reduced = out->reduced || opt->targets[i]->precision == CG_PRECISION_FP16;
     } else {
-        cg_target_path_options po;
         bool profile_fp32 = false;
-        memset(&po, 0, sizeof po);
         for (size_t i = 0; i < opt->target_count; i++)
             profile_fp32 = profile_fp32 || opt->targets[i]->accumulate_fp32;
-        po.targets = opt->targets;
-        po.target_count = opt->target_count;
-        po.dims = opt->dims;
-        po.dim_count = opt->dim_count;
-        po.random = opt->random;
-        po.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 : opt->accumulate == 1;
-        po.max_alloc_bytes = opt->max_alloc_bytes;
-        cg_sample_path_init(&sp, model, &po);
+        cg_sample_path_init(&sp, model, opt->targets, opt->target_count, opt->dims,
+                            opt->dim_count, opt->random,
+                            opt->accumulate < 0 ? profile_fp32 : opt->accumulate == 1,
+                            opt->max_alloc_bytes);
     }
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
@@ -333,16 +336,9 @@ cg_status cg_verify_golden(const cg_model *model, const char *model_path, const 
         cg_metrics_init(&out->merged[k]);
     /* 2. what produces the outputs */
     if (!opt->outputs_from && opt->target_count) {
-        cg_target_path_options po;
-        memset(&po, 0, sizeof po);
-        po.targets = opt->targets;
-        po.target_count = opt->target_count;
-        po.dims = opt->dims;
-        po.dim_count = opt->dim_count;
-        po.random = opt->random;
-        po.accumulate_fp32 = opt->accumulate_fp32;
-        po.max_alloc_bytes = opt->max_alloc_bytes;
-        cg_sample_path_init(&sp, model, &po);
+        cg_sample_path_init(&sp, model, opt->targets, opt->target_count, opt->dims,
+                            opt->dim_count, opt->random, opt->accumulate_fp32,
+                            opt->max_alloc_bytes);
     } else if (!opt->outputs_from) {
         cg_runtime_options ro;
         cg_runtime_options_default(&ro);
