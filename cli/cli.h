@@ -154,9 +154,11 @@ const char *cli_model_arg(const char *cmd, int argc, char **argv, void (*usage)(
     "                       declares is an error. Unbound symbols take the size a fed\n"       \
     "                       tensor gives them, else 1\n"                                       \
     "  --seed S             seed of the random inputs (default 0)\n"                           \
-    "  --range LO,HI        random values of every input in [LO, HI) (integers: the\n"        \
-    "                       integers in [LO, HI]); --range NAME=LO,HI for one input\n"         \
-    "                       (repeatable). Default: " CG_RANDOM_POLICY_TEXT "\n"
+    "  --range LO,HI        random values of every numeric input in [LO, HI)\n"                \
+    "                       (integers: the integers in [LO, HI]); --range NAME=LO,HI\n"        \
+    "                       for one input (repeatable). Defaults: floats uniform in\n"         \
+    "                       [-1, 1); integers 0 or 1 (valid ids, masks and indices);\n"        \
+    "                       bool false or true\n"
 #define CLI_HELP_FILE_NAMES                                                                     \
     "File names: a tensor NAME is the file NAME.npy (or .pb) with every character\n"           \
     "outside [A-Za-z0-9._-] written '_' (input:0 -> input_0.npy, a/b -> a_b.npy), a\n"         \

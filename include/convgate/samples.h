@@ -37,9 +37,9 @@
  * depend on which other inputs were fed, and sample 0 of seed S is what
  * `run --random --seed S`, `profile`, `assign` and gate 2 feed too. A
  * symbolic dim takes its --dim value, else the size a fed tensor gives it,
- * else 1. --range LO,HI sets the interval for every input, --range
- * NAME=LO,HI for one (floats uniform in [LO, HI), integers uniform over the
- * integers in [LO, HI]).
+ * else 1. --range LO,HI sets the interval for every numeric input (bools
+ * and strings keep their defaults), --range NAME=LO,HI for one (floats
+ * uniform in [LO, HI), integers uniform over the integers in [LO, HI]).
  */
 #ifndef CONVGATE_SAMPLES_H
 #define CONVGATE_SAMPLES_H
@@ -97,7 +97,8 @@ typedef struct cg_random_inputs {
 const cg_input_range *cg_random_range(const cg_random_inputs *p, const char *input);
 /* The generator of one input of one sample. p NULL: seed 0. */
 void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_rng *rng);
-/* Fills t from range (NULL: the defaults). CG_USAGE when the range holds
+/* Fills t from range (NULL: the defaults; a range for every input, input
+ * NULL, leaves bool and string tensors to theirs). CG_USAGE when the range holds
  * no value of t's type (integers: no integer in it; out of the type's
  * limits); CG_UNSUPPORTED for types with no random fill (complex, float8,
  * 4-bit) or a range on strings. */

@@ -133,6 +133,9 @@ static void int_limits(cg_dtype dt, double *lo, double *hi)
 cg_status cg_random_fill(cg_tensor *t, const cg_input_range *range, cg_rng *rng, cg_error *err)
 {
     cg_dtype dt = t->dtype;
+    /* a range for every input leaves bools and strings to their defaults */
+    if (range && !range->input && (dt == CG_DTYPE_BOOL || dt == CG_DTYPE_STRING))
+        range = NULL;
     if (range && !(isfinite(range->lo) && isfinite(range->hi) && range->lo <= range->hi))
         return cg_error_set(err, CG_USAGE, "range %g,%g: give finite LO <= HI", range->lo,
                             range->hi);
