@@ -34,7 +34,7 @@ env -u CONVGATE_PROFILES "$ibin" targets --json >"$tmp/targets.json" 2>"$tmp/err
     fail "installed convgate targets: $(cat "$tmp/err")"
 /usr/bin/python3 - "$tmp/targets.json" "$prefix" <<'PY' || fail "profiles not read from the installed prefix"
 import json, os, sys
-targets = json.load(open(sys.argv[1]))
+targets = json.load(open(sys.argv[1]))["result"]  # docs/json.md: the envelope
 want = os.path.realpath(os.path.join(sys.argv[2], "share/convgate/profiles"))
 paths = [t["profile"] for t in targets if "profile" in t]
 assert paths, "no profiled target listed"
