@@ -152,69 +152,21 @@ static int parse_args(int argc, char **argv, run_args *a)
 static bool build_sample(run_args *a, const cg_model *model, cg_sample *s)
 {
     cg_error err;
+    cg_sample_source *src = NULL;
+    size_t pick = 0;
+    cg_status st;
     cg_error_clear(&err);
-    cg_status st = CG_OK;
     if (a->inputs_dir) {
-        cg_sample_source *src = NULL;
-        size_t pick = 0;
         if ((st = cg_sample_source_open_dir(model, a->inputs_dir, a->max_alloc, &src, &err)) ==
-            CG_OK) {
-            size_t n = cg_sample_source_count(src);
-            while (a->sample && pick < n && strcmp(cg_sample_source_name(src, pick), a->sample))
-                pick++;
-            uint64_t index;
-            if (a->sample && pick == n && cli_parse_count(a->sample, SIZE_MAX, &index))
-                pick = (size_t)index;
-            if (pick >= n || (!a->sample && n > 1))
-                st = cg_error_set(&err, CG_USAGE, "--inputs %s holds %zu samples: pick one "
-                                  "with --sample N or NAME%s%s", a->inputs_dir, n,
-                                  a->sample ? ", not " : "", a->sample ? a->sample : "");
-            else
-                st = cg_sample_source_load(src, pick, s, &err);
-        }
+                CG_OK &&
+            (st = cg_sample_source_find(src, a->sample, &pick, &err)) == CG_OK)
+            st = cg_sample_source_load(src, pick, s, &err);
         cg_sample_source_free(src);
     } else {
         st = cg_sample_init(s, model, "inputs", &err);
     }
-    for (size_t i = 0; st == CG_OK && i < a->feed_count; i++) {
-        const char *arg = a->feeds[i];
-        if (arg[0] == '@') {
-            cg_npz *npz = NULL;
-            st = cg_npz_open(arg + 1, a->max_alloc, &npz, &err);
-            for (size_t k = 0; st == CG_OK && k < cg_npz_count(npz); k++) {
-                cg_tensor t;
-                cg_value *v = NULL;
-                char source[4200];
-                snprintf(source, sizeof source, "%s:%s", arg + 1, cg_npz_key(npz, k));
-                if ((st = cg_npz_load(npz, cg_npz_key(npz, k), &t, &err)) == CG_OK &&
-                    (st = cg_value_from_tensor(&t, &v, &err)) != CG_OK)
-                    cg_tensor_release(&t);
-                if (st == CG_OK)
-                    st = cg_sample_feed(s, model, cg_npz_key(npz, k), v, source, &err);
-            }
-            cg_npz_free(npz);
-            continue;
-        }
-        const char *eq = strchr(arg, '=');
-        if (!eq || eq == arg || !eq[1]) {
-            st = cg_error_set(&err, CG_USAGE, "-i expects NAME=FILE or @FILE.npz, got '%s'",
-                              arg);
-            break;
-        }
-        char *name = strndup(arg, (size_t)(eq - arg));
-        const cg_type *type = NULL;
-        for (size_t k = 0; name && k < model->graph->input_count; k++)
-            if (model->graph->inputs[k].name && !strcmp(model->graph->inputs[k].name, name))
-                type = model->graph->inputs[k].type;
-        cg_value *v = NULL;
-        if (!name)
-            st = cg_error_set(&err, CG_NOMEM, "out of memory");
-        else if (type && (st = cg_io_load_value(eq + 1, type, a->max_alloc, &v, &err)) != CG_OK)
-            cg_error_prefix(&err, "input '%s': ", name);
-        if (st == CG_OK)
-            st = cg_sample_feed(s, model, name, v, eq + 1, &err);
-        free(name);
-    }
+    for (size_t i = 0; st == CG_OK && i < a->feed_count; i++)
+        st = cg_sample_feed_spec(s, model, a->feeds[i], a->max_alloc, &err);
     if (st == CG_OK && a->random)
         st = cg_sample_fill_random(s, model, &a->in.random, 0, a->in.dims, a->in.dim_count,
                                    a->max_alloc, &err);
@@ -334,45 +286,17 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     char residency[1024] = "";
-    bool reduced = tp && cg_target_path_reduced_precision(tp);
-    if (tp)
-        cg_assign_residency(cg_target_path_assignment(tp), residency, sizeof residency);
+    const cg_assignment *as = tp ? cg_target_path_assignment(tp) : NULL;
+    if (as)
+        cg_assign_residency(as, residency, sizeof residency);
+    cg_run_view view = {outs, out_count, paths, tp ? a.targets.label : NULL, residency,
+                        as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
+                        first_ms, ms, warm, (size_t)a.repeat};
     rc = CG_EXIT_OK;
-    if (cli_json_on()) {
-        json_t *root = json_object(), *target = NULL, *timing = NULL;
-        cg_json_set(root, "outputs", cg_report_run_outputs_json(outs, out_count, paths));
-        if (tp) {
-            target = json_object();
-            cg_json_set(target, "targets", cg_json_text(a.targets.label));
-            cg_json_set(target, "residency", cg_json_text(residency));
-            cg_json_set(target, "reduced_precision", json_boolean(reduced));
-        }
-        cg_json_set(root, "target", target ? target : json_null());
-        cg_json_set(root, "time_ms", cg_json_number(ms));
-        if (a.repeat) {
-            timing = json_object();
-            cg_json_set(timing, "first_ms", cg_json_number(first_ms));
-            cg_json_set(timing, "median_ms", cg_json_number(ms));
-            cg_json_set(timing, "min_ms", cg_json_number(warm[0]));
-            cg_json_set(timing, "max_ms", cg_json_number(warm[a.repeat - 1]));
-            cg_json_set(timing, "runs", json_integer((json_int_t)a.repeat));
-        }
-        cg_json_set(root, "timing", timing ? timing : json_null());
-        rc = cli_json_emit(rc, root);
-        goto done;
-    }
-    cg_report_run_outputs_text(stdout, outs, out_count, paths);
-    if (tp)
-        printf("target path: %s; %zu partition%s%s\n", residency,
-               cg_target_path_assignment(tp)->partition_count,
-               cg_target_path_assignment(tp)->partition_count == 1 ? "" : "s",
-               reduced ? " (fp16 emulated)" : "");
-    if (a.repeat)
-        printf("time: first run %.3f ms (plans memory); %llu warm runs: median %.3f ms, "
-               "min %.3f, max %.3f\n", first_ms, (unsigned long long)a.repeat, ms, warm[0],
-               warm[a.repeat - 1]);
+    if (cli_json_on())
+        rc = cli_json_emit(rc, cg_report_run_json(&view));
     else
-        printf("time %.3f ms\n", ms);
+        cg_report_run_text(stdout, &view);
 done:
     free(warm);
     cg_samples_stems_free(paths, paths ? out_count : 0);

@@ -149,6 +149,11 @@ cg_status cg_sample_init(cg_sample *s, const cg_model *model, const char *label,
  * does not fit the declared type is CG_USAGE. */
 cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, cg_value *v,
                          const char *source, cg_error *err);
+/* Feeds what a command-line spec names: "NAME=FILE" (FILE a .pb, .npy or
+ * FILE.npz:KEY, the key optional for a one-array .npz) or "@FILE.npz"
+ * (every array to the input of its name). Errors as cg_sample_feed. */
+cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *model, const char *spec,
+                              size_t max_bytes, cg_error *err);
 /* Fills every input the sample lacks with random values (policy p, sample
  * index `index`); symbolic dims from dims, then from the fed tensors (a fed
  * size that contradicts --dim or another input is CG_USAGE), then 1. */
@@ -187,6 +192,11 @@ size_t cg_sample_source_count(const cg_sample_source *src);
 cg_samples_layout cg_sample_source_layout(const cg_sample_source *src);
 /* The name of sample i (as cg_sample.label). */
 const char *cg_sample_source_name(const cg_sample_source *src, size_t i);
+/* The sample `which` names (its name, else its index); which NULL: the
+ * only one. CG_USAGE saying how many there are when that is ambiguous or
+ * absent. */
+cg_status cg_sample_source_find(const cg_sample_source *src, const char *which, size_t *index,
+                                cg_error *err);
 /* Loads sample i (every input, checked). Clear it with cg_sample_clear. */
 cg_status cg_sample_source_load(cg_sample_source *src, size_t i, cg_sample *out, cg_error *err);
 /* The outputs of sample i made elsewhere, read from folder dir in the

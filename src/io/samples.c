@@ -470,6 +470,52 @@ fail:
     return st;
 }
 
+/* "@FILE.npz": every array to the input of its name. */
+static cg_status feed_npz(cg_sample *s, const cg_model *model, const char *path,
+                          size_t max_bytes, cg_error *err)
+{
+    cg_npz *npz = NULL;
+    cg_status st = cg_npz_open(path, max_bytes, &npz, err);
+    for (size_t k = 0; st == CG_OK && k < cg_npz_count(npz); k++) {
+        const char *key = cg_npz_key(npz, k);
+        char source[SAMPLES_PATH_MAX + 256];
+        cg_tensor t;
+        cg_value *v = NULL;
+        memset(&t, 0, sizeof t);
+        snprintf(source, sizeof source, "%s:%s", path, key);
+        if ((st = cg_npz_load(npz, key, &t, err)) == CG_OK &&
+            (st = cg_value_from_tensor(&t, &v, err)) != CG_OK)
+            cg_tensor_release(&t);
+        if (st == CG_OK)
+            st = cg_sample_feed(s, model, key, v, source, err);
+    }
+    cg_npz_free(npz);
+    return st;
+}
+
+cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *model, const char *spec,
+                              size_t max_bytes, cg_error *err)
+{
+    if (spec[0] == '@')
+        return feed_npz(s, model, spec + 1, max_bytes, err);
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1])
+        return cg_error_set(err, CG_USAGE, "-i expects NAME=FILE or @FILE.npz, got '%s'", spec);
+    char *name = strndup(spec, (size_t)(eq - spec));
+    if (!name)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    const cg_value_info *vi = find_input(model->graph, name);
+    cg_value *v = NULL;
+    cg_status st = CG_OK;
+    /* an unknown name is reported by cg_sample_feed, listing the inputs */
+    if (vi && (st = cg_io_load_value(eq + 1, vi->type, max_bytes, &v, err)) != CG_OK)
+        cg_error_prefix(err, "input '%s': ", name);
+    if (st == CG_OK)
+        st = cg_sample_feed(s, model, name, v, eq + 1, err);
+    free(name);
+    return st;
+}
+
 static bool fed(const cg_sample *s, const char *name)
 {
     for (size_t i = 0; i < s->input_count; i++)
@@ -1003,6 +1049,33 @@ cg_status cg_sample_source_open_random(const cg_model *model, size_t count,
     }
     *out = src;
     return CG_OK;
+}
+
+cg_status cg_sample_source_find(const cg_sample_source *src, const char *which, size_t *index,
+                                cg_error *err)
+{
+    char *end;
+    if (!which) {
+        if (src->count == 1) {
+            *index = 0;
+            return CG_OK;
+        }
+        return cg_error_set(err, CG_USAGE, "%s holds %zu samples: pick one with --sample N or "
+                            "NAME", src->dir ? src->dir : "the source", src->count);
+    }
+    for (size_t i = 0; i < src->count; i++)
+        if (strcmp(src->names[i], which) == 0) {
+            *index = i;
+            return CG_OK;
+        }
+    unsigned long long n = strtoull(which, &end, 10);
+    if (*which >= '0' && *which <= '9' && !*end && n < src->count) {
+        *index = (size_t)n;
+        return CG_OK;
+    }
+    return cg_error_set(err, CG_USAGE, "%s holds no sample '%s' (%zu samples: names or 0..%zu)",
+                        src->dir ? src->dir : "the source", which, src->count,
+                        src->count ? src->count - 1 : 0);
 }
 
 /* Is file (in a set folder) one of the model's inputs or outputs? */

@@ -76,6 +76,24 @@ void cg_report_run_outputs_text(FILE *f, const cg_named_value *outs, size_t n,
                                 char *const *paths);
 json_t *cg_report_run_outputs_json(const cg_named_value *outs, size_t n, char *const *paths);
 
+/* A whole run: its outputs, the target path it ran (targets NULL: the
+ * reference) and its timing (repeat warm runs, sorted, after the first). */
+typedef struct cg_run_view {
+    const cg_named_value *outputs;
+    size_t output_count;
+    char *const *paths;      /* each output's file, or NULL */
+    const char *targets;     /* "a,b", NULL for the reference runtime */
+    const char *residency;
+    size_t partitions;
+    bool reduced_precision;
+    double first_ms, median_ms;
+    const double *warm_ms;   /* repeat values, ascending */
+    size_t repeat;
+} cg_run_view;
+
+void cg_report_run_text(FILE *f, const cg_run_view *v);
+json_t *cg_report_run_json(const cg_run_view *v);
+
 /* --- parity (report/parity.c) ------------------------------------------------------------ */
 
 #include "convgate/parity.h"

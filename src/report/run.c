@@ -110,3 +110,42 @@ json_t *cg_report_run_outputs_json(const cg_named_value *outs, size_t n, char *c
     }
     return arr;
 }
+
+void cg_report_run_text(FILE *f, const cg_run_view *v)
+{
+    cg_report_run_outputs_text(f, v->outputs, v->output_count, v->paths);
+    if (v->targets)
+        fprintf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
+                v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
+    if (v->repeat)
+        fprintf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
+                   "min %.3f, max %.3f\n", v->first_ms, v->repeat, v->median_ms, v->warm_ms[0],
+                v->warm_ms[v->repeat - 1]);
+    else
+        fprintf(f, "time %.3f ms\n", v->median_ms);
+}
+
+json_t *cg_report_run_json(const cg_run_view *v)
+{
+    json_t *root = json_object(), *target = NULL, *timing = NULL;
+    cg_json_set(root, "outputs", cg_report_run_outputs_json(v->outputs, v->output_count,
+                                                            v->paths));
+    if (v->targets) {
+        target = json_object();
+        cg_json_set(target, "targets", cg_json_text(v->targets));
+        cg_json_set(target, "residency", cg_json_text(v->residency));
+        cg_json_set(target, "reduced_precision", json_boolean(v->reduced_precision));
+    }
+    cg_json_set(root, "target", target ? target : json_null());
+    cg_json_set(root, "time_ms", cg_json_number(v->median_ms));
+    if (v->repeat) {
+        timing = json_object();
+        cg_json_set(timing, "first_ms", cg_json_number(v->first_ms));
+        cg_json_set(timing, "median_ms", cg_json_number(v->median_ms));
+        cg_json_set(timing, "min_ms", cg_json_number(v->warm_ms[0]));
+        cg_json_set(timing, "max_ms", cg_json_number(v->warm_ms[v->repeat - 1]));
+        cg_json_set(timing, "runs", json_integer((json_int_t)v->repeat));
+    }
+    cg_json_set(root, "timing", timing ? timing : json_null());
+    return root;
+}
