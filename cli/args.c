@@ -292,6 +292,18 @@ bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *mod
     return true;
 }
 
+cg_model *cli_model_for(const char *cmd, const char *path, const cli_inputs *in,
+                        cli_targets *t)
+{
+    cg_model *model = cli_load_model(cmd, path, NULL);
+    if (model && ((in && !cli_inputs_check(cmd, in, model)) ||
+                  (t && t->arg_count && !cli_targets_resolve(cmd, t)))) {
+        cg_model_free(model);
+        model = NULL;
+    }
+    return model;
+}
+
 void cli_inputs_free(cli_inputs *in)
 {
     for (size_t i = 0; i < in->dim_count; i++)

@@ -116,6 +116,11 @@ int cli_inputs_option(const char *cmd, cli_inputs *in, const char *opt, const ch
 bool cli_parse_dims(const char *cmd, const char *opt, const char *arg, cg_dim_binding *dims,
                     size_t *count, size_t max);
 bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *model);
+/* Loads MODEL, refuses --dim/--range names it does not have (in may be
+ * NULL) and resolves the --target names when some were given (t may be
+ * NULL). NULL on failure, printed. */
+cg_model *cli_model_for(const char *cmd, const char *path, const cli_inputs *in,
+                        cli_targets *t);
 void cli_inputs_free(cli_inputs *in);
 
 /* The options most commands share, for their getopt_long tables (flag 0:

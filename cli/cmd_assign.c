@@ -147,8 +147,7 @@ int cmd_assign(int argc, char **argv)
         cli_error("assign", "out of memory");
         goto done;
     }
-    if ((model = cli_load_model("assign", path, NULL)) == NULL ||
-        !cli_inputs_check("assign", &in, model) || !cli_targets_resolve("assign", &tg))
+    if (!(model = cli_model_for("assign", path, &in, &tg)))
         goto done;
     for (size_t i = 0; i < setting_count; i++) {
         assign_setting *s = &settings[i];

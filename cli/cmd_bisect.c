@@ -120,12 +120,9 @@ int cmd_bisect(int argc, char **argv)
         cli_error("bisect", "give --atol and --rtol together");
         goto done;
     }
-    if ((model = cli_load_model("bisect", model_path, NULL)) == NULL ||
-        !cli_inputs_check("bisect", &in, model))
+    if (!(model = cli_model_for("bisect", model_path, &in, &tg)))
         goto done;
     if (against && (cand = cli_load_model("bisect", against, NULL)) == NULL)
-        goto done;
-    if (tg.arg_count && !cli_targets_resolve("bisect", &tg))
         goto done;
     if (inputs) {
         if (cg_samples_load_dir(model, inputs, 0, &samples, &err) != CG_OK) {

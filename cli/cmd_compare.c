@@ -175,9 +175,7 @@ int cmd_compare(int argc, char **argv)
         goto done;
     }
     rc = CG_EXIT_ERROR;
-    if (!(model = cli_load_model("compare", a.model_path, NULL)) ||
-        !cli_inputs_check("compare", &a.in, model) ||
-        (a.targets.arg_count && !cli_targets_resolve("compare", &a.targets)))
+    if (!(model = cli_model_for("compare", a.model_path, &a.in, &a.targets)))
         goto done;
     cg_status st = a.inputs_dir
                        ? cg_sample_source_open_dir(model, a.inputs_dir, 0, &src, &err)

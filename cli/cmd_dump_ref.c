@@ -102,8 +102,7 @@ int cmd_dump_ref(int argc, char **argv)
         cli_error("dump-ref", "the model must be a file (its sha256 goes into the manifest)");
         goto done;
     }
-    if ((model = cli_load_model("dump-ref", model_path, NULL)) == NULL ||
-        !cli_inputs_check("dump-ref", &in, model))
+    if (!(model = cli_model_for("dump-ref", model_path, &in, NULL)))
         goto done;
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);

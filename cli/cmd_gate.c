@@ -132,8 +132,7 @@ int cmd_gate(int argc, char **argv)
     opt.tol.rtol = tol.rtol;
     if (opt.tol_given)
         opt.tol.justification = "from --atol/--rtol";
-    if ((model = cli_load_model("gate", model_path, NULL)) == NULL ||
-        !cli_inputs_check("gate", &in, model) || !cli_targets_resolve("gate", &tg))
+    if (!(model = cli_model_for("gate", model_path, &in, &tg)))
         goto done;
 
     cg_status st;

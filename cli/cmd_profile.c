@@ -175,9 +175,7 @@ int cmd_profile(int argc, char **argv)
         cli_error("profile", "%s", err.msg);
         goto done;
     }
-    if ((model = cli_load_model("profile", path, NULL)) == NULL ||
-        !cli_inputs_check("profile", &in, model) ||
-        (tg.arg_count && !cli_targets_resolve("profile", &tg)))
+    if (!(model = cli_model_for("profile", path, &in, &tg)))
         goto done;
     /* the type environment gives the input shapes (and the placement its types) */
     if (cg_type_env_build_with(model, in.dims, in.dim_count, &in.random, &types, &err) != CG_OK ||

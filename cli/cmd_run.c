@@ -219,14 +219,12 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     rc = CG_EXIT_ERROR;
-    if (!(model = cli_load_model("run", a.model_path, NULL)) ||
-        !cli_inputs_check("run", &a.in, model) || !build_sample(&a, model, &s))
+    if (!(model = cli_model_for("run", a.model_path, &a.in, &a.targets)) ||
+        !build_sample(&a, model, &s))
         goto done;
     if (a.targets.arg_count) {
         cg_target_path_options o;
         cg_dim_binding dims[CLI_MAX_DIMS];
-        if (!cli_targets_resolve("run", &a.targets))
-            goto done;
         memset(&o, 0, sizeof o);
         o.targets = a.targets.list;
         o.target_count = a.targets.count;

@@ -114,9 +114,7 @@ int cmd_verify(int argc, char **argv)
         goto done;
     }
     rc = CG_EXIT_ERROR;
-    if (!(model = cli_load_model("verify", a.model_path, NULL)) ||
-        !cli_inputs_check("verify", &a.in, model) ||
-        (a.targets.arg_count && !cli_targets_resolve("verify", &a.targets)))
+    if (!(model = cli_model_for("verify", a.model_path, &a.in, &a.targets)))
         goto done;
     a.opt.accumulate_fp32 = a.targets.accumulate == 2;
     a.opt.targets = a.targets.list;
