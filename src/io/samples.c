@@ -1,7 +1,8 @@
 /*
- * Samples (convgate/samples.h): file stems, the random-input policy, the
- * input-folder layouts, fed-value checks and output files. Every command
- * that feeds a model goes through here, so the rules exist once.
+ * Samples (convgate/samples.h): fed-value checks, samples, and the
+ * input-folder layouts read one sample at a time. Every command that feeds
+ * a model goes through here, so the rules exist once; the random-input
+ * policy is samples_random.c, file names and output files samples_files.c.
  *
  * Invariant of a cg_sample: inputs[0..input_count) name distinct graph
  * inputs (names borrowed from the model), each value owned and checked
@@ -9,185 +10,18 @@
  */
 #include "convgate/samples.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "core/path.h"
 
 #define SAMPLES_PATH_MAX 4096
 #define SAMPLES_MAX_SETS 1000000
-
-/* --- file names ----------------------------------------------------------------- */
-
-static bool stem_char(unsigned char c)
-{
-    return (c < 0x80 && isalnum(c)) || c == '.' || c == '_' || c == '-';
-}
-
-void cg_samples_stem(const char *name, const char *const *used, size_t used_count, char *out,
-                     size_t cap)
-{
-    char base[CG_SAMPLES_MAX_STEM + 1];
-    size_t n = 0;
-    if (cap == 0)
-        return;
-    for (const unsigned char *p = (const unsigned char *)(name ? name : "");
-         *p && n < CG_SAMPLES_MAX_STEM; p++)
-        base[n++] = stem_char(*p) ? (char)*p : '_';
-    base[n] = '\0';
-    if (n == 0)
-        snprintf(base, sizeof base, "tensor");
-    if (base[0] == '.')
-        base[0] = '_';
-    snprintf(out, cap, "%s", base);
-    for (unsigned k = 2;; k++) {
-        bool taken = false;
-        for (size_t i = 0; i < used_count && !taken; i++)
-            taken = used[i] && strcasecmp(used[i], out) == 0;
-        if (!taken)
-            return;
-        snprintf(out, cap, "%s_%u", base, k);
-    }
-}
-
-cg_status cg_samples_stems(const char *const *names, size_t count, char ***stems, cg_error *err)
-{
-    char **s = calloc(count ? count : 1, sizeof *s);
-    char buf[CG_SAMPLES_STEM_CAP];
-    *stems = NULL;
-    if (!s)
-        return cg_error_set(err, CG_NOMEM, "out of memory naming files");
-    for (size_t i = 0; i < count; i++) {
-        cg_samples_stem(names[i], (const char *const *)s, i, buf, sizeof buf);
-        if (!(s[i] = strdup(buf))) {
-            cg_samples_stems_free(s, i);
-            return cg_error_set(err, CG_NOMEM, "out of memory naming files");
-        }
-    }
-    *stems = s;
-    return CG_OK;
-}
-
-void cg_samples_stems_free(char **stems, size_t count)
-{
-    for (size_t i = 0; stems && i < count; i++)
-        free(stems[i]);
-    free(stems);
-}
-
-/* --- the random-input policy ------------------------------------------------------ */
-
-const cg_input_range *cg_random_range(const cg_random_inputs *p, const char *input)
-{
-    const cg_input_range *global = NULL;
-    for (size_t i = 0; p && i < p->range_count; i++) {
-        if (!p->ranges[i].input)
-            global = &p->ranges[i];
-        else if (input && strcmp(p->ranges[i].input, input) == 0)
-            return &p->ranges[i];
-    }
-    return global;
-}
-
-void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_rng *rng)
-{
-    /* three splitmix64 steps: seed, then sample, then input, each mixed in */
-    cg_rng_seed(rng, p ? p->seed : 0);
-    uint64_t a = cg_rng_next(rng);
-    cg_rng_seed(rng, a ^ ((uint64_t)sample * 0xbf58476d1ce4e5b9ull));
-    uint64_t b = cg_rng_next(rng);
-    cg_rng_seed(rng, b ^ ((uint64_t)input * 0x94d049bb133111ebull));
-}
-
-/* Uniform double in [0, 1) from the top 53 bits. */
-static double rng_unit(cg_rng *rng)
-{
-    return (double)(cg_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* Integer limits a random value of dt must stay within. */
-static void int_limits(cg_dtype dt, double *lo, double *hi)
-{
-    switch (dt) {
-    case CG_DTYPE_INT8: *lo = -128; *hi = 127; return;
-    case CG_DTYPE_INT16: *lo = -32768; *hi = 32767; return;
-    case CG_DTYPE_INT32: *lo = -2147483648.0; *hi = 2147483647.0; return;
-    case CG_DTYPE_UINT8: *lo = 0; *hi = 255; return;
-    case CG_DTYPE_UINT16: *lo = 0; *hi = 65535; return;
-    case CG_DTYPE_UINT32: *lo = 0; *hi = 4294967295.0; return;
-    case CG_DTYPE_BOOL: *lo = 0; *hi = 1; return;
-    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; return; /* < 2^63 */
-    }
-}
-
-cg_status cg_random_fill(cg_tensor *t, const cg_input_range *range, cg_rng *rng, cg_error *err)
-{
-    cg_dtype dt = t->dtype;
-    /* a range for every input leaves bools and strings to their defaults */
-    if (range && !range->input && (dt == CG_DTYPE_BOOL || dt == CG_DTYPE_STRING))
-        range = NULL;
-    if (range && !(isfinite(range->lo) && isfinite(range->hi) && range->lo <= range->hi))
-        return cg_error_set(err, CG_USAGE, "range %g,%g: give finite LO <= HI", range->lo,
-                            range->hi);
-    if (cg_dtype_is_float(dt)) {
-        double lo = range ? range->lo : -1.0, hi = range ? range->hi : 1.0;
-        for (int64_t i = 0; i < t->numel; i++) {
-            double v = lo + rng_unit(rng) * (hi - lo);
-            cg_tensor_set_f64(t, i, v);
-            /* Rounding to a narrow type can land on HI: mirror it to keep
-             * the interval half-open. */
-            if (hi > lo && cg_tensor_get_f64(t, i) >= hi)
-                cg_tensor_set_f64(t, i, lo + hi - v);
-        }
-        return CG_OK;
-    }
-    if (cg_dtype_is_int(dt) || dt == CG_DTYPE_BOOL) {
-        double tlo, thi;
-        int_limits(dt, &tlo, &thi);
-        double lo = range ? ceil(range->lo) : 0, hi = range ? floor(range->hi) : 1;
-        if (lo > hi)
-            return cg_error_set(err, CG_USAGE, "range %g,%g holds no integer for %s", range->lo,
-                                range->hi, cg_dtype_name(dt));
-        if (lo < tlo || hi > thi)
-            return cg_error_set(err, CG_USAGE, "range %g,%g is outside what %s holds (%.0f to "
-                                "%.0f)", range->lo, range->hi, cg_dtype_name(dt), tlo, thi);
-        int64_t base = (int64_t)lo;
-        uint64_t span = (uint64_t)((int64_t)hi - base) + 1; /* 0: all 2^64 values */
-        for (int64_t i = 0; i < t->numel; i++) {
-            uint64_t r = cg_rng_next(rng);
-            int64_t v = (int64_t)((uint64_t)base + (span ? r % span : r));
-            if (dt == CG_DTYPE_BOOL)
-                ((uint8_t *)t->data)[i] = (uint8_t)v;
-            else
-                cg_tensor_set_i64(t, i, v);
-        }
-        return CG_OK;
-    }
-    if (dt == CG_DTYPE_STRING) {
-        if (range)
-            return cg_error_set(err, CG_UNSUPPORTED, "a range does not apply to strings");
-        for (int64_t i = 0; i < t->numel; i++) {
-            char buf[32];
-            int n = snprintf(buf, sizeof buf, "s%u", (unsigned)(cg_rng_next(rng) % 1000));
-            cg_status st = cg_tensor_set_string(t, i, buf, (size_t)n);
-            if (st != CG_OK)
-                return cg_error_set(err, st, "out of memory");
-        }
-        return CG_OK;
-    }
-    return cg_error_set(err, CG_UNSUPPORTED, "no random fill for element type %s",
-                        cg_dtype_name(dt));
-}
 
 /* --- options and checks -------------------------------------------------------------- */
 
@@ -1373,119 +1207,5 @@ cg_status cg_samples_random(const cg_model *model, size_t count, const cg_random
     if (st == CG_OK)
         st = load_all(src, out, err);
     cg_sample_source_free(src);
-    return st;
-}
-
-/* --- output files ----------------------------------------------------------------------------- */
-
-/* Writes bytes to path without following a link planted there. */
-static cg_status write_nofollow(const char *path, const uint8_t *data, size_t size,
-                                cg_error *err)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, data + done, size - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            return cg_error_set(err, CG_IO, "write to '%s' failed: %s", path, strerror(e));
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0)
-        return cg_error_set(err, CG_IO, "write to '%s' failed: %s", path, strerror(errno));
-    return CG_OK;
-}
-
-/* One output: a tensor as .npy, a sequence as .npz with keys 0..n-1. */
-static cg_status write_output(const char *dir, const char *stem, const cg_value *v, char *path,
-                              size_t cap, cg_error *err)
-{
-    bool sequence = v->kind == CG_VALUE_SEQUENCE ||
-                    (v->kind == CG_VALUE_OPTIONAL && v->optional_is_sequence);
-    cg_status st;
-    if (!sequence) {
-        uint8_t *buf = NULL;
-        size_t size = 0;
-        if (snprintf(path, cap, "%s/%s.npy", dir, stem) >= (int)cap)
-            return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", dir, stem);
-        if ((st = cg_npy_serialize(&v->tensor, &buf, &size, err)) != CG_OK) {
-            cg_error_prefix(err, "cannot write '%s': ", path);
-            return st;
-        }
-        st = write_nofollow(path, buf, size, err);
-        free(buf);
-        return st;
-    }
-    if (snprintf(path, cap, "%s/%s.npz", dir, stem) >= (int)cap)
-        return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", dir, stem);
-    size_t n = v->item_count;
-    char **keys = calloc(n ? n : 1, sizeof *keys);
-    const cg_tensor **tensors = calloc(n ? n : 1, sizeof *tensors);
-    st = keys && tensors ? CG_OK : cg_error_set(err, CG_NOMEM, "out of memory");
-    for (size_t i = 0; st == CG_OK && i < n; i++) {
-        if (!(keys[i] = malloc(24))) {
-            st = cg_error_set(err, CG_NOMEM, "out of memory");
-            break;
-        }
-        snprintf(keys[i], 24, "%zu", i);
-        tensors[i] = &v->items[i]->tensor;
-    }
-    struct stat sb;
-    if (st == CG_OK && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
-        st = cg_error_set(err, CG_SECURITY, "refusing to write through the link '%s'", path);
-    if (st == CG_OK)
-        st = cg_npz_save(path, n, (const char *const *)keys, tensors, false, err);
-    for (size_t i = 0; keys && i < n; i++)
-        free(keys[i]);
-    free(keys);
-    free(tensors);
-    return st;
-}
-
-cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
-                                   const cg_named_value *outputs, size_t count, char ***paths,
-                                   cg_error *err)
-{
-    const cg_graph *g = model->graph;
-    const char **names = calloc(count + 1, sizeof *names);
-    char **stems = NULL, **written = calloc(count + 1, sizeof *written);
-    char path[SAMPLES_PATH_MAX];
-    cg_status st;
-    if (paths)
-        *paths = NULL;
-    if (!names || !written) {
-        free(names);
-        free(written);
-        return cg_error_set(err, CG_NOMEM, "out of memory");
-    }
-    /* stems over the model's outputs (the list a reader stems), falling
-     * back to the values' own names past them */
-    for (size_t i = 0; i < count; i++)
-        names[i] = i < g->output_count && g->outputs[i].name ? g->outputs[i].name
-                                                             : outputs[i].name;
-    if ((st = cg_path_make_dirs(dir, err)) != CG_OK ||
-        (st = cg_samples_stems(names, count, &stems, err)) != CG_OK)
-        goto done;
-    for (size_t i = 0; i < count && st == CG_OK; i++) {
-        const cg_value *v = outputs[i].value;
-        if (!v || (v->kind == CG_VALUE_OPTIONAL && !v->has_value))
-            continue;
-        if ((st = write_output(dir, stems[i], v, path, sizeof path, err)) == CG_OK &&
-            !(written[i] = strdup(path)))
-            st = cg_error_set(err, CG_NOMEM, "out of memory");
-    }
-done:
-    cg_samples_stems_free(stems, stems ? count : 0);
-    free(names);
-    if (st == CG_OK && paths)
-        *paths = written;
-    else
-        cg_samples_stems_free(written, count);
     return st;
 }
