@@ -294,6 +294,52 @@ static void test_folders(const cg_model *m)
         cg_sample_clear(&s);
     }
     cg_sample_source_free(src);
+    src = NULL;
+
+    /* sets as .npz: members keyed by the raw names; a member of no input or
+     * output is an error; a set both a folder and an .npz is ambiguous */
+    cg_tensor tx, ti, tb, tz;
+    int64_t d2[1] = {2}, d3[1] = {3};
+    cg_tensor_alloc(&tx, CG_DTYPE_FLOAT, 2, d23, 0, &err);
+    cg_tensor_alloc(&ti, CG_DTYPE_INT64, 1, d2, 0, &err);
+    cg_tensor_alloc(&tb, CG_DTYPE_BOOL, 1, d3, 0, &err);
+    cg_tensor_alloc(&tz, CG_DTYPE_FLOAT, 1, d2, 0, &err);
+    const char *keys[5] = {"x", "y", "i", "b", "../evil"};
+    const cg_tensor *ts[5] = {&tx, &tx, &ti, &tb, &tz};
+    snprintf(dir, sizeof dir, "%s/npz", root);
+    mkdir(dir, 0777);
+    snprintf(path, sizeof path, "%s/z.npz", dir);
+    EXPECT(cg_npz_save(path, 5, keys, ts, false, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_sample_source_open_dir(m, dir, 0, &src, &err) == CG_OK, "%s", err.msg);
+    if (src) {
+        EXPECT(cg_sample_source_load(src, 0, &s, &err) == CG_OK && s.input_count == 4 &&
+                   strcmp(s.label, "z") == 0,
+               "npz set with an output member: %s", err.msg);
+        cg_sample_clear(&s);
+    }
+    cg_sample_source_free(src);
+    src = NULL;
+    keys[4] = "q";
+    EXPECT(cg_npz_save(path, 5, keys, ts, false, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_sample_source_open_dir(m, dir, 0, &src, &err) == CG_OK, "%s", err.msg);
+    cg_error_clear(&err);
+    EXPECT(src && cg_sample_source_load(src, 0, &s, &err) == CG_USAGE &&
+               strstr(err.msg, "member 'q'"),
+           "stray member: %s", err.msg);
+    cg_sample_clear(&s);
+    cg_sample_source_free(src);
+    src = NULL;
+    snprintf(sub, sizeof sub, "%s/z", dir);
+    write_inputs(sub, "", 1);
+    cg_error_clear(&err);
+    EXPECT(cg_sample_source_open_dir(m, dir, 0, &src, &err) == CG_USAGE &&
+               strstr(err.msg, "both a folder and an .npz"),
+           "%s", err.msg);
+    cg_sample_source_free(src);
+    cg_tensor_release(&tx);
+    cg_tensor_release(&ti);
+    cg_tensor_release(&tb);
+    cg_tensor_release(&tz);
 }
 
 static void test_tolerances(void)
