@@ -1,7 +1,9 @@
 /* Output folders (core/path.h). */
 #include "core/path.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,4 +62,78 @@ cg_status cg_path_make_parents(const char *path, cg_error *err)
     cg_status st = cg_path_make_dirs(dir, err);
     free(dir);
     return st;
+}
+
+bool cg_path_is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+bool cg_path_is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void cg_path_names_free(char **names, size_t count)
+{
+    for (size_t i = 0; names && i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+cg_status cg_path_list(const char *dir, bool (*keep)(const char *path), char ***names,
+                       size_t *count, cg_error *err)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    *names = NULL;
+    *count = 0;
+    if (!d)
+        return cg_error_set(err, CG_IO, "cannot read the folder '%s': %s", dir,
+                            strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        if (keep) {
+            size_t len = strlen(dir) + strlen(de->d_name) + 2;
+            char *full = malloc(len);
+            if (!full)
+                goto nomem;
+            snprintf(full, len, "%s/%s", dir, de->d_name);
+            bool ok = keep(full);
+            free(full);
+            if (!ok)
+                continue;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 32;
+            char **grown = realloc(v, nc * sizeof *grown);
+            if (!grown)
+                goto nomem;
+            v = grown;
+            cap = nc;
+        }
+        if (!(v[n] = strdup(de->d_name)))
+            goto nomem;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_names);
+    *names = v;
+    *count = n;
+    return CG_OK;
+nomem:
+    closedir(d);
+    cg_path_names_free(v, n);
+    return cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
 }

@@ -10,7 +10,6 @@
  */
 #include "convgate/samples.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -18,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "core/path.h"
 
 
 #define SAMPLES_PATH_MAX 4096
@@ -540,68 +541,10 @@ size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t 
 
 /* --- files --------------------------------------------------------------------------- */
 
-static bool is_regular(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool is_folder(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     return n > k && strcmp(s + n - k, suffix) == 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names of dir's entries, hidden ones skipped (malloc'd). */
-static cg_status list_dir(const char *dir, char ***names, size_t *count, cg_error *err)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    *names = NULL;
-    *count = 0;
-    if (!d)
-        return cg_error_set(err, CG_IO, "cannot read the input folder '%s': %s", dir,
-                            strerror(errno));
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        if (n == SAMPLES_MAX_SETS)
-            break;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 32;
-            char **grown = realloc(v, nc * sizeof *grown);
-            if (!grown)
-                goto nomem;
-            v = grown;
-            cap = nc;
-        }
-        if (!(v[n] = strdup(de->d_name)))
-            goto nomem;
-        n++;
-    }
-    closedir(d);
-    if (n)
-        qsort(v, n, sizeof *v, cmp_str);
-    *names = v;
-    *count = n;
-    return CG_OK;
-nomem:
-    closedir(d);
-    cg_samples_stems_free(v, n);
-    return cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
 }
 
 /* Loads one value from path (decoded with the declared type). */
@@ -626,7 +569,7 @@ static cg_status load_stem(const char *folder, const char *stem, const char *alt
         int n = snprintf(path, SAMPLES_PATH_MAX, "%s/%s%s", folder, stems[i], exts[i]);
         if (n < 0 || n >= SAMPLES_PATH_MAX)
             return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", folder, stems[i]);
-        if (!is_regular(path))
+        if (!cg_path_is_file(path))
             continue;
         *found = true;
         return load_file(path, type, max_bytes, out, err);
@@ -774,7 +717,7 @@ cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir, size
         st = cg_error_set(err, CG_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = list_dir(dir, &entries, &entry_count, err)) != CG_OK)
+    if ((st = cg_path_list(dir, NULL, &entries, &entry_count, err)) != CG_OK)
         goto fail;
 
     /* sets: sub-folders and .npz files */
@@ -782,8 +725,8 @@ cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir, size
         int n = snprintf(path, sizeof path, "%s/%s", dir, entries[i]);
         if (n < 0 || (size_t)n >= sizeof path)
             continue;
-        bool npz = ends_with(entries[i], ".npz") && is_regular(path);
-        if (!npz && !is_folder(path))
+        bool npz = ends_with(entries[i], ".npz") && cg_path_is_file(path);
+        if (!npz && !cg_path_is_dir(path))
             continue;
         if ((st = add_name(src, &cap, entries[i], strlen(entries[i]) - (npz ? 4 : 0), npz,
                            err)) != CG_OK)
@@ -845,11 +788,11 @@ cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir, size
             goto fail;
     }
 done:
-    cg_samples_stems_free(entries, entry_count);
+    cg_path_names_free(entries, entry_count);
     *out = src;
     return CG_OK;
 fail:
-    cg_samples_stems_free(entries, entry_count);
+    cg_path_names_free(entries, entry_count);
     cg_sample_source_free(src);
     return st;
 }
@@ -968,16 +911,16 @@ static cg_status load_set_folder(cg_sample_source *src, const char *folder, cg_s
      * not leave a file silently unused */
     char **files = NULL;
     size_t count = 0;
-    if ((st = list_dir(folder, &files, &count, err)) != CG_OK)
+    if ((st = cg_path_list(folder, NULL, &files, &count, err)) != CG_OK)
         return st;
     for (size_t i = 0; i < count && st == CG_OK; i++) {
         int n = snprintf(path, sizeof path, "%s/%s", folder, files[i]);
-        if (n > 0 && (size_t)n < sizeof path && is_regular(path) && !known_file(src, files[i]))
+        if (n > 0 && (size_t)n < sizeof path && cg_path_is_file(path) && !known_file(src, files[i]))
             st = cg_error_set(err, CG_USAGE, "sample '%s': '%s' matches no input or output of "
                               "the model (file names are tensor names with characters outside "
                               "[A-Za-z0-9._-] as '_')", s->label, path);
     }
-    cg_samples_stems_free(files, count);
+    cg_path_names_free(files, count);
     return st;
 }
 
@@ -1095,9 +1038,9 @@ cg_status cg_sample_source_read_outputs(const cg_sample_source *src, const char 
         if (snprintf(folder, sizeof folder, "%s/%s", dir, src->names[i]) >= (int)sizeof folder ||
             snprintf(path, sizeof path, "%s/%s.npz", dir, src->names[i]) >= (int)sizeof path)
             return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", dir, src->names[i]);
-        if (is_folder(folder))
+        if (cg_path_is_dir(folder))
             in_folder = true;
-        else if (is_regular(path))
+        else if (cg_path_is_file(path))
             st = cg_npz_open(path, src->max_bytes, &npz, err);
         else
             return cg_error_set(err, CG_USAGE, "no outputs for sample '%s': neither %s/ nor %s "

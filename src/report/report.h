@@ -163,6 +163,23 @@ typedef struct cg_queue_view {
 void cg_report_queue_text(FILE *f, const cg_queue_view *q);
 json_t *cg_report_queue_json(const cg_queue_view *q);
 
+/* --- conformance (report/conformance.c) ------------------------------------------- */
+
+#include "convgate/conformance.h"
+
+typedef struct cg_conf_view {
+    const cg_conf_test *tests;
+    size_t count;
+    size_t passed, failed, skipped;
+    const char *manifest;      /* --expect FILE, or NULL */
+    char *const *deviations;
+    size_t deviation_count;
+} cg_conf_view;
+
+void cg_report_conf_test_text(FILE *f, const cg_conf_test *t, bool with_time);
+void cg_report_conf_text(FILE *f, const cg_conf_view *v);
+json_t *cg_report_conf_json(const cg_conf_view *v);
+
 /* --- targets (report/targets.c) ----------------------------------------------------- */
 
 struct cg_target_registry;
