@@ -38,6 +38,12 @@ float cg_fp16_to_f32(uint16_t h);
 uint16_t cg_f32_to_fp16(float f);
 float cg_bf16_to_f32(uint16_t b);
 uint16_t cg_f32_to_bf16(float f);
+/* From double in one rounding (no double rounding through float), and the
+ * nearest fp16 / bf16 value as a double (overflow to +-inf, NaN kept). */
+uint16_t cg_f64_to_fp16(double x);
+uint16_t cg_f64_to_bf16(double x);
+double cg_fp16_round(double x);
+double cg_bf16_round(double x);
 
 #ifdef __cplusplus
 }

@@ -131,3 +131,50 @@ uint16_t cg_f32_to_bf16(float f)
     uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)((u + rounding) >> 16);
 }
+
+/* x rounded to nearest even on a binary format with `digits` significant
+ * bits, smallest normal exponent emin (subnormal spacing 2^(emin-digits+1))
+ * and largest finite value max_finite. Rounding in one step from double:
+ * going through float first would round twice (a double just above a
+ * half-way point of the narrow format can land exactly on it as a float
+ * and then go to even, the wrong way). */
+static double round_to_format(double x, int digits, int emin, double max_finite)
+{
+    if (!isfinite(x) || x == 0.0)
+        return x;
+    double a = fabs(x);
+    int e;
+    (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int sh = e - digits; /* spacing of the format at a */
+    if (sh < emin - digits + 1)
+        sh = emin - digits + 1;
+    double r = ldexp(nearbyint(ldexp(a, -sh)), sh); /* exact scalings */
+    if (r > max_finite)
+        r = INFINITY;
+    return copysign(r, x);
+}
+
+double cg_fp16_round(double x)
+{
+    return round_to_format(x, 11, -14, 65504.0);
+}
+
+double cg_bf16_round(double x)
+{
+    return round_to_format(x, 8, -126, 3.3895313892515355e38);
+}
+
+uint16_t cg_f64_to_fp16(double x)
+{
+    if (isnan(x))
+        return (uint16_t)(signbit(x) ? 0xfe00u : 0x7e00u);
+    /* exact in float once rounded to fp16, so the float conversion is exact */
+    return cg_f32_to_fp16((float)cg_fp16_round(x));
+}
+
+uint16_t cg_f64_to_bf16(double x)
+{
+    if (isnan(x))
+        return (uint16_t)(signbit(x) ? 0xffc0u : 0x7fc0u);
+    return cg_f32_to_bf16((float)cg_bf16_round(x));
+}

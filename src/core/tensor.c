@@ -264,8 +264,8 @@ void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v)
     switch (t->dtype) {
     case CG_DTYPE_FLOAT: ((float *)d)[i] = (float)v; return;
     case CG_DTYPE_DOUBLE: ((double *)d)[i] = v; return;
-    case CG_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cg_f32_to_fp16((float)v); return;
-    case CG_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cg_f32_to_bf16((float)v); return;
+    case CG_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cg_f64_to_fp16(v); return;
+    case CG_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cg_f64_to_bf16(v); return;
     case CG_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0.0; return;
     default: break;
     }

@@ -121,7 +121,7 @@ static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, con
 
 static float h16(double x)
 {
-    return cg_fp16_to_f32(cg_f32_to_fp16((float)x));
+    return (float)cg_fp16_round(x);
 }
 
 /* y[i*n+j] = sum_q A(i,q) B(q,j) with an fp16 accumulator; A(i,q) is

@@ -165,7 +165,7 @@ static double reduce_f64(reduce_kind kind, const double *v, int64_t n)
 
 static double r16(double x)
 {
-    return cg_fp16_to_f32(cg_f32_to_fp16((float)x));
+    return cg_fp16_round(x);
 }
 
 /* reduce_f64 with an fp16 accumulator (CG_KPREC_FP16_ACC16). Max and Min
