@@ -106,13 +106,18 @@ cg_status cg_op_quantizelinear(cg_kernel_ctx *k)
         return st;
     if ((st = cg_kernel_output(k, 0, odt, x->rank, x->dims, &y)) != CG_OK)
         return st;
+    /* double x or scale (the float64 mode): the division in double */
+    bool wide = x->dtype == CG_DTYPE_DOUBLE || scale->dtype == CG_DTYPE_DOUBLE;
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t q = q_index(&l, i);
-        float s = (float)cg_tensor_get_f64(scale, q);
+        double sd = cg_tensor_get_f64(scale, q);
+        float s = (float)sd;
         double z = zp ? (double)cg_tensor_get_i64(zp, q) : 0.0;
         double v;
         if (x->dtype == CG_DTYPE_INT32)
-            v = (double)cg_tensor_get_i64(x, i) / (double)s;
+            v = (double)cg_tensor_get_i64(x, i) / (wide ? sd : (double)s);
+        else if (wide)
+            v = cg_tensor_get_f64(x, i) / sd;
         else
             v = (double)((float)cg_tensor_get_f64(x, i) / s);
         cg_tensor_set_i64(y, i, cg_nn_saturate(odt, cg_nn_round_even(v) + z));
@@ -141,14 +146,48 @@ cg_status cg_op_dequantizelinear(cg_kernel_ctx *k)
     cg_dtype odt = k->since >= 19 ? scale->dtype : CG_DTYPE_FLOAT;
     if ((st = cg_kernel_output(k, 0, odt, x->rank, x->dims, &y)) != CG_OK)
         return st;
+    bool wide = odt == CG_DTYPE_DOUBLE || scale->dtype == CG_DTYPE_DOUBLE;
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t q = q_index(&l, i);
         int64_t z = zp ? cg_tensor_get_i64(zp, q) : 0;
-        float s = (float)cg_tensor_get_f64(scale, q);
-        cg_tensor_set_f64(y, i, (double)((float)(cg_tensor_get_i64(x, i) - z) * s));
+        double sd = cg_tensor_get_f64(scale, q);
+        double v = wide ? (double)(cg_tensor_get_i64(x, i) - z) * sd
+                        : (double)((float)(cg_tensor_get_i64(x, i) - z) * (float)sd);
+        cg_tensor_set_f64(y, i, v);
     }
     return CG_OK;
 }
+
+/* DynamicQuantizeLinear as ONNX Runtime 1.22 computes it in float32
+ * (GetQuantizationParameter in core/util/qmath.h, MlasQuantizeLinear in
+ * core/mlas/lib/quantize.cpp), operation for operation, because a quantizer
+ * turns one ulp into a whole step: the range is [min(x, 0), max(x, 0)];
+ * scale = max == min ? 1 : (max - min) / 255 (a float division); the zero
+ * point is RoundHalfToEven(clamp(0 - min / scale, 0, 255)); each element is
+ * x / scale (float division), clamped to [-zp, 255 - zp] in float, rounded
+ * to nearest even, plus zp. The spec's formula agrees except where max ==
+ * min (the spec divides by zero; ORT uses scale 1). Double input (the
+ * float64 mode) runs the same steps in double. */
+#define DQL_STEPS(T, xs, n, scale_out, zp_out, yd)                             \
+    do {                                                                       \
+        T lo = 0, hi = 0;                                                      \
+        for (int64_t i = 0; i < (n); i++) {                                    \
+            lo = (xs)[i] < lo ? (xs)[i] : lo;                                  \
+            hi = (xs)[i] > hi ? (xs)[i] : hi;                                  \
+        }                                                                      \
+        T sc = hi == lo ? (T)1 : (hi - lo) / (T)255;                           \
+        T zp0 = (T)0 - lo / sc;                                                \
+        zp0 = zp0 < (T)0 ? (T)0 : zp0 > (T)255 ? (T)255 : zp0;                 \
+        int32_t zpi = (int32_t)cg_nn_round_even((double)zp0);                  \
+        T qlo = (T)(0 - zpi), qhi = (T)(255 - zpi);                            \
+        for (int64_t i = 0; i < (n); i++) {                                    \
+            T v = (xs)[i] / sc;                                                \
+            v = v < qlo ? qlo : v > qhi ? qhi : v;                             \
+            (yd)[i] = (uint8_t)((int32_t)cg_nn_round_even((double)v) + zpi);   \
+        }                                                                      \
+        *(scale_out) = sc;                                                     \
+        *(zp_out) = (uint8_t)zpi;                                              \
+    } while (0)
 
 cg_status cg_op_dynamicquantizelinear(cg_kernel_ctx *k)
 {
@@ -160,32 +199,28 @@ cg_status cg_op_dynamicquantizelinear(cg_kernel_ctx *k)
     if (!cg_nn_is_real(x->dtype))
         return cg_kernel_fail(k, CG_UNSUPPORTED, "DynamicQuantizeLinear of %s",
                               cg_dtype_name(x->dtype));
-    const float *xf = cg_nn_as_f32(k, x);
-    if (!xf)
+    bool wide = x->dtype == CG_DTYPE_DOUBLE;
+    const float *xf = wide ? NULL : cg_nn_as_f32(k, x);
+    const double *xd = wide ? x->data : NULL;
+    if (!wide && !xf)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    /* The range always includes 0 so that 0 is exactly representable. */
-    float lo = 0.0f, hi = 0.0f;
     for (int64_t i = 0; i < x->numel; i++) {
-        if (xf[i] != xf[i])
-            return cg_kernel_fail(k, CG_RUNTIME, "input holds NaN at %lld", (long long)i);
-        lo = xf[i] < lo ? xf[i] : lo;
-        hi = xf[i] > hi ? xf[i] : hi;
+        double v = wide ? xd[i] : (double)xf[i];
+        if (!isfinite(v))
+            return cg_kernel_fail(k, CG_RUNTIME, "input holds %s at %lld (no quantization range)",
+                                  isnan(v) ? "NaN" : "an infinity", (long long)i);
     }
-    float scale = (hi - lo) / 255.0f;
-    if (!isfinite(scale))
-        return cg_kernel_fail(k, CG_RUNTIME, "input range is not finite");
-    int64_t zp = scale > 0 ? cg_nn_saturate(CG_DTYPE_UINT8, cg_nn_round_even((double)(0.0f - lo / scale)))
-                           : 0;
+    cg_dtype sdt = wide ? CG_DTYPE_DOUBLE : CG_DTYPE_FLOAT;
     if ((st = cg_kernel_output(k, 0, CG_DTYPE_UINT8, x->rank, x->dims, &y)) != CG_OK ||
-        (st = cg_kernel_output(k, 1, CG_DTYPE_FLOAT, 0, NULL, &ys)) != CG_OK ||
+        (st = cg_kernel_output(k, 1, sdt, 0, NULL, &ys)) != CG_OK ||
         (st = cg_kernel_output(k, 2, CG_DTYPE_UINT8, 0, NULL, &yz)) != CG_OK)
         return st;
-    ((float *)ys->data)[0] = scale;
-    ((uint8_t *)yz->data)[0] = (uint8_t)zp;
-    uint8_t *yd = y->data;
-    for (int64_t i = 0; i < x->numel; i++)
-        yd[i] = scale > 0 ? (uint8_t)cg_nn_saturate(CG_DTYPE_UINT8,
-                                                    cg_nn_round_even((double)(xf[i] / scale)) + (double)zp)
-                          : 0;
+    uint8_t *yd = y->data, *zd = yz->data;
+    if (wide)
+        DQL_STEPS(double, xd, x->numel, (double *)ys->data, zd, yd);
+    else
+        DQL_STEPS(float, xf, x->numel, (float *)ys->data, zd, yd);
+    if (!isfinite(cg_tensor_get_f64(ys, 0)))
+        return cg_kernel_fail(k, CG_RUNTIME, "input range is too wide: the scale is not finite");
     return CG_OK;
 }

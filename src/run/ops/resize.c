@@ -13,6 +13,16 @@
  *
  * Nearest mode is a pure gather and is done on raw element bytes, so every
  * dtype (int64 included) is copied exactly.
+ *
+ * float32 bilinear (linear mode on a 2-D tensor, or on H and W of a 4-D
+ * NCHW/NHWC one, without antialias) follows ONNX Runtime 1.22's CPU kernel
+ * operation for operation instead (rs_bilinear_ort): coordinates, clamps and
+ * weights in float32, the four-tap sum in its order (where ORT's formula
+ * reads the resized length as the output size and the spec as in * scale,
+ * only when the two agree). The two agree to an ulp or so; an ulp is all it takes to flip a quantizer downstream
+ * (DynamicQuantizeLinear after an upsample), so the reference rounds as the
+ * runtime models are deployed on. Double (the float64 mode) keeps the exact
+ * formula.
  */
 #include <math.h>
 #include <string.h>
@@ -204,6 +214,131 @@ static cg_status rs_parse_enum(cg_kernel_ctx *k, const char *attr, const char *d
     return cg_kernel_fail(k, CG_INVALID, "unknown %s '%s'", attr, s);
 }
 
+/* x_original in float32 as ONNX Runtime 1.22 computes it
+ * (GetOriginalCoordinateFromResizedCoordinate, cpu/tensor/upsamplebase.h):
+ * x resized index, s the float scale, lr / lo the resized / original
+ * lengths. half_pixel_symmetric and tf_crop_and_resize's single-pixel case
+ * go through double there, as they do here. */
+static float rs_original_ort(rs_ctm ctm, float x, float s, float lr, float lo, float roi_start,
+                             float roi_end)
+{
+    switch (ctm) {
+    case CTM_ASYMMETRIC: return x / s;
+    case CTM_PYTORCH_HALF_PIXEL: return lr > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case CTM_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / s;
+    case CTM_ALIGN_CORNERS: return lr == 1 ? 0.0f : x * (lo - 1) / (lr - 1);
+    case CTM_TF_CROP_AND_RESIZE:
+        if (lr > 1) {
+            float a = roi_start * (lo - 1);
+            float b = x * (roi_end - roi_start) * (lo - 1);
+            return a + b / (lr - 1);
+        }
+        return (float)(0.5 * (double)(roi_start + roi_end) * (double)(lo - 1));
+    case CTM_HALF_PIXEL_SYMMETRIC: {
+        float output_width = s * lo;
+        float adjustment = lr / output_width;
+        float center = lo / 2;
+        float offset = center * (1 - adjustment);
+        return (float)((double)offset + ((double)x + 0.5) / (double)s - 0.5);
+    }
+    case CTM_HALF_PIXEL: break;
+    }
+    return ((x + 0.5f) / s) - 0.5f;
+}
+
+/* One axis of ORT's SetupUpsampleBilinear: for each output index, the two
+ * input indices and their float weights (d1 for i1, d2 for i2 as ORT names
+ * them: the weight of i1 is d2), and x_original for extrapolation. */
+static void rs_bilinear_axis_ort(const rs_cfg *c, int32_t in, int32_t out, float s,
+                                 float roi_start, float roi_end, int32_t *i1, int32_t *i2,
+                                 float *d1, float *d2, float *orig)
+{
+    for (int32_t o = 0; o < out; o++) {
+        float v = s == 1 ? (float)o
+                         : rs_original_ort(c->ctm, (float)o, s, (float)out, (float)in, roi_start,
+                                           roi_end);
+        orig[o] = v;
+        float hi = (float)(in - 1);
+        v = v > hi ? hi : v;   /* std::max(0, std::min(v, hi)) */
+        v = 0.0f > v ? 0.0f : v;
+        int32_t a = (int32_t)v < in - 1 ? (int32_t)v : in - 1;
+        int32_t b = a + 1 < in - 1 ? a + 1 : in - 1;
+        i1[o] = a;
+        i2[o] = b;
+        d1[o] = fabsf(v - (float)a);
+        d2[o] = fabsf(v - (float)b);
+        if (a == b)
+            d1[o] = d2[o] = 0.5f;
+    }
+}
+
+/* ORT's UpsampleBilinear / NhwcUpsampleBilinear on float32: X is
+ * [n][h][w][c] in strides (sn, sh, sw, sc) with h, w resized to oh, ow.
+ * Each output is ((d2x*d2y)*X11 + (d1x*d2y)*X21) + (d2x*d1y)*X12 +
+ * (d1x*d1y)*X22, one statement per operation so no compiler contracts a
+ * product into an FMA ORT does not use. */
+static cg_status rs_bilinear_ort(cg_kernel_ctx *k, const rs_cfg *c, const float *x, float *y,
+                                 const int64_t *dims4, const int64_t *odims4, int hax, int wax,
+                                 float sh, float sw, const double *roi_s, const double *roi_e)
+{
+    int32_t ih = (int32_t)dims4[hax], iw = (int32_t)dims4[wax];
+    int32_t oh = (int32_t)odims4[hax], ow = (int32_t)odims4[wax];
+    int32_t *iy1 = cg_kernel_scratch(k, sizeof(int32_t) * (size_t)(2 * (oh + ow)) + 1);
+    float *fy = cg_kernel_scratch(k, sizeof(float) * (size_t)(3 * (oh + ow)) + 1);
+    if (!iy1 || !fy)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory for resize");
+    int32_t *iy2 = iy1 + oh, *ix1 = iy2 + oh, *ix2 = ix1 + ow;
+    float *dy1 = fy, *dy2 = dy1 + oh, *yo = dy2 + oh, *dx1 = yo + oh, *dx2 = dx1 + ow,
+          *xo = dx2 + ow;
+    rs_bilinear_axis_ort(c, ih, oh, sh, (float)roi_s[hax], (float)roi_e[hax], iy1, iy2, dy1, dy2,
+                         yo);
+    rs_bilinear_axis_ort(c, iw, ow, sw, (float)roi_s[wax], (float)roi_e[wax], ix1, ix2, dx1, dx2,
+                         xo);
+    /* strides of the 4-D view (row-major over dims4) */
+    int64_t is[4], os[4];
+    is[3] = os[3] = 1;
+    for (int d = 2; d >= 0; d--) {
+        is[d] = is[d + 1] * dims4[d + 1];
+        os[d] = os[d + 1] * odims4[d + 1];
+    }
+    bool crop = c->ctm == CTM_TF_CROP_AND_RESIZE;
+    float extrap = (float)c->extrapolation;
+    int64_t pos[4];
+    for (int64_t o = 0, total = os[0] * odims4[0]; o < total; o++) {
+        int64_t r = o;
+        for (int d = 0; d < 4; d++) {
+            pos[d] = r / os[d];
+            r %= os[d];
+        }
+        int32_t py = (int32_t)pos[hax], px = (int32_t)pos[wax];
+        if (crop && (yo[py] < 0 || yo[py] > (float)(ih - 1) || xo[px] < 0 ||
+                     xo[px] > (float)(iw - 1))) {
+            y[o] = extrap;
+            continue;
+        }
+        int64_t base = 0;
+        for (int d = 0; d < 4; d++)
+            if (d != hax && d != wax)
+                base += pos[d] * is[d];
+        float x11 = x[base + iy1[py] * is[hax] + ix1[px] * is[wax]];
+        float x21 = x[base + iy1[py] * is[hax] + ix2[px] * is[wax]];
+        float x12 = x[base + iy2[py] * is[hax] + ix1[px] * is[wax]];
+        float x22 = x[base + iy2[py] * is[hax] + ix2[px] * is[wax]];
+        float c11 = dx2[px] * dy2[py];
+        float c21 = dx1[px] * dy2[py];
+        float c12 = dx2[px] * dy1[py];
+        float c22 = dx1[px] * dy1[py];
+        float t11 = c11 * x11;
+        float t21 = c21 * x21;
+        float t12 = c12 * x12;
+        float t22 = c22 * x22;
+        float acc = t11 + t21;
+        acc = acc + t12;
+        y[o] = acc + t22;
+    }
+    return CG_OK;
+}
+
 /* Shared body. scales_t / sizes_t / roi_t may be NULL; scales_attr is the
  * Upsample-7 attribute form. */
 static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
@@ -257,6 +392,9 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
         }
     }
 
+    float fscale[CG_MAX_RANK]; /* the scales as ONNX Runtime holds them (float) */
+    for (int i = 0; i < rank; i++)
+        fscale[i] = 1.0f;
     bool have_scales = (scales_t && scales_t->numel > 0) || scales_attr;
     bool have_sizes = sizes_t && sizes_t->numel > 0;
     if (have_scales == have_sizes)
@@ -282,6 +420,7 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
                 return cg_kernel_fail(k, CG_INVALID, "output size for axis %lld is out of range",
                                       (long long)a);
             scale[a] = s;
+            fscale[a] = (float)s;
             out_dims[a] = (int64_t)od;
         }
     } else {
@@ -311,6 +450,7 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
             double s = (double)sz / (double)X->dims[a];
             out_dims[a] = sz;
             scale[a] = s;
+            fscale[a] = (float)sz / (float)X->dims[a]; /* in float, as ORT divides */
             if (pol == 1 && s < common)
                 common = s;
             if (pol == 2 && s > common)
@@ -325,6 +465,7 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
                     return cg_kernel_fail(k, CG_INVALID, "output size for axis %lld is out of range",
                                           (long long)a);
                 scale[a] = common;
+                fscale[a] = (float)common; /* rounding keeps the order: ORT's float min/max */
                 out_dims[a] = (int64_t)od;
             }
         }
@@ -396,6 +537,43 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
     if (X->dtype == CG_DTYPE_STRING || X->dtype == CG_DTYPE_BOOL)
         return cg_kernel_fail(k, CG_UNSUPPORTED, "%s mode does not support type %s",
                               cfg->mode == RS_LINEAR ? "linear" : "cubic", cg_dtype_name(X->dtype));
+    /* float32 bilinear: ONNX Runtime's arithmetic (see the file comment) on
+     * the layouts its bilinear kernel takes: 2-D, NCHW (N, C kept), NHWC
+     * (N, C kept); int32 extents */
+    if (cfg->mode == RS_LINEAR && !cfg->antialias && X->dtype == CG_DTYPE_FLOAT &&
+        (rank == 2 || rank == 4)) {
+        int64_t d4[4] = {1, 1, 1, 1}, o4[4] = {1, 1, 1, 1};
+        int hax = 2, wax = 3;
+        bool ok = true;
+        double rs4[4] = {0, 0, 0, 0}, re4[4] = {1, 1, 1, 1};
+        if (rank == 2) {
+            d4[2] = X->dims[0], d4[3] = X->dims[1], o4[2] = out_dims[0], o4[3] = out_dims[1];
+            rs4[2] = roi_s[0], rs4[3] = roi_s[1], re4[2] = roi_e[0], re4[3] = roi_e[1];
+        } else {
+            for (int d = 0; d < 4; d++) {
+                d4[d] = X->dims[d], o4[d] = out_dims[d], rs4[d] = roi_s[d], re4[d] = roi_e[d];
+                ok = ok && d4[d] <= INT32_MAX && o4[d] <= INT32_MAX;
+            }
+            if (resized[0] || (resized[1] && resized[3]))
+                ok = false;
+            else if (resized[1]) /* NHWC: ORT takes it when the C scale is 1 */
+                hax = 1, wax = 2;
+        }
+        float sh = fscale[rank == 2 ? 0 : hax], sw = fscale[rank == 2 ? 1 : wax];
+        /* Where a mode reads the resized length, ORT takes the output size
+         * and the spec in * scale: they agree only when in * scale is whole
+         * (sizes given, or an exact scale). Elsewhere the spec is followed. */
+        bool uses_length = cfg->ctm == CTM_ALIGN_CORNERS || cfg->ctm == CTM_TF_CROP_AND_RESIZE ||
+                           cfg->ctm == CTM_HALF_PIXEL_SYMMETRIC ||
+                           cfg->ctm == CTM_PYTORCH_HALF_PIXEL;
+        for (int i = 0; uses_length && i < rank; i++)
+            if (resized[i] && (double)out_dims[i] != (double)X->dims[i] * scale[i])
+                ok = false;
+        ok = ok && d4[hax] <= INT32_MAX && d4[wax] <= INT32_MAX && o4[hax] <= INT32_MAX &&
+             o4[wax] <= INT32_MAX && d4[hax] * d4[wax] <= INT32_MAX;
+        if (ok)
+            return rs_bilinear_ort(k, cfg, X->data, Y->data, d4, o4, hax, wax, sh, sw, rs4, re4);
+    }
     /* Separable passes: cur has shape dims (axes < a already resized). */
     double *cur = mc_to_f64(k, X);
     if (!cur)

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Quantization parity with onnxruntime-node 1.22.0 on a dynamically
+# quantized model (tests/data/quant/dynquant_resize.onnx, written by
+# tools/make_quant_cases.py): DynamicQuantizeLinear + ConvInteger blocks with
+# linear Resizes feeding the quantizers, the layout of ISNet's failure. A
+# quantizer turns one ulp upstream into a whole step, so the float kernels
+# that feed it (Resize, the scale Muls) and DynamicQuantizeLinear itself
+# must round as ONNX Runtime does:
+#   - every quantized tensor (q*), scale (s*) and zero point (z*) that the
+#     model exposes must be bit-identical to ORT's;
+#   - the float output (mask) must lie within one quantization step of ORT's
+#     (the last block's step: x_scale * w_scale, times Sigmoid's slope 1/4).
+# Needs node, bench/node_modules and numpy; without them the test FAILS,
+# naming what is missing, unless CG_ALLOW_SKIP_PARITY=1 (then exit 77).
+set -u
+bin=${1:?usage: quant_parity.sh CONVGATE_BINARY SOURCE_DIR}
+src=${2:?usage: quant_parity.sh CONVGATE_BINARY SOURCE_DIR}
+model="$src/tests/data/quant/dynquant_resize.onnx"
+input="$src/tests/data/quant/dynquant_resize_input.npy"
+
+unavailable() {
+    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
+        echo "quant_parity: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
+        exit 77
+    fi
+    echo "quant_parity: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
+    exit 1
+}
+command -v node >/dev/null 2>&1 || unavailable "missing node"
+[ -f "$src/bench/node_modules/onnxruntime-node/package.json" ] ||
+    unavailable "missing $src/bench/node_modules/onnxruntime-node"
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || unavailable "missing numpy"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if ! node "$src/bench/ort_session.js" --run --runs 1 --input "x=$input" \
+        --save-outputs "$work/ort" "$model" >"$work/ort.log" 2>&1; then
+    cat "$work/ort.log" >&2
+    unavailable "onnxruntime could not run $model"
+fi
+if ! "$bin" run "$model" -i "x=$input" -o "$work/cg" >"$work/cg.log" 2>&1; then
+    cat "$work/cg.log" >&2
+    echo "quant_parity: FAILED: convgate run" >&2
+    exit 1
+fi
+/usr/bin/python3 - "$work" "$model" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+work, model = sys.argv[1], sys.argv[2]
+m = onnx.load(model)
+inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+names = [o.name for o in m.graph.output]
+ok = True
+for n in names:
+    a, b = np.load("%s/ort/%s.npy" % (work, n)), np.load("%s/cg/%s.npy" % (work, n))
+    if a.shape != b.shape or a.dtype != b.dtype:
+        print("%-5s shape/dtype %s %s vs ORT %s %s" % (n, b.shape, b.dtype, a.shape, a.dtype))
+        ok = False
+        continue
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    if n == "mask":
+        last = max(int(k[1:]) for k in names if k.startswith("s"))
+        step = 0.25 * float(np.load("%s/ort/s%d.npy" % (work, last))) * float(inits["w%d_s" % last])
+        good = d.max() <= step
+        print("%-5s max |convgate - ORT| %.3g, one quantization step %.3g: %s"
+              % (n, d.max(), step, "within" if good else "BEYOND"))
+    else:
+        good = a.tobytes() == b.tobytes()
+        print("%-5s %d of %d differ%s" % (n, int((d > 0).sum()), d.size,
+                                          "" if good else " (must be bit-identical)"))
+    ok = ok and good
+print("quant_parity: %s" % ("PASS" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
