@@ -16,7 +16,7 @@
 
 typedef struct conf_args {
     const char *dir, *filter, *expect, *update;
-    bool json, verbose, fork_tests;
+    bool json, verbose, fork_tests, fp64;
     int timeout_s;
 } conf_args;
 
@@ -56,6 +56,9 @@ static void conf_usage(FILE *f)
         "  --no-fork              run tests in this process (for debuggers; a crash\n"
         "                         ends the run)\n"
         "  --verbose              also print each test's run time\n"
+        "  --fp64                 run in the float64 reference mode (every float\n"
+        "                         computed in double, docs/float64.md); float outputs\n"
+        "                         are rounded to the expected type, then judged as above\n"
         "\n"
         "Exit status: 0 all tests passed (or, with --expect, no deviation), 1 a test\n"
         "failed (or deviated), 2 usage or I/O error.\n");
@@ -77,6 +80,8 @@ static int parse_args(int argc, char **argv, conf_args *a)
             a->verbose = true;
         } else if (!strcmp(arg, "--no-fork")) {
             a->fork_tests = false;
+        } else if (!strcmp(arg, "--fp64")) {
+            a->fp64 = true;
         } else if (!strcmp(arg, "--filter") || !strcmp(arg, "--expect") ||
                    !strcmp(arg, "--update-expect") || !strcmp(arg, "--timeout")) {
             if (!val) {
@@ -148,7 +153,7 @@ int cmd_conformance(int argc, char **argv)
             fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, count, tests[i].name);
             fflush(stderr);
         }
-        cg_conf_run(&tests[i], a.fork_tests, a.timeout_s);
+        cg_conf_run(&tests[i], a.fork_tests, a.timeout_s, a.fp64);
         v.passed += tests[i].status == CG_CONF_PASS;
         v.failed += tests[i].status == CG_CONF_FAIL;
         v.skipped += tests[i].status == CG_CONF_SKIP;

@@ -46,6 +46,12 @@ static void run_usage(FILE *f)
         "                       [{name, dtype, shape, file, min, max, mean, nan, inf}],\n"
         "                       target, time_ms, timing}\n"
         "\n"
+        "Precision:\n"
+        "  --fp64               the float64 reference mode: every float32, float16 and\n"
+        "                       bfloat16 value is promoted to float64 and every kernel\n"
+        "                       computes in double; float outputs come out as float64\n"
+        "                       (docs/float64.md). Not with --target\n"
+        "\n"
         "Target path:\n"
         "  --target T[,T2...]   run the model as these targets would, in priority\n"
         "                       order, the CPU taking the rest (see convgate targets):\n"
@@ -100,6 +106,7 @@ typedef struct run_args {
     bool random;
     size_t max_alloc;
     uint64_t repeat;
+    bool fp64; /* --fp64: the float64 reference mode */
     cli_inputs in;
     cli_targets targets;
 } run_args;
@@ -112,7 +119,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"sample", required_argument, NULL, 'n'},     {"random", no_argument, NULL, 'r'},
         {"output-dir", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
         {"repeat", required_argument, NULL, 'R'},     {"max-alloc", required_argument, NULL, 'M'},
-        CLI_OPTS_END};
+        {"fp64", no_argument, NULL, 'F'},             CLI_OPTS_END};
     int c;
     bool started = false;
     while ((c = cli_next_option("run", argc, argv, "hi:o:", longopts, &started,
@@ -122,6 +129,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case 'I': a->inputs_dir = optarg; break;
         case 'n': a->sample = optarg; break;
         case 'r': a->random = true; break;
+        case 'F': a->fp64 = true; break;
         case 'o': a->out_dir = optarg; break;
         case 'R':
             if (!cli_parse_count(optarg, 1000000, &a->repeat)) {
@@ -143,6 +151,11 @@ static int parse_args(int argc, char **argv, run_args *a)
         return CG_EXIT_ERROR;
     if (a->sample && !a->inputs_dir) {
         cli_error("run", "--sample applies to --inputs DIR");
+        return CG_EXIT_ERROR;
+    }
+    if (a->fp64 && a->targets.arg_count) {
+        cli_error("run", "--fp64 runs the reference runtime in double; it cannot be combined "
+                  "with --target");
         return CG_EXIT_ERROR;
     }
     return CG_EXIT_OK;
@@ -242,6 +255,7 @@ int cmd_run(int argc, char **argv)
         cg_runtime_options_default(&ro);
         if (a.max_alloc)
             ro.max_alloc_bytes = a.max_alloc;
+        ro.float64 = a.fp64;
         if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
             cli_error("run", "%s", err.msg);
             rc = err.status == CG_UNSUPPORTED || err.status == CG_RUNTIME ? CG_EXIT_FAIL

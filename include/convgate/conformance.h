@@ -58,8 +58,10 @@ typedef struct cg_conf_manifest {
 bool cg_conf_collect(const char *dir, const char *filter, cg_conf_test **out, size_t *count,
                      char *suite, size_t suite_cap, bool *single_test, cg_error *err);
 void cg_conf_tests_free(cg_conf_test *tests, size_t count);
-/* Runs one test: status, reason and ms filled. */
-void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s);
+/* Runs one test: status, reason and ms filled. With fp64, in the float64
+ * reference mode (cg_runtime_options.float64), each float output rounded
+ * to the expected type before it is judged. */
+void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64);
 
 /* Reads a manifest. missing_ok: a file that does not exist is an empty one. */
 bool cg_conf_manifest_load(const char *path, bool missing_ok, cg_conf_manifest *m,

@@ -71,6 +71,16 @@ typedef struct cg_runtime_options {
      * every node as written. Applies to nodes that run on the reference
      * kernels (not to executing partitions). Must outlive the runtime. */
     const uint8_t *node_precision;
+    /* Float64 reference mode: every float32, float16 and bfloat16 value is
+     * promoted to float64 where it enters the runtime (initializers at init,
+     * inputs when bound, Cast targets and other element-type attributes,
+     * Constant values), so every kernel computes in double and the outputs
+     * come back as DOUBLE (inputs may be fed as their declared float type or
+     * as DOUBLE). A kernel that would still produce a float32/16 value fails
+     * the run naming the node. With node_precision, CG_NODE_PREC_FP16 rounds
+     * every stored value to fp16 and computes in double (the fp16 storage
+     * floor); CG_NODE_PREC_FP16_ACC16 is refused. docs/float64.md. */
+    bool float64;
 } cg_runtime_options;
 
 void cg_runtime_options_default(cg_runtime_options *opt);

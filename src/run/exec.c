@@ -12,12 +12,17 @@
  * its own allocation, so a data-dependent shape is never unsafe.
  * A runtime holds that plan and its arena, so it runs one call at a time;
  * threads that run concurrently each need their own runtime.
+ *
+ * In the float64 mode (opt.float64, run/fp64.c) a fed float32/16 input is
+ * promoted to a DOUBLE copy the frame owns; a DOUBLE input feeds a declared
+ * float type as it is.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/exec.h"
+#include "run/fp64.h"
 
 void cg_runtime_options_default(cg_runtime_options *opt)
 {
@@ -114,8 +119,10 @@ const char *cg_exec_value_kind_name(cg_value_kind k)
     }
 }
 
-/* A fed input against its declared type: kind, dtype, rank, fixed dims. */
-static cg_status check_input(const cg_value_info *vi, const cg_value *v, cg_error *err)
+/* A fed input against its declared type: kind, dtype, rank, fixed dims.
+ * In the float64 mode a DOUBLE tensor may feed a declared float type. */
+static cg_status check_input(const cg_value_info *vi, const cg_value *v, bool float64,
+                             cg_error *err)
 {
     const cg_type *t = vi->type;
     if (!t || t->kind == CG_TYPE_NONE || t->kind == CG_TYPE_OPTIONAL)
@@ -127,7 +134,9 @@ static cg_status check_input(const cg_value_info *vi, const cg_value *v, cg_erro
     if (t->kind != CG_TYPE_TENSOR)
         return CG_OK;
     const cg_tensor *x = &v->tensor;
-    if (t->has_elem_type && t->elem_type != 0 && t->elem_type != (int32_t)x->dtype)
+    bool promoted = float64 && x->dtype == CG_DTYPE_DOUBLE && cg_dtype_valid(t->elem_type) &&
+                    cg_fp64_promotes((cg_dtype)t->elem_type);
+    if (t->has_elem_type && t->elem_type != 0 && t->elem_type != (int32_t)x->dtype && !promoted)
         return cg_error_set(err, CG_INVALID, "input '%s': expected element type %s, got %s",
                             vi->name,
                             cg_dtype_valid(t->elem_type) ? cg_dtype_name((cg_dtype)t->elem_type)
@@ -220,12 +229,23 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
                               fed[i] ? "given twice" : "NULL");
             goto done;
         }
-        st = check_input(&g->inputs[i], inputs[j].value, err);
+        st = check_input(&g->inputs[i], inputs[j].value, rt->opt.float64, err);
         if (st != CG_OK)
             goto done;
         fed[i] = true;
         f.vals[p->input_slots[i]] = inputs[j].value;
         f.own[p->input_slots[i]] = CG_OWN_NONE;
+        if (rt->opt.float64 && cg_fp64_leaks(inputs[j].value)) {
+            /* promoted once per run, owned by the frame */
+            cg_value *wide = NULL;
+            st = cg_fp64_promoted_copy(inputs[j].value, &wide, err);
+            if (st != CG_OK) {
+                cg_error_prefix(err, "input '%s': ", name);
+                goto done;
+            }
+            f.vals[p->input_slots[i]] = wide;
+            f.own[p->input_slots[i]] = CG_OWN_FULL;
+        }
     }
     for (size_t i = 0; i < g->input_count; i++) {
         if (!fed[i] && p->slot_kind[p->input_slots[i]] != CG_SLOT_INIT) {

@@ -10,6 +10,11 @@
  * runs with k->precision telling accumulating kernels to accumulate in fp16
  * when asked, and has its float32 outputs rounded in place before anyone
  * (the observer included) sees them.
+ *
+ * With opt.float64 (run/fp64.c) the values that hold the model's floats are
+ * DOUBLE: the fp16 emulation rounds those (fp16 storage, float64 compute),
+ * and a step that produces a float32/16 value fails (a kernel without a
+ * float64 path must not compute part of the float64 reference).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 
 #include "convgate/partition.h"
 #include "run/exec.h"
+#include "run/fp64.h"
 
 /* --- labels ----------------------------------------------------------------- */
 
@@ -176,27 +182,41 @@ void *cg_frame_scratch(cg_exec *f, size_t bytes)
 
 /* --- fp16 emulation (cg_node_precision) ------------------------------------------ */
 
-static void round_f32_to_fp16(float *d, int64_t n)
+/* The dtype that holds the model's float values: FLOAT, or DOUBLE in the
+ * float64 mode. fp16 emulation rounds tensors of this type only. */
+static cg_dtype real_dtype(const cg_runtime *rt)
 {
-    for (int64_t i = 0; i < n; i++)
-        d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
+    return rt->opt.float64 ? CG_DTYPE_DOUBLE : CG_DTYPE_FLOAT;
 }
 
-/* Rounds every float32 tensor held by v in place (fp16 storage). */
-static void round_value_fp16(cg_value *v)
+static void round_tensor_fp16(cg_tensor *t)
+{
+    if (t->dtype == CG_DTYPE_FLOAT) {
+        float *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
+    } else {
+        double *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = cg_fp16_round(d[i]);
+    }
+}
+
+/* Rounds every tensor of dtype `real` held by v in place (fp16 storage). */
+static void round_value_fp16(cg_value *v, cg_dtype real)
 {
     if (!v)
         return;
     if (v->kind == CG_VALUE_SEQUENCE ||
         (v->kind == CG_VALUE_OPTIONAL && v->has_value && v->optional_is_sequence)) {
         for (size_t i = 0; i < v->item_count; i++)
-            round_value_fp16(v->items[i]);
+            round_value_fp16(v->items[i], real);
         return;
     }
     if (v->kind == CG_VALUE_OPTIONAL && !v->has_value)
         return;
-    if (v->tensor.dtype == CG_DTYPE_FLOAT && v->tensor.data)
-        round_f32_to_fp16(v->tensor.data, v->tensor.numel);
+    if (v->tensor.dtype == real && v->tensor.data)
+        round_tensor_fp16(&v->tensor);
 }
 
 static cg_node_precision step_precision(const cg_exec *f, const cg_step *st)
@@ -216,7 +236,7 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     const cg_value *v = f->ins[i];
     const cg_plan *p = f->plan;
     cg_ref r = st->in[i];
-    if (v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT || r.up != 0)
+    if (v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(f->rt) || r.up != 0)
         return CG_OK;
     int32_t prod = p->slot_producer[r.slot];
     if (p->slot_kind[r.slot] == CG_SLOT_NODE && prod >= 0 &&
@@ -229,7 +249,7 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     }
     size_t bytes = cg_tensor_bytes(&v->tensor);
     cg_value *c = cg_frame_scratch(f, sizeof *c);
-    float *d = c ? cg_frame_scratch(f, bytes) : NULL;
+    void *d = c ? cg_frame_scratch(f, bytes) : NULL;
     if (!d) {
         char lbl[256];
         return cg_error_set(f->err, CG_NOMEM, "%s: out of memory rounding input '%s' to fp16",
@@ -240,7 +260,7 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     if (bytes)
         memcpy(d, v->tensor.data, bytes);
     c->tensor.data = d;
-    round_f32_to_fp16(d, v->tensor.numel);
+    round_tensor_fp16(&c->tensor);
     f->ins[i] = c;
     return CG_OK;
 }
@@ -262,6 +282,12 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
                                 "cannot also be emulated in fp16", i,
                                 a->targets[a->partitions[pid].target]->name);
     }
+    /* float64 mode computes in double: fp16 storage is emulated, fp16
+     * accumulation (a float32 kernel feature) is not */
+    for (size_t i = 0; rt->opt.float64 && i < p->graph->node_count; i++)
+        if (np[i] == CG_NODE_PREC_FP16_ACC16)
+            return cg_error_set(err, CG_USAGE, "node %zu: fp16 accumulation cannot be "
+                                "emulated in the float64 mode (fp16 storage can)", i);
     rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
     if (!rt->prec_init)
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
@@ -275,12 +301,12 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
                 rt->prec_init[r.slot])
                 continue;
             const cg_value *v = p->init_values[r.slot];
-            if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT)
+            if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(rt))
                 continue;
             cg_status cs = cg_value_copy(v, &rt->prec_init[r.slot], err);
             if (cs != CG_OK)
                 return cs;
-            round_value_fp16(rt->prec_init[r.slot]);
+            round_value_fp16(rt->prec_init[r.slot], real_dtype(rt));
         }
     }
     return CG_OK;
@@ -359,6 +385,17 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     }
 
     cg_runtime *rt = f->rt;
+    for (size_t i = 0; rt->opt.float64 && i < n->output_count; i++) {
+        if (st->out[i] >= 0 && cg_fp64_leaks(f->outs[i])) {
+            cg_error_set(err, CG_UNSUPPORTED, "%s: output %zu '%s' is %s in the float64 mode "
+                         "(the kernel has no float64 path)",
+                         cg_exec_step_label(n, st->index, lbl, sizeof lbl), i, n->outputs[i],
+                         cg_dtype_name(f->outs[i]->kind == CG_VALUE_TENSOR
+                                           ? f->outs[i]->tensor.dtype : f->outs[i]->seq_dtype));
+            drop_step_outputs(f, n->output_count);
+            return CG_UNSUPPORTED;
+        }
+    }
     for (size_t i = 0; i < n->output_count; i++) {
         int32_t slot = st->out[i];
         if (slot < 0)
@@ -367,7 +404,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         f->vals[slot] = v;
         f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
         if (prec != CG_NODE_PREC_FP32)
-            round_value_fp16(v);
+            round_value_fp16(v, real_dtype(rt));
         if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
             v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING)
             rt->record_bytes[slot] = cg_tensor_bytes(&v->tensor);

@@ -82,6 +82,12 @@ cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank,
 /* Deep copy of a value (sequence items, optional payloads). */
 cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out);
 
+/* The element type a kernel gives a float tensor it makes from nothing
+ * (Constant's value_float, a quantizer's scale): dt, or DOUBLE in the
+ * float64 reference mode (cg_runtime_options.float64) when dt is a float
+ * type. Kernels whose outputs follow their inputs' types need not ask. */
+cg_dtype cg_kernel_float_dtype(const cg_kernel_ctx *k, cg_dtype dt);
+
 /* Scratch memory valid until the kernel returns (freed by the executor). */
 void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes);
 

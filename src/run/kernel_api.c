@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "run/exec.h"
+#include "run/fp64.h"
 
 cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ...)
 {
@@ -212,7 +213,7 @@ const cg_attr *cg_kernel_attr(const cg_kernel_ctx *k, const char *name)
     return NULL;
 }
 
-int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
+static int64_t attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
 {
     const cg_attr *a = cg_kernel_attr(k, name);
     if (!a)
@@ -220,6 +221,19 @@ int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
     if (a->type == CG_ATTR_INT || (!a->has_type && a->has_i))
         return a->i;
     return dflt;
+}
+
+/* In the float64 mode an element-type attribute that names a float type
+ * reads as DOUBLE (run/fp64.c has the table). */
+int64_t cg_attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
+{
+    int64_t v = attr_int(k, name, dflt);
+    return k->exec && k->exec->rt->opt.float64 ? cg_fp64_attr_int(k->node, name, v) : v;
+}
+
+cg_dtype cg_kernel_float_dtype(const cg_kernel_ctx *k, cg_dtype dt)
+{
+    return k->exec && k->exec->rt->opt.float64 ? cg_fp64_dtype(dt) : dt;
 }
 
 float cg_attr_float(const cg_kernel_ctx *k, const char *name, float dflt)
@@ -281,6 +295,13 @@ cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out)
         cg_error_prefix(k->err, "%s: attribute '%s': ",
                         cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl), name);
         return st;
+    }
+    if (k->exec && k->exec->rt->opt.float64 && cg_fp64_promotes(v->tensor.dtype)) {
+        st = cg_fp64_promote_value(v, false, k->err); /* Constant, ConstantOfShape values */
+        if (st != CG_OK) {
+            cg_value_free(v);
+            return st;
+        }
     }
     /* Move it into scratch so it is released with the kernel's other scratch. */
     size_t bytes = cg_tensor_bytes(&v->tensor);

@@ -15,6 +15,7 @@
 #include "convgate/schema.h"
 #include "core/arena.h"
 #include "run/exec.h"
+#include "run/fp64.h"
 
 /* --- name map: open addressing, FNV-1a ------------------------------------ */
 
@@ -363,6 +364,14 @@ static cg_status plan_initializers(plan_build *b)
             return st;
         }
         p->init_borrowed[s] = borrowed;
+        if (b->rt->opt.float64 && cg_fp64_leaks(p->init_values[s])) {
+            /* converted once; the double copy is the plan's own */
+            if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
+                cg_error_prefix(b->err, "initializer '%s': ", tp->name);
+                return st;
+            }
+            p->init_borrowed[s] = false;
+        }
     }
     /* Sparse initializers are densified once; kernels only see dense tensors. */
     for (size_t i = 0; i < g->sparse_initializer_count; i++) {
@@ -377,6 +386,8 @@ static cg_status plan_initializers(plan_build *b)
         if (st != CG_OK)
             return st;
         st = cg_value_from_sparse_proto(sp, &p->init_values[s], b->err);
+        if (st == CG_OK && b->rt->opt.float64)
+            st = cg_fp64_promote_value(p->init_values[s], false, b->err);
         if (st != CG_OK)
             return st;
     }

@@ -131,9 +131,42 @@ static void bf16_quirk(cg_value *v, const cg_type *type)
         v->tensor.dtype = CG_DTYPE_BFLOAT16;
 }
 
+/* A float64-mode output held against a float32/16 expectation: rounded
+ * to the expected type once (sequence and optional items too), so the
+ * usual judgement applies. */
+static cg_status demote_like(cg_value *got, const cg_value *want, cg_error *err)
+{
+    if (got->kind != want->kind || got->optional_is_sequence != want->optional_is_sequence ||
+        (got->kind == CG_VALUE_OPTIONAL && (!got->has_value || !want->has_value)))
+        return CG_OK;
+    if (got->kind == CG_VALUE_SEQUENCE || got->optional_is_sequence) {
+        for (size_t i = 0; i < got->item_count && i < want->item_count; i++) {
+            cg_status st = demote_like(got->items[i], want->items[i], err);
+            if (st != CG_OK)
+                return st;
+        }
+        if (got->seq_dtype == CG_DTYPE_DOUBLE && cg_dtype_is_float(want->seq_dtype))
+            got->seq_dtype = want->seq_dtype;
+        return CG_OK;
+    }
+    cg_dtype to = want->tensor.dtype;
+    if (got->tensor.dtype != CG_DTYPE_DOUBLE || to == CG_DTYPE_DOUBLE || !cg_dtype_is_float(to))
+        return CG_OK;
+    cg_tensor t;
+    cg_status st = cg_tensor_alloc(&t, to, got->tensor.rank, got->tensor.dims, 0, err);
+    if (st != CG_OK)
+        return st;
+    for (int64_t i = 0; i < t.numel; i++)
+        cg_tensor_set_f64(&t, i, ((const double *)got->tensor.data)[i]);
+    cg_tensor_release(&got->tensor);
+    got->tensor = t;
+    got->seq_dtype = to;
+    return CG_OK;
+}
+
 /* Runs every data set of one test; writes status and reason. Runs in the
  * child process (or in-process with --no-fork). */
-static cg_conf_status run_test(const char *dir, char *reason)
+static cg_conf_status run_test(const char *dir, bool fp64, char *reason)
 {
     cg_conf_status result = CG_CONF_FAIL;
     cg_error err;
@@ -186,6 +219,7 @@ static cg_conf_status run_test(const char *dir, char *reason)
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
     ro.max_alloc_bytes = CONF_MAX_ALLOC;
+    ro.float64 = fp64;
     if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
         reasonf(reason, "init: %s", err.msg);
         goto done;
@@ -265,6 +299,12 @@ static cg_conf_status run_test(const char *dir, char *reason)
                 break;
             }
             bf16_quirk(want, g->outputs[k].type);
+            if (fp64 && (st = demote_like(outs[k].value, want, &err)) != CG_OK) {
+                reasonf(reason, "%s/%s: %s", sets[s], file, err.msg);
+                cg_value_free(want);
+                result = CG_CONF_FAIL;
+                break;
+            }
             char why[CG_CONF_REASON_MAX];
             bool same = cg_io_values_match(outs[k].value, want, CONF_RTOL, CONF_ATOL, why,
                                            sizeof why);
@@ -317,7 +357,7 @@ static double now_ms(void)
 }
 
 /* Runs one test in a forked child with a timeout. */
-static void run_isolated(cg_conf_test *t, int timeout_s)
+static void run_isolated(cg_conf_test *t, int timeout_s, bool fp64)
 {
     int fds[2];
     char buf[CG_CONF_REASON_MAX + 8];
@@ -340,7 +380,7 @@ static void run_isolated(cg_conf_test *t, int timeout_s)
         char reason[CG_CONF_REASON_MAX];
         reason[0] = '\0';
         close(fds[0]);
-        cg_conf_status st = run_test(t->dir, reason);
+        cg_conf_status st = run_test(t->dir, fp64, reason);
         int n = snprintf(buf, sizeof buf, "%c%s", "PFS"[st], reason);
         size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
         size_t off = 0;
@@ -685,14 +725,14 @@ void cg_conf_tests_free(cg_conf_test *tests, size_t count)
     free(tests);
 }
 
-void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s)
+void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64)
 {
     double t0 = now_ms();
     if (isolate) {
-        run_isolated(t, timeout_s);
+        run_isolated(t, timeout_s, fp64);
     } else {
         t->reason[0] = '\0';
-        t->status = run_test(t->dir, t->reason);
+        t->status = run_test(t->dir, fp64, t->reason);
     }
     t->ms = now_ms() - t0;
 }

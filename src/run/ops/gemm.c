@@ -109,6 +109,13 @@ static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, con
                         double *y)
 {
     int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
+    if (p->b_batches == 1 && p->a_batches == p->batch) {
+        /* as mm_f32: one tall GEMM instead of a B repack per batch */
+        if (!cg_nn_dgemm(false, false, p->m * p->batch, p->n, p->kk, 1.0, a, p->kk, b, p->n,
+                         0.0, y, p->n))
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+        return CG_OK;
+    }
     for (int64_t bi = 0; bi < p->batch; bi++) {
         int64_t ao, bo;
         mm_offsets(p, bi, &ao, &bo);

@@ -143,7 +143,7 @@ cg_status cg_op_dequantizelinear(cg_kernel_ctx *k)
                               cg_dtype_name(zp->dtype), cg_dtype_name(x->dtype));
     if ((st = q_layout_init(k, x, scale, zp, &l)) != CG_OK)
         return st;
-    cg_dtype odt = k->since >= 19 ? scale->dtype : CG_DTYPE_FLOAT;
+    cg_dtype odt = k->since >= 19 ? scale->dtype : cg_kernel_float_dtype(k, CG_DTYPE_FLOAT);
     if ((st = cg_kernel_output(k, 0, odt, x->rank, x->dims, &y)) != CG_OK)
         return st;
     bool wide = odt == CG_DTYPE_DOUBLE || scale->dtype == CG_DTYPE_DOUBLE;

@@ -251,13 +251,14 @@ static void list_free(value_list *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The declared element type of a graph output, for empty scan outputs. */
-static cg_dtype declared_dtype(const cg_value_info *vi)
+/* The declared element type of a graph output, for empty scan outputs
+ * (promoted in the float64 mode, as the body's values are). */
+static cg_dtype declared_dtype(const cg_kernel_ctx *k, const cg_value_info *vi)
 {
     if (vi->type && vi->type->kind == CG_TYPE_TENSOR && vi->type->has_elem_type &&
         cg_dtype_valid(vi->type->elem_type))
-        return (cg_dtype)vi->type->elem_type;
-    return CG_DTYPE_FLOAT;
+        return cg_kernel_float_dtype(k, (cg_dtype)vi->type->elem_type);
+    return cg_kernel_float_dtype(k, CG_DTYPE_FLOAT);
 }
 
 cg_status cg_op_loop(cg_kernel_ctx *k)
@@ -356,7 +357,7 @@ cg_status cg_op_loop(cg_kernel_ctx *k)
     }
     for (size_t s = 0; s < nscan; s++) {
         st = stack_output(k, n + s, scans[s].items, scans[s].count, 0, false,
-                          declared_dtype(&body->outputs[1 + n + s]));
+                          declared_dtype(k, &body->outputs[1 + n + s]));
         if (st != CG_OK)
             goto done;
     }
@@ -548,7 +549,7 @@ cg_status cg_op_scan(cg_kernel_ctx *k)
         }
         for (size_t s = 0; s < kout; s++) {
             st = stack_output(k, n + s, r.scans[s].items, r.scans[s].count, out_axes[s],
-                              out_dirs[s] != 0, declared_dtype(&body->outputs[n + s]));
+                              out_dirs[s] != 0, declared_dtype(k, &body->outputs[n + s]));
             if (st != CG_OK)
                 goto done;
         }
@@ -648,7 +649,7 @@ cg_status cg_op_scan(cg_kernel_ctx *k)
             cg_value *stacked = NULL;
             if (l->count == 0) {
                 int64_t zero = 0;
-                st = cg_value_new_tensor(k, declared_dtype(&body->outputs[n + s]), 1, &zero,
+                st = cg_value_new_tensor(k, declared_dtype(k, &body->outputs[n + s]), 1, &zero,
                                          &stacked);
             } else {
                 const cg_tensor *x0 = &l->items[0]->tensor;
@@ -695,7 +696,7 @@ cg_status cg_op_scan(cg_kernel_ctx *k)
     }
     for (size_t s = 0; s < kout && st == CG_OK; s++)
         st = stack_output(k, n + s, batch_scans[s].items, batch_scans[s].count, 0, false,
-                          declared_dtype(&body->outputs[n + s]));
+                          declared_dtype(k, &body->outputs[n + s]));
 done:
     if (r.owned)
         for (size_t j = 0; j < n; j++)
@@ -1077,7 +1078,7 @@ cg_status cg_op_sequence_map(cg_kernel_ctx *k)
         goto done;
     }
     for (size_t o = 0; o < nout; o++) {
-        if ((st = seq_output(k, o, declared_dtype(&body->outputs[o < body->output_count ? o : 0]),
+        if ((st = seq_output(k, o, declared_dtype(k, &body->outputs[o < body->output_count ? o : 0]),
                              s->item_count, &seqs[o])) != CG_OK)
             goto done;
     }
@@ -1130,8 +1131,8 @@ cg_status cg_op_optional(cg_kernel_ctx *k)
     out->optional_is_sequence = t->kind == CG_TYPE_SEQUENCE;
     if (t->kind == CG_TYPE_SEQUENCE)
         t = t->elem;
-    cg_dtype dt = t && t->has_elem_type && cg_dtype_valid(t->elem_type) ? (cg_dtype)t->elem_type
-                                                                        : CG_DTYPE_FLOAT;
+    cg_dtype dt = cg_kernel_float_dtype(k, t && t->has_elem_type && cg_dtype_valid(t->elem_type)
+                                               ? (cg_dtype)t->elem_type : CG_DTYPE_FLOAT);
     out->tensor.dtype = dt;
     out->seq_dtype = dt;
     return CG_OK;

@@ -211,12 +211,19 @@ cg_status cg_op_tfidfvectorizer(cg_kernel_ctx *k)
     int64_t rows = X->rank == 2 ? X->dims[0] : 1, C = X->dims[X->rank - 1];
     int64_t od[2] = {rows, width};
     cg_tensor *Y;
-    if ((st = cg_kernel_output(k, 0, CG_DTYPE_FLOAT, X->rank, X->rank == 2 ? od : od + 1, &Y)))
+    if ((st = cg_kernel_output(k, 0, cg_kernel_float_dtype(k, CG_DTYPE_FLOAT), X->rank,
+                               X->rank == 2 ? od : od + 1, &Y)))
         return st;
-    float *y = Y->data;
+    /* Counted and weighted in double, stored once: a count times a float
+     * weight is exact in double, so float32 outputs round exactly as a float
+     * product would, and the float64 mode keeps the exact value. */
+    double *y = cg_kernel_scratch(k, (size_t)Y->numel * sizeof(double) + 1);
+    if (!y)
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory");
+    memset(y, 0, (size_t)Y->numel * sizeof(double));
     for (int64_t r = 0; r < rows; r++) {
         int64_t row = r * C;
-        float *yr = y + r * width;
+        double *yr = y + r * width;
         int64_t gram_base = 0;
         for (size_t g = 0; g < ncounts; g++) {
             int64_t n = (int64_t)g + 1;
@@ -231,7 +238,7 @@ cg_status cg_op_tfidfvectorizer(cg_kernel_ctx *k)
                             while (m < n && tfidf_eq(&t, row + s + m * stride, start + q * n + m))
                                 m++;
                             if (m == n)
-                                yr[indexes[gram_base + q]] += 1.0f;
+                                yr[indexes[gram_base + q]] += 1.0;
                         }
             }
             gram_base += ngr;
@@ -239,12 +246,14 @@ cg_status cg_op_tfidfvectorizer(cg_kernel_ctx *k)
         /* Weighting: TF keeps counts; IDF gives the weight once present. */
         for (size_t i = 0; i < nidx; i++) {
             int64_t o = indexes[i];
-            float w = weights ? weights[i] : 1.0f;
+            double w = weights ? weights[i] : 1.0;
             if (mode == 1)
-                yr[o] = yr[o] > 0 ? w : 0.0f;
+                yr[o] = yr[o] > 0 ? w : 0.0;
             else if (mode == 2)
                 yr[o] = yr[o] * w;
         }
     }
+    for (int64_t i = 0; i < Y->numel; i++)
+        cg_tensor_set_f64(Y, i, y[i]);
     return CG_OK;
 }

@@ -92,9 +92,10 @@ cg_status cg_op_constant(cg_kernel_ctx *k)
         return constant_sparse(k, a->sparse_tensor);
     }
     if ((a = cg_kernel_attr(k, "value_float")) != NULL) {
-        if ((st = cg_kernel_output(k, 0, CG_DTYPE_FLOAT, 0, NULL, &out)) != CG_OK)
+        cg_dtype dt = cg_kernel_float_dtype(k, CG_DTYPE_FLOAT);
+        if ((st = cg_kernel_output(k, 0, dt, 0, NULL, &out)) != CG_OK)
             return st;
-        *(float *)out->data = a->f;
+        cg_tensor_set_f64(out, 0, a->f);
         return CG_OK;
     }
     if ((a = cg_kernel_attr(k, "value_int")) != NULL) {
@@ -105,10 +106,11 @@ cg_status cg_op_constant(cg_kernel_ctx *k)
     }
     if ((a = cg_kernel_attr(k, "value_floats")) != NULL) {
         int64_t n = (int64_t)a->floats_count;
-        if ((st = cg_kernel_output(k, 0, CG_DTYPE_FLOAT, 1, &n, &out)) != CG_OK)
+        cg_dtype dt = cg_kernel_float_dtype(k, CG_DTYPE_FLOAT);
+        if ((st = cg_kernel_output(k, 0, dt, 1, &n, &out)) != CG_OK)
             return st;
-        if (n)
-            memcpy(out->data, a->floats, (size_t)n * sizeof(float));
+        for (int64_t i = 0; i < n; i++)
+            cg_tensor_set_f64(out, i, a->floats[i]);
         return CG_OK;
     }
     if ((a = cg_kernel_attr(k, "value_ints")) != NULL) {
@@ -157,7 +159,7 @@ cg_status cg_op_constant_of_shape(cg_kernel_ctx *k)
         if (dims[i] < 0)
             return cg_kernel_fail(k, CG_INVALID, "shape[%zu] = %lld is negative", i,
                                   (long long)dims[i]);
-    cg_dtype dt = CG_DTYPE_FLOAT;
+    cg_dtype dt = cg_kernel_float_dtype(k, CG_DTYPE_FLOAT);
     if (cg_kernel_attr(k, "value")) {
         if ((st = cg_attr_tensor(k, "value", &value)) != CG_OK)
             return st;

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""Writes the models of the noise-floor and decision tests (tests/data/noise/):
+
+  decisions.onnx   logits = MatMul(x, w) [1,4,5], then one of each kind of
+                   output: continuous ones (logits, relu, top_values: TopK's
+                   values are the k largest, continuous) and decisions or
+                   values downstream of one (class = ArgMax, mask = Greater,
+                   rounded = Round(10 * logits), top_indices, q =
+                   QuantizeLinear, deq = DequantizeLinear(q): downstream).
+                   tests/unit/test_noise.c checks the graph analysis on it.
+  promote.onnx     y = Cast(Cast(x, float16), float) + c + zeros, c = Constant
+                   value_float 0.1, zeros = ConstantOfShape(Shape(x)) with no
+                   value (float zeros): in the float64 mode every edge where a
+                   float type enters is promoted, so y = x + (double)0.1f
+                   exactly, with no fp16 rounding (tests/unit/test_fp64.c).
+
+Run with /usr/bin/python3 (onnx, numpy); the output is committed.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "tests", "data", "noise")
+
+
+def decisions_model():
+    rng = np.random.default_rng(5)
+    w = nh.from_array(rng.standard_normal((8, 5)).astype(np.float32), "w")
+    inits = [w,
+             nh.from_array(np.array(0.1, np.float32), "thr"),
+             nh.from_array(np.array(10.0, np.float32), "ten"),
+             nh.from_array(np.array([2], np.int64), "k"),
+             nh.from_array(np.array(0.05, np.float32), "qs"),
+             nh.from_array(np.array(128, np.uint8), "qz")]
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["logits"], name="fc"),
+        h.make_node("Relu", ["logits"], ["relu"], name="relu"),
+        h.make_node("ArgMax", ["logits"], ["class"], name="argmax", axis=-1, keepdims=0),
+        h.make_node("Greater", ["logits", "thr"], ["mask"], name="greater"),
+        h.make_node("Mul", ["logits", "ten"], ["scaled"], name="scale10"),
+        h.make_node("Round", ["scaled"], ["rounded"], name="round"),
+        h.make_node("TopK", ["logits", "k"], ["top_values", "top_indices"], name="topk", axis=-1),
+        h.make_node("QuantizeLinear", ["logits", "qs", "qz"], ["q"], name="quant"),
+        h.make_node("DequantizeLinear", ["q", "qs", "qz"], ["deq"], name="dequant"),
+    ]
+    outs = [h.make_tensor_value_info("logits", TP.FLOAT, [1, 4, 5]),
+            h.make_tensor_value_info("relu", TP.FLOAT, [1, 4, 5]),
+            h.make_tensor_value_info("class", TP.INT64, [1, 4]),
+            h.make_tensor_value_info("mask", TP.BOOL, [1, 4, 5]),
+            h.make_tensor_value_info("rounded", TP.FLOAT, [1, 4, 5]),
+            h.make_tensor_value_info("top_values", TP.FLOAT, [1, 4, 2]),
+            h.make_tensor_value_info("top_indices", TP.INT64, [1, 4, 2]),
+            h.make_tensor_value_info("q", TP.UINT8, [1, 4, 5]),
+            h.make_tensor_value_info("deq", TP.FLOAT, [1, 4, 5])]
+    g = h.make_graph(nodes, "decisions", [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 8])],
+                     outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)],
+                     producer_name="convgate tools/make_noise_cases.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+def promote_model():
+    nodes = [
+        h.make_node("Cast", ["x"], ["x16"], name="to_fp16", to=TP.FLOAT16),
+        h.make_node("Cast", ["x16"], ["x32"], name="to_fp32", to=TP.FLOAT),
+        h.make_node("Constant", [], ["c"], name="c", value_float=0.1),
+        h.make_node("Shape", ["x"], ["shape"], name="shape"),
+        h.make_node("ConstantOfShape", ["shape"], ["zeros"], name="zeros"),
+        h.make_node("Add", ["x32", "c"], ["xc"], name="add_c"),
+        h.make_node("Add", ["xc", "zeros"], ["y"], name="add_zeros"),
+    ]
+    g = h.make_graph(nodes, "promote", [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", TP.FLOAT, [2, 3])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)],
+                     producer_name="convgate tools/make_noise_cases.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    onnx.save(decisions_model(), os.path.join(OUT, "decisions.onnx"))
+    onnx.save(promote_model(), os.path.join(OUT, "promote.onnx"))
+
+
+if __name__ == "__main__":
+    main()
