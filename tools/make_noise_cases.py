@@ -13,6 +13,9 @@
                    value (float zeros): in the float64 mode every edge where a
                    float type enters is promoted, so y = x + (double)0.1f
                    exactly, with no fp16 rounding (tests/unit/test_fp64.c).
+  swish_inputs/s1/x.npy  an input set for tests/data/bisect/swish_*.onnx: the
+                   wrong-on-purpose rewrite judged against the original's
+                   floors (tests/scripts/noise_cli.sh)
 
 Run with /usr/bin/python3 (onnx, numpy); the output is committed.
 """
@@ -89,6 +92,10 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     onnx.save(decisions_model(), os.path.join(OUT, "decisions.onnx"))
     onnx.save(promote_model(), os.path.join(OUT, "promote.onnx"))
+    d = os.path.join(OUT, "swish_inputs", "s1")
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "x.npy"), np.random.default_rng(3).standard_normal((2, 16))
+            .astype(np.float32))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include "convgate/compare.h"
 #include "convgate/cost.h"
 #include "convgate/inspect.h"
+#include "convgate/noise.h"
 #include "convgate/profile.h"
 #include "convgate/runtime.h"
 #include "convgate/target.h"
@@ -52,6 +53,37 @@ json_t *cg_report_tolerance_json(const cg_tolerance *tol, const char *source);
 json_t *cg_report_output_json(const char *name, const cg_metrics *m, const cg_tolerance *tol,
                               const char *tol_source, const char *sample, int rank,
                               const int64_t *dims);
+
+/* --- noise floors and verdicts (report/noise.c) ------------------------------------------ */
+
+/* One side judged against the floors: a target (path and reruns), or
+ * outputs made elsewhere, tallied, computed in `precision`. */
+typedef struct cg_noise_side {
+    const char *name;
+    cg_precision precision;
+    const cg_noise_target *target;
+    const cg_noise_tally *tally;
+} cg_noise_side;
+
+typedef struct cg_noise_view {
+    const char *model;
+    const cg_noise *noise;
+    bool fp16;                    /* the fp16 storage floor was measured */
+    const cg_noise_side *sides;
+    size_t side_count;
+    size_t samples;
+} cg_noise_view;
+
+/* Every output's floors and each side's verdict. True when every judged
+ * output matches; a verdict that cannot be given sets err (first one) and
+ * counts as not matching. The JSON: {model, samples, outputs: [{name,
+ * compared, discontinuous, scale, fp32, fp16, judged: [{verdict, passes,
+ * against, error, floor, ratio, scale, by_flips, reason, side, precision,
+ * error_stats, flips}]}]}; NULL when out of memory. */
+bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err);
+json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err);
+/* {verdict, passes, against, error, floor, ratio, scale, by_flips, reason} */
+json_t *cg_report_judgement_json(const cg_judgement *j);
 
 /* --- placement settings (report/assign.c) ------------------------------------------------ */
 

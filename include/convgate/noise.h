@@ -1,0 +1,353 @@
+/*
+ * Noise floors and verdicts: a target's numbers judged against the noise a
+ * correct implementation must show on this model and these inputs.
+ *
+ * Per graph output, against the float64 reference (the reference runtime
+ * with cg_runtime_options.float64, every kernel in double):
+ *   fp32 noise floor    |fp32 reference - fp64 reference|: what float32
+ *                       rounding alone does to this output;
+ *   fp16 storage floor  |fp16 storage - fp64 reference|, "fp16 storage"
+ *                       being the fp64 kernels with every stored float value
+ *                       rounded to fp16: what half-precision storage alone
+ *                       does (no fp16 arithmetic).
+ * A target's error is |target - fp64 reference|, judged against the floor
+ * of its precision as a ratio ("2.3x the fp32 noise floor") with the
+ * documented multiples of docs/noise-floor.md, which also has the
+ * measurements they come from.
+ *
+ * Discontinuous ops (comparisons, ArgMax, TopK, NonMaxSuppression, Round,
+ * quantizers, ...) turn a 1-ulp difference into a flipped decision. The
+ * values downstream of them are found by graph analysis (cg_decision_map)
+ * and judged by how many decisions flipped and by what margin
+ * (cg_decision_flips), not by elementwise error.
+ *
+ * Every statistic keeps inf and NaN: a non-finite value where the
+ * reference is finite makes the error +inf (cg_metrics' rule).
+ */
+#ifndef CONVGATE_NOISE_H
+#define CONVGATE_NOISE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/compare.h"
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/status.h"
+#include "convgate/target.h"
+#include "convgate/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- precisions and multiples ---------------------------------------------- */
+
+/* cg_precision (convgate/target.h): what a target stores floats in. */
+const char *cg_precision_name(cg_precision p); /* "fp32", "fp16" */
+
+/* Unit roundoff of a precision (2^-24, 2^-11): the smallest floor an output
+ * of scale S is given is u * S, so an output that happens to be exact in
+ * float32 does not make every other result "infinitely" worse. */
+double cg_precision_unit(cg_precision p);
+
+/* How far above its floor a target may be (docs/noise-floor.md has the
+ * measurements behind the defaults). */
+typedef struct cg_noise_multiples {
+    double k_fp32;       /* matches (fp32 noise): error <= k_fp32 x fp32 floor */
+    double k_fp16;       /* matches at fp16 precision: error <= k_fp16 x fp16 storage floor */
+    /* ... and the error stays below this fraction of the output's scale:
+     * where fp16 storage alone moves an output by more (the LayerNorm of
+     * values ~300, logits below fp16's smallest number), being as good as
+     * the fp16 floor is not good enough: a precision breakdown */
+    double fp16_max_rel;
+} cg_noise_multiples;
+
+void cg_noise_multiples_default(cg_noise_multiples *k);
+
+/* --- error statistics -------------------------------------------------------- */
+
+/* Distribution of |got - ref|: 4 bins per octave from 2^-64 (bin 0 holds
+ * everything below, the last bin everything from 2^64), exact zeros and
+ * non-finite failures apart. Mergeable over samples. */
+#define CG_NOISE_DIST_BINS 512
+typedef struct cg_noise_dist {
+    uint64_t count;        /* elements */
+    uint64_t zero;         /* |d| == 0 */
+    uint64_t nonfinite;    /* a non-finite pair that does not match (inf error) */
+    uint64_t bins[CG_NOISE_DIST_BINS];
+} cg_noise_dist;
+
+/* One output's error against the fp64 reference, merged over samples:
+ * compare.h's metrics (with atol = rtol = 0 and nan_equal, so mismatches
+ * counts the elements that differ at all) and the distribution of |d|. */
+typedef struct cg_noise_stats {
+    cg_metrics m;
+    cg_noise_dist dist;
+    double ref_max;        /* largest |ref| over finite values: the output's scale */
+} cg_noise_stats;
+
+void cg_noise_stats_init(cg_noise_stats *s);
+/* Folds |got - ref| of one tensor pair (any real dtypes, read as double;
+ * same shape) into s. */
+cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_tensor *got,
+                             cg_error *err);
+void cg_noise_stats_merge(cg_noise_stats *a, const cg_noise_stats *b);
+/* The q-quantile (q in [0, 1]) of |d|: an upper bound within one bin
+ * (19%); 0 when the quantile falls on exact zeros, +inf on failures. */
+double cg_noise_quantile(const cg_noise_stats *s, double q);
+/* The output's scale: the largest magnitude of the reference's finite
+ * values (not the RMS: a probability map that is mostly 0 has a tiny RMS
+ * and a scale of about 1). */
+double cg_noise_scale(const cg_noise_stats *s);
+/* max |d| / scale (0 for an exact match, +inf for a zero scale with an error). */
+double cg_noise_rel(const cg_noise_stats *s);
+
+/* --- decisions (graph analysis) -------------------------------------------------- */
+
+/* The discontinuous ops: their outputs change by whole steps for an
+ * arbitrarily small change of the inputs (of float inputs: the analysis
+ * does not count one that reads only integers). */
+bool cg_decision_op(const cg_node *node);
+
+/* For one graph: which nodes make decisions and which values depend on one. */
+typedef struct cg_decision_map {
+    const cg_graph *graph;
+    bool *is_decision;     /* per node (graph->nodes order): a decision on floats */
+    bool *downstream;      /* per node: some input (or captured outer value)
+                              depends on a decision, or it is one */
+    size_t decision_count;
+    /* per named node output, sorted by name: its producer and whether it
+     * is (downstream of) a decision (internal to src/verify/decision.c) */
+    struct cg_decision_value *values;
+    size_t value_count;
+} cg_decision_map;
+
+/* Marks every decision node and every node downstream of one. An op of the
+ * table decides when an input is a float or of unknown type; a Cast when
+ * it turns a known float into an integer or bool. Types come from `types`
+ * (may be NULL), else the graph's declarations. A control-flow node whose
+ * body decides makes its outputs depend on a decision. */
+cg_status cg_decision_map_build(const cg_graph *g, const cg_type_env *types,
+                                cg_decision_map *out, cg_error *err);
+void cg_decision_map_free(cg_decision_map *m);
+/* Whether value `name` (a node output) is a decision or depends on one:
+ * through its inputs, or a control-flow node whose body decides. */
+bool cg_decision_depends(const cg_decision_map *m, const char *name);
+/* The decision nodes value `name` depends on, whose flips can be counted
+ * (0 when it is continuous, as TopK's values are; control-flow nodes are
+ * not listed: their outputs are continuous, the decision is inside):
+ * indices into graph->nodes, written into nodes[0..cap) in graph order;
+ * returns the total count. */
+size_t cg_decision_upstream(const cg_decision_map *m, const char *name, size_t *nodes,
+                            size_t cap);
+
+/* Flipped decisions of one decision node, the fp64 reference's inputs and
+ * output against a target's output. A flip's margin is how far the
+ * reference was from the decision boundary, in the units of the decision's
+ * (first) input: |a - b| for comparisons, the distance to the rounding
+ * boundary for Round/Floor/Ceil/Cast and quantizers (times the scale),
+ * the gap between the reference's and the target's choice for
+ * ArgMax/ArgMin/TopK. A flip is noise when its margin is within k x the
+ * floor of the decision's input: floor_fp32 and floor_fp16 (max |d| of that
+ * input, 0 if unknown) give the two counts. */
+typedef struct cg_flip_stats {
+    uint64_t decisions;          /* decisions compared (output elements) */
+    uint64_t flips;              /* that differ */
+    uint64_t noise_fp32;         /* flips within k_fp32 x the input's fp32 floor */
+    uint64_t noise_fp16;         /* flips within k_fp16 x the input's fp16 floor */
+    double max_margin;           /* largest reference margin of a flip */
+    double min_margin;           /* smallest (0 with no flips) */
+    int64_t max_steps;           /* quantizers: largest |q_got - q_ref| */
+    int64_t worst_index;         /* output element of the largest-margin flip (-1: none) */
+    char node[128];              /* node of the largest-margin flip ("" none) */
+    bool margin_known;           /* false: the op has no margin rule (NMS, IsNaN, ...) */
+} cg_flip_stats;
+
+void cg_flip_stats_init(cg_flip_stats *f);
+/* ref_in / ref_outs: the node's inputs and outputs in the fp64 reference
+ * (NULL entries for omitted ones); got_out: output `output` of the node in
+ * the target. Shapes may differ (NonMaxSuppression selects a different
+ * number of boxes): the elements past the shorter one are flips too. */
+cg_status cg_decision_flips(const cg_node *node, const cg_tensor *const *ref_in,
+                            size_t in_count, const cg_tensor *const *ref_outs,
+                            size_t out_count, size_t output, const cg_tensor *got_out,
+                            double floor_fp32, double floor_fp16,
+                            const cg_noise_multiples *k, cg_flip_stats *out, cg_error *err);
+void cg_flip_stats_merge(cg_flip_stats *a, const cg_flip_stats *b);
+
+/* --- floors of a model ------------------------------------------------------------ */
+
+typedef struct cg_noise_value {
+    char *name;
+    bool compared;         /* numeric and produced on every run */
+    cg_noise_stats fp32;   /* fp32 reference against fp64 */
+    cg_noise_stats fp16;   /* fp16 storage against fp64 (empty without opt.fp16) */
+} cg_noise_value;
+
+typedef struct cg_noise_output {
+    cg_noise_value v;
+    bool discontinuous;    /* (downstream of) a decision */
+    size_t *decisions;     /* the decision nodes it depends on (graph->nodes indices) */
+    size_t decision_count;
+} cg_noise_output;
+
+typedef struct cg_noise_options {
+    size_t max_alloc_bytes; /* per runtime; 0: default */
+    bool fp16;              /* also measure the fp16 storage floor (a third run) */
+    const cg_type_env *types; /* for the decision analysis (may be NULL) */
+} cg_noise_options;
+
+typedef struct cg_noise cg_noise;
+
+/* Builds the fp64 and fp32 references (and the fp16-storage run) of model,
+ * which must outlive n. */
+cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_noise **out,
+                        cg_error *err);
+/* Runs one input set on every reference and merges its floors (outputs and
+ * the float inputs of decision nodes). With ref64 non-NULL, *ref64 gets the
+ * fp64 reference outputs (graph-output order; free with
+ * cg_runtime_free_outputs) to judge a target on the same sample; with
+ * decisions non-NULL, *decisions gets the fp64 values the decision nodes read
+ * and produced (cg_noise_decision_values_free). */
+typedef struct cg_noise_decision_values {
+    size_t count;
+    char **names;          /* value names */
+    cg_value **values;     /* the fp64 reference's values */
+} cg_noise_decision_values;
+cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                              cg_named_value **ref64, size_t *ref64_count,
+                              cg_noise_decision_values *decisions, cg_error *err);
+void cg_noise_decision_values_free(cg_noise_decision_values *d);
+const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name);
+
+size_t cg_noise_sample_count(const cg_noise *n);
+size_t cg_noise_output_count(const cg_noise *n);
+const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i);
+/* Floors of a value read by a decision node (NULL when not watched). */
+const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *name);
+const cg_decision_map *cg_noise_decisions(const cg_noise *n);
+const cg_model *cg_noise_model(const cg_noise *n);
+void cg_noise_free(cg_noise *n);
+
+/* --- a target against the floors ---------------------------------------------------- */
+
+/* An observer (cg_runtime_options.observe, cg_target_path_options.observe)
+ * that keeps a copy of every value the decision analysis of `noise` watches:
+ * a target's side of the flip counts. user is a cg_noise_capture; the first
+ * error is kept in `status`/`err`. */
+typedef struct cg_noise_capture {
+    const cg_noise *noise;
+    cg_noise_decision_values values;
+    cg_error *err;
+} cg_noise_capture;
+cg_status cg_noise_capture_observe(void *user, const cg_node *node, const char *name,
+                                   const cg_value *value);
+
+/* A target's errors against the fp64 reference, merged over samples: per
+ * graph output the elementwise statistics and, for discontinuous outputs,
+ * the flips of the decisions upstream. */
+typedef struct cg_noise_tally {
+    size_t output_count;
+    cg_noise_stats *errors;
+    cg_flip_stats *flips;
+    bool *flips_compared;   /* some decision upstream was seen on both sides */
+} cg_noise_tally;
+
+cg_status cg_noise_tally_init(const cg_noise *n, cg_noise_tally *t, cg_error *err);
+/* One sample: ref64 from cg_noise_add_sample, got the target's outputs in
+ * graph-output order; ref_dec / got_dec the decision values of both sides
+ * (either NULL: flips are not counted). */
+cg_status cg_noise_tally_add(const cg_noise *n, cg_noise_tally *t, const cg_named_value *ref64,
+                             size_t ref_count, const cg_named_value *got, size_t got_count,
+                             const cg_noise_decision_values *ref_dec,
+                             const cg_noise_decision_values *got_dec,
+                             const cg_noise_multiples *k, size_t sample, cg_error *err);
+void cg_noise_tally_free(cg_noise_tally *t);
+
+/* --- verdicts ---------------------------------------------------------------------- */
+
+typedef enum cg_verdict {
+    CG_VERDICT_MATCH_FP32 = 0, /* matches (within fp32 noise) */
+    CG_VERDICT_MATCH_FP16,     /* matches at fp16 precision */
+    CG_VERDICT_PRECISION,      /* precision breakdown: inf/NaN, or error far above the
+                                  floor that goes away in wider precision */
+    CG_VERDICT_WRONG           /* wrong result: far above the floor in fp32 too */
+} cg_verdict;
+
+/* "matches (fp32 noise)", "matches at fp16 precision", "precision
+ * breakdown", "wrong result" */
+const char *cg_verdict_name(cg_verdict v);
+/* True for the two matching verdicts. */
+bool cg_verdict_passes(cg_verdict v);
+
+/* What one output of a target is judged on. Errors are the target's
+ * metrics against the fp64 reference, merged over the samples. */
+typedef struct cg_judge_input {
+    cg_precision precision;           /* what the target stores floats in */
+    const cg_noise_output *floor;     /* the output's floors */
+    const cg_metrics *error;          /* the target */
+    /* reduced-precision targets, for the cause of an error above the floor:
+     * the same target with accumulation widened to fp32, and computing
+     * entirely in fp32 (NULL: not run). An fp16 target beyond its floor
+     * needs at least `fp32` to be told apart from a wrong kernel. */
+    const cg_metrics *acc32;
+    const cg_metrics *fp32;
+    /* discontinuous outputs: the flips of the decisions upstream (merged),
+     * for the target and its reruns (NULL: not compared) */
+    const cg_flip_stats *flips, *flips_acc32, *flips_fp32;
+} cg_judge_input;
+
+typedef struct cg_judgement {
+    cg_verdict verdict;
+    cg_precision against;   /* whose floor `ratio` is a multiple of */
+    double error;           /* max |target - fp64| (+inf: non-finite) */
+    double floor;           /* the effective floor: max(measured, unit x scale) */
+    double ratio;           /* error / floor (0 when both are 0) */
+    double scale;           /* largest |fp64 reference| of the output */
+    bool by_flips;          /* judged by decision flips, not elementwise */
+    char reason[512];       /* one line: "2.3x the fp32 noise floor (max |d| 6.9e-05)" */
+} cg_judgement;
+
+/* The verdict for one output. CG_USAGE when an fp16 target above its
+ * floor comes without the fp32 rerun that tells the cause. */
+cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
+                         cg_judgement *out, cg_error *err);
+/* cg_noise_judge on output i of tallies: the target's, and (NULL: not run)
+ * its reruns with fp32 accumulation and in fp32; flips when the output is
+ * discontinuous and they were compared. */
+cg_status cg_noise_judge_tally(const cg_noise_output *o, size_t i, cg_precision precision,
+                               const cg_noise_tally *t, const cg_noise_tally *acc32,
+                               const cg_noise_tally *fp32, const cg_noise_multiples *k,
+                               cg_judgement *out, cg_error *err);
+
+/* --- a target on the same samples ------------------------------------------------- */
+
+/* A target judged on the same samples (src/verify/noise_target.c): its
+ * target path and, when the path computes in fp16, the reruns with fp32
+ * accumulation and in fp32 that tell precision from a wrong kernel; the
+ * paths are (re)built for each sample's dims, their observers keep the
+ * decision values. targets must outlive t. */
+typedef struct cg_noise_target cg_noise_target;
+cg_status cg_noise_target_init(const cg_noise *n, const cg_target *const *targets,
+                               size_t target_count, size_t max_alloc_bytes,
+                               cg_noise_target **out, cg_error *err);
+/* One sample: its inputs and dims (cg_sample_dims), and what
+ * cg_noise_add_sample gave for it. */
+cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *inputs,
+                                     size_t input_count, const cg_dim_binding *dims,
+                                     size_t dim_count, const cg_named_value *ref64,
+                                     size_t ref_count, const cg_noise_decision_values *ref_dec,
+                                     size_t sample, cg_error *err);
+/* What the path stores floats in (known once a sample ran). */
+cg_precision cg_noise_target_precision(const cg_noise_target *t);
+const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t);
+cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
+                                const cg_noise_multiples *k, cg_judgement *out, cg_error *err);
+void cg_noise_target_free(cg_noise_target *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1004 @@
+/*
+ * Noise floors of a model and the verdicts judged against them
+ * (convgate/noise.h; the rules and the measured multiples are in
+ * docs/noise-floor.md).
+ *
+ * A cg_noise holds three runtimes of one model: the float64 reference, the
+ * reference as written (float32), and, with opt.fp16, the float64 kernels
+ * with every stored value rounded to fp16 (cg_runtime_options.float64 with
+ * node_precision CG_NODE_PREC_FP16 on every node). Each sample runs on all
+ * of them, one after the other; the fp64 run keeps a copy of the values
+ * decision nodes read and produce (observed by name), the other runs are
+ * compared against those copies as they are produced, so nothing else of a
+ * run outlives it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/noise.h"
+
+/* --- precisions and multiples --------------------------------------------------- */
+
+const char *cg_precision_name(cg_precision p)
+{
+    return p == CG_PRECISION_FP16 ? "fp16" : "fp32";
+}
+
+double cg_precision_unit(cg_precision p)
+{
+    return p == CG_PRECISION_FP16 ? 0x1p-11 : 0x1p-24;
+}
+
+/* The measurements behind these numbers: docs/noise-floor.md. In short:
+ * correct fp32 libraries came within 10.3x of the fp32 floor on the zoo's
+ * usual outputs and within 51x on the worst (ONNX Runtime's approximated
+ * logistic on Silero v6's 1e-3 speech probability), 32x on the backend
+ * tests' weighted losses (whose reference accumulates in double); the
+ * first results that truly differ sit at 163x (hand-rounded expected
+ * values) and 485x (another window formula), wrong kernels at 1e5x-1e7x.
+ * The fp16 emulation stayed within 2.8x of the fp16 storage floor. */
+void cg_noise_multiples_default(cg_noise_multiples *k)
+{
+    k->k_fp32 = 100.0;
+    k->k_fp16 = 8.0;
+    k->fp16_max_rel = 0.05;
+}
+
+/* --- error statistics --------------------------------------------------------------- */
+
+#define DIST_MIN_EXP (-64) /* bin 0 starts here (and holds everything below) */
+
+static int dist_bin(double d)
+{
+    int e;
+    double m = frexp(d, &e); /* d = m * 2^e, m in [0.5, 1) */
+    /* log2(d) = e - 1 + log2(2m); quarter-octave index within the octave */
+    double l = (double)(e - 1) + log2(2.0 * m);
+    double b = floor((l - DIST_MIN_EXP) * 4.0);
+    if (b < 0)
+        return 0;
+    if (b >= CG_NOISE_DIST_BINS)
+        return CG_NOISE_DIST_BINS - 1;
+    return (int)b;
+}
+
+static double dist_bin_high(int b)
+{
+    return exp2((double)(b + 1) / 4.0 + DIST_MIN_EXP);
+}
+
+void cg_noise_stats_init(cg_noise_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    cg_metrics_init(&s->m);
+}
+
+static bool real_dtype(cg_dtype dt)
+{
+    return cg_dtype_is_float(dt) || cg_dtype_is_int(dt) || dt == CG_DTYPE_BOOL;
+}
+
+cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_tensor *got,
+                             cg_error *err)
+{
+    cg_tolerance exact = {0.0, 0.0, true, NULL};
+    cg_metrics m;
+    cg_status st = cg_compare_tensors(ref, got, &exact, &m, err);
+    if (st != CG_OK)
+        return st;
+    if (m.shape_mismatch)
+        return cg_error_set(err, CG_INVALID, "noise: shapes differ (%lld against %lld "
+                            "elements)", (long long)ref->numel, (long long)got->numel);
+    cg_noise_dist d;
+    memset(&d, 0, sizeof d);
+    double ref_max = 0.0;
+    for (int64_t i = 0; i < ref->numel; i++) {
+        double r = cg_tensor_get_f64(ref, i), g = cg_tensor_get_f64(got, i);
+        d.count++;
+        if (isfinite(r) && fabs(r) > ref_max)
+            ref_max = fabs(r);
+        if (!isfinite(r) || !isfinite(g)) {
+            if (isnan(r) && isnan(g))
+                d.zero++;
+            else if (r == g)
+                d.zero++;
+            else
+                d.nonfinite++;
+            continue;
+        }
+        double a = fabs(g - r);
+        if (a == 0)
+            d.zero++;
+        else
+            d.bins[dist_bin(a)]++;
+    }
+    cg_noise_stats add = {m, d, ref_max};
+    cg_noise_stats_merge(s, &add);
+    return CG_OK;
+}
+
+void cg_noise_stats_merge(cg_noise_stats *a, const cg_noise_stats *b)
+{
+    if (a->dist.count == 0) {
+        *a = *b;
+        return;
+    }
+    cg_metrics_merge(&a->m, &b->m);
+    a->ref_max = b->ref_max > a->ref_max ? b->ref_max : a->ref_max;
+    a->dist.count += b->dist.count;
+    a->dist.zero += b->dist.zero;
+    a->dist.nonfinite += b->dist.nonfinite;
+    for (int i = 0; i < CG_NOISE_DIST_BINS; i++)
+        a->dist.bins[i] += b->dist.bins[i];
+}
+
+double cg_noise_quantile(const cg_noise_stats *s, double q)
+{
+    const cg_noise_dist *d = &s->dist;
+    if (d->count == 0)
+        return 0.0;
+    q = q < 0 ? 0 : q > 1 ? 1 : q;
+    uint64_t want = (uint64_t)ceil(q * (double)d->count);
+    if (want == 0)
+        want = 1;
+    uint64_t seen = d->zero;
+    if (seen >= want)
+        return 0.0;
+    for (int b = 0; b < CG_NOISE_DIST_BINS; b++) {
+        seen += d->bins[b];
+        if (seen >= want) {
+            double hi = dist_bin_high(b); /* no bin edge above the largest value */
+            return hi < s->m.max_abs ? hi : s->m.max_abs;
+        }
+    }
+    return INFINITY;
+}
+
+double cg_noise_scale(const cg_noise_stats *s)
+{
+    return s->ref_max;
+}
+
+double cg_noise_rel(const cg_noise_stats *s)
+{
+    double scale = cg_noise_scale(s);
+    if (s->m.max_abs == 0)
+        return 0.0;
+    return scale > 0 ? s->m.max_abs / scale : INFINITY;
+}
+
+/* --- the three runs ---------------------------------------------------------------------- */
+
+/* One watched value: read (or produced) by a decision node. */
+typedef struct watched {
+    cg_noise_value v;
+    bool decision_input;  /* floors are measured */
+    cg_value *ref;        /* this sample's fp64 value (NULL: not produced yet) */
+    cg_value *constant;   /* an initializer's fp64 value (kept for every sample) */
+    size_t graph_input;   /* index + 1 of the graph input it is (0: none) */
+    bool seen32, seen16;  /* produced by the fp32 / fp16 run this sample */
+} watched;
+
+struct cg_noise {
+    const cg_model *model;
+    cg_noise_options opt;
+    cg_runtime *rt64, *rt32, *rt16;
+    uint8_t *prec16;
+    cg_decision_map dmap;
+    cg_noise_output *outputs;
+    size_t output_count;
+    watched *watch;       /* sorted by name */
+    size_t watch_count;
+    size_t samples;
+    cg_error *run_err;    /* the error of the run the observer serves */
+    int phase;            /* 0: fp64, 1: fp32, 2: fp16 */
+};
+
+static int cmp_watch(const void *a, const void *b)
+{
+    return strcmp(((const watched *)a)->v.name, ((const watched *)b)->v.name);
+}
+
+static watched *watch_find(const cg_noise *n, const char *name)
+{
+    if (!name || !n->watch_count)
+        return NULL;
+    watched key;
+    memset(&key, 0, sizeof key);
+    key.v.name = (char *)name;
+    return bsearch(&key, n->watch, n->watch_count, sizeof key, cmp_watch);
+}
+
+static bool numeric_tensor(const cg_value *v)
+{
+    return v && v->kind == CG_VALUE_TENSOR && real_dtype(v->tensor.dtype);
+}
+
+static cg_status observe(void *user, const cg_node *node, const char *name, const cg_value *value)
+{
+    cg_noise *n = user;
+    (void)node;
+    watched *w = watch_find(n, name);
+    if (!w)
+        return CG_OK;
+    if (n->phase == 0) {
+        cg_value_free(w->ref);
+        w->ref = NULL;
+        return cg_value_copy(value, &w->ref, n->run_err);
+    }
+    if (!w->decision_input)
+        return CG_OK;
+    if (!w->ref || !numeric_tensor(w->ref) || !numeric_tensor(value)) {
+        w->v.compared = false;
+        return CG_OK;
+    }
+    cg_noise_stats *s = n->phase == 1 ? &w->v.fp32 : &w->v.fp16;
+    if (n->phase == 1)
+        w->seen32 = true;
+    else
+        w->seen16 = true;
+    cg_status st = cg_noise_stats_add(s, &w->ref->tensor, &value->tensor, n->run_err);
+    if (st != CG_OK)
+        cg_error_prefix(n->run_err, "value '%s': ", name);
+    return st;
+}
+
+/* A float tensor as DOUBLE (what the fp64 reference holds), in place. */
+static cg_status promote_double(cg_value *v, cg_error *err)
+{
+    if (!v || v->kind != CG_VALUE_TENSOR || !cg_dtype_is_float(v->tensor.dtype) ||
+        v->tensor.dtype == CG_DTYPE_DOUBLE)
+        return CG_OK;
+    cg_tensor t;
+    cg_status st = cg_tensor_alloc(&t, CG_DTYPE_DOUBLE, v->tensor.rank, v->tensor.dims, 0, err);
+    if (st != CG_OK)
+        return st;
+    for (int64_t i = 0; i < t.numel; i++)
+        ((double *)t.data)[i] = cg_tensor_get_f64(&v->tensor, i);
+    cg_tensor_release(&v->tensor);
+    v->tensor = t;
+    v->seq_dtype = CG_DTYPE_DOUBLE;
+    return CG_OK;
+}
+
+static cg_status watch_add(cg_noise *n, const char *name, bool input, size_t *cap)
+{
+    for (size_t i = 0; i < n->watch_count; i++)
+        if (strcmp(n->watch[i].v.name, name) == 0) {
+            n->watch[i].decision_input = n->watch[i].decision_input || input;
+            return CG_OK;
+        }
+    if (n->watch_count == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        watched *g = realloc(n->watch, nc * sizeof *g);
+        if (!g)
+            return CG_NOMEM;
+        n->watch = g;
+        *cap = nc;
+    }
+    watched *w = &n->watch[n->watch_count];
+    memset(w, 0, sizeof *w);
+    w->v.name = strdup(name);
+    if (!w->v.name)
+        return CG_NOMEM;
+    w->v.compared = true;
+    w->decision_input = input;
+    cg_noise_stats_init(&w->v.fp32);
+    cg_noise_stats_init(&w->v.fp16);
+    n->watch_count++;
+    return CG_OK;
+}
+
+cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_noise **out,
+                        cg_error *err)
+{
+    *out = NULL;
+    if (!model || !model->graph)
+        return cg_error_set(err, CG_USAGE, "noise: the model has no graph");
+    const cg_graph *g = model->graph;
+    cg_noise *n = calloc(1, sizeof *n);
+    if (!n)
+        return cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+    n->model = model;
+    if (opt)
+        n->opt = *opt;
+    cg_status st = cg_decision_map_build(g, n->opt.types, &n->dmap, err);
+    if (st != CG_OK)
+        goto fail;
+
+    /* the values decision nodes read (floors) and produce (flips) */
+    size_t cap = 0;
+    for (size_t i = 0; i < g->node_count; i++) {
+        if (!n->dmap.is_decision[i])
+            continue;
+        const cg_node *nd = &g->nodes[i];
+        for (size_t k = 0; k < nd->input_count + nd->output_count; k++) {
+            bool input = k < nd->input_count;
+            const char *name = input ? nd->inputs[k] : nd->outputs[k - nd->input_count];
+            if (!name || !name[0])
+                continue;
+            if (watch_add(n, name, input, &cap) != CG_OK) {
+                st = cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+                goto fail;
+            }
+        }
+    }
+    if (n->watch_count)
+        qsort(n->watch, n->watch_count, sizeof *n->watch, cmp_watch);
+    /* values no node produces: initializers (converted once, in double as
+     * the fp64 reference reads them) and graph inputs (taken per sample) */
+    for (size_t i = 0; i < g->initializer_count; i++) {
+        watched *w = watch_find(n, g->initializers[i].name);
+        if (!w || w->constant)
+            continue;
+        if ((st = cg_value_from_tensor_proto(&g->initializers[i], &w->constant, err)) != CG_OK ||
+            (st = promote_double(w->constant, err)) != CG_OK) {
+            cg_error_prefix(err, "initializer '%s': ", w->v.name);
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < g->input_count; i++) {
+        watched *w = watch_find(n, g->inputs[i].name);
+        if (w && !w->constant)
+            w->graph_input = i + 1;
+    }
+
+    n->outputs = calloc(g->output_count + 1, sizeof *n->outputs);
+    if (!n->outputs) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+        goto fail;
+    }
+    n->output_count = g->output_count;
+    for (size_t i = 0; i < g->output_count; i++) {
+        cg_noise_output *o = &n->outputs[i];
+        o->v.name = strdup(g->outputs[i].name ? g->outputs[i].name : "");
+        o->v.compared = true;
+        cg_noise_stats_init(&o->v.fp32);
+        cg_noise_stats_init(&o->v.fp16);
+        size_t cnt = cg_decision_upstream(&n->dmap, o->v.name ? o->v.name : "", NULL, 0);
+        o->decisions = calloc(cnt + 1, sizeof *o->decisions);
+        if (!o->v.name || !o->decisions) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+            goto fail;
+        }
+        o->decision_count = cg_decision_upstream(&n->dmap, o->v.name, o->decisions, cnt);
+        o->discontinuous = cg_decision_depends(&n->dmap, o->v.name);
+    }
+
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    if (n->opt.max_alloc_bytes)
+        ro.max_alloc_bytes = n->opt.max_alloc_bytes;
+    ro.observe = observe;
+    ro.observe_user = n;
+    if ((st = cg_runtime_init(model, &ro, &n->rt32, err)) != CG_OK)
+        goto fail;
+    ro.float64 = true;
+    if ((st = cg_runtime_init(model, &ro, &n->rt64, err)) != CG_OK) {
+        cg_error_prefix(err, "float64 reference: ");
+        goto fail;
+    }
+    if (n->opt.fp16) {
+        n->prec16 = malloc(g->node_count + 1);
+        if (!n->prec16) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+            goto fail;
+        }
+        memset(n->prec16, CG_NODE_PREC_FP16, g->node_count + 1);
+        ro.node_precision = n->prec16;
+        if ((st = cg_runtime_init(model, &ro, &n->rt16, err)) != CG_OK) {
+            cg_error_prefix(err, "fp16 storage run: ");
+            goto fail;
+        }
+    }
+    *out = n;
+    return CG_OK;
+fail:
+    cg_noise_free(n);
+    return st;
+}
+
+void cg_noise_decision_values_free(cg_noise_decision_values *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->count; i++) {
+        free(d->names[i]);
+        cg_value_free(d->values[i]);
+    }
+    free(d->names);
+    free(d->values);
+    memset(d, 0, sizeof *d);
+}
+
+const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name)
+{
+    for (size_t i = 0; d && i < d->count; i++)
+        if (strcmp(d->names[i], name) == 0)
+            return d->values[i];
+    return NULL;
+}
+
+/* The fp64 value of a watched initializer or graph input, which no node
+ * produces: the initializer converted at init, or this sample's input, in
+ * double as the fp64 reference reads them. */
+static cg_status source_value(const cg_noise *n, watched *w, const cg_named_value *inputs,
+                              size_t input_count, cg_error *err)
+{
+    if (w->constant)
+        return cg_value_copy(w->constant, &w->ref, err);
+    const char *name = n->model->graph->inputs[w->graph_input - 1].name;
+    for (size_t k = 0; k < input_count; k++)
+        if (inputs[k].name && inputs[k].value && strcmp(inputs[k].name, name) == 0) {
+            cg_status st = cg_value_copy(inputs[k].value, &w->ref, err);
+            return st == CG_OK ? promote_double(w->ref, err) : st;
+        }
+    return CG_OK; /* an input with a default initializer, not fed */
+}
+
+/* Floors of a source read by a decision: the fp32 reference reads it
+ * exactly (zero), fp16 storage reads it rounded to fp16. */
+static cg_status source_floors(cg_noise *n, watched *w, cg_error *err)
+{
+    if (!numeric_tensor(w->ref) || !cg_dtype_is_float(w->ref->tensor.dtype))
+        return CG_OK;
+    cg_status st = cg_noise_stats_add(&w->v.fp32, &w->ref->tensor, &w->ref->tensor, err);
+    if (st != CG_OK || !n->rt16)
+        return st;
+    cg_value *r = NULL;
+    if ((st = cg_value_copy(w->ref, &r, err)) != CG_OK)
+        return st;
+    double *d = r->tensor.data;
+    for (int64_t i = 0; i < r->tensor.numel; i++)
+        d[i] = cg_fp16_round(d[i]);
+    st = cg_noise_stats_add(&w->v.fp16, &w->ref->tensor, &r->tensor, err);
+    cg_value_free(r);
+    return st;
+}
+
+static void watch_clear_sample(cg_noise *n)
+{
+    for (size_t i = 0; i < n->watch_count; i++) {
+        cg_value_free(n->watch[i].ref);
+        n->watch[i].ref = NULL;
+        n->watch[i].seen32 = n->watch[i].seen16 = false;
+    }
+}
+
+/* Compares output i of one run against the fp64 reference. */
+static cg_status compare_output(cg_noise_output *o, const cg_value *ref, const cg_value *got,
+                                bool fp16, size_t sample, cg_error *err)
+{
+    if (!numeric_tensor(ref) || !numeric_tensor(got)) {
+        o->v.compared = false;
+        return CG_OK;
+    }
+    cg_noise_stats one;
+    cg_noise_stats_init(&one);
+    cg_status st = cg_noise_stats_add(&one, &ref->tensor, &got->tensor, err);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "output '%s': ", o->v.name);
+        return st;
+    }
+    one.m.worst_sample = (int64_t)sample;
+    cg_noise_stats_merge(fp16 ? &o->v.fp16 : &o->v.fp32, &one);
+    return CG_OK;
+}
+
+cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                              cg_named_value **ref64, size_t *ref64_count,
+                              cg_noise_decision_values *decisions, cg_error *err)
+{
+    cg_named_value *o64 = NULL, *o32 = NULL, *o16 = NULL;
+    size_t c64 = 0, c32 = 0, c16 = 0;
+    cg_status st;
+    if (ref64) {
+        *ref64 = NULL;
+        *ref64_count = 0;
+    }
+    if (decisions)
+        memset(decisions, 0, sizeof *decisions);
+    n->run_err = err;
+    watch_clear_sample(n);
+    n->phase = 0;
+    if ((st = cg_runtime_run(n->rt64, inputs, input_count, &o64, &c64, err)) != CG_OK) {
+        cg_error_prefix(err, "float64 reference: ");
+        goto done;
+    }
+    n->phase = 1;
+    if ((st = cg_runtime_run(n->rt32, inputs, input_count, &o32, &c32, err)) != CG_OK) {
+        cg_error_prefix(err, "float32 reference: ");
+        goto done;
+    }
+    if (n->rt16) {
+        n->phase = 2;
+        if ((st = cg_runtime_run(n->rt16, inputs, input_count, &o16, &c16, err)) != CG_OK) {
+            cg_error_prefix(err, "fp16 storage run: ");
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < n->output_count && i < c64; i++) {
+        if ((st = compare_output(&n->outputs[i], o64[i].value, i < c32 ? o32[i].value : NULL,
+                                 false, n->samples, err)) != CG_OK)
+            goto done;
+        if (n->rt16 && (st = compare_output(&n->outputs[i], o64[i].value,
+                                            i < c16 ? o16[i].value : NULL, true, n->samples,
+                                            err)) != CG_OK)
+            goto done;
+    }
+    for (size_t i = 0; i < n->watch_count && st == CG_OK; i++) {
+        watched *w = &n->watch[i];
+        bool source = !w->ref && (w->constant || w->graph_input);
+        if (source && (st = source_value(n, w, inputs, input_count, err)) != CG_OK)
+            break;
+        if (source && w->decision_input && w->ref)
+            st = source_floors(n, w, err);
+        /* a decision input neither produced by both runs nor a source (a
+         * value inside a subgraph) has no floor here */
+        else if (w->decision_input && (!w->seen32 || (n->rt16 && !w->seen16)))
+            w->v.compared = false;
+    }
+    if (st != CG_OK)
+        goto done;
+    if (decisions && n->watch_count) {
+        decisions->names = calloc(n->watch_count, sizeof *decisions->names);
+        decisions->values = calloc(n->watch_count, sizeof *decisions->values);
+        if (!decisions->names || !decisions->values) {
+            free(decisions->names);
+            free(decisions->values);
+            memset(decisions, 0, sizeof *decisions);
+            st = cg_error_set(err, CG_NOMEM, "out of memory keeping the decision values");
+            goto done;
+        }
+        for (size_t i = 0; i < n->watch_count; i++) {
+            watched *w = &n->watch[i];
+            if (!w->ref)
+                continue;
+            char *nm = strdup(n->watch[i].v.name);
+            if (!nm) {
+                cg_noise_decision_values_free(decisions);
+                st = cg_error_set(err, CG_NOMEM, "out of memory keeping the decision values");
+                goto done;
+            }
+            decisions->names[decisions->count] = nm;
+            decisions->values[decisions->count++] = n->watch[i].ref;
+            n->watch[i].ref = NULL;
+        }
+    }
+    n->samples++;
+    if (ref64) {
+        *ref64 = o64;
+        *ref64_count = c64;
+        o64 = NULL;
+    }
+done:
+    n->run_err = NULL;
+    watch_clear_sample(n);
+    cg_runtime_free_outputs(o64, c64);
+    cg_runtime_free_outputs(o32, c32);
+    cg_runtime_free_outputs(o16, c16);
+    return st;
+}
+
+size_t cg_noise_sample_count(const cg_noise *n)
+{
+    return n ? n->samples : 0;
+}
+
+size_t cg_noise_output_count(const cg_noise *n)
+{
+    return n ? n->output_count : 0;
+}
+
+const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i)
+{
+    return n && i < n->output_count ? &n->outputs[i] : NULL;
+}
+
+const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *name)
+{
+    const watched *w = watch_find(n, name);
+    return w && w->decision_input ? &w->v : NULL;
+}
+
+const cg_decision_map *cg_noise_decisions(const cg_noise *n)
+{
+    return n ? &n->dmap : NULL;
+}
+
+const cg_model *cg_noise_model(const cg_noise *n)
+{
+    return n ? n->model : NULL;
+}
+
+void cg_noise_free(cg_noise *n)
+{
+    if (!n)
+        return;
+    cg_runtime_free(n->rt64);
+    cg_runtime_free(n->rt32);
+    cg_runtime_free(n->rt16);
+    free(n->prec16);
+    for (size_t i = 0; i < n->output_count; i++) {
+        free(n->outputs[i].v.name);
+        free(n->outputs[i].decisions);
+    }
+    free(n->outputs);
+    for (size_t i = 0; i < n->watch_count; i++) {
+        free(n->watch[i].v.name);
+        cg_value_free(n->watch[i].ref);
+        cg_value_free(n->watch[i].constant);
+    }
+    free(n->watch);
+    cg_decision_map_free(&n->dmap);
+    free(n);
+}
+
+/* --- a target against the floors ----------------------------------------------------------- */
+
+cg_status cg_noise_capture_observe(void *user, const cg_node *node, const char *name,
+                                   const cg_value *value)
+{
+    cg_noise_capture *c = user;
+    (void)node;
+    if (!watch_find(c->noise, name) || cg_noise_decision_value(&c->values, name))
+        return CG_OK;
+    cg_noise_decision_values *d = &c->values;
+    size_t cap = c->noise->watch_count;
+    if (!d->names) {
+        d->names = calloc(cap + 1, sizeof *d->names);
+        d->values = calloc(cap + 1, sizeof *d->values);
+        if (!d->names || !d->values)
+            return cg_error_set(c->err, CG_NOMEM, "out of memory keeping decision values");
+    }
+    if (d->count >= cap)
+        return CG_OK;
+    cg_value *copy = NULL;
+    char *nm = strdup(name);
+    cg_status st = nm ? cg_value_copy(value, &copy, c->err)
+                      : cg_error_set(c->err, CG_NOMEM, "out of memory keeping decision values");
+    if (st != CG_OK) {
+        free(nm);
+        return st;
+    }
+    d->names[d->count] = nm;
+    d->values[d->count++] = copy;
+    return CG_OK;
+}
+
+cg_status cg_noise_tally_init(const cg_noise *n, cg_noise_tally *t, cg_error *err)
+{
+    memset(t, 0, sizeof *t);
+    size_t c = n->output_count;
+    t->errors = calloc(c + 1, sizeof *t->errors);
+    t->flips = calloc(c + 1, sizeof *t->flips);
+    t->flips_compared = calloc(c + 1, sizeof *t->flips_compared);
+    if (!t->errors || !t->flips || !t->flips_compared) {
+        cg_noise_tally_free(t);
+        return cg_error_set(err, CG_NOMEM, "out of memory tallying a target's errors");
+    }
+    t->output_count = c;
+    for (size_t i = 0; i < c; i++) {
+        cg_noise_stats_init(&t->errors[i]);
+        cg_flip_stats_init(&t->flips[i]);
+    }
+    return CG_OK;
+}
+
+void cg_noise_tally_free(cg_noise_tally *t)
+{
+    if (!t)
+        return;
+    free(t->errors);
+    free(t->flips);
+    free(t->flips_compared);
+    memset(t, 0, sizeof *t);
+}
+
+static const cg_tensor *dec_tensor(const cg_noise_decision_values *d, const char *name)
+{
+    const cg_value *v = name && name[0] ? cg_noise_decision_value(d, name) : NULL;
+    return numeric_tensor(v) ? &v->tensor : NULL;
+}
+
+/* The floor of a decision's inputs at one precision: the sum over its
+ * float inputs of their max |d| (a comparison's a - b carries both). */
+static double decision_floor(const cg_noise *n, const cg_node *nd, bool fp16)
+{
+    double f = 0.0;
+    for (size_t i = 0; i < nd->input_count; i++) {
+        const cg_noise_value *v = nd->inputs[i] && nd->inputs[i][0]
+                                      ? cg_noise_value_find(n, nd->inputs[i])
+                                      : NULL;
+        const cg_noise_stats *s = v && v->compared ? (fp16 ? &v->fp16 : &v->fp32) : NULL;
+        if (s && s->dist.count)
+            f += s->m.max_abs;
+    }
+    return f;
+}
+
+/* Flips of the decisions upstream of output o on one sample. */
+static cg_status tally_flips(const cg_noise *n, const cg_noise_output *o,
+                             const cg_noise_decision_values *ref_dec,
+                             const cg_noise_decision_values *got_dec,
+                             const cg_noise_multiples *k, cg_flip_stats *acc, bool *compared,
+                             cg_error *err)
+{
+    const cg_graph *g = n->model->graph;
+    for (size_t d = 0; d < o->decision_count; d++) {
+        const cg_node *nd = &g->nodes[o->decisions[d]];
+        const cg_tensor *ins[16] = {NULL}, *outs[16] = {NULL};
+        size_t ni = nd->input_count < 16 ? nd->input_count : 16;
+        size_t no = nd->output_count < 16 ? nd->output_count : 16;
+        for (size_t i = 0; i < ni; i++)
+            ins[i] = dec_tensor(ref_dec, nd->inputs[i]);
+        for (size_t i = 0; i < no; i++)
+            outs[i] = dec_tensor(ref_dec, nd->outputs[i]);
+        for (size_t i = 0; i < no; i++) {
+            const cg_tensor *got = dec_tensor(got_dec, nd->outputs[i]);
+            if (!outs[i] || !got)
+                continue;
+            cg_flip_stats f;
+            cg_error local;
+            cg_error_clear(&local);
+            cg_status st = cg_decision_flips(nd, ins, ni, outs, no, i, got, decision_floor(n, nd,
+                                             false), decision_floor(n, nd, true), k, &f, &local);
+            if (st == CG_USAGE) /* not a decision output (TopK's values) */
+                continue;
+            if (st != CG_OK)
+                return cg_error_set(err, st, "%s", local.msg);
+            cg_flip_stats_merge(acc, &f);
+            *compared = true;
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_noise_tally_add(const cg_noise *n, cg_noise_tally *t, const cg_named_value *ref64,
+                             size_t ref_count, const cg_named_value *got, size_t got_count,
+                             const cg_noise_decision_values *ref_dec,
+                             const cg_noise_decision_values *got_dec,
+                             const cg_noise_multiples *k, size_t sample, cg_error *err)
+{
+    cg_noise_multiples dk;
+    if (!k) {
+        cg_noise_multiples_default(&dk);
+        k = &dk;
+    }
+    for (size_t i = 0; i < t->output_count && i < ref_count && i < got_count; i++) {
+        const cg_noise_output *o = &n->outputs[i];
+        if (!numeric_tensor(ref64[i].value) || !numeric_tensor(got[i].value))
+            continue;
+        cg_noise_stats one;
+        cg_noise_stats_init(&one);
+        cg_status st = cg_noise_stats_add(&one, &ref64[i].value->tensor, &got[i].value->tensor,
+                                          err);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "output '%s': ", o->v.name);
+            return st;
+        }
+        one.m.worst_sample = (int64_t)sample;
+        cg_noise_stats_merge(&t->errors[i], &one);
+        if (o->discontinuous && ref_dec && got_dec &&
+            (st = tally_flips(n, o, ref_dec, got_dec, k, &t->flips[i], &t->flips_compared[i],
+                              err)) != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+/* --- verdicts ------------------------------------------------------------------------------ */
+
+const char *cg_verdict_name(cg_verdict v)
+{
+    switch (v) {
+    case CG_VERDICT_MATCH_FP32: return "matches (fp32 noise)";
+    case CG_VERDICT_MATCH_FP16: return "matches at fp16 precision";
+    case CG_VERDICT_PRECISION: return "precision breakdown";
+    case CG_VERDICT_WRONG: return "wrong result";
+    }
+    return "?";
+}
+
+bool cg_verdict_passes(cg_verdict v)
+{
+    return v == CG_VERDICT_MATCH_FP32 || v == CG_VERDICT_MATCH_FP16;
+}
+
+/* max(measured floor, u x scale); the measured floor may be +inf. */
+static double effective_floor(const cg_noise_stats *s, cg_precision p, double scale)
+{
+    double u = cg_precision_unit(p) * scale;
+    double f = s->dist.count ? s->m.max_abs : 0.0;
+    return f > u ? f : u;
+}
+
+static double ratio_of(double e, double f)
+{
+    if (e == 0)
+        return 0.0;
+    if (isnan(e))
+        return NAN;
+    return f > 0 ? e / f : INFINITY;
+}
+
+/* Flips all explained by the noise of the given precision. */
+static bool flips_are_noise(const cg_flip_stats *f, cg_precision p)
+{
+    if (!f || f->flips == 0)
+        return true;
+    if (!f->margin_known)
+        return false;
+    return (p == CG_PRECISION_FP16 ? f->noise_fp16 : f->noise_fp32) == f->flips;
+}
+
+static cg_status judge_flips(const cg_judge_input *in, cg_judgement *out, cg_error *err)
+{
+    const cg_flip_stats *f = in->flips;
+    char where[200];
+    snprintf(where, sizeof where, "%llu of %llu decisions flipped, largest margin %.3g at '%.100s'",
+             (unsigned long long)f->flips, (unsigned long long)f->decisions, f->max_margin,
+             f->node);
+    if (!f->margin_known)
+        snprintf(where, sizeof where, "%llu of %llu decisions flipped at '%.100s' (no margin rule "
+                 "for the op)", (unsigned long long)f->flips, (unsigned long long)f->decisions,
+                 f->node[0] ? f->node : "a decision");
+    out->by_flips = true;
+    if (flips_are_noise(f, CG_PRECISION_FP32)) {
+        out->verdict = CG_VERDICT_MATCH_FP32;
+        snprintf(out->reason, sizeof out->reason, "%s, every one within the fp32 noise of its "
+                 "input", where);
+        return CG_OK;
+    }
+    if (in->precision == CG_PRECISION_FP16 && flips_are_noise(f, CG_PRECISION_FP16)) {
+        out->verdict = CG_VERDICT_MATCH_FP16;
+        snprintf(out->reason, sizeof out->reason, "%s, every one within the fp16 storage noise "
+                 "of its input", where);
+        return CG_OK;
+    }
+    if (in->precision == CG_PRECISION_FP32) {
+        out->verdict = CG_VERDICT_WRONG;
+        snprintf(out->reason, sizeof out->reason, "%s: beyond the fp32 noise of its input", where);
+        return CG_OK;
+    }
+    if (!in->flips_fp32 && !in->flips_acc32)
+        return cg_error_set(err, CG_USAGE, "noise: output '%s': fp16 decisions beyond the noise "
+                            "need an fp32 rerun to be judged", in->floor->v.name);
+    if ((in->flips_acc32 && flips_are_noise(in->flips_acc32, CG_PRECISION_FP16)) ||
+        (in->flips_fp32 && flips_are_noise(in->flips_fp32, CG_PRECISION_FP32))) {
+        out->verdict = CG_VERDICT_PRECISION;
+        snprintf(out->reason, sizeof out->reason, "%s; in %s they are within the noise", where,
+                 in->flips_acc32 && flips_are_noise(in->flips_acc32, CG_PRECISION_FP16)
+                     ? "fp32 accumulation" : "fp32");
+        return CG_OK;
+    }
+    out->verdict = CG_VERDICT_WRONG;
+    snprintf(out->reason, sizeof out->reason, "%s, in fp32 too", where);
+    return CG_OK;
+}
+
+cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
+                         cg_judgement *out, cg_error *err)
+{
+    cg_noise_multiples dk;
+    memset(out, 0, sizeof *out);
+    if (!k) {
+        cg_noise_multiples_default(&dk);
+        k = &dk;
+    }
+    if (!in || !in->floor || !in->error)
+        return cg_error_set(err, CG_USAGE, "noise: judge needs the floors and the error");
+    const cg_noise_value *fl = &in->floor->v;
+    if (!fl->compared || fl->fp32.dist.count == 0)
+        return cg_error_set(err, CG_USAGE, "noise: output '%s' has no measured floor",
+                            fl->name);
+    bool fp16 = in->precision == CG_PRECISION_FP16;
+    double scale = cg_noise_scale(&fl->fp32);
+    double f32 = effective_floor(&fl->fp32, CG_PRECISION_FP32, scale);
+    double f16 = effective_floor(&fl->fp16, CG_PRECISION_FP16, scale);
+    double e = in->error->max_abs;
+    out->scale = scale;
+    out->error = e;
+    out->against = in->precision;
+    out->floor = fp16 ? f16 : f32;
+    out->ratio = ratio_of(e, out->floor);
+    if (in->flips && in->flips->flips > 0)
+        return judge_flips(in, out, err);
+
+    const char *nonfinite = isinf(e) ? "inf/NaN where the fp64 reference is finite; " : "";
+    double r32 = ratio_of(e, f32);
+    if (r32 <= k->k_fp32 && !isinf(f32)) {
+        out->verdict = CG_VERDICT_MATCH_FP32;
+        out->against = CG_PRECISION_FP32;
+        out->floor = f32;
+        out->ratio = r32;
+        snprintf(out->reason, sizeof out->reason, "%.3gx the fp32 noise floor (max |d| %.3g, "
+                 "floor %.3g)", r32, e, f32);
+        return CG_OK;
+    }
+    if (!fp16) {
+        if (isinf(f32)) { /* the fp32 reference itself overflows */
+            out->verdict = CG_VERDICT_PRECISION;
+            snprintf(out->reason, sizeof out->reason, "%soverflows in float32: the fp32 "
+                     "reference does too", nonfinite);
+            return CG_OK;
+        }
+        out->verdict = CG_VERDICT_WRONG;
+        snprintf(out->reason, sizeof out->reason, "%s%.3gx the fp32 noise floor (max |d| %.3g, "
+                 "floor %.3g, limit %gx)", nonfinite, r32, e, f32, k->k_fp32);
+        return CG_OK;
+    }
+    /* at fp16 precision: near the fp16 storage floor, and a small part of
+     * the output (where fp16 storage alone is not, matching it is not enough) */
+    double rel_max = k->fp16_max_rel * scale;
+    double r16 = ratio_of(e, f16);
+    if (r16 <= k->k_fp16 && e <= rel_max) {
+        out->verdict = CG_VERDICT_MATCH_FP16;
+        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
+                 "floor %.3g)", r16, e, f16);
+        return CG_OK;
+    }
+    if (!in->fp32 && !in->acc32)
+        return cg_error_set(err, CG_USAGE, "noise: output '%s': an fp16 result beyond its floor "
+                            "needs an fp32 rerun to tell precision from a wrong kernel",
+                            fl->name);
+    bool storage_breaks = !(f16 <= rel_max);
+    char why[200];
+    if (isinf(e))
+        snprintf(why, sizeof why, "fp16 storage floor %.3g", f16);
+    else if (e > rel_max)
+        snprintf(why, sizeof why, "max |d| %.3g is %.3g of the output's scale %.3g (limit %g; "
+                 "fp16 storage alone: %.3g)", e, e / scale, scale, k->fp16_max_rel,
+                 isfinite(f16) && scale > 0 ? f16 / scale : INFINITY);
+    else
+        snprintf(why, sizeof why, "%.3gx the fp16 storage floor (max |d| %.3g, floor %.3g)", r16,
+                 e, f16);
+    double ea = in->acc32 ? in->acc32->max_abs : INFINITY;
+    double ra = ratio_of(ea, f16);
+    double rf = in->fp32 ? ratio_of(in->fp32->max_abs, f32) : INFINITY;
+    if (in->acc32 && ra <= k->k_fp16 && ea <= rel_max) {
+        out->verdict = CG_VERDICT_PRECISION;
+        snprintf(out->reason, sizeof out->reason, "%s%s; with fp32 accumulation %.3gx: fp16 "
+                 "accumulation", nonfinite, why, ra);
+        return CG_OK;
+    }
+    if (in->fp32 && rf <= k->k_fp32) {
+        out->verdict = CG_VERDICT_PRECISION;
+        snprintf(out->reason, sizeof out->reason, "%s%s; in fp32 %.3gx the fp32 floor: fp16 %s",
+                 nonfinite, why, rf, storage_breaks ? "storage" : "arithmetic");
+        return CG_OK;
+    }
+    if (!in->fp32)
+        return cg_error_set(err, CG_USAGE, "noise: output '%s': still beyond the floor with fp32 "
+                            "accumulation; an fp32 rerun tells precision from a wrong kernel",
+                            fl->name);
+    out->verdict = CG_VERDICT_WRONG;
+    snprintf(out->reason, sizeof out->reason, "%s%s; in fp32 still %.3gx the fp32 floor",
+             nonfinite, why, rf);
+    return CG_OK;
+}
+
+cg_status cg_noise_judge_tally(const cg_noise_output *o, size_t i, cg_precision precision,
+                               const cg_noise_tally *t, const cg_noise_tally *acc32,
+                               const cg_noise_tally *fp32, const cg_noise_multiples *k,
+                               cg_judgement *out, cg_error *err)
+{
+    if (!t || i >= t->output_count || (acc32 && i >= acc32->output_count) ||
+        (fp32 && i >= fp32->output_count))
+        return cg_error_set(err, CG_USAGE, "noise: output %zu is not in the tally", i);
+    cg_judge_input in;
+    memset(&in, 0, sizeof in);
+    in.precision = precision;
+    in.floor = o;
+    in.error = &t->errors[i].m;
+    in.acc32 = acc32 ? &acc32->errors[i].m : NULL;
+    in.fp32 = fp32 ? &fp32->errors[i].m : NULL;
+    if (o->discontinuous && t->flips_compared[i]) {
+        in.flips = &t->flips[i];
+        in.flips_acc32 = acc32 ? &acc32->flips[i] : NULL;
+        in.flips_fp32 = fp32 ? &fp32->flips[i] : NULL;
+    }
+    return cg_noise_judge(&in, k, out, err);
+}

@@ -1,0 +1,177 @@
+/*
+ * A target judged against a model's noise floors (convgate/noise.h): its
+ * target path and, when the path computes in fp16, the two reruns that
+ * tell precision from a wrong kernel (fp32 accumulation; everything in
+ * fp32), each tallied against the fp64 reference sample by sample. The
+ * paths are rebuilt when a sample's dims differ from the previous one's
+ * (XNNPACK compiles fixed shapes); every path's observer keeps the values
+ * the decision analysis watches, for the flip counts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/noise.h"
+#include "convgate/targetpath.h"
+
+struct cg_noise_target {
+    const cg_noise *noise;
+    const cg_target *const *targets;
+    size_t target_count;
+    size_t max_alloc_bytes;
+    cg_target_path *path[3];        /* as placed, fp32 accumulation, fp32 */
+    cg_noise_tally tally[3];
+    cg_noise_capture cap;
+    cg_dim_binding *dims;           /* the dims the paths were built for */
+    size_t dim_count;
+    bool built;
+    cg_precision precision;
+};
+
+static void paths_free(cg_noise_target *t)
+{
+    for (int p = 0; p < 3; p++) {
+        cg_target_path_free(t->path[p]);
+        t->path[p] = NULL;
+    }
+    free(t->dims);
+    t->dims = NULL;
+    t->dim_count = 0;
+    t->built = false;
+}
+
+void cg_noise_target_free(cg_noise_target *t)
+{
+    if (!t)
+        return;
+    paths_free(t);
+    for (int p = 0; p < 3; p++)
+        cg_noise_tally_free(&t->tally[p]);
+    free(t);
+}
+
+cg_status cg_noise_target_init(const cg_noise *n, const cg_target *const *targets,
+                               size_t target_count, size_t max_alloc_bytes,
+                               cg_noise_target **out, cg_error *err)
+{
+    *out = NULL;
+    if (!n || !targets || !target_count)
+        return cg_error_set(err, CG_USAGE, "noise: a judged target needs the floors and a "
+                            "target");
+    cg_noise_target *t = calloc(1, sizeof *t);
+    if (!t)
+        return cg_error_set(err, CG_NOMEM, "out of memory judging a target");
+    t->noise = n;
+    t->targets = targets;
+    t->target_count = target_count;
+    t->max_alloc_bytes = max_alloc_bytes;
+    t->cap.noise = n;
+    t->cap.err = err;
+    for (int p = 0; p < 3; p++) {
+        cg_status st = cg_noise_tally_init(n, &t->tally[p], err);
+        if (st != CG_OK) {
+            cg_noise_target_free(t);
+            return st;
+        }
+    }
+    *out = t;
+    return CG_OK;
+}
+
+static bool same_dims(const cg_noise_target *t, const cg_dim_binding *d, size_t n)
+{
+    if (!t->built || n != t->dim_count)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(d[i].symbol, t->dims[i].symbol) != 0 || d[i].value != t->dims[i].value)
+            return false;
+    return true;
+}
+
+/* The paths for one sample's dims (symbols borrowed from the model). */
+static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, size_t dim_count,
+                             cg_error *err)
+{
+    paths_free(t);
+    t->dims = calloc(dim_count + 1, sizeof *t->dims);
+    if (!t->dims)
+        return cg_error_set(err, CG_NOMEM, "out of memory judging a target");
+    if (dim_count)
+        memcpy(t->dims, dims, dim_count * sizeof *dims);
+    t->dim_count = dim_count;
+    cg_target_path_options po;
+    memset(&po, 0, sizeof po);
+    po.targets = t->targets;
+    po.target_count = t->target_count;
+    po.dims = t->dims;
+    po.dim_count = dim_count;
+    po.max_alloc_bytes = t->max_alloc_bytes;
+    po.observe = cg_noise_capture_observe;
+    po.observe_user = &t->cap;
+    const cg_model *model = cg_noise_model(t->noise);
+    cg_status st = cg_target_path_init(model, &po, &t->path[0], err);
+    if (st != CG_OK)
+        return st;
+    t->precision = cg_target_path_reduced_precision(t->path[0]) ? CG_PRECISION_FP16
+                                                                 : CG_PRECISION_FP32;
+    if (t->precision == CG_PRECISION_FP16) {
+        po.accumulate_fp32 = true;
+        if ((st = cg_target_path_init(model, &po, &t->path[1], err)) != CG_OK)
+            return st;
+        po.accumulate_fp32 = false;
+        po.force_fp32 = true;
+        if ((st = cg_target_path_init(model, &po, &t->path[2], err)) != CG_OK)
+            return st;
+    }
+    t->built = true;
+    return CG_OK;
+}
+
+cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *inputs,
+                                     size_t input_count, const cg_dim_binding *dims,
+                                     size_t dim_count, const cg_named_value *ref64,
+                                     size_t ref_count, const cg_noise_decision_values *ref_dec,
+                                     size_t sample, cg_error *err)
+{
+    cg_status st = CG_OK;
+    t->cap.err = err;
+    if (!same_dims(t, dims, dim_count) && (st = paths_build(t, dims, dim_count, err)) != CG_OK) {
+        cg_error_prefix(err, "target path: ");
+        return st;
+    }
+    for (int p = 0; p < 3 && st == CG_OK; p++) {
+        if (!t->path[p])
+            continue;
+        cg_named_value *outs = NULL;
+        size_t count = 0;
+        memset(&t->cap.values, 0, sizeof t->cap.values);
+        st = cg_target_path_run(t->path[p], inputs, input_count, &outs, &count, err);
+        if (st == CG_OK)
+            st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, outs, count,
+                                    ref_dec, &t->cap.values, NULL, sample, err);
+        cg_runtime_free_outputs(outs, count);
+        cg_noise_decision_values_free(&t->cap.values);
+    }
+    return st;
+}
+
+cg_precision cg_noise_target_precision(const cg_noise_target *t)
+{
+    return t->precision;
+}
+
+const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t)
+{
+    return &t->tally[0];
+}
+
+cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
+                                const cg_noise_multiples *k, cg_judgement *out, cg_error *err)
+{
+    const cg_noise_output *o = cg_noise_output_get(t->noise, output);
+    if (!o || !t->built)
+        return cg_error_set(err, CG_USAGE, "noise: output %zu not judged (no sample run)",
+                            output);
+    return cg_noise_judge_tally(o, output, t->precision, &t->tally[0],
+                                t->path[1] ? &t->tally[1] : NULL,
+                                t->path[2] ? &t->tally[2] : NULL, k, out, err);
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# convgate noise: floors against the float64 reference and the verdicts of
+# issue #14's cases.
+#   - the example CNN on xnnpack (a correct fp32 library): matches (fp32 noise)
+#   - the crafted fp16 cases on litert-gpu (tests/data/fp16: the RMSNorm whose
+#     sum of squares overflows, the LayerNorm of values ~300, the global mean
+#     past 65504): precision breakdown, exit 1
+#   - the wrong-on-purpose rewrite (tests/data/bisect/swish_rewritten.onnx)
+#     judged against the original's floors: wrong result; the original's own
+#     outputs: matches
+#   - decisions.onnx on litert-gpu: the quantizer's output is judged by its
+#     flips, which are within the fp16 noise: matches
+#   - resnet50 on xnnpack: matches (fp32 noise), when ${CG_ZOO:-SOURCE_DIR/zoo}
+#     holds it (tools/fetch_zoo.sh)
+#   - usage errors exit 2
+set -u
+bin=${1:?usage: noise_cli.sh CONVGATE_BINARY SOURCE_DIR}
+src=${2:?usage: noise_cli.sh CONVGATE_BINARY SOURCE_DIR}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+# expect NAME WANT_RC PATTERN -- convgate noise ARGS...
+expect() {
+    local name=$1 want=$2 pattern=$3
+    shift 4
+    "$bin" noise "$@" >"$work/out" 2>&1
+    local rc=$?
+    if [ "$rc" != "$want" ] || ! grep -qE -e "$pattern" "$work/out"; then
+        echo "FAIL $name: exit $rc (want $want), output:" >&2
+        cat "$work/out" >&2
+        fail=1
+    else
+        echo "ok   $name: $(grep -E -e "$pattern" "$work/out" | head -n 1 | sed "s/^ *//")"
+    fi
+}
+
+# the XNNPACK delegate is optional at build time
+xnn=0
+"$bin" targets 2>/dev/null | grep -q '^ *xnnpack ' && xnn=1
+if [ "$xnn" = 1 ]; then
+    expect "tiny_cnn on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
+        "$src/examples/tiny_cnn.onnx" --inputs "$src/examples/tiny_cnn_inputs" --target xnnpack
+else
+    echo "skip xnnpack cases: this build has no XNNPACK delegate"
+fi
+for c in rmsnorm_overflow layernorm_precision global_mean; do
+    expect "$c on litert-gpu" 1 "litert-gpu +precision breakdown" -- \
+        "$src/tests/data/fp16/$c.onnx" --inputs "$src/tests/data/fp16/${c}_inputs" \
+        --target litert-gpu
+done
+expect "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
+    "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
+    --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu
+expect "layernorm: fp16 storage named" 1 "fp16 storage$" -- \
+    "$src/tests/data/fp16/layernorm_precision.onnx" \
+    --inputs "$src/tests/data/fp16/layernorm_precision_inputs" --target litert-gpu
+expect "global mean: inf named" 1 "inf/NaN where the fp64 reference is finite" -- \
+    "$src/tests/data/fp16/global_mean.onnx" \
+    --inputs "$src/tests/data/fp16/global_mean_inputs" --target litert-gpu
+
+# the rewrite's outputs on the same inputs, judged against the original's floors
+ins="$src/tests/data/noise/swish_inputs"
+mkdir -p "$work/wrong" "$work/right"
+"$bin" run "$src/tests/data/bisect/swish_rewritten.onnx" -i "x=$ins/s1/x.npy" \
+    -o "$work/wrong/s1" >/dev/null || fail=1
+"$bin" run "$src/tests/data/bisect/swish_original.onnx" -i "x=$ins/s1/x.npy" \
+    -o "$work/right/s1" >/dev/null || fail=1
+expect "wrong rewrite" 1 "wrong result: [0-9.e+]+x the fp32 noise floor" -- \
+    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$work/wrong"
+expect "the original's own outputs" 0 "matches \(fp32 noise\)" -- \
+    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$work/right"
+
+expect "decisions judged by flips" 0 \
+    "decisions flipped, largest margin .* at 'quant', every one within the fp16 storage noise" \
+    -- "$src/tests/data/noise/decisions.onnx" --target litert-gpu --random 3 --seed 2
+"$bin" noise "$src/tests/data/noise/decisions.onnx" --json --random 2 >"$work/d.json" || fail=1
+grep -q '"discontinuous": true' "$work/d.json" && grep -q '"fp16"' "$work/d.json" || {
+    echo "FAIL decisions --json lacks fields" >&2
+    fail=1
+}
+
+expect "usage: --precision alone" 2 "--precision describes --outputs-from" -- \
+    "$src/tests/data/noise/decisions.onnx" --precision fp16
+expect "usage: no model" 2 "no model given" --
+expect "usage: fp16 target without its floor" 2 "drop --no-fp16" -- \
+    "$src/tests/data/noise/decisions.onnx" --target litert-gpu --no-fp16
+
+zoo=${CG_ZOO:-$src/zoo}
+if [ "$xnn" = 1 ] && [ -f "$zoo/resnet50.onnx" ]; then
+    expect "resnet50 on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
+        "$zoo/resnet50.onnx" --target xnnpack --random 1 --no-fp16
+else
+    echo "skip resnet50 on xnnpack: no XNNPACK, or no $zoo/resnet50.onnx (set CG_ZOO)"
+fi
+exit $fail
