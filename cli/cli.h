@@ -56,6 +56,21 @@ cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_
 /* The same, printing "convgate CMD: <error>" on failure. */
 cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt);
 
+/* A model of either format: TFLite when the bytes carry the "TFL3" file
+ * identifier (whatever the extension), ONNX otherwise. Exactly one member
+ * is set after a successful load. */
+#include "convgate/tflite.h"
+typedef struct cli_model {
+    cg_model *onnx;
+    cg_tflite_model *tflite;
+} cli_model;
+/* Loads path (or standard input for "-"); opt applies to ONNX. False with
+ * err set on failure. */
+#include <stdbool.h>
+bool cli_load_any_quiet(const char *path, const cg_load_options *opt, cli_model *out,
+                        cg_error *err);
+void cli_model_free(cli_model *m);
+
 /* Shared argument parsing (cli/args.c). Numbers: a finite non-negative
  * double; a decimal count <= max. --dim "SYM=VAL" (VAL in [1, INT32_MAX];
  * a later value replaces an earlier one; the symbol is malloc'd). --target

@@ -18,7 +18,7 @@ static void check_usage(FILE *f)
     fprintf(f,
             "Usage: convgate check MODEL [--json] [--quiet]\n"
             "\n"
-            "Validates MODEL's structure against the ONNX rules: what onnx.checker\n"
+            "Validates MODEL's structure. For ONNX: what onnx.checker\n"
             "(ONNX 1.12, without full_check) verifies, for ai.onnx opsets 1-21 and IR\n"
             "versions up to %d, plus convgate's hardening rules: graph outputs\n"
             "produced, tensor payload sizes and element-count overflow, sparse index\n"
@@ -26,6 +26,14 @@ static void check_usage(FILE *f)
             "local-function cycles and training_info graphs. Every problem is listed\n"
             "with its location (graph, node name or #index, op type) and the\n"
             "offending value; the check does not stop at the first one.\n"
+            "\n"
+            "A .tflite MODEL (recognised by its \"TFL3\" identifier) is verified while it\n"
+            "loads (every offset, vtable, vector, string, union and index; docs/tflite.md)\n"
+            "and then checked: schema version, operator codes, tensor types and shapes\n"
+            "against shape_signature, constant buffer sizes against shape x type,\n"
+            "quantization parameters, options against their op, tensors read before they\n"
+            "are produced, outputs never produced, IF/WHILE arity, signature defs;\n"
+            "custom and Flex (SELECT_TF_OPS) ops are flagged.\n"
             "\n"
             "Options:\n"
             "  --json     the report as JSON (docs/json.md)\n"
@@ -67,10 +75,10 @@ int cmd_check(int argc, char **argv)
 
     cg_load_options lo;
     cg_load_options_default(&lo);
-    cg_model *model = NULL;
+    cli_model model;
     cg_error err;
     cg_error_clear(&err);
-    if (!(model = cli_load_model_quiet(path, &lo, &err))) {
+    if (!cli_load_any_quiet(path, &lo, &model, &err)) {
         if (!quiet || cli_json_on())
             cli_error("check", "cannot load '%s': %s", path, err.msg);
         return CG_EXIT_ERROR;
@@ -78,7 +86,8 @@ int cmd_check(int argc, char **argv)
 
     cg_check_report report;
     cg_error_clear(&err);
-    cg_status st = cg_check_model(model, NULL, &report, &err);
+    cg_status st = model.tflite ? cg_tflite_check(model.tflite, NULL, &report, &err)
+                                : cg_check_model(model.onnx, NULL, &report, &err);
     int rc = CG_EXIT_OK;
     if (st == CG_NOMEM || st == CG_USAGE) {
         if (!quiet)
@@ -92,6 +101,6 @@ int cmd_check(int argc, char **argv)
             cg_report_check_text(stdout, path, &report);
     }
     cg_check_report_free(&report);
-    cg_model_free(model);
+    cli_model_free(&model);
     return rc;
 }

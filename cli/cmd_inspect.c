@@ -19,6 +19,12 @@ static void inspect_usage(FILE *f)
             "with each op's resolved since_version, custom-domain and control-flow ops,\n"
             "and the largest tensors. Weights are memory-mapped, never copied.\n"
             "\n"
+            "A .tflite MODEL (recognised by its \"TFL3\" identifier) shows its subgraphs,\n"
+            "the contract (dims that shape_signature marks -1 flagged as dynamic),\n"
+            "signature defs, constant buffers (those stored past the FlatBuffer too),\n"
+            "quantization, operator codes with their versions, custom and Flex\n"
+            "(SELECT_TF_OPS) ops, control flow and metadata; --json adds every tensor.\n"
+            "\n"
             "Options:\n"
             "  --json      machine-readable report: docs/json.md's envelope, its result\n"
             "              as docs/inspect-json.md says\n"
@@ -61,23 +67,25 @@ int cmd_inspect(int argc, char **argv)
     }
     cg_error err;
     cg_error_clear(&err);
-    cg_model *model = cli_load_model_quiet(argv[optind], NULL, &err);
-    if (!model) {
+    cli_model model;
+    if (!cli_load_any_quiet(argv[optind], NULL, &model, &err)) {
         cli_error("inspect", "%s", err.msg);
         return CG_EXIT_ERROR;
     }
     int rc = CG_EXIT_OK;
     if (json) {
-        json_t *r = cg_report_inspect_json(model, &opt, &err);
+        json_t *r = model.tflite ? cg_report_inspect_tflite_json(model.tflite, &opt, &err)
+                                 : cg_report_inspect_json(model.onnx, &opt, &err);
         if (r)
             rc = cli_json_emit(rc, r);
         else
             cli_error("inspect", "%s", err.msg[0] ? err.msg : "out of memory");
         rc = r ? rc : CG_EXIT_ERROR;
-    } else if (cg_inspect_write(model, &opt, false, stdout, &err) != CG_OK) {
+    } else if ((model.tflite ? cg_inspect_write_tflite(model.tflite, &opt, false, stdout, &err)
+                             : cg_inspect_write(model.onnx, &opt, false, stdout, &err)) != CG_OK) {
         cli_error("inspect", "%s", err.msg);
         rc = CG_EXIT_ERROR;
     }
-    cg_model_free(model);
+    cli_model_free(&model);
     return rc;
 }

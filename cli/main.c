@@ -20,15 +20,9 @@ static const cli_command commands[] = {
 #undef X
 };
 
-cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_error *err)
+/* All of standard input, up to protobuf's 2 GiB limit; NULL with err set. */
+static unsigned char *read_stdin(size_t *out_len, cg_error *err)
 {
-    cg_model *model = NULL;
-    if (strcmp(path, "-") != 0) {
-        if (cg_model_load(path, opt, &model, err) != CG_OK)
-            return NULL;
-        return model;
-    }
-    /* standard input: read it all, up to protobuf's 2 GiB limit */
     const size_t limit = (size_t)2147483647u;
     size_t cap = 1 << 16, len = 0;
     unsigned char *buf = malloc(cap);
@@ -59,19 +53,70 @@ cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_
         cg_error_set(err, CG_IO, "standard input: read error");
         return NULL;
     }
+    *out_len = len;
+    return buf;
+}
+
+static cg_model *load_onnx_bytes(const unsigned char *buf, size_t len, const cg_load_options *opt,
+                                  cg_error *err)
+{
+    cg_model *model = NULL;
     cg_load_options lo;
     if (opt)
         lo = *opt;
     else
         cg_load_options_default(&lo);
     lo.base_dir = NULL; /* bytes have no directory: external data is refused */
-    cg_status st = cg_model_load_bytes(buf, len, &lo, &model, err);
-    free(buf);
-    if (st != CG_OK) {
+    if (cg_model_load_bytes(buf, len, &lo, &model, err) != CG_OK) {
         cg_error_prefix(err, "standard input: ");
         return NULL;
     }
     return model;
+}
+
+cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_error *err)
+{
+    cg_model *model = NULL;
+    if (strcmp(path, "-") != 0) {
+        if (cg_model_load(path, opt, &model, err) != CG_OK)
+            return NULL;
+        return model;
+    }
+    size_t len;
+    unsigned char *buf = read_stdin(&len, err);
+    if (!buf)
+        return NULL;
+    model = load_onnx_bytes(buf, len, opt, err);
+    free(buf);
+    return model;
+}
+
+bool cli_load_any_quiet(const char *path, const cg_load_options *opt, cli_model *out,
+                        cg_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(path, "-") != 0) {
+        if (!cg_tflite_detect_path(path))
+            return (out->onnx = cli_load_model_quiet(path, opt, err)) != NULL;
+        return cg_tflite_load(path, NULL, &out->tflite, err) == CG_OK;
+    }
+    size_t len;
+    unsigned char *buf = read_stdin(&len, err);
+    if (!buf)
+        return false;
+    if (cg_tflite_detect(buf, len))
+        cg_tflite_load_bytes(buf, len, "standard input", NULL, &out->tflite, err);
+    else
+        out->onnx = load_onnx_bytes(buf, len, opt, err);
+    free(buf);
+    return out->onnx || out->tflite;
+}
+
+void cli_model_free(cli_model *m)
+{
+    cg_model_free(m->onnx);
+    cg_tflite_free(m->tflite);
+    memset(m, 0, sizeof *m);
 }
 
 cg_model *cli_load_model(const char *cmd, const char *path, const cg_load_options *opt)

@@ -235,7 +235,8 @@ typedef struct cg_tflite_resize_options { /* ResizeBilinear, ResizeNearestNeighb
 typedef struct cg_tflite_batch_matmul_options {
     bool adj_x, adj_y, asymmetric_quantize_inputs;
 } cg_tflite_batch_matmul_options;
-typedef struct cg_tflite_subgraphs_options { /* If (then, else), While (cond, body), CallOnce, Call */
+/* If (then, else), While (cond, body), CallOnce (init), Call (subgraph) */
+typedef struct cg_tflite_subgraphs_options {
     int32_t first, second; /* -1 where the options have one index */
 } cg_tflite_subgraphs_options;
 typedef struct cg_tflite_axis_count_options { /* Pack (values_count, axis), Unpack (num, axis) */

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/report.h"
 #include "convgate/check.h"
 #include "convgate/dtype.h"
 #include "convgate/schema.h"
@@ -205,74 +206,28 @@ typedef struct graph_ctx {
     bool in_function; /* nodes of a function body, or graphs inside one */
 } graph_ctx;
 
-static char *dup_str(checker *ck, const char *s)
-{
-    if (s == NULL)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *copy = malloc(n);
-    if (copy == NULL) {
-        ck->oom = true;
-        return NULL;
-    }
-    memcpy(copy, s, n);
-    return copy;
-}
-
 /* Records one problem at the current path. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 4, 5)))
 #endif
 static void problem(checker *ck, cg_check_severity sev, const char *rule, const char *fmt, ...)
 {
-    cg_check_report *r = ck->report;
-    if (sev == CG_CHECK_ERROR)
-        r->error_count++;
-    else
-        r->warning_count++;
-    if (ck->oom)
+    if (ck->oom) { /* still counted, as before memory ran out */
+        if (sev == CG_CHECK_ERROR)
+            ck->report->error_count++;
+        else
+            ck->report->warning_count++;
         return;
-    if (r->count >= ck->max_problems) {
-        r->dropped++;
-        return;
-    }
-    if (r->count == r->capacity) {
-        size_t cap = r->capacity ? r->capacity * 2 : 16;
-        if (cap > ck->max_problems)
-            cap = ck->max_problems;
-        if (cap > SIZE_MAX / sizeof(cg_check_problem)) {
-            ck->oom = true;
-            return;
-        }
-        cg_check_problem *grown = realloc(r->problems, cap * sizeof *grown);
-        if (grown == NULL) {
-            ck->oom = true;
-            return;
-        }
-        r->problems = grown;
-        r->capacity = cap;
     }
     char msg[MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cg_check_problem *p = &r->problems[r->count];
-    memset(p, 0, sizeof *p);
-    p->severity = sev;
-    p->rule = rule;
-    p->where = dup_str(ck, ck->where_len ? ck->where : "model");
-    p->node = dup_str(ck, ck->node_label);
-    p->op_type = dup_str(ck, ck->op_type);
-    p->message = dup_str(ck, msg);
-    if (ck->oom) {
-        free(p->where);
-        free(p->node);
-        free(p->op_type);
-        free(p->message);
-        return;
-    }
-    r->count++;
+    if (!cg_check_report_add(ck->report, ck->max_problems, sev, rule,
+                             ck->where_len ? ck->where : "model", ck->node_label, ck->op_type,
+                             msg))
+        ck->oom = true;
 }
 
 #define ERR(ck, rule, ...) problem((ck), CG_CHECK_ERROR, (rule), __VA_ARGS__)
@@ -1688,18 +1643,7 @@ cg_status cg_check_model(const cg_model *model, const cg_check_options *opt,
         check_training(&ck);
     opset_free(&ck.model_opsets);
 
-    if (ck.oom)
-        return cg_error_set(err, CG_NOMEM, "out of memory while checking the model");
-    if (report->error_count > 0) {
-        for (size_t i = 0; i < report->count; i++) {
-            const cg_check_problem *p = &report->problems[i];
-            if (p->severity == CG_CHECK_ERROR)
-                return cg_error_set(err, CG_INVALID, "%s: %s (and %zu more errors)", p->where,
-                                    p->message, report->error_count - 1);
-        }
-        return cg_error_set(err, CG_INVALID, "%zu errors", report->error_count);
-    }
-    return CG_OK;
+    return cg_check_report_status(report, ck.oom, err);
 }
 
 void cg_check_report_free(cg_check_report *report)

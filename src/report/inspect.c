@@ -12,9 +12,8 @@
 #include "convgate/inspect.h"
 #include "convgate/schema.h"
 #include "ir/walk.h"
+#include "report/inspect_common.h"
 #include "report/report.h"
-
-#define INSPECT_SCHEMA_VERSION 1
 
 static const char *domain_name(const char *d)
 {
@@ -176,7 +175,8 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
 {
     json_t *r = json_object();
     const cg_graph *g = m->graph;
-    cg_json_set(r, "schema_version", json_integer(INSPECT_SCHEMA_VERSION));
+    cg_json_set(r, "schema_version", json_integer(CG_INSPECT_SCHEMA_VERSION));
+    cg_json_set(r, "format", cg_json_text("onnx"));
     cg_json_set(r, "file", m->path ? cg_json_text(m->path) : json_null());
     cg_json_set(r, "file_bytes", json_integer((json_int_t)m->file_size));
     cg_json_set(r, "ir_version", m->has_ir_version ? json_integer(m->ir_version)
@@ -301,7 +301,7 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
     return r;
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t n)
+void cg_inspect_human_bytes(uint64_t b, char *buf, size_t n)
 {
     if (b >= (uint64_t)1 << 30)
         snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
@@ -313,7 +313,7 @@ static void human_bytes(uint64_t b, char *buf, size_t n)
         snprintf(buf, n, "%llu B", (unsigned long long)b);
 }
 
-static void shape_text(json_t *shape, char *buf, size_t n)
+void cg_inspect_shape_text(json_t *shape, char *buf, size_t n)
 {
     if (!json_is_array(shape)) {
         snprintf(buf, n, "(unknown rank)");
@@ -340,7 +340,7 @@ static void shape_text(json_t *shape, char *buf, size_t n)
         snprintf(buf + used, n - used, "]");
 }
 
-static void print_values(FILE *f, const char *title, json_t *arr)
+void cg_inspect_print_values(FILE *f, const char *title, json_t *arr)
 {
     fprintf(f, "%s (%zu)\n", title, json_array_size(arr));
     size_t i;
@@ -348,7 +348,7 @@ static void print_values(FILE *f, const char *title, json_t *arr)
     json_array_foreach(arr, i, v)
     {
         char shape[512];
-        shape_text(json_object_get(v, "shape"), shape, sizeof shape);
+        cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
         fprintf(f, "  %-24s %-10s %s", json_string_value(json_object_get(v, "name")),
                 json_string_value(json_object_get(v, "dtype")), shape);
         json_t *dyn = json_object_get(v, "dynamic");
@@ -365,7 +365,7 @@ static void print_values(FILE *f, const char *title, json_t *arr)
 static void render_text(json_t *r, FILE *f)
 {
     char buf[64];
-    human_bytes((uint64_t)json_integer_value(json_object_get(r, "file_bytes")), buf, sizeof buf);
+    cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(r, "file_bytes")), buf, sizeof buf);
     json_t *file = json_object_get(r, "file");
     fprintf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
             buf);
@@ -382,18 +382,18 @@ static void render_text(json_t *r, FILE *f)
         fprintf(f, " %s %lld", json_string_value(json_object_get(v, "domain")),
                 (long long)json_integer_value(json_object_get(v, "version")));
     fputc('\n', f);
-    print_values(f, "inputs", json_object_get(r, "inputs"));
+    cg_inspect_print_values(f, "inputs", json_object_get(r, "inputs"));
     long long overridable = json_integer_value(json_object_get(r, "inputs_with_initializer_default"));
     if (overridable)
         fprintf(f, "  (+%lld inputs that default to an initializer)\n", overridable);
-    print_values(f, "outputs", json_object_get(r, "outputs"));
+    cg_inspect_print_values(f, "outputs", json_object_get(r, "outputs"));
     json_t *init = json_object_get(r, "initializers");
-    human_bytes((uint64_t)json_integer_value(json_object_get(init, "bytes")), buf, sizeof buf);
+    cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(init, "bytes")), buf, sizeof buf);
     fprintf(f, "initializers %lld tensors, %s", (long long)json_integer_value(json_object_get(init, "count")),
             buf);
     long long ext = json_integer_value(json_object_get(init, "external_bytes"));
     if (ext) {
-        human_bytes((uint64_t)ext, buf, sizeof buf);
+        cg_inspect_human_bytes((uint64_t)ext, buf, sizeof buf);
         fprintf(f, " (%s external)", buf);
     }
     fputc('\n', f);
@@ -436,8 +436,8 @@ static void render_text(json_t *r, FILE *f)
         json_array_foreach(largest, i, v)
         {
             char shape[256];
-            shape_text(json_object_get(v, "shape"), shape, sizeof shape);
-            human_bytes((uint64_t)json_integer_value(json_object_get(v, "bytes")), buf, sizeof buf);
+            cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
+            cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(v, "bytes")), buf, sizeof buf);
             fprintf(f, "  %-40s %-8s %-22s %10s %s\n", json_string_value(json_object_get(v, "name")),
                     json_string_value(json_object_get(v, "dtype")), shape, buf,
                     json_string_value(json_object_get(v, "location")));
@@ -451,20 +451,25 @@ json_t *cg_report_inspect_json(const cg_model *model, const cg_inspect_options *
     return build(model, opt, err);
 }
 
+cg_status cg_inspect_emit(json_t *r, bool json, FILE *f, void (*render)(json_t *r, FILE *f),
+                          cg_error *err)
+{
+    cg_status st = CG_OK;
+    if (json) {
+        if (cg_json_write(f, r) != 0)
+            st = cg_error_set(err, CG_IO, "inspect: writing JSON failed");
+    } else {
+        render(r, f);
+    }
+    json_decref(r);
+    return st;
+}
+
 cg_status cg_inspect_write(const cg_model *model, const cg_inspect_options *opt, bool json,
                            FILE *f, cg_error *err)
 {
     json_t *r = build(model, opt, err);
     if (!r)
         return err && err->status ? err->status : CG_NOMEM;
-    if (json) {
-        if (cg_json_write(f, r) != 0) {
-            json_decref(r);
-            return cg_error_set(err, CG_IO, "inspect: writing JSON failed");
-        }
-    } else {
-        render_text(r, f);
-    }
-    json_decref(r);
-    return CG_OK;
+    return cg_inspect_emit(r, json, f, render_text, err);
 }

@@ -222,5 +222,8 @@ json_t *cg_report_targets_json(const struct cg_target_registry *reg);
 
 json_t *cg_report_inspect_json(const cg_model *model, const cg_inspect_options *opt,
                                cg_error *err);
+/* The same for a .tflite model (report/inspect_tflite.c). */
+json_t *cg_report_inspect_tflite_json(const cg_tflite_model *model,
+                                      const cg_inspect_options *opt, cg_error *err);
 
 #endif

@@ -100,7 +100,8 @@ static bool decode(fb_reader *r, int type, const fb_table *t, cg_tflite_options 
     case CG_TFLITE_OPT_FullyConnectedOptions: {
         cg_tflite_fc_options *c = &o->u.fully_connected;
         return fb_i8(r, t, 0, 0, &c->fused_activation_function) &&
-               fb_i8(r, t, 1, 0, &c->weights_format) && fb_bool(r, t, 2, false, &c->keep_num_dims) &&
+               fb_i8(r, t, 1, 0, &c->weights_format) &&
+               fb_bool(r, t, 2, false, &c->keep_num_dims) &&
                fb_bool(r, t, 3, false, &c->asymmetric_quantize_inputs) &&
                fb_i8(r, t, 4, 0, &c->quantized_bias_type);
     }
