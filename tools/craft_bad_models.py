@@ -841,6 +841,10 @@ def main():
     sparse(c)
     bodies(c)
     c.finish()
+    # The .tflite cases live in tests/data/bad/tflite, wiped above with the
+    # rest: write them again.
+    import craft_bad_tflite
+    craft_bad_tflite.main(["--out", os.path.join(out, "tflite")])
 
     total = 0
     for root, _, files in os.walk(out):

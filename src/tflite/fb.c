@@ -353,9 +353,10 @@ void *fb_alloc(fb_reader *r, size_t count, size_t size)
     }
     size_t bytes = count * size;
     if (bytes > r->budget) {
-        fb_fail(r, "decoding needs more than %zu more bytes of memory for a %zu-byte buffer: "
-                   "its tables are shared to expand far past the file's size",
-                r->budget, r->size);
+        fb_fail(r, "decoding would allocate %zu more bytes with %zu left of its budget (16 "
+                   "bytes per byte of the %zu-byte FlatBuffer, plus 1 MiB): its tables are "
+                   "shared to expand far past the file's size",
+                bytes, r->budget, r->size);
         return NULL;
     }
     r->budget -= bytes;

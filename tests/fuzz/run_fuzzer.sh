@@ -1,6 +1,7 @@
 #!/bin/bash
 # run_fuzzer.sh FUZZER PATTERN SECONDS: seeds a corpus with up to 400 files
-# named PATTERN from the ONNX backend test data (plus the crafted bad inputs)
+# named PATTERN from the ONNX backend test data (plus the crafted bad inputs
+# and the .tflite fixtures)
 # and runs FUZZER for SECONDS. Any crash, leak or sanitizer report fails.
 set -eu
 fuzzer=$1
@@ -10,7 +11,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 i=0
-for f in $(find /usr/share/libonnx-testdata/data "$src/tests/data/bad" -name "$pattern" -type f 2>/dev/null | sort | head -400); do
+for f in $(find /usr/share/libonnx-testdata/data "$src/tests/data/bad" "$src/tests/data/tflite" \
+             -name "$pattern" -type f 2>/dev/null | sort | head -400); do
     cp "$f" "$corpus/seed$i"
     i=$((i + 1))
 done

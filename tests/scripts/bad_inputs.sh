@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs convgate on every crafted bad input in tests/data/bad/manifest.tsv
-# (made by tools/craft_bad_models.py) and asserts, per case:
+# (made by tools/craft_bad_models.py) and the manifests of its subfolders
+# (tflite/manifest.tsv, made by tools/craft_bad_tflite.py) and asserts, per
+# case:
 #   - the exit status the manifest expects (2 could not load, 1 the checker
 #     found problems, 0 for the valid controls);
 #   - the output matches the case's regex once the file's own path is taken
@@ -164,7 +166,7 @@ while IFS=$'\t' read -r file item command expect regex description; do
         echo "ok    $label"
     fi
     rm -f "$scratch/proto/huge_2gb.onnx"
-done < "$manifest"
+done < <(cat "$manifest" "$data"/*/manifest.tsv 2>/dev/null) # + tflite/manifest.tsv
 
 echo "bad_inputs: $passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ]; then exit 1; fi
