@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's packages, everything convgate's build and tests
 # need, Node.js + npm and the pinned npm packages under bench/ included (the
-# parity test runs onnxruntime-node on the npm-hosted models); with --bench,
+# parity test runs onnxruntime-node on the npm-hosted models), and the real
+# LiteRT used as the oracle of the .tflite fixtures: LiteRT.js pinned under
+# tools/litert/ and Debian's chromium for its WebGPU path
+# (python3-flatbuffers writes the fixtures); with --bench,
 # also what the benchmarks and the torchvision zoo need (torch/torchvision
 # for the exports, GNU time for peak RSS), too heavy for every CI run.
 #
@@ -31,6 +34,7 @@ packages=(
     libopenblas-dev libxnnpack-dev libpthreadpool-dev libjansson-dev
     zlib1g-dev libssl-dev help2man
     python3-onnx python3-numpy libonnx-testdata
+    python3-flatbuffers chromium
 )
 # A Node.js from elsewhere (e.g. NodeSource's, which bundles npm and
 # conflicts with Debian's npm package) is used as it is: only install
@@ -83,4 +87,16 @@ if [ -f "$bench_dir/node_modules/onnxruntime-node/package.json" ] &&
 else
     echo "setup.sh: npm ci in bench/"
     (cd "$bench_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
+fi
+
+# LiteRT.js (@litertjs/core 2.5.3 and its wasm-utils), pinned by
+# tools/litert/package-lock.json: the oracle of tests/scripts/litert_oracle.sh.
+# It has no install scripts and downloads nothing at run time.
+litert_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/litert"
+if [ -f "$litert_dir/node_modules/@litertjs/core/package.json" ] &&
+   node -e "process.exit(require('$litert_dir/node_modules/@litertjs/core/package.json').version === '2.5.3' ? 0 : 1)"; then
+    echo "setup.sh: tools/litert/node_modules already has @litertjs/core 2.5.3"
+else
+    echo "setup.sh: npm ci in tools/litert/"
+    (cd "$litert_dir" && npm ci --ignore-scripts --no-audit --no-fund)
 fi

@@ -15,10 +15,11 @@ Writes, under tests/data/tflite/ (or --out DIR):
   <group>/<name>/input_<i>.npy    its inputs (fixed seed)
   <group>/<name>/litert_<i>.npy   LiteRT's outputs on them
   twins/<name>.onnx               ONNX twins of the small models
-  expectations.json               per fixture: inputs, LiteRT's outputs
-                                  (name, dtype, shape), and the WebGPU
-                                  delegate's residency once recorded by
-                                  tools/litert/record_webgpu.mjs
+  expectations.json               per fixture: inputs, LiteRT's CPU outputs
+                                  (name, dtype, shape, file), the twins'
+                                  distance from them in onnxruntime, and
+                                  the WebGPU delegate's residency (headless
+                                  Chromium, tools/litert/run_webgpu.mjs)
 
     /usr/bin/python3 tools/make_tflite_fixtures.py [--out DIR] [--only REGEX]
 """
@@ -1052,6 +1053,66 @@ def check_twins(key, fx_dir, twins, litert_out, out_root, failed):
     return rows
 
 
+WEBGPU_RUNNER = os.path.join(ROOT, "tools", "litert", "run_webgpu.mjs")
+
+
+def record_webgpu(keys, out_root, expectations, failed):
+    """Runs the fixtures through LiteRT.js's WebGPU delegate in headless
+    Chromium (fp32) and records residency and the largest difference from
+    the CPU outputs under "litert_webgpu"."""
+    if shutil.which("chromium") is None:
+        print("make_tflite_fixtures: chromium is not installed: WebGPU residency not recorded")
+        return
+    jobs = []
+    for key in keys:
+        e = expectations[key]
+        jobs.append({"id": key, "model": os.path.join(out_root, e["file"]),
+                     "inputs": [os.path.join(out_root, i["file"]) for i in e["inputs"]]})
+    with tempfile.TemporaryDirectory() as work:
+        jobs_path = os.path.join(work, "jobs.json")
+        with open(jobs_path, "w") as f:
+            json.dump(jobs, f)
+        res_path = os.path.join(work, "results.json")
+        proc = subprocess.run(["node", WEBGPU_RUNNER, "--batch", jobs_path, res_path],
+                              capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            failed.append("WebGPU run failed: " + proc.stderr.strip())
+            return
+        with open(res_path) as f:
+            batch = json.load(f)
+    adapter = batch.get("adapter") or {}
+    for key in keys:
+        r = batch["results"].get(key)
+        if r is None:
+            failed.append("%s: no WebGPU result" % key)
+            continue
+        rec = {"precision": batch["precision"],
+               "adapter": "%s/%s" % (adapter.get("vendor"), adapter.get("architecture")),
+               "status": "ok" if r["ok"] else "failed"}
+        if not r["ok"]:
+            rec["error"] = r.get("error", "")[:300]
+        res = r.get("residency") or {}
+        rec.update({"fully_accelerated": r.get("fully_accelerated"),
+                    "gpu_ops": res.get("gpu_ops"), "cpu_ops": res.get("cpu_ops"),
+                    "rejected": res.get("rejected", []), "graph_inits": res.get("graph_inits"),
+                    "residency_from": res.get("source")})
+        if res.get("delegate_error"):
+            rec["delegate_error"] = res["delegate_error"][:300]
+        cpu = expectations[key].get("litert_cpu") or {}
+        if r["ok"] and cpu.get("status") == "ok":
+            diffs = []
+            for o, c in zip(r["outputs"], cpu["outputs"]):
+                ref = np.load(os.path.join(out_root, c["file"])).astype(np.float64)
+                got = np.asarray(o["data"], np.float64).reshape(ref.shape)
+                diffs.append(float(np.max(np.abs(got - ref))) if ref.size else 0.0)
+            rec["max_abs_diff_vs_cpu"] = diffs
+        expectations[key]["litert_webgpu"] = rec
+        print("%-40s WebGPU: %s, %s GPU / %s CPU ops%s" % (
+            key, rec["status"], rec["gpu_ops"], rec["cpu_ops"],
+            "; rejected " + ", ".join(x["op"] for x in rec["rejected"]) if rec["rejected"]
+            else ""))
+
+
 def write_expectations(path, fixtures):
     """expectations.json, indented, with lists of numbers kept on one line."""
     text = json.dumps({"runtime": "@litertjs/core 2.5.3 (tools/litert/package-lock.json)",
@@ -1067,6 +1128,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tflite"))
     ap.add_argument("--only", help="regex over group/name: regenerate only those")
+    ap.add_argument("--no-webgpu", action="store_true",
+                    help="do not record the WebGPU delegate's residency (keeps old records)")
+    ap.add_argument("--webgpu-only", action="store_true",
+                    help="only record the WebGPU residency again, for the fixtures as they are")
     args = ap.parse_args()
     if shutil.which("node") is None or not os.path.exists(
             os.path.join(ROOT, "tools", "litert", "node_modules", "@litertjs", "core")):
@@ -1078,6 +1143,14 @@ def main():
         with open(exp_path) as f:
             expectations = json.load(f).get("fixtures", {})
     failed = []
+    done = []
+    if args.webgpu_only:
+        keys = [k for k in sorted(expectations) if not args.only or re.search(args.only, k)]
+        record_webgpu(keys, args.out, expectations, failed)
+        write_expectations(exp_path, expectations)
+        if failed:
+            sys.exit("make_tflite_fixtures: " + "\n  ".join([""] + failed))
+        return
     for fx in REGISTRY:
         key = "%s/%s" % (fx.group, fx.name)
         if args.only and not re.search(args.only, key):
@@ -1129,9 +1202,12 @@ def main():
             if twins:
                 entry["twins"] = check_twins(key, fdir, twins, got, args.out, failed)
         expectations[key] = entry
+        done.append(key)
         print("%-40s %6d bytes  LiteRT: %s" % (key, len(data),
                                                  entry["litert_cpu"]["status"] if
                                                  entry["litert_cpu"] else "FAILED"))
+    if not args.no_webgpu:
+        record_webgpu(done, args.out, expectations, failed)
     write_expectations(exp_path, expectations)
     if failed:
         sys.exit("make_tflite_fixtures: " + "\n  ".join([""] + failed))

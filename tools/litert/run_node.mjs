@@ -3,6 +3,7 @@
 // pinned by package-lock.json) on the CPU path (XNNPACK) in plain Node 20:
 //
 //   node tools/litert/run_node.mjs MODEL.tflite OUTDIR [INPUT.npy ...]
+//   node tools/litert/run_node.mjs --batch JOBS.json OUTDIR   (many models, one load)
 //
 // Inputs are taken in the order of the model's default signature (the
 // first SignatureDef, or LiteRT's default one when the model has none).
@@ -69,9 +70,8 @@ function installShims(loaderDir) {
   };
 }
 
-async function main() {
-  const [modelPath, outDir, ...inputPaths] = process.argv.slice(2);
-  if (!modelPath || !outDir) usage('MODEL and OUTDIR are required');
+// Loads LiteRT.js once (with the shims) and returns its module.
+async function loadLiteRtNode() {
   if (!fs.existsSync(path.join(coreDir, 'package.json'))) {
     usage(`${coreDir} is missing: run scripts/setup.sh (npm ci in tools/litert)`);
   }
@@ -83,7 +83,21 @@ async function main() {
   console.warn = (...args) => log.push(args.join(' '));
   await litert.loadLiteRt(pathToFileURL(loaderDir).href + '/');
   console.warn = warn;
+  return litert;
+}
 
+// Runs one model on .npy inputs; writes OUTDIR/output_<i>.npy and
+// OUTDIR/result.json; returns the result. Throws on refusal.
+async function runModel(litert, modelPath, outDir, inputPaths) {
+  const start = log.length;
+  const modelLog = () => log.slice(start);
+  // LiteRT.js resolves the compile promise even when TFLite failed to
+  // prepare a node (a Flex or unknown custom op): it logs "ERROR:" lines
+  // and runs to zeros. Any ERROR line is a refusal.
+  const refuse = () => {
+    const errors = modelLog().filter((l) => l.startsWith('ERROR'));
+    if (errors.length) throw new Error(`LiteRT refused ${modelPath}: ${errors.join(' / ')}`);
+  };
   const bytes = new Uint8Array(fs.readFileSync(modelPath));
   let model;
   try {
@@ -91,56 +105,82 @@ async function main() {
   } catch (e) {
     throw new Error(`LiteRT could not load/compile ${modelPath}: ${e.message ?? e}`);
   }
-  const inDetails = model.getInputDetails();
-  const outDetails = model.getOutputDetails();
-  if (inputPaths.length !== inDetails.length) {
-    throw new Error(`${modelPath} has ${inDetails.length} inputs ` +
-        `(${inDetails.map((d) => d.name).join(', ')}); ${inputPaths.length} .npy files given`);
-  }
-  const inputs = inputPaths.map((p, i) => {
-    const {data, shape} = readNpy(p);
-    const want = inDetails[i].dtype;
-    const got = data.constructor.name.replace('Array', '').toLowerCase();
-    if (got !== want) {
-      throw new Error(`${p}: input '${inDetails[i].name}' is ${want}, the file holds ${got}`);
+  try {
+    const inDetails = model.getInputDetails();
+    const outDetails = model.getOutputDetails();
+    if (inputPaths.length !== inDetails.length) {
+      throw new Error(`${modelPath} has ${inDetails.length} inputs ` +
+          `(${inDetails.map((d) => d.name).join(', ')}); ${inputPaths.length} .npy files given`);
     }
-    return new litert.Tensor(data, shape);
-  });
-  // LiteRT.js resolves the compile promise even when TFLite failed to
-  // prepare a node (a Flex or unknown custom op): it logs "ERROR:" lines
-  // and runs to zeros. Any ERROR line is a refusal.
-  const refuse = () => {
-    const errors = log.filter((l) => l.startsWith('ERROR'));
-    if (errors.length) throw new Error(`LiteRT refused ${modelPath}: ${errors.join(' / ')}`);
-  };
-  refuse();
-  const outputs = await model.run(inputs);
-  refuse();
-  fs.mkdirSync(outDir, {recursive: true});
-  const result = {
-    runtime: '@litertjs/core 2.5.3',
-    accelerator: 'wasm',
-    model: modelPath,
-    inputs: inDetails.map((d) => ({name: d.name, dtype: d.dtype, shape: Array.from(d.shape)})),
-    outputs: [],
-    log,
-  };
-  for (let i = 0; i < outputs.length; i++) {
-    const t = outputs[i];
-    const data = await t.data();
-    const shape = Array.from(outDetails[i].shape);
-    const file = `output_${i}.npy`;
-    writeNpy(path.join(outDir, file), data, shape, outDetails[i].dtype);
-    result.outputs.push({name: outDetails[i].name, dtype: outDetails[i].dtype, shape, file});
-    t.delete();
+    const inputs = inputPaths.map((p, i) => {
+      const {data, shape} = readNpy(p);
+      const want = inDetails[i].dtype;
+      const got = data.constructor.name.replace('Array', '').toLowerCase();
+      if (got !== want) {
+        throw new Error(`${p}: input '${inDetails[i].name}' is ${want}, the file holds ${got}`);
+      }
+      return new litert.Tensor(data, shape);
+    });
+    refuse();
+    const outputs = await model.run(inputs);
+    refuse();
+    fs.mkdirSync(outDir, {recursive: true});
+    const result = {
+      runtime: '@litertjs/core 2.5.3',
+      accelerator: 'wasm',
+      model: modelPath,
+      inputs: inDetails.map((d) => ({name: d.name, dtype: d.dtype, shape: Array.from(d.shape)})),
+      outputs: [],
+      log: modelLog(),
+    };
+    for (let i = 0; i < outputs.length; i++) {
+      const t = outputs[i];
+      const data = await t.data();
+      const shape = Array.from(outDetails[i].shape);
+      const file = `output_${i}.npy`;
+      writeNpy(path.join(outDir, file), data, shape, outDetails[i].dtype);
+      result.outputs.push({name: outDetails[i].name, dtype: outDetails[i].dtype, shape, file});
+      t.delete();
+    }
+    inputs.forEach((t) => t.delete());
+    fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1) + '\n');
+    return result;
+  } finally {
+    model.delete();
   }
-  inputs.forEach((t) => t.delete());
-  model.delete();
-  fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify(result, null, 1) + '\n');
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  if (argv[0] === '--batch') {
+    // --batch JOBS.json OUTDIR: JOBS.json is [{id, model, inputs: [npy]}];
+    // writes OUTDIR/<index>/ per job and OUTDIR/summary.json
+    // {id: {ok, error, dir}}, loading LiteRT once for all of them.
+    if (argv.length !== 3) usage('--batch JOBS.json OUTDIR');
+    const jobs = JSON.parse(fs.readFileSync(argv[1], 'utf8'));
+    const litert = await loadLiteRtNode();
+    const summary = {};
+    for (let i = 0; i < jobs.length; i++) {
+      const dir = path.join(argv[2], String(i));
+      try {
+        await runModel(litert, jobs[i].model, dir, jobs[i].inputs);
+        summary[jobs[i].id] = {ok: true, dir};
+      } catch (e) {
+        summary[jobs[i].id] = {ok: false, error: String(e.message ?? e)};
+      }
+    }
+    fs.mkdirSync(argv[2], {recursive: true});
+    fs.writeFileSync(path.join(argv[2], 'summary.json'), JSON.stringify(summary, null, 1) + '\n');
+    return;
+  }
+  const [modelPath, outDir, ...inputPaths] = argv;
+  if (!modelPath || !outDir) usage('MODEL and OUTDIR are required');
+  const litert = await loadLiteRtNode();
+  await runModel(litert, modelPath, outDir, inputPaths);
 }
 
 main().then(() => process.exit(0), (e) => {
   process.stderr.write(`run_node: ${e.message ?? e}\n`);
-  if (log.length) process.stderr.write(log.map((l) => `  | ${l}\n`).join(''));
+  if (log.length) process.stderr.write(log.slice(-30).map((l) => `  | ${l}\n`).join(''));
   process.exit(1);
 });
