@@ -1115,9 +1115,12 @@ def record_webgpu(keys, out_root, expectations, failed):
 
 def write_expectations(path, fixtures):
     """expectations.json, indented, with lists of numbers kept on one line."""
+    order = ["file", "note", "inputs", "litert_cpu", "litert_webgpu", "twins"]
+    ordered = {k: {f: v[f] for f in sorted(v, key=lambda f: (order + [f]).index(f))}
+               for k, v in sorted(fixtures.items())}
     text = json.dumps({"runtime": "@litertjs/core 2.5.3 (tools/litert/package-lock.json)",
                        "generator": "tools/make_tflite_fixtures.py",
-                       "fixtures": dict(sorted(fixtures.items()))}, indent=1)
+                       "fixtures": ordered}, indent=1)
     text = re.sub(r"\[\s*((?:-?[\d.e+-]+,\s*)*-?[\d.e+-]+)\s*\]",
                   lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
     with open(path, "w") as f:
