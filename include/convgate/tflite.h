@@ -432,7 +432,9 @@ bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out);
 
 /* The structural checker for TFLite (docs/tflite.md lists its rules), with
  * the same report as the ONNX checker: every problem, with where it is.
- * Returns CG_OK (no errors), CG_INVALID (err holds the first) or CG_NOMEM. */
+ * The model must hold the reader's invariants (every model cg_tflite_load
+ * returns does; its indexes are not checked again). Returns CG_OK (no
+ * errors), CG_INVALID (err holds the first) or CG_NOMEM. */
 cg_status cg_tflite_check(const cg_tflite_model *model, const cg_check_options *opt,
                           cg_check_report *report, cg_error *err);
 
