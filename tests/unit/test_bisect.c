@@ -24,38 +24,12 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "target/registry.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-static cg_model *load(const char *rel)
-{
-    char path[1024];
-    cg_model *m = NULL;
-    cg_error err;
-    cg_error_clear(&err);
-    snprintf(path, sizeof path, "%s/%s", CG_SOURCE_DIR, rel);
-    if (cg_model_load(path, NULL, &m, &err) != CG_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
-        failures++;
-        return NULL;
-    }
-    return m;
-}
+#include "testlib.h"
 
 static void test_wrong_rewrite(void)
 {
-    cg_model *orig = load("tests/data/bisect/swish_original.onnx");
-    cg_model *bad = load("tests/data/bisect/swish_rewritten.onnx");
+    cg_model *orig = test_load_model("tests/data/bisect/swish_original.onnx");
+    cg_model *bad = test_load_model("tests/data/bisect/swish_rewritten.onnx");
     cg_sample_set s = {0};
     cg_bisect_options bo;
     cg_bisect_result r;
@@ -65,43 +39,43 @@ static void test_wrong_rewrite(void)
     memset(&r, 0, sizeof r);
     if (!orig || !bad)
         goto done;
-    CHECK(cg_samples_random(orig, 1, &(cg_random_inputs){7, NULL, 0}, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_samples_random(orig, 1, &(cg_random_inputs){7, NULL, 0}, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
     if (!s.count)
         goto done;
     cg_tolerance_default(&bo.tol, false);
     bo.reference.model = orig;
     bo.candidate.model = bad;
     bo.triage = true;
-    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(r.diverged, "the wrong rewrite must diverge");
+    EXPECT(r.diverged, "the wrong rewrite must diverge");
     if (r.diverged) {
-        CHECK(strcmp(r.first_divergent.tensor, "sig") == 0, "first divergent %s",
+        EXPECT(strcmp(r.first_divergent.tensor, "sig") == 0, "first divergent %s",
               r.first_divergent.tensor);
-        CHECK(strcmp(r.first_divergent.node, "silu_sig") == 0, "node %s",
+        EXPECT(strcmp(r.first_divergent.node, "silu_sig") == 0, "node %s",
               r.first_divergent.node);
-        CHECK(strcmp(r.first_divergent.op_type, "Sigmoid") == 0, "op %s",
+        EXPECT(strcmp(r.first_divergent.op_type, "Sigmoid") == 0, "op %s",
               r.first_divergent.op_type);
-        CHECK(!r.first_divergent.metrics.pass && r.first_divergent.metrics.max_abs > 0.1,
+        EXPECT(!r.first_divergent.metrics.pass && r.first_divergent.metrics.max_abs > 0.1,
               "max_abs %g", r.first_divergent.metrics.max_abs);
-        CHECK(r.input_count == 1 && strcmp(r.inputs[0].name, "h") == 0 && r.inputs[0].known &&
+        EXPECT(r.input_count == 1 && strcmp(r.inputs[0].name, "h") == 0 && r.inputs[0].known &&
                   r.inputs[0].rank == 2 && r.inputs[0].dims[0] == 2 && r.inputs[0].dims[1] == 32,
               "inputs of the divergent node");
-        CHECK(r.triage == CG_TRIAGE_WRONG, "triage %s", cg_bisect_triage_name(r.triage));
+        EXPECT(r.triage == CG_TRIAGE_WRONG, "triage %s", cg_bisect_triage_name(r.triage));
     }
-    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "h") == 0,
+    EXPECT(r.has_last_matching && strcmp(r.last_matching.tensor, "h") == 0,
           "last matching %s", r.has_last_matching ? r.last_matching.tensor : "(none)");
     /* 'h_neg' exists only in the rewrite: not watched */
-    CHECK(r.watched == 5 && r.compared == 5, "watched %zu compared %zu", r.watched, r.compared);
+    EXPECT(r.watched == 5 && r.compared == 5, "watched %zu compared %zu", r.watched, r.compared);
     cg_bisect_result_free(&r);
 
     /* the original against itself: nothing diverges */
     bo.candidate.model = orig;
-    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(!r.diverged && r.compared == 5 && r.triage == CG_TRIAGE_NONE,
+    EXPECT(!r.diverged && r.compared == 5 && r.triage == CG_TRIAGE_NONE,
           "self-comparison diverged at %s", r.diverged ? r.first_divergent.tensor : "-");
-    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "y") == 0, "last match");
+    EXPECT(r.has_last_matching && strcmp(r.last_matching.tensor, "y") == 0, "last match");
 done:
     cg_bisect_result_free(&r);
     cg_sample_set_free(&s);
@@ -111,7 +85,7 @@ done:
 
 static void test_rmsnorm_fp16(const cg_target_registry *reg)
 {
-    cg_model *m = load("tests/data/bisect/rmsnorm_fp16.onnx");
+    cg_model *m = test_load_model("tests/data/bisect/rmsnorm_fp16.onnx");
     cg_error err;
     cg_sample_set s = {0};
     cg_bisect_options bo;
@@ -122,10 +96,10 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
     memset(&po, 0, sizeof po);
     memset(&r, 0, sizeof r);
     const cg_target *t = cg_target_registry_find(reg, "litert-gpu", &err);
-    CHECK(t != NULL, "%s", err.msg);
+    EXPECT(t != NULL, "%s", err.msg);
     if (!m || !t)
         goto done;
-    CHECK(cg_samples_random(m, 1, &(cg_random_inputs){3, NULL, 0}, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_samples_random(m, 1, &(cg_random_inputs){3, NULL, 0}, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
     if (!s.count)
         goto done;
     po.targets = &t;
@@ -138,27 +112,27 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
      * relative): only a real failure of the reduction may trip it */
     bo.tol.atol = 1e-2;
     bo.tol.rtol = 1e-2;
-    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(r.diverged && r.refined, "diverged %d refined %d", r.diverged, r.refined);
+    EXPECT(r.diverged && r.refined, "diverged %d refined %d", r.diverged, r.refined);
     if (r.diverged) {
-        CHECK(strcmp(r.first_divergent.tensor, "ms") == 0 &&
+        EXPECT(strcmp(r.first_divergent.tensor, "ms") == 0 &&
                   strcmp(r.first_divergent.op_type, "ReduceMean") == 0,
               "first divergent %s (%s)", r.first_divergent.tensor, r.first_divergent.op_type);
-        CHECK(r.first_divergent.placed_on && strcmp(r.first_divergent.placed_on, "litert-gpu") == 0,
+        EXPECT(r.first_divergent.placed_on && strcmp(r.first_divergent.placed_on, "litert-gpu") == 0,
               "placed on %s", r.first_divergent.placed_on ? r.first_divergent.placed_on : "-");
-        CHECK(r.triage == CG_TRIAGE_PRECISION && r.triage_ran && r.triage_metrics.pass,
+        EXPECT(r.triage == CG_TRIAGE_PRECISION && r.triage_ran && r.triage_metrics.pass,
               "triage %s", cg_bisect_triage_name(r.triage));
     }
-    CHECK(r.has_last_matching && strcmp(r.last_matching.tensor, "sq") == 0, "last matching %s",
+    EXPECT(r.has_last_matching && strcmp(r.last_matching.tensor, "sq") == 0, "last matching %s",
           r.has_last_matching ? r.last_matching.tensor : "(none)");
     cg_bisect_result_free(&r);
 
     /* with fp32 accumulation the sum does not overflow: no divergence */
     po.accumulate_fp32 = true;
-    CHECK(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(!r.diverged, "fp32 accumulation diverged at %s",
+    EXPECT(!r.diverged, "fp32 accumulation diverged at %s",
           r.diverged ? r.first_divergent.tensor : "-");
 done:
     cg_bisect_result_free(&r);
@@ -168,8 +142,8 @@ done:
 
 static void test_gates(const cg_target_registry *reg)
 {
-    cg_model *cnn = load("examples/tiny_cnn.onnx");
-    cg_model *rms = load("tests/data/bisect/rmsnorm_fp16.onnx");
+    cg_model *cnn = test_load_model("examples/tiny_cnn.onnx");
+    cg_model *rms = test_load_model("tests/data/bisect/rmsnorm_fp16.onnx");
     cg_sample_set s = {0};
     cg_gate_options opt;
     cg_gate_report rep;
@@ -183,60 +157,60 @@ static void test_gates(const cg_target_registry *reg)
     const cg_target *x = cg_target_registry_find(reg, "xnnpack", &err);
     const cg_target *gpu = cg_target_registry_find(reg, "litert-gpu", &err);
     const cg_target *tflm = cg_target_registry_find(reg, "tflm", &err);
-    CHECK(x && gpu && tflm, "targets: %s", err.msg);
+    EXPECT(x && gpu && tflm, "targets: %s", err.msg);
     if (!x || !gpu || !tflm)
         goto done;
 
     /* samples: examples/tiny_cnn_inputs holds image_0.npy and image_1.npy */
     snprintf(dir, sizeof dir, "%s/examples/tiny_cnn_inputs", CG_SOURCE_DIR);
-    CHECK(cg_samples_load_dir(cnn, dir, 0, &s, &err) == CG_OK, "%s", err.msg);
-    CHECK(s.count == 2 && s.samples[1].input_count == 1 &&
+    EXPECT(cg_samples_load_dir(cnn, dir, 0, &s, &err) == CG_OK, "%s", err.msg);
+    EXPECT(s.count == 2 && s.samples[1].input_count == 1 &&
               s.samples[1].inputs[0].value->tensor.dims[0] == 2,
           "%zu samples", s.count);
 
     opt.targets = &x;
     opt.target_count = 1;
     opt.samples = &s;
-    CHECK(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
-    CHECK(rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
+    EXPECT(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    EXPECT(rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
               rep.matches == CG_GATE_PASS,
           "tiny_cnn on xnnpack: %s", rep.reason);
-    CHECK(strcmp(rep.residency, "18/18 nodes on xnnpack, 0 on CPU") == 0, "residency %s", rep.residency);
-    CHECK(rep.sample_count == 2 && rep.output_count == 1, "samples %zu", rep.sample_count);
+    EXPECT(strcmp(rep.residency, "18/18 nodes on xnnpack, 0 on CPU") == 0, "residency %s", rep.residency);
+    EXPECT(rep.sample_count == 2 && rep.output_count == 1, "samples %zu", rep.sample_count);
     cg_gate_report_free(&rep);
 
     /* tflm has no fallback: a node it cannot take fails gate 2 */
     opt.targets = &tflm;
-    CHECK(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
-    CHECK(!rep.pass && rep.runs == CG_GATE_FAIL && rep.matches == CG_GATE_NOT_RUN &&
+    EXPECT(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    EXPECT(!rep.pass && rep.runs == CG_GATE_FAIL && rep.matches == CG_GATE_NOT_RUN &&
               strstr(rep.reason, "gate 2") && strstr(rep.reason, "BatchNormalization"),
           "%s", rep.reason);
     cg_gate_report_free(&rep);
     cg_sample_set_free(&s);
 
     /* RMSNorm on the fp16 profile: gate 3 fails at the reduction */
-    CHECK(cg_samples_random(rms, 2, NULL, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_samples_random(rms, 2, NULL, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
     opt.targets = &gpu;
     opt.tol_given = true;
     opt.tol.atol = 1e-2;
     opt.tol.rtol = 1e-2;
-    CHECK(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
-    CHECK(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
+    EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    EXPECT(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
               rep.matches == CG_GATE_FAIL && rep.reduced_precision,
           "rmsnorm: %s", rep.reason);
-    CHECK(rep.output_count == 1 && rep.outputs[0].metrics.max_abs > 0.5,
+    EXPECT(rep.output_count == 1 && rep.outputs[0].metrics.max_abs > 0.5,
           "output error %g", rep.output_count ? rep.outputs[0].metrics.max_abs : 0.0);
-    CHECK(rep.bisected && rep.bisect.diverged &&
+    EXPECT(rep.bisected && rep.bisect.diverged &&
               strcmp(rep.bisect.first_divergent.op_type, "ReduceMean") == 0 &&
               rep.bisect.triage == CG_TRIAGE_PRECISION,
           "bisect: %s", rep.reason);
-    CHECK(strstr(rep.reason, "ReduceMean") && strstr(rep.reason, "precision loss"), "%s",
+    EXPECT(strstr(rep.reason, "ReduceMean") && strstr(rep.reason, "precision loss"), "%s",
           rep.reason);
     json_t *j = cg_gate_report_json(&rep);
-    CHECK(j && json_is_false(json_object_get(j, "pass")), "json pass");
+    EXPECT(j && json_is_false(json_object_get(j, "pass")), "json pass");
     json_t *fd = json_object_get(json_object_get(json_object_get(j, "matches"), "bisect"),
                                  "first_divergent");
-    CHECK(fd && strcmp(json_string_value(json_object_get(fd, "tensor")), "ms") == 0,
+    EXPECT(fd && strcmp(json_string_value(json_object_get(fd, "tensor")), "ms") == 0,
           "json first_divergent");
     json_decref(j);
 done:
@@ -261,10 +235,5 @@ int main(void)
     test_rmsnorm_fp16(reg);
     test_gates(reg);
     cg_target_registry_free(reg);
-    if (failures) {
-        fprintf(stderr, "test_bisect: %d failure%s\n", failures, failures == 1 ? "" : "s");
-        return 1;
-    }
-    printf("test_bisect: ok\n");
-    return 0;
+    return test_done("test_bisect");
 }

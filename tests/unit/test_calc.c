@@ -10,17 +10,7 @@
 
 #include "convgate/cost.h"
 #include "report/json.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 /* |a - b| <= tol * max(1, |b|); false for NaN */
 static bool near(double a, double b, double tol)
@@ -332,10 +322,5 @@ int main(void)
     test_mm1();
     test_simulation();
     test_format();
-    if (failures) {
-        fprintf(stderr, "test_calc: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_calc: ok\n");
-    return 0;
+    return test_done("test_calc");
 }

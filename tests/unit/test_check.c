@@ -5,17 +5,7 @@
 #include <string.h>
 
 #include "convgate/check.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 /* A tiny model: y = Relu(x) (+ whatever a test adds), IR 8, opset 17. */
 typedef struct fixture {
@@ -69,7 +59,7 @@ static size_t run(fixture *f, const char *rule, const char *needle, bool *found)
     }
     size_t errors = r.error_count;
     if ((st == CG_OK) != (errors == 0))
-        failures++, fprintf(stderr, "status %d disagrees with %zu errors\n", st, errors);
+        test_failures++, fprintf(stderr, "status %d disagrees with %zu errors\n", st, errors);
     if (errors && !rule)
         for (size_t i = 0; i < r.count; i++)
             fprintf(stderr, "  unexpected: [%s] %s: %s\n", r.problems[i].rule, r.problems[i].where,
@@ -325,10 +315,5 @@ int main(void)
     test_tensors();
     test_function_cycle();
     test_report_shape();
-    if (failures) {
-        fprintf(stderr, "test_check: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_check: ok\n");
-    return 0;
+    return test_done("test_check");
 }

@@ -9,17 +9,7 @@
 #include <string.h>
 
 #include "convgate/schema.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 static void test_every_row_found(void)
 {
@@ -140,10 +130,5 @@ int main(void)
     test_counts_match_formals();
     test_lookup();
     test_defaults();
-    if (failures) {
-        fprintf(stderr, "test_check_schema: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_check_schema: ok\n");
-    return 0;
+    return test_done("test_check_schema");
 }

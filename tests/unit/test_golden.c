@@ -14,17 +14,7 @@
 #include "convgate/model.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 #define MODEL CG_SOURCE_DIR "/examples/tiny_cnn.onnx"
 #define OTHER_MODEL CG_SOURCE_DIR "/tests/data/io/cli_model.onnx"
@@ -395,10 +385,5 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", root);
-    if (failures) {
-        fprintf(stderr, "test_golden: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_golden: all passed\n");
-    return 0;
+    return test_done("test_golden");
 }

@@ -11,17 +11,7 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 #define DATA CG_SOURCE_DIR "/tests/data/io/"
 
@@ -519,10 +509,5 @@ int main(void)
     test_round_trip();
     test_malformed_npy();
     test_malformed_npz();
-    if (failures) {
-        fprintf(stderr, "test_io_npy: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_io_npy: ok\n");
-    return 0;
+    return test_done("test_io_npy");
 }

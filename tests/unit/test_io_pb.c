@@ -10,17 +10,7 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 /* --- a tiny protobuf writer ------------------------------------------------------ */
 
@@ -467,10 +457,5 @@ int main(void)
     test_sequence_optional();
     test_compare();
     test_random();
-    if (failures) {
-        fprintf(stderr, "test_io_pb: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_io_pb: ok\n");
-    return 0;
+    return test_done("test_io_pb");
 }

@@ -7,17 +7,7 @@
 
 #include "convgate/model.h"
 #include "load/pbwire.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 static void test_varint(void)
 {
@@ -65,7 +55,7 @@ static void test_pb_tensor(void)
     cg_error_clear(&err);
     if (cg_tensor_proto_load(path, &holder, &t, &err) != CG_OK) {
         if (err.status == CG_IO) {
-            fprintf(stderr, "skipping .pb test: %s\n", err.msg);
+            test_skip(".pb test: %s", err.msg);
             return;
         }
         EXPECT(0, "%s", err.msg);
@@ -214,10 +204,5 @@ int main(void)
     test_malformed();
     test_serialize_stable();
     test_external_from_bytes();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_load: all passed\n");
-    return 0;
+    return test_done("test_load");
 }

@@ -15,17 +15,6 @@
 #include "run/kernel.h"
 #include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
-
 /* One input of a test node: data is borrowed. */
 typedef struct test_input {
     cg_dtype dtype;
@@ -41,73 +30,34 @@ typedef struct test_run {
     size_t out_count;
 } test_run;
 
-/* Runs op (opset `opset`) named "n0" on the inputs; one output "y". */
+/* Runs op (opset `opset`) on the inputs as a one-node model (testlib.h). */
 static void run_op(test_run *r, const char *op, int64_t opset, cg_attr *attrs, size_t nattr,
                    const test_input *in, size_t nin)
 {
-    static const char *in_names[] = {"a", "b", "c", "d"};
-    const char *out_names[] = {"y"};
-    cg_value_info gin[4], gout[1];
-    cg_value values[4];
-    cg_named_value feeds[4];
-    cg_node node;
-    cg_graph graph;
-    cg_opset_id opset_id;
-    cg_model model;
-    cg_runtime *rt = NULL;
-
+    test_case c;
+    memset(&c, 0, sizeof c);
     memset(r, 0, sizeof *r);
-    memset(gin, 0, sizeof gin);
-    memset(gout, 0, sizeof gout);
-    memset(&node, 0, sizeof node);
-    memset(&graph, 0, sizeof graph);
-    memset(&opset_id, 0, sizeof opset_id);
-    memset(&model, 0, sizeof model);
+    c.op = op;
+    c.opset = opset;
+    c.nin = nin;
+    c.nout = 1;
     for (size_t i = 0; i < nin; i++) {
-        gin[i].name = in_names[i];
-        memset(&values[i], 0, sizeof values[i]);
-        values[i].kind = CG_VALUE_TENSOR;
-        values[i].tensor.dtype = in[i].dtype;
-        values[i].tensor.rank = in[i].rank;
-        values[i].tensor.numel = 1;
-        for (int d = 0; d < in[i].rank; d++) {
-            values[i].tensor.dims[d] = in[i].dims[d];
-            values[i].tensor.numel *= in[i].dims[d];
+        c.in[i] = test_tensor(in[i].dtype, in[i].rank, in[i].dims, NULL);
+        if (in[i].dtype == CG_DTYPE_STRING) {
+            for (int64_t e = 0; e < c.in[i]->numel; e++) {
+                const char *str = ((const char *const *)in[i].data)[e];
+                if (cg_tensor_set_string(c.in[i], e, str, strlen(str)) != CG_OK)
+                    test_fatal("out of memory");
+            }
+        } else if (cg_tensor_bytes(c.in[i])) {
+            memcpy(c.in[i]->data, in[i].data, cg_tensor_bytes(c.in[i]));
         }
-        values[i].tensor.data = (void *)(uintptr_t)in[i].data;
-        feeds[i].name = in_names[i];
-        feeds[i].value = &values[i];
     }
-    gout[0].name = "y";
-    node.inputs = in_names;
-    node.input_count = nin;
-    node.outputs = out_names;
-    node.output_count = 1;
-    node.name = "n0";
-    node.op_type = op;
-    node.domain = "";
-    node.attrs = attrs;
-    node.attr_count = nattr;
-    graph.nodes = &node;
-    graph.node_count = 1;
-    graph.name = "g";
-    graph.inputs = gin;
-    graph.input_count = nin;
-    graph.outputs = gout;
-    graph.output_count = 1;
-    opset_id.domain = "";
-    opset_id.version = opset;
-    opset_id.has_version = true;
-    model.ir_version = 8;
-    model.has_ir_version = true;
-    model.opsets = &opset_id;
-    model.opset_count = 1;
-    model.graph = &graph;
-
-    r->status = cg_runtime_init(&model, NULL, &rt, &r->err);
-    if (r->status == CG_OK)
-        r->status = cg_runtime_run(rt, feeds, nin, &r->outs, &r->out_count, &r->err);
-    cg_runtime_free(rt);
+    for (size_t a = 0; a < nattr; a++)
+        c.attrs[a] = attrs[a];
+    c.nattr = nattr;
+    r->status = test_case_run(&c, &r->outs, &r->out_count, &r->err);
+    test_case_free(&c);
 }
 
 static void run_done(test_run *r)
@@ -142,7 +92,7 @@ static const cg_tensor *expect_ok(test_run *r, const char *what, cg_dtype dtype,
 static void expect_fail(test_run *r, const char *what, cg_status status, const char *needle)
 {
     EXPECT(r->status == status, "%s: got %s (%s)", what, cg_status_name(r->status), r->err.msg);
-    EXPECT(strstr(r->err.msg, "n0") != NULL, "%s: message does not name the node: %s", what,
+    EXPECT(strstr(r->err.msg, TEST_NODE_NAME) != NULL, "%s: message does not name the node: %s", what,
            r->err.msg);
     EXPECT(strstr(r->err.msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle,
            r->err.msg);
@@ -649,10 +599,5 @@ int main(void)
     test_where_strings();
     test_cast();
     test_half_and_activations();
-    if (failures) {
-        fprintf(stderr, "%d elementwise check(s) failed\n", failures);
-        return 1;
-    }
-    printf("elementwise: all checks passed\n");
-    return 0;
+    return test_done("test_ops_elementwise");
 }

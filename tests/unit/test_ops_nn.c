@@ -22,28 +22,6 @@
 #include "run/kernel.h"
 #include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
-
-#define MAX_IO 6
-
-typedef struct nn_case {
-    const char *op;
-    int64_t opset;
-    size_t nin, nout;
-    cg_tensor *in[MAX_IO]; /* NULL: omitted */
-    cg_attr attrs[8];
-    size_t nattr;
-} nn_case;
-
 /* Deterministic pseudo-random values in [-1, 1). */
 static double pseudo(uint64_t *s)
 {
@@ -51,130 +29,31 @@ static double pseudo(uint64_t *s)
     return (double)(*s >> 11) * 0x1.0p-52 - 1.0;
 }
 
+/* Expects the case to fail naming the node and needle; frees its inputs. */
+static void expect_fail(test_case *c, const char *needle, const char *what)
+{
+    test_case_expect_fail(c, needle, what);
+    test_case_free(c);
+}
+
+/* A tensor of pseudo-random values (seeded) unless vals is given. */
 static cg_tensor *tensor(cg_dtype dt, int rank, const int64_t *dims, const double *vals,
                          uint64_t seed)
 {
-    cg_tensor *t = calloc(1, sizeof *t);
-    cg_error err;
-    cg_error_clear(&err);
-    if (!t || cg_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
-        fprintf(stderr, "tensor alloc failed: %s\n", err.msg);
-        exit(2);
-    }
-    for (int64_t i = 0; i < t->numel; i++)
-        cg_tensor_set_f64(t, i, vals ? vals[i] : pseudo(&seed));
+    cg_tensor *t = test_tensor(dt, rank, dims, vals);
+    for (int64_t i = 0; !vals && i < t->numel; i++)
+        cg_tensor_set_f64(t, i, pseudo(&seed));
     return t;
 }
 
-static void case_free(nn_case *c)
-{
-    for (size_t i = 0; i < c->nin; i++)
-        if (c->in[i]) {
-            cg_tensor_release(c->in[i]);
-            free(c->in[i]);
-        }
-}
-
-static cg_status run_case(nn_case *c, cg_named_value **outs, size_t *nouts, cg_error *err)
-{
-    static const char *in_names[MAX_IO] = {"x0", "x1", "x2", "x3", "x4", "x5"};
-    static const char *out_names[MAX_IO] = {"y0", "y1", "y2", "y3", "y4", "y5"};
-    const char *node_in[MAX_IO];
-    cg_type types[2 * MAX_IO];
-    cg_value_info gin[MAX_IO], gout[MAX_IO];
-    cg_named_value feeds[MAX_IO];
-    size_t nfeed = 0;
-    memset(types, 0, sizeof types);
-    for (size_t i = 0; i < c->nin; i++) {
-        node_in[i] = c->in[i] ? in_names[i] : "";
-        if (!c->in[i])
-            continue;
-        types[nfeed].kind = CG_TYPE_TENSOR;
-        types[nfeed].elem_type = (int32_t)c->in[i]->dtype;
-        types[nfeed].has_elem_type = true;
-        memset(&gin[nfeed], 0, sizeof gin[nfeed]);
-        gin[nfeed].name = in_names[i];
-        gin[nfeed].type = &types[nfeed];
-        cg_tensor copy;
-        cg_tensor_alloc(&copy, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, 0, err);
-        if (cg_tensor_bytes(&copy))
-            memcpy(copy.data, c->in[i]->data, cg_tensor_bytes(&copy));
-        feeds[nfeed].name = in_names[i];
-        cg_value_from_tensor(&copy, &feeds[nfeed].value, err);
-        nfeed++;
-    }
-    for (size_t i = 0; i < c->nout; i++) {
-        memset(&gout[i], 0, sizeof gout[i]);
-        gout[i].name = out_names[i];
-        gout[i].type = &types[MAX_IO + i];
-        types[MAX_IO + i].kind = CG_TYPE_TENSOR;
-    }
-    cg_node node;
-    memset(&node, 0, sizeof node);
-    node.name = "nn_node";
-    node.op_type = c->op;
-    node.domain = "";
-    node.inputs = node_in;
-    node.input_count = c->nin;
-    node.outputs = out_names;
-    node.output_count = c->nout;
-    node.attrs = c->attrs;
-    node.attr_count = c->nattr;
-    cg_graph g;
-    memset(&g, 0, sizeof g);
-    g.name = "nn_test";
-    g.nodes = &node;
-    g.node_count = 1;
-    g.inputs = gin;
-    g.input_count = nfeed;
-    g.outputs = gout;
-    g.output_count = c->nout;
-    cg_opset_id ops = {"", c->opset, true, {NULL, 0}};
-    cg_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 8;
-    m.has_ir_version = true;
-    m.opsets = &ops;
-    m.opset_count = 1;
-    m.graph = &g;
-    cg_runtime_options opt;
-    cg_runtime_options_default(&opt);
-    cg_runtime *rt = NULL;
-    cg_error_clear(err);
-    cg_status st = cg_runtime_init(&m, &opt, &rt, err);
-    if (st == CG_OK)
-        st = cg_runtime_run(rt, feeds, nfeed, outs, nouts, err);
-    cg_runtime_free(rt);
-    for (size_t i = 0; i < nfeed; i++)
-        cg_value_free(feeds[i].value);
-    return st;
-}
-
-/* Expects a failure whose message names the node and contains needle. */
-static void expect_fail(nn_case *c, const char *needle, const char *what)
-{
-    cg_named_value *outs = NULL;
-    size_t nouts = 0;
-    cg_error err;
-    cg_status st = run_case(c, &outs, &nouts, &err);
-    EXPECT(st != CG_OK, "%s: expected a failure", what);
-    if (st == CG_OK) {
-        cg_runtime_free_outputs(outs, nouts);
-    } else {
-        EXPECT(strstr(err.msg, "nn_node") != NULL, "%s: message lacks the node: %s", what, err.msg);
-        EXPECT(strstr(err.msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle,
-               err.msg);
-    }
-    case_free(c);
-}
 
 /* Runs and compares output 0 with want (n values, rtol 1e-4 + atol 1e-5). */
-static void expect_values(nn_case *c, const double *want, int64_t n, const char *what)
+static void expect_values(test_case *c, const double *want, int64_t n, const char *what)
 {
     cg_named_value *outs = NULL;
     size_t nouts = 0;
     cg_error err;
-    cg_status st = run_case(c, &outs, &nouts, &err);
+    cg_status st = test_case_run(c, &outs, &nouts, &err);
     EXPECT(st == CG_OK, "%s: run failed: %s", what, err.msg);
     if (st == CG_OK) {
         const cg_tensor *t = &outs[0].value->tensor;
@@ -190,32 +69,32 @@ static void expect_values(nn_case *c, const double *want, int64_t n, const char 
         }
         cg_runtime_free_outputs(outs, nouts);
     }
-    case_free(c);
+    test_case_free(c);
 }
 
 static void test_conv_errors(void)
 {
     int64_t xd[4] = {1, 4, 5, 5}, wd3[3] = {2, 4, 3}, wd[4] = {2, 4, 3, 3}, wd2[4] = {2, 3, 3, 3};
-    nn_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
-                                    tensor(CG_DTYPE_FLOAT, 3, wd3, NULL, 2)}, {{0}}, 0};
+    test_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                    tensor(CG_DTYPE_FLOAT, 3, wd3, NULL, 2)}, {{0}}, 0, NULL, 0};
     expect_fail(&c, "rank", "Conv with 3-D weights on a 4-D input");
 
-    nn_case g = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
-                                    tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 2)}, {{0}}, 1};
+    test_case g = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                    tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 2)}, {{0}}, 1, NULL, 0};
     g.attrs[0] = attr_int("group", 3);
     expect_fail(&g, "group", "Conv with 4 channels in 3 groups");
 
-    nn_case ch = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
-                                     tensor(CG_DTYPE_FLOAT, 4, wd2, NULL, 2)}, {{0}}, 0};
+    test_case ch = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                     tensor(CG_DTYPE_FLOAT, 4, wd2, NULL, 2)}, {{0}}, 0, NULL, 0};
     expect_fail(&ch, "input channels", "Conv whose weights expect 3 channels");
 
     static int64_t big[2] = {7, 7};
-    nn_case p = {"MaxPool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 1};
+    test_case p = {"MaxPool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 1, NULL, 0};
     p.attrs[0] = attr_ints("kernel_shape", big, 2);
     expect_fail(&p, "exceeds", "MaxPool kernel larger than the input");
 
     static int64_t zero_stride[2] = {0, 1}, k2[2] = {2, 2};
-    nn_case s = {"AveragePool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 2};
+    test_case s = {"AveragePool", 13, 1, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1)}, {{0}}, 2, NULL, 0};
     s.attrs[0] = attr_ints("kernel_shape", k2, 2);
     s.attrs[1] = attr_ints("strides", zero_stride, 2);
     expect_fail(&s, "strides", "AveragePool with a zero stride");
@@ -224,28 +103,28 @@ static void test_conv_errors(void)
 static void test_other_errors(void)
 {
     int64_t ad[2] = {2, 3}, bd[2] = {4, 5};
-    nn_case gm = {"Gemm", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, ad, NULL, 1),
-                                     tensor(CG_DTYPE_FLOAT, 2, bd, NULL, 2)}, {{0}}, 0};
+    test_case gm = {"Gemm", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, ad, NULL, 1),
+                                     tensor(CG_DTYPE_FLOAT, 2, bd, NULL, 2)}, {{0}}, 0, NULL, 0};
     expect_fail(&gm, "inner dimensions", "Gemm with K 3 vs 4");
 
     int64_t xd[4] = {1, 1, 2, 2};
     double idx[4] = {0, 3, 99, 5};
     static int64_t k2[2] = {2, 2}, s2[2] = {2, 2};
-    nn_case un = {"MaxUnpool", 11, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
-                                          tensor(CG_DTYPE_INT64, 4, xd, idx, 0)}, {{0}}, 2};
+    test_case un = {"MaxUnpool", 11, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 1),
+                                          tensor(CG_DTYPE_INT64, 4, xd, idx, 0)}, {{0}}, 2, NULL, 0};
     un.attrs[0] = attr_ints("kernel_shape", k2, 2);
     un.attrs[1] = attr_ints("strides", s2, 2);
     expect_fail(&un, "outside", "MaxUnpool index 99 in a 16-element output");
 
     int64_t qd[2] = {3, 4}, sd[1] = {2};
-    nn_case q = {"QuantizeLinear", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
-                                              tensor(CG_DTYPE_FLOAT, 1, sd, NULL, 3)}, {{0}}, 1};
+    test_case q = {"QuantizeLinear", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
+                                              tensor(CG_DTYPE_FLOAT, 1, sd, NULL, 3)}, {{0}}, 1, NULL, 0};
     q.attrs[0] = attr_int("axis", 1);
     expect_fail(&q, "per-axis", "QuantizeLinear with 2 scales for 4 columns");
 
     int64_t ld[1] = {4};
-    nn_case ln = {"LayerNormalization", 17, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
-                                                   tensor(CG_DTYPE_FLOAT, 1, ld, NULL, 2)}, {{0}}, 1};
+    test_case ln = {"LayerNormalization", 17, 2, 1, {tensor(CG_DTYPE_FLOAT, 2, qd, NULL, 1),
+                                                   tensor(CG_DTYPE_FLOAT, 1, ld, NULL, 2)}, {{0}}, 1, NULL, 0};
     ln.attrs[0] = attr_int("axis", 5);
     expect_fail(&ln, "axis 5", "LayerNormalization axis 5 on rank 2");
 }
@@ -282,8 +161,8 @@ static void test_depthwise_wide(void)
         ks[0] = ks[1] = k;
         st[0] = st[1] = s;
         pads[0] = pads[1] = pads[2] = pads[3] = p;
-        nn_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 10 + t),
-                                        tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 20 + t)}, {{0}}, 4};
+        test_case c = {"Conv", 13, 2, 1, {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 10 + t),
+                                        tensor(CG_DTYPE_FLOAT, 4, wd, NULL, 20 + t)}, {{0}}, 4, NULL, 0};
         c.attrs[0] = attr_int("group", 3);
         c.attrs[1] = attr_ints("kernel_shape", ks, 2);
         c.attrs[2] = attr_ints("strides", st, 2);
@@ -336,8 +215,8 @@ static void test_pool_wide(void)
         ks[0] = ks[1] = k;
         st[0] = st[1] = s;
         pads[0] = pads[1] = pads[2] = pads[3] = p;
-        nn_case c = {mode == 0 ? "MaxPool" : "AveragePool", 13, 1, 1,
-                     {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 30 + t)}, {{0}}, 4};
+        test_case c = {mode == 0 ? "MaxPool" : "AveragePool", 13, 1, 1,
+                     {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 30 + t)}, {{0}}, 4, NULL, 0};
         c.attrs[0] = attr_ints("kernel_shape", ks, 2);
         c.attrs[1] = attr_ints("strides", st, 2);
         c.attrs[2] = attr_ints("pads", pads, 4);
@@ -369,19 +248,19 @@ static void test_group_norm(void)
         want18[i] = n * g18[grp] + b18[grp];
         want21[i] = n * g21[ch] + b21[ch];
     }
-    nn_case a = {"GroupNormalization", 18, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+    test_case a = {"GroupNormalization", 18, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
                                                   tensor(CG_DTYPE_FLOAT, 1, gd, g18, 0),
-                                                  tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1};
+                                                  tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1, NULL, 0};
     a.attrs[0] = attr_int("num_groups", 2);
     expect_values(&a, want18, 8, "GroupNormalization-18 per-group scale");
-    nn_case b = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+    test_case b = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
                                                   tensor(CG_DTYPE_FLOAT, 1, cd, g21, 0),
-                                                  tensor(CG_DTYPE_FLOAT, 1, cd, b21, 0)}, {{0}}, 1};
+                                                  tensor(CG_DTYPE_FLOAT, 1, cd, b21, 0)}, {{0}}, 1, NULL, 0};
     b.attrs[0] = attr_int("num_groups", 2);
     expect_values(&b, want21, 8, "GroupNormalization-21 per-channel scale");
-    nn_case bad = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
+    test_case bad = {"GroupNormalization", 21, 3, 1, {tensor(CG_DTYPE_FLOAT, 3, xd, x, 0),
                                                     tensor(CG_DTYPE_FLOAT, 1, gd, g18, 0),
-                                                    tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1};
+                                                    tensor(CG_DTYPE_FLOAT, 1, gd, b18, 0)}, {{0}}, 1, NULL, 0};
     bad.attrs[0] = attr_int("num_groups", 2);
     expect_fail(&bad, "scale", "GroupNormalization-21 with per-group scales");
 }
@@ -393,10 +272,5 @@ int main(void)
     test_depthwise_wide();
     test_pool_wide();
     test_group_norm();
-    if (failures) {
-        fprintf(stderr, "test_ops_nn: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_nn: ok\n");
-    return 0;
+    return test_done("test_ops_nn");
 }

@@ -12,132 +12,44 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "run/exec.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
-
-#define MAX_IO 5
-#define MAX_ATTRS 4
-
-/* A one-node model: inputs in0..inN-1, outputs out0..outM-1. */
+/* A one-node case and what its run returned. */
 typedef struct one_node {
-    cg_model model;
-    cg_graph graph;
-    cg_node node;
-    cg_opset_id opset;
-    cg_value_info in_info[MAX_IO], out_info[MAX_IO];
-    const char *in_names[MAX_IO], *out_names[MAX_IO];
-    cg_attr attrs[MAX_ATTRS];
-    cg_value *in_values[MAX_IO];
+    test_case c;
     cg_named_value *outs;
     size_t out_count;
     cg_error err;
 } one_node;
 
-static const char *const IN_NAMES[MAX_IO] = {"in0", "in1", "in2", "in3", "in4"};
-static const char *const OUT_NAMES[MAX_IO] = {"out0", "out1", "out2", "out3", "out4"};
-
 static void node_init(one_node *t, const char *op, int64_t opset, size_t nin, size_t nout)
 {
     memset(t, 0, sizeof *t);
-    t->opset.domain = "";
-    t->opset.version = opset;
-    t->opset.has_version = true;
-    t->model.opsets = &t->opset;
-    t->model.opset_count = 1;
-    t->model.ir_version = 8;
-    t->model.has_ir_version = true;
-    t->model.graph = &t->graph;
-    t->graph.name = "g";
-    for (size_t i = 0; i < nin; i++) {
-        t->in_names[i] = IN_NAMES[i];
-        t->in_info[i].name = IN_NAMES[i];
-    }
-    for (size_t i = 0; i < nout; i++) {
-        t->out_names[i] = OUT_NAMES[i];
-        t->out_info[i].name = OUT_NAMES[i];
-    }
-    t->node.op_type = op;
-    t->node.name = "node_under_test";
-    t->node.domain = "";
-    t->node.inputs = t->in_names;
-    t->node.input_count = nin;
-    t->node.outputs = t->out_names;
-    t->node.output_count = nout;
-    t->node.attrs = t->attrs;
-    t->graph.nodes = &t->node;
-    t->graph.node_count = 1;
-    t->graph.inputs = t->in_info;
-    t->graph.input_count = nin;
-    t->graph.outputs = t->out_info;
-    t->graph.output_count = nout;
+    t->c.op = op;
+    t->c.opset = opset;
+    t->c.nin = nin;
+    t->c.nout = nout;
 }
 
-static void attr_int(one_node *t, const char *name, int64_t v)
-{
-    cg_attr *a = &t->attrs[t->node.attr_count++];
-    a->name = name;
-    a->type = CG_ATTR_INT;
-    a->has_type = true;
-    a->i = v;
-    a->has_i = true;
-}
-
-static void attr_ints(one_node *t, const char *name, int64_t *v, size_t n)
-{
-    cg_attr *a = &t->attrs[t->node.attr_count++];
-    a->name = name;
-    a->type = CG_ATTR_INTS;
-    a->has_type = true;
-    a->ints = v;
-    a->ints_count = n;
-}
+static void node_attr(one_node *t, cg_attr a) { t->c.attrs[t->c.nattr++] = a; }
 
 static void set_input(one_node *t, size_t i, cg_dtype dt, int rank, const int64_t *dims,
                       const void *data)
 {
-    cg_error err;
-    cg_error_clear(&err);
-    if (cg_value_alloc_tensor(dt, rank, dims, &t->in_values[i], &err) != CG_OK) {
-        fprintf(stderr, "alloc failed: %s\n", err.msg);
-        exit(2);
-    }
-    memcpy(t->in_values[i]->tensor.data, data, cg_tensor_bytes(&t->in_values[i]->tensor));
+    t->c.in[i] = test_tensor(dt, rank, dims, NULL);
+    memcpy(t->c.in[i]->data, data, cg_tensor_bytes(t->c.in[i]));
 }
 
 /* Runs the node; returns the run's status (init failures count too). */
 static cg_status node_run(one_node *t, size_t max_alloc)
 {
-    cg_runtime_options opt;
-    cg_runtime *rt = NULL;
-    cg_named_value ins[MAX_IO];
-    cg_runtime_options_default(&opt);
-    opt.max_alloc_bytes = max_alloc;
-    cg_error_clear(&t->err);
-    cg_status st = cg_runtime_init(&t->model, &opt, &rt, &t->err);
-    if (st != CG_OK)
-        return st;
-    for (size_t i = 0; i < t->node.input_count; i++) {
-        ins[i].name = IN_NAMES[i];
-        ins[i].value = t->in_values[i];
-    }
-    st = cg_runtime_run(rt, ins, t->node.input_count, &t->outs, &t->out_count, &t->err);
-    cg_runtime_free(rt);
-    return st;
+    t->c.max_alloc = max_alloc;
+    return test_case_run(&t->c, &t->outs, &t->out_count, &t->err);
 }
 
 static void node_free(one_node *t)
 {
-    for (size_t i = 0; i < MAX_IO; i++)
-        cg_value_free(t->in_values[i]);
+    test_case_free(&t->c);
     if (t->outs)
         cg_runtime_free_outputs(t->outs, t->out_count);
 }
@@ -163,7 +75,7 @@ static void expect_failure(one_node *t, cg_status got, cg_status status, const c
 {
     EXPECT(got == status, "%s: status %s, want %s (%s)", what, cg_status_name(got),
            cg_status_name(status), t->err.msg);
-    EXPECT(strstr(t->err.msg, "node_under_test") != NULL, "%s: message lacks the node name: %s",
+    EXPECT(strstr(t->err.msg, TEST_NODE_NAME) != NULL, "%s: message lacks the node name: %s",
            what, t->err.msg);
     EXPECT(strstr(t->err.msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle,
            t->err.msg);
@@ -244,19 +156,19 @@ static void test_bad_attributes(void)
     int64_t axes[1] = {2}, perm[2] = {0, 0};
 
     node_init(&t, "ReduceSum", 11, 1, 1);
-    attr_ints(&t, "axes", axes, 1);
+    node_attr(&t, attr_ints("axes", axes, 1));
     set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
     expect_failure(&t, node_run(&t, 0), CG_INVALID, "axis 2", "reduce axis 2 of rank 2");
     node_free(&t);
 
     node_init(&t, "Transpose", 13, 1, 1);
-    attr_ints(&t, "perm", perm, 2);
+    node_attr(&t, attr_ints("perm", perm, 2));
     set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
     expect_failure(&t, node_run(&t, 0), CG_INVALID, "perm", "transpose perm 0,0");
     node_free(&t);
 
     node_init(&t, "Softmax", 13, 1, 1);
-    attr_int(&t, "axis", -3);
+    node_attr(&t, attr_int("axis", -3));
     set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
     expect_failure(&t, node_run(&t, 0), CG_INVALID, "-3", "softmax axis -3");
     node_free(&t);
@@ -271,7 +183,7 @@ static void test_bad_attributes(void)
 
     /* Split of 3 into 2 equal parts (opset 13 has no uneven split) */
     node_init(&t, "Split", 13, 1, 2);
-    attr_int(&t, "axis", 1);
+    node_attr(&t, attr_int("axis", 1));
     set_input(&t, 0, CG_DTYPE_FLOAT, 2, dims, data);
     expect_failure(&t, node_run(&t, 0), CG_INVALID, "equal", "split 3 in 2");
     node_free(&t);
@@ -305,7 +217,7 @@ static void test_constant_of_shape_limit(void)
     cg_status st = node_run(&t, (size_t)1 << 30);
     EXPECT(st == CG_LIMIT, "ConstantOfShape 2^60 elements: %s (%s)", cg_status_name(st),
            t.err.msg);
-    EXPECT(strstr(t.err.msg, "node_under_test") != NULL, "limit message lacks node: %s",
+    EXPECT(strstr(t.err.msg, TEST_NODE_NAME) != NULL, "limit message lacks node: %s",
            t.err.msg);
     node_free(&t);
 
@@ -333,7 +245,7 @@ static void test_topk_ties(void)
     node_free(&t);
 
     node_init(&t, "TopK", 11, 2, 2);
-    attr_int(&t, "largest", 0);
+    node_attr(&t, attr_int("largest", 0));
     set_input(&t, 0, CG_DTYPE_FLOAT, 1, &d6, x);
     set_input(&t, 1, CG_DTYPE_INT64, 1, &one, k2);
     EXPECT(node_run(&t, 0) == CG_OK, "topk smallest: %s", t.err.msg);
@@ -354,7 +266,7 @@ static void test_unique_unsorted(void)
     one_node t;
     const int64_t x[7] = {4, 2, 4, 9, 2, 2, 7}, d7 = 7;
     node_init(&t, "Unique", 11, 1, 4);
-    attr_int(&t, "sorted", 0);
+    node_attr(&t, attr_int("sorted", 0));
     set_input(&t, 0, CG_DTYPE_INT64, 1, &d7, x);
     EXPECT(node_run(&t, 0) == CG_OK, "unique: %s", t.err.msg);
     const int64_t y[4] = {4, 2, 9, 7}, first[4] = {0, 1, 3, 6}, inv[7] = {0, 1, 0, 2, 1, 1, 3},
@@ -404,7 +316,7 @@ static void test_exact_int64_and_empty_sets(void)
     /* 2^53 + 1 + 1 is not representable in double: an exact sum is. */
     const int64_t big[2] = {((int64_t)1 << 53) + 1, 1}, d2 = 2;
     node_init(&t, "ReduceSum", 11, 1, 1);
-    attr_int(&t, "keepdims", 0);
+    node_attr(&t, attr_int("keepdims", 0));
     set_input(&t, 0, CG_DTYPE_INT64, 1, &d2, big);
     EXPECT(node_run(&t, 0) == CG_OK, "reduce int64: %s", t.err.msg);
     const int64_t want = ((int64_t)1 << 53) + 2;
@@ -418,9 +330,9 @@ static void test_exact_int64_and_empty_sets(void)
     const double want_f[4] = {-INFINITY, INFINITY, 1.0, 0.0};
     for (int i = 0; i < 4; i++) {
         node_init(&t, ops[i], 13, 1, 1);
-        attr_ints(&t, "axes", axis1, 1);
+        node_attr(&t, attr_ints("axes", axis1, 1));
         if (strcmp(ops[i], "ReduceSum") == 0)
-            t.node.attr_count = 0; /* ReduceSum-13 takes axes as an input: reduce all */
+            t.c.nattr = 0; /* ReduceSum-13 takes axes as an input: reduce all */
         set_input(&t, 0, CG_DTYPE_FLOAT, 2, empty_dims, nothing);
         EXPECT(node_run(&t, 0) == CG_OK, "%s empty: %s", ops[i], t.err.msg);
         const cg_tensor *y = out_tensor(&t, 0);
@@ -432,8 +344,8 @@ static void test_exact_int64_and_empty_sets(void)
     /* CumSum int64, exclusive + reverse, exact */
     const int64_t c[3] = {((int64_t)1 << 60), 3, 5}, d3 = 3, one = 1, axis0[1] = {0};
     node_init(&t, "CumSum", 14, 2, 1);
-    attr_int(&t, "exclusive", 1);
-    attr_int(&t, "reverse", 1);
+    node_attr(&t, attr_int("exclusive", 1));
+    node_attr(&t, attr_int("reverse", 1));
     set_input(&t, 0, CG_DTYPE_INT64, 1, &d3, c);
     set_input(&t, 1, CG_DTYPE_INT64, 1, &one, axis0);
     EXPECT(node_run(&t, 0) == CG_OK, "cumsum: %s", t.err.msg);
@@ -470,10 +382,5 @@ int main(void)
     test_slice_negative_step();
     test_exact_int64_and_empty_sets();
     test_onehot_out_of_range();
-    if (failures) {
-        fprintf(stderr, "test_ops_shape: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_shape: all passed\n");
-    return 0;
+    return test_done("test_ops_shape");
 }

@@ -25,17 +25,6 @@
 #include "run/kernel.h"
 #include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
-
 #define MAX_IO 8
 #define MAX_NODES 16
 #define TRAINING "ai.onnx.preview.training"
@@ -92,80 +81,37 @@ static tnode *add_node(tgraph *g, const char *op, const char *domain, const char
 /* Runs the graph; fills outs (caller frees with cg_runtime_free_outputs). */
 static cg_status run_graph(const tgraph *t, cg_named_value **outs, size_t *nouts, cg_error *err)
 {
-    cg_node nodes[MAX_NODES];
+    cg_model *m = test_model_new(13);
+    test_model_import(m, TRAINING, 1);
+    cg_graph *g = test_graph_new(m, "train_test", t->nn);
+    m->graph = g;
     for (size_t i = 0; i < t->nn; i++) {
         const tnode *s = &t->nodes[i];
-        memset(&nodes[i], 0, sizeof nodes[i]);
-        nodes[i].name = s->name;
-        nodes[i].op_type = s->op;
-        nodes[i].domain = s->domain;
-        nodes[i].inputs = (const char **)s->in;
-        nodes[i].input_count = s->nin;
-        nodes[i].outputs = (const char **)s->out;
-        nodes[i].output_count = s->nout;
-        nodes[i].attrs = (cg_attr *)s->attrs;
-        nodes[i].attr_count = s->nattr;
+        cg_node *n = test_node(m, g, s->op, s->name, "", "");
+        n->domain = s->domain;
+        n->inputs = (const char **)s->in;
+        n->input_count = s->nin;
+        n->outputs = (const char **)s->out;
+        n->output_count = s->nout;
+        for (size_t a = 0; a < s->nattr; a++)
+            test_node_add_attr(n, s->attrs[a]);
     }
-    cg_type types[MAX_IO * 2];
-    cg_value_info gin[MAX_IO], gout[MAX_IO];
     cg_named_value feeds[MAX_IO];
-    memset(types, 0, sizeof types);
-    cg_error_clear(err);
-    size_t fed = 0;
-    cg_status st = CG_OK;
-    for (size_t i = 0; i < t->nin && st == CG_OK; i++) {
-        types[i].kind = CG_TYPE_TENSOR;
-        types[i].elem_type = (int32_t)t->in_dtype[i];
-        types[i].has_elem_type = true;
-        memset(&gin[i], 0, sizeof gin[i]);
-        gin[i].name = t->in_names[i];
-        gin[i].type = &types[i];
-        cg_tensor tensor;
-        st = cg_tensor_alloc(&tensor, t->in_dtype[i], t->in_rank[i], t->in_dims[i], 0, err);
-        if (st != CG_OK)
-            break;
-        for (int64_t e = 0; e < tensor.numel; e++)
-            cg_tensor_set_f64(&tensor, e, t->in_data[i][e]);
+    for (size_t i = 0; i < t->nin; i++) {
+        test_graph_input(g, t->in_names[i], test_type(m, t->in_dtype[i], -1, NULL));
         feeds[i].name = t->in_names[i];
-        st = cg_value_from_tensor(&tensor, &feeds[i].value, err);
-        if (st == CG_OK)
-            fed++;
+        feeds[i].value = test_value(t->in_dtype[i], t->in_rank[i], t->in_dims[i], t->in_data[i]);
     }
     for (size_t i = 0; i < t->nout; i++) {
-        memset(&gout[i], 0, sizeof gout[i]);
-        gout[i].name = t->outs[i];
-        gout[i].type = &types[MAX_IO + i];
-        types[MAX_IO + i].kind = CG_TYPE_TENSOR;
+        cg_type *ty = test_type(m, CG_DTYPE_FLOAT, -1, NULL);
+        ty->has_elem_type = false;
+        test_graph_output(g, t->outs[i], ty);
     }
-    cg_graph g;
-    memset(&g, 0, sizeof g);
-    g.name = "train_test";
-    g.nodes = nodes;
-    g.node_count = t->nn;
-    g.inputs = gin;
-    g.input_count = t->nin;
-    g.outputs = gout;
-    g.output_count = t->nout;
-    cg_opset_id ops[2] = {{"", 13, true, {NULL, 0}}, {TRAINING, 1, true, {NULL, 0}}};
-    cg_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 8;
-    m.has_ir_version = true;
-    m.opsets = ops;
-    m.opset_count = 2;
-    m.graph = &g;
-
-    cg_runtime *rt = NULL;
-    if (st == CG_OK) {
-        cg_runtime_options opt;
-        cg_runtime_options_default(&opt);
-        st = cg_runtime_init(&m, &opt, &rt, err);
-    }
-    if (st == CG_OK)
-        st = cg_runtime_run(rt, feeds, fed, outs, nouts, err);
-    cg_runtime_free(rt);
-    for (size_t i = 0; i < fed; i++)
+    cg_error_clear(err);
+    cg_status st = test_model_run(m, 0, feeds, t->nin, outs, nouts, err);
+    for (size_t i = 0; i < t->nin; i++)
         cg_value_free(feeds[i].value);
+    cg_model_free(m);
     return st;
 }
 
@@ -454,10 +400,5 @@ int main(void)
     test_optimizers();
     test_gradient_fd();
     test_gradient_errors();
-    if (failures) {
-        fprintf(stderr, "test_ops_train: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ops_train: ok\n");
-    return 0;
+    return test_done("test_ops_train");
 }

@@ -12,18 +12,7 @@
 
 #include "convgate/target.h"
 #include "target/registry.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
+#include "testlib.h"
 
 #define DATA CG_SOURCE_DIR "/tests/data/profiles"
 
@@ -35,7 +24,7 @@ static cg_target *load_profile(const char *file)
     cg_error_clear(&err);
     cg_target *t = NULL;
     if (cg_profile_load(path, &t, &err) != CG_OK) {
-        CHECK(0, "loading %s: %s", path, err.msg);
+        EXPECT(0, "loading %s: %s", path, err.msg);
         return NULL;
     }
     return t;
@@ -56,7 +45,7 @@ static int ask_in(const cg_target *t, const char *model, const char *node, bool 
     int rc = -1;
     if (cg_model_load(path, NULL, &m, &err) != CG_OK ||
         cg_type_env_build(m, NULL, 0, &env, &err) != CG_OK) {
-        CHECK(0, "%s: %s", model, err.msg);
+        EXPECT(0, "%s: %s", model, err.msg);
         goto done;
     }
     /* the main graph, or each graph attribute of its nodes in turn */
@@ -79,7 +68,7 @@ static int ask_in(const cg_target *t, const char *model, const char *node, bool 
             break;
         }
     }
-    CHECK(rc != -1, "%s: no node '%s'", model, node);
+    EXPECT(rc != -1, "%s: no node '%s'", model, node);
 done:
     cg_type_env_free(env);
     cg_model_free(m);
@@ -96,9 +85,9 @@ static void refused(const cg_target *t, const char *model, const char *const *ne
 {
     char reason[1024];
     int rc = ask(t, model, reason, sizeof reason);
-    CHECK(rc == 0, "%s on %s: expected a refusal, got %d", t->name, model, rc);
+    EXPECT(rc == 0, "%s on %s: expected a refusal, got %d", t->name, model, rc);
     for (size_t i = 0; rc == 0 && needles[i]; i++)
-        CHECK(strstr(reason, needles[i]) != NULL, "%s: reason '%s' lacks '%s'", model, reason,
+        EXPECT(strstr(reason, needles[i]) != NULL, "%s: reason '%s' lacks '%s'", model, reason,
               needles[i]);
 }
 
@@ -106,7 +95,7 @@ static void supported(const cg_target *t, const char *model)
 {
     char reason[1024] = "";
     int rc = ask(t, model, reason, sizeof reason);
-    CHECK(rc == 1, "%s on %s: expected support, got %d (%s)", t->name, model, rc, reason);
+    EXPECT(rc == 1, "%s on %s: expected support, got %d (%s)", t->name, model, rc, reason);
 }
 
 #define N(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -116,7 +105,7 @@ static void test_rules(void)
     cg_target *t = load_profile("rules.json");
     if (!t)
         return;
-    CHECK(t->kind == CG_TARGET_PROFILED && !t->vt->compile, "a profile is not executing");
+    EXPECT(t->kind == CG_TARGET_PROFILED && !t->vt->compile, "a profile is not executing");
     refused(t, "not_listed", N("Erf 'n'", "op Erf not in rules's supported-op list"));
     refused(t, "opset", N("Sigmoid 'n'", "opset 13", "[14, 19]"));
     supported(t, "opset_ok");
@@ -172,15 +161,15 @@ static void test_limits(void)
     refused(t, "lim_dynamic", N("Relu 'n': dynamic shape: dim 0 of input 'x' is unknown and "
                                 "limits requires static shapes"));
     /* the probe: r depends on 'batch', Shape's output [2] does not */
-    CHECK(ask_in(t, "lim_dynamic", "j", false, reason, sizeof reason) == 0 &&
+    EXPECT(ask_in(t, "lim_dynamic", "j", false, reason, sizeof reason) == 0 &&
               strstr(reason, "dim 0 of input 'r'"), "Identity of a dynamic value: %s", reason);
-    CHECK(ask_in(t, "lim_dynamic", "i", false, reason, sizeof reason) == 1,
+    EXPECT(ask_in(t, "lim_dynamic", "i", false, reason, sizeof reason) == 1,
           "Identity of Shape's static output refused: %s", reason);
     refused(t, "lim_zero", N("zero-sized dim 0", "[0,3]", "limits does not allow zero-sized dims"));
     supported(t, "lim_zero_ok"); /* Resize's empty roi is exempt */
     refused(t, "lim_dtype", N("dtype float16 of input 0 (X) not in {float32, int64}"));
     refused(t, "lim_mixed", N("Pow 'n'", "input 0 is float32, input 1 is int64"));
-    CHECK(ask_in(t, "lim_subgraph", "sub", true, reason, sizeof reason) == 0 &&
+    EXPECT(ask_in(t, "lim_subgraph", "sub", true, reason, sizeof reason) == 0 &&
               strstr(reason, "Relu 'sub': node is inside a control-flow subgraph"),
           "subgraph node: %s", reason);
     t->vt->destroy(t);
@@ -213,10 +202,10 @@ static void test_bad_profiles(void)
         cg_error_clear(&err);
         cg_target *t = NULL;
         cg_status st = cg_profile_load(path, &t, &err);
-        CHECK(st != CG_OK && t == NULL, "%s accepted", cases[i].file);
-        CHECK(strstr(err.msg, cases[i].file) != NULL, "%s: message lacks the file: %s",
+        EXPECT(st != CG_OK && t == NULL, "%s accepted", cases[i].file);
+        EXPECT(strstr(err.msg, cases[i].file) != NULL, "%s: message lacks the file: %s",
               cases[i].file, err.msg);
-        CHECK(strstr(err.msg, cases[i].needle) != NULL, "%s: message lacks '%s': %s",
+        EXPECT(strstr(err.msg, cases[i].needle) != NULL, "%s: message lacks '%s': %s",
               cases[i].file, cases[i].needle, err.msg);
         if (t)
             t->vt->destroy(t);
@@ -224,7 +213,7 @@ static void test_bad_profiles(void)
     cg_error err;
     cg_error_clear(&err);
     cg_target *t = NULL;
-    CHECK(cg_profile_load(DATA "/missing.json", &t, &err) == CG_IO, "missing file: %s", err.msg);
+    EXPECT(cg_profile_load(DATA "/missing.json", &t, &err) == CG_IO, "missing file: %s", err.msg);
 }
 
 static void test_registry(void)
@@ -232,11 +221,11 @@ static void test_registry(void)
     cg_error err;
     cg_error_clear(&err);
     cg_target_registry *reg = NULL;
-    CHECK(cg_target_registry_load(DATA, &reg, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_target_registry_load(DATA, &reg, &err) == CG_OK, "%s", err.msg);
     if (reg) {
-        CHECK(cg_target_registry_find(reg, "rules", &err) != NULL, "rules not found");
-        CHECK(cg_target_registry_find(reg, "limits", &err) != NULL, "limits not found");
-        CHECK(cg_target_registry_find(reg, "nope", &err) == NULL &&
+        EXPECT(cg_target_registry_find(reg, "rules", &err) != NULL, "rules not found");
+        EXPECT(cg_target_registry_find(reg, "limits", &err) != NULL, "limits not found");
+        EXPECT(cg_target_registry_find(reg, "nope", &err) == NULL &&
                   strstr(err.msg, "no target named 'nope'") && strstr(err.msg, "limits") &&
                   strstr(err.msg, "rules"),
               "unknown name: %s", err.msg);
@@ -244,15 +233,15 @@ static void test_registry(void)
     }
     cg_error_clear(&err);
     reg = NULL;
-    CHECK(cg_target_registry_load(DATA "/bad", &reg, &err) != CG_OK && !reg &&
+    EXPECT(cg_target_registry_load(DATA "/bad", &reg, &err) != CG_OK && !reg &&
               strstr(err.msg, "bad/"),
           "a bad profile must fail the registry: %s", err.msg);
     cg_error_clear(&err);
-    CHECK(cg_target_registry_load(DATA "/dup", &reg, &err) != CG_OK &&
+    EXPECT(cg_target_registry_load(DATA "/dup", &reg, &err) != CG_OK &&
               strstr(err.msg, "two targets are named 'same'"),
           "duplicate names: %s", err.msg);
     cg_error_clear(&err);
-    CHECK(cg_target_registry_load(DATA "/nowhere", &reg, &err) == CG_IO &&
+    EXPECT(cg_target_registry_load(DATA "/nowhere", &reg, &err) == CG_IO &&
               strstr(err.msg, "nowhere"), "missing dir: %s", err.msg);
 }
 
@@ -264,7 +253,7 @@ static void test_shipped(void)
     cg_error err;
     cg_error_clear(&err);
     cg_target_registry *reg = NULL;
-    CHECK(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
     if (!reg)
         return;
     size_t profiled = 0;
@@ -273,35 +262,35 @@ static void test_shipped(void)
         if (t->kind != CG_TARGET_PROFILED)
             continue;
         profiled++;
-        CHECK(t->not_modelled_count > 0, "%s says nothing about what it leaves out", t->name);
-        CHECK(cg_profile_source_count(t) > 0 && cg_profile_op_count(t) > 0, "%s: empty", t->name);
+        EXPECT(t->not_modelled_count > 0, "%s says nothing about what it leaves out", t->name);
+        EXPECT(cg_profile_source_count(t) > 0 && cg_profile_op_count(t) > 0, "%s: empty", t->name);
     }
-    CHECK(profiled == sizeof names / sizeof names[0], "%zu shipped profiles", profiled);
+    EXPECT(profiled == sizeof names / sizeof names[0], "%zu shipped profiles", profiled);
     const cg_target *by[sizeof names / sizeof names[0]];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         by[i] = cg_target_registry_find(reg, names[i], &err);
-        CHECK(by[i] != NULL, "shipped profile '%s' missing: %s", names[i], err.msg);
+        EXPECT(by[i] != NULL, "shipped profile '%s' missing: %s", names[i], err.msg);
     }
     if (by[0] && by[4] && by[6] && by[8]) {
         const cg_target *nnapi = by[0], *gpu = by[4], *tflm = by[6], *ov = by[8];
-        CHECK(nnapi->rules.stop_op_count == 1 &&
+        EXPECT(nnapi->rules.stop_op_count == 1 &&
                   !strcmp(nnapi->rules.stop_ops[0], "NonMaxSuppression") &&
                   nnapi->rules.no_single_op_count == 3, "nnapi partition rules");
-        CHECK(gpu->precision == CG_PRECISION_FP16 && gpu->rules.max_partitions == 1,
+        EXPECT(gpu->precision == CG_PRECISION_FP16 && gpu->rules.max_partitions == 1,
               "litert-gpu precision / max partitions");
-        CHECK(tflm->fallback == CG_FALLBACK_FAIL && ov->fallback == CG_FALLBACK_FAIL,
+        EXPECT(tflm->fallback == CG_FALLBACK_FAIL && ov->fallback == CG_FALLBACK_FAIL,
               "tflm and openvino fail on unsupported ops");
         char reason[1024];
         /* a 3-D conv: NNAPI and the GPU refuse it, OpenVINO converts it */
-        CHECK(ask(nnapi, "max_rank", reason, sizeof reason) == 0 &&
+        EXPECT(ask(nnapi, "max_rank", reason, sizeof reason) == 0 &&
                   strstr(reason, "input 0 (X) has rank 5, profile allows {4}"), "nnapi: %s",
               reason);
-        CHECK(ask(gpu, "max_rank", reason, sizeof reason) == 0 && strstr(reason, "rank 5"),
+        EXPECT(ask(gpu, "max_rank", reason, sizeof reason) == 0 && strstr(reason, "rank 5"),
               "litert-gpu: %s", reason);
-        CHECK(ask(ov, "max_rank", reason, sizeof reason) == 1, "openvino: %s", reason);
-        CHECK(ask(nnapi, "lim_dynamic", reason, sizeof reason) == 0 &&
+        EXPECT(ask(ov, "max_rank", reason, sizeof reason) == 1, "openvino: %s", reason);
+        EXPECT(ask(nnapi, "lim_dynamic", reason, sizeof reason) == 0 &&
                   strstr(reason, "nnapi requires static shapes"), "nnapi dynamic: %s", reason);
-        CHECK(ask(tflm, "not_listed", reason, sizeof reason) == 0 &&
+        EXPECT(ask(tflm, "not_listed", reason, sizeof reason) == 0 &&
                   strstr(reason, "op Erf not in tflm's supported-op list"), "tflm: %s", reason);
     }
     cg_target_registry_free(reg);
@@ -314,56 +303,56 @@ static void test_type_env(void)
     cg_model *m = NULL;
     cg_type_env *env = NULL;
     if (cg_model_load(DATA "/models/env.onnx", NULL, &m, &err) != CG_OK) {
-        CHECK(0, "%s", err.msg);
+        EXPECT(0, "%s", err.msg);
         return;
     }
     cg_dim_binding b[] = {{"batch", 5}, {"unused", 2}};
-    CHECK(cg_type_env_build(m, b, 2, &env, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_type_env_build(m, b, 2, &env, &err) == CG_OK, "%s", err.msg);
     if (env) {
         const cg_value_type *x = cg_type_env_get(env, "x"), *w = cg_type_env_get(env, "w"),
                             *k = cg_type_env_get(env, "k"), *kw = cg_type_env_get(env, "kw"),
                             *y = cg_type_env_get(env, "y"), *z = cg_type_env_get(env, "z");
-        CHECK(x && x->is_graph_input && !x->is_const && x->known && x->rank == 2 &&
+        EXPECT(x && x->is_graph_input && !x->is_const && x->known && x->rank == 2 &&
                   x->dims[0] == 5 && x->dims[1] == 3, "graph input x");
-        CHECK(w && w->is_const && !w->is_graph_input, "initializer w");
-        CHECK(k && k->is_const && kw && kw->is_const, "Constant and Add(const, const)");
-        CHECK(y && !y->is_const && y->known && y->dtype == CG_DTYPE_FLOAT && y->dims[0] == 5,
+        EXPECT(w && w->is_const && !w->is_graph_input, "initializer w");
+        EXPECT(k && k->is_const && kw && kw->is_const, "Constant and Add(const, const)");
+        EXPECT(y && !y->is_const && y->known && y->dtype == CG_DTYPE_FLOAT && y->dims[0] == 5,
               "Add(x, kw)");
-        CHECK(z && z->known && z->rank == 2, "z");
+        EXPECT(z && z->known && z->rank == 2, "z");
         /* 'batch' is bound: the deployment fixes it, so nothing is dynamic */
-        CHECK(cg_type_env_dynamic_dims(env, "y") == 0 && cg_type_env_dynamic_dims(env, "kw") == 0,
+        EXPECT(cg_type_env_dynamic_dims(env, "y") == 0 && cg_type_env_dynamic_dims(env, "kw") == 0,
               "bound symbol: dynamic dims y=%u kw=%u", cg_type_env_dynamic_dims(env, "y"),
               cg_type_env_dynamic_dims(env, "kw"));
         cg_type_env *free_env = NULL;
-        CHECK(cg_type_env_build(m, NULL, 0, &free_env, &err) == CG_OK, "%s", err.msg);
+        EXPECT(cg_type_env_build(m, NULL, 0, &free_env, &err) == CG_OK, "%s", err.msg);
         if (free_env) {
             /* unbound: the probe finds y's first dim follows 'batch', kw's does not */
-            CHECK(cg_type_env_dynamic_dims(free_env, "y") == 1u &&
+            EXPECT(cg_type_env_dynamic_dims(free_env, "y") == 1u &&
                       cg_type_env_dynamic_dims(free_env, "kw") == 0,
                   "unbound symbol: dynamic dims y=%u kw=%u",
                   cg_type_env_dynamic_dims(free_env, "y"), cg_type_env_dynamic_dims(free_env, "kw"));
             cg_type_env_free(free_env);
         }
-        CHECK(cg_type_env_get(env, "nope") == NULL, "unknown name");
+        EXPECT(cg_type_env_get(env, "nope") == NULL, "unknown name");
         bool noted = false;
         for (size_t i = 0; i < cg_type_env_note_count(env); i++)
             noted = noted || strstr(cg_type_env_note(env, i), "'unused'") != NULL;
-        CHECK(noted, "an unused binding is noted");
+        EXPECT(noted, "an unused binding is noted");
         cg_type_env_free(env);
         env = NULL;
     }
     /* unbound: default 1, noted */
-    CHECK(cg_type_env_build(m, NULL, 0, &env, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_type_env_build(m, NULL, 0, &env, &err) == CG_OK, "%s", err.msg);
     if (env) {
-        CHECK(cg_type_env_get(env, "z")->dims[0] == 1, "default 1");
-        CHECK(cg_type_env_note_count(env) == 1 &&
+        EXPECT(cg_type_env_get(env, "z")->dims[0] == 1, "default 1");
+        EXPECT(cg_type_env_note_count(env) == 1 &&
                   !strcmp(cg_type_env_note(env, 0), "symbol 'batch' not bound: used 1"),
               "note: %s", cg_type_env_note_count(env) ? cg_type_env_note(env, 0) : "(none)");
         cg_type_env_free(env);
     }
     cg_dim_binding twice[] = {{"batch", 1}, {"batch", 2}};
     env = NULL;
-    CHECK(cg_type_env_build(m, twice, 2, &env, &err) == CG_USAGE && !env, "bound twice");
+    EXPECT(cg_type_env_build(m, twice, 2, &env, &err) == CG_USAGE && !env, "bound twice");
     cg_model_free(m);
 }
 
@@ -375,10 +364,5 @@ int main(void)
     test_registry();
     test_shipped();
     test_type_env();
-    if (failures) {
-        fprintf(stderr, "test_profile: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_profile: ok\n");
-    return 0;
+    return test_done("test_profile");
 }

@@ -11,17 +11,7 @@
 #include <string.h>
 
 #include "convgate/profile.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * (fabs(b) > 1 ? fabs(b) : 1); }
 
@@ -249,10 +239,5 @@ int main(void)
     test_flags();
     test_validation();
     test_classes_and_median();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    puts("test_profile_cost: ok");
-    return 0;
+    return test_done("test_profile_cost");
 }

@@ -15,150 +15,27 @@
 #include "convgate/runtime.h"
 #include "core/arena.h"
 #include "run/exec.h"
+#include "testlib.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
-
-/* --- model builder --------------------------------------------------------- */
+/* --- model builder: testlib's, on the model being built -------------------- */
 
 #define CAP 64
 
-static cg_arena *A;
+static cg_model *M;
 
-static cg_model *model_new(int64_t opset)
-{
-    cg_model *m = calloc(1, sizeof *m);
-    m->arena = cg_arena_new();
-    A = m->arena;
-    m->opsets = cg_arena_calloc(A, 1, sizeof *m->opsets);
-    m->opsets[0].domain = "";
-    m->opsets[0].version = opset;
-    m->opsets[0].has_version = true;
-    m->opset_count = 1;
-    m->ir_version = 8;
-    return m;
-}
+static cg_model *model_new(int64_t opset) { return M = test_model_new(opset); }
 
-static cg_graph *graph_new(const char *name)
-{
-    cg_graph *g = cg_arena_calloc(A, 1, sizeof *g);
-    g->name = name;
-    g->nodes = cg_arena_calloc(A, CAP, sizeof *g->nodes);
-    g->inputs = cg_arena_calloc(A, CAP, sizeof *g->inputs);
-    g->outputs = cg_arena_calloc(A, CAP, sizeof *g->outputs);
-    g->initializers = cg_arena_calloc(A, CAP, sizeof *g->initializers);
-    return g;
-}
-
-/* "a,,b" -> {"a", "", "b"}; "" -> none. */
-static const char **names(const char *csv, size_t *count)
-{
-    const char **out = cg_arena_calloc(A, CAP, sizeof *out);
-    *count = 0;
-    if (!csv || !csv[0])
-        return out;
-    const char *p = csv;
-    for (;;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        out[(*count)++] = cg_arena_strndup(A, p, len);
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return out;
-}
+static cg_graph *graph_new(const char *name) { return test_graph_new(M, name, CAP); }
 
 static cg_node *node(cg_graph *g, const char *op, const char *name, const char *ins,
                      const char *outs)
 {
-    cg_node *n = &g->nodes[g->node_count++];
-    n->op_type = op;
-    n->name = name;
-    n->domain = "";
-    n->inputs = names(ins, &n->input_count);
-    n->outputs = names(outs, &n->output_count);
-    n->attrs = cg_arena_calloc(A, 8, sizeof *n->attrs);
-    return n;
+    return test_node(M, g, op, name, ins, outs);
 }
 
-static cg_attr *attr(cg_node *n, const char *name, cg_attr_type type)
-{
-    cg_attr *a = &n->attrs[n->attr_count++];
-    a->name = name;
-    a->type = type;
-    a->has_type = true;
-    return a;
-}
-
-static void attr_int(cg_node *n, const char *name, int64_t v)
-{
-    cg_attr *a = attr(n, name, CG_ATTR_INT);
-    a->i = v;
-    a->has_i = true;
-}
-
-static void attr_graph(cg_node *n, const char *name, cg_graph *g)
-{
-    attr(n, name, CG_ATTR_GRAPH)->g = g;
-}
-
-/* Tensor type with rank dims (-1 = symbolic); rank -1 = no shape. */
 static cg_type *ttype(cg_dtype dt, int rank, const int64_t *dims)
 {
-    cg_type *t = cg_arena_calloc(A, 1, sizeof *t);
-    t->kind = CG_TYPE_TENSOR;
-    t->elem_type = dt;
-    t->has_elem_type = true;
-    if (rank >= 0) {
-        t->shape = cg_arena_calloc(A, 1, sizeof *t->shape);
-        t->shape->rank = (size_t)rank;
-        t->shape->dims = cg_arena_calloc(A, (size_t)rank + 1, sizeof *t->shape->dims);
-        for (int i = 0; i < rank; i++) {
-            t->shape->dims[i].has_value = dims[i] >= 0;
-            t->shape->dims[i].value = dims[i];
-            t->shape->dims[i].param = dims[i] >= 0 ? NULL : "N";
-        }
-    }
-    return t;
-}
-
-static void input(cg_graph *g, const char *name, cg_type *t)
-{
-    g->inputs[g->input_count].name = name;
-    g->inputs[g->input_count++].type = t;
-}
-
-static void output(cg_graph *g, const char *name, cg_type *t)
-{
-    g->outputs[g->output_count].name = name;
-    g->outputs[g->output_count++].type = t;
-}
-
-static cg_tensor_proto *init_f32(cg_graph *g, const char *name, int rank, const int64_t *dims,
-                                 const float *vals, size_t n)
-{
-    cg_tensor_proto *tp = &g->initializers[g->initializer_count++];
-    tp->name = name;
-    tp->data_type = CG_DTYPE_FLOAT;
-    tp->has_data_type = true;
-    tp->rank = (size_t)rank;
-    tp->dims = cg_arena_calloc(A, (size_t)rank + 1, sizeof *tp->dims);
-    memcpy(tp->dims, dims, (size_t)rank * sizeof *dims);
-    float *d = cg_arena_calloc(A, n + 1, sizeof *d);
-    memcpy(d, vals, n * sizeof *d);
-    tp->float_data.data = d;
-    tp->float_data.count = n;
-    return tp;
+    return test_type(M, dt, rank, dims);
 }
 
 static cg_value *tensor_f32(int rank, const int64_t *dims, const float *vals)
@@ -211,10 +88,10 @@ static void test_registry(void)
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_registry_index_init(&idx, &err);
-    CHECK(st == CG_OK, "duplicate kernel rows: %s", err.msg);
-    CHECK(cg_registry_find(&idx, "", "Loop") != NULL, "Loop not registered");
-    CHECK(cg_registry_find(&idx, "ai.onnx", "If") != NULL, "ai.onnx alias");
-    CHECK(cg_registry_find(&idx, "", "NoSuchOp") == NULL, "phantom op");
+    EXPECT(st == CG_OK, "duplicate kernel rows: %s", err.msg);
+    EXPECT(cg_registry_find(&idx, "", "Loop") != NULL, "Loop not registered");
+    EXPECT(cg_registry_find(&idx, "ai.onnx", "If") != NULL, "ai.onnx alias");
+    EXPECT(cg_registry_find(&idx, "", "NoSuchOp") == NULL, "phantom op");
     cg_registry_index_free(&idx);
 }
 
@@ -225,28 +102,28 @@ static void test_chain_and_memory_plan(void)
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
     int64_t sym[1] = {-1};
-    input(g, "x", ttype(CG_DTYPE_FLOAT, 1, sym));
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, sym));
     node(g, "Add", "a", "x,x", "a");
     node(g, "Add", "b", "a,a", "b");
     node(g, "Add", "c", "b,b", "c");
     node(g, "Add", "y", "c,x", "y");
-    output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
+    test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
     m->graph = g;
 
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     /* Liveness: a dies at step 1, b at 2, c at 3; y is an output. */
     const cg_plan *p = rt->main;
-    CHECK(p->steps[1].release_count == 1 &&
+    EXPECT(p->steps[1].release_count == 1 &&
               strcmp(p->slot_names[p->steps[1].release[0]], "a") == 0, "a not released at 1");
-    CHECK(p->steps[3].release_count == 1 &&
+    EXPECT(p->steps[3].release_count == 1 &&
               strcmp(p->slot_names[p->steps[3].release[0]], "c") == 0, "c not released at 3");
-    CHECK(p->steps[0].release_count == 0, "nothing dies at step 0");
+    EXPECT(p->steps[0].release_count == 0, "nothing dies at step 0");
 
     int64_t d4[1] = {4}, d2[1] = {2};
     float x4[4] = {1, 2, 3, -1}, want4[4] = {9, 18, 27, -9};
@@ -255,14 +132,14 @@ static void test_chain_and_memory_plan(void)
         cg_named_value *outs = NULL;
         size_t n = 0;
         st = run1(rt, "x", x, &outs, &n, &err);
-        CHECK(st == CG_OK && n == 1, "run %d: %s", run, err.msg);
+        EXPECT(st == CG_OK && n == 1, "run %d: %s", run, err.msg);
         if (st == CG_OK)
-            CHECK(same_f32(outs[0].value, 1, d4, want4), "run %d: wrong result", run);
+            EXPECT(same_f32(outs[0].value, 1, d4, want4), "run %d: wrong result", run);
         if (run == 0)
-            CHECK(rt->mem.valid && rt->mem.arena_bytes > 0, "no memory plan after run 0");
+            EXPECT(rt->mem.valid && rt->mem.arena_bytes > 0, "no memory plan after run 0");
         if (run == 0)
             /* a, b, c are 16 bytes each (64 aligned); a and c may share. */
-            CHECK(rt->mem.arena_bytes <= 2 * 64, "arena %zu bytes: no sharing",
+            EXPECT(rt->mem.arena_bytes <= 2 * 64, "arena %zu bytes: no sharing",
                   rt->mem.arena_bytes);
         cg_runtime_free_outputs(outs, n);
         cg_value_free(x);
@@ -273,17 +150,17 @@ static void test_chain_and_memory_plan(void)
     cg_named_value *outs = NULL;
     size_t n = 0;
     st = run1(rt, "x", x, &outs, &n, &err);
-    CHECK(st == CG_OK && same_f32(outs[0].value, 1, d2, want2), "other shape: %s", err.msg);
+    EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, want2), "other shape: %s", err.msg);
     cg_runtime_free_outputs(outs, n);
     cg_value_free(x);
 
     /* Input checks. */
     cg_value *bad = scalar(CG_DTYPE_INT64, 3);
     st = run1(rt, "x", bad, &outs, &n, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "'x'"), "dtype mismatch: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "'x'"), "dtype mismatch: %s", err.msg);
     cg_value_free(bad);
     st = run1(rt, NULL, NULL, &outs, &n, &err);
-    CHECK(st == CG_USAGE && strstr(err.msg, "'x'"), "missing input: %s", err.msg);
+    EXPECT(st == CG_USAGE && strstr(err.msg, "'x'"), "missing input: %s", err.msg);
     cg_runtime_free(rt);
 
     /* Allocation limit: a 4-element float output is 16 bytes. */
@@ -292,11 +169,11 @@ static void test_chain_and_memory_plan(void)
     opt.max_alloc_bytes = 8;
     cg_error_clear(&err);
     st = cg_runtime_init(m, &opt, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         x = tensor_f32(1, d4, x4);
         st = run1(rt, "x", x, &outs, &n, &err);
-        CHECK(st == CG_LIMIT && strstr(err.msg, "node 'a' (Add)") && strstr(err.msg, "[4]") &&
+        EXPECT(st == CG_LIMIT && strstr(err.msg, "node 'a' (Add)") && strstr(err.msg, "[4]") &&
                   strstr(err.msg, "bytes"), "limit: %s", err.msg);
         cg_value_free(x);
         cg_runtime_free(rt);
@@ -311,18 +188,18 @@ static void test_fixed_dims_and_initializer_default(void)
     cg_graph *g = graph_new("main");
     int64_t d3[1] = {3};
     float w[3] = {10, 20, 30};
-    input(g, "x", ttype(CG_DTYPE_FLOAT, 1, d3));
-    input(g, "w", ttype(CG_DTYPE_FLOAT, 1, d3));
-    init_f32(g, "w", 1, d3, w, 3);
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, d3));
+    test_graph_input(g, "w", ttype(CG_DTYPE_FLOAT, 1, d3));
+    test_graph_init_f32(M, g, "w", 1, d3, w);
     node(g, "Add", "", "x,w", "y");
-    output(g, "y", NULL);
-    output(g, "w", NULL); /* an initializer as an output: copied, never freed */
+    test_graph_output(g, "y", NULL);
+    test_graph_output(g, "w", NULL); /* an initializer as an output: copied, never freed */
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     float x[3] = {1, 2, 3}, want[3] = {11, 22, 33}, one[3] = {1, 1, 1}, want2[3] = {2, 3, 4};
@@ -330,7 +207,7 @@ static void test_fixed_dims_and_initializer_default(void)
     cg_named_value *outs = NULL;
     size_t n = 0;
     st = run1(rt, "x", xv, &outs, &n, &err);
-    CHECK(st == CG_OK && n == 2 && same_f32(outs[0].value, 1, d3, want) &&
+    EXPECT(st == CG_OK && n == 2 && same_f32(outs[0].value, 1, d3, want) &&
               same_f32(outs[1].value, 1, d3, w), "initializer default: %s", err.msg);
     cg_runtime_free_outputs(outs, n);
     /* Feeding the initializer-backed input overrides it. */
@@ -338,20 +215,20 @@ static void test_fixed_dims_and_initializer_default(void)
     cg_named_value ins[2] = {{"x", xv}, {"w", wv}};
     cg_error_clear(&err);
     st = cg_runtime_run(rt, ins, 2, &outs, &n, &err);
-    CHECK(st == CG_OK && same_f32(outs[0].value, 1, d3, want2), "override: %s", err.msg);
+    EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d3, want2), "override: %s", err.msg);
     cg_runtime_free_outputs(outs, n);
     cg_value_free(wv);
     /* Fixed dim mismatch. */
     int64_t d2[1] = {2};
     cg_value *x2 = tensor_f32(1, d2, x);
     st = run1(rt, "x", x2, &outs, &n, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "dimension 0 must be 3"), "dims: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "dimension 0 must be 3"), "dims: %s", err.msg);
     cg_value_free(x2);
     /* Unknown input name. */
     cg_named_value bogus = {"nope", xv};
     cg_error_clear(&err);
     st = cg_runtime_run(rt, &bogus, 1, &outs, &n, &err);
-    CHECK(st == CG_USAGE && strstr(err.msg, "nope"), "unknown input: %s", err.msg);
+    EXPECT(st == CG_USAGE && strstr(err.msg, "nope"), "unknown input: %s", err.msg);
     cg_value_free(xv);
     cg_runtime_free(rt);
 out:
@@ -364,9 +241,9 @@ static void expect_init_error(cg_model *m, cg_status want, const char *needle, c
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == want && strstr(err.msg, needle), "%s: got %s '%s'", what, cg_status_name(st),
+    EXPECT(st == want && strstr(err.msg, needle), "%s: got %s '%s'", what, cg_status_name(st),
           err.msg);
-    CHECK(rt == NULL, "%s: runtime returned on failure", what);
+    EXPECT(rt == NULL, "%s: runtime returned on failure", what);
     cg_runtime_free(rt);
 }
 
@@ -374,18 +251,18 @@ static void test_init_errors(void)
 {
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "FrobnicateOp", "frob", "x", "y");
-    output(g, "y", NULL);
+    test_graph_output(g, "y", NULL);
     m->graph = g;
     expect_init_error(m, CG_UNSUPPORTED, "node 'frob' (FrobnicateOp)", "unknown op");
     cg_model_free(m);
 
     m = model_new(13);
     g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "Add", "", "x,ghost", "y");
-    output(g, "y", NULL);
+    test_graph_output(g, "y", NULL);
     m->graph = g;
     expect_init_error(m, CG_INVALID, "node #0 (Add): input 1 'ghost'", "undefined input");
     cg_model_free(m);
@@ -393,10 +270,10 @@ static void test_init_errors(void)
     /* Use before definition: nodes out of order. */
     m = model_new(13);
     g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "Add", "late", "x,t", "y");
     node(g, "Add", "early", "x,x", "t");
-    output(g, "y", NULL);
+    test_graph_output(g, "y", NULL);
     m->graph = g;
     expect_init_error(m, CG_INVALID, "'t'", "topological order");
     cg_model_free(m);
@@ -404,10 +281,10 @@ static void test_init_errors(void)
     /* SSA violation. */
     m = model_new(13);
     g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "Add", "one", "x,x", "y");
     node(g, "Add", "two", "x,x", "y");
-    output(g, "y", NULL);
+    test_graph_output(g, "y", NULL);
     m->graph = g;
     expect_init_error(m, CG_INVALID, "already defined", "SSA");
     cg_model_free(m);
@@ -415,8 +292,8 @@ static void test_init_errors(void)
     /* Graph output nobody produces. */
     m = model_new(13);
     g = graph_new("main");
-    input(g, "x", NULL);
-    output(g, "nowhere", NULL);
+    test_graph_input(g, "x", NULL);
+    test_graph_output(g, "nowhere", NULL);
     m->graph = g;
     expect_init_error(m, CG_INVALID, "'nowhere'", "dangling output");
     cg_model_free(m);
@@ -424,20 +301,20 @@ static void test_init_errors(void)
     /* Subgraph nesting deeper than 32: If inside If inside ... */
     m = model_new(13);
     g = graph_new("main");
-    input(g, "c", NULL);
+    test_graph_input(g, "c", NULL);
     cg_graph *cur = g;
     for (int d = 0; d < 34; d++) {
         cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
         cg_node *n = node(cur, "If", "nest", "c", "r");
-        attr_graph(n, "then_branch", then_g);
-        attr_graph(n, "else_branch", else_g);
-        output(cur, "r", NULL);
+        test_node_add_attr(n, attr_graph("then_branch", then_g));
+        test_node_add_attr(n, attr_graph("else_branch", else_g));
+        test_graph_output(cur, "r", NULL);
         node(else_g, "Identity", "", "c", "r");
-        output(else_g, "r", NULL);
+        test_graph_output(else_g, "r", NULL);
         cur = then_g;
     }
     node(cur, "Identity", "", "c", "r");
-    output(cur, "r", NULL);
+    test_graph_output(cur, "r", NULL);
     m->graph = g;
     expect_init_error(m, CG_LIMIT, "deeper than 32", "subgraph depth");
     cg_model_free(m);
@@ -449,29 +326,29 @@ static void test_if_outer_scope(void)
 {
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
-    input(g, "x", NULL);
-    input(g, "c", NULL);
+    test_graph_input(g, "x", NULL);
+    test_graph_input(g, "c", NULL);
     node(g, "Add", "t", "x,x", "t");
     cg_node *n = node(g, "If", "branch", "c", "r");
     cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
     node(then_g, "Add", "", "t,x", "r_then");
-    output(then_g, "r_then", NULL);
+    test_graph_output(then_g, "r_then", NULL);
     node(else_g, "Identity", "", "x", "r_else");
-    output(else_g, "r_else", NULL);
-    attr_graph(n, "then_branch", then_g);
-    attr_graph(n, "else_branch", else_g);
-    output(g, "r", NULL);
+    test_graph_output(else_g, "r_else", NULL);
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    test_graph_output(g, "r", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     const cg_plan *p = rt->main;
     int32_t t_slot = cg_name_map_get(&p->names, "t");
-    CHECK(p->slot_last_use[t_slot] == 1, "t's last use is %d, want 1 (the If)",
+    EXPECT(p->slot_last_use[t_slot] == 1, "t's last use is %d, want 1 (the If)",
           p->slot_last_use[t_slot]);
     int64_t d2[1] = {2};
     float x[2] = {1, 2}, want_then[2] = {3, 6};
@@ -482,7 +359,7 @@ static void test_if_outer_scope(void)
         size_t nout = 0;
         cg_error_clear(&err);
         st = cg_runtime_run(rt, ins, 2, &outs, &nout, &err);
-        CHECK(st == CG_OK && same_f32(outs[0].value, 1, d2, c ? want_then : x), "If c=%d: %s", c,
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, c ? want_then : x), "If c=%d: %s", c,
               err.msg);
         cg_runtime_free_outputs(outs, nout);
         cg_value_free(xv);
@@ -499,29 +376,29 @@ static void test_loop(void)
 {
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
-    input(g, "x", NULL);
-    input(g, "v0", NULL);
-    input(g, "M", NULL);
+    test_graph_input(g, "x", NULL);
+    test_graph_input(g, "v0", NULL);
+    test_graph_input(g, "M", NULL);
     cg_node *n = node(g, "Loop", "loop", "M,,v0", "v_final,v_scan");
     cg_graph *body = graph_new("body");
-    input(body, "i", ttype(CG_DTYPE_INT64, 0, NULL));
-    input(body, "cond_in", ttype(CG_DTYPE_BOOL, 0, NULL));
-    input(body, "v_in", NULL);
+    test_graph_input(body, "i", ttype(CG_DTYPE_INT64, 0, NULL));
+    test_graph_input(body, "cond_in", ttype(CG_DTYPE_BOOL, 0, NULL));
+    test_graph_input(body, "v_in", NULL);
     node(body, "Identity", "", "cond_in", "cond_out");
     node(body, "Add", "acc", "v_in,x", "v_out");
     node(body, "Identity", "", "v_out", "scan_out");
-    output(body, "cond_out", NULL);
-    output(body, "v_out", NULL);
-    output(body, "scan_out", ttype(CG_DTYPE_FLOAT, -1, NULL));
-    attr_graph(n, "body", body);
-    output(g, "v_final", NULL);
-    output(g, "v_scan", NULL);
+    test_graph_output(body, "cond_out", NULL);
+    test_graph_output(body, "v_out", NULL);
+    test_graph_output(body, "scan_out", ttype(CG_DTYPE_FLOAT, -1, NULL));
+    test_node_add_attr(n, attr_graph("body", body));
+    test_graph_output(g, "v_final", NULL);
+    test_graph_output(g, "v_scan", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     int64_t d2[1] = {2}, d52[2] = {5, 2}, d02[1] = {0};
@@ -535,14 +412,14 @@ static void test_loop(void)
         size_t nout = 0;
         cg_error_clear(&err);
         st = cg_runtime_run(rt, ins, 3, &outs, &nout, &err);
-        CHECK(st == CG_OK, "loop trip %d: %s", trip, err.msg);
+        EXPECT(st == CG_OK, "loop trip %d: %s", trip, err.msg);
         if (st == CG_OK && trip == 5) {
-            CHECK(same_f32(outs[0].value, 1, d2, want), "loop final value");
-            CHECK(same_f32(outs[1].value, 2, d52, scan), "loop scan output");
+            EXPECT(same_f32(outs[0].value, 1, d2, want), "loop final value");
+            EXPECT(same_f32(outs[1].value, 2, d52, scan), "loop scan output");
         }
         if (st == CG_OK && trip == 0) {
-            CHECK(same_f32(outs[0].value, 1, d2, v0), "zero-trip final value");
-            CHECK(same_f32(outs[1].value, 1, d02, scan), "zero-trip scan output is [0]");
+            EXPECT(same_f32(outs[0].value, 1, d2, v0), "zero-trip final value");
+            EXPECT(same_f32(outs[1].value, 1, d02, scan), "zero-trip scan output is [0]");
         }
         cg_runtime_free_outputs(outs, nout);
         cg_value_free(xv);
@@ -557,7 +434,7 @@ static void test_loop(void)
     opt.max_alloc_bytes = 32; /* 4 iterations of float[2] */
     cg_error_clear(&err);
     st = cg_runtime_init(m, &opt, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         cg_value *xv = tensor_f32(1, d2, x), *vv = tensor_f32(1, d2, v0);
         cg_value *mv = scalar(CG_DTYPE_INT64, 1000);
@@ -566,7 +443,7 @@ static void test_loop(void)
         size_t nout = 0;
         cg_error_clear(&err);
         st = cg_runtime_run(rt, ins, 3, &outs, &nout, &err);
-        CHECK(st == CG_LIMIT && strstr(err.msg, "node 'loop' (Loop)") &&
+        EXPECT(st == CG_LIMIT && strstr(err.msg, "node 'loop' (Loop)") &&
                   strstr(err.msg, "after 5 iterations"), "loop limit: %s", err.msg);
         cg_value_free(xv);
         cg_value_free(vv);
@@ -580,7 +457,7 @@ static void test_loop(void)
     body->nodes[0].inputs[0] = "i";
     cg_error_clear(&err);
     st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         cg_value *xv = tensor_f32(1, d2, x), *vv = tensor_f32(1, d2, v0);
         cg_value *mv = scalar(CG_DTYPE_INT64, 2);
@@ -589,7 +466,7 @@ static void test_loop(void)
         size_t nout = 0;
         cg_error_clear(&err);
         st = cg_runtime_run(rt, ins, 3, &outs, &nout, &err);
-        CHECK(st == CG_INVALID && strstr(err.msg, "node 'loop' (Loop)") &&
+        EXPECT(st == CG_INVALID && strstr(err.msg, "node 'loop' (Loop)") &&
                   strstr(err.msg, "inputs"), "signature mismatch: %s", err.msg);
         cg_value_free(xv);
         cg_value_free(vv);
@@ -606,26 +483,26 @@ static void test_scan(void)
 {
     cg_model *m = model_new(11);
     cg_graph *g = graph_new("main");
-    input(g, "s0", NULL);
-    input(g, "xs", NULL);
+    test_graph_input(g, "s0", NULL);
+    test_graph_input(g, "xs", NULL);
     cg_node *n = node(g, "Scan", "scan", "s0,xs", "s_final,ys");
-    attr_int(n, "num_scan_inputs", 1);
+    test_node_add_attr(n, attr_int("num_scan_inputs", 1));
     cg_graph *body = graph_new("body");
-    input(body, "s_in", NULL);
-    input(body, "x_in", NULL);
+    test_graph_input(body, "s_in", NULL);
+    test_graph_input(body, "x_in", NULL);
     node(body, "Add", "", "s_in,x_in", "s_out");
     node(body, "Identity", "", "s_out", "y_out");
-    output(body, "s_out", NULL);
-    output(body, "y_out", NULL);
-    attr_graph(n, "body", body);
-    output(g, "s_final", NULL);
-    output(g, "ys", NULL);
+    test_graph_output(body, "s_out", NULL);
+    test_graph_output(body, "y_out", NULL);
+    test_node_add_attr(n, attr_graph("body", body));
+    test_graph_output(g, "s_final", NULL);
+    test_graph_output(g, "ys", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     int64_t d2[1] = {2}, d32[2] = {3, 2};
@@ -636,22 +513,22 @@ static void test_scan(void)
     cg_named_value *outs = NULL;
     size_t nout = 0;
     st = cg_runtime_run(rt, ins, 2, &outs, &nout, &err);
-    CHECK(st == CG_OK && same_f32(outs[0].value, 1, d2, fin) &&
+    EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, fin) &&
               same_f32(outs[1].value, 2, d32, ys), "scan: %s", err.msg);
     cg_runtime_free_outputs(outs, nout);
     cg_runtime_free(rt);
 
     /* Scan along axis 1 ([3,2] -> 2 steps of [3]) with reversed input. */
-    cg_attr *ax = attr(n, "scan_input_axes", CG_ATTR_INTS);
+    cg_attr *ax = test_node_attr(n, "scan_input_axes", CG_ATTR_INTS);
     static const int64_t one[1] = {1};
     ax->ints = (int64_t *)one;
     ax->ints_count = 1;
-    cg_attr *dir = attr(n, "scan_input_directions", CG_ATTR_INTS);
+    cg_attr *dir = test_node_attr(n, "scan_input_directions", CG_ATTR_INTS);
     dir->ints = (int64_t *)one;
     dir->ints_count = 1;
     cg_error_clear(&err);
     st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         int64_t d3[1] = {3}, d23[2] = {2, 3};
         float z[3] = {0, 0, 0}, fin3[3] = {3, 7, 11}, ys2[6] = {2, 4, 6, 3, 7, 11};
@@ -659,7 +536,7 @@ static void test_scan(void)
         cg_named_value ins2[2] = {{"s0", zv}, {"xs", xv}};
         cg_error_clear(&err);
         st = cg_runtime_run(rt, ins2, 2, &outs, &nout, &err);
-        CHECK(st == CG_OK && same_f32(outs[0].value, 1, d3, fin3) &&
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d3, fin3) &&
                   same_f32(outs[1].value, 2, d23, ys2), "scan axis 1 reversed: %s", err.msg);
         cg_runtime_free_outputs(outs, nout);
         cg_value_free(zv);
@@ -677,13 +554,13 @@ static void test_sequences(void)
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
     static const int64_t split_vals[3] = {1, 2, 1};
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     cg_tensor_proto *sp = &g->initializers[g->initializer_count++];
     sp->name = "split";
     sp->data_type = CG_DTYPE_INT64;
     sp->has_data_type = true;
     sp->rank = 1;
-    sp->dims = cg_arena_calloc(A, 1, sizeof *sp->dims);
+    sp->dims = cg_arena_calloc(M->arena, 1, sizeof *sp->dims);
     sp->dims[0] = 3;
     sp->int64_data.data = split_vals;
     sp->int64_data.count = 3;
@@ -699,25 +576,25 @@ static void test_sequences(void)
     p7->name = "p7";
     p7->int64_data.data = &big;
     cg_node *n = node(g, "SplitToSequence", "split", "x,split", "seq");
-    attr_int(n, "axis", 1);
+    test_node_add_attr(n, attr_int("axis", 1));
     node(g, "SequenceErase", "erase", "seq,p0", "seq2");           /* drop [1] chunk */
     node(g, "SequenceLength", "len", "seq2", "len");
     node(g, "SequenceAt", "at", "seq2,p0", "first");
     node(g, "SequenceInsert", "ins", "seq2,first", "seq3");        /* append copy */
     n = node(g, "ConcatFromSequence", "cat", "seq3", "y");
-    attr_int(n, "axis", 1);
+    test_node_add_attr(n, attr_int("axis", 1));
     n = node(g, "ConcatFromSequence", "stack", "seq2", "z");
-    attr_int(n, "axis", 0);
-    attr_int(n, "new_axis", 0);
-    output(g, "len", NULL);
-    output(g, "y", NULL);
-    output(g, "z", NULL);
+    test_node_add_attr(n, attr_int("axis", 0));
+    test_node_add_attr(n, attr_int("new_axis", 0));
+    test_graph_output(g, "len", NULL);
+    test_graph_output(g, "y", NULL);
+    test_graph_output(g, "z", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     /* x = [[0,1,2,3],[4,5,6,7]]: chunks along axis 1 of widths 1,2,1. */
@@ -729,7 +606,7 @@ static void test_sequences(void)
     size_t nout = 0;
     st = run1(rt, "x", xv, &outs, &nout, &err);
     /* z mixes widths 2 and 1 along axis 1 while concatenating on axis 0. */
-    CHECK(st == CG_INVALID && strstr(err.msg, "node 'stack' (ConcatFromSequence)"),
+    EXPECT(st == CG_INVALID && strstr(err.msg, "node 'stack' (ConcatFromSequence)"),
           "concat mismatch: %s", err.msg);
     cg_runtime_free(rt);
 
@@ -738,14 +615,14 @@ static void test_sequences(void)
     g->output_count--;
     cg_error_clear(&err);
     st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         st = run1(rt, "x", xv, &outs, &nout, &err);
-        CHECK(st == CG_OK, "sequences: %s", err.msg);
+        EXPECT(st == CG_OK, "sequences: %s", err.msg);
         if (st == CG_OK) {
             const cg_tensor *len = &outs[0].value->tensor;
-            CHECK(len->dtype == CG_DTYPE_INT64 && *(int64_t *)len->data == 2, "length");
-            CHECK(same_f32(outs[1].value, 2, d25, y), "concat result");
+            EXPECT(len->dtype == CG_DTYPE_INT64 && *(int64_t *)len->data == 2, "length");
+            EXPECT(same_f32(outs[1].value, 2, d25, y), "concat result");
         }
         cg_runtime_free_outputs(outs, nout);
         cg_runtime_free(rt);
@@ -757,7 +634,7 @@ static void test_sequences(void)
     st = cg_runtime_init(m, NULL, &rt, &err);
     if (st == CG_OK) {
         st = run1(rt, "x", xv, &outs, &nout, &err);
-        CHECK(st == CG_INVALID && strstr(err.msg, "node 'at' (SequenceAt)") &&
+        EXPECT(st == CG_INVALID && strstr(err.msg, "node 'at' (SequenceAt)") &&
                   strstr(err.msg, "position 7"), "bad position: %s", err.msg);
         cg_runtime_free(rt);
     }
@@ -770,20 +647,20 @@ static void test_optional(void)
 {
     cg_model *m = model_new(18);
     cg_graph *g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "Optional", "wrap", "x", "o");
     node(g, "OptionalHasElement", "has", "o", "has");
     node(g, "OptionalGetElement", "get", "o", "back");
     node(g, "OptionalHasElement", "none", "", "has_none");
-    output(g, "has", NULL);
-    output(g, "back", NULL);
-    output(g, "has_none", NULL);
+    test_graph_output(g, "has", NULL);
+    test_graph_output(g, "back", NULL);
+    test_graph_output(g, "has_none", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     int64_t d2[1] = {2};
@@ -792,11 +669,11 @@ static void test_optional(void)
     cg_named_value *outs = NULL;
     size_t nout = 0;
     st = run1(rt, "x", xv, &outs, &nout, &err);
-    CHECK(st == CG_OK, "optional: %s", err.msg);
+    EXPECT(st == CG_OK, "optional: %s", err.msg);
     if (st == CG_OK) {
-        CHECK(*(uint8_t *)outs[0].value->tensor.data == 1, "has element");
-        CHECK(same_f32(outs[1].value, 1, d2, x), "get element");
-        CHECK(*(uint8_t *)outs[2].value->tensor.data == 0, "omitted input has no element");
+        EXPECT(*(uint8_t *)outs[0].value->tensor.data == 1, "has element");
+        EXPECT(same_f32(outs[1].value, 1, d2, x), "get element");
+        EXPECT(*(uint8_t *)outs[2].value->tensor.data == 0, "omitted input has no element");
     }
     cg_runtime_free_outputs(outs, nout);
     cg_value_free(xv);
@@ -827,10 +704,10 @@ static void test_observer(void)
 {
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
-    input(g, "x", NULL);
+    test_graph_input(g, "x", NULL);
     node(g, "Add", "a", "x,x", "a");
     node(g, "Add", "b", "a,x", "b");
-    output(g, "b", NULL);
+    test_graph_output(g, "b", NULL);
     m->graph = g;
     obs_log log = {{{0}}, 0, 0};
     cg_runtime_options opt;
@@ -841,7 +718,7 @@ static void test_observer(void)
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, &opt, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st != CG_OK)
         goto out;
     int64_t d1[1] = {1};
@@ -850,13 +727,13 @@ static void test_observer(void)
     cg_named_value *outs = NULL;
     size_t nout = 0;
     st = run1(rt, "x", xv, &outs, &nout, &err);
-    CHECK(st == CG_OK && log.count == 2 && strcmp(log.seen[0], "a") == 0 &&
+    EXPECT(st == CG_OK && log.count == 2 && strcmp(log.seen[0], "a") == 0 &&
               strcmp(log.seen[1], "b") == 0, "observer order");
     cg_runtime_free_outputs(outs, nout);
     log.count = 0;
     log.stop_at = 1;
     st = run1(rt, "x", xv, &outs, &nout, &err);
-    CHECK(st == CG_RUNTIME && strstr(err.msg, "observer") && outs == NULL, "observer stop: %s",
+    EXPECT(st == CG_RUNTIME && strstr(err.msg, "observer") && outs == NULL, "observer stop: %s",
           err.msg);
     cg_value_free(xv);
     cg_runtime_free(rt);
@@ -866,7 +743,7 @@ out:
 
 static void test_tensor_proto(void)
 {
-    cg_arena *saved = A;
+    cg_model *saved = M;
     cg_model *m = model_new(13);
     cg_tensor_proto tp;
     memset(&tp, 0, sizeof tp);
@@ -883,14 +760,14 @@ static void test_tensor_proto(void)
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_OK && v && ((uint16_t *)v->tensor.data)[1] == 0x4000, "fp16 int32_data: %s",
+    EXPECT(st == CG_OK && v && ((uint16_t *)v->tensor.data)[1] == 0x4000, "fp16 int32_data: %s",
           err.msg);
     cg_value_free(v);
 
     tp.int32_data.count = 3; /* short */
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "'h'"), "short int32_data: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "'h'"), "short int32_data: %s", err.msg);
 
     uint8_t raw[7] = {0};
     tp.int32_data.count = 0;
@@ -898,13 +775,13 @@ static void test_tensor_proto(void)
     tp.raw_data.len = 7; /* 4 fp16 = 8 bytes */
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "expected 8"), "raw size: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "expected 8"), "raw size: %s", err.msg);
 
     int64_t huge[2] = {INT64_MAX / 2, 4};
     tp.dims = huge;
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "overflow"), "numel overflow: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "overflow"), "numel overflow: %s", err.msg);
 
     /* A huge claimed shape with no payload fails before any allocation. */
     int64_t vast[2] = {(int64_t)1 << 40, (int64_t)1 << 10};
@@ -913,7 +790,7 @@ static void test_tensor_proto(void)
     tp.raw_data.len = 0;
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_INVALID && strstr(err.msg, "0 values"), "vast shape: %s", err.msg);
+    EXPECT(st == CG_INVALID && strstr(err.msg, "0 values"), "vast shape: %s", err.msg);
 
     tp.dims = dims;
     tp.raw_data.data = NULL;
@@ -925,11 +802,11 @@ static void test_tensor_proto(void)
     tp.string_count = 4;
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    CHECK(st == CG_OK && strcmp(((char **)v->tensor.data)[3], "def") == 0, "strings: %s",
+    EXPECT(st == CG_OK && strcmp(((char **)v->tensor.data)[3], "def") == 0, "strings: %s",
           err.msg);
     cg_value_free(v);
     cg_model_free(m);
-    A = saved;
+    M = saved;
 }
 
 /* A sparse initializer (coordinate indices) is densified; a bad index fails. */
@@ -940,9 +817,9 @@ static void test_sparse_initializer(void)
     static int64_t dims[2] = {2, 3}, vdims[1] = {2}, idims[2] = {2, 2};
     static int64_t coords[4] = {0, 1, 1, 2};
     static float vals[2] = {5, 7};
-    cg_sparse_tensor_proto *sp = cg_arena_calloc(A, 1, sizeof *sp);
-    sp->values = cg_arena_calloc(A, 1, sizeof *sp->values);
-    sp->indices = cg_arena_calloc(A, 1, sizeof *sp->indices);
+    cg_sparse_tensor_proto *sp = cg_arena_calloc(M->arena, 1, sizeof *sp);
+    sp->values = cg_arena_calloc(M->arena, 1, sizeof *sp->values);
+    sp->indices = cg_arena_calloc(M->arena, 1, sizeof *sp->indices);
     sp->dims = dims;
     sp->rank = 2;
     sp->values->name = "s";
@@ -961,19 +838,19 @@ static void test_sparse_initializer(void)
     g->sparse_initializers = sp;
     g->sparse_initializer_count = 1;
     node(g, "Add", "", "s,s", "y");
-    output(g, "y", NULL);
+    test_graph_output(g, "y", NULL);
     m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
     cg_status st = cg_runtime_init(m, NULL, &rt, &err);
-    CHECK(st == CG_OK, "init: %s", err.msg);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
     if (st == CG_OK) {
         cg_named_value *outs = NULL;
         size_t nout = 0;
         float want[6] = {0, 10, 0, 0, 0, 14};
         st = cg_runtime_run(rt, NULL, 0, &outs, &nout, &err);
-        CHECK(st == CG_OK && same_f32(outs[0].value, 2, dims, want), "sparse: %s", err.msg);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 2, dims, want), "sparse: %s", err.msg);
         cg_runtime_free_outputs(outs, nout);
         cg_runtime_free(rt);
     }
@@ -996,10 +873,5 @@ int main(void)
     test_observer();
     test_tensor_proto();
     test_sparse_initializer();
-    if (failures) {
-        fprintf(stderr, "test_runtime: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_runtime: all checks passed\n");
-    return 0;
+    return test_done("test_runtime");
 }

@@ -19,19 +19,9 @@
 #include "convgate/samples.h"
 #include "convgate/target.h"
 #include "report/json.h"
+#include "testlib.h"
 
 #define MODEL CG_SOURCE_DIR "/tests/data/io/cli_model.onnx"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 static char root[64];
 
@@ -449,10 +439,5 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", root);
-    if (failures) {
-        fprintf(stderr, "test_samples: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_samples: all passed\n");
-    return 0;
+    return test_done("test_samples");
 }

@@ -25,18 +25,7 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
+#include "testlib.h"
 
 #define DATA CG_SOURCE_DIR "/tests/data/fp16/"
 
@@ -46,36 +35,6 @@ static const cg_target *gpu, *xnn;
 static float r16(float x)
 {
     return cg_fp16_to_f32(cg_f32_to_fp16(x));
-}
-
-static cg_model *load_model(const char *path)
-{
-    cg_error err;
-    cg_error_clear(&err);
-    cg_model *m = NULL;
-    if (cg_model_load(path, NULL, &m, &err) != CG_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
-        failures++;
-        return NULL;
-    }
-    return m;
-}
-
-static cg_value *load_npy(const char *path)
-{
-    cg_error err;
-    cg_error_clear(&err);
-    cg_tensor t;
-    cg_value *v = NULL;
-    memset(&t, 0, sizeof t);
-    if (cg_npy_load(path, CG_IO_DEFAULT_MAX_BYTES, &t, &err) != CG_OK ||
-        cg_value_from_tensor(&t, &v, &err) != CG_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
-        failures++;
-        cg_tensor_release(&t);
-        return NULL;
-    }
-    return v;
 }
 
 /* Outputs of one run, either on the reference or on a target path. */
@@ -116,7 +75,7 @@ static bool run_reference(const cg_model *m, const uint8_t *node_prec, cg_value 
     memset(r, 0, sizeof *r);
     bool ok = cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
               cg_runtime_run(rt, &in, 1, &r->outs, &r->count, &err) == CG_OK;
-    CHECK(ok, "reference run: %s", err.msg);
+    EXPECT(ok, "reference run: %s", err.msg);
     cg_runtime_free(rt);
     return ok;
 }
@@ -171,7 +130,7 @@ static bool run_path(const cg_model *m, const cg_target *t, path_flags f, cg_val
     memset(r, 0, sizeof *r);
     bool ok = cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_run(p, &in, 1, &r->outs, &r->count, &err) == CG_OK;
-    CHECK(ok, "target path on %s: %s", t->name, err.msg);
+    EXPECT(ok, "target path on %s: %s", t->name, err.msg);
     if (keep && ok)
         *keep = p;
     else
@@ -206,10 +165,10 @@ static bool all_finite(const float *v, int64_t n)
 
 static void test_rmsnorm(const char *model_path, const char *inputs_dir)
 {
-    cg_model *m = load_model(model_path);
+    cg_model *m = test_load_model(model_path);
     char path[512];
     snprintf(path, sizeof path, "%s/sample_0/x.npy", inputs_dir);
-    cg_value *x = load_npy(path);
+    cg_value *x = test_load_npy(path);
     if (!m || !x)
         goto done;
     run_result ref, tp, f32, acc;
@@ -217,28 +176,28 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
         goto done;
     int64_t n, n2;
     const float *yr = result_f32(&ref, "y", &n);
-    CHECK(yr && n == 4 * 64 && all_finite(yr, n), "reference y");
+    EXPECT(yr && n == 4 * 64 && all_finite(yr, n), "reference y");
     /* rows 2-3 are the large ones: fine in fp32 */
     double big = 0;
     for (int64_t i = 128; yr && i < n; i++)
         big = fmax(big, fabs(yr[i]));
-    CHECK(big > 0.5, "reference rows 2-3 are normalized values, max %g", big);
+    EXPECT(big > 0.5, "reference rows 2-3 are normalized values, max %g", big);
 
     seen_names obs = {.count = 0};
     path_flags dflt = {false, false, &obs};
     if (run_path(m, gpu, dflt, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
-        CHECK(yt && n2 == n, "target y");
+        EXPECT(yt && n2 == n, "target y");
         size_t zero = 0;
         for (int64_t i = 128; yt && i < n2; i++)
             zero += yt[i] == 0.0f;
-        CHECK(zero == 128, "litert-gpu: rows 2-3 must be exactly zero, %zu of 128 are", zero);
+        EXPECT(zero == 128, "litert-gpu: rows 2-3 must be exactly zero, %zu of 128 are", zero);
         printf("rmsnorm: litert-gpu rows 2-3: %zu of 128 exactly zero (reference max %g)\n",
                zero, big);
-        CHECK(yt && rel_error(yr, yt, 128) < 2e-3, "litert-gpu: rows 0-1 stay close, err %g",
+        EXPECT(yt && rel_error(yr, yt, 128) < 2e-3, "litert-gpu: rows 0-1 stay close, err %g",
               yt ? rel_error(yr, yt, 128) : -1.0);
         /* the partition's inside is not observable; its output is */
-        CHECK(obs.count == 1 && seen(&obs, "y") && !seen(&obs, "mean_sq"),
+        EXPECT(obs.count == 1 && seen(&obs, "y") && !seen(&obs, "mean_sq"),
               "observer saw %zu values (first '%s')", obs.count,
               obs.count ? obs.names[0] : "");
         result_free(&tp);
@@ -247,21 +206,21 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
     path_flags force = {false, true, NULL};
     if (run_path(m, gpu, force, x, &f32, NULL)) {
         const float *yf = result_f32(&f32, "y", &n2);
-        CHECK(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
+        EXPECT(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
               "force_fp32 must equal the reference bit for bit");
         result_free(&f32);
     }
     path_flags wide = {true, false, NULL};
     if (run_path(m, gpu, wide, x, &acc, NULL)) {
         const float *ya = result_f32(&acc, "y", &n2);
-        CHECK(ya && rel_error(yr, ya, n) < 2e-3, "accumulate_fp32: err %g",
+        EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "accumulate_fp32: err %g",
               ya ? rel_error(yr, ya, n) : -1.0);
         result_free(&acc);
     }
 
     /* Without an assignment the runtime's observer sees inside: every node. */
     uint8_t prec[6];
-    CHECK(m->graph->node_count == 6, "rmsnorm has %zu nodes", m->graph->node_count);
+    EXPECT(m->graph->node_count == 6, "rmsnorm has %zu nodes", m->graph->node_count);
     memset(prec, CG_NODE_PREC_FP16_ACC16, sizeof prec);
     if (m->graph->node_count == 6) {
         cg_error err;
@@ -277,8 +236,8 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
         run_result r = {NULL, 0};
         bool ok = cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
                   cg_runtime_run(rt, &in, 1, &r.outs, &r.count, &err) == CG_OK;
-        CHECK(ok, "emulated runtime: %s", err.msg);
-        CHECK(all.count == 6 && seen(&all, "mean_sq"), "runtime observer sees every node");
+        EXPECT(ok, "emulated runtime: %s", err.msg);
+        EXPECT(all.count == 6 && seen(&all, "mean_sq"), "runtime observer sees every node");
         result_free(&r);
         cg_runtime_free(rt);
     }
@@ -311,8 +270,8 @@ static cg_status grab_mean(void *user, const cg_node *node, const char *name,
 
 static void test_rmsnorm_reason(void)
 {
-    cg_model *m = load_model(DATA "rmsnorm_overflow.onnx");
-    cg_value *x = load_npy(DATA "rmsnorm_overflow_inputs/sample_0/x.npy");
+    cg_model *m = test_load_model(DATA "rmsnorm_overflow.onnx");
+    cg_value *x = test_load_npy(DATA "rmsnorm_overflow_inputs/sample_0/x.npy");
     if (!m || !x || m->graph->node_count != 6)
         goto done;
     for (int mode = 0; mode < 3; mode++) {
@@ -332,16 +291,16 @@ static void test_rmsnorm_reason(void)
         run_result r = {NULL, 0};
         bool ok = cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
                   cg_runtime_run(rt, &in, 1, &r.outs, &r.count, &err) == CG_OK;
-        CHECK(ok && g.got, "mode %d: %s", mode, err.msg);
+        EXPECT(ok && g.got, "mode %d: %s", mode, err.msg);
         if (ok && g.got) {
-            CHECK(isfinite(g.v[0]) && isfinite(g.v[1]) && g.v[0] < 2 && g.v[1] < 2,
+            EXPECT(isfinite(g.v[0]) && isfinite(g.v[1]) && g.v[0] < 2 && g.v[1] < 2,
                   "mode %d: small rows' mean of squares %g %g", mode, g.v[0], g.v[1]);
             if (mode == 2)
-                CHECK(isinf(g.v[2]) && g.v[2] > 0 && isinf(g.v[3]) && g.v[3] > 0,
+                EXPECT(isinf(g.v[2]) && g.v[2] > 0 && isinf(g.v[3]) && g.v[3] > 0,
                       "fp16 accumulation: mean of squares of rows 2-3 must be +inf, got %g %g",
                       g.v[2], g.v[3]);
             else
-                CHECK(g.v[2] > 4000 && g.v[2] < 16000 && g.v[3] > 4000 && g.v[3] < 16000,
+                EXPECT(g.v[2] > 4000 && g.v[2] < 16000 && g.v[3] > 4000 && g.v[3] < 16000,
                       "mode %d: mean of squares of rows 2-3 finite, got %g %g", mode, g.v[2],
                       g.v[3]);
         }
@@ -357,26 +316,26 @@ done:
 
 static void test_layernorm(void)
 {
-    cg_model *m = load_model(DATA "layernorm_precision.onnx");
-    cg_value *x = load_npy(DATA "layernorm_precision_inputs/sample_0/x.npy");
+    cg_model *m = test_load_model(DATA "layernorm_precision.onnx");
+    cg_value *x = test_load_npy(DATA "layernorm_precision_inputs/sample_0/x.npy");
     run_result ref, tp, f32;
     int64_t n, n2;
     if (!m || !x || !run_reference(m, NULL, x, &ref))
         goto done;
     const float *yr = result_f32(&ref, "y", &n);
-    CHECK(yr && n == 8 * 64 && all_finite(yr, n), "reference y");
+    EXPECT(yr && n == 8 * 64 && all_finite(yr, n), "reference y");
     path_flags dflt = {false, false, NULL}, force = {false, true, NULL};
     if (run_path(m, gpu, dflt, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         double e = yt ? rel_error(yr, yt, n) : -1.0;
         /* normalized values are O(1): an error of a good fraction of the range */
-        CHECK(yt && e > 0.1, "litert-gpu LayerNorm should lose precision, rel err %g", e);
+        EXPECT(yt && e > 0.1, "litert-gpu LayerNorm should lose precision, rel err %g", e);
         printf("layernorm: litert-gpu max error %.3g of the output range\n", e);
         result_free(&tp);
     }
     if (run_path(m, gpu, force, x, &f32, NULL)) {
         const float *yf = result_f32(&f32, "y", &n2);
-        CHECK(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
+        EXPECT(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
               "force_fp32 must equal the reference bit for bit");
         result_free(&f32);
     }
@@ -390,20 +349,20 @@ done:
 
 static void test_global_mean(void)
 {
-    cg_model *m = load_model(DATA "global_mean.onnx");
-    cg_value *x = load_npy(DATA "global_mean_inputs/sample_0/x.npy");
+    cg_model *m = test_load_model(DATA "global_mean.onnx");
+    cg_value *x = test_load_npy(DATA "global_mean_inputs/sample_0/x.npy");
     run_result ref, tp, acc, f32;
     int64_t n, n2;
     if (!m || !x || !run_reference(m, NULL, x, &ref))
         goto done;
     const float *yr = result_f32(&ref, "y", &n);
-    CHECK(yr && n == 1 && yr[0] > 45 && yr[0] < 55, "reference y = mean/2 ~ 50, got %g",
+    EXPECT(yr && n == 1 && yr[0] > 45 && yr[0] < 55, "reference y = mean/2 ~ 50, got %g",
           yr ? yr[0] : -1.0);
     path_flags dflt = {false, false, NULL}, wide = {true, false, NULL},
                force = {false, true, NULL};
     if (run_path(m, gpu, dflt, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
-        CHECK(yt && isinf(yt[0]) && yt[0] > 0, "fp16 accumulation of 3072 values ~100 must "
+        EXPECT(yt && isinf(yt[0]) && yt[0] > 0, "fp16 accumulation of 3072 values ~100 must "
               "overflow to +inf, got %g", yt ? yt[0] : -1.0);
         printf("global mean: reference %.6g, litert-gpu %g\n", yr[0], yt ? yt[0] : NAN);
         result_free(&tp);
@@ -411,14 +370,14 @@ static void test_global_mean(void)
     if (run_path(m, gpu, wide, x, &acc, NULL)) {
         const float *ya = result_f32(&acc, "y", &n2);
         printf("global mean: litert-gpu with fp32 accumulation %.6g\n", ya ? ya[0] : NAN);
-        CHECK(ya && fabs(ya[0] - yr[0]) <= 1e-3 * fabs(yr[0]),
+        EXPECT(ya && fabs(ya[0] - yr[0]) <= 1e-3 * fabs(yr[0]),
               "accumulate_fp32 matches to fp16 storage precision: %g vs %g", ya ? ya[0] : -1.0,
               yr[0]);
         result_free(&acc);
     }
     if (run_path(m, gpu, force, x, &f32, NULL)) {
         const float *yf = result_f32(&f32, "y", &n2);
-        CHECK(yf && yf[0] == yr[0], "force_fp32 equals the reference");
+        EXPECT(yf && yf[0] == yr[0], "force_fp32 equals the reference");
         result_free(&f32);
     }
     result_free(&ref);
@@ -431,7 +390,7 @@ done:
 
 static void test_boundary(void)
 {
-    cg_model *m = load_model(DATA "boundary.onnx");
+    cg_model *m = test_load_model(DATA "boundary.onnx");
     cg_value *x = NULL;
     cg_tensor t;
     cg_error err;
@@ -440,7 +399,7 @@ static void test_boundary(void)
     memset(&t, 0, sizeof t);
     if (!m || cg_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
         cg_value_from_tensor(&t, &x, &err) != CG_OK) {
-        CHECK(0, "boundary setup: %s", err.msg);
+        EXPECT(0, "boundary setup: %s", err.msg);
         goto done;
     }
     float *xd = x->tensor.data;
@@ -457,29 +416,29 @@ static void test_boundary(void)
         const float *ar = result_f32(&ref, "a", &n), *at = result_f32(&tp, "a", &n);
         const float *yt = result_f32(&tp, "y", &n);
         /* a is the CPU's: fp32, untouched by the partition that rounds its copy */
-        CHECK(ar && at && memcmp(ar, at, 64 * sizeof *at) == 0, "CPU output a stays fp32");
+        EXPECT(ar && at && memcmp(ar, at, 64 * sizeof *at) == 0, "CPU output a stays fp32");
         size_t inexact = 0, bad = 0;
         for (int i = 0; ar && yt && i < 64; i++) {
             inexact += r16(ar[i]) != ar[i];
             /* a and x are rounded on entry; a*1 and the sum are stored as fp16 */
             bad += yt[i] != r16(r16(r16(ar[i]) * 1.0f) + r16(xd[i]));
         }
-        CHECK(inexact > 32, "the test needs a not fp16-exact (%zu inexact)", inexact);
-        CHECK(bad == 0, "%zu of 64 elements of y are not the fp16 computation", bad);
-        CHECK(obs.count == 2 && seen(&obs, "a") && seen(&obs, "y") && !seen(&obs, "a1"),
+        EXPECT(inexact > 32, "the test needs a not fp16-exact (%zu inexact)", inexact);
+        EXPECT(bad == 0, "%zu of 64 elements of y are not the fp16 computation", bad);
+        EXPECT(obs.count == 2 && seen(&obs, "a") && seen(&obs, "y") && !seen(&obs, "a1"),
               "observer: CPU value and partition output only (%zu seen)", obs.count);
         /* accessors */
         const cg_assignment *a = cg_target_path_assignment(p);
-        CHECK(a && a->graph == m->graph && a->partition_count == 1 && a->owner[0] == -1 &&
+        EXPECT(a && a->graph == m->graph && a->partition_count == 1 && a->owner[0] == -1 &&
               a->owner[1] == 0 && a->owner[2] == 0, "assignment: erf on CPU, the rest on gpu");
-        CHECK(cg_target_path_reduced_precision(p), "litert-gpu computes in reduced precision");
-        CHECK(cg_target_path_node_precision(p, 0) == CG_NODE_PREC_FP32 &&
+        EXPECT(cg_target_path_reduced_precision(p), "litert-gpu computes in reduced precision");
+        EXPECT(cg_target_path_node_precision(p, 0) == CG_NODE_PREC_FP32 &&
               cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16_ACC16 &&
               cg_target_path_node_precision(p, 99) == CG_NODE_PREC_FP32,
               "per-node precision");
-        CHECK(cg_target_path_types(p) && cg_type_env_get(cg_target_path_types(p), "a1"),
+        EXPECT(cg_target_path_types(p) && cg_type_env_get(cg_target_path_types(p), "a1"),
               "type environment");
-        CHECK(cg_target_path_runtime(p) != NULL, "runtime accessor");
+        EXPECT(cg_target_path_runtime(p) != NULL, "runtime accessor");
         result_free(&tp);
         cg_target_path_free(p);
     }
@@ -490,14 +449,14 @@ static void test_boundary(void)
     po.target_count = 1;
     po.accumulate_fp32 = true;
     p = NULL;
-    CHECK(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16 &&
               cg_target_path_reduced_precision(p),
           "accumulate_fp32 -> fp16 storage only: %s", err.msg);
     cg_target_path_free(p);
     po.force_fp32 = true;
     p = NULL;
-    CHECK(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP32 &&
               !cg_target_path_reduced_precision(p),
           "force_fp32 -> nothing reduced: %s", err.msg);
@@ -506,8 +465,8 @@ static void test_boundary(void)
     po.targets = NULL;
     po.target_count = 1;
     p = NULL;
-    CHECK(cg_target_path_init(m, &po, &p, &err) == CG_USAGE && !p, "NULL target array");
-    CHECK(cg_target_path_assignment(NULL) == NULL && !cg_target_path_reduced_precision(NULL),
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_USAGE && !p, "NULL target array");
+    EXPECT(cg_target_path_assignment(NULL) == NULL && !cg_target_path_reduced_precision(NULL),
           "NULL path accessors");
     result_free(&ref);
 done:
@@ -519,7 +478,7 @@ done:
 
 static void test_dot(void)
 {
-    cg_model *m = load_model(DATA "dot_accumulate.onnx");
+    cg_model *m = test_load_model(DATA "dot_accumulate.onnx");
     cg_value *x = NULL;
     cg_tensor t;
     cg_error err;
@@ -529,7 +488,7 @@ static void test_dot(void)
     if (!m || m->graph->node_count != 2 ||
         cg_tensor_alloc(&t, CG_DTYPE_FLOAT, 2, dims, 1 << 20, &err) != CG_OK ||
         cg_value_from_tensor(&t, &x, &err) != CG_OK) {
-        CHECK(0, "dot setup: %s", err.msg);
+        EXPECT(0, "dot setup: %s", err.msg);
         goto done;
     }
     for (int i = 0; i < 160; i++)
@@ -543,16 +502,16 @@ static void test_dot(void)
         if (!run_reference(m, prec, x, &r))
             continue;
         const float *mm = result_f32(&r, "y_matmul", &n1), *gm = result_f32(&r, "y_gemm", &n2);
-        CHECK(mm && gm && n1 == 2 && n2 == 2, "dot outputs");
+        EXPECT(mm && gm && n1 == 2 && n2 == 2, "dot outputs");
         if (mm && gm) {
             /* column 1: 160 * 16 = 2560 exactly in any precision */
-            CHECK(mm[1] == 2560.0f && gm[1] == 2562.0f, "mode %d: column 1 %g %g", mode, mm[1],
+            EXPECT(mm[1] == 2560.0f && gm[1] == 2562.0f, "mode %d: column 1 %g %g", mode, mm[1],
                   gm[1]);
             if (mode == 2)
-                CHECK(isinf(mm[0]) && isinf(gm[0]), "fp16 accumulation passes 65504: %g %g",
+                EXPECT(isinf(mm[0]) && isinf(gm[0]), "fp16 accumulation passes 65504: %g %g",
                       mm[0], gm[0]);
             else
-                CHECK(mm[0] == 0.0f && gm[0] == 1.0f, "mode %d: column 0 cancels: %g %g", mode,
+                EXPECT(mm[0] == 0.0f && gm[0] == 1.0f, "mode %d: column 0 cancels: %g %g", mode,
                       mm[0], gm[0]);
         }
         result_free(&r);
@@ -567,12 +526,12 @@ done:
 static void test_xnnpack_full(void)
 {
     if (!xnn) {
-        printf("xnnpack target not built: skipping the XNNPACK parity check\n");
-        CHECK(!getenv("CG_REQUIRE_XNNPACK"), "CG_REQUIRE_XNNPACK is set but no xnnpack target");
+        test_skip("xnnpack target not built: the XNNPACK parity check");
+        EXPECT(!getenv("CG_REQUIRE_XNNPACK"), "CG_REQUIRE_XNNPACK is set but no xnnpack target");
         return;
     }
-    cg_model *m = load_model(CG_SOURCE_DIR "/examples/tiny_cnn.onnx");
-    cg_value *img = load_npy(CG_SOURCE_DIR "/examples/tiny_cnn_inputs/image_0.npy");
+    cg_model *m = test_load_model(CG_SOURCE_DIR "/examples/tiny_cnn.onnx");
+    cg_value *img = test_load_npy(CG_SOURCE_DIR "/examples/tiny_cnn_inputs/image_0.npy");
     cg_error err;
     cg_error_clear(&err);
     if (!m || !img || m->graph->input_count < 1)
@@ -591,18 +550,18 @@ static void test_xnnpack_full(void)
               cg_runtime_run(rt, &in, 1, &ro_out, &nr, &err) == CG_OK &&
               cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_run(p, &in, 1, &tp_out, &nt, &err) == CG_OK;
-    CHECK(ok, "tiny_cnn on xnnpack: %s", err.msg);
+    EXPECT(ok, "tiny_cnn on xnnpack: %s", err.msg);
     if (ok) {
         const cg_assignment *a = cg_target_path_assignment(p);
         size_t on = 0;
         for (size_t i = 0; i < a->graph->node_count; i++)
             on += a->owner[i] == 0;
-        CHECK(on == a->graph->node_count && a->partition_count == 1,
+        EXPECT(on == a->graph->node_count && a->partition_count == 1,
               "every node on xnnpack (%zu of %zu)", on, a->graph->node_count);
-        CHECK(!cg_target_path_reduced_precision(p), "xnnpack is fp32");
-        CHECK(cg_runtime_partition_count(cg_target_path_runtime(p)) == 1,
+        EXPECT(!cg_target_path_reduced_precision(p), "xnnpack is fp32");
+        EXPECT(cg_runtime_partition_count(cg_target_path_runtime(p)) == 1,
               "the partition ran on the delegate");
-        CHECK(nr == nt && nr >= 1, "output counts %zu vs %zu", nr, nt);
+        EXPECT(nr == nt && nr >= 1, "output counts %zu vs %zu", nr, nt);
         /* a delegated node cannot be emulated as well: a usage error */
         uint8_t *prec = calloc(a->graph->node_count, 1);
         cg_runtime_options bad;
@@ -613,14 +572,14 @@ static void test_xnnpack_full(void)
         cg_runtime *rt2 = NULL;
         if (prec)
             prec[0] = CG_NODE_PREC_FP16_ACC16;
-        CHECK(prec && cg_runtime_init(m, &bad, &rt2, &err) == CG_USAGE && !rt2 &&
+        EXPECT(prec && cg_runtime_init(m, &bad, &rt2, &err) == CG_USAGE && !rt2 &&
                   strstr(err.msg, "xnnpack"),
               "emulating a delegated node: %s", err.msg);
         cg_runtime_free(rt2);
         free(prec);
         for (size_t o = 0; o < nr && o < nt; o++) {
             const cg_tensor *a1 = &ro_out[o].value->tensor, *b1 = &tp_out[o].value->tensor;
-            CHECK(a1->numel == b1->numel && a1->dtype == CG_DTYPE_FLOAT, "output %zu shape", o);
+            EXPECT(a1->numel == b1->numel && a1->dtype == CG_DTYPE_FLOAT, "output %zu shape", o);
             double scale = 1.0, worst = 0.0;
             for (int64_t i = 0; i < a1->numel; i++)
                 scale = fmax(scale, fabs(((const float *)a1->data)[i]));
@@ -629,7 +588,7 @@ static void test_xnnpack_full(void)
                                 (double)((const float *)b1->data)[i]);
                 worst = isnan(d) ? INFINITY : fmax(worst, d);
             }
-            CHECK(worst <= 1e-4 * scale, "output %zu: max diff %g (scale %g)", o, worst, scale);
+            EXPECT(worst <= 1e-4 * scale, "output %zu: max diff %g (scale %g)", o, worst, scale);
         }
     }
     cg_runtime_free_outputs(ro_out, nr);
@@ -655,7 +614,7 @@ int main(void)
         cg_target_registry_free(reg);
         return 1;
     }
-    CHECK(gpu->kind == CG_TARGET_PROFILED && gpu->precision == CG_PRECISION_FP16 &&
+    EXPECT(gpu->kind == CG_TARGET_PROFILED && gpu->precision == CG_PRECISION_FP16 &&
               !gpu->accumulate_fp32,
           "litert-gpu is a profiled fp16 target accumulating in fp16");
     cg_error_clear(&err);
@@ -672,10 +631,5 @@ int main(void)
     test_xnnpack_full();
 
     cg_target_registry_free(reg);
-    if (failures) {
-        fprintf(stderr, "test_targetpath: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_targetpath: all checks passed\n");
-    return 0;
+    return test_done("test_targetpath");
 }

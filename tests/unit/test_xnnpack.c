@@ -47,6 +47,7 @@
 #include "delegate/xnnpack/xnnpack.h"
 #include "run/exec.h"
 #include "run/kernel.h"
+#include "testlib.h"
 
 #define TOL 1e-4
 #define MAX_BINDINGS 16
@@ -494,7 +495,6 @@ done:
     return st;
 }
 
-
 /* --- frozen variants ------------------------------------------------------------------ */
 
 typedef struct frozen {
@@ -733,8 +733,8 @@ static int run_conformance(void)
         dir = "/usr/share/libonnx-testdata/data/node";
     DIR *d = opendir(dir);
     if (!d) {
-        printf("no conformance data at %s: skipped\n", dir);
-        return 0;
+        test_skip("no conformance data at %s", dir);
+        return 77;
     }
     char **names = NULL;
     size_t count = 0, cap = 0;
@@ -796,8 +796,13 @@ int main(int argc, char **argv)
     xnn = cg_target_registry_find(reg, "xnnpack", &err);
     int rc = 0;
     if (!xnn) {
-        printf("xnnpack target not available (%s): skipped\n", err.msg);
-        rc = getenv("CG_REQUIRE_XNNPACK") ? 1 : 0;
+        if (getenv("CG_REQUIRE_XNNPACK")) {
+            fprintf(stderr, "xnnpack target required but not available: %s\n", err.msg);
+            rc = 1;
+        } else {
+            test_skip("xnnpack target not available (%s)", err.msg);
+            rc = 77;
+        }
     } else if (argc >= 3 && strcmp(argv[1], "check") == 0) {
         cg_dim_binding b[MAX_BINDINGS];
         size_t nb;
