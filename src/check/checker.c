@@ -39,6 +39,8 @@
 #include "convgate/check.h"
 #include "convgate/dtype.h"
 #include "convgate/schema.h"
+#include "core/strmap.h"
+#include "ir/walk.h"
 
 #define WHERE_MAX 2048
 #define MESSAGE_MAX 1024
@@ -48,79 +50,24 @@
 
 /* ---- name sets and scopes -------------------------------------------- */
 
-/* An open-addressing set of borrowed strings (they live in the model). */
-typedef struct name_set {
-    const char **slots;
-    size_t cap; /* 0 or a power of two */
-    size_t count;
-} name_set;
+/* A set of borrowed strings (they live in the model): a string map whose
+ * values are unused. */
+typedef cg_strmap name_set;
 
 typedef struct scope {
     name_set names;
     const struct scope *parent; /* enclosing graph's scope, or NULL */
 } scope;
 
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211u;
-    }
-    return h;
-}
-
-static bool set_has(const name_set *set, const char *name)
-{
-    if (set->cap == 0)
-        return false;
-    size_t i = (size_t)hash_name(name) & (set->cap - 1);
-    while (set->slots[i] != NULL) {
-        if (strcmp(set->slots[i], name) == 0)
-            return true;
-        i = (i + 1) & (set->cap - 1);
-    }
-    return false;
-}
+static bool set_has(const name_set *set, const char *name) { return cg_strmap_has(set, name); }
 
 /* Adds name (no-op if present). Returns false only when memory ran out. */
 static bool set_add(name_set *set, const char *name)
 {
-    if (set_has(set, name))
-        return true;
-    if ((set->count + 1) * 2 > set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 16;
-        if (cap < set->cap || cap > SIZE_MAX / sizeof(char *))
-            return false;
-        const char **slots = calloc(cap, sizeof *slots);
-        if (slots == NULL)
-            return false;
-        for (size_t i = 0; i < set->cap; i++) {
-            if (set->slots[i] == NULL)
-                continue;
-            size_t j = (size_t)hash_name(set->slots[i]) & (cap - 1);
-            while (slots[j] != NULL)
-                j = (j + 1) & (cap - 1);
-            slots[j] = set->slots[i];
-        }
-        free(set->slots);
-        set->slots = slots;
-        set->cap = cap;
-    }
-    size_t i = (size_t)hash_name(name) & (set->cap - 1);
-    while (set->slots[i] != NULL)
-        i = (i + 1) & (set->cap - 1);
-    set->slots[i] = name;
-    set->count++;
-    return true;
+    return cg_strmap_add(set, name, 0) != CG_STRMAP_NONE;
 }
 
-static void set_free(name_set *set)
-{
-    free(set->slots);
-    set->slots = NULL;
-    set->cap = set->count = 0;
-}
+static void set_free(name_set *set) { cg_strmap_free(set); }
 
 static bool scope_has_any(const scope *sc, const char *name)
 {
@@ -144,9 +91,7 @@ typedef struct opset_map {
 
 static const char *canon_domain(const char *domain)
 {
-    if (domain == NULL || strcmp(domain, "ai.onnx") == 0)
-        return "";
-    return domain;
+    return cg_domain_is_default(domain) ? "" : domain;
 }
 
 /* The imported version for domain, or -1. Later imports win, like the
@@ -840,14 +785,6 @@ static bool output_count_allowed(const cg_schema *s, size_t n)
     return true;
 }
 
-static const cg_attr *node_attr(const cg_node *n, const char *name)
-{
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name != NULL && strcmp(n->attrs[i].name, name) == 0)
-            return &n->attrs[i];
-    return NULL;
-}
-
 /* OpSchema::Verify: arity, empty names for single formals, attributes. */
 static void verify_schema(checker *ck, const cg_node *n, const cg_schema *s)
 {
@@ -919,7 +856,7 @@ static void verify_schema(checker *ck, const cg_node *n, const cg_schema *s)
                 attr_type_name(sa->type), missing);
     }
     for (size_t i = 0; i < s->attr_count; i++)
-        if (s->attrs[i].required && node_attr(n, s->attrs[i].name) == NULL)
+        if (s->attrs[i].required && cg_node_attr(n, s->attrs[i].name) == NULL)
             ERR(ck, "attr-required", "required attribute '%s' of %s-%d is missing",
                 s->attrs[i].name, s->name, s->since_version);
 }
@@ -935,7 +872,7 @@ static bool schema_has_graph_attr(const cg_schema *s)
 /* The graph held by a GRAPH attribute of the node, or NULL. */
 static const cg_graph *node_graph(const cg_node *n, const char *name)
 {
-    const cg_attr *a = node_attr(n, name);
+    const cg_attr *a = cg_node_attr(n, name);
     if (a == NULL || !a->has_type || a->type != CG_ATTR_GRAPH)
         return NULL;
     return a->g;
@@ -1005,7 +942,7 @@ static void check_control_flow(checker *ck, const cg_node *n, const cg_schema *s
         if (body->output_count != n->output_count)
             ERR(ck, "body-signature", "Scan body has %zu outputs but the node has %zu",
                 body->output_count, n->output_count);
-        const cg_attr *m_attr = node_attr(n, "num_scan_inputs");
+        const cg_attr *m_attr = cg_node_attr(n, "num_scan_inputs");
         if (m_attr != NULL && m_attr->has_i) {
             int64_t m = m_attr->i;
             if (m < 1 || (uint64_t)m > node_states) {
@@ -1026,7 +963,7 @@ static void check_control_flow(checker *ck, const cg_node *n, const cg_schema *s
                              {"scan_output_axes", false},
                              {"scan_output_directions", false}};
                 for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-                    const cg_attr *l = node_attr(n, lists[i].name);
+                    const cg_attr *l = cg_node_attr(n, lists[i].name);
                     size_t want = lists[i].inputs ? (size_t)m : scans_out;
                     if (l != NULL && l->ints_count > 0 && l->ints_count != want)
                         ERR(ck, "body-signature", "%s has %zu entries; expected %zu",
@@ -1189,8 +1126,8 @@ static void check_graph(checker *ck, const cg_graph *g, const scope *parent, con
     const char *saved_label = ck->node_label, *saved_op = ck->op_type;
     ck->node_label = NULL;
     ck->op_type = NULL;
-    scope sc = {{NULL, 0, 0}, parent};
-    name_set inits = {NULL, 0, 0};
+    scope sc = {{0}, parent};
+    name_set inits = {0};
     if (ck->depth >= MAX_DEPTH) {
         ERR(ck, "depth", "subgraphs nest deeper than %d levels", MAX_DEPTH);
         goto done;
@@ -1308,8 +1245,8 @@ static void check_function(checker *ck, const cg_function *f, const opset_map *m
 {
     size_t saved = where_push(ck, "function '%s'", str_or(f->name, ""));
     opset_map fn_opsets = {NULL, 0};
-    scope sc = {{NULL, 0, 0}, NULL};
-    name_set seen = {NULL, 0, 0};
+    scope sc = {{0}, NULL};
+    name_set seen = {0};
     if (str_empty(f->name))
         ERR(ck, "function", "function has an empty name");
     if (ck->ir_version >= 8 && f->domain == NULL)
@@ -1495,8 +1432,8 @@ static void check_training(checker *ck)
     const cg_model *m = ck->model;
     if (m->training_info_count == 0 || m->graph == NULL)
         return;
-    scope main_names = {{NULL, 0, 0}, NULL};
-    name_set init_names = {NULL, 0, 0};
+    scope main_names = {{0}, NULL};
+    name_set init_names = {0};
     const cg_graph *g = m->graph;
     for (size_t i = 0; i < g->input_count; i++)
         if (g->inputs[i].name != NULL && !set_add(&main_names.names, g->inputs[i].name))

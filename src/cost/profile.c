@@ -24,6 +24,7 @@
 #include "convgate/target.h"
 #include "convgate/tensor_io.h"
 #include "run/exec.h"
+#include "ir/walk.h"
 
 /* --- op classes -------------------------------------------------------------------- */
 
@@ -372,14 +373,6 @@ double cg_profile_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static bool is_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return true;
-    return false;
-}
-
 void cg_profile_feeds_free(cg_named_value *feeds, size_t count)
 {
     for (size_t i = 0; feeds && i < count; i++)
@@ -399,7 +392,7 @@ cg_status cg_profile_feeds_make(const cg_model *model, const cg_type_env *types,
         return cg_error_set(err, CG_NOMEM, "out of memory making inputs");
     for (size_t i = 0; i < g->input_count; i++) {
         const char *name = g->inputs[i].name;
-        if (!name || is_initializer(g, name))
+        if (!name || cg_graph_initializer(g, name))
             continue;
         const cg_value_type *vt = types ? cg_type_env_get(types, name) : NULL;
         if (!vt || !vt->known) {

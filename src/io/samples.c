@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "core/path.h"
+#include "ir/walk.h"
 
 
 #define SAMPLES_PATH_MAX 4096
@@ -26,19 +27,11 @@
 
 /* --- options and checks -------------------------------------------------------------- */
 
-static bool is_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return true;
-    return false;
-}
-
 size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; g && i < g->input_count; i++)
-        if (g->inputs[i].name && !is_initializer(g, g->inputs[i].name)) {
+        if (g->inputs[i].name && !cg_graph_initializer(g, g->inputs[i].name)) {
             if (out && n < cap)
                 out[n] = &g->inputs[i];
             n++;
@@ -68,7 +61,7 @@ static void input_list(const cg_graph *g, char *buf, size_t cap)
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; g && i < g->input_count; i++)
-        if (g->inputs[i].name && !is_initializer(g, g->inputs[i].name))
+        if (g->inputs[i].name && !cg_graph_initializer(g, g->inputs[i].name))
             list_add(buf, cap, &used, g->inputs[i].name);
     if (!used)
         snprintf(buf, cap, "none");
@@ -78,7 +71,7 @@ static bool declares_symbol(const cg_graph *g, const char *sym)
 {
     for (size_t i = 0; i < g->input_count; i++) {
         const cg_type *t = g->inputs[i].type;
-        if (!g->inputs[i].name || is_initializer(g, g->inputs[i].name) || !t || !t->shape)
+        if (!g->inputs[i].name || cg_graph_initializer(g, g->inputs[i].name) || !t || !t->shape)
             continue;
         for (size_t d = 0; d < t->shape->rank; d++)
             if (!t->shape->dims[d].has_value && t->shape->dims[d].param &&
@@ -103,7 +96,7 @@ cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *
         list[0] = '\0';
         for (size_t i = 0; i < g->input_count; i++) {
             const cg_type *t = g->inputs[i].type;
-            if (!g->inputs[i].name || is_initializer(g, g->inputs[i].name) || !t || !t->shape)
+            if (!g->inputs[i].name || cg_graph_initializer(g, g->inputs[i].name) || !t || !t->shape)
                 continue;
             for (size_t d = 0; d < t->shape->rank; d++) {
                 const char *sym = t->shape->dims[d].param;
@@ -133,7 +126,7 @@ cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *
         bool found = false;
         for (size_t i = 0; name && i < g->input_count && !found; i++)
             found = g->inputs[i].name && strcmp(g->inputs[i].name, name) == 0 &&
-                    !is_initializer(g, name);
+                    !cg_graph_initializer(g, name);
         if (name && !found) {
             input_list(g, list, sizeof list);
             return cg_error_set(err, CG_USAGE, "--range %s: the model has no input of that "
@@ -269,7 +262,7 @@ cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, 
     const cg_value_info *vi = find_input(g, name);
     cg_status st = CG_OK;
     char names[512];
-    if (!vi || is_initializer(g, name)) {
+    if (!vi || cg_graph_initializer(g, name)) {
         input_list(g, names, sizeof names);
         st = cg_error_set(err, CG_USAGE, "unknown input '%s' (from %s); the model's inputs "
                           "are: %s", name, source, names);
@@ -481,7 +474,7 @@ cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_ra
         const cg_value_info *vi = &g->inputs[i];
         cg_value *v = NULL;
         cg_status st;
-        if (!vi->name || is_initializer(g, vi->name))
+        if (!vi->name || cg_graph_initializer(g, vi->name))
             continue;
         if (fed(s, vi->name)) {
             k++;
@@ -500,7 +493,7 @@ cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model, cg
     const cg_graph *g = model->graph;
     for (size_t i = 0; i < g->input_count; i++) {
         const cg_value_info *vi = &g->inputs[i];
-        if (!vi->name || is_initializer(g, vi->name) || fed(s, vi->name))
+        if (!vi->name || cg_graph_initializer(g, vi->name) || fed(s, vi->name))
             continue;
         char want[256];
         cg_samples_type_text(vi->type, want, sizeof want);

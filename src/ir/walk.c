@@ -1,4 +1,5 @@
 /* Graph walks and small IR queries shared by inspect, check and run. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/walk.h"
@@ -28,7 +29,7 @@ bool cg_graph_walk(const cg_graph *graph, cg_node_visit_fn fn, void *user)
 
 bool cg_node_is_control_flow(const cg_node *node)
 {
-    if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx") != 0)
+    if (!cg_domain_is_default(node->domain))
         return false;
     const char *op = node->op_type ? node->op_type : "";
     return strcmp(op, "If") == 0 || strcmp(op, "Loop") == 0 || strcmp(op, "Scan") == 0;
@@ -50,4 +51,88 @@ uint64_t cg_tensor_proto_bytes(const cg_tensor_proto *t)
         n += t->string_data[i].len;
     return n + t->float_data.count * 4 + t->int32_data.count * 4 + t->int64_data.count * 8 +
            t->double_data.count * 8 + t->uint64_data.count * 8;
+}
+
+bool cg_domain_is_default(const char *domain)
+{
+    return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+}
+
+const cg_attr *cg_node_attr(const cg_node *n, const char *name)
+{
+    for (size_t i = 0; i < n->attr_count; i++)
+        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t cg_node_attr_int(const cg_node *n, const char *name, int64_t dflt)
+{
+    const cg_attr *a = cg_node_attr(n, name);
+    return a && (a->type == CG_ATTR_INT || (!a->has_type && a->has_i)) ? a->i : dflt;
+}
+
+float cg_node_attr_float(const cg_node *n, const char *name, float dflt)
+{
+    const cg_attr *a = cg_node_attr(n, name);
+    if (!a)
+        return dflt;
+    if (a->type == CG_ATTR_FLOAT || (!a->has_type && a->has_f))
+        return a->f;
+    if (a->type == CG_ATTR_INT)
+        return (float)a->i;
+    return dflt;
+}
+
+const int64_t *cg_node_attr_ints(const cg_node *n, const char *name, size_t *count)
+{
+    const cg_attr *a = cg_node_attr(n, name);
+    *count = 0;
+    if (!a || !(a->type == CG_ATTR_INTS || (!a->has_type && a->ints_count)))
+        return NULL;
+    *count = a->ints_count;
+    return a->ints;
+}
+
+const float *cg_node_attr_floats(const cg_node *n, const char *name, size_t *count)
+{
+    const cg_attr *a = cg_node_attr(n, name);
+    *count = 0;
+    if (!a || !(a->type == CG_ATTR_FLOATS || (!a->has_type && a->floats_count)))
+        return NULL;
+    *count = a->floats_count;
+    return a->floats;
+}
+
+const cg_tensor_proto *cg_graph_initializer(const cg_graph *g, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < g->initializer_count; i++)
+        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
+            return &g->initializers[i];
+    return NULL;
+}
+
+const char *cg_graph_node_name(const cg_graph *g, size_t node, char *buf, size_t len)
+{
+    if (!len)
+        return buf;
+    const char *name = node < g->node_count ? g->nodes[node].name : NULL;
+    if (name && name[0])
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "#%zu", node);
+    return buf;
+}
+
+int64_t cg_model_opset(const cg_model *model, const char *domain)
+{
+    bool want_default = cg_domain_is_default(domain);
+    for (size_t i = 0; i < model->opset_count; i++) {
+        const char *d = model->opsets[i].domain;
+        if (want_default ? cg_domain_is_default(d) : (d && strcmp(d, domain) == 0))
+            return model->opsets[i].version;
+    }
+    return -1;
 }

@@ -1,4 +1,6 @@
-/* Depth-first visits of every node of a graph and its subgraphs. */
+/* Depth-first visits of every node of a graph and its subgraphs, and the
+ * small IR queries every stage asks (attributes by name, initializers by
+ * name, the default domain). */
 #ifndef CG_IR_WALK_H
 #define CG_IR_WALK_H
 
@@ -17,5 +19,27 @@ bool cg_node_is_control_flow(const cg_node *node);
 /* Payload bytes of an initializer: numel x element size for fixed-size
  * types when the element count is valid, else the bytes actually stored. */
 uint64_t cg_tensor_proto_bytes(const cg_tensor_proto *t);
+
+/* True for the spellings of ONNX's default domain: NULL, "" and "ai.onnx". */
+bool cg_domain_is_default(const char *domain);
+
+/* The node's attribute named `name` (the first, should the node repeat
+ * one: the checker reports that), or NULL. */
+const cg_attr *cg_node_attr(const cg_node *n, const char *name);
+/* Typed reads with the value to use when the attribute is absent or of
+ * another type. An untyped attribute (no `type` field, IR < 2) counts by
+ * the field it sets; a FLOAT read of an INT attribute converts it. */
+int64_t cg_node_attr_int(const cg_node *n, const char *name, int64_t dflt);
+float cg_node_attr_float(const cg_node *n, const char *name, float dflt);
+/* The list and its length; NULL and *count = 0 when absent. */
+const int64_t *cg_node_attr_ints(const cg_node *n, const char *name, size_t *count);
+const float *cg_node_attr_floats(const cg_node *n, const char *name, size_t *count);
+
+/* The dense initializer of g named `name` (first match), or NULL. A linear
+ * scan: for many lookups build a cg_graph_index (ir/graph_index.h). */
+const cg_tensor_proto *cg_graph_initializer(const cg_graph *g, const char *name);
+
+/* The node's name, else "#index", in buf (for messages). */
+const char *cg_graph_node_name(const cg_graph *g, size_t node, char *buf, size_t len);
 
 #endif

@@ -273,15 +273,3 @@ cg_status cg_tensor_proto_numel(const cg_tensor_proto *t, int64_t *out, cg_error
     *out = n;
     return CG_OK;
 }
-
-int64_t cg_model_opset(const cg_model *model, const char *domain)
-{
-    bool want_default = !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
-    for (size_t i = 0; i < model->opset_count; i++) {
-        const char *d = model->opsets[i].domain;
-        bool is_default = !d || !*d || strcmp(d, "ai.onnx") == 0;
-        if (want_default ? is_default : (d && strcmp(d, domain) == 0))
-            return model->opsets[i].version;
-    }
-    return -1;
-}

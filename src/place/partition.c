@@ -32,12 +32,11 @@
 
 #include "convgate/assign.h"
 #include "convgate/partition.h"
+#include "ir/graph_index.h"
 #include "ir/walk.h"
 
-#define PT_NONE ((size_t)-1)
+#define PT_NONE CG_IX_NONE
 #define PT_REASON_MAX 512
-/* Deeper than the loader's own limit (32), so this only guards recursion. */
-#define PT_MAX_SUBGRAPH_DEPTH 64
 
 /* --- small containers ---------------------------------------------------------- */
 
@@ -63,94 +62,6 @@ static bool pt_vec_push(pt_vec *a, size_t x)
     return true;
 }
 
-typedef struct pt_names {
-    const char **v;
-    size_t n, cap;
-} pt_names;
-
-/* Appends s; false when out of memory. */
-static bool pt_names_push(pt_names *a, const char *s)
-{
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 8;
-        if (cap > SIZE_MAX / sizeof *a->v)
-            return false;
-        const char **nv = realloc(a->v, cap * sizeof *nv);
-        if (!nv)
-            return false;
-        a->v = nv;
-        a->cap = cap;
-    }
-    a->v[a->n++] = s;
-    return true;
-}
-
-/* Open-addressing map from a borrowed string to an index. Sized once for
- * its most entries (load <= 1/2), so it never grows. */
-typedef struct pt_map {
-    const char **keys;
-    size_t *vals;
-    size_t cap;
-} pt_map;
-
-static uint64_t pt_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return h;
-}
-
-/* Room for `most` keys; false when out of memory or too big. */
-static bool pt_map_init(pt_map *m, size_t most)
-{
-    size_t cap = 16;
-    while (cap / 2 <= most) {
-        if (cap > SIZE_MAX / 4)
-            return false;
-        cap *= 2;
-    }
-    m->keys = calloc(cap, sizeof *m->keys);
-    m->vals = calloc(cap, sizeof *m->vals);
-    m->cap = cap;
-    return m->keys && m->vals;
-}
-
-static void pt_map_free(pt_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
-}
-
-/* The value stored for k, or PT_NONE. */
-static size_t pt_map_get(const pt_map *m, const char *k)
-{
-    size_t i = (size_t)pt_hash(k) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], k) == 0)
-            return m->vals[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    return PT_NONE;
-}
-
-/* Inserts k -> v unless k is present; returns the value now stored. The
- * caller sized the map, so there is always a free slot. */
-static size_t pt_map_put(pt_map *m, const char *k, size_t v)
-{
-    size_t i = (size_t)pt_hash(k) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], k) == 0)
-            return m->vals[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    m->keys[i] = k;
-    m->vals[i] = v;
-    return v;
-}
-
 static char *pt_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -163,375 +74,6 @@ static char *pt_strdup(const char *s)
 static const char *pt_label(const cg_graph *g, size_t i, char *buf, size_t len)
 {
     return cg_assign_node_label(g, i, buf, len);
-}
-
-/* --- outer-scope references of subgraphs --------------------------------------- */
-
-/* Adds to `out` every name that g (or a subgraph nested in it) reads but
- * does not define itself: the values it takes from enclosing scopes. */
-static cg_status pt_outer_refs(const cg_graph *g, int depth, pt_names *out, cg_error *err)
-{
-    if (depth > PT_MAX_SUBGRAPH_DEPTH)
-        return cg_error_set(err, CG_LIMIT, "subgraph '%s' nested deeper than %d levels",
-                            g->name ? g->name : "", PT_MAX_SUBGRAPH_DEPTH);
-    size_t most = g->input_count + g->initializer_count + g->sparse_initializer_count;
-    for (size_t i = 0; i < g->node_count; i++)
-        most += g->nodes[i].output_count;
-    pt_map defined = {0};
-    pt_names inner = {0};
-    cg_status st = CG_OK;
-    if (!pt_map_init(&defined, most)) {
-        st = cg_error_set(err, CG_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < g->input_count; i++)
-        if (g->inputs[i].name)
-            pt_map_put(&defined, g->inputs[i].name, 0);
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name)
-            pt_map_put(&defined, g->initializers[i].name, 0);
-    for (size_t i = 0; i < g->sparse_initializer_count; i++) {
-        const cg_sparse_tensor_proto *sp = &g->sparse_initializers[i];
-        if (sp->values && sp->values->name)
-            pt_map_put(&defined, sp->values->name, 0);
-    }
-    for (size_t i = 0; i < g->node_count; i++)
-        for (size_t k = 0; k < g->nodes[i].output_count; k++)
-            if (g->nodes[i].outputs[k] && g->nodes[i].outputs[k][0])
-                pt_map_put(&defined, g->nodes[i].outputs[k], 0);
-    for (size_t i = 0; i < g->node_count; i++) {
-        const cg_node *n = &g->nodes[i];
-        inner.n = 0;
-        for (size_t k = 0; k < n->input_count; k++)
-            if (n->inputs[k] && n->inputs[k][0] && !pt_names_push(&inner, n->inputs[k]))
-                goto nomem;
-        for (size_t a = 0; a < n->attr_count; a++) {
-            const cg_attr *at = &n->attrs[a];
-            if (at->g && (st = pt_outer_refs(at->g, depth + 1, &inner, err)) != CG_OK)
-                goto done;
-            for (size_t k = 0; k < at->graphs_count; k++)
-                if (at->graphs[k] &&
-                    (st = pt_outer_refs(at->graphs[k], depth + 1, &inner, err)) != CG_OK)
-                    goto done;
-        }
-        for (size_t k = 0; k < inner.n; k++)
-            if (pt_map_get(&defined, inner.v[k]) == PT_NONE && !pt_names_push(out, inner.v[k]))
-                goto nomem;
-    }
-    goto done;
-nomem:
-    st = cg_error_set(err, CG_NOMEM, "out of memory");
-done:
-    free(inner.v);
-    pt_map_free(&defined);
-    return st;
-}
-
-/* --- the graph's dependency structure ------------------------------------------ */
-
-enum { PT_VAL_INIT = 1, PT_VAL_INPUT = 2, PT_VAL_OUTPUT = 4 };
-
-/* Every value name of one graph (inputs, initializers, node outputs, names
- * read from enclosing scopes) and the node-to-node edges they make, in CSR
- * form. A control-flow node reads, besides its inputs, every outer value its
- * bodies read: that is a real dependency for placement. */
-typedef struct pt_graph {
-    const cg_graph *g;
-    size_t n;
-    size_t nvals;
-    const char **val_name;
-    size_t *val_producer; /* node, or PT_NONE for inputs/initializers/outer values */
-    unsigned char *val_flags;
-    size_t *in_off, *in_val;     /* per node: distinct values read */
-    size_t *pred_off, *pred;     /* per node: distinct producer nodes */
-    size_t *succ_off, *succ;     /* per node: distinct consumer nodes */
-    size_t *cons_off, *cons;     /* per value: distinct consumer nodes */
-    size_t *out_off, *out_val;   /* per node: values it produces */
-    size_t *order, *pos;         /* topological order and each node's place in it */
-} pt_graph;
-
-static void pt_graph_free(pt_graph *gr)
-{
-    free(gr->val_name);
-    free(gr->val_producer);
-    free(gr->val_flags);
-    free(gr->in_off);
-    free(gr->in_val);
-    free(gr->pred_off);
-    free(gr->pred);
-    free(gr->succ_off);
-    free(gr->succ);
-    free(gr->cons_off);
-    free(gr->cons);
-    free(gr->out_off);
-    free(gr->out_val);
-    free(gr->order);
-    free(gr->pos);
-}
-
-/* Counts -> offsets in place (off has n + 1 entries). */
-static void pt_prefix(size_t *off, size_t n)
-{
-    size_t sum = 0;
-    for (size_t i = 0; i <= n; i++) {
-        size_t c = off[i];
-        off[i] = sum;
-        sum += c;
-    }
-}
-
-/* Records value `name` (produced by node `producer`, or PT_NONE) with
- * `flag`; *id gets its index. Two producers of one name break SSA. */
-static cg_status pt_add_value(pt_graph *gr, pt_map *names, const char *name, size_t producer,
-                              unsigned flag, size_t *id, cg_error *err)
-{
-    size_t i = pt_map_put(names, name, gr->nvals);
-    *id = i;
-    if (i == gr->nvals) {
-        gr->val_name[i] = name;
-        gr->val_producer[i] = PT_NONE;
-        gr->nvals++;
-    }
-    gr->val_flags[i] |= (unsigned char)flag;
-    if (producer == PT_NONE)
-        return CG_OK;
-    if (gr->val_producer[i] != PT_NONE) {
-        char a[128], b[128];
-        return cg_error_set(err, CG_INVALID,
-                            "graph '%s': value '%s' is produced by node '%s' and again by node "
-                            "'%s'",
-                            gr->g->name ? gr->g->name : "", name,
-                            pt_label(gr->g, gr->val_producer[i], a, sizeof a),
-                            pt_label(gr->g, producer, b, sizeof b));
-    }
-    gr->val_producer[i] = producer;
-    return CG_OK;
-}
-
-static cg_status pt_graph_build(const cg_graph *g, pt_graph *gr, cg_error *err)
-{
-    memset(gr, 0, sizeof *gr);
-    gr->g = g;
-    gr->n = g->node_count;
-    size_t n = gr->n;
-    cg_status st = CG_OK;
-    pt_names reads = {0}; /* every name each node reads, node after node */
-    pt_map names = {0};
-    size_t *read_off = NULL, *stamp = NULL, *queue = NULL, *indeg = NULL;
-    size_t last = 0; /* the id PT_ADD last stored */
-    char a[128];
-
-    if (n > SIZE_MAX / 4 - 1)
-        return cg_error_set(err, CG_LIMIT, "graph '%s': too many nodes", g->name ? g->name : "");
-    read_off = calloc(n + 1, sizeof *read_off);
-    if (!read_off)
-        goto nomem;
-    size_t most = g->input_count + g->initializer_count + g->sparse_initializer_count;
-    for (size_t i = 0; i < n; i++) {
-        const cg_node *nd = &g->nodes[i];
-        size_t before = reads.n;
-        for (size_t k = 0; k < nd->input_count; k++)
-            if (nd->inputs[k] && nd->inputs[k][0] && !pt_names_push(&reads, nd->inputs[k]))
-                goto nomem;
-        if (cg_node_is_control_flow(nd) || nd->attr_count) {
-            for (size_t t = 0; t < nd->attr_count; t++) {
-                const cg_attr *at = &nd->attrs[t];
-                if (at->g && (st = pt_outer_refs(at->g, 1, &reads, err)) != CG_OK)
-                    goto fail;
-                for (size_t k = 0; k < at->graphs_count; k++)
-                    if (at->graphs[k] &&
-                        (st = pt_outer_refs(at->graphs[k], 1, &reads, err)) != CG_OK)
-                        goto fail;
-            }
-        }
-        read_off[i] = reads.n - before;
-        most += nd->output_count;
-    }
-    pt_prefix(read_off, n);
-    most += reads.n;
-    if (!pt_map_init(&names, most))
-        goto nomem;
-    gr->val_name = malloc((most ? most : 1) * sizeof *gr->val_name);
-    gr->val_producer = malloc((most ? most : 1) * sizeof *gr->val_producer);
-    gr->val_flags = calloc(most ? most : 1, 1);
-    if (!gr->val_name || !gr->val_producer || !gr->val_flags)
-        goto nomem;
-
-    /* values: graph inputs and initializers first, then node outputs */
-#define PT_ADD(nm, producer, flag)                                                         \
-    do {                                                                                   \
-        if ((st = pt_add_value(gr, &names, (nm), (producer), (flag), &last, err)) != CG_OK) \
-            goto fail;                                                                     \
-    } while (0)
-    for (size_t i = 0; i < g->input_count; i++)
-        if (g->inputs[i].name && g->inputs[i].name[0])
-            PT_ADD(g->inputs[i].name, PT_NONE, PT_VAL_INPUT);
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && g->initializers[i].name[0])
-            PT_ADD(g->initializers[i].name, PT_NONE, PT_VAL_INIT);
-    for (size_t i = 0; i < g->sparse_initializer_count; i++) {
-        const cg_sparse_tensor_proto *sp = &g->sparse_initializers[i];
-        if (sp->values && sp->values->name && sp->values->name[0])
-            PT_ADD(sp->values->name, PT_NONE, PT_VAL_INIT);
-    }
-    size_t nouts = 0;
-    for (size_t i = 0; i < n; i++)
-        nouts += g->nodes[i].output_count;
-    gr->out_off = calloc(n + 1, sizeof *gr->out_off);
-    gr->out_val = malloc((nouts ? nouts : 1) * sizeof *gr->out_val);
-    if (!gr->out_off || !gr->out_val)
-        goto nomem;
-    nouts = 0;
-    for (size_t i = 0; i < n; i++) {
-        const cg_node *nd = &g->nodes[i];
-        gr->out_off[i] = nouts;
-        for (size_t k = 0; k < nd->output_count; k++)
-            if (nd->outputs[k] && nd->outputs[k][0]) {
-                PT_ADD(nd->outputs[k], i, 0);
-                gr->out_val[nouts++] = last;
-            }
-    }
-    gr->out_off[n] = nouts;
-    for (size_t i = 0; i < reads.n; i++)
-        PT_ADD(reads.v[i], PT_NONE, 0);
-#undef PT_ADD
-    for (size_t i = 0; i < g->output_count; i++)
-        if (g->outputs[i].name && g->outputs[i].name[0]) {
-            size_t id = pt_map_get(&names, g->outputs[i].name);
-            if (id != PT_NONE)
-                gr->val_flags[id] |= PT_VAL_OUTPUT;
-        }
-
-    /* per node: distinct values read, distinct producers */
-    size_t nv = gr->nvals;
-    stamp = malloc((nv > n ? nv : n) * sizeof *stamp + sizeof *stamp);
-    gr->in_off = calloc(n + 1, sizeof *gr->in_off);
-    gr->in_val = malloc((reads.n ? reads.n : 1) * sizeof *gr->in_val);
-    gr->pred_off = calloc(n + 1, sizeof *gr->pred_off);
-    gr->pred = malloc((reads.n ? reads.n : 1) * sizeof *gr->pred);
-    if (!stamp || !gr->in_off || !gr->in_val || !gr->pred_off || !gr->pred)
-        goto nomem;
-    for (size_t i = 0; i < nv; i++)
-        stamp[i] = PT_NONE;
-    size_t nin = 0;
-    for (size_t i = 0; i < n; i++) {
-        gr->in_off[i] = nin;
-        for (size_t r = read_off[i]; r < read_off[i + 1]; r++) {
-            size_t id = pt_map_get(&names, reads.v[r]);
-            if (stamp[id] != i) {
-                stamp[id] = i;
-                gr->in_val[nin++] = id;
-            }
-        }
-    }
-    gr->in_off[n] = nin;
-    for (size_t i = 0; i < (nv > n ? nv : n); i++)
-        stamp[i] = PT_NONE;
-    size_t npred = 0;
-    for (size_t i = 0; i < n; i++) {
-        gr->pred_off[i] = npred;
-        for (size_t r = gr->in_off[i]; r < gr->in_off[i + 1]; r++) {
-            size_t p = gr->val_producer[gr->in_val[r]];
-            if (p == i) {
-                st = cg_error_set(err, CG_INVALID,
-                                  "graph '%s': node '%s' reads its own output '%s'",
-                                  g->name ? g->name : "", pt_label(g, i, a, sizeof a),
-                                  gr->val_name[gr->in_val[r]]);
-                goto fail;
-            }
-            if (p != PT_NONE && stamp[p] != i) {
-                stamp[p] = i;
-                gr->pred[npred++] = p;
-            }
-        }
-    }
-    gr->pred_off[n] = npred;
-
-    /* successors and per-value consumers, by counting */
-    gr->succ_off = calloc(n + 1, sizeof *gr->succ_off);
-    gr->succ = malloc((npred ? npred : 1) * sizeof *gr->succ);
-    gr->cons_off = calloc(nv + 1, sizeof *gr->cons_off);
-    gr->cons = malloc((nin ? nin : 1) * sizeof *gr->cons);
-    if (!gr->succ_off || !gr->succ || !gr->cons_off || !gr->cons)
-        goto nomem;
-    for (size_t r = 0; r < npred; r++)
-        gr->succ_off[gr->pred[r]]++;
-    for (size_t r = 0; r < nin; r++)
-        gr->cons_off[gr->in_val[r]]++;
-    pt_prefix(gr->succ_off, n);
-    pt_prefix(gr->cons_off, nv);
-    for (size_t i = 0; i < n; i++) {
-        for (size_t r = gr->pred_off[i]; r < gr->pred_off[i + 1]; r++)
-            gr->succ[gr->succ_off[gr->pred[r]]++] = i;
-        for (size_t r = gr->in_off[i]; r < gr->in_off[i + 1]; r++)
-            gr->cons[gr->cons_off[gr->in_val[r]]++] = i;
-    }
-    /* the fill advanced each offset to the next list's start: shift back */
-    for (size_t i = n; i > 0; i--)
-        gr->succ_off[i] = gr->succ_off[i - 1];
-    gr->succ_off[0] = 0;
-    for (size_t i = nv; i > 0; i--)
-        gr->cons_off[i] = gr->cons_off[i - 1];
-    gr->cons_off[0] = 0;
-
-    /* topological order: file order when it already is one (ONNX requires
-     * it), else Kahn's algorithm; a cycle is an error naming a node on it */
-    gr->order = malloc((n ? n : 1) * sizeof *gr->order);
-    gr->pos = malloc((n ? n : 1) * sizeof *gr->pos);
-    if (!gr->order || !gr->pos)
-        goto nomem;
-    bool sorted = true;
-    for (size_t i = 0; i < n && sorted; i++)
-        for (size_t r = gr->pred_off[i]; r < gr->pred_off[i + 1]; r++)
-            if (gr->pred[r] > i) {
-                sorted = false;
-                break;
-            }
-    if (sorted) {
-        for (size_t i = 0; i < n; i++)
-            gr->order[i] = i;
-    } else {
-        indeg = calloc(n ? n : 1, sizeof *indeg);
-        queue = gr->order;
-        if (!indeg)
-            goto nomem;
-        size_t head = 0, tail = 0;
-        for (size_t i = 0; i < n; i++) {
-            indeg[i] = gr->pred_off[i + 1] - gr->pred_off[i];
-            if (!indeg[i])
-                queue[tail++] = i;
-        }
-        while (head < tail) {
-            size_t v = queue[head++];
-            for (size_t r = gr->succ_off[v]; r < gr->succ_off[v + 1]; r++)
-                if (--indeg[gr->succ[r]] == 0)
-                    queue[tail++] = gr->succ[r];
-        }
-        if (tail < n) {
-            size_t stuck = 0;
-            while (indeg[stuck] == 0)
-                stuck++;
-            st = cg_error_set(err, CG_INVALID, "graph '%s' has a cycle through node '%s'",
-                              g->name ? g->name : "", pt_label(g, stuck, a, sizeof a));
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        gr->pos[gr->order[i]] = i;
-    goto done;
-nomem:
-    st = cg_error_set(err, CG_NOMEM, "out of memory building the dependency graph of '%s'",
-                      g->name ? g->name : "");
-fail:
-    pt_graph_free(gr);
-    memset(gr, 0, sizeof *gr);
-done:
-    free(indeg);
-    free(stamp);
-    free(read_off);
-    free(reads.v);
-    pt_map_free(&names);
-    return st;
 }
 
 /* --- assignment state ------------------------------------------------------------- */
@@ -556,7 +98,7 @@ typedef struct pt_drop {
 typedef struct pt_state {
     const cg_model *model;
     const cg_type_env *types;
-    pt_graph gr;
+    cg_graph_index gr;
     const cg_target *const *targets;
     size_t ntargets;
     int *unit;           /* per node: partition index or -1 (a single node) */
@@ -652,7 +194,7 @@ static bool pt_in_x(const pt_state *st, size_t w, size_t v, const int *xp, size_
 static void pt_next_epoch(pt_state *st)
 {
     if (st->epoch == UINT_MAX) {
-        memset(st->node_mark, 0, st->gr.n * sizeof *st->node_mark);
+        memset(st->node_mark, 0, st->gr.node_count * sizeof *st->node_mark);
         memset(st->part_mark, 0, st->capparts * sizeof *st->part_mark);
         st->epoch = 0;
     }
@@ -673,8 +215,8 @@ static size_t pt_level(const pt_state *st, size_t w)
  * as partitions grow (pt_raise). */
 static cg_status pt_levels(pt_state *st, cg_error *err)
 {
-    const pt_graph *gr = &st->gr;
-    size_t n = gr->n, done = 0;
+    const cg_graph_index *gr = &st->gr;
+    size_t n = gr->node_count, done = 0;
     for (size_t p = 0; p < st->nparts; p++) {
         pt_part *part = &st->parts[p];
         st->indeg_part[p] = 0;
@@ -739,7 +281,7 @@ static cg_status pt_levels(pt_state *st, cg_error *err)
     if (done != units)
         return cg_error_set(err, CG_INVALID,
                             "internal error: the partition graph of '%s' has a cycle",
-                            gr->g->name ? gr->g->name : "");
+                            gr->graph->name ? gr->graph->name : "");
     return CG_OK;
 nomem:
     return cg_error_set(err, CG_NOMEM, "out of memory ordering partitions");
@@ -751,14 +293,14 @@ nomem:
  * the invariant broke, and stops the lift instead of looping. */
 static cg_status pt_raise(pt_state *st, int p, cg_error *err)
 {
-    const pt_graph *gr = &st->gr;
-    size_t bound = gr->n + st->nparts;
+    const cg_graph_index *gr = &st->gr;
+    size_t bound = gr->node_count + st->nparts;
     st->stack.n = 0;
-    if (!pt_vec_push(&st->stack, gr->n + (size_t)p))
+    if (!pt_vec_push(&st->stack, gr->node_count + (size_t)p))
         goto nomem;
     while (st->stack.n) {
         size_t e = st->stack.v[--st->stack.n];
-        if (e < gr->n) {
+        if (e < gr->node_count) {
             size_t lvl = st->level[e];
             for (size_t r = gr->succ_off[e]; r < gr->succ_off[e + 1]; r++) {
                 size_t s = gr->succ[r];
@@ -768,13 +310,13 @@ static cg_status pt_raise(pt_state *st, int p, cg_error *err)
                     *ls = lvl + 1;
                     if (*ls > bound)
                         goto cycle;
-                    if (!pt_vec_push(&st->stack, us < 0 ? s : gr->n + (size_t)us))
+                    if (!pt_vec_push(&st->stack, us < 0 ? s : gr->node_count + (size_t)us))
                         goto nomem;
                 }
             }
             continue;
         }
-        int u = (int)(e - gr->n);
+        int u = (int)(e - gr->node_count);
         pt_part *part = &st->parts[u];
         size_t keep = 0;
         for (size_t k = 0; k < part->ext.n; k++) {
@@ -788,7 +330,7 @@ static cg_status pt_raise(pt_state *st, int p, cg_error *err)
                 *ls = part->level + 1;
                 if (*ls > bound)
                     goto cycle;
-                if (!pt_vec_push(&st->stack, us < 0 ? s : gr->n + (size_t)us))
+                if (!pt_vec_push(&st->stack, us < 0 ? s : gr->node_count + (size_t)us))
                     goto nomem;
             }
         }
@@ -800,7 +342,7 @@ nomem:
 cycle:
     return cg_error_set(err, CG_INVALID,
                         "internal error: the partition graph of '%s' has a cycle",
-                        gr->g->name ? gr->g->name : "");
+                        gr->graph->name ? gr->graph->name : "");
 }
 
 /* Pushes the producers of node m that are not yet visited and whose level
@@ -810,7 +352,7 @@ cycle:
 static bool pt_push_preds(pt_state *st, size_t m, size_t v, const int *xp, size_t nx,
                           size_t floor, bool seeding, bool *hit)
 {
-    const pt_graph *gr = &st->gr;
+    const cg_graph_index *gr = &st->gr;
     for (size_t r = gr->pred_off[m]; r < gr->pred_off[m + 1]; r++) {
         size_t p = gr->pred[r];
         if (st->node_mark[p] == st->epoch)
@@ -946,7 +488,7 @@ static bool pt_refuse(pt_state *st, size_t v, int t, const char *reason)
 {
     if (st->refused_by[v] >= 0)
         return true;
-    st->refusal[v] = pt_strdup(cg_assign_bare_reason(st->gr.g, v, reason));
+    st->refusal[v] = pt_strdup(cg_assign_bare_reason(st->gr.graph, v, reason));
     if (!st->refusal[v])
         return false;
     st->refused_by[v] = t;
@@ -973,7 +515,7 @@ static cg_status pt_apply_rules(pt_state *st, int t, size_t first, cg_error *err
 {
     const cg_target *tg = st->targets[t];
     const cg_partition_rules *ru = &tg->rules;
-    const cg_graph *g = st->gr.g;
+    const cg_graph *g = st->gr.graph;
     char rule[PT_REASON_MAX];
     pt_rank *ranks = NULL;
     cg_status status = CG_OK;
@@ -1060,9 +602,9 @@ done:
 static cg_status pt_round(pt_state *st, int t, cg_error *err)
 {
     const cg_target *tg = st->targets[t];
-    const cg_graph *g = st->gr.g;
-    const pt_graph *gr = &st->gr;
-    size_t n = gr->n;
+    const cg_graph *g = st->gr.graph;
+    const cg_graph_index *gr = &st->gr;
+    size_t n = gr->node_count;
     size_t first_part = st->nparts;
     size_t *stop_origin = NULL;
     int *cand = NULL;
@@ -1243,11 +785,11 @@ static int pt_size_cmp(const void *a, const void *b)
  * from constants. */
 static bool pt_value_const(const pt_state *st, size_t val)
 {
-    unsigned f = st->gr.val_flags[val];
-    if ((f & PT_VAL_INIT) && !(f & PT_VAL_INPUT))
+    unsigned f = st->gr.value_flags[val];
+    if ((f & CG_IX_INIT) && !(f & CG_IX_INPUT))
         return true;
     if (st->types) {
-        const cg_value_type *vt = cg_type_env_get(st->types, st->gr.val_name[val]);
+        const cg_value_type *vt = cg_type_env_get(st->types, st->gr.value_name[val]);
         if (vt && vt->is_const)
             return true;
     }
@@ -1310,7 +852,7 @@ static bool pt_boundary_add(const pt_state *st, cg_assignment *a, size_t *cap, s
     }
     cg_boundary *b = &a->boundaries[a->boundary_count];
     memset(b, 0, sizeof *b);
-    b->tensor = pt_strdup(st->gr.val_name[val]);
+    b->tensor = pt_strdup(st->gr.value_name[val]);
     if (!b->tensor)
         return false;
     b->from_partition = from;
@@ -1323,8 +865,8 @@ static bool pt_boundary_add(const pt_state *st, cg_assignment *a, size_t *cap, s
 /* Builds the public result from the final state. */
 static cg_status pt_finish(pt_state *st, cg_assignment *a, cg_error *err)
 {
-    const pt_graph *gr = &st->gr;
-    size_t n = gr->n;
+    const cg_graph_index *gr = &st->gr;
+    size_t n = gr->node_count;
     size_t *stamp = NULL;
     int *renum = NULL;
     size_t capb = 0, mark = 0;
@@ -1332,7 +874,7 @@ static cg_status pt_finish(pt_state *st, cg_assignment *a, cg_error *err)
     a->owner = malloc((n ? n : 1) * sizeof *a->owner);
     a->partition_of = malloc((n ? n : 1) * sizeof *a->partition_of);
     renum = malloc((st->nparts ? st->nparts : 1) * sizeof *renum);
-    stamp = malloc((gr->nvals ? gr->nvals : 1) * sizeof *stamp);
+    stamp = malloc((gr->value_count ? gr->value_count : 1) * sizeof *stamp);
     if (!a->owner || !a->partition_of || !renum || !stamp)
         goto nomem;
 
@@ -1375,7 +917,7 @@ static cg_status pt_finish(pt_state *st, cg_assignment *a, cg_error *err)
 
     /* each partition's inputs and outputs in first-use order: pass 0
      * counts, pass 1 fills; a fresh stamp per list keeps names unique */
-    for (size_t i = 0; i < gr->nvals; i++)
+    for (size_t i = 0; i < gr->value_count; i++)
         stamp[i] = PT_NONE;
     for (size_t p = 0; p < live; p++) {
         cg_partition *cp = &a->partitions[p];
@@ -1387,12 +929,12 @@ static cg_status pt_finish(pt_state *st, cg_assignment *a, cg_error *err)
                 size_t v = cp->nodes[k];
                 for (size_t r = gr->in_off[v]; r < gr->in_off[v + 1]; r++) {
                     size_t val = gr->in_val[r];
-                    size_t prod = gr->val_producer[val];
+                    size_t prod = gr->producer[val];
                     if ((prod != PT_NONE && a->partition_of[prod] == id) || stamp[val] == mark ||
                         pt_value_const(st, val))
                         continue;
                     stamp[val] = mark;
-                    if (pass && !(cp->inputs[cp->input_count++] = pt_strdup(gr->val_name[val])))
+                    if (pass && !(cp->inputs[cp->input_count++] = pt_strdup(gr->value_name[val])))
                         goto nomem;
                     nin++;
                 }
@@ -1402,14 +944,14 @@ static cg_status pt_finish(pt_state *st, cg_assignment *a, cg_error *err)
                 size_t v = cp->nodes[k];
                 for (size_t r = gr->out_off[v]; r < gr->out_off[v + 1]; r++) {
                     size_t val = gr->out_val[r];
-                    bool leaves = (gr->val_flags[val] & PT_VAL_OUTPUT) != 0;
+                    bool leaves = (gr->value_flags[val] & CG_IX_OUTPUT) != 0;
                     for (size_t c = gr->cons_off[val]; c < gr->cons_off[val + 1] && !leaves; c++)
                         leaves = a->partition_of[gr->cons[c]] != id;
                     if (!leaves || stamp[val] == mark)
                         continue;
                     stamp[val] = mark;
                     if (pass &&
-                        !(cp->outputs[cp->output_count++] = pt_strdup(gr->val_name[val])))
+                        !(cp->outputs[cp->output_count++] = pt_strdup(gr->value_name[val])))
                         goto nomem;
                     nout++;
                 }
@@ -1499,7 +1041,7 @@ static void pt_state_free(pt_state *st)
     free(st->indeg_node);
     free(st->indeg_part);
     if (st->refusal)
-        for (size_t v = 0; v < st->gr.n; v++)
+        for (size_t v = 0; v < st->gr.node_count; v++)
             free(st->refusal[v]);
     free(st->refusal);
     free(st->refused_by);
@@ -1510,19 +1052,12 @@ static void pt_state_free(pt_state *st)
     free(st->node_mark);
     free(st->part_mark);
     free(st->stack.v);
-    pt_graph_free(&st->gr);
+    cg_graph_index_free(&st->gr);
 }
 
 const char *cg_assign_node_label(const cg_graph *g, size_t node, char *buf, size_t len)
 {
-    if (!len)
-        return buf;
-    const char *name = node < g->node_count ? g->nodes[node].name : NULL;
-    if (name && name[0])
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "#%zu", node);
-    return buf;
+    return cg_graph_node_name(g, node, buf, len);
 }
 
 cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph, const cg_type_env *types,
@@ -1543,9 +1078,9 @@ cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph, const cg
         if (!targets[t] || !targets[t]->vt || !targets[t]->vt->supports || !targets[t]->name)
             return cg_error_set(err, CG_USAGE,
                                 "cg_assign: target %zu has no name or no supports()", t);
-    if ((status = pt_graph_build(graph, &st.gr, err)) != CG_OK)
+    if ((status = cg_graph_index_build(graph, NULL, &st.gr, err)) != CG_OK)
         return status;
-    size_t n = st.gr.n;
+    size_t n = st.gr.node_count;
     st.model = model;
     st.types = types;
     st.targets = targets;

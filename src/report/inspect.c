@@ -163,14 +163,6 @@ static int cmp_sizes(const void *a, const void *b)
     return strcmp(x->t->name ? x->t->name : "", y->t->name ? y->t->name : "");
 }
 
-static bool is_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && name && strcmp(g->initializers[i].name, name) == 0)
-            return true;
-    return false;
-}
-
 static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error *err)
 {
     json_t *r = json_object();
@@ -197,7 +189,7 @@ static json_t *build(const cg_model *m, const cg_inspect_options *opt, cg_error 
     size_t overridable = 0;
     if (g) {
         for (size_t i = 0; i < g->input_count; i++) {
-            if (is_initializer(g, g->inputs[i].name)) {
+            if (cg_graph_initializer(g, g->inputs[i].name)) {
                 overridable++;
                 continue;
             }

@@ -23,6 +23,7 @@
 
 #include "convgate/runtime.h"
 #include "convgate/target.h"
+#include "core/strmap.h"
 #include "run/kernel.h"
 #include "run/registry.h"
 
@@ -60,13 +61,6 @@ typedef struct cg_step {
     size_t release_count;
 } cg_step;
 
-typedef struct cg_name_map {
-    const char **keys;
-    int32_t *vals;
-    size_t cap; /* power of two, 0 when empty */
-    size_t count;
-} cg_name_map;
-
 typedef struct cg_plan {
     const cg_graph *graph;
     struct cg_plan *parent;
@@ -84,7 +78,7 @@ typedef struct cg_plan {
     cg_step *steps;
     size_t step_count;
     size_t max_inputs, max_outputs;
-    cg_name_map names;       /* name -> local slot */
+    cg_strmap names;         /* name -> local slot */
     /* free names: outer values read by this graph or its subgraphs */
     const char **captures;
     size_t capture_count, capture_cap;
@@ -182,7 +176,12 @@ struct cg_exec {
 cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int depth,
                         cg_plan **out, cg_error *err);
 void cg_plan_free(cg_plan *p);
-int32_t cg_name_map_get(const cg_name_map *m, const char *key);
+/* The local slot of `name` in p, or -1. */
+static inline int32_t cg_plan_slot(const cg_plan *p, const char *name)
+{
+    size_t s = cg_strmap_get(&p->names, name);
+    return s == CG_STRMAP_NONE ? -1 : (int32_t)s;
+}
 void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,

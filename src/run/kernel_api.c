@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/walk.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -206,21 +207,12 @@ void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes)
 
 const cg_attr *cg_kernel_attr(const cg_kernel_ctx *k, const char *name)
 {
-    const cg_node *n = k->node;
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
-            return &n->attrs[i];
-    return NULL;
+    return cg_node_attr(k->node, name);
 }
 
 static int64_t attr_int(const cg_kernel_ctx *k, const char *name, int64_t dflt)
 {
-    const cg_attr *a = cg_kernel_attr(k, name);
-    if (!a)
-        return dflt;
-    if (a->type == CG_ATTR_INT || (!a->has_type && a->has_i))
-        return a->i;
-    return dflt;
+    return cg_node_attr_int(k->node, name, dflt);
 }
 
 /* In the float64 mode an element-type attribute that names a float type
@@ -238,14 +230,7 @@ cg_dtype cg_kernel_float_dtype(const cg_kernel_ctx *k, cg_dtype dt)
 
 float cg_attr_float(const cg_kernel_ctx *k, const char *name, float dflt)
 {
-    const cg_attr *a = cg_kernel_attr(k, name);
-    if (!a)
-        return dflt;
-    if (a->type == CG_ATTR_FLOAT || (!a->has_type && a->has_f))
-        return a->f;
-    if (a->type == CG_ATTR_INT)
-        return (float)a->i;
-    return dflt;
+    return cg_node_attr_float(k->node, name, dflt);
 }
 
 const char *cg_attr_string(const cg_kernel_ctx *k, const char *name, const char *dflt)
@@ -264,22 +249,12 @@ const char *cg_attr_string(const cg_kernel_ctx *k, const char *name, const char 
 
 const int64_t *cg_attr_ints(const cg_kernel_ctx *k, const char *name, size_t *n)
 {
-    const cg_attr *a = cg_kernel_attr(k, name);
-    *n = 0;
-    if (!a || !(a->type == CG_ATTR_INTS || (!a->has_type && a->ints_count)))
-        return NULL;
-    *n = a->ints_count;
-    return a->ints;
+    return cg_node_attr_ints(k->node, name, n);
 }
 
 const float *cg_attr_floats(const cg_kernel_ctx *k, const char *name, size_t *n)
 {
-    const cg_attr *a = cg_kernel_attr(k, name);
-    *n = 0;
-    if (!a || !(a->type == CG_ATTR_FLOATS || (!a->has_type && a->floats_count)))
-        return NULL;
-    *n = a->floats_count;
-    return a->floats;
+    return cg_node_attr_floats(k->node, name, n);
 }
 
 cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out)

@@ -14,65 +14,9 @@
 
 #include "convgate/schema.h"
 #include "core/arena.h"
+#include "ir/walk.h"
 #include "run/exec.h"
 #include "run/fp64.h"
-
-/* --- name map: open addressing, FNV-1a ------------------------------------ */
-
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211u;
-    }
-    return h;
-}
-
-/* Capacity fixed up front: at least twice the number of names it will hold. */
-static bool name_map_init(cg_name_map *m, cg_arena *a, size_t max_names)
-{
-    size_t cap = 16;
-    while (cap < max_names * 2) {
-        if (cap > SIZE_MAX / 4)
-            return false;
-        cap *= 2;
-    }
-    m->keys = cg_arena_calloc(a, cap, sizeof *m->keys);
-    m->vals = cg_arena_calloc(a, cap, sizeof *m->vals);
-    m->cap = cap;
-    m->count = 0;
-    return m->keys && m->vals;
-}
-
-int32_t cg_name_map_get(const cg_name_map *m, const char *key)
-{
-    if (!m->cap)
-        return -1;
-    size_t i = (size_t)hash_name(key) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], key) == 0)
-            return m->vals[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
-}
-
-/* Inserts or overwrites (callers check for duplicates first). */
-static void name_map_put(cg_name_map *m, const char *key, int32_t val)
-{
-    size_t i = (size_t)hash_name(key) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], key) == 0) {
-            m->vals[i] = val;
-            return;
-        }
-        i = (i + 1) & (m->cap - 1);
-    }
-    m->keys[i] = key;
-    m->vals[i] = val;
-    m->count++;
-}
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -88,29 +32,6 @@ typedef struct plan_box {
     cg_plan plan;
     cg_arena *arena;
 } plan_box;
-
-static const char *node_label(const cg_node *n, size_t index, char *buf, size_t cap)
-{
-    if (n->name && n->name[0])
-        snprintf(buf, cap, "node '%s' (%s)", n->name, n->op_type ? n->op_type : "?");
-    else
-        snprintf(buf, cap, "node #%zu (%s)", index, n->op_type ? n->op_type : "?");
-    return buf;
-}
-
-static bool is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
-
-static int64_t model_opset(const cg_model *m, const char *domain)
-{
-    for (size_t i = 0; i < m->opset_count; i++) {
-        const char *d = m->opsets[i].domain;
-        bool match = is_default_domain(domain) ? is_default_domain(d)
-                                               : (d && strcmp(d, domain) == 0);
-        if (match)
-            return m->opsets[i].version;
-    }
-    return -1;
-}
 
 static cg_status add_capture(plan_build *b, const char *name)
 {
@@ -136,7 +57,7 @@ static cg_status resolve(plan_build *b, const char *name, int32_t step, cg_ref *
 {
     cg_plan *p = b->p;
     *found = true;
-    int32_t s = cg_name_map_get(&p->names, name);
+    int32_t s = cg_plan_slot(p, name);
     if (s >= 0) {
         ref->up = 0;
         ref->slot = s;
@@ -146,7 +67,7 @@ static cg_status resolve(plan_build *b, const char *name, int32_t step, cg_ref *
     }
     int32_t up = 1;
     for (const cg_plan *q = p->parent; q; q = q->parent, up++) {
-        s = cg_name_map_get(&q->names, name);
+        s = cg_plan_slot(q, name);
         if (s >= 0) {
             ref->up = up;
             ref->slot = s;
@@ -166,8 +87,9 @@ static cg_status new_slot(plan_build *b, const char *name, cg_slot_kind kind, in
     p->slot_kind[s] = (uint8_t)kind;
     p->slot_producer[s] = producer;
     p->slot_last_use[s] = -1;
-    name_map_put(&p->names, name, s);
     *out = s;
+    if (!cg_strmap_set(&p->names, name, (size_t)s))
+        return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
     return CG_OK;
 }
 
@@ -201,7 +123,7 @@ static cg_status plan_subgraphs(plan_build *b, cg_step *st, int32_t step_index)
             if (s != CG_OK && b->p->depth < 4) {
                 char lbl[256];
                 cg_error_prefix(b->err, "%s, attribute '%s': ",
-                                node_label(n, st->index, lbl, sizeof lbl),
+                                cg_exec_step_label(n, st->index, lbl, sizeof lbl),
                                 at->name ? at->name : "?");
             }
             if (s != CG_OK)
@@ -235,25 +157,25 @@ static cg_status plan_step(plan_build *b, size_t node_index)
     st->index = node_index;
     if (!n->op_type || !n->op_type[0])
         return cg_error_set(b->err, CG_INVALID, "%s: node has no op_type",
-                            node_label(n, node_index, lbl, sizeof lbl));
+                            cg_exec_step_label(n, node_index, lbl, sizeof lbl));
 
     /* Kernel and schema. */
-    const char *domain = is_default_domain(n->domain) ? "" : n->domain;
-    st->opset = model_opset(b->rt->model, domain);
+    const char *domain = cg_domain_is_default(n->domain) ? "" : n->domain;
+    st->opset = cg_model_opset(b->rt->model, domain);
     if (st->opset < 0)
         return cg_error_set(b->err, CG_INVALID, "%s: the model imports no opset for domain "
-                            "'%s'", node_label(n, node_index, lbl, sizeof lbl), domain);
+                            "'%s'", cg_exec_step_label(n, node_index, lbl, sizeof lbl), domain);
     const cg_schema *schema = cg_schema_find(domain, n->op_type, st->opset);
     if (!schema)
         return cg_error_set(b->err, CG_UNSUPPORTED, "%s: unknown op '%s' in domain '%s' at "
-                            "opset %lld", node_label(n, node_index, lbl, sizeof lbl),
+                            "opset %lld", cg_exec_step_label(n, node_index, lbl, sizeof lbl),
                             n->op_type, domain[0] ? domain : "ai.onnx", (long long)st->opset);
     st->since = schema->since_version;
     st->fn = cg_registry_find(&b->rt->registry, domain, n->op_type);
     if (!st->fn)
         return cg_error_set(b->err, CG_UNSUPPORTED, "%s: no kernel for op '%s' (domain '%s', "
                             "opset %lld) in the reference runtime",
-                            node_label(n, node_index, lbl, sizeof lbl), n->op_type,
+                            cg_exec_step_label(n, node_index, lbl, sizeof lbl), n->op_type,
                             domain[0] ? domain : "ai.onnx", (long long)st->opset);
 
     /* Inputs. */
@@ -275,7 +197,7 @@ static cg_status plan_step(plan_build *b, size_t node_index)
         if (!found)
             return cg_error_set(b->err, CG_INVALID, "%s: input %zu '%s' is not a graph input, "
                                 "initializer, outer-scope value or output of an earlier node",
-                                node_label(n, node_index, lbl, sizeof lbl), i, name);
+                                cg_exec_step_label(n, node_index, lbl, sizeof lbl), i, name);
     }
     if (n->input_count > p->max_inputs)
         p->max_inputs = n->input_count;
@@ -293,10 +215,10 @@ static cg_status plan_step(plan_build *b, size_t node_index)
             st->out[i] = -1;
             continue;
         }
-        if (cg_name_map_get(&p->names, name) >= 0)
+        if (cg_plan_slot(p, name) >= 0)
             return cg_error_set(b->err, CG_INVALID, "%s: output '%s' is already defined "
                                 "(graphs must be in SSA form)",
-                                node_label(n, node_index, lbl, sizeof lbl), name);
+                                cg_exec_step_label(n, node_index, lbl, sizeof lbl), name);
         s = new_slot(b, name, CG_SLOT_NODE, si, &st->out[i]);
         if (s != CG_OK)
             return s;
@@ -350,7 +272,7 @@ static cg_status plan_initializers(plan_build *b)
         const cg_tensor_proto *tp = &g->initializers[i];
         if (!tp->name || !tp->name[0])
             return cg_error_set(b->err, CG_INVALID, "initializer %zu has no name", i);
-        if (cg_name_map_get(&p->names, tp->name) >= 0)
+        if (cg_plan_slot(p, tp->name) >= 0)
             return cg_error_set(b->err, CG_INVALID, "initializer '%s' is defined twice",
                                 tp->name);
         int32_t s;
@@ -379,7 +301,7 @@ static cg_status plan_initializers(plan_build *b)
         const char *name = sp->values ? sp->values->name : NULL;
         if (!name || !name[0])
             return cg_error_set(b->err, CG_INVALID, "sparse initializer %zu has no name", i);
-        if (cg_name_map_get(&p->names, name) >= 0)
+        if (cg_plan_slot(p, name) >= 0)
             return cg_error_set(b->err, CG_INVALID, "initializer '%s' is defined twice", name);
         int32_t s;
         cg_status st = new_slot(b, name, CG_SLOT_INIT, -1, &s);
@@ -402,7 +324,7 @@ static cg_status plan_inputs(plan_build *b)
         const char *name = g->inputs[i].name;
         if (!name || !name[0])
             return cg_error_set(b->err, CG_INVALID, "graph input %zu has no name", i);
-        int32_t s = cg_name_map_get(&p->names, name);
+        int32_t s = cg_plan_slot(p, name);
         if (s >= 0 && p->slot_kind[s] != CG_SLOT_INIT)
             return cg_error_set(b->err, CG_INVALID, "graph input '%s' is listed twice", name);
         if (s < 0) {
@@ -483,7 +405,7 @@ cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int 
     p->steps = cg_arena_calloc(arena, g->node_count + 1, sizeof *p->steps);
     if (!p->slot_names || !p->slot_kind || !p->slot_producer || !p->slot_last_use ||
         !p->slot_is_output || !p->init_values || !p->init_borrowed || !p->input_slots ||
-        !p->output_refs || !p->steps || !name_map_init(&p->names, arena, slots)) {
+        !p->output_refs || !p->steps || !cg_strmap_reserve(&p->names, slots)) {
         st = cg_error_set(err, CG_NOMEM, "out of memory planning graph");
         goto fail;
     }
@@ -522,6 +444,7 @@ void cg_plan_free(cg_plan *p)
         cg_value_free(v);
     }
     free(p->captures);
+    cg_strmap_free(&p->names);
     cg_arena_free(box->arena);
     free(box);
 }

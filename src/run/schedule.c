@@ -52,7 +52,7 @@ static size_t step_reads(const cg_plan *p, size_t i, int32_t *out)
             out[n++] = st->in[k].slot;
     for (size_t k = 0; k < st->sub_count; k++)
         for (size_t c = 0; c < st->subs[k].plan->capture_count; c++) {
-            int32_t s = cg_name_map_get(&p->names, st->subs[k].plan->captures[c]);
+            int32_t s = cg_plan_slot(p, st->subs[k].plan->captures[c]);
             if (s >= 0)
                 out[n++] = s;
         }
@@ -132,13 +132,13 @@ static cg_status partition_prepare(cg_runtime *rt, const cg_assignment *a, size_
     if (!rp->in_slots || !rp->out_slots || !rp->out_nodes || !rp->ins || !rp->outs)
         return cg_error_set(err, CG_NOMEM, "out of memory preparing partition %d", part->id);
     for (size_t i = 0; i < d->input_count; i++) {
-        rp->in_slots[i] = cg_name_map_get(&p->names, d->inputs[i]);
+        rp->in_slots[i] = cg_plan_slot(p, d->inputs[i]);
         if (rp->in_slots[i] < 0)
             return cg_error_set(err, CG_INVALID, "partition %d: input '%s' is not a value of "
                                 "the main graph", part->id, d->inputs[i]);
     }
     for (size_t i = 0; i < d->output_count; i++) {
-        int32_t s = cg_name_map_get(&p->names, d->outputs[i]);
+        int32_t s = cg_plan_slot(p, d->outputs[i]);
         if (s < 0 || p->slot_kind[s] != CG_SLOT_NODE ||
             a->partition_of[p->steps[p->slot_producer[s]].index] != part->id)
             return cg_error_set(err, CG_INVALID, "partition %d: output '%s' is not produced by "

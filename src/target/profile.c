@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "convgate/schema.h"
+#include "ir/walk.h"
 #include "target/registry.h"
 
 static_assert(CG_DTYPE_COUNT <= 32, "dtype sets are 32-bit masks");
@@ -1338,7 +1339,7 @@ typedef struct pf_eval {
 static void rb_node(pf_eval *ev)
 {
     const cg_node *n = ev->q->node;
-    const char *dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") ? n->domain : NULL;
+    const char *dom = cg_domain_is_default(n->domain) ? NULL : n->domain;
     rb_add(&ev->rb, "%s%s%s ", dom ? dom : "", dom ? ":" : "", n->op_type ? n->op_type : "?");
     if (n->name && *n->name)
         rb_add(&ev->rb, "'%s': ", n->name);
@@ -1393,14 +1394,6 @@ typedef struct attr_view {
     bool from_default;
 } attr_view;
 
-static const cg_attr *find_attr(const cg_node *n, const char *name)
-{
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
-            return &n->attrs[i];
-    return NULL;
-}
-
 static attr_view view_attr(const cg_attr *a)
 {
     attr_view v = {0};
@@ -1422,7 +1415,7 @@ static attr_view view_attr(const cg_attr *a)
 /* The attribute's value, else the rule's default, else the schema's. */
 static attr_view effective_attr(const pf_eval *ev, const char *name, const pf_values *rule_dflt)
 {
-    const cg_attr *a = find_attr(ev->q->node, name);
+    const cg_attr *a = cg_node_attr(ev->q->node, name);
     if (a)
         return view_attr(a);
     attr_view v = {0};
@@ -1872,7 +1865,7 @@ static bool check_attr_rule(pf_eval *ev, const pf_attr_rule *r)
 {
     if (!cond_holds(ev, &r->when))
         return true;
-    const cg_attr *given = find_attr(ev->q->node, r->name);
+    const cg_attr *given = cg_node_attr(ev->q->node, r->name);
     attr_view v = effective_attr(ev, r->name, r->has_default ? &r->dflt : NULL);
     if (r->must_be_absent) {
         if (!given)
@@ -2092,7 +2085,7 @@ static bool profile_supports(const cg_target *t, const cg_support_query *q, char
     if (reason && reason_len)
         reason[0] = '\0';
     const cg_node *n = q->node;
-    const char *domain = n->domain && strcmp(n->domain, "ai.onnx") ? n->domain : "";
+    const char *domain = cg_domain_is_default(n->domain) ? "" : n->domain;
     if (!n->op_type) {
         rb_add(&ev.rb, "node without an op type");
         return false;

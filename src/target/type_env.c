@@ -14,7 +14,7 @@
  * what constant folding in the runtimes we model sees.
  *
  * Invariant: names are unique keys (the first definition wins: main graph
- * before subgraphs); the hash table holds index + 1 of each entry.
+ * before subgraphs); the string map holds each entry's index.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -26,6 +26,8 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "core/strmap.h"
+#include "ir/walk.h"
 #include "target/registry.h"
 
 typedef struct te_entry {
@@ -36,61 +38,28 @@ typedef struct te_entry {
 struct cg_type_env {
     te_entry *entries;
     size_t count, cap;
-    size_t *table; /* index + 1, 0 = empty; size table_cap (a power of two) */
-    size_t table_cap;
+    cg_strmap index; /* name (owned by its entry) -> entry index */
     char **notes;
     size_t note_count;
 };
 
 /* --- the table --------------------------------------------------------------------- */
 
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static te_entry *env_lookup(const cg_type_env *env, const char *name)
 {
-    if (!env || !env->table_cap || !name)
+    if (!env)
         return NULL;
-    size_t mask = env->table_cap - 1;
-    for (size_t i = (size_t)hash_name(name) & mask;; i = (i + 1) & mask) {
-        size_t slot = env->table[i];
-        if (!slot)
-            return NULL;
-        if (strcmp(env->entries[slot - 1].t.name, name) == 0)
-            return &env->entries[slot - 1];
-    }
-}
-
-static bool env_rehash(cg_type_env *env, size_t cap)
-{
-    size_t *table = calloc(cap, sizeof *table);
-    if (!table)
-        return false;
-    for (size_t e = 0; e < env->count; e++) {
-        size_t i = (size_t)hash_name(env->entries[e].t.name) & (cap - 1);
-        while (table[i])
-            i = (i + 1) & (cap - 1);
-        table[i] = e + 1;
-    }
-    free(env->table);
-    env->table = table;
-    env->table_cap = cap;
-    return true;
+    size_t i = cg_strmap_get(&env->index, name);
+    return i == CG_STRMAP_NONE ? NULL : &env->entries[i];
 }
 
 /* The entry for name, created (unknown, not constant) when new. */
 static cg_status env_add(cg_type_env *env, const char *name, te_entry **out, cg_error *err)
 {
     te_entry *e = env_lookup(env, name);
-    if (e) {
-        *out = e;
+    *out = e;
+    if (e)
         return CG_OK;
-    }
     if (env->count == env->cap) {
         size_t cap = env->cap ? env->cap * 2 : 64;
         te_entry *grown = realloc(env->entries, cap * sizeof *grown);
@@ -99,19 +68,15 @@ static cg_status env_add(cg_type_env *env, const char *name, te_entry **out, cg_
         env->entries = grown;
         env->cap = cap;
     }
-    if ((env->count + 1) * 2 > env->table_cap &&
-        !env_rehash(env, env->table_cap ? env->table_cap * 2 : 128))
-        return cg_error_set(err, CG_NOMEM, "out of memory building the type environment");
     e = &env->entries[env->count];
     memset(e, 0, sizeof *e);
     char *copy = strdup(name);
-    if (!copy)
+    if (!copy || cg_strmap_add(&env->index, copy, env->count) == CG_STRMAP_NONE) {
+        free(copy);
         return cg_error_set(err, CG_NOMEM, "out of memory building the type environment");
+    }
     e->t.name = copy;
-    size_t i = (size_t)hash_name(name) & (env->table_cap - 1);
-    while (env->table[i])
-        i = (i + 1) & (env->table_cap - 1);
-    env->table[i] = ++env->count;
+    env->count++;
     *out = e;
     return CG_OK;
 }
@@ -145,7 +110,7 @@ void cg_type_env_free(cg_type_env *env)
     for (size_t i = 0; i < env->note_count; i++)
         free(env->notes[i]);
     free(env->entries);
-    free(env->table);
+    cg_strmap_free(&env->index);
     free(env->notes);
     free(env);
 }
@@ -221,14 +186,6 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
     return note ? env_note(b->env, b->err, "'%s' dim %zu has neither a size nor a name: used 1",
                            value_name, d)
                 : CG_OK;
-}
-
-static bool is_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return true;
-    return false;
 }
 
 /* Records an initializer's type from its proto. */
@@ -321,7 +278,7 @@ static bool never_const(const cg_node *n)
 {
     static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                                       "RandomUniformLike", "Multinomial", "Bernoulli"};
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+    if (!cg_domain_is_default(n->domain))
         return false;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(n->op_type, ops[i]) == 0)
@@ -335,7 +292,7 @@ static bool never_const(const cg_node *n)
 static bool is_constant_op(const cg_node *n)
 {
     return n->op_type && strcmp(n->op_type, "Constant") == 0 &&
-           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
+           cg_domain_is_default(n->domain);
 }
 
 /* Creates an entry for every main-graph node output, with its constness. */
@@ -422,7 +379,7 @@ static cg_status make_inputs(te_build *b, cg_named_value *feeds, size_t *feed_co
     *symbolic = 0;
     for (size_t i = 0; i < g->input_count; i++) {
         const cg_value_info *vi = &g->inputs[i];
-        if (!vi->name || is_initializer(g, vi->name))
+        if (!vi->name || cg_graph_initializer(g, vi->name))
             continue;
         const cg_type *ty = vi->type;
         if (!ty || ty->kind != CG_TYPE_TENSOR || !ty->has_elem_type || !dtype_ok(ty->elem_type))

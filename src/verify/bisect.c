@@ -22,74 +22,20 @@
 
 #include "convgate/partition.h"
 #include "convgate/tensor.h"
+#include "core/strmap.h"
+#include "ir/walk.h"
 
 #define SIDE_REF 0
 #define SIDE_CAND 1
 
-/* --- name map: value name -> index (open addressing, FNV-1a) ----------------- */
+/* --- name maps: value name -> index ------------------------------------------ */
 
-typedef struct name_map {
-    const char **keys;
-    size_t *vals;
-    size_t cap; /* power of two, at least twice the entries */
-} name_map;
-
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-/* Room for n names. */
-static bool map_init(name_map *m, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n + 1) {
-        if (cap > SIZE_MAX / 4)
-            return false;
-        cap *= 2;
-    }
-    m->keys = calloc(cap, sizeof *m->keys);
-    m->vals = calloc(cap, sizeof *m->vals);
-    m->cap = cap;
-    return m->keys && m->vals;
-}
-
-static void map_free(name_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-/* Inserts name -> val unless present (first producer wins). */
-static void map_put(name_map *m, const char *name, size_t val)
-{
-    size_t i = (size_t)name_hash(name) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], name) == 0)
-            return;
-        i = (i + 1) & (m->cap - 1);
-    }
-    m->keys[i] = name;
-    m->vals[i] = val;
-}
+typedef cg_strmap name_map;
 
 static bool map_get(const name_map *m, const char *name, size_t *val)
 {
-    if (!m->cap || !name)
-        return false;
-    size_t i = (size_t)name_hash(name) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], name) == 0) {
-            *val = m->vals[i];
-            return true;
-        }
-        i = (i + 1) & (m->cap - 1);
-    }
-    return false;
+    *val = cg_strmap_get(m, name);
+    return *val != CG_STRMAP_NONE;
 }
 
 /* Every value a graph's nodes produce -> the producing node's index. */
@@ -98,12 +44,12 @@ static bool map_node_outputs(name_map *m, const cg_graph *g)
     size_t n = 0;
     for (size_t v = 0; v < g->node_count; v++)
         n += g->nodes[v].output_count;
-    if (!map_init(m, n))
+    if (!cg_strmap_reserve(m, n))
         return false;
     for (size_t v = 0; v < g->node_count; v++)
         for (size_t o = 0; o < g->nodes[v].output_count; o++)
             if (g->nodes[v].outputs[o] && g->nodes[v].outputs[o][0])
-                map_put(m, g->nodes[v].outputs[o], v);
+                cg_strmap_add(m, g->nodes[v].outputs[o], v);
     return true;
 }
 
@@ -114,16 +60,16 @@ static bool map_visible(name_map *m, const cg_assignment *a)
     size_t n = 0;
     for (size_t v = 0; v < g->node_count; v++)
         n += g->nodes[v].output_count;
-    if (!map_init(m, n))
+    if (!cg_strmap_reserve(m, n))
         return false;
     for (size_t v = 0; v < g->node_count; v++)
         if (a->owner[v] == CG_OWNER_CPU)
             for (size_t o = 0; o < g->nodes[v].output_count; o++)
                 if (g->nodes[v].outputs[o][0])
-                    map_put(m, g->nodes[v].outputs[o], v);
+                    cg_strmap_add(m, g->nodes[v].outputs[o], v);
     for (size_t p = 0; p < a->partition_count; p++)
         for (size_t o = 0; o < a->partitions[p].output_count; o++)
-            map_put(m, a->partitions[p].outputs[o], 0);
+            cg_strmap_add(m, a->partitions[p].outputs[o], 0);
     return true;
 }
 
@@ -402,15 +348,6 @@ static void side_free(side_state *s)
     s->path = NULL;
 }
 
-static const char *node_label(const cg_graph *g, size_t v, char *buf, size_t len)
-{
-    const char *n = g->nodes[v].name;
-    if (n && *n)
-        return n;
-    snprintf(buf, len, "#%zu", v);
-    return buf;
-}
-
 /* The watch list: values the reference nodes produce that the candidate's
  * nodes produce too, each visible on every path side; `only` (if not NULL)
  * restricts it to that one value. */
@@ -432,8 +369,8 @@ static cg_status build_watch(bisect_ctx *c, const char *only, cg_error *err)
         n += rg->nodes[v].output_count;
     c->entries = calloc(n ? n : 1, sizeof *c->entries);
     c->ref_types = calloc(n ? n : 1, sizeof *c->ref_types);
-    if (!c->entries || !c->ref_types || !map_init(&c->watch, n) ||
-        !map_init(&c->ref_type_index, n))
+    if (!c->entries || !c->ref_types || !cg_strmap_reserve(&c->watch, n) ||
+        !cg_strmap_reserve(&c->ref_type_index, n))
         goto fail;
     for (size_t v = 0; v < rg->node_count; v++) {
         const cg_node *nd = &rg->nodes[v];
@@ -443,7 +380,7 @@ static cg_status build_watch(bisect_ctx *c, const char *only, cg_error *err)
             if (!name || !name[0] || map_get(&c->ref_type_index, name, &dummy))
                 continue;
             c->ref_types[c->ref_type_count].name = (char *)name;
-            map_put(&c->ref_type_index, name, c->ref_type_count++);
+            cg_strmap_add(&c->ref_type_index, name, c->ref_type_count++);
             if (!map_get(&c->ref_values, name, &owner) || owner != v)
                 continue;
             if (only && strcmp(only, name) != 0)
@@ -457,14 +394,14 @@ static cg_status build_watch(bisect_ctx *c, const char *only, cg_error *err)
             e->name = name;
             e->node = v;
             e->type.name = (char *)name;
-            map_put(&c->watch, name, c->entry_count++);
+            cg_strmap_add(&c->watch, name, c->entry_count++);
         }
     }
     st = CG_OK;
 fail:
-    map_free(&cand);
-    map_free(&vis[0]);
-    map_free(&vis[1]);
+    cg_strmap_free(&cand);
+    cg_strmap_free(&vis[0]);
+    cg_strmap_free(&vis[1]);
     if (st != CG_OK)
         cg_error_set(err, st, "bisect: out of memory building the watch list");
     return st;
@@ -476,9 +413,9 @@ static void ctx_free(bisect_ctx *c)
         tensor_drop(c->entries[i].slot);
     free(c->entries);
     free(c->ref_types);
-    map_free(&c->watch);
-    map_free(&c->ref_values);
-    map_free(&c->ref_type_index);
+    cg_strmap_free(&c->watch);
+    cg_strmap_free(&c->ref_values);
+    cg_strmap_free(&c->ref_type_index);
 }
 
 /* One lockstep pass: init both sides, watch, run, collect errors. */
@@ -535,7 +472,7 @@ static bool fill_tensor(bisect_ctx *c, const watch_entry *e, side_state *cand,
     char buf[32];
     const cg_node *nd = &c->ref_graph->nodes[e->node];
     t->tensor = dup_str(e->name);
-    t->node = dup_str(node_label(c->ref_graph, e->node, buf, sizeof buf));
+    t->node = dup_str(cg_graph_node_name(c->ref_graph, e->node, buf, sizeof buf));
     t->op_type = dup_str(nd->op_type);
     t->node_index = e->node;
     t->type = e->type;
@@ -550,7 +487,7 @@ static bool fill_tensor(bisect_ctx *c, const watch_entry *e, side_state *cand,
             return false;
         if (map_get(&m, e->name, &v) && a->owner[v] != CG_OWNER_CPU)
             placed = a->targets[a->owner[v]]->name;
-        map_free(&m);
+        cg_strmap_free(&m);
         t->placed_on = dup_str(placed);
         if (!t->placed_on)
             return false;

@@ -347,7 +347,7 @@ static void test_if_outer_scope(void)
     if (st != CG_OK)
         goto out;
     const cg_plan *p = rt->main;
-    int32_t t_slot = cg_name_map_get(&p->names, "t");
+    int32_t t_slot = cg_plan_slot(p, "t");
     EXPECT(p->slot_last_use[t_slot] == 1, "t's last use is %d, want 1 (the If)",
           p->slot_last_use[t_slot]);
     int64_t d2[1] = {2};

@@ -45,6 +45,7 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "delegate/xnnpack/xnnpack.h"
+#include "ir/walk.h"
 #include "run/exec.h"
 #include "run/kernel.h"
 #include "testlib.h"
@@ -73,24 +74,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int64_t default_opset(const cg_model *m)
-{
-    for (size_t i = 0; i < m->opset_count; i++) {
-        const char *d = m->opsets[i].domain;
-        if (!d || !d[0] || strcmp(d, "ai.onnx") == 0)
-            return m->opsets[i].version;
-    }
-    return -1;
-}
-
-static bool is_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return true;
-    return false;
-}
-
 static bool is_graph_input(const cg_graph *g, const char *name)
 {
     for (size_t i = 0; i < g->input_count; i++)
@@ -102,7 +85,7 @@ static bool is_graph_input(const cg_graph *g, const char *name)
 /* The partitioner's notion of a value that carries no data at run time. */
 static bool value_const(const cg_model *m, const cg_type_env *env, const char *name)
 {
-    if (is_initializer(m->graph, name) && !is_graph_input(m->graph, name))
+    if (cg_graph_initializer(m->graph, name) && !is_graph_input(m->graph, name))
         return true;
     const cg_value_type *vt = cg_type_env_get(env, name);
     return vt && vt->is_const;
@@ -155,7 +138,7 @@ static void check_residency(const cg_model *m, const cg_type_env *env, const cha
     const cg_graph *g = m->graph;
     s->nodes = g->node_count;
     for (size_t i = 0; i < g->node_count; i++) {
-        cg_support_query q = {m, g, &g->nodes[i], default_opset(m), env};
+        cg_support_query q = {m, g, &g->nodes[i], cg_model_opset(m, ""), env};
         char reason[512] = "", why[1024] = "";
         bool pred = xnn->vt->supports(xnn, &q, reason, sizeof reason);
         bool actual = compile_single(m, env, i, why, sizeof why);
@@ -404,7 +387,7 @@ static cg_status check_model(const cg_model *m, const cg_type_env *env, const ch
     for (size_t d = 0; d < a->dropped_count; d++)
         in_part[a->dropped[d].node] = true;
     for (size_t i = 0; i < m->graph->node_count; i++) {
-        cg_support_query q = {m, m->graph, &m->graph->nodes[i], default_opset(m), env};
+        cg_support_query q = {m, m->graph, &m->graph->nodes[i], cg_model_opset(m, ""), env};
         char reason[512];
         bool pred = xnn->vt->supports(xnn, &q, reason, sizeof reason);
         if (pred != in_part[i]) {
@@ -542,7 +525,7 @@ static bool freeze_inputs(cg_model *m, const char *dir, frozen *fz)
         const cg_value_info *vi = &g->inputs[i];
         const cg_type *ty = vi->type;
         bool is_tensor = ty && ty->kind == CG_TYPE_TENSOR && ty->elem_type != CG_DTYPE_STRING &&
-                         !is_initializer(g, vi->name);
+                         !cg_graph_initializer(g, vi->name);
         bool is_float = is_tensor && ty->elem_type == CG_DTYPE_FLOAT;
         if (!is_tensor || (is_float && !kept_first)) {
             kept_first = kept_first || is_float;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "delegate/xnnpack/xnnpack_internal.h"
+#include "ir/walk.h"
 #include "run/exec.h"
 
 #define XNNG_MAX_DIMS XNN_MAX_TENSOR_DIMS
@@ -106,36 +107,10 @@ static void format_dims(int rank, const int64_t *dims, char *buf, size_t cap)
 
 /* --- attributes ----------------------------------------------------------- */
 
-static const cg_attr *attr_get(const cg_node *n, const char *name)
-{
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
-            return &n->attrs[i];
-    return NULL;
-}
-
-static int64_t attr_int(const cg_node *n, const char *name, int64_t dflt)
-{
-    const cg_attr *a = attr_get(n, name);
-    return a && (a->type == CG_ATTR_INT || (!a->has_type && a->has_i)) ? a->i : dflt;
-}
-
-static float attr_float(const cg_node *n, const char *name, float dflt)
-{
-    const cg_attr *a = attr_get(n, name);
-    if (!a)
-        return dflt;
-    if (a->type == CG_ATTR_FLOAT || (!a->has_type && a->has_f))
-        return a->f;
-    if (a->type == CG_ATTR_INT)
-        return (float)a->i;
-    return dflt;
-}
-
 /* True when the string attribute equals want (dflt when absent). */
 static bool attr_str_is(const cg_node *n, const char *name, const char *dflt, const char *want)
 {
-    const cg_attr *a = attr_get(n, name);
+    const cg_attr *a = cg_node_attr(n, name);
     if (!a || !a->s.data)
         return strcmp(dflt, want) == 0;
     return a->s.len == strlen(want) && memcmp(a->s.data, want, a->s.len) == 0;
@@ -144,7 +119,7 @@ static bool attr_str_is(const cg_node *n, const char *name, const char *dflt, co
 static void attr_str_copy(const cg_node *n, const char *name, const char *dflt, char *buf,
                           size_t cap)
 {
-    const cg_attr *a = attr_get(n, name);
+    const cg_attr *a = cg_node_attr(n, name);
     if (!a || !a->s.data) {
         snprintf(buf, cap, "%s", dflt);
         return;
@@ -152,16 +127,6 @@ static void attr_str_copy(const cg_node *n, const char *name, const char *dflt, 
     size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
     memcpy(buf, a->s.data, len);
     buf[len] = '\0';
-}
-
-static const int64_t *attr_ints(const cg_node *n, const char *name, size_t *count)
-{
-    const cg_attr *a = attr_get(n, name);
-    *count = 0;
-    if (!a || !(a->type == CG_ATTR_INTS || (!a->has_type && a->ints_count)))
-        return NULL;
-    *count = a->ints_count;
-    return a->ints;
 }
 
 /* --- the build's owned memory ----------------------------------------------- */
@@ -235,14 +200,6 @@ static bool is_graph_input(const cg_graph *g, const char *name)
     return false;
 }
 
-static const cg_tensor_proto *find_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return &g->initializers[i];
-    return NULL;
-}
-
 static const cg_node *find_producer(const cg_graph *g, const char *name)
 {
     for (size_t i = 0; i < g->node_count; i++)
@@ -284,14 +241,14 @@ static cg_status constant_node_value(xnng_build *b, const cg_node *p, cg_value *
     *ok = false;
     *out = NULL;
     *borrowed = false;
-    const cg_attr *a = attr_get(p, "value");
+    const cg_attr *a = cg_node_attr(p, "value");
     if (a && a->t) {
         cg_status st = cg_value_from_proto_ex(a->t, true, out, borrowed, b->err);
         if (st == CG_OK)
             *ok = true;
         return st;
     }
-    a = attr_get(p, "value_float");
+    a = cg_node_attr(p, "value_float");
     if (a && (a->type == CG_ATTR_FLOAT || a->has_f)) {
         cg_status st = cg_value_alloc_tensor(CG_DTYPE_FLOAT, 0, NULL, out, b->err);
         if (st != CG_OK)
@@ -300,7 +257,7 @@ static cg_status constant_node_value(xnng_build *b, const cg_node *p, cg_value *
         *ok = true;
         return CG_OK;
     }
-    a = attr_get(p, "value_floats");
+    a = cg_node_attr(p, "value_floats");
     if (a && a->floats_count) {
         int64_t dim = (int64_t)a->floats_count;
         cg_status st = cg_value_alloc_tensor(CG_DTYPE_FLOAT, 1, &dim, out, b->err);
@@ -330,7 +287,7 @@ static cg_status const_lookup(xnng_build *b, const char *name, int depth, xnng_k
     const cg_graph *g = b->graph;
     const cg_value_type *vt = type_of(b, name);
     bool type_const = vt && vt->is_const;
-    const cg_tensor_proto *tp = find_initializer(g, name);
+    const cg_tensor_proto *tp = cg_graph_initializer(g, name);
     if (tp && (!is_graph_input(g, name) || type_const)) {
         cg_value *v = NULL;
         bool borrowed = false;
@@ -350,7 +307,7 @@ static cg_status const_lookup(xnng_build *b, const char *name, int depth, xnng_k
     const cg_node *p = find_producer(g, name);
     if (!p)
         return CG_OK;
-    bool default_domain = !p->domain || !p->domain[0] || strcmp(p->domain, "ai.onnx") == 0;
+    bool default_domain = cg_domain_is_default(p->domain);
     if (default_domain && p->op_type && strcmp(p->op_type, "Constant") == 0) {
         cg_value *v = NULL;
         bool borrowed = false, ok = false;
@@ -740,15 +697,12 @@ static cg_status lower_clip(xnng_build *b, const cg_node *n, bool dry_run)
     if (st != CG_OK)
         return st;
     float lo = -INFINITY, hi = INFINITY;
-    int64_t opset = 11;
-    for (size_t i = 0; i < b->model->opset_count; i++) {
-        const char *d = b->model->opsets[i].domain;
-        if (!d || !d[0] || strcmp(d, "ai.onnx") == 0)
-            opset = b->model->opsets[i].version;
-    }
+    int64_t opset = cg_model_opset(b->model, "");
+    if (opset < 0)
+        opset = 11;
     if (opset < 11) {
-        lo = attr_float(n, "min", -FLT_MAX);
-        hi = attr_float(n, "max", FLT_MAX);
+        lo = cg_node_attr_float(n, "min", -FLT_MAX);
+        hi = cg_node_attr_float(n, "max", FLT_MAX);
     } else {
         xnng_operand m;
         if (has_input(n, 1)) {
@@ -806,7 +760,7 @@ static cg_status lower_leaky_relu(xnng_build *b, const cg_node *n, bool dry_run)
         return st;
     if ((st = unary_ids(b, n, &x, &in, &out)) != CG_OK)
         return st;
-    XNNG_DEFINE(b, n, xnn_define_leaky_relu(b->subgraph, attr_float(n, "alpha", 0.01f), in, out,
+    XNNG_DEFINE(b, n, xnn_define_leaky_relu(b->subgraph, cg_node_attr_float(n, "alpha", 0.01f), in, out,
                                             0));
     return CG_OK;
 }
@@ -818,7 +772,7 @@ static cg_status lower_elu(xnng_build *b, const cg_node *n, bool dry_run)
     cg_status st = unary_check(b, n, &x);
     if (st != CG_OK)
         return st;
-    float alpha = attr_float(n, "alpha", 1.0f);
+    float alpha = cg_node_attr_float(n, "alpha", 1.0f);
     if (!(alpha > 0.0f) || isinf(alpha))
         return xnng_refuse(b, n, "alpha %g: XNNPACK's elu takes a positive finite alpha",
                            (double)alpha);
@@ -837,7 +791,7 @@ static cg_status lower_hard_sigmoid(xnng_build *b, const cg_node *n, bool dry_ru
     cg_status st = unary_check(b, n, &x);
     if (st != CG_OK || dry_run)
         return st;
-    float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+    float alpha = cg_node_attr_float(n, "alpha", 0.2f), beta = cg_node_attr_float(n, "beta", 0.5f);
     int64_t ones[CG_MAX_RANK];
     for (int i = 0; i < x.rank; i++)
         ones[i] = 1;
@@ -906,18 +860,15 @@ static cg_status lower_softmax(xnng_build *b, const cg_node *n, bool dry_run)
     cg_status st = unary_check(b, n, &x);
     if (st != CG_OK)
         return st;
-    int64_t opset = 13;
-    for (size_t i = 0; i < b->model->opset_count; i++) {
-        const char *d = b->model->opsets[i].domain;
-        if (!d || !d[0] || strcmp(d, "ai.onnx") == 0)
-            opset = b->model->opsets[i].version;
-    }
-    int64_t axis = attr_int(n, "axis", opset >= 13 ? -1 : 1);
+    int64_t opset = cg_model_opset(b->model, "");
+    if (opset < 0)
+        opset = 13;
+    int64_t axis = cg_node_attr_int(n, "axis", opset >= 13 ? -1 : 1);
     if (axis < 0)
         axis += x.rank;
     if (axis != x.rank - 1)
         return xnng_refuse(b, n, "axis %lld of a rank-%d input: XNNPACK's softmax normalizes "
-                           "the last axis only", (long long)attr_int(n, "axis", opset >= 13 ? -1 : 1),
+                           "the last axis only", (long long)cg_node_attr_int(n, "axis", opset >= 13 ? -1 : 1),
                            x.rank);
     if (!layout_trivial(x.rank, x.dims))
         return xnng_refuse(b, n, "rank-4 input is NHWC inside XNNPACK, so its last axis is "
@@ -995,7 +946,7 @@ static cg_status lower_binary(xnng_build *b, const cg_node *n, bool dry_run, xnn
         (st = operand(b, n, 1, true, &ab[1])) != CG_OK ||
         (st = not_all_static(b, n, ab, 2)) != CG_OK)
         return st;
-    if (attr_int(n, "broadcast", 0) != 0)
+    if (cg_node_attr_int(n, "broadcast", 0) != 0)
         return xnng_refuse(b, n, "legacy broadcast attribute (opset < 7) is not delegated");
     const cg_value_type *out;
     if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
@@ -1077,7 +1028,7 @@ static cg_status lower_batchnorm(xnng_build *b, const cg_node *n, bool dry_run)
             return xnng_refuse(b, n, "%s '%s' must be a constant (folded into a per-channel "
                                "multiply and add at compile)", what[i], p[i].name);
     }
-    if (attr_int(n, "training_mode", 0) != 0)
+    if (cg_node_attr_int(n, "training_mode", 0) != 0)
         return xnng_refuse(b, n, "training_mode=1 is not delegated");
     const cg_value_type *out;
     if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK ||
@@ -1092,7 +1043,7 @@ static cg_status lower_batchnorm(xnng_build *b, const cg_node *n, bool dry_run)
                                (long long)p[i].data->numel, (long long)c);
     if (dry_run)
         return CG_OK;
-    float eps = attr_float(n, "epsilon", 1e-5f);
+    float eps = cg_node_attr_float(n, "epsilon", 1e-5f);
     float *scale = owned_floats(b, (size_t)c), *shift = owned_floats(b, (size_t)c);
     if (!scale || !shift)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory folding BatchNormalization");
@@ -1142,10 +1093,10 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
                            "needs constant weights", w.name);
     if (w.rank != 2)
         return xnng_refuse(b, n, "B has rank %d; fully_connected takes 2-D weights", w.rank);
-    bool trans_b = gemm && attr_int(n, "transB", 0) != 0;
-    float alpha = gemm ? attr_float(n, "alpha", 1.0f) : 1.0f;
-    float beta = gemm ? attr_float(n, "beta", 1.0f) : 1.0f;
-    if (gemm && attr_int(n, "transA", 0) != 0)
+    bool trans_b = gemm && cg_node_attr_int(n, "transB", 0) != 0;
+    float alpha = gemm ? cg_node_attr_float(n, "alpha", 1.0f) : 1.0f;
+    float beta = gemm ? cg_node_attr_float(n, "beta", 1.0f) : 1.0f;
+    if (gemm && cg_node_attr_int(n, "transA", 0) != 0)
         return xnng_refuse(b, n, "transA=1 is not delegated (fully_connected reads A row-major)");
     if (gemm ? a.rank != 2 : (a.rank != 2 && a.rank != 3))
         return xnng_refuse(b, n, "A has rank %d; delegated for rank %s", a.rank,
@@ -1244,13 +1195,13 @@ static cg_status window_read(xnng_build *b, const cg_node *n, const int64_t *in,
     w->k[1] = k[1];
     w->s[0] = w->s[1] = w->d[0] = w->d[1] = 1;
     memset(w->pad, 0, sizeof w->pad);
-    if ((v = attr_ints(n, "strides", &cnt)) != NULL) {
+    if ((v = cg_node_attr_ints(n, "strides", &cnt)) != NULL) {
         if (cnt != 2)
             return xnng_refuse(b, n, "strides has %zu values; 2-D only", cnt);
         w->s[0] = v[0];
         w->s[1] = v[1];
     }
-    if ((v = attr_ints(n, "dilations", &cnt)) != NULL) {
+    if ((v = cg_node_attr_ints(n, "dilations", &cnt)) != NULL) {
         if (cnt != 2)
             return xnng_refuse(b, n, "dilations has %zu values; 2-D only", cnt);
         if (!has_dilations && (v[0] != 1 || v[1] != 1))
@@ -1269,7 +1220,7 @@ static cg_status window_read(xnng_build *b, const cg_node *n, const int64_t *in,
     attr_str_copy(n, "auto_pad", "NOTSET", ap, sizeof ap);
     bool same_upper = strcmp(ap, "SAME_UPPER") == 0, same_lower = strcmp(ap, "SAME_LOWER") == 0;
     if (strcmp(ap, "NOTSET") == 0) {
-        if ((v = attr_ints(n, "pads", &cnt)) != NULL) {
+        if ((v = cg_node_attr_ints(n, "pads", &cnt)) != NULL) {
             if (cnt != 4)
                 return xnng_refuse(b, n, "pads has %zu values; 2-D only", cnt);
             w->pad[0] = v[0]; /* x1_begin = top */
@@ -1349,7 +1300,7 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
     if (has_bias && !bias.is_static)
         return xnng_refuse(b, n, "bias '%s' is computed at run time; convolution_2d needs a "
                            "constant bias", bias.name);
-    int64_t group = attr_int(n, "group", 1);
+    int64_t group = cg_node_attr_int(n, "group", 1);
     int64_t c = x.dims[1], m = w.dims[0], cg = w.dims[1];
     if (group < 1 || c % group != 0 || c / group != cg || m % group != 0)
         return xnng_refuse(b, n, "group %lld with %lld input channels and weights [%lld,%lld,..] "
@@ -1359,7 +1310,7 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
         return xnng_refuse(b, n, "bias has %lld values for %lld output channels",
                            (long long)bias.data->numel, (long long)m);
     size_t cnt;
-    const int64_t *ks = attr_ints(n, "kernel_shape", &cnt);
+    const int64_t *ks = cg_node_attr_ints(n, "kernel_shape", &cnt);
     if (ks && (cnt != 2 || ks[0] != w.dims[2] || ks[1] != w.dims[3]))
         return xnng_refuse(b, n, "kernel_shape disagrees with the weights");
     xnng_window win;
@@ -1427,7 +1378,7 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
         return xnng_refuse(b, n, "weights '%s' must be a constant 4-D tensor", w.name);
     if (has_bias && !bias.is_static)
         return xnng_refuse(b, n, "bias '%s' must be a constant", bias.name);
-    int64_t group = attr_int(n, "group", 1);
+    int64_t group = cg_node_attr_int(n, "group", 1);
     int64_t c = x.dims[1], mg = w.dims[1], kh = w.dims[2], kw = w.dims[3];
     if (group < 1 || w.dims[0] != c || c % group != 0)
         return xnng_refuse(b, n, "group %lld with %lld input channels and weights [%lld,..] is "
@@ -1436,7 +1387,7 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
     if (has_bias && bias.data->numel != m)
         return xnng_refuse(b, n, "bias has %lld values for %lld output channels",
                            (long long)bias.data->numel, (long long)m);
-    if (attr_get(n, "output_shape"))
+    if (cg_node_attr(n, "output_shape"))
         return xnng_refuse(b, n, "output_shape is not delegated (give pads and output_padding)");
     char ap[32];
     attr_str_copy(n, "auto_pad", "NOTSET", ap, sizeof ap);
@@ -1445,24 +1396,24 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
     size_t cnt;
     const int64_t *v;
     int64_t s[2] = {1, 1}, d[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, adj[2] = {0, 0};
-    if ((v = attr_ints(n, "strides", &cnt)) != NULL) {
+    if ((v = cg_node_attr_ints(n, "strides", &cnt)) != NULL) {
         if (cnt != 2)
             return xnng_refuse(b, n, "strides has %zu values; 2-D only", cnt);
         s[0] = v[0];
         s[1] = v[1];
     }
-    if ((v = attr_ints(n, "dilations", &cnt)) != NULL) {
+    if ((v = cg_node_attr_ints(n, "dilations", &cnt)) != NULL) {
         if (cnt != 2)
             return xnng_refuse(b, n, "dilations has %zu values; 2-D only", cnt);
         d[0] = v[0];
         d[1] = v[1];
     }
-    if (strcmp(ap, "NOTSET") == 0 && (v = attr_ints(n, "pads", &cnt)) != NULL) {
+    if (strcmp(ap, "NOTSET") == 0 && (v = cg_node_attr_ints(n, "pads", &cnt)) != NULL) {
         if (cnt != 4)
             return xnng_refuse(b, n, "pads has %zu values; 2-D only", cnt);
         memcpy(pad, v, sizeof pad);
     }
-    if ((v = attr_ints(n, "output_padding", &cnt)) != NULL) {
+    if ((v = cg_node_attr_ints(n, "output_padding", &cnt)) != NULL) {
         if (cnt != 2)
             return xnng_refuse(b, n, "output_padding has %zu values; 2-D only", cnt);
         adj[0] = v[0];
@@ -1532,7 +1483,7 @@ static cg_status lower_pool(xnng_build *b, const cg_node *n, bool dry_run, xnng_
         win.out[0] = win.out[1] = 1;
     } else {
         size_t cnt;
-        const int64_t *ks = attr_ints(n, "kernel_shape", &cnt);
+        const int64_t *ks = cg_node_attr_ints(n, "kernel_shape", &cnt);
         if (!ks || cnt != 2)
             return xnng_refuse(b, n, "kernel_shape must have 2 values (2-D pooling)");
         if ((st = window_read(b, n, x.dims + 2, ks, kind == XNNG_POOL_MAX, &win)) != CG_OK)
@@ -1544,11 +1495,11 @@ static cg_status lower_pool(xnng_build *b, const cg_node *n, bool dry_run, xnng_
     if (kind == XNNG_POOL_MAX && padded && (win.d[0] > 1 || win.d[1] > 1))
         return xnng_refuse(b, n, "padding with dilation: XNNPACK's max pooling clamps padded "
                            "taps to the edge, which differs from ONNX when dilated");
-    if (kind == XNNG_POOL_AVG && padded && attr_int(n, "count_include_pad", 0) != 0)
+    if (kind == XNNG_POOL_AVG && padded && cg_node_attr_int(n, "count_include_pad", 0) != 0)
         return xnng_refuse(b, n, "count_include_pad=1 with padding: XNNPACK's average pooling "
                            "divides by the valid taps only");
     int64_t od[4] = {x.dims[0], x.dims[1], win.out[0], win.out[1]};
-    if (kind != XNNG_POOL_GLOBAL_MAX && attr_int(n, "ceil_mode", 0) != 0 &&
+    if (kind != XNNG_POOL_GLOBAL_MAX && cg_node_attr_int(n, "ceil_mode", 0) != 0 &&
         !same_dims(out->rank, out->dims, 4, od))
         return xnng_refuse(b, n, "ceil_mode=1 changes the output size here; XNNPACK's pooling "
                            "rounds down");
@@ -1627,7 +1578,7 @@ static cg_status lower_pad(xnng_build *b, const cg_node *n, bool dry_run)
     int64_t pads[2 * CG_MAX_RANK];
     float value = 0.0f;
     size_t cnt = 0;
-    if (has_input(n, 1) || !attr_get(n, "pads")) {
+    if (has_input(n, 1) || !cg_node_attr(n, "pads")) {
         xnng_operand p;
         if ((st = operand(b, n, 1, false, &p)) != CG_OK)
             return st;
@@ -1646,11 +1597,11 @@ static cg_status lower_pad(xnng_build *b, const cg_node *n, bool dry_run)
         if (has_input(n, 3))
             return xnng_refuse(b, n, "the axes input is not delegated");
     } else {
-        const int64_t *v = attr_ints(n, "pads", &cnt);
+        const int64_t *v = cg_node_attr_ints(n, "pads", &cnt);
         if (cnt != (size_t)(2 * x.rank))
             return xnng_refuse(b, n, "pads has %zu values for rank %d", cnt, x.rank);
         memcpy(pads, v, cnt * sizeof *pads);
-        value = attr_float(n, "value", 0.0f);
+        value = cg_node_attr_float(n, "value", 0.0f);
     }
     int64_t od[CG_MAX_RANK];
     for (int i = 0; i < x.rank; i++) {
@@ -1690,7 +1641,7 @@ static cg_status lower_depth_to_space(xnng_build *b, const cg_node *n, bool dry_
         return xnng_refuse(b, n, "input rank %d; expected 4", x.rank);
     if (!attr_str_is(n, "mode", "DCR", "DCR"))
         return xnng_refuse(b, n, "mode CRD: XNNPACK's depth_to_space is DCR only");
-    int64_t bs = attr_int(n, "blocksize", 0);
+    int64_t bs = cg_node_attr_int(n, "blocksize", 0);
     if (bs < 2 || bs > 65535 || x.dims[1] % (bs * bs) != 0)
         return xnng_refuse(b, n, "blocksize %lld for %lld channels: depth_to_space takes a block "
                            "> 1 dividing the channels", (long long)bs, (long long)x.dims[1]);
@@ -1748,7 +1699,7 @@ static const xnng_op xnng_ops[] = {
 
 const xnng_op *xnng_find_op(const char *domain, const char *op_type)
 {
-    if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0)
+    if (!cg_domain_is_default(domain))
         return NULL;
     if (!op_type)
         return NULL;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "convgate/runtime.h"
+#include "ir/walk.h"
 #include "run/kernel.h"
 
 /* One value of the sub-graph: its forward result and, once reached by the
@@ -58,14 +59,9 @@ static const struct {
     {"MatMul", GOP_MATMUL},   {"Constant", GOP_CONSTANT},
 };
 
-static bool is_default_domain(const char *d)
-{
-    return !d || !d[0] || strcmp(d, "ai.onnx") == 0;
-}
-
 static grad_op lookup_op(const cg_node *n)
 {
-    if (!is_default_domain(n->domain) || !n->op_type)
+    if (!cg_domain_is_default(n->domain) || !n->op_type)
         return GOP_UNKNOWN;
     for (size_t i = 0; i < sizeof grad_ops / sizeof grad_ops[0]; i++)
         if (strcmp(n->op_type, grad_ops[i].name) == 0)
@@ -564,14 +560,6 @@ static ptrdiff_t find_producer(const cg_graph *g, const char *name)
     return -1;
 }
 
-static const cg_tensor_proto *find_initializer(const cg_graph *g, const char *name)
-{
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return &g->initializers[i];
-    return NULL;
-}
-
 /* Marks (needed[i]) the nodes between the leaves (already in c->vals) and
  * y, loading the initializers they read. */
 static cg_status mark_subgraph(grad_ctx *c, const char *y, bool *needed)
@@ -604,7 +592,7 @@ static cg_status mark_subgraph(grad_ctx *c, const char *y, bool *needed)
                 stack[top++] = n->inputs[i];
             continue;
         }
-        const cg_tensor_proto *init = find_initializer(g, name);
+        const cg_tensor_proto *init = cg_graph_initializer(g, name);
         if (init) {
             cg_status st = add_proto(c, name, init);
             if (st != CG_OK)
@@ -682,8 +670,8 @@ cg_status cg_op_gradient(cg_kernel_ctx *k)
                                   "'%s', and Gradient cannot differentiate it (supported: Add, "
                                   "Sub, Mul, Div, Sum, Neg, Identity, Relu, Sigmoid, Tanh, "
                                   "Exp, Log, MatMul, Constant)", node_label(n),
-                                  is_default_domain(n->domain) ? "" : n->domain,
-                                  is_default_domain(n->domain) ? "" : ".", op_name(n), y);
+                                  cg_domain_is_default(n->domain) ? "" : n->domain,
+                                  cg_domain_is_default(n->domain) ? "" : ".", op_name(n), y);
         st = eval_node(&c, n, op);
         if (st != CG_OK)
             return st;
