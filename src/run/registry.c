@@ -1,16 +1,14 @@
 /*
  * The kernel table built from src/run/ops.def. Each CG_KERNEL row is expanded
- * twice: once into a prototype (so family files need no shared header of
- * their own) and once into a table row. Lookups go through a sorted index.
+ * twice: into a prototype (run/ops/kernels.h, which every family file
+ * includes too) and here into a table row. Lookups go through a sorted index.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/walk.h"
+#include "run/ops/kernels.h"
 #include "run/registry.h"
-
-#define CG_KERNEL(domain, op, fn) cg_status fn(cg_kernel_ctx *k);
-#include "run/ops.def"
-#undef CG_KERNEL
 
 static const cg_kernel_entry kernel_table[] = {
 #define CG_KERNEL(domain, op, fn) {domain, op, fn},
@@ -28,9 +26,7 @@ const cg_kernel_entry *cg_registry_at(size_t i) { return i < KERNEL_ROWS ? &kern
 /* "ai.onnx" and NULL are spellings of the default domain. */
 static const char *canonical_domain(const char *d)
 {
-    if (!d || strcmp(d, "ai.onnx") == 0)
-        return "";
-    return d;
+    return cg_domain_is_default(d) ? "" : d;
 }
 
 static int compare_key(const char *da, const char *oa, const char *db, const char *ob)

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 /* A 1x1 window with unit strides and no padding reads x as the column matrix. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "run/ops/elementwise.h"
+#include "run/ops/kernels.h"
 
 /* --- Add / Sub / Mul --------------------------------------------------------- */
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "run/ops/elementwise.h"
+#include "run/ops/kernels.h"
 
 static bool ew_cast_supported(cg_dtype dt)
 {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "run/ops/elementwise.h"
+#include "run/ops/kernels.h"
 
 size_t cg_ew_elem_size(cg_dtype dt)
 {

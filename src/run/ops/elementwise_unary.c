@@ -15,6 +15,7 @@
 #include <tgmath.h>
 
 #include "run/ops/elementwise.h"
+#include "run/ops/kernels.h"
 
 #define EW_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
 #define EW_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 /* The broadcast batch structure of a (possibly promoted) matrix product. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
 /* ---- NonMaxSuppression -------------------------------------------------- */

@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
 #define EIN_LABELS (128 + CG_MAX_RANK)

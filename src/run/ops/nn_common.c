@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 void cg_nn_blas_init(void)

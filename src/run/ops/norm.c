@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 /* A small float parameter vector (scale, bias, mean, var) as doubles; it must

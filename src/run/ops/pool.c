@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 typedef enum pool_mode { POOL_MAX, POOL_AVG, POOL_LP } pool_mode;

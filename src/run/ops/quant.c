@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
 /* How element i of x finds its scale / zero point. */

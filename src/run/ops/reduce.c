@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 typedef struct reduce_plan {

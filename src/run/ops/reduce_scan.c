@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 static cg_status axis_view(cg_kernel_ctx *k, const cg_tensor *x, int64_t a, int64_t *outer,

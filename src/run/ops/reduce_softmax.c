@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 typedef enum row_kind { ROW_SOFTMAX, ROW_LOGSOFTMAX, ROW_HARDMAX, ROW_LP1, ROW_LP2 } row_kind;

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
 enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "run/exec.h"
+#include "run/ops/kernels.h"
 
 cg_status cg_op_if(cg_kernel_ctx *k);
 cg_status cg_op_loop(cg_kernel_ctx *k);

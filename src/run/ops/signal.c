@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
 #define SIG_PI 3.14159265358979323846

@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
 /* ---- StringNormalizer ------------------------------------------------------ */

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 static cg_status require_index_tensor(cg_kernel_ctx *k, size_t i, const char *what,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "convgate/runtime.h"
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 /* --- Constant ------------------------------------------------------------------ */

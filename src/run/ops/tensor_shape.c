@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 /* --- Identity --------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
 size_t cg_tens_elem_size(cg_dtype dt)

@@ -23,6 +23,7 @@
 #include "convgate/runtime.h"
 #include "ir/walk.h"
 #include "run/kernel.h"
+#include "run/ops/kernels.h"
 
 /* One value of the sub-graph: its forward result and, once reached by the
  * backward pass, the gradient of y with respect to it (same shape). */

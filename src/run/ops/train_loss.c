@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "run/kernel.h"
+#include "run/ops/kernels.h"
 
 typedef enum loss_reduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_reduction;
 

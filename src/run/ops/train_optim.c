@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "run/kernel.h"
+#include "run/ops/kernels.h"
 
 typedef enum optim_kind { OPTIM_ADAGRAD, OPTIM_MOMENTUM, OPTIM_NESTEROV, OPTIM_ADAM } optim_kind;
 
