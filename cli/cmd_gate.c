@@ -15,6 +15,7 @@
 #include "convgate/golden.h"
 #include "convgate/model.h"
 #include "report/json.h"
+#include "report/report.h"
 
 #define GATE_MAX_RANDOM 10000
 

@@ -11,7 +11,6 @@
 #ifndef CONVGATE_ASSIGN_H
 #define CONVGATE_ASSIGN_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -98,8 +97,8 @@ size_t cg_assign_count_owned(const cg_assignment *a, int target);
  * boundary ledger, unsupported nodes, dropped nodes, control-flow bodies,
  * verdict, and for profiled targets where the prediction comes from. */
 void cg_assign_report_text(FILE *f, const cg_placement *p);
-/* The same as one JSON object (new reference; NULL when out of memory). */
-json_t *cg_assign_report_json(const cg_placement *p);
+/* The JSON rendering is internal (src/report/report.h): public headers do
+ * not expose jansson. */
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,6 @@
 #ifndef CONVGATE_GATE_H
 #define CONVGATE_GATE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,10 +107,10 @@ void cg_gate_report_free(cg_gate_report *r);
 
 /* The report a person reads: each gate's lines, then the verdict block. */
 void cg_gate_report_text(FILE *f, const cg_gate_report *r);
-json_t *cg_gate_report_json(const cg_gate_report *r);
 /* The bisect part alone (shared with `convgate bisect`). */
 void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *indent);
-json_t *cg_bisect_report_json(const cg_bisect_result *b);
+/* The JSON renderings are internal (src/report/report.h): public headers
+ * do not expose jansson. */
 
 #ifdef __cplusplus
 }

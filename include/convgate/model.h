@@ -299,6 +299,13 @@ typedef struct cg_model { /* ModelProto, plus what owns its memory */
     size_t file_size;
 } cg_model;
 
+/* A size for one of the model's symbolic dims ("batch" = 4): how type
+ * environments, samples and runs fix what the graph leaves open. */
+typedef struct cg_dim_binding {
+    const char *symbol;
+    int64_t value;
+} cg_dim_binding;
+
 /* Limits applied while loading. Defaults from cg_load_options_default(). */
 typedef struct cg_load_options {
     int max_message_depth;     /* protobuf nesting; 100 like protobuf */

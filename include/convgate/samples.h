@@ -51,7 +51,6 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
-#include "convgate/target.h"
 #include "convgate/tensor.h"
 #include "convgate/tensor_io.h"
 

@@ -46,12 +46,6 @@ typedef struct cg_value_type {
 
 typedef struct cg_type_env cg_type_env;
 
-/* Symbolic dim bindings for building a type environment ("batch" = 4). */
-typedef struct cg_dim_binding {
-    const char *symbol;
-    int64_t value;
-} cg_dim_binding;
-
 /* Runs the reference runtime once on seeded random inputs whose symbolic
  * dims come from `dims` (unbound symbols default to 1; each default is
  * listed in the env's notes) and records the type of every value of the

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "convgate/assign.h"
-#include "convgate/profile.h"
 #include "ir/walk.h"
 #include "target/registry.h"
 

@@ -2,9 +2,10 @@
  * The report layer: every text and JSON rendering of what the library
  * computes. The library computes, src/report renders, cli/ parses arguments
  * and calls both. JSON goes through report/json.h (one number and string
- * encoder); the forms are documented in docs/json.md. Renderers that are
- * part of the public API are declared in their concept's header (gate.h,
- * assign.h, inspect.h); this header holds the ones the CLI shares.
+ * encoder); the forms are documented in docs/json.md. Text renderers that
+ * are part of the public API are declared in their concept's header
+ * (gate.h, assign.h, inspect.h); this header holds the ones the CLI shares
+ * and every JSON renderer (public headers do not expose jansson).
  * Internal to libconvgate and the CLI.
  */
 #ifndef CG_REPORT_REPORT_H
@@ -18,12 +19,21 @@
 #include "convgate/check.h"
 #include "convgate/compare.h"
 #include "convgate/cost.h"
+#include "convgate/gate.h"
 #include "convgate/inspect.h"
 #include "convgate/noise.h"
 #include "convgate/profile.h"
 #include "convgate/runtime.h"
 #include "convgate/target.h"
 #include "report/json.h"
+
+/* --- the public reports as JSON (new references; NULL when out of memory) ---------- */
+
+/* The placement report (report/assign.c; the text one is convgate/assign.h's). */
+json_t *cg_assign_report_json(const cg_placement *p);
+/* The gate report and its bisect part (report/gate.c, report/bisect.c). */
+json_t *cg_gate_report_json(const cg_gate_report *r);
+json_t *cg_bisect_report_json(const cg_bisect_result *b);
 
 /* --- metrics: the one metrics object (report/metrics.c) ----------------------------- */
 

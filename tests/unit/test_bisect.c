@@ -23,6 +23,7 @@
 #include "convgate/model.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
+#include "report/report.h"
 #include "target/registry.h"
 #include "testlib.h"
 

@@ -16,6 +16,7 @@
 #include "convgate/assign.h"
 #include "convgate/partition.h"
 #include "core/arena.h"
+#include "report/report.h"
 #include "testlib.h"
 
 /* --- model builder --------------------------------------------------------- */

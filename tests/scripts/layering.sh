@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The include graph against the layering of docs/ARCHITECTURE.md: a file
+# may include headers of its own stage and of earlier stages only,
+#
+#   core -> load -> ir -> check -> run -> io -> target -> delegate -> place
+#        -> cost -> verify -> report -> cli
+#
+# Files are placed by folder (src/<stage>/, cli/); public headers
+# (include/convgate/*.h) by the stage that implements them (table below).
+# A public header must not include jansson (or any header outside the C
+# library and convgate/). Every new public header, and every new folder
+# under src/, must be placed here, so the check cannot pass by omission.
+# Exceptions are listed with their reason; keep them few.
+#
+#   layering.sh CONVGATE_BINARY SOURCE_DIR
+set -eu
+src=${2:?usage: layering.sh CONVGATE_BINARY SOURCE_DIR}
+exec /usr/bin/python3 - "$src" <<'PY'
+import os, re, sys
+
+root = sys.argv[1]
+order = ["core", "load", "ir", "check", "run", "io", "target", "delegate", "place",
+         "cost", "verify", "report", "cli"]
+rank = {s: i for i, s in enumerate(order)}
+
+# public header -> the stage that implements it
+public = {
+    "api.h": "core", "status.h": "core", "dtype.h": "core", "dtype.def": "core",
+    "tensor.h": "core",
+    "model.h": "load",
+    "schema.h": "check", "check.h": "check",
+    "runtime.h": "run",
+    "tensor_io.h": "io", "samples.h": "io",
+    "target.h": "target",
+    "partition.h": "place", "assign.h": "place",
+    "cost.h": "cost", "profile.h": "cost",
+    "compare.h": "verify", "golden.h": "verify", "bisect.h": "verify", "gate.h": "verify",
+    "targetpath.h": "verify", "parity.h": "verify", "conformance.h": "verify",
+    "inspect.h": "report",
+}
+
+# (including file prefix, included header) -> why it is allowed
+exceptions = {
+    # The runtime executes partitions of an assignment on executing targets:
+    # it needs the target vtable and the assignment's types, not their code.
+    ("src/run/", "convgate/target.h"): "the runtime calls executing targets' compile/run",
+    ("src/run/", "convgate/partition.h"): "the runtime schedules an assignment's partitions",
+}
+used = set()
+
+c_library = {"assert.h", "ctype.h", "errno.h", "float.h", "inttypes.h", "limits.h", "math.h",
+             "stdalign.h", "stdarg.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h",
+             "stdlib.h", "string.h", "time.h", "stdnoreturn.h"}
+
+def stage_of_file(rel):
+    parts = rel.split("/")
+    if parts[0] == "cli":
+        return "cli"
+    if parts[0] == "src":
+        return parts[1]
+    if parts[0] == "include":
+        return public.get(parts[-1])
+    return None
+
+def stage_of_include(inc):
+    parts = inc.split("/")
+    if parts[0] == "convgate":
+        return public.get(parts[-1])
+    if parts[0] in rank:
+        return parts[0]
+    return None
+
+problems = []
+files = []
+for top in ("src", "cli", "include/convgate"):
+    for dirpath, _, names in os.walk(os.path.join(root, top)):
+        for n in sorted(names):
+            if n.endswith((".c", ".h", ".inc", ".def")):
+                files.append(os.path.relpath(os.path.join(dirpath, n), root))
+for sub in sorted(os.listdir(os.path.join(root, "src"))):
+    if os.path.isdir(os.path.join(root, "src", sub)) and sub not in rank:
+        problems.append("src/%s/: a folder no stage of the layering names (add it to "
+                        "tests/scripts/layering.sh and docs/ARCHITECTURE.md)" % sub)
+inc_re = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+edges = 0
+for rel in sorted(files):
+    st = stage_of_file(rel)
+    if st is None:
+        problems.append("%s: public header not placed in a stage (add it to the table in "
+                        "tests/scripts/layering.sh)" % rel)
+        continue
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            m = inc_re.match(line)
+            if not m:
+                continue
+            kind, inc = m.groups()
+            if rel.startswith("include/") and kind == "<" and inc not in c_library:
+                problems.append("%s:%d: public header includes <%s>: public headers take "
+                                "only the C library and convgate/" % (rel, lineno, inc))
+                continue
+            if kind == "<":
+                continue
+            ist = stage_of_include(inc)
+            if ist is None:
+                continue  # same-folder includes (family headers, .inc, .def)
+            edges += 1
+            if rank[ist] <= rank[st]:
+                continue
+            hit = [(p, h) for (p, h) in exceptions if rel.startswith(p) and inc == h]
+            if hit:
+                used.update(hit)
+                continue
+            problems.append("%s:%d: %s (stage %s) includes %s (stage %s), a later stage"
+                            % (rel, lineno, rel, st, inc, ist))
+for (p, h), why in exceptions.items():
+    if (p, h) not in used:
+        problems.append("exception %s -> %s (%s) is no longer needed: remove it" % (p, h, why))
+for p in problems:
+    print("layering:", p)
+print("layering: %d files, %d cross-stage includes checked, %d problem(s)"
+      % (len(files), edges, len(problems)))
+sys.exit(1 if problems else 0)
+PY
