@@ -70,7 +70,8 @@ RULES = base("rules", ops={
     "Neg": {"inputs": [{"index": 0, "max_rank": 1, "when": {"opset_at_least": 14}}]},
 })
 
-LIMITS = base("limits", limits={
+LIMITS = base("limits", layout="nhwc", crossing={"fixed_us": 7.5, "bandwidth_gbps": 3},
+              limits={
     "max_rank": 4, "max_dim": {"value": 100, "note": "test max dim"},
     "dynamic_shapes": False, "zero_sized_dims": False,
     "dtypes": ["float32", "int64"], "dtypes_scope": "first_input",
@@ -95,6 +96,9 @@ BAD = {
     "top_unknown.json": base("bad", colour="blue"),
     "bad_range.json": base("bad", ops={"LeakyRelu": {"attributes": [
         {"name": "alpha", "min": 2, "max": 1}]}}),
+    "bad_layout.json": base("bad", layout="hwc"),
+    "bad_crossing.json": base("bad", crossing={"fixed_us": 20}),
+    "bad_bandwidth.json": base("bad", crossing={"fixed_us": 20, "bandwidth_gbps": 0}),
 }
 
 

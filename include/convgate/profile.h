@@ -70,6 +70,11 @@ cg_status cg_cost_assumptions_check(const cg_cost_assumptions *as, cg_error *err
 
 /* Assumed cost of one crossing of `bytes` bytes, milliseconds. */
 double cg_cost_assumed_crossing_ms(const cg_cost_assumptions *as, uint64_t bytes);
+/* The cost of crossing b of a, milliseconds: at the rates the target it
+ * enters (or, entering the CPU, leaves) states (cg_target.crossing_*),
+ * else at the assumptions. Bytes count only when the shape is known. */
+double cg_cost_crossing_ms(const cg_cost_assumptions *as, const cg_assignment *a,
+                           const cg_boundary *b);
 
 /* --- the estimate --------------------------------------------------------------------- */
 

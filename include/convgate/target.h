@@ -2,9 +2,11 @@
  * Targets: where a node can run, and (for executing targets) running it.
  *
  * Every target, executing or profiled, is one cg_target: a name, a version,
- * where its rules come from, its fallback policy and compute precision, its
- * partition rules, and a vtable. `supports` answers for one node with the
- * exact rule that failed and the offending value. For an executing target
+ * where its rules come from, its fallback policy, compute precision, tensor
+ * layout and boundary cost, its partition rules, and a vtable. A target
+ * describes itself: nothing in convgate infers a property from its name.
+ * `supports` answers for one node with the exact rule that failed and the
+ * offending value. For an executing target
  * (the XNNPACK delegate) `supports` is exactly what its `compile` accepts,
  * so predicted residency equals actual residency. A profiled target
  * (capability profile of a runtime we cannot run here) has no compile/run:
@@ -77,6 +79,11 @@ typedef enum cg_fallback_policy {
 
 typedef enum cg_precision { CG_PRECISION_FP32 = 0, CG_PRECISION_FP16 = 1 } cg_precision;
 
+/* How rank-4 float tensors are laid out inside a target's partitions. The
+ * CPU (the reference runtime) is NCHW, as ONNX is; a boundary between two
+ * sides of different layouts transposes every rank-4 float tensor. */
+typedef enum cg_layout { CG_LAYOUT_NCHW = 0, CG_LAYOUT_NHWC = 1 } cg_layout;
+
 typedef struct cg_partition_rules {
     int min_nodes;          /* partitions with fewer supported nodes are dropped (0/1 = none) */
     int max_partitions;     /* keep only the N largest; 0 = unlimited */
@@ -140,6 +147,13 @@ struct cg_target {
     cg_fallback_policy fallback;
     cg_precision precision;
     bool accumulate_fp32;    /* fp16 compute that accumulates reductions in fp32 */
+    cg_layout layout;        /* inside its partitions (CG_LAYOUT_NCHW: as ONNX) */
+    /* The cost of one boundary crossing into or out of this target, when the
+     * target states it: a fixed part plus the bytes over a bandwidth. When
+     * not stated, the cost model's assumptions apply (docs/cost-model.md). */
+    bool crossing_stated;
+    double crossing_fixed_us; /* >= 0 */
+    double crossing_gbps;     /* > 0: GB/s (1e9 bytes) */
     cg_partition_rules rules;
     /* What the profile says it does not model (printed with every report). */
     const char *const *not_modelled;
@@ -148,14 +162,42 @@ struct cg_target {
     void *impl;
 };
 
-/* The registry: executing targets compiled in, plus every profile found in
- * the profile directory: the caller's, else $CONVGATE_PROFILES, else the
+/* A target's layout, NCHW for NULL (the CPU side of a boundary). */
+static inline cg_layout cg_target_layout(const cg_target *t)
+{
+    return t ? t->layout : CG_LAYOUT_NCHW;
+}
+
+/* True when t runs partitions itself (kind EXECUTING with compile, run and
+ * release in its vtable). */
+static inline bool cg_target_executes(const cg_target *t)
+{
+    return t && t->kind == CG_TARGET_EXECUTING && t->vt && t->vt->compile && t->vt->run &&
+           t->vt->release;
+}
+
+/* The registry: the executing targets compiled into the library (from a
+ * table, src/delegate/builtin.def), then every profile found in the
+ * profile directory: the caller's, else $CONVGATE_PROFILES, else the
  * installed <prefix>/share/convgate/profiles beside the binary or library,
- * else the source tree's profiles/ (a build-tree binary). */
+ * else the source tree's profiles/ (a build-tree binary). Names are unique
+ * across it. */
 typedef struct cg_target_registry cg_target_registry;
 
 cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
                                   cg_error *err);
+/* An empty registry, for an embedder that chooses every target itself. */
+cg_status cg_target_registry_new(cg_target_registry **out, cg_error *err);
+/* Adds t, which the registry owns from then on (t->vt->destroy(t) when the
+ * registry is freed, or at once when the add fails): how an embedder adds
+ * its own executing target without editing convgate. t needs a non-empty
+ * name no other target has and a vtable with `supports`; an executing
+ * target also needs compile, run and release. */
+cg_status cg_target_registry_add(cg_target_registry *reg, cg_target *t, cg_error *err);
+/* Adds every *.json profile of profile_dir (NULL or "": the default above),
+ * in file-name order; one invalid profile fails the whole call. */
+cg_status cg_target_registry_add_profiles(cg_target_registry *reg, const char *profile_dir,
+                                          cg_error *err);
 void cg_target_registry_free(cg_target_registry *reg);
 size_t cg_target_registry_count(const cg_target_registry *reg);
 /* The directory the profiles were read from (absolute when installed). */

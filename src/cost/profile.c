@@ -137,6 +137,19 @@ double cg_cost_assumed_crossing_ms(const cg_cost_assumptions *as, uint64_t bytes
     return as->boundary_fixed_us * 1e-3 + (double)bytes / (as->bandwidth_gbps * 1e6);
 }
 
+double cg_cost_crossing_ms(const cg_cost_assumptions *as, const cg_assignment *a,
+                           const cg_boundary *b)
+{
+    int side = b->to_partition >= 0 ? b->to_partition : b->from_partition;
+    const cg_target *t = side >= 0 && (size_t)side < a->partition_count
+                             ? a->targets[a->partitions[side].target]
+                             : NULL;
+    uint64_t bytes = b->known ? b->bytes : 0;
+    if (!t || !t->crossing_stated)
+        return cg_cost_assumed_crossing_ms(as, bytes);
+    return t->crossing_fixed_us * 1e-3 + (double)bytes / (t->crossing_gbps * 1e6);
+}
+
 /* --- the estimate -------------------------------------------------------------------- */
 
 double cg_cost_partition_reference_ms(const cg_assignment *a, const double *node_ms, size_t pi)
@@ -260,7 +273,7 @@ cg_status cg_cost_estimate_build(const cg_cost_inputs *in, cg_cost_estimate *out
                         (to >= 0 && !isnan(in->partition_ms[to])));
         if (covered)
             continue;
-        bnd += cg_cost_assumed_crossing_ms(as, b->known ? b->bytes : 0);
+        bnd += cg_cost_crossing_ms(as, a, b);
         k++;
         out->assumed = true;
     }

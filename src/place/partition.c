@@ -796,11 +796,6 @@ static bool pt_value_const(const pt_state *st, size_t val)
     return false;
 }
 
-static bool pt_target_nhwc(const cg_target *t)
-{
-    return t && t->name && strstr(t->name, "xnnpack") != NULL;
-}
-
 static bool pt_target_fp16(const cg_target *t)
 {
     return t && t->precision == CG_PRECISION_FP16;
@@ -831,7 +826,7 @@ static void pt_boundary_type(const pt_state *st, cg_assignment *a, cg_boundary *
     const cg_target *to =
         b->to_partition >= 0 ? a->targets[a->partitions[b->to_partition].target] : NULL;
     b->layout_conversion = vt->rank == 4 && cg_dtype_is_float(vt->dtype) &&
-                           pt_target_nhwc(from) != pt_target_nhwc(to);
+                           cg_target_layout(from) != cg_target_layout(to);
     b->dtype_conversion =
         vt->dtype == CG_DTYPE_FLOAT && pt_target_fp16(from) != pt_target_fp16(to);
 }

@@ -38,14 +38,12 @@ static const char *const ar_time_assumed_note =
     "crossing costs are ASSUMED (default per-op-class speedups and boundary model, "
     "docs/cost-model.md); `convgate profile` measures executing targets";
 
-static bool ar_nhwc(const cg_target *t) { return t && strstr(t->name, "xnnpack") != NULL; }
-
 /* "NCHW->NHWC" or "NHWC->NCHW" for a crossing that converts layout. */
 static const char *ar_layout_dir(const cg_assignment *a, const cg_boundary *b)
 {
     const cg_target *to = b->to_partition >= 0 ? a->targets[a->partitions[b->to_partition].target]
                                                : NULL;
-    return ar_nhwc(to) ? "NCHW->NHWC" : "NHWC->NCHW";
+    return cg_target_layout(to) == CG_LAYOUT_NHWC ? "NCHW->NHWC" : "NHWC->NCHW";
 }
 
 static const char *ar_dtype_dir(const cg_assignment *a, const cg_boundary *b)

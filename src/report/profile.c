@@ -152,7 +152,8 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
     }
     if (r->any_profiled) {
         fprintf(f, "Boundary crossings of profiled partitions (ASSUMED cost each: %g us + "
-               "bytes / %g GB/s):\n", r->assume->boundary_fixed_us, r->assume->bandwidth_gbps);
+               "bytes / %g GB/s, unless the target states its own):\n",
+               r->assume->boundary_fixed_us, r->assume->bandwidth_gbps);
         for (size_t i = 0; i < a->boundary_count; i++) {
             const cg_boundary *b = &a->boundaries[i];
             fprintf(f, "  '%s' %s%d -> %s%d: %" PRIu64 " B%s: %.4f ms\n", b->tensor,
@@ -160,7 +161,7 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
                    b->from_partition < 0 ? 0 : b->from_partition,
                    b->to_partition < 0 ? "cpu" : "P", b->to_partition < 0 ? 0 : b->to_partition,
                    b->bytes, b->known ? "" : " (shape unknown: fixed cost only)",
-                   cg_cost_assumed_crossing_ms(r->assume, b->known ? b->bytes : 0));
+                   cg_cost_crossing_ms(r->assume, a, b));
         }
     }
     fprintf(f, "Mixed latency estimate: %.3f on target + %.3f CPU remainder + %.3f boundary "

@@ -53,6 +53,13 @@ static json_t *target_json(const cg_target *t)
                                                              t->accumulate_fp32
                                                          ? "fp32"
                                                          : "fp16"));
+    cg_json_set(o, "layout", cg_json_text(t->layout == CG_LAYOUT_NHWC ? "nhwc" : "nchw"));
+    if (t->crossing_stated) {
+        json_t *c = json_object();
+        cg_json_set(c, "fixed_us", cg_json_number(t->crossing_fixed_us));
+        cg_json_set(c, "bandwidth_gbps", cg_json_number(t->crossing_gbps));
+        cg_json_set(o, "crossing", c);
+    }
     cg_json_set(o, "source", cg_json_text(t->source ? t->source : ""));
     if (cg_profile_path(t))
         cg_json_set(o, "profile", cg_json_text(cg_profile_path(t)));

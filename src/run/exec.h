@@ -231,7 +231,6 @@ cg_status cg_exec_subgraph(cg_kernel_ctx *k, const cg_graph *g, const cg_value *
  * main graph's units; cg_schedule_free undoes it. */
 cg_status cg_schedule_build(cg_runtime *rt, cg_error *err);
 void cg_schedule_free(cg_runtime *rt);
-bool cg_exec_target_executes(const cg_target *t);
 
 /* kernel_api.c */
 /* Size checks shared by cg_kernel_output and control flow kernels: fails

@@ -277,7 +277,7 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
     for (size_t i = 0; a && i < p->graph->node_count; i++) {
         int pid = a->partition_of[i];
         if (np[i] != CG_NODE_PREC_FP32 && pid >= 0 && (size_t)pid < a->partition_count &&
-            cg_exec_target_executes(a->targets[a->partitions[pid].target]))
+            cg_target_executes(a->targets[a->partitions[pid].target]))
             return cg_error_set(err, CG_USAGE, "node %zu runs on the executing target '%s': it "
                                 "cannot also be emulated in fp16", i,
                                 a->targets[a->partitions[pid].target]->name);

@@ -36,12 +36,6 @@ void cg_schedule_free(cg_runtime *rt)
     rt->part_count = rt->unit_count = 0;
 }
 
-bool cg_exec_target_executes(const cg_target *t)
-{
-    return t && t->kind == CG_TARGET_EXECUTING && t->vt && t->vt->compile && t->vt->run &&
-           t->vt->release;
-}
-
 /* Main-graph slots node i reads: its inputs and its subgraphs' captures. */
 static size_t step_reads(const cg_plan *p, size_t i, int32_t *out)
 {
@@ -184,7 +178,7 @@ cg_status cg_schedule_build(cg_runtime *rt, cg_error *err)
     for (size_t i = 0; i < a->partition_count; i++) {
         const cg_partition *part = &a->partitions[i];
         bool ok = part->target >= 0 && (size_t)part->target < a->target_count;
-        part_index[i] = ok && cg_exec_target_executes(a->targets[part->target]) ? (int32_t)exec_parts++
+        part_index[i] = ok && cg_target_executes(a->targets[part->target]) ? (int32_t)exec_parts++
                                                                         : -1;
         for (size_t k = 0; ok && k < part->node_count; k++)
             ok = part->nodes[k] < n && a->partition_of[part->nodes[k]] == part->id;

@@ -1143,6 +1143,46 @@ static cg_status parse_precision(pf_parser *ps, const json_t *root, pf_profile *
     return st;
 }
 
+/* "layout" (optional, "nchw" by default) and "crossing" (optional): what the
+ * target says about itself that placement and cost read (target.h). */
+static cg_status parse_layout_crossing(pf_parser *ps, const json_t *root, pf_profile *p)
+{
+    char *layout = NULL;
+    cg_status st = get_string(ps, root, "$", "layout", false, &layout);
+    if (st == CG_OK && layout) {
+        if (!strcmp(layout, "nchw"))
+            p->target.layout = CG_LAYOUT_NCHW;
+        else if (!strcmp(layout, "nhwc"))
+            p->target.layout = CG_LAYOUT_NHWC;
+        else
+            st = perr(ps, "$.layout", "'%s' is not \"nchw\" or \"nhwc\"", layout);
+    }
+    free(layout);
+    json_t *j = json_object_get(root, "crossing");
+    if (st != CG_OK || !j)
+        return st;
+    static const char *const keys[] = {"fixed_us", "bandwidth_gbps", "note", "source", NULL};
+    const char *path = "$.crossing";
+    bool has_fixed = false, has_bw = false;
+    st = expect_object(ps, j, path);
+    if (st == CG_OK)
+        st = check_keys(ps, j, path, keys);
+    if (st == CG_OK)
+        st = get_number(ps, j, path, "fixed_us", &has_fixed, &p->target.crossing_fixed_us);
+    if (st == CG_OK)
+        st = get_number(ps, j, path, "bandwidth_gbps", &has_bw, &p->target.crossing_gbps);
+    if (st == CG_OK && (!has_fixed || !has_bw))
+        st = perr(ps, path, "needs both \"fixed_us\" and \"bandwidth_gbps\"");
+    if (st == CG_OK && !(p->target.crossing_fixed_us >= 0 && p->target.crossing_fixed_us < 1e9))
+        st = perr(ps, "$.crossing.fixed_us", "%g is not a cost in [0, 1e9) us",
+                  p->target.crossing_fixed_us);
+    if (st == CG_OK && !(p->target.crossing_gbps > 0 && p->target.crossing_gbps < 1e9))
+        st = perr(ps, "$.crossing.bandwidth_gbps", "%g is not a bandwidth in (0, 1e9) GB/s",
+                  p->target.crossing_gbps);
+    p->target.crossing_stated = st == CG_OK;
+    return st;
+}
+
 /* Short stable names: lower-case letters, digits and '-'. */
 static bool name_ok(const char *s)
 {
@@ -1160,7 +1200,8 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
 {
     static const char *const keys[] = {"format_version", "name", "runtime", "version",
                                        "description", "sources", "fallback", "precision",
-                                       "partition", "limits", "not_modelled", "ops", NULL};
+                                       "layout", "crossing", "partition", "limits",
+                                       "not_modelled", "ops", NULL};
     cg_status st = expect_object(ps, root, "$");
     if (st == CG_OK)
         st = check_keys(ps, root, "$", keys);
@@ -1199,6 +1240,8 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
         st = parse_sources(ps, root, p);
     if (st == CG_OK)
         st = parse_precision(ps, root, p);
+    if (st == CG_OK)
+        st = parse_layout_crossing(ps, root, p);
     if (st == CG_OK)
         st = parse_partition(ps, root, p);
     if (st == CG_OK)

@@ -1,7 +1,9 @@
 /*
- * The target registry: every target convgate knows, executing ones compiled
- * into the library first (in a fixed order), then one profiled target per
- * *.json file of the profile directory, in file-name order.
+ * The target registry: every target convgate knows. cg_target_registry_load
+ * (src/delegate/builtin.c, above this stage) fills it with the executing
+ * targets compiled into the library, then one profiled target per *.json
+ * file of the profile directory, in file-name order; an embedder can start
+ * from an empty registry and add its own targets.
  *
  * The profile directory is the caller's argument, else $CONVGATE_PROFILES,
  * else the installed one (<prefix>/share/convgate/profiles beside the
@@ -30,13 +32,18 @@ struct cg_target_registry {
     char *profile_dir; /* the directory the profiles were read from */
 };
 
+static void target_destroy(cg_target *t)
+{
+    if (t && t->vt && t->vt->destroy)
+        t->vt->destroy(t);
+}
+
 void cg_target_registry_free(cg_target_registry *reg)
 {
     if (!reg)
         return;
     for (size_t i = 0; i < reg->count; i++)
-        if (reg->targets[i] && reg->targets[i]->vt && reg->targets[i]->vt->destroy)
-            reg->targets[i]->vt->destroy(reg->targets[i]);
+        target_destroy(reg->targets[i]);
     free(reg->targets);
     free(reg->profile_dir);
     free(reg);
@@ -73,21 +80,62 @@ const cg_target *cg_target_registry_find(const cg_target_registry *reg, const ch
     return NULL;
 }
 
-/* Takes ownership of t (destroyed on failure). */
-static cg_status registry_add(cg_target_registry *reg, cg_target *t, cg_error *err)
+cg_status cg_target_registry_new(cg_target_registry **out, cg_error *err)
 {
+    *out = calloc(1, sizeof **out);
+    return *out ? CG_OK : cg_error_set(err, CG_NOMEM, "out of memory creating a target registry");
+}
+
+/* What every target must say about itself before anyone relies on it. */
+static cg_status target_check(const cg_target *t, cg_error *err)
+{
+    const char *name = t->name ? t->name : "(null)";
+    if (!t->name || !t->name[0])
+        return cg_error_set(err, CG_USAGE, "a target needs a name");
+    if (!t->vt || !t->vt->supports)
+        return cg_error_set(err, CG_USAGE, "target '%s' has no supports() in its vtable", name);
+    if (t->kind != CG_TARGET_EXECUTING && t->kind != CG_TARGET_PROFILED)
+        return cg_error_set(err, CG_USAGE, "target '%s': kind %d is not executing or profiled",
+                            name, (int)t->kind);
+    if (t->kind == CG_TARGET_EXECUTING && !cg_target_executes(t))
+        return cg_error_set(err, CG_USAGE, "executing target '%s' needs compile, run and "
+                            "release in its vtable", name);
+    if (t->layout != CG_LAYOUT_NCHW && t->layout != CG_LAYOUT_NHWC)
+        return cg_error_set(err, CG_USAGE, "target '%s': layout %d is not NCHW or NHWC", name,
+                            (int)t->layout);
+    if (t->crossing_stated && !(t->crossing_fixed_us >= 0 && t->crossing_gbps > 0 &&
+                                t->crossing_fixed_us < 1e300 && t->crossing_gbps < 1e300))
+        return cg_error_set(err, CG_USAGE, "target '%s': crossing cost %g us + bytes / %g GB/s "
+                            "needs a finite cost >= 0 and a finite bandwidth > 0", name,
+                            t->crossing_fixed_us, t->crossing_gbps);
+    return CG_OK;
+}
+
+cg_status cg_target_registry_add(cg_target_registry *reg, cg_target *t, cg_error *err)
+{
+    if (!reg || !t) {
+        target_destroy(t);
+        return cg_error_set(err, CG_USAGE, "cg_target_registry_add: registry and target are "
+                            "required");
+    }
+    cg_status st = target_check(t, err);
+    if (st != CG_OK) {
+        target_destroy(t);
+        return st;
+    }
     for (size_t i = 0; i < reg->count; i++)
         if (strcmp(reg->targets[i]->name, t->name) == 0) {
-            cg_status st = cg_error_set(err, CG_INVALID, "two targets are named '%s' (%s and %s)",
-                                        t->name, reg->targets[i]->source, t->source);
-            t->vt->destroy(t);
+            st = cg_error_set(err, CG_INVALID, "two targets are named '%s' (%s and %s)", t->name,
+                              reg->targets[i]->source ? reg->targets[i]->source : "?",
+                              t->source ? t->source : "?");
+            target_destroy(t);
             return st;
         }
     if (reg->count == reg->cap) {
         size_t cap = reg->cap ? reg->cap * 2 : 16;
         cg_target **grown = realloc(reg->targets, cap * sizeof *grown);
         if (!grown) {
-            t->vt->destroy(t);
+            target_destroy(t);
             return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
         }
         reg->targets = grown;
@@ -150,7 +198,7 @@ static cg_status load_profiles(cg_target_registry *reg, const char *dir, cg_erro
         snprintf(path, len, "%s/%s", dir, names[i]);
         cg_target *t = NULL;
         if ((st = cg_profile_load(path, &t, err)) != CG_OK ||
-            (st = registry_add(reg, t, err)) != CG_OK)
+            (st = cg_target_registry_add(reg, t, err)) != CG_OK)
             goto done;
     }
 done:
@@ -162,22 +210,11 @@ done:
     return st;
 }
 
-cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
-                                  cg_error *err)
+cg_status cg_target_registry_add_profiles(cg_target_registry *reg, const char *profile_dir,
+                                          cg_error *err)
 {
-    *out = NULL;
-    cg_status st;
-    cg_target_registry *reg = calloc(1, sizeof *reg);
     if (!reg)
-        return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
-#ifdef CG_HAVE_XNNPACK
-    {
-        /* an XNNPACK that cannot initialize on this machine just is not listed */
-        cg_target *x = cg_xnnpack_target_new();
-        if (x && (st = registry_add(reg, x, err)) != CG_OK)
-            goto fail;
-    }
-#endif
+        return cg_error_set(err, CG_USAGE, "cg_target_registry_add_profiles: no registry");
     char installed[4096];
     const char *dir = profile_dir;
     if (!dir || !*dir)
@@ -186,15 +223,10 @@ cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **
         dir = installed;
     if (!dir || !*dir)
         dir = CG_PROFILE_DIR;
-    if (!(reg->profile_dir = strdup(dir))) {
-        st = cg_error_set(err, CG_NOMEM, "out of memory loading targets");
-        goto fail;
-    }
-    if ((st = load_profiles(reg, dir, err)) != CG_OK)
-        goto fail;
-    *out = reg;
-    return CG_OK;
-fail:
-    cg_target_registry_free(reg);
-    return st;
+    char *copy = strdup(dir);
+    if (!copy)
+        return cg_error_set(err, CG_NOMEM, "out of memory loading targets");
+    free(reg->profile_dir);
+    reg->profile_dir = copy;
+    return load_profiles(reg, dir, err);
 }

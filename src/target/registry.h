@@ -1,12 +1,11 @@
 /*
- * Internal interface of the target layer (src/target): how targets are made
- * and what the registry, the profile evaluator and the CLI share beyond
- * include/convgate/target.h.
+ * Internal interface of the target layer (src/target): how profiled targets
+ * are made and what the registry, the profile evaluator and the CLI share
+ * beyond include/convgate/target.h.
  *
- * Executing targets compiled into the library register through a
- * constructor declared here; the registry calls each one that the build
- * enables. Profiled targets come from JSON capability profiles
- * (docs/profiles.md) parsed by src/target/profile.c.
+ * Executing targets live above this stage (src/delegate/) and register
+ * from the table src/delegate/builtin.def. Profiled targets come from JSON
+ * capability profiles (docs/profiles.md) parsed by src/target/profile.c.
  */
 #ifndef CG_TARGET_REGISTRY_H
 #define CG_TARGET_REGISTRY_H
@@ -16,14 +15,6 @@
 #include <stdint.h>
 
 #include "convgate/target.h"
-
-/* --- executing targets compiled in ------------------------------------------ */
-
-#ifdef CG_HAVE_XNNPACK
-/* The XNNPACK delegate (src/delegate/xnnpack). NULL when XNNPACK cannot be
- * initialized on this machine; the registry then lists it as absent. */
-cg_target *cg_xnnpack_target_new(void);
-#endif
 
 /* --- capability profiles ------------------------------------------------------ */
 

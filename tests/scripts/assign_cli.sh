@@ -53,7 +53,7 @@ nodes = [h.make_node("Relu", ["x"], ["t1"], name="pre"),
 save(h.make_graph(nodes, "cf", [x, c], [y]), "if.onnx")
 EOF
 
-mkprofile() { # mkprofile FILE NAME FALLBACK COMPUTE PARTITION OPS [LIMITS]
+mkprofile() { # mkprofile FILE NAME FALLBACK COMPUTE PARTITION OPS [LIMITS] [LAYOUT]
     cat >"$1" <<EOF
 {
   "format_version": 1,
@@ -64,6 +64,7 @@ mkprofile() { # mkprofile FILE NAME FALLBACK COMPUTE PARTITION OPS [LIMITS]
   "sources": [{"repo": "convgate/tests", "path": "tests/scripts/assign_cli.sh", "revision": "test"}],
   "fallback": "$3",
   "precision": {"compute": "$4", "accumulate": "fp32"},
+  "layout": "${8:-nchw}",
   "partition": $5,
   "limits": ${7:-{\}},
   "not_modelled": ["everything outside this test"],
@@ -73,7 +74,7 @@ EOF
 }
 P="$T/profiles"
 mkdir -p "$P"
-mkprofile "$P/nhwc.json" test-xnnpack cpu fp32 '{}' '{"Relu": {}}'
+mkprofile "$P/nhwc.json" test-xnnpack cpu fp32 '{}' '{"Relu": {}}' '{}' nhwc
 mkprofile "$P/gpu.json" test-gpu cpu fp16 '{}' '{"Relu": {}}'
 mkprofile "$P/micro.json" micro fail fp32 '{}' '{"Relu": {}}'
 mkprofile "$P/big.json" bigpart cpu fp32 '{"min_nodes": 3}' '{"Relu": {}}'

@@ -155,6 +155,15 @@ static void test_limits(void)
     cg_target *t = load_profile("limits.json");
     if (!t)
         return;
+    /* what the profile says about the target itself */
+    EXPECT(t->layout == CG_LAYOUT_NHWC, "limits.json: layout nhwc");
+    EXPECT(t->crossing_stated && t->crossing_fixed_us == 7.5 && t->crossing_gbps == 3,
+           "limits.json: crossing 7.5 us + bytes / 3 GB/s");
+    cg_target *plain = load_profile("rules.json");
+    EXPECT(plain && plain->layout == CG_LAYOUT_NCHW && !plain->crossing_stated,
+           "rules.json: nchw and no stated crossing by default");
+    if (plain)
+        plain->vt->destroy(plain);
     char reason[1024];
     refused(t, "lim_rank", N("Relu 'n': input 0 (X) 'x' has rank 5, limits allows <= 4"));
     refused(t, "lim_dim", N("dim 1 is 200, limits allows <= 100", "test max dim"));
@@ -194,6 +203,9 @@ static void test_bad_profiles(void)
         {"no_rule.json", "$.ops.Conv.attributes[0]: states no rule"},
         {"top_unknown.json", "$: unknown key 'colour'"},
         {"bad_range.json", "$.ops.LeakyRelu.attributes[0]: min 2 > max 1"},
+        {"bad_layout.json", "$.layout: 'hwc' is not"},
+        {"bad_crossing.json", "$.crossing: needs both"},
+        {"bad_bandwidth.json", "$.crossing.bandwidth_gbps: 0 is not a bandwidth"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
@@ -280,6 +292,11 @@ static void test_shipped(void)
               "litert-gpu precision / max partitions");
         EXPECT(tflm->fallback == CG_FALLBACK_FAIL && ov->fallback == CG_FALLBACK_FAIL,
               "tflm and openvino fail on unsupported ops");
+        /* ORT's NNAPI and XNNPACK EPs run NHWC kernels behind ORT's NCHW CPU
+         * EP (edge-constraints.md 1.2 and the XNNPACK EP section) */
+        EXPECT(nnapi->layout == CG_LAYOUT_NHWC && by[3] && by[3]->layout == CG_LAYOUT_NHWC &&
+                   gpu->layout == CG_LAYOUT_NCHW,
+               "shipped layouts: nnapi and ort-xnnpack NHWC, the others as stated");
         char reason[1024];
         /* a 3-D conv: NNAPI and the GPU refuse it, OpenVINO converts it */
         EXPECT(ask(nnapi, "max_rank", reason, sizeof reason) == 0 &&

@@ -14,6 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convgate/target.h"
+
+/* The XNNPACK executing target (a row of src/delegate/builtin.def). NULL
+ * when XNNPACK cannot initialize on this machine. */
+cg_target *cg_xnnpack_target_new(void);
+
 typedef struct cg_xnnpack_report {
     /* graph node indices lowered into XNNPACK nodes, in partition order */
     const size_t *lowered;

@@ -21,7 +21,6 @@
 #include "delegate/xnnpack/xnnpack.h"
 #include "delegate/xnnpack/xnnpack_internal.h"
 #include "run/exec.h"
-#include "target/registry.h"
 
 typedef struct xnng_io {
     const char *name;
@@ -420,6 +419,7 @@ cg_target *cg_xnnpack_target_new(void)
     t->kind = CG_TARGET_EXECUTING;
     t->fallback = CG_FALLBACK_CPU;
     t->precision = CG_PRECISION_FP32;
+    t->layout = CG_LAYOUT_NHWC; /* rank-4 values are transposed at the boundary */
     t->not_modelled = xnng_not_modelled;
     t->not_modelled_count = sizeof xnng_not_modelled / sizeof xnng_not_modelled[0];
     t->vt = &xnng_vtable;
