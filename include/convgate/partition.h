@@ -85,6 +85,18 @@ cg_status cg_assign(const cg_model *model, const cg_type_env *types,
                     cg_assignment **out, cg_error *err);
 void cg_assignment_free(cg_assignment *a);
 
+/* Checks a against the invariants above, from its graph: each node has one
+ * owner, matching the partition lists; each partition is non-empty, lists
+ * its nodes once in topological order, and partitions are numbered in the
+ * topological order of their first nodes; the partition graph is acyclic;
+ * partition inputs/outputs and boundaries are exactly the graph's
+ * crossings of non-constant values, each listed once. `types`: what the
+ * assignment was made with (it decides constness), may be NULL. CG_INVALID
+ * naming the first broken invariant. cg_assign checks its own result with
+ * this in debug builds (CG_DEBUG). */
+cg_status cg_assignment_validate(const cg_assignment *a, const cg_type_env *types,
+                                 cg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,7 @@
 
 #include "convgate/assign.h"
 #include "convgate/partition.h"
+#include "core/assert.h"
 #include "ir/graph_index.h"
 #include "ir/walk.h"
 
@@ -1106,6 +1107,15 @@ cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph, const cg
     a->target_count = target_count;
     if ((status = pt_finish(&st, a, err)) != CG_OK)
         goto fail;
+#ifdef CG_DEBUG
+    {
+        /* a broken invariant here is the partitioner's bug, not the model's */
+        cg_error verr;
+        cg_error_clear(&verr);
+        if (cg_assignment_validate(a, types, &verr) == CG_INVALID)
+            cg_assert_fail(verr.msg, __FILE__, __LINE__, __func__);
+    }
+#endif
     pt_state_free(&st);
     *out = a;
     return CG_OK;

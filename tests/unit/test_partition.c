@@ -88,77 +88,21 @@ static size_t idx(const cg_graph *g, const char *name)
     abort();
 }
 
-/* Checks partition.h's invariants: one owner per node, consistent partition
- * lists in graph (= topological) order, an acyclic partition graph, each
- * boundary once. Builders here write nodes in topological order. */
+/* partition.h's invariants, as the library checks them. */
 static void check_invariants(const cg_assignment *a)
 {
-    const cg_graph *g = a->graph;
-    size_t n = g->node_count, P = a->partition_count;
-    size_t *seen = calloc(n + 1, sizeof *seen);
-    for (size_t p = 0; p < P; p++) {
-        const cg_partition *pp = &a->partitions[p];
-        EXPECT(pp->id == (int)p, "partition %zu has id %d", p, pp->id);
-        EXPECT(pp->node_count > 0, "partition %zu is empty", p);
-        for (size_t k = 0; k < pp->node_count; k++) {
-            size_t v = pp->nodes[k];
-            EXPECT(v < n, "node index %zu", v);
-            if (v >= n)
-                continue;
-            seen[v]++;
-            EXPECT(a->partition_of[v] == (int)p, "node %zu in partition %zu, partition_of %d", v,
-                  p, a->partition_of[v]);
-            EXPECT(a->owner[v] == pp->target, "node %zu owner %d, partition target %d", v,
-                  a->owner[v], pp->target);
-            EXPECT(k == 0 || pp->nodes[k - 1] < v, "partition %zu not in topological order", p);
-        }
-    }
-    for (size_t v = 0; v < n; v++) {
-        EXPECT(seen[v] <= 1, "node %zu in %zu partitions", v, seen[v]);
-        EXPECT((a->partition_of[v] < 0) == (a->owner[v] == CG_OWNER_CPU),
-              "node %zu: owner %d partition %d", v, a->owner[v], a->partition_of[v]);
-        EXPECT(a->partition_of[v] >= 0 || seen[v] == 0, "node %zu", v);
-    }
-    /* partition graph: vertices are partitions 0..P-1 and CPU nodes P+v */
-    size_t U = P + n;
-    size_t *indeg = calloc(U, sizeof *indeg);
-    unsigned char *edge = calloc(U * U, 1);
-    for (size_t v = 0; v < n; v++) {
-        size_t uv = a->partition_of[v] >= 0 ? (size_t)a->partition_of[v] : P + v;
-        const cg_node *nd = &g->nodes[v];
-        for (size_t i = 0; i < nd->input_count; i++)
-            for (size_t w = 0; w < n; w++)
-                for (size_t o = 0; o < g->nodes[w].output_count; o++)
-                    if (strcmp(g->nodes[w].outputs[o], nd->inputs[i]) == 0) {
-                        size_t uw =
-                            a->partition_of[w] >= 0 ? (size_t)a->partition_of[w] : P + w;
-                        if (uw != uv && !edge[uw * U + uv]) {
-                            edge[uw * U + uv] = 1;
-                            indeg[uv]++;
-                        }
-                    }
-    }
-    size_t *queue = malloc(U * sizeof *queue), head = 0, tail = 0;
-    for (size_t u = 0; u < U; u++)
-        if (!indeg[u])
-            queue[tail++] = u;
-    while (head < tail) {
-        size_t u = queue[head++];
-        for (size_t w = 0; w < U; w++)
-            if (edge[u * U + w] && --indeg[w] == 0)
-                queue[tail++] = w;
-    }
-    EXPECT(tail == U, "the partition graph has a cycle (%zu of %zu vertices sorted)", tail, U);
-    for (size_t i = 0; i < a->boundary_count; i++)
-        for (size_t j = i + 1; j < a->boundary_count; j++)
-            EXPECT(!(strcmp(a->boundaries[i].tensor, a->boundaries[j].tensor) == 0 &&
-                    a->boundaries[i].from_partition == a->boundaries[j].from_partition &&
-                    a->boundaries[i].to_partition == a->boundaries[j].to_partition),
-                  "boundary '%s' listed twice", a->boundaries[i].tensor);
-    free(queue);
-    free(edge);
-    free(indeg);
-    free(seen);
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_assignment_validate(a, NULL, &err) == CG_OK, "%s", err.msg);
+}
+
+/* cg_assignment_validate on a after a corruption: CG_INVALID naming it. */
+static void expect_invalid(const cg_assignment *a, const char *needle, const char *what)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_assignment_validate(a, NULL, &err) == CG_INVALID && strstr(err.msg, needle),
+           "%s: %s", what, err.msg);
 }
 
 static cg_assignment *assign(const cg_model *m, const cg_target *const *t, size_t nt)
@@ -246,6 +190,95 @@ static void test_diamond(void)
               "d in a partition of its own");
         EXPECT(a->boundary_count == 3, "ta->b, tb->d, tc->d: %zu", a->boundary_count);
         EXPECT(find_boundary(a, "tc", 0, 1) != NULL, "partition-to-partition crossing");
+    }
+    cg_assignment_free(a);
+    cg_model_free(m);
+}
+
+/* The validator catches each kind of broken invariant, one at a time,
+ * on a correct assignment of the chain and of the diamond. */
+static void test_validator(void)
+{
+    cg_model *m = model_new();
+    cg_graph *g = m->graph = graph_new("chain", 8);
+    io(g, "x", "y");
+    node(g, "Relu", "a", "x", "t1");
+    node(g, "Relu", "b", "t1", "t2");
+    node(g, "Erf", "u", "t2", "t3");
+    node(g, "Relu", "c", "t3", "t4");
+    node(g, "Relu", "d", "t4", "y");
+    cg_target t = target("relu-npu", &RELU);
+    const cg_target *ts[] = {&t};
+    cg_assignment *a = assign(m, ts, 1);
+    if (a && a->partition_count == 2 && a->boundary_count == 2) {
+        size_t va = idx(g, "a");
+        a->owner[va] = CG_OWNER_CPU;
+        expect_invalid(a, "owner -1 but partition 0", "owner disagrees with the partition");
+        a->owner[va] = 0;
+        size_t *nodes = a->partitions[0].nodes, keep = nodes[0];
+        nodes[0] = nodes[1];
+        nodes[1] = keep;
+        expect_invalid(a, "out of topological order", "partition nodes out of order");
+        nodes[1] = nodes[0];
+        nodes[0] = keep;
+        cg_partition first = a->partitions[0];
+        a->partitions[0] = a->partitions[1];
+        a->partitions[1] = first;
+        expect_invalid(a, "id 1", "partitions renumbered");
+        a->partitions[1] = a->partitions[0];
+        a->partitions[0] = first;
+        a->partitions[0].input_count = 0;
+        expect_invalid(a, "reads 'x' but does not list it", "a missing partition input");
+        a->partitions[0].input_count = 1;
+        a->partitions[1].output_count = 0;
+        expect_invalid(a, "'y' leaves partition 1", "a missing partition output");
+        a->partitions[1].output_count = 1;
+        a->boundary_count = 1;
+        expect_invalid(a, "1 boundaries listed, the graph has 2", "a missing boundary");
+        a->boundary_count = 2;
+        cg_boundary second = a->boundaries[1];
+        a->boundaries[1] = a->boundaries[0];
+        expect_invalid(a, "listed twice", "a boundary listed twice");
+        a->boundaries[1] = second;
+        a->boundaries[0].to_partition = 1;
+        expect_invalid(a, "not a crossing", "a boundary to a side that does not read it");
+        a->boundaries[0].to_partition = -1;
+        check_invariants(a); /* every corruption undone */
+    } else {
+        EXPECT(0, "chain: unexpected assignment");
+    }
+    cg_assignment_free(a);
+    cg_model_free(m);
+
+    /* the diamond with {a, c, d} forced into one partition around b (CPU):
+     * the partition both feeds b and depends on it */
+    m = model_new();
+    g = m->graph = graph_new("diamond", 8);
+    io(g, "x", "y");
+    node(g, "Relu", "a", "x", "ta");
+    node(g, "Erf", "b", "ta", "tb");
+    node(g, "Relu", "c", "ta", "tc");
+    node(g, "Relu", "d", "tb,tc", "y");
+    a = assign(m, ts, 1);
+    if (a && a->partition_count == 2 && a->partitions[0].node_count == 2 &&
+        a->partitions[1].node_count == 1) {
+        size_t *merged = malloc(3 * sizeof *merged), *old = a->partitions[0].nodes;
+        merged[0] = idx(g, "a");
+        merged[1] = idx(g, "c");
+        merged[2] = idx(g, "d");
+        a->partitions[0].nodes = merged;
+        a->partitions[0].node_count = 3;
+        a->partition_of[idx(g, "d")] = 0;
+        a->partition_count = 1;
+        expect_invalid(a, "cycle", "a partition that feeds and depends on a CPU node");
+        a->partition_count = 2;
+        a->partition_of[idx(g, "d")] = 1;
+        a->partitions[0].nodes = old;
+        a->partitions[0].node_count = 2;
+        free(merged);
+        check_invariants(a);
+    } else {
+        EXPECT(0, "diamond: unexpected assignment");
     }
     cg_assignment_free(a);
     cg_model_free(m);
@@ -809,6 +842,7 @@ int main(void)
 {
     test_chain();
     test_diamond();
+    test_validator();
     test_unit_cycle();
     test_min_nodes();
     test_max_partitions();
