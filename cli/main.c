@@ -104,12 +104,13 @@ bool cli_load_any_quiet(const char *path, const cg_load_options *opt, cli_model 
     unsigned char *buf = read_stdin(&len, err);
     if (!buf)
         return false;
+    bool ok;
     if (cg_tflite_detect(buf, len))
-        cg_tflite_load_bytes(buf, len, "standard input", NULL, &out->tflite, err);
+        ok = cg_tflite_load_bytes(buf, len, "standard input", NULL, &out->tflite, err) == CG_OK;
     else
-        out->onnx = load_onnx_bytes(buf, len, opt, err);
+        ok = (out->onnx = load_onnx_bytes(buf, len, opt, err)) != NULL;
     free(buf);
-    return out->onnx || out->tflite;
+    return ok;
 }
 
 void cli_model_free(cli_model *m)

@@ -25,9 +25,10 @@ extern "C" {
  * body (values a body reads from enclosing scopes count as coming from the
  * CPU side, like its own inputs). `types` may be NULL: every tensor type is
  * then unknown and only initializers count as constant. */
-cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph, const cg_type_env *types,
-                          const cg_target *const *targets, size_t target_count,
-                          cg_assignment **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_assign_graph(const cg_model *model, const cg_graph *graph,
+                                              const cg_type_env *types,
+                                              const cg_target *const *targets, size_t target_count,
+                                              cg_assignment **out, cg_error *err);
 
 /* One subgraph of a control-flow node, assigned on its own. */
 typedef struct cg_body_assignment {
@@ -52,10 +53,11 @@ typedef struct cg_placement {
     const struct cg_cost_estimate *time;
 } cg_placement;
 
-cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
-                             const cg_target *const *targets, size_t target_count,
-                             cg_placement **out, cg_error *err);
-void cg_placement_free(cg_placement *p);
+CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
+                                                 const cg_target *const *targets,
+                                                 size_t target_count, cg_placement **out,
+                                                 cg_error *err);
+CG_API void cg_placement_free(cg_placement *p);
 
 typedef enum cg_verdict_kind {
     CG_VERDICT_FULL = 0,     /* every node on a target, one partition */
@@ -65,38 +67,38 @@ typedef enum cg_verdict_kind {
     CG_VERDICT_INIT_FAILURE  /* a target without CPU fallback would refuse the model */
 } cg_verdict_kind;
 
-const char *cg_verdict_kind_name(cg_verdict_kind kind); /* "full", "partial", ... */
+CG_API const char *cg_verdict_kind_name(cg_verdict_kind kind); /* "full", "partial", ... */
 
 /* The placement verdict of an assignment: its kind and one sentence. */
-cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *types, char *text,
-                                  size_t text_len);
+CG_API cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *types,
+                                         char *text, size_t text_len);
 
 /* True when a target whose fallback policy is `fail` would refuse the model:
  * some main-graph node stays on the CPU. msg then reads "tflm: node 'x'
  * (Op) is not supported and TFLite Micro has no fallback: <reason>" for the
  * first such node in topological order. */
-bool cg_assign_init_failure(const cg_assignment *a, const cg_type_env *types, char *msg,
-                            size_t msg_len);
+CG_API bool cg_assign_init_failure(const cg_assignment *a, const cg_type_env *types, char *msg,
+                                   size_t msg_len);
 
 /* A refusal reason without a leading "Op 'name': " that repeats the node
  * (profile reasons start that way; reports name the node themselves).
  * Points into reason. */
-const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *reason);
+CG_API const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *reason);
 
 /* "name" or, for a node without one, "#index". Returns buf. */
-const char *cg_assign_node_label(const cg_graph *g, size_t node, char *buf, size_t len);
+CG_API const char *cg_assign_node_label(const cg_graph *g, size_t node, char *buf, size_t len);
 
 /* The residency line every report prints: "30/40 nodes on litert-gpu,
  * 5/40 nodes on xnnpack, 5 on CPU". */
-void cg_assign_residency(const cg_assignment *a, char *buf, size_t cap);
+CG_API void cg_assign_residency(const cg_assignment *a, char *buf, size_t cap);
 /* Number of nodes of the assignment owned by target index `target`
  * (CG_OWNER_CPU counts the CPU's). */
-size_t cg_assign_count_owned(const cg_assignment *a, int target);
+CG_API size_t cg_assign_count_owned(const cg_assignment *a, int target);
 
 /* The report, in the order the engineer reads it: residency, partitions,
  * boundary ledger, unsupported nodes, dropped nodes, control-flow bodies,
  * verdict, and for profiled targets where the prediction comes from. */
-void cg_assign_report_text(FILE *f, const cg_placement *p);
+CG_API void cg_assign_report_text(FILE *f, const cg_placement *p);
 /* The JSON rendering is internal (src/report/report.h): public headers do
  * not expose jansson. */
 

@@ -63,7 +63,7 @@ typedef enum cg_bisect_triage {
 } cg_bisect_triage;
 
 /* "none", "precision loss (fp16)", "wrong kernel or rewrite" */
-const char *cg_bisect_triage_name(cg_bisect_triage t);
+CG_API const char *cg_bisect_triage_name(cg_bisect_triage t);
 
 /* Type of one value (a node input, or a compared tensor). */
 typedef struct cg_bisect_type {
@@ -109,9 +109,10 @@ typedef struct cg_bisect_result {
 /* Runs both sides on `inputs` and fills *out (free with
  * cg_bisect_result_free, also after a failure). A side that fails to run is
  * an error naming the side. */
-cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inputs,
-                        size_t input_count, cg_bisect_result *out, cg_error *err);
-void cg_bisect_result_free(cg_bisect_result *r);
+CG_API CG_NODISCARD cg_status cg_bisect_run(const cg_bisect_options *opt,
+                                            const cg_named_value *inputs, size_t input_count,
+                                            cg_bisect_result *out, cg_error *err);
+CG_API void cg_bisect_result_free(cg_bisect_result *r);
 
 #ifdef __cplusplus
 }

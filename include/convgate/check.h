@@ -49,17 +49,17 @@ typedef struct cg_check_options {
     size_t max_problems; /* stored problems; the rest are only counted. Default 1000 */
 } cg_check_options;
 
-void cg_check_options_default(cg_check_options *opt);
+CG_API void cg_check_options_default(cg_check_options *opt);
 
 /* Checks `model` and fills `report` (initialized here; free it with
  * cg_check_report_free even on failure). Returns CG_OK when the model has no
  * errors (warnings allowed), CG_INVALID when it has at least one (err then
  * holds the first), CG_NOMEM when memory ran out (the report holds what was
  * found so far), CG_USAGE for NULL arguments. opt may be NULL. */
-cg_status cg_check_model(const cg_model *model, const cg_check_options *opt,
-                         cg_check_report *report, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_check_model(const cg_model *model, const cg_check_options *opt,
+                                             cg_check_report *report, cg_error *err);
 
-void cg_check_report_free(cg_check_report *report);
+CG_API void cg_check_report_free(cg_check_report *report);
 
 /* The highest IR version the checker accepts: 10, the IR that ships with
  * ai.onnx opset 21 (ONNX 1.16), the newest opset the schema table holds. */

@@ -58,17 +58,18 @@ typedef struct cg_metrics {
 } cg_metrics;
 
 /* Compares got against ref (any numeric dtype; both read as double). */
-cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const cg_tolerance *tol,
-                             cg_metrics *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got,
+                                                 const cg_tolerance *tol, cg_metrics *out,
+                                                 cg_error *err);
 /* Folds b into a (same output over another sample). */
-void cg_metrics_merge(cg_metrics *a, const cg_metrics *b);
-void cg_metrics_init(cg_metrics *m);
+CG_API void cg_metrics_merge(cg_metrics *a, const cg_metrics *b);
+CG_API void cg_metrics_init(cg_metrics *m);
 
 /* Built-in tolerances: ORT OpTester's float values (atol 1e-5, rtol 1e-4),
  * or its fp16 values (atol 2.5e-3, rtol 1e-3) for a reduced-precision path
  * (reference: shared/reference/reliability.md section 3); the justification
  * says which. */
-void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
+CG_API void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
 
 /* --- tolerance files (src/verify/tolerance.c) ------------------------------------- */
 
@@ -99,16 +100,17 @@ typedef struct cg_tolerance_args {
  * the model does not have (a typo must never fall back to the default) are
  * CG_USAGE naming the file and the key. out has room for count entries;
  * free with cg_tolerances_free. */
-cg_status cg_tolerances_resolve(const char *const *outputs, size_t count,
-                                const cg_tolerance_args *args, bool reduced_precision,
-                                cg_output_tolerance *out, cg_error *err);
-void cg_tolerances_free(cg_output_tolerance *t, size_t count);
+CG_API CG_NODISCARD cg_status cg_tolerances_resolve(const char *const *outputs, size_t count,
+                                                    const cg_tolerance_args *args,
+                                                    bool reduced_precision,
+                                                    cg_output_tolerance *out, cg_error *err);
+CG_API void cg_tolerances_free(cg_output_tolerance *t, size_t count);
 
 /* --- task metrics (src/verify/task.c) ----------------------------------------------- */
 
 typedef enum cg_task { CG_TASK_NONE = 0, CG_TASK_CLASSIFY, CG_TASK_SEGMENT } cg_task;
 
-const char *cg_task_name(cg_task task); /* "none", "classify", "segment" */
+CG_API const char *cg_task_name(cg_task task); /* "none", "classify", "segment" */
 
 /* What a task cares about, accumulated over samples. classify: class axis
  * = last axis; top-1 agreement and top-5 overlap (|top5 ref & top5 target|
@@ -123,14 +125,14 @@ typedef struct cg_task_metrics {
     uint64_t inter, uni, fg_ref, fg_got;
 } cg_task_metrics;
 
-void cg_task_metrics_init(cg_task_metrics *m, cg_task task, double threshold);
+CG_API void cg_task_metrics_init(cg_task_metrics *m, cg_task task, double threshold);
 /* Folds one sample's ref and got (same shape) in. */
-void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tensor *got);
-double cg_task_top1(const cg_task_metrics *m); /* share of rows; NaN when not applicable */
-double cg_task_top5(const cg_task_metrics *m);
-double cg_task_iou(const cg_task_metrics *m);  /* 1 when both masks are empty */
+CG_API void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tensor *got);
+CG_API double cg_task_top1(const cg_task_metrics *m); /* share of rows; NaN when not applicable */
+CG_API double cg_task_top5(const cg_task_metrics *m);
+CG_API double cg_task_iou(const cg_task_metrics *m);  /* 1 when both masks are empty */
 /* Lower edge of histogram bin b (0 for bin 0): 1e-10, 1e-9, ..., 1. */
-double cg_hist_bin_low(int bin);
+CG_API double cg_hist_bin_low(int bin);
 
 #ifdef __cplusplus
 }

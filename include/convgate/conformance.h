@@ -29,7 +29,7 @@ extern "C" {
 typedef enum cg_conf_status { CG_CONF_PASS = 0, CG_CONF_FAIL, CG_CONF_SKIP } cg_conf_status;
 
 /* "pass", "fail", "skip" */
-const char *cg_conf_status_name(cg_conf_status s);
+CG_API const char *cg_conf_status_name(cg_conf_status s);
 
 typedef struct cg_conf_test {
     char *dir;  /* test directory */
@@ -55,31 +55,31 @@ typedef struct cg_conf_manifest {
 /* The tests under dir (dir itself when it holds model.onnx: *single_test,
  * which may be NULL) whose "suite/test" name contains filter (NULL: all),
  * sorted; suite gets the suite's name. Free with cg_conf_tests_free. */
-bool cg_conf_collect(const char *dir, const char *filter, cg_conf_test **out, size_t *count,
-                     char *suite, size_t suite_cap, bool *single_test, cg_error *err);
-void cg_conf_tests_free(cg_conf_test *tests, size_t count);
+CG_API bool cg_conf_collect(const char *dir, const char *filter, cg_conf_test **out, size_t *count,
+                            char *suite, size_t suite_cap, bool *single_test, cg_error *err);
+CG_API void cg_conf_tests_free(cg_conf_test *tests, size_t count);
 /* Runs one test: status, reason and ms filled. With fp64, in the float64
  * reference mode (cg_runtime_options.float64), each float output rounded
  * to the expected type before it is judged. */
-void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64);
+CG_API void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64);
 
 /* Reads a manifest. missing_ok: a file that does not exist is an empty one. */
-bool cg_conf_manifest_load(const char *path, bool missing_ok, cg_conf_manifest *m,
-                           cg_error *err);
-void cg_conf_manifest_free(cg_conf_manifest *m);
-cg_conf_entry *cg_conf_manifest_find(cg_conf_manifest *m, const char *name);
+CG_API bool cg_conf_manifest_load(const char *path, bool missing_ok, cg_conf_manifest *m,
+                                  cg_error *err);
+CG_API void cg_conf_manifest_free(cg_conf_manifest *m);
+CG_API cg_conf_entry *cg_conf_manifest_find(cg_conf_manifest *m, const char *name);
 /* Writes the manifest for --update-expect: every non-passing test of this
  * run, plus the old lines for tests this run did not cover (reasons kept;
  * new lines get "TODO"). */
-bool cg_conf_manifest_update(const char *path, const cg_conf_test *tests, size_t count,
-                             cg_error *err);
+CG_API bool cg_conf_manifest_update(const char *path, const cg_conf_test *tests, size_t count,
+                                    cg_error *err);
 /* The deviations of a run from the manifest, one line each (malloc'd):
  * an unlisted failure, a listed test that passes or has another status,
  * and, when the whole suite ran, a listed test of the suite that is gone.
  * Marks the entries seen. Free with cg_conf_deviations_free. */
-size_t cg_conf_deviations(const cg_conf_test *tests, size_t count, cg_conf_manifest *m,
-                          const char *suite, bool whole_suite, char ***out);
-void cg_conf_deviations_free(char **lines, size_t count);
+CG_API size_t cg_conf_deviations(const cg_conf_test *tests, size_t count, cg_conf_manifest *m,
+                                 const char *suite, bool whole_suite, char ***out);
+CG_API void cg_conf_deviations_free(char **lines, size_t count);
 
 #ifdef __cplusplus
 }

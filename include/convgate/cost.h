@@ -64,7 +64,8 @@ typedef struct cg_latency_result {
 /* Validates `in` and fills `out`. Fails (CG_USAGE) on out-of-range or
  * non-finite inputs, and when the mixed latency is not a positive finite
  * number (e.g. A/S underflows to 0 for an enormous S). */
-cg_status cg_cost_latency(const cg_latency_input *in, cg_latency_result *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_cost_latency(const cg_latency_input *in, cg_latency_result *out,
+                                              cg_error *err);
 
 /* --- queueing: fluid backlog ------------------------------------------------------ */
 
@@ -72,10 +73,10 @@ cg_status cg_cost_latency(const cg_latency_input *in, cg_latency_result *out, cg
 
 /* Q(t) = max(0, q0 + (lambda - mu) t). Inputs are assumed valid
  * (see cg_queue_validate). */
-double cg_queue_fluid_backlog(double q0, double lambda, double mu, double t);
+CG_API double cg_queue_fluid_backlog(double q0, double lambda, double mu, double t);
 
 /* Checks lambda >= 0, mu > 0, q0 >= 0, all finite. */
-cg_status cg_queue_validate(double lambda, double mu, double q0, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_queue_validate(double lambda, double mu, double q0, cg_error *err);
 
 /* The sample times of a backlog table over [0, t_end] in steps dt:
  * 0, dt, 2 dt, ... and t_end itself as the last point, even when t_end is
@@ -83,10 +84,10 @@ cg_status cg_queue_validate(double lambda, double mu, double q0, cg_error *err);
  * Fills *points with the number of sample times (>= 1). Fails when t_end < 0,
  * dt <= 0, either is not finite, or there would be more than
  * CG_QUEUE_MAX_STEPS steps. */
-cg_status cg_queue_grid(double t_end, double dt, size_t *points, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_queue_grid(double t_end, double dt, size_t *points, cg_error *err);
 
 /* Sample time i (0 <= i < points) of the grid cg_queue_grid described. */
-double cg_queue_grid_time(double t_end, double dt, size_t points, size_t i);
+CG_API double cg_queue_grid_time(double t_end, double dt, size_t points, size_t i);
 
 /* --- queueing: M/M/1 ---------------------------------------------------------------- */
 
@@ -102,7 +103,7 @@ typedef struct cg_mm1 {
 
 /* Fills `out` for arrival rate lambda >= 0 and service rate mu > 0. An
  * unstable queue (lambda >= mu) is not an error: out->stable says so. */
-cg_status cg_queue_mm1(double lambda, double mu, cg_mm1 *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_queue_mm1(double lambda, double mu, cg_mm1 *out, cg_error *err);
 
 #define CG_QUEUE_MAX_CUSTOMERS UINT64_C(100000000)
 
@@ -121,8 +122,8 @@ typedef struct cg_mm1_sim {
  * transform. The same inputs give the same result on the same platform
  * (another libm's log may differ in the last bit). Needs 0 < lambda < mu and
  * 1 <= customers <= CG_QUEUE_MAX_CUSTOMERS. */
-cg_status cg_queue_simulate_mm1(double lambda, double mu, uint64_t customers, uint64_t seed,
-                                cg_mm1_sim *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_queue_simulate_mm1(double lambda, double mu, uint64_t customers,
+                                                    uint64_t seed, cg_mm1_sim *out, cg_error *err);
 
 /* --- printing ----------------------------------------------------------------------- */
 
@@ -130,7 +131,7 @@ cg_status cg_queue_simulate_mm1(double lambda, double mu, uint64_t customers, ui
  * Python's repr does: fixed notation for 1e-4 <= |v| < 1e16 (with ".0" on
  * whole numbers, so it stays a real), exponent notation outside, "nan" /
  * "inf" / "-inf" for the non-finite. Returns what snprintf would. */
-int cg_cost_format_real(double v, char *buf, size_t size);
+CG_API int cg_cost_format_real(double v, char *buf, size_t size);
 
 
 #ifdef __cplusplus

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convgate/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,29 +23,29 @@ typedef enum cg_dtype {
 } cg_dtype;
 
 /* True for a value that names a known element type (UNDEFINED excluded). */
-bool cg_dtype_valid(int64_t value);
-const char *cg_dtype_name(cg_dtype dt);
+CG_API bool cg_dtype_valid(int64_t value);
+CG_API const char *cg_dtype_name(cg_dtype dt);
 /* Bytes per element; 0 for STRING, 4-bit types and UNDEFINED. */
-size_t cg_dtype_size(cg_dtype dt);
+CG_API size_t cg_dtype_size(cg_dtype dt);
 /* NumPy array-interface descr ("<f4"), or NULL where NumPy has none. */
-const char *cg_dtype_npy_descr(cg_dtype dt);
+CG_API const char *cg_dtype_npy_descr(cg_dtype dt);
 /* Parses a name as printed by cg_dtype_name; CG_DTYPE_UNDEFINED if unknown. */
-cg_dtype cg_dtype_from_name(const char *name);
-bool cg_dtype_is_float(cg_dtype dt); /* float16/32/64, bfloat16 */
-bool cg_dtype_is_int(cg_dtype dt);   /* signed or unsigned integers */
-bool cg_dtype_is_signed(cg_dtype dt);
+CG_API cg_dtype cg_dtype_from_name(const char *name);
+CG_API bool cg_dtype_is_float(cg_dtype dt); /* float16/32/64, bfloat16 */
+CG_API bool cg_dtype_is_int(cg_dtype dt);   /* signed or unsigned integers */
+CG_API bool cg_dtype_is_signed(cg_dtype dt);
 
 /* IEEE half and bfloat16 conversions (round to nearest even). */
-float cg_fp16_to_f32(uint16_t h);
-uint16_t cg_f32_to_fp16(float f);
-float cg_bf16_to_f32(uint16_t b);
-uint16_t cg_f32_to_bf16(float f);
+CG_API float cg_fp16_to_f32(uint16_t h);
+CG_API uint16_t cg_f32_to_fp16(float f);
+CG_API float cg_bf16_to_f32(uint16_t b);
+CG_API uint16_t cg_f32_to_bf16(float f);
 /* From double in one rounding (no double rounding through float), and the
  * nearest fp16 / bf16 value as a double (overflow to +-inf, NaN kept). */
-uint16_t cg_f64_to_fp16(double x);
-uint16_t cg_f64_to_bf16(double x);
-double cg_fp16_round(double x);
-double cg_bf16_round(double x);
+CG_API uint16_t cg_f64_to_fp16(double x);
+CG_API uint16_t cg_f64_to_bf16(double x);
+CG_API double cg_fp16_round(double x);
+CG_API double cg_bf16_round(double x);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,7 @@ typedef enum cg_gate_state {
     CG_GATE_NOT_RUN  /* an earlier gate failed */
 } cg_gate_state;
 
-const char *cg_gate_state_name(cg_gate_state s); /* "PASS", "FAIL", "not run" */
+CG_API const char *cg_gate_state_name(cg_gate_state s); /* "PASS", "FAIL", "not run" */
 
 typedef struct cg_gate_options {
     const cg_target *const *targets; /* priority order */
@@ -101,14 +101,15 @@ typedef struct cg_gate_report {
  * report is filled, pass or fail; another status only for errors that keep
  * a gate from being judged (no memory, bad options, an unusable input).
  * Free the report with cg_gate_report_free in every case. */
-cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_gate_options *opt,
-                      cg_gate_report *out, cg_error *err);
-void cg_gate_report_free(cg_gate_report *r);
+CG_API CG_NODISCARD cg_status cg_gate_run(const cg_model *model, const char *model_path,
+                                          const cg_gate_options *opt, cg_gate_report *out,
+                                          cg_error *err);
+CG_API void cg_gate_report_free(cg_gate_report *r);
 
 /* The report a person reads: each gate's lines, then the verdict block. */
-void cg_gate_report_text(FILE *f, const cg_gate_report *r);
+CG_API void cg_gate_report_text(FILE *f, const cg_gate_report *r);
 /* The bisect part alone (shared with `convgate bisect`). */
-void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *indent);
+CG_API void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *indent);
 /* The JSON renderings are internal (src/report/report.h): public headers
  * do not expose jansson. */
 

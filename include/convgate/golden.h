@@ -44,11 +44,12 @@ extern "C" {
 /* --- hashing (OpenSSL libcrypto) --------------------------------------------- */
 
 /* sha256 of a buffer, as lowercase hex. */
-cg_status cg_sha256_hex(const void *data, size_t size, char hex[CG_SHA256_HEX], cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sha256_hex(const void *data, size_t size, char hex[CG_SHA256_HEX],
+                                            cg_error *err);
 /* sha256 of a file read in chunks (never loaded whole); *bytes gets its size
  * (bytes may be NULL). */
-cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
-                         cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX],
+                                             uint64_t *bytes, cg_error *err);
 
 /* --- the manifest ----------------------------------------------------------------- */
 
@@ -85,15 +86,16 @@ typedef struct cg_golden {
  * sha256. Errors: CG_IO (no manifest, missing file), CG_PARSE / CG_INVALID
  * (malformed manifest), CG_UNSUPPORTED (other format_version), CG_SECURITY
  * (a file whose hash differs, an unsafe path). */
-cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err);
-void cg_golden_free(cg_golden *g);
+CG_API CG_NODISCARD cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err);
+CG_API void cg_golden_free(cg_golden *g);
 /* CG_SECURITY naming both hashes when model_path is not the model the golden
  * set was made for. */
-cg_status cg_golden_check_model(const cg_golden *g, const char *model_path, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_golden_check_model(const cg_golden *g, const char *model_path,
+                                                    cg_error *err);
 /* Loads one tensor of the set, re-hashing the bytes it parses and checking
  * dtype and shape against the manifest. Release with cg_value_free. */
-cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t, size_t max_bytes,
-                         cg_value **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t,
+                                             size_t max_bytes, cg_value **out, cg_error *err);
 
 /* --- writing ----------------------------------------------------------------------- */
 
@@ -101,18 +103,20 @@ typedef struct cg_golden_writer cg_golden_writer;
 
 /* Prepares GOLDEN (created if missing; a non-empty one is refused with
  * CG_USAGE unless force) and hashes the model file. */
-cg_status cg_golden_writer_init(const char *dir, const char *model_path, const cg_model *model,
-                                bool force, cg_golden_writer **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_golden_writer_init(const char *dir, const char *model_path,
+                                                    const cg_model *model, bool force,
+                                                    cg_golden_writer **out, cg_error *err);
 /* Writes one set's input and output tensors (tensor values only). The set
  * name is made safe and unique; the name used is returned in *used_name
  * (owned by the writer; may be NULL). */
-cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
-                               const cg_named_value *inputs, size_t input_count,
-                               const cg_named_value *outputs, size_t output_count,
-                               const char **used_name, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
+                                                   const cg_named_value *inputs, size_t input_count,
+                                                   const cg_named_value *outputs,
+                                                   size_t output_count, const char **used_name,
+                                                   cg_error *err);
 /* Writes manifest.json (via a temporary file and a rename). */
-cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
-void cg_golden_writer_free(cg_golden_writer *w);
+CG_API CG_NODISCARD cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
+CG_API void cg_golden_writer_free(cg_golden_writer *w);
 
 /* --- golden sets as samples ----------------------------------------------------------- */
 
@@ -121,13 +125,15 @@ void cg_golden_writer_free(cg_golden_writer *w);
  * must cover every input to feed and every output of the model and hold
  * nothing else (CG_INVALID naming the tensor): one rule for `verify` and
  * `gate --golden`, so a set missing an output is never a pass. */
-cg_status cg_golden_sample(const cg_golden *g, size_t set, const cg_model *model,
-                           size_t max_bytes, cg_sample *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_golden_sample(const cg_golden *g, size_t set,
+                                               const cg_model *model, size_t max_bytes,
+                                               cg_sample *out, cg_error *err);
 /* Every set of the golden folder dir, checked against the model file's
  * hash and every file's hash first. A stale or tampered golden set is an
  * error, never a pass. */
-cg_status cg_samples_load_golden(const cg_model *model, const char *model_path, const char *dir,
-                                 size_t max_bytes, cg_sample_set *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_load_golden(const cg_model *model, const char *model_path,
+                                                     const char *dir, size_t max_bytes,
+                                                     cg_sample_set *out, cg_error *err);
 
 #ifdef __cplusplus
 }

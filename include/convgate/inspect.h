@@ -20,12 +20,13 @@ typedef struct cg_inspect_options {
 } cg_inspect_options;
 
 /* Writes the report as text (json = false) or JSON to f. */
-cg_status cg_inspect_write(const cg_model *model, const cg_inspect_options *opt, bool json,
-                           FILE *f, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_inspect_write(const cg_model *model, const cg_inspect_options *opt,
+                                               bool json, FILE *f, cg_error *err);
 /* The same report for a .tflite model: the ONNX keys where the meaning is
  * the same, the TFLite structure under "tflite" (docs/inspect-json.md). */
-cg_status cg_inspect_write_tflite(const cg_tflite_model *model, const cg_inspect_options *opt,
-                                  bool json, FILE *f, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_inspect_write_tflite(const cg_tflite_model *model,
+                                                      const cg_inspect_options *opt, bool json,
+                                                      FILE *f, cg_error *err);
 
 #ifdef __cplusplus
 }

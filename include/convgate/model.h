@@ -315,19 +315,20 @@ typedef struct cg_load_options {
     const char *base_dir;      /* for cg_model_load_bytes with external data */
 } cg_load_options;
 
-void cg_load_options_default(cg_load_options *opt);
+CG_API void cg_load_options_default(cg_load_options *opt);
 
 /* Memory-maps `path` and builds the model. Initializer payloads stay in the
  * mapping. On failure *out is NULL and err says why. */
-cg_status cg_model_load(const char *path, const cg_load_options *opt, cg_model **out,
-                        cg_error *err);
+CG_API CG_NODISCARD cg_status cg_model_load(const char *path, const cg_load_options *opt,
+                                            cg_model **out, cg_error *err);
 
 /* Parses a model held in memory. The bytes are copied once (the model must
  * not depend on the caller's buffer). External data requires opt->base_dir. */
-cg_status cg_model_load_bytes(const void *data, size_t size, const cg_load_options *opt,
-                              cg_model **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_model_load_bytes(const void *data, size_t size,
+                                                  const cg_load_options *opt, cg_model **out,
+                                                  cg_error *err);
 
-void cg_model_free(cg_model *model);
+CG_API void cg_model_free(cg_model *model);
 
 /* Save options: external data moves every initializer with at least
  * `external_min_bytes` bytes of payload to `external_file` (a bare file name
@@ -337,32 +338,34 @@ typedef struct cg_save_options {
     size_t external_min_bytes;
 } cg_save_options;
 
-cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_options *opt,
-                        cg_error *err);
+CG_API CG_NODISCARD cg_status cg_model_save(const cg_model *model, const char *path,
+                                            const cg_save_options *opt, cg_error *err);
 
 /* Serializes to a malloc'd buffer (caller frees). Inline data only. */
-cg_status cg_model_serialize(const cg_model *model, uint8_t **out, size_t *out_size,
-                             cg_error *err);
+CG_API CG_NODISCARD cg_status cg_model_serialize(const cg_model *model, uint8_t **out,
+                                                 size_t *out_size, cg_error *err);
 
 /* Loads one TensorProto (.pb file, the ONNX test-data format). The returned
  * tensor and its payload live in *arena_model's arena (free with
  * cg_model_free); the model has no graph. */
-cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_proto **out,
-                               cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tensor_proto_load(const char *path, cg_model **holder,
+                                                   cg_tensor_proto **out, cg_error *err);
 
 /* Parses one TensorProto held in memory (copied once into the holder). */
-cg_status cg_tensor_proto_load_bytes(const void *data, size_t size, cg_model **holder,
-                                     cg_tensor_proto **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tensor_proto_load_bytes(const void *data, size_t size,
+                                                         cg_model **holder, cg_tensor_proto **out,
+                                                         cg_error *err);
 
 /* Element count of a TensorProto's dims with overflow checking. */
-cg_status cg_tensor_proto_numel(const cg_tensor_proto *t, int64_t *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tensor_proto_numel(const cg_tensor_proto *t, int64_t *out,
+                                                    cg_error *err);
 
 /* The opset version the model imports for `domain` ("" = ai.onnx), or -1. */
-int64_t cg_model_opset(const cg_model *model, const char *domain);
+CG_API int64_t cg_model_opset(const cg_model *model, const char *domain);
 
 /* Arena allocation, for code that builds or rewrites models. */
-void *cg_arena_alloc(cg_arena *arena, size_t size);
-char *cg_arena_strdup(cg_arena *arena, const char *s);
+CG_API void *cg_arena_alloc(cg_arena *arena, size_t size);
+CG_API char *cg_arena_strdup(cg_arena *arena, const char *s);
 
 #ifdef __cplusplus
 }

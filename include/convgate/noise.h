@@ -45,12 +45,12 @@ extern "C" {
 /* --- precisions and multiples ---------------------------------------------- */
 
 /* cg_precision (convgate/target.h): what a target stores floats in. */
-const char *cg_precision_name(cg_precision p); /* "fp32", "fp16" */
+CG_API const char *cg_precision_name(cg_precision p); /* "fp32", "fp16" */
 
 /* Unit roundoff of a precision (2^-24, 2^-11): the smallest floor an output
  * of scale S is given is u * S, so an output that happens to be exact in
  * float32 does not make every other result "infinitely" worse. */
-double cg_precision_unit(cg_precision p);
+CG_API double cg_precision_unit(cg_precision p);
 
 /* How far above its floor a target may be (docs/noise-floor.md has the
  * measurements behind the defaults). */
@@ -64,7 +64,7 @@ typedef struct cg_noise_multiples {
     double fp16_max_rel;
 } cg_noise_multiples;
 
-void cg_noise_multiples_default(cg_noise_multiples *k);
+CG_API void cg_noise_multiples_default(cg_noise_multiples *k);
 
 /* --- error statistics -------------------------------------------------------- */
 
@@ -88,28 +88,28 @@ typedef struct cg_noise_stats {
     double ref_max;        /* largest |ref| over finite values: the output's scale */
 } cg_noise_stats;
 
-void cg_noise_stats_init(cg_noise_stats *s);
+CG_API void cg_noise_stats_init(cg_noise_stats *s);
 /* Folds |got - ref| of one tensor pair (any real dtypes, read as double;
  * same shape) into s. */
-cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_tensor *got,
-                             cg_error *err);
-void cg_noise_stats_merge(cg_noise_stats *a, const cg_noise_stats *b);
+CG_API CG_NODISCARD cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref,
+                                                 const cg_tensor *got, cg_error *err);
+CG_API void cg_noise_stats_merge(cg_noise_stats *a, const cg_noise_stats *b);
 /* The q-quantile (q in [0, 1]) of |d|: an upper bound within one bin
  * (19%); 0 when the quantile falls on exact zeros, +inf on failures. */
-double cg_noise_quantile(const cg_noise_stats *s, double q);
+CG_API double cg_noise_quantile(const cg_noise_stats *s, double q);
 /* The output's scale: the largest magnitude of the reference's finite
  * values (not the RMS: a probability map that is mostly 0 has a tiny RMS
  * and a scale of about 1). */
-double cg_noise_scale(const cg_noise_stats *s);
+CG_API double cg_noise_scale(const cg_noise_stats *s);
 /* max |d| / scale (0 for an exact match, +inf for a zero scale with an error). */
-double cg_noise_rel(const cg_noise_stats *s);
+CG_API double cg_noise_rel(const cg_noise_stats *s);
 
 /* --- decisions (graph analysis) -------------------------------------------------- */
 
 /* The discontinuous ops: their outputs change by whole steps for an
  * arbitrarily small change of the inputs (of float inputs: the analysis
  * does not count one that reads only integers). */
-bool cg_decision_op(const cg_node *node);
+CG_API bool cg_decision_op(const cg_node *node);
 
 /* For one graph: which nodes make decisions and which values depend on one. */
 typedef struct cg_decision_map {
@@ -129,19 +129,19 @@ typedef struct cg_decision_map {
  * it turns a known float into an integer or bool. Types come from `types`
  * (may be NULL), else the graph's declarations. A control-flow node whose
  * body decides makes its outputs depend on a decision. */
-cg_status cg_decision_map_build(const cg_graph *g, const cg_type_env *types,
-                                cg_decision_map *out, cg_error *err);
-void cg_decision_map_free(cg_decision_map *m);
+CG_API CG_NODISCARD cg_status cg_decision_map_build(const cg_graph *g, const cg_type_env *types,
+                                                    cg_decision_map *out, cg_error *err);
+CG_API void cg_decision_map_free(cg_decision_map *m);
 /* Whether value `name` (a node output) is a decision or depends on one:
  * through its inputs, or a control-flow node whose body decides. */
-bool cg_decision_depends(const cg_decision_map *m, const char *name);
+CG_API bool cg_decision_depends(const cg_decision_map *m, const char *name);
 /* The decision nodes value `name` depends on, whose flips can be counted
  * (0 when it is continuous, as TopK's values are; control-flow nodes are
  * not listed: their outputs are continuous, the decision is inside):
  * indices into graph->nodes, written into nodes[0..cap) in graph order;
  * returns the total count. */
-size_t cg_decision_upstream(const cg_decision_map *m, const char *name, size_t *nodes,
-                            size_t cap);
+CG_API size_t cg_decision_upstream(const cg_decision_map *m, const char *name, size_t *nodes,
+                                   size_t cap);
 
 /* Flipped decisions of one decision node, the fp64 reference's inputs and
  * output against a target's output. A flip's margin is how far the
@@ -165,17 +165,18 @@ typedef struct cg_flip_stats {
     bool margin_known;           /* false: the op has no margin rule (NMS, IsNaN, ...) */
 } cg_flip_stats;
 
-void cg_flip_stats_init(cg_flip_stats *f);
+CG_API void cg_flip_stats_init(cg_flip_stats *f);
 /* ref_in / ref_outs: the node's inputs and outputs in the fp64 reference
  * (NULL entries for omitted ones); got_out: output `output` of the node in
  * the target. Shapes may differ (NonMaxSuppression selects a different
  * number of boxes): the elements past the shorter one are flips too. */
-cg_status cg_decision_flips(const cg_node *node, const cg_tensor *const *ref_in,
-                            size_t in_count, const cg_tensor *const *ref_outs,
-                            size_t out_count, size_t output, const cg_tensor *got_out,
-                            double floor_fp32, double floor_fp16,
-                            const cg_noise_multiples *k, cg_flip_stats *out, cg_error *err);
-void cg_flip_stats_merge(cg_flip_stats *a, const cg_flip_stats *b);
+CG_API CG_NODISCARD cg_status cg_decision_flips(const cg_node *node, const cg_tensor *const *ref_in,
+                                                size_t in_count, const cg_tensor *const *ref_outs,
+                                                size_t out_count, size_t output,
+                                                const cg_tensor *got_out, double floor_fp32,
+                                                double floor_fp16, const cg_noise_multiples *k,
+                                                cg_flip_stats *out, cg_error *err);
+CG_API void cg_flip_stats_merge(cg_flip_stats *a, const cg_flip_stats *b);
 
 /* --- floors of a model ------------------------------------------------------------ */
 
@@ -203,8 +204,8 @@ typedef struct cg_noise cg_noise;
 
 /* Builds the fp64 and fp32 references (and the fp16-storage run) of model,
  * which must outlive n. */
-cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_noise **out,
-                        cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt,
+                                            cg_noise **out, cg_error *err);
 /* Runs one input set on every reference and merges its floors (outputs and
  * the float inputs of decision nodes). With ref64 non-NULL, *ref64 gets the
  * fp64 reference outputs (graph-output order; free with
@@ -216,20 +217,22 @@ typedef struct cg_noise_decision_values {
     char **names;          /* value names */
     cg_value **values;     /* the fp64 reference's values */
 } cg_noise_decision_values;
-cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                              cg_named_value **ref64, size_t *ref64_count,
-                              cg_noise_decision_values *decisions, cg_error *err);
-void cg_noise_decision_values_free(cg_noise_decision_values *d);
-const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name);
+CG_API CG_NODISCARD cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs,
+                                                  size_t input_count, cg_named_value **ref64,
+                                                  size_t *ref64_count,
+                                                  cg_noise_decision_values *decisions,
+                                                  cg_error *err);
+CG_API void cg_noise_decision_values_free(cg_noise_decision_values *d);
+CG_API const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name);
 
-size_t cg_noise_sample_count(const cg_noise *n);
-size_t cg_noise_output_count(const cg_noise *n);
-const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i);
+CG_API size_t cg_noise_sample_count(const cg_noise *n);
+CG_API size_t cg_noise_output_count(const cg_noise *n);
+CG_API const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i);
 /* Floors of a value read by a decision node (NULL when not watched). */
-const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *name);
-const cg_decision_map *cg_noise_decisions(const cg_noise *n);
-const cg_model *cg_noise_model(const cg_noise *n);
-void cg_noise_free(cg_noise *n);
+CG_API const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *name);
+CG_API const cg_decision_map *cg_noise_decisions(const cg_noise *n);
+CG_API const cg_model *cg_noise_model(const cg_noise *n);
+CG_API void cg_noise_free(cg_noise *n);
 
 /* --- a target against the floors ---------------------------------------------------- */
 
@@ -242,8 +245,8 @@ typedef struct cg_noise_capture {
     cg_noise_decision_values values;
     cg_error *err;
 } cg_noise_capture;
-cg_status cg_noise_capture_observe(void *user, const cg_node *node, const char *name,
-                                   const cg_value *value);
+CG_API CG_NODISCARD cg_status cg_noise_capture_observe(void *user, const cg_node *node,
+                                                       const char *name, const cg_value *value);
 
 /* A target's errors against the fp64 reference, merged over samples: per
  * graph output the elementwise statistics and, for discontinuous outputs,
@@ -255,16 +258,19 @@ typedef struct cg_noise_tally {
     bool *flips_compared;   /* some decision upstream was seen on both sides */
 } cg_noise_tally;
 
-cg_status cg_noise_tally_init(const cg_noise *n, cg_noise_tally *t, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_tally_init(const cg_noise *n, cg_noise_tally *t,
+                                                  cg_error *err);
 /* One sample: ref64 from cg_noise_add_sample, got the target's outputs in
  * graph-output order; ref_dec / got_dec the decision values of both sides
  * (either NULL: flips are not counted). */
-cg_status cg_noise_tally_add(const cg_noise *n, cg_noise_tally *t, const cg_named_value *ref64,
-                             size_t ref_count, const cg_named_value *got, size_t got_count,
-                             const cg_noise_decision_values *ref_dec,
-                             const cg_noise_decision_values *got_dec,
-                             const cg_noise_multiples *k, size_t sample, cg_error *err);
-void cg_noise_tally_free(cg_noise_tally *t);
+CG_API CG_NODISCARD cg_status cg_noise_tally_add(const cg_noise *n, cg_noise_tally *t,
+                                                 const cg_named_value *ref64, size_t ref_count,
+                                                 const cg_named_value *got, size_t got_count,
+                                                 const cg_noise_decision_values *ref_dec,
+                                                 const cg_noise_decision_values *got_dec,
+                                                 const cg_noise_multiples *k, size_t sample,
+                                                 cg_error *err);
+CG_API void cg_noise_tally_free(cg_noise_tally *t);
 
 /* --- verdicts ---------------------------------------------------------------------- */
 
@@ -278,9 +284,9 @@ typedef enum cg_verdict {
 
 /* "matches (fp32 noise)", "matches at fp16 precision", "precision
  * breakdown", "wrong result" */
-const char *cg_verdict_name(cg_verdict v);
+CG_API const char *cg_verdict_name(cg_verdict v);
 /* True for the two matching verdicts. */
-bool cg_verdict_passes(cg_verdict v);
+CG_API bool cg_verdict_passes(cg_verdict v);
 
 /* What one output of a target is judged on. Errors are the target's
  * metrics against the fp64 reference, merged over the samples. */
@@ -312,15 +318,17 @@ typedef struct cg_judgement {
 
 /* The verdict for one output. CG_USAGE when an fp16 target above its
  * floor comes without the fp32 rerun that tells the cause. */
-cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
-                         cg_judgement *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
+                                             cg_judgement *out, cg_error *err);
 /* cg_noise_judge on output i of tallies: the target's, and (NULL: not run)
  * its reruns with fp32 accumulation and in fp32; flips when the output is
  * discontinuous and they were compared. */
-cg_status cg_noise_judge_tally(const cg_noise_output *o, size_t i, cg_precision precision,
-                               const cg_noise_tally *t, const cg_noise_tally *acc32,
-                               const cg_noise_tally *fp32, const cg_noise_multiples *k,
-                               cg_judgement *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_judge_tally(const cg_noise_output *o, size_t i,
+                                                   cg_precision precision, const cg_noise_tally *t,
+                                                   const cg_noise_tally *acc32,
+                                                   const cg_noise_tally *fp32,
+                                                   const cg_noise_multiples *k, cg_judgement *out,
+                                                   cg_error *err);
 
 /* --- a target on the same samples ------------------------------------------------- */
 
@@ -330,22 +338,28 @@ cg_status cg_noise_judge_tally(const cg_noise_output *o, size_t i, cg_precision 
  * paths are (re)built for each sample's dims, their observers keep the
  * decision values. targets must outlive t. */
 typedef struct cg_noise_target cg_noise_target;
-cg_status cg_noise_target_init(const cg_noise *n, const cg_target *const *targets,
-                               size_t target_count, size_t max_alloc_bytes,
-                               cg_noise_target **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_target_init(const cg_noise *n,
+                                                   const cg_target *const *targets,
+                                                   size_t target_count, size_t max_alloc_bytes,
+                                                   cg_noise_target **out, cg_error *err);
 /* One sample: its inputs and dims (cg_sample_dims), and what
  * cg_noise_add_sample gave for it. */
-cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *inputs,
-                                     size_t input_count, const cg_dim_binding *dims,
-                                     size_t dim_count, const cg_named_value *ref64,
-                                     size_t ref_count, const cg_noise_decision_values *ref_dec,
-                                     size_t sample, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_target_add_sample(cg_noise_target *t,
+                                                         const cg_named_value *inputs,
+                                                         size_t input_count,
+                                                         const cg_dim_binding *dims,
+                                                         size_t dim_count,
+                                                         const cg_named_value *ref64,
+                                                         size_t ref_count,
+                                                         const cg_noise_decision_values *ref_dec,
+                                                         size_t sample, cg_error *err);
 /* What the path stores floats in (known once a sample ran). */
-cg_precision cg_noise_target_precision(const cg_noise_target *t);
-const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t);
-cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
-                                const cg_noise_multiples *k, cg_judgement *out, cg_error *err);
-void cg_noise_target_free(cg_noise_target *t);
+CG_API cg_precision cg_noise_target_precision(const cg_noise_target *t);
+CG_API const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t);
+CG_API CG_NODISCARD cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
+                                                    const cg_noise_multiples *k, cg_judgement *out,
+                                                    cg_error *err);
+CG_API void cg_noise_target_free(cg_noise_target *t);
 
 #ifdef __cplusplus
 }

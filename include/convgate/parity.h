@@ -40,15 +40,15 @@ typedef struct cg_sample_path {
 } cg_sample_path;
 
 /* Starts without a path (built on the first run); the arrays are borrowed. */
-void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
-                         const cg_target *const *targets, size_t target_count,
-                         const cg_dim_binding *dims, size_t dim_count,
-                         const cg_random_inputs *random, bool accumulate_fp32,
-                         size_t max_alloc_bytes);
+CG_API void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
+                                const cg_target *const *targets, size_t target_count,
+                                const cg_dim_binding *dims, size_t dim_count,
+                                const cg_random_inputs *random, bool accumulate_fp32,
+                                size_t max_alloc_bytes);
 /* The path for sample s, (re)built when its dims differ from the last. */
-cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s, cg_target_path **out,
-                             cg_error *err);
-void cg_sample_path_free(cg_sample_path *sp);
+CG_API CG_NODISCARD cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s,
+                                                 cg_target_path **out, cg_error *err);
+CG_API void cg_sample_path_free(cg_sample_path *sp);
 
 /* --- the comparison ------------------------------------------------------------------ */
 
@@ -104,9 +104,10 @@ typedef struct cg_parity_report {
 /* Runs every sample of src through the reference and the target (or reads
  * the target's outputs) and fills out. CG_OK whenever the report is filled,
  * pass or fail. Free with cg_parity_report_free in every case. */
-cg_status cg_parity_run(const cg_model *model, const cg_parity_options *opt,
-                        cg_sample_source *src, cg_parity_report *out, cg_error *err);
-void cg_parity_report_free(cg_parity_report *r);
+CG_API CG_NODISCARD cg_status cg_parity_run(const cg_model *model, const cg_parity_options *opt,
+                                            cg_sample_source *src, cg_parity_report *out,
+                                            cg_error *err);
+CG_API void cg_parity_report_free(cg_parity_report *r);
 
 /* --- against a golden set ------------------------------------------------------------ */
 
@@ -149,9 +150,10 @@ typedef struct cg_verify_report {
  * a stale or tampered set is an error, never a pass), then every set: each
  * must cover every input and output of the model (cg_golden_sample), and
  * every output is compared. CG_OK whenever the report is filled. */
-cg_status cg_verify_golden(const cg_model *model, const char *model_path, const char *golden,
-                           const cg_verify_options *opt, cg_verify_report *out, cg_error *err);
-void cg_verify_report_free(cg_verify_report *r);
+CG_API CG_NODISCARD cg_status cg_verify_golden(const cg_model *model, const char *model_path,
+                                               const char *golden, const cg_verify_options *opt,
+                                               cg_verify_report *out, cg_error *err);
+CG_API void cg_verify_report_free(cg_verify_report *r);
 
 #ifdef __cplusplus
 }

@@ -80,10 +80,10 @@ typedef struct cg_assignment {
     size_t dropped_count;
 } cg_assignment;
 
-cg_status cg_assign(const cg_model *model, const cg_type_env *types,
-                    const cg_target *const *targets, size_t target_count,
-                    cg_assignment **out, cg_error *err);
-void cg_assignment_free(cg_assignment *a);
+CG_API CG_NODISCARD cg_status cg_assign(const cg_model *model, const cg_type_env *types,
+                                        const cg_target *const *targets, size_t target_count,
+                                        cg_assignment **out, cg_error *err);
+CG_API void cg_assignment_free(cg_assignment *a);
 
 /* Checks a against the invariants above, from its graph: each node has one
  * owner, matching the partition lists; each partition is non-empty, lists
@@ -94,8 +94,8 @@ void cg_assignment_free(cg_assignment *a);
  * assignment was made with (it decides constness), may be NULL. CG_INVALID
  * naming the first broken invariant. cg_assign checks its own result with
  * this in debug builds (CG_DEBUG). */
-cg_status cg_assignment_validate(const cg_assignment *a, const cg_type_env *types,
-                                 cg_error *err);
+CG_API CG_NODISCARD cg_status cg_assignment_validate(const cg_assignment *a,
+                                                     const cg_type_env *types, cg_error *err);
 
 #ifdef __cplusplus
 }

@@ -49,10 +49,10 @@ typedef enum cg_op_class {
     CG_OP_CLASS_COUNT
 } cg_op_class;
 
-const char *cg_op_class_name(cg_op_class c); /* "conv", "matmul", ... */
-cg_op_class cg_op_class_of(const char *op_type);
+CG_API const char *cg_op_class_name(cg_op_class c); /* "conv", "matmul", ... */
+CG_API cg_op_class cg_op_class_of(const char *op_type);
 /* false when name is not a class name */
-bool cg_op_class_from_name(const char *name, cg_op_class *out);
+CG_API bool cg_op_class_from_name(const char *name, cg_op_class *out);
 
 /* How profiled targets are costed: assumptions, printed as such. */
 typedef struct cg_cost_assumptions {
@@ -64,17 +64,18 @@ typedef struct cg_cost_assumptions {
 /* The stated defaults (docs/cost-model.md): conv 4, matmul 4, pool 2,
  * norm 2, elementwise 2, reduce 2, data 1, other 1; 20 us per crossing;
  * 10 GB/s. */
-void cg_cost_assumptions_default(cg_cost_assumptions *as);
+CG_API void cg_cost_assumptions_default(cg_cost_assumptions *as);
 /* CG_USAGE naming the field when a value is out of range or not finite. */
-cg_status cg_cost_assumptions_check(const cg_cost_assumptions *as, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_cost_assumptions_check(const cg_cost_assumptions *as,
+                                                        cg_error *err);
 
 /* Assumed cost of one crossing of `bytes` bytes, milliseconds. */
-double cg_cost_assumed_crossing_ms(const cg_cost_assumptions *as, uint64_t bytes);
+CG_API double cg_cost_assumed_crossing_ms(const cg_cost_assumptions *as, uint64_t bytes);
 /* The cost of crossing b of a, milliseconds: at the rates the target it
  * enters (or, entering the CPU, leaves) states (cg_target.crossing_*),
  * else at the assumptions. Bytes count only when the shape is known. */
-double cg_cost_crossing_ms(const cg_cost_assumptions *as, const cg_assignment *a,
-                           const cg_boundary *b);
+CG_API double cg_cost_crossing_ms(const cg_cost_assumptions *as, const cg_assignment *a,
+                                  const cg_boundary *b);
 
 /* --- the estimate --------------------------------------------------------------------- */
 
@@ -118,21 +119,23 @@ typedef struct cg_cost_estimate {
 } cg_cost_estimate;
 
 /* Reference time of the nodes of partition index pi. */
-double cg_cost_partition_reference_ms(const cg_assignment *a, const double *node_ms, size_t pi);
+CG_API double cg_cost_partition_reference_ms(const cg_assignment *a, const double *node_ms,
+                                             size_t pi);
 /* Assumed time of partition pi on its target: each node's reference time
  * over its class speedup. */
-double cg_cost_partition_assumed_ms(const cg_assignment *a, const double *node_ms, size_t pi,
-                                    const cg_cost_assumptions *as);
+CG_API double cg_cost_partition_assumed_ms(const cg_assignment *a, const double *node_ms, size_t pi,
+                                           const cg_cost_assumptions *as);
 
 /* Validates the inputs (non-negative finite times) and fills out. Ledger
  * crossings (assignment->boundaries) touching a measured partition are
  * costed by its measurement; the others by the boundary model. */
-cg_status cg_cost_estimate_build(const cg_cost_inputs *in, cg_cost_estimate *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_cost_estimate_build(const cg_cost_inputs *in,
+                                                     cg_cost_estimate *out, cg_error *err);
 
 /* One sentence for the verdict: time coverage, the estimate, the costliest
  * CPU node and the warnings; "(assumed ...)" when assumptions were used. */
-void cg_cost_verdict_text(const cg_cost_estimate *e, const cg_assignment *a, char *text,
-                          size_t text_len);
+CG_API void cg_cost_verdict_text(const cg_cost_estimate *e, const cg_assignment *a, char *text,
+                                 size_t text_len);
 
 /* --- measurements -------------------------------------------------------------------- */
 
@@ -143,10 +146,12 @@ struct cg_type_env;
  * random-input policy (convgate/samples.h; NULL: its defaults, seed 0).
  * Free with cg_profile_feeds_free. */
 struct cg_random_inputs;
-cg_status cg_profile_feeds_make(const cg_model *model, const struct cg_type_env *types,
-                                const struct cg_random_inputs *random, cg_named_value **feeds,
-                                size_t *count, cg_error *err);
-void cg_profile_feeds_free(cg_named_value *feeds, size_t count);
+CG_API CG_NODISCARD cg_status cg_profile_feeds_make(const cg_model *model,
+                                                    const struct cg_type_env *types,
+                                                    const struct cg_random_inputs *random,
+                                                    cg_named_value **feeds, size_t *count,
+                                                    cg_error *err);
+CG_API void cg_profile_feeds_free(cg_named_value *feeds, size_t count);
 
 #define CG_PROFILE_MAX_RUNS 100000
 
@@ -162,10 +167,11 @@ typedef struct cg_reference_profile {
 
 /* Runs the reference runtime warmup (0 or 1) + runs times with per-node
  * timing. runs in [1, CG_PROFILE_MAX_RUNS]. */
-cg_status cg_profile_reference(const cg_model *model, const cg_named_value *feeds,
-                               size_t feed_count, size_t runs, bool warmup,
-                               cg_reference_profile *out, cg_error *err);
-void cg_reference_profile_clear(cg_reference_profile *p);
+CG_API CG_NODISCARD cg_status cg_profile_reference(const cg_model *model,
+                                                   const cg_named_value *feeds, size_t feed_count,
+                                                   size_t runs, bool warmup,
+                                                   cg_reference_profile *out, cg_error *err);
+CG_API void cg_reference_profile_clear(cg_reference_profile *p);
 
 /* One crossing of an executing partition, timed as the work its delegate
  * does there: entering, a copy (rank 4: NCHW->NHWC transposition) into
@@ -208,29 +214,35 @@ typedef struct cg_target_profile {
  * rounds, each timing the reference, every partition alone and the mixed
  * run back to back, so the estimate's parts and the measurement see the
  * same machine load. Partitions of profiled targets are left unmeasured. */
-cg_status cg_profile_target(const cg_model *model, const struct cg_type_env *types,
-                            const cg_assignment *a, const cg_named_value *feeds,
-                            size_t feed_count, size_t runs, cg_reference_profile *ref,
-                            cg_target_profile *out, cg_error *err);
-void cg_target_profile_clear(cg_target_profile *p);
+CG_API CG_NODISCARD cg_status cg_profile_target(const cg_model *model,
+                                                const struct cg_type_env *types,
+                                                const cg_assignment *a, const cg_named_value *feeds,
+                                                size_t feed_count, size_t runs,
+                                                cg_reference_profile *ref, cg_target_profile *out,
+                                                cg_error *err);
+CG_API void cg_target_profile_clear(cg_target_profile *p);
 /* The estimate of a measured placement: executing partitions at their
  * measured time and boundary work, profiled ones from `assume`.
  * *any_profiled (may be NULL) says whether some partition was assumed. */
-cg_status cg_profile_estimate(const cg_assignment *a, const cg_reference_profile *ref,
-                              const cg_target_profile *tp, const cg_cost_assumptions *assume,
-                              cg_cost_estimate *out, bool *any_profiled, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_profile_estimate(const cg_assignment *a,
+                                                  const cg_reference_profile *ref,
+                                                  const cg_target_profile *tp,
+                                                  const cg_cost_assumptions *assume,
+                                                  cg_cost_estimate *out, bool *any_profiled,
+                                                  cg_error *err);
 
 /* The time-weighted estimate behind a placement verdict: one reference run
  * with per-node timing on random inputs of the shapes types recorded
  * (sample 0 of `random`), time on target and crossings from the default
  * assumptions. */
-cg_status cg_profile_quick_estimate(const cg_model *model, const struct cg_type_env *types,
-                                    const struct cg_random_inputs *random,
-                                    const cg_assignment *a, cg_cost_estimate *out,
-                                    cg_error *err);
+CG_API CG_NODISCARD cg_status cg_profile_quick_estimate(const cg_model *model,
+                                                        const struct cg_type_env *types,
+                                                        const struct cg_random_inputs *random,
+                                                        const cg_assignment *a,
+                                                        cg_cost_estimate *out, cg_error *err);
 
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
-double cg_profile_median(double *v, size_t n);
+CG_API double cg_profile_median(double *v, size_t n);
 
 #ifdef __cplusplus
 }

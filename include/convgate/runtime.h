@@ -83,11 +83,11 @@ typedef struct cg_runtime_options {
     bool float64;
 } cg_runtime_options;
 
-void cg_runtime_options_default(cg_runtime_options *opt);
+CG_API void cg_runtime_options_default(cg_runtime_options *opt);
 
-cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
-                          cg_runtime **out, cg_error *err);
-void cg_runtime_free(cg_runtime *rt);
+CG_API CG_NODISCARD cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
+                                              cg_runtime **out, cg_error *err);
+CG_API void cg_runtime_free(cg_runtime *rt);
 
 /* One named input or output. */
 typedef struct cg_named_value {
@@ -99,12 +99,13 @@ typedef struct cg_named_value {
  * also an initializer (those default to the initializer). On success
  * *outputs is a malloc'd array of *output_count values in graph-output order;
  * release with cg_runtime_free_outputs. */
-cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t input_count,
-                         cg_named_value **outputs, size_t *output_count, cg_error *err);
-void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
+CG_API CG_NODISCARD cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs,
+                                             size_t input_count, cg_named_value **outputs,
+                                             size_t *output_count, cg_error *err);
+CG_API void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
 
 /* Partitions this runtime executes on a target (0 without an assignment). */
-size_t cg_runtime_partition_count(const cg_runtime *rt);
+CG_API size_t cg_runtime_partition_count(const cg_runtime *rt);
 
 typedef struct cg_runtime_partition_info {
     int id;                 /* the assignment's partition id */
@@ -117,11 +118,13 @@ typedef struct cg_runtime_partition_info {
 } cg_runtime_partition_info;
 
 /* CG_USAGE when i is out of range. */
-cg_status cg_runtime_partition_info_get(const cg_runtime *rt, size_t i,
-                                        cg_runtime_partition_info *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_runtime_partition_info_get(const cg_runtime *rt, size_t i,
+                                                            cg_runtime_partition_info *out,
+                                                            cg_error *err);
 
 /* Converts a TensorProto (inline or resolved external) to a runtime value. */
-cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out,
+                                                         cg_error *err);
 
 #ifdef __cplusplus
 }

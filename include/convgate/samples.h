@@ -65,13 +65,13 @@ extern "C" {
 /* --- file names ------------------------------------------------------------ */
 
 /* The stem of name, unique against used[0..used_count) (see above). */
-void cg_samples_stem(const char *name, const char *const *used, size_t used_count, char *out,
-                     size_t cap);
+CG_API void cg_samples_stem(const char *name, const char *const *used, size_t used_count, char *out,
+                            size_t cap);
 /* Stems of a list of names, in order (malloc'd; free with
  * cg_samples_stems_free). */
-cg_status cg_samples_stems(const char *const *names, size_t count, char ***stems,
-                           cg_error *err);
-void cg_samples_stems_free(char **stems, size_t count);
+CG_API CG_NODISCARD cg_status cg_samples_stems(const char *const *names, size_t count,
+                                               char ***stems, cg_error *err);
+CG_API void cg_samples_stems_free(char **stems, size_t count);
 
 /* --- the random-input policy ------------------------------------------------ */
 
@@ -93,32 +93,34 @@ typedef struct cg_random_inputs {
 
 /* The range in force for an input: its own, else the global one, else NULL
  * (the defaults). p may be NULL. */
-const cg_input_range *cg_random_range(const cg_random_inputs *p, const char *input);
+CG_API const cg_input_range *cg_random_range(const cg_random_inputs *p, const char *input);
 /* The generator of one input of one sample. p NULL: seed 0. */
-void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_rng *rng);
+CG_API void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_rng *rng);
 /* Fills t from range (NULL: the defaults; a range for every input, input
  * NULL, leaves bool and string tensors to theirs). CG_USAGE when the range holds
  * no value of t's type (integers: no integer in it; out of the type's
  * limits); CG_UNSUPPORTED for types with no random fill (complex, float8,
  * 4-bit) or a range on strings. */
-cg_status cg_random_fill(cg_tensor *t, const cg_input_range *range, cg_rng *rng, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_random_fill(cg_tensor *t, const cg_input_range *range, cg_rng *rng,
+                                             cg_error *err);
 
 /* --- options ------------------------------------------------------------------ */
 
 /* Graph inputs to feed (no initializer), in graph order, at most cap into
  * out (out may be NULL). Returns how many there are. */
-size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap);
+CG_API size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap);
 /* Refuses (CG_USAGE) a --dim symbol no input declares and a --range for an
  * input the model does not have, naming the model's symbols or inputs. */
-cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *dims,
-                                   size_t dim_count, const cg_input_range *ranges,
-                                   size_t range_count, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_check_options(const cg_model *model,
+                                                       const cg_dim_binding *dims, size_t dim_count,
+                                                       const cg_input_range *ranges,
+                                                       size_t range_count, cg_error *err);
 /* A fed value against the input's declared type: kind, dtype, rank and
  * every fixed dim. `source` names where it came from. */
-cg_status cg_samples_check_input(const cg_value_info *vi, const cg_value *v, const char *source,
-                                 cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_check_input(const cg_value_info *vi, const cg_value *v,
+                                                     const char *source, cg_error *err);
 /* The declared type as text: "float32[1,3,N]", "sequence", "untyped". */
-void cg_samples_type_text(const cg_type *t, char *buf, size_t cap);
+CG_API void cg_samples_type_text(const cg_type *t, char *buf, size_t cap);
 
 /* --- samples --------------------------------------------------------------------- */
 
@@ -138,34 +140,38 @@ typedef struct cg_sample_set {
     size_t count;
 } cg_sample_set;
 
-void cg_sample_clear(cg_sample *s);
-void cg_sample_set_free(cg_sample_set *s);
+CG_API void cg_sample_clear(cg_sample *s);
+CG_API void cg_sample_set_free(cg_sample_set *s);
 
 /* Starts an empty sample for model (room for every input). */
-cg_status cg_sample_init(cg_sample *s, const cg_model *model, const char *label, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_init(cg_sample *s, const cg_model *model, const char *label,
+                                             cg_error *err);
 /* Adds input `name` from `source` (v is taken, also on failure): an unknown
  * name (the model's inputs are listed), an input fed twice or a value that
  * does not fit the declared type is CG_USAGE. */
-cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, cg_value *v,
-                         const char *source, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name,
+                                             cg_value *v, const char *source, cg_error *err);
 /* Feeds what a command-line spec names: "NAME=FILE" (FILE a .pb, .npy or
  * FILE.npz:KEY, the key optional for a one-array .npz) or "@FILE.npz"
  * (every array to the input of its name). Errors as cg_sample_feed. */
-cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *model, const char *spec,
-                              size_t max_bytes, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *model,
+                                                  const char *spec, size_t max_bytes,
+                                                  cg_error *err);
 /* Fills every input the sample lacks with random values (policy p, sample
  * index `index`); symbolic dims from dims, then from the fed tensors (a fed
  * size that contradicts --dim or another input is CG_USAGE), then 1. */
-cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_random_inputs *p,
-                                size_t index, const cg_dim_binding *dims, size_t dim_count,
-                                size_t max_bytes, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model,
+                                                    const cg_random_inputs *p, size_t index,
+                                                    const cg_dim_binding *dims, size_t dim_count,
+                                                    size_t max_bytes, cg_error *err);
 /* CG_USAGE naming the first input the sample lacks, with its type. */
-cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model,
+                                                       cg_error *err);
 /* base's bindings, then every symbolic input dim bound from the sample's
  * tensors (a fixed-shape target path is built for those). Symbols are
  * borrowed from the model. Returns the count (at most cap). */
-size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
-                      const cg_sample *s, cg_dim_binding *out, size_t cap);
+CG_API size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
+                             const cg_sample *s, cg_dim_binding *out, size_t cap);
 
 /* --- sources: samples loaded one at a time ---------------------------------------- */
 
@@ -179,43 +185,51 @@ typedef enum cg_samples_layout {
 typedef struct cg_sample_source cg_sample_source;
 
 /* The input folder dir (layouts above). Borrows model. */
-cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir, size_t max_bytes,
-                                    cg_sample_source **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_source_open_dir(const cg_model *model, const char *dir,
+                                                        size_t max_bytes, cg_sample_source **out,
+                                                        cg_error *err);
 /* count samples of random inputs. Borrows model, p (and its ranges) and dims. */
-cg_status cg_sample_source_open_random(const cg_model *model, size_t count,
-                                       const cg_random_inputs *p, const cg_dim_binding *dims,
-                                       size_t dim_count, size_t max_bytes,
-                                       cg_sample_source **out, cg_error *err);
-void cg_sample_source_free(cg_sample_source *src);
-size_t cg_sample_source_count(const cg_sample_source *src);
-cg_samples_layout cg_sample_source_layout(const cg_sample_source *src);
+CG_API CG_NODISCARD cg_status cg_sample_source_open_random(const cg_model *model, size_t count,
+                                                           const cg_random_inputs *p,
+                                                           const cg_dim_binding *dims,
+                                                           size_t dim_count, size_t max_bytes,
+                                                           cg_sample_source **out, cg_error *err);
+CG_API void cg_sample_source_free(cg_sample_source *src);
+CG_API size_t cg_sample_source_count(const cg_sample_source *src);
+CG_API cg_samples_layout cg_sample_source_layout(const cg_sample_source *src);
 /* The name of sample i (as cg_sample.label). */
-const char *cg_sample_source_name(const cg_sample_source *src, size_t i);
+CG_API const char *cg_sample_source_name(const cg_sample_source *src, size_t i);
 /* The sample `which` names (its name, else its index); which NULL: the
  * only one. CG_USAGE saying how many there are when that is ambiguous or
  * absent. */
-cg_status cg_sample_source_find(const cg_sample_source *src, const char *which, size_t *index,
-                                cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_source_find(const cg_sample_source *src, const char *which,
+                                                    size_t *index, cg_error *err);
 /* Loads sample i (every input, checked). Clear it with cg_sample_clear. */
-cg_status cg_sample_source_load(cg_sample_source *src, size_t i, cg_sample *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_source_load(cg_sample_source *src, size_t i, cg_sample *out,
+                                                    cg_error *err);
 /* The outputs of sample i made elsewhere, read from folder dir in the
  * source's layout: values[k] for the model's output k (all of them; a
  * missing one is CG_USAGE naming the file looked for). On failure every
  * value is freed and set to NULL. */
-cg_status cg_sample_source_read_outputs(const cg_sample_source *src, const char *dir, size_t i,
-                                        cg_value **values, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_source_read_outputs(const cg_sample_source *src,
+                                                            const char *dir, size_t i,
+                                                            cg_value **values, cg_error *err);
 
 /* The outputs of set `set` of folder dir (DIR/SET/ or DIR/SET.npz, as for
  * the sets layout), values[k] for the model's output k. */
-cg_status cg_samples_read_set_outputs(const cg_model *model, const char *dir, const char *set,
-                                      size_t max_bytes, cg_value **values, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_read_set_outputs(const cg_model *model, const char *dir,
+                                                          const char *set, size_t max_bytes,
+                                                          cg_value **values, cg_error *err);
 
 /* Every sample of a folder, or count random ones, loaded at once. */
-cg_status cg_samples_load_dir(const cg_model *model, const char *dir, size_t max_bytes,
-                              cg_sample_set *out, cg_error *err);
-cg_status cg_samples_random(const cg_model *model, size_t count, const cg_random_inputs *p,
-                            const cg_dim_binding *dims, size_t dim_count, size_t max_bytes,
-                            cg_sample_set *out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_load_dir(const cg_model *model, const char *dir,
+                                                  size_t max_bytes, cg_sample_set *out,
+                                                  cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_random(const cg_model *model, size_t count,
+                                                const cg_random_inputs *p,
+                                                const cg_dim_binding *dims, size_t dim_count,
+                                                size_t max_bytes, cg_sample_set *out,
+                                                cg_error *err);
 
 /* --- output files ------------------------------------------------------------------- */
 
@@ -225,9 +239,9 @@ cg_status cg_samples_random(const cg_model *model, size_t count, const cg_random
  * writes nothing. Files are created without following a link planted at
  * their path. paths (may be NULL) gets each file's malloc'd path, NULL for
  * none; free with cg_samples_stems_free. */
-cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
-                                   const cg_named_value *outputs, size_t count, char ***paths,
-                                   cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
+                                                       const cg_named_value *outputs, size_t count,
+                                                       char ***paths, cg_error *err);
 
 #ifdef __cplusplus
 }

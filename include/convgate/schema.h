@@ -73,22 +73,23 @@ typedef struct cg_schema {
 /* The schema in force for `op_type` in `domain` ("" or "ai.onnx" for the
  * default domain) at opset `opset_version`: the row with the highest
  * since_version <= opset_version. NULL when the op is unknown there. */
-const cg_schema *cg_schema_find(const char *domain, const char *op_type, int64_t opset_version);
+CG_API const cg_schema *cg_schema_find(const char *domain, const char *op_type,
+                                       int64_t opset_version);
 
 /* True when any version of the op exists in the domain. */
-bool cg_schema_known_op(const char *domain, const char *op_type);
+CG_API bool cg_schema_known_op(const char *domain, const char *op_type);
 
 /* True for a domain the table covers (ai.onnx, ai.onnx.ml, ...). */
-bool cg_schema_known_domain(const char *domain);
+CG_API bool cg_schema_known_domain(const char *domain);
 
 /* The highest opset version the table knows for a domain (e.g. 21). */
-int cg_schema_max_opset(const char *domain);
+CG_API int cg_schema_max_opset(const char *domain);
 
-const cg_schema_attr *cg_schema_find_attr(const cg_schema *s, const char *name);
+CG_API const cg_schema_attr *cg_schema_find_attr(const cg_schema *s, const char *name);
 
 /* Iteration over all rows (for `convgate ops` listings and tests). */
-size_t cg_schema_count(void);
-const cg_schema *cg_schema_at(size_t i);
+CG_API size_t cg_schema_count(void);
+CG_API const cg_schema *cg_schema_at(size_t i);
 
 #ifdef __cplusplus
 }

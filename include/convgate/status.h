@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "convgate/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,23 +45,23 @@ typedef struct cg_error {
     char msg[CG_ERROR_MSG_MAX];
 } cg_error;
 
-const char *cg_status_name(cg_status status);
+CG_API const char *cg_status_name(cg_status status);
 
 /* Clears the record. */
-void cg_error_clear(cg_error *err);
+CG_API void cg_error_clear(cg_error *err);
 
 /* Records status and a printf-style message unless err is NULL or already
  * holds an error. Returns status so callers can `return cg_error_set(...)`. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-cg_status cg_error_set(cg_error *err, cg_status status, const char *fmt, ...);
+CG_API cg_status cg_error_set(cg_error *err, cg_status status, const char *fmt, ...);
 
 /* Prefixes an existing message with context ("loading 'x.onnx': ..."). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
 #endif
-void cg_error_prefix(cg_error *err, const char *fmt, ...);
+CG_API void cg_error_prefix(cg_error *err, const char *fmt, ...);
 
 #ifdef __cplusplus
 }

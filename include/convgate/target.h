@@ -56,17 +56,18 @@ typedef struct cg_type_env cg_type_env;
  * policy `random` (convgate/samples.h; NULL: its defaults, seed 0), the
  * same tensors gate 3 and `run --random` feed. */
 struct cg_random_inputs;
-cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
-                            cg_type_env **out, cg_error *err);
-cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *dims,
-                                 size_t dim_count, const struct cg_random_inputs *random,
-                                 cg_type_env **out, cg_error *err);
-void cg_type_env_free(cg_type_env *env);
+CG_API CG_NODISCARD cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims,
+                                                size_t dim_count, cg_type_env **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_type_env_build_with(const cg_model *model,
+                                                     const cg_dim_binding *dims, size_t dim_count,
+                                                     const struct cg_random_inputs *random,
+                                                     cg_type_env **out, cg_error *err);
+CG_API void cg_type_env_free(cg_type_env *env);
 /* NULL when the name was never seen. */
-const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name);
+CG_API const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name);
 /* Notes such as "symbol 'batch' not bound: used 1". */
-size_t cg_type_env_note_count(const cg_type_env *env);
-const char *cg_type_env_note(const cg_type_env *env, size_t i);
+CG_API size_t cg_type_env_note_count(const cg_type_env *env);
+CG_API const char *cg_type_env_note(const cg_type_env *env, size_t i);
 
 /* --- targets ------------------------------------------------------------- */
 
@@ -184,28 +185,30 @@ static inline bool cg_target_executes(const cg_target *t)
  * across it. */
 typedef struct cg_target_registry cg_target_registry;
 
-cg_status cg_target_registry_load(const char *profile_dir, cg_target_registry **out,
-                                  cg_error *err);
+CG_API CG_NODISCARD cg_status cg_target_registry_load(const char *profile_dir,
+                                                      cg_target_registry **out, cg_error *err);
 /* An empty registry, for an embedder that chooses every target itself. */
-cg_status cg_target_registry_new(cg_target_registry **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_target_registry_new(cg_target_registry **out, cg_error *err);
 /* Adds t, which the registry owns from then on (t->vt->destroy(t) when the
  * registry is freed, or at once when the add fails): how an embedder adds
  * its own executing target without editing convgate. t needs a non-empty
  * name no other target has and a vtable with `supports`; an executing
  * target also needs compile, run and release. */
-cg_status cg_target_registry_add(cg_target_registry *reg, cg_target *t, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_target_registry_add(cg_target_registry *reg, cg_target *t,
+                                                     cg_error *err);
 /* Adds every *.json profile of profile_dir (NULL or "": the default above),
  * in file-name order; one invalid profile fails the whole call. */
-cg_status cg_target_registry_add_profiles(cg_target_registry *reg, const char *profile_dir,
-                                          cg_error *err);
-void cg_target_registry_free(cg_target_registry *reg);
-size_t cg_target_registry_count(const cg_target_registry *reg);
+CG_API CG_NODISCARD cg_status cg_target_registry_add_profiles(cg_target_registry *reg,
+                                                              const char *profile_dir,
+                                                              cg_error *err);
+CG_API void cg_target_registry_free(cg_target_registry *reg);
+CG_API size_t cg_target_registry_count(const cg_target_registry *reg);
 /* The directory the profiles were read from (absolute when installed). */
-const char *cg_target_registry_profile_dir(const cg_target_registry *reg);
-const cg_target *cg_target_registry_at(const cg_target_registry *reg, size_t i);
+CG_API const char *cg_target_registry_profile_dir(const cg_target_registry *reg);
+CG_API const cg_target *cg_target_registry_at(const cg_target_registry *reg, size_t i);
 /* NULL with err set (listing the known names) when no target has that name. */
-const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,
-                                         cg_error *err);
+CG_API const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,
+                                                cg_error *err);
 
 #ifdef __cplusplus
 }

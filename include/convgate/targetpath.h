@@ -42,22 +42,24 @@ typedef struct cg_target_path_options {
     void *observe_user;
 } cg_target_path_options;
 
-cg_status cg_target_path_init(const cg_model *model, const cg_target_path_options *opt,
-                              cg_target_path **out, cg_error *err);
-cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs, size_t input_count,
-                             cg_named_value **outputs, size_t *output_count, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_target_path_init(const cg_model *model,
+                                                  const cg_target_path_options *opt,
+                                                  cg_target_path **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs,
+                                                 size_t input_count, cg_named_value **outputs,
+                                                 size_t *output_count, cg_error *err);
 /* The placement the path runs (owned by the path). */
-const cg_assignment *cg_target_path_assignment(const cg_target_path *p);
+CG_API const cg_assignment *cg_target_path_assignment(const cg_target_path *p);
 /* True when some partition computes in reduced precision on this path. */
-bool cg_target_path_reduced_precision(const cg_target_path *p);
+CG_API bool cg_target_path_reduced_precision(const cg_target_path *p);
 /* The type environment the assignment was made with (owned by the path). */
-const cg_type_env *cg_target_path_types(const cg_target_path *p);
+CG_API const cg_type_env *cg_target_path_types(const cg_target_path *p);
 /* How main-graph node `node` computes on this path (CG_NODE_PREC_FP32 for
  * CPU nodes, executing targets, fp32 profiles and under force_fp32). */
-cg_node_precision cg_target_path_node_precision(const cg_target_path *p, size_t node);
+CG_API cg_node_precision cg_target_path_node_precision(const cg_target_path *p, size_t node);
 /* The runtime behind the path (partition timings: cg_runtime_partition_info_get). */
-const cg_runtime *cg_target_path_runtime(const cg_target_path *p);
-void cg_target_path_free(cg_target_path *p);
+CG_API const cg_runtime *cg_target_path_runtime(const cg_target_path *p);
+CG_API void cg_target_path_free(cg_target_path *p);
 
 #ifdef __cplusplus
 }

@@ -59,47 +59,48 @@ typedef struct cg_value {
 /* --- sizes ------------------------------------------------------------------ */
 
 /* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
-bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
+CG_API bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
 /* Bytes of numel elements of dtype (sizeof(char *) each for STRING),
  * overflow-checked; false on overflow or a dtype without a byte layout. */
-bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
+CG_API bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
 /* Bytes of t's payload (t's numel is already known to fit). */
-size_t cg_tensor_bytes(const cg_tensor *t);
+CG_API size_t cg_tensor_bytes(const cg_tensor *t);
 
 /* --- tensors ---------------------------------------------------------------- */
 
 /* Allocates a zero-filled tensor (strings NULL, data never NULL) of the given
  * type and shape. Fails, before allocating, on a bad rank or shape, a dtype
  * without a byte layout, or more than max_bytes (0 = no limit). */
-cg_status cg_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t *dims,
-                          size_t max_bytes, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank,
+                                              const int64_t *dims, size_t max_bytes, cg_error *err);
 /* Frees t's payload (and strings) and zeroes the struct; NULL is fine. */
-void cg_tensor_release(cg_tensor *t);
+CG_API void cg_tensor_release(cg_tensor *t);
 /* Sets string element i of a STRING tensor to a copy of len bytes (which may
  * contain NUL bytes; a NUL is appended). */
-cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t len);
+CG_API CG_NODISCARD cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s,
+                                                   size_t len);
 
 /* Element i of a numeric tensor as double / int64 (any numeric dtype). */
-double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
-int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
+CG_API double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
+CG_API int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
 /* Writes element i from double / int64 with ONNX Cast's rules (no
  * saturation; NaN to an integer gives 0; out-of-range clamps to int64). */
-void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
-void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
+CG_API void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
+CG_API void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
 
 /* --- values ----------------------------------------------------------------- */
 
 /* A new TENSOR value with a zero-filled payload, no allocation limit. */
-cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims, cg_value **out,
-                                cg_error *err);
+CG_API CG_NODISCARD cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, const int64_t *dims,
+                                                    cg_value **out, cg_error *err);
 /* Wraps *t in a new TENSOR value, taking its payload (t is zeroed). */
-cg_status cg_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err);
 /* Deep copy (tensor payload, strings, sequence items). */
-cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
 /* Frees only the value's contents (not the struct). */
-void cg_value_clear(cg_value *v);
+CG_API void cg_value_clear(cg_value *v);
 /* Frees the value and everything it owns; NULL is fine. */
-void cg_value_free(cg_value *v);
+CG_API void cg_value_free(cg_value *v);
 
 #ifdef __cplusplus
 }

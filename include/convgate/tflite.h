@@ -88,19 +88,19 @@ typedef enum cg_tflite_options2_type {
 /* --- names and element types ------------------------------------------- */
 
 /* "CONV_2D", or NULL for a code the pinned schema does not define. */
-const char *cg_tflite_builtin_name(int32_t code);
+CG_API const char *cg_tflite_builtin_name(int32_t code);
 /* "Conv2DOptions", or NULL. */
-const char *cg_tflite_options_name(int type);
-const char *cg_tflite_options2_name(int type);
+CG_API const char *cg_tflite_options_name(int type);
+CG_API const char *cg_tflite_options2_name(int type);
 /* convgate's dtype name ("float32", "int8", ... as cg_dtype_name), or the
  * TFLite name in lower case for types convgate has no dtype for
  * ("resource", "variant", "int2", "float8_e4m3fn"...); NULL if undefined. */
-const char *cg_tflite_type_name(int32_t type);
+CG_API const char *cg_tflite_type_name(int32_t type);
 /* The cg_dtype with the same element encoding, CG_DTYPE_UNDEFINED if none. */
-cg_dtype cg_tflite_type_dtype(int32_t type);
+CG_API cg_dtype cg_tflite_type_dtype(int32_t type);
 /* Bits per element as stored in a buffer (4 for INT4: two per byte), 0 for
  * STRING, RESOURCE and VARIANT (no fixed size) and unknown types. */
-unsigned cg_tflite_type_bits(int32_t type);
+CG_API unsigned cg_tflite_type_bits(int32_t type);
 
 /* --- the model ----------------------------------------------------------- */
 
@@ -388,21 +388,22 @@ typedef struct cg_tflite_load_options {
     unsigned max_depth;    /* table nesting, Verifier default: 64 */
 } cg_tflite_load_options;
 
-void cg_tflite_load_options_default(cg_tflite_load_options *opt);
+CG_API void cg_tflite_load_options_default(cg_tflite_load_options *opt);
 
 /* True when the bytes carry the "TFL3" file identifier (bytes 4..7). */
-bool cg_tflite_detect(const void *bytes, size_t size);
+CG_API bool cg_tflite_detect(const void *bytes, size_t size);
 /* True when the file at path starts like a .tflite (reads 8 bytes). */
-bool cg_tflite_detect_path(const char *path);
+CG_API bool cg_tflite_detect_path(const char *path);
 
 /* Maps and verifies a .tflite file. opt may be NULL (defaults). */
-cg_status cg_tflite_load(const char *path, const cg_tflite_load_options *opt,
-                         cg_tflite_model **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tflite_load(const char *path, const cg_tflite_load_options *opt,
+                                             cg_tflite_model **out, cg_error *err);
 /* Copies size bytes (label names them in messages) and verifies them. */
-cg_status cg_tflite_load_bytes(const void *bytes, size_t size, const char *label,
-                               const cg_tflite_load_options *opt, cg_tflite_model **out,
-                               cg_error *err);
-void cg_tflite_free(cg_tflite_model *model);
+CG_API CG_NODISCARD cg_status cg_tflite_load_bytes(const void *bytes, size_t size,
+                                                   const char *label,
+                                                   const cg_tflite_load_options *opt,
+                                                   cg_tflite_model **out, cg_error *err);
+CG_API void cg_tflite_free(cg_tflite_model *model);
 
 /* --- walking ------------------------------------------------------------- */
 
@@ -419,14 +420,14 @@ static inline const cg_tflite_tensor *cg_tflite_tensor_at(const cg_tflite_subgra
     return i < 0 ? NULL : &g->tensors[i];
 }
 /* A tensor's constant data: the bytes of its buffer, or {NULL, 0}. */
-cg_bytes cg_tflite_tensor_data(const cg_tflite_model *m, const cg_tflite_tensor *t);
+CG_API cg_bytes cg_tflite_tensor_data(const cg_tflite_model *m, const cg_tflite_tensor *t);
 /* The op's display name: the builtin name, the custom code for CUSTOM, or
  * "BUILTIN_<n>" for codes the schema does not define (written to buf). */
-const char *cg_tflite_op_name(const cg_tflite_opcode *oc, char *buf, size_t n);
+CG_API const char *cg_tflite_op_name(const cg_tflite_opcode *oc, char *buf, size_t n);
 /* Custom ops implemented by TensorFlow (SELECT_TF_OPS): custom_code "Flex...". */
-bool cg_tflite_op_is_flex(const cg_tflite_opcode *oc);
+CG_API bool cg_tflite_op_is_flex(const cg_tflite_opcode *oc);
 /* Element count of a static shape; false on overflow or a negative dim. */
-bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out);
+CG_API bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out);
 
 /* --- checking ------------------------------------------------------------ */
 
@@ -435,8 +436,9 @@ bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out);
  * The model must hold the reader's invariants (every model cg_tflite_load
  * returns does; its indexes are not checked again). Returns CG_OK (no
  * errors), CG_INVALID (err holds the first) or CG_NOMEM. */
-cg_status cg_tflite_check(const cg_tflite_model *model, const cg_check_options *opt,
-                          cg_check_report *report, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_tflite_check(const cg_tflite_model *model,
+                                              const cg_check_options *opt, cg_check_report *report,
+                                              cg_error *err);
 
 #ifdef __cplusplus
 }

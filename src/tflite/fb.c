@@ -113,6 +113,7 @@ bool fb_table_at(fb_reader *r, size_t pos, unsigned depth, const char *what, fb_
 
 bool fb_deref(fb_reader *r, size_t pos, const char *what, size_t *target)
 {
+    *target = 0; /* defined on failure too: callers stop there, but compilers cannot tell */
     if (!in_range(r, pos, 4) || pos % 4)
         return fb_fail(r, "offset to %s at %zu is misaligned or outside the buffer", what, pos);
     uint32_t o = fb_le32(r->base + pos);

@@ -8,7 +8,9 @@
 # Files are placed by folder (src/<stage>/, cli/); public headers
 # (include/convgate/*.h) by the stage that implements them (table below).
 # A public header must not include jansson (or any header outside the C
-# library and convgate/). Every new public header, and every new folder
+# library and convgate/), and every function it declares carries CG_API
+# (the shared library exports nothing else), plus CG_NODISCARD when it
+# returns cg_status (include/convgate/api.h). Every new public header, and every new folder
 # under src/, must be placed here, so the check cannot pass by omission.
 # Exceptions are listed with their reason; keep them few.
 #
@@ -113,12 +115,31 @@ for rel in sorted(files):
                 continue
             problems.append("%s:%d: %s (stage %s) includes %s (stage %s), a later stage"
                             % (rel, lineno, rel, st, inc, ist))
+# the API macros on every public function declaration
+decl = re.compile(r'^(?!typedef|static|#|extern|struct|union|enum|\}|/|\s)(.*?)\b(cg_\w+)\(')
+nodiscard_exempt = {"cg_error_set"}  # returns its argument, for `return cg_error_set(...)`
+declared = 0
+for rel in sorted(f for f in files if f.startswith("include/") and f.endswith(".h")):
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            m = decl.match(line)
+            if not m or "(" in m.group(1):
+                continue
+            declared += 1
+            words = m.group(1).split()
+            name = m.group(2)
+            if "CG_API" not in words:
+                problems.append("%s:%d: public function %s lacks CG_API" % (rel, lineno, name))
+            elif "cg_status" in words and "CG_NODISCARD" not in words and \
+                    name not in nodiscard_exempt:
+                problems.append("%s:%d: %s returns cg_status without CG_NODISCARD"
+                                % (rel, lineno, name))
 for (p, h), why in exceptions.items():
     if (p, h) not in used:
         problems.append("exception %s -> %s (%s) is no longer needed: remove it" % (p, h, why))
 for p in problems:
     print("layering:", p)
-print("layering: %d files, %d cross-stage includes checked, %d problem(s)"
-      % (len(files), edges, len(problems)))
+print("layering: %d files, %d cross-stage includes and %d public functions checked, "
+      "%d problem(s)" % (len(files), edges, declared, len(problems)))
 sys.exit(1 if problems else 0)
 PY

@@ -181,7 +181,7 @@ static void test_round_trip(const cg_model *model)
         return;
     char model_hex[CG_SHA256_HEX];
     uint64_t model_bytes = 0;
-    cg_sha256_file(MODEL, model_hex, &model_bytes, NULL);
+    EXPECT(cg_sha256_file(MODEL, model_hex, &model_bytes, NULL) == CG_OK, "cg_sha256_file");
     EXPECT(g->format_version == CG_GOLDEN_FORMAT_VERSION, "version");
     EXPECT(strcmp(g->model_sha256, model_hex) == 0 && g->model_bytes == model_bytes,
            "model hash");

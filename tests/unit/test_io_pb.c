@@ -322,10 +322,12 @@ static cg_value *vec(cg_dtype dt, int n, const double *vals)
     cg_value *v = NULL;
     cg_error err;
     int64_t dims[1] = {n};
-    cg_tensor_alloc(&t, dt, 1, dims, 0, &err);
+    if (cg_tensor_alloc(&t, dt, 1, dims, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
     for (int i = 0; i < n; i++)
         cg_tensor_set_f64(&t, i, vals[i]);
-    cg_value_from_tensor(&t, &v, &err);
+    if (cg_value_from_tensor(&t, &v, &err) != CG_OK)
+        test_fatal("cg_value_from_tensor: %s", err.msg);
     return v;
 }
 
@@ -386,12 +388,16 @@ static void test_compare(void)
     cg_error err;
     cg_value *sa = NULL, *sb = NULL;
     int64_t one[1] = {1};
-    cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
+    if (cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
     ((char **)s.data)[0] = strdup("abc");
-    cg_value_from_tensor(&s, &sa, &err);
-    cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err);
+    if (cg_value_from_tensor(&s, &sa, &err) != CG_OK)
+        test_fatal("cg_value_from_tensor: %s", err.msg);
+    if (cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
     ((char **)s.data)[0] = strdup("abd");
-    cg_value_from_tensor(&s, &sb, &err);
+    if (cg_value_from_tensor(&s, &sb, &err) != CG_OK)
+        test_fatal("cg_value_from_tensor: %s", err.msg);
     EXPECT(!match(sa, sb, why) && strstr(why, "abd"), "string mismatch: %s", why);
     EXPECT(match(sa, sa, why), "same string");
 
@@ -422,9 +428,12 @@ static void test_random(void)
     cg_rng r1, r2;
     int64_t dims[1] = {4096};
     cg_error_clear(&err);
-    cg_tensor_alloc(&a, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
-    cg_tensor_alloc(&b, CG_DTYPE_FLOAT16, 1, dims, 0, &err);
-    cg_tensor_alloc(&i8, CG_DTYPE_UINT8, 1, dims, 0, &err);
+    if (cg_tensor_alloc(&a, CG_DTYPE_FLOAT16, 1, dims, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
+    if (cg_tensor_alloc(&b, CG_DTYPE_FLOAT16, 1, dims, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
+    if (cg_tensor_alloc(&i8, CG_DTYPE_UINT8, 1, dims, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
     cg_rng_seed(&r1, 5);
     cg_rng_seed(&r2, 5);
     EXPECT(cg_random_fill(&a, NULL, &r1, &err) == CG_OK && cg_random_fill(&b, NULL, &r2, &err) == CG_OK,

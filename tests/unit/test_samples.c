@@ -221,9 +221,10 @@ static void test_folders(const cg_model *m)
     for (size_t k = 0; k < 7; k++) {
         outs[k].name = m->graph->outputs[k].name;
         outs[k].value = NULL;
-        cg_value_alloc_tensor(k == 5 ? CG_DTYPE_INT64 : k == 6 ? CG_DTYPE_BOOL : CG_DTYPE_FLOAT,
-                              k >= 5 ? 1 : 2, k >= 5 ? (int64_t[]){k == 5 ? 2 : 3} : d23,
-                              &outs[k].value, &err);
+        if (cg_value_alloc_tensor(k == 5 ? CG_DTYPE_INT64 : k == 6 ? CG_DTYPE_BOOL : CG_DTYPE_FLOAT,
+                                  k >= 5 ? 1 : 2, k >= 5 ? (int64_t[]){k == 5 ? 2 : 3} : d23,
+                                  &outs[k].value, &err) != CG_OK)
+            test_fatal("cg_value_alloc_tensor: %s", err.msg);
         for (int64_t e = 0; outs[k].value && k < 5 && e < outs[k].value->tensor.numel; e++)
             cg_tensor_set_f64(&outs[k].value->tensor, e, (double)k);
     }
@@ -290,10 +291,14 @@ static void test_folders(const cg_model *m)
      * output is an error; a set both a folder and an .npz is ambiguous */
     cg_tensor tx, ti, tb, tz;
     int64_t d2[1] = {2}, d3[1] = {3};
-    cg_tensor_alloc(&tx, CG_DTYPE_FLOAT, 2, d23, 0, &err);
-    cg_tensor_alloc(&ti, CG_DTYPE_INT64, 1, d2, 0, &err);
-    cg_tensor_alloc(&tb, CG_DTYPE_BOOL, 1, d3, 0, &err);
-    cg_tensor_alloc(&tz, CG_DTYPE_FLOAT, 1, d2, 0, &err);
+    if (cg_tensor_alloc(&tx, CG_DTYPE_FLOAT, 2, d23, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
+    if (cg_tensor_alloc(&ti, CG_DTYPE_INT64, 1, d2, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
+    if (cg_tensor_alloc(&tb, CG_DTYPE_BOOL, 1, d3, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
+    if (cg_tensor_alloc(&tz, CG_DTYPE_FLOAT, 1, d2, 0, &err) != CG_OK)
+        test_fatal("cg_tensor_alloc: %s", err.msg);
     const char *keys[5] = {"x", "y", "i", "b", "../evil"};
     const cg_tensor *ts[5] = {&tx, &tx, &ti, &tb, &tz};
     snprintf(dir, sizeof dir, "%s/npz", root);
