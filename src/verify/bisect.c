@@ -38,13 +38,18 @@ static bool map_get(const name_map *m, const char *name, size_t *val)
     return *val != CG_STRMAP_NONE;
 }
 
-/* Every value a graph's nodes produce -> the producing node's index. */
-static bool map_node_outputs(name_map *m, const cg_graph *g)
+static size_t node_output_count(const cg_graph *g)
 {
     size_t n = 0;
     for (size_t v = 0; v < g->node_count; v++)
         n += g->nodes[v].output_count;
-    if (!cg_strmap_reserve(m, n))
+    return n;
+}
+
+/* Every value a graph's nodes produce -> the producing node's index. */
+static bool map_node_outputs(name_map *m, const cg_graph *g)
+{
+    if (!cg_strmap_reserve(m, node_output_count(g)))
         return false;
     for (size_t v = 0; v < g->node_count; v++)
         for (size_t o = 0; o < g->nodes[v].output_count; o++)
@@ -57,10 +62,7 @@ static bool map_node_outputs(name_map *m, const cg_graph *g)
 static bool map_visible(name_map *m, const cg_assignment *a)
 {
     const cg_graph *g = a->graph;
-    size_t n = 0;
-    for (size_t v = 0; v < g->node_count; v++)
-        n += g->nodes[v].output_count;
-    if (!cg_strmap_reserve(m, n))
+    if (!cg_strmap_reserve(m, node_output_count(g)))
         return false;
     for (size_t v = 0; v < g->node_count; v++)
         if (a->owner[v] == CG_OWNER_CPU)

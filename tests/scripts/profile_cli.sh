@@ -107,4 +107,8 @@ if [ $fails -ne 0 ]; then
     echo "profile_cli: $fails check(s) failed" >&2
     exit 1
 fi
+if [ $xnn = 0 ]; then
+    echo "profile_cli: passed, but the xnnpack part was skipped (no xnnpack target)"
+    exit 77
+fi
 echo "profile_cli: ok"

@@ -129,7 +129,8 @@ static const cg_boundary *find_boundary(const cg_assignment *a, const char *tens
 
 /* --- tests ---------------------------------------------------------------------- */
 
-static void test_chain(void)
+/* x -> a -> b -> u(Erf) -> c -> d -> y: two Relu runs around an Erf. */
+static cg_model *chain_model(void)
 {
     cg_model *m = model_new();
     cg_graph *g = m->graph = graph_new("chain", 8);
@@ -139,6 +140,26 @@ static void test_chain(void)
     node(g, "Erf", "u", "t2", "t3");
     node(g, "Relu", "c", "t3", "t4");
     node(g, "Relu", "d", "t4", "y");
+    return m;
+}
+
+/* a -> b(Erf) -> d, a -> c -> d. */
+static cg_model *diamond_model(void)
+{
+    cg_model *m = model_new();
+    cg_graph *g = m->graph = graph_new("diamond", 8);
+    io(g, "x", "y");
+    node(g, "Relu", "a", "x", "ta");
+    node(g, "Erf", "b", "ta", "tb");
+    node(g, "Relu", "c", "ta", "tc");
+    node(g, "Relu", "d", "tb,tc", "y");
+    return m;
+}
+
+static void test_chain(void)
+{
+    cg_model *m = chain_model();
+    cg_graph *g = m->graph;
     cg_target t = target("relu-npu", &RELU);
     const cg_target *ts[] = {&t};
     cg_assignment *a = assign(m, ts, 1);
@@ -171,13 +192,8 @@ static void test_chain(void)
 /* a -> b(unsupported) -> d, a -> c -> d: {a, c, d} would feed b and depend on it. */
 static void test_diamond(void)
 {
-    cg_model *m = model_new();
-    cg_graph *g = m->graph = graph_new("diamond", 8);
-    io(g, "x", "y");
-    node(g, "Relu", "a", "x", "ta");
-    node(g, "Erf", "b", "ta", "tb");
-    node(g, "Relu", "c", "ta", "tc");
-    node(g, "Relu", "d", "tb,tc", "y");
+    cg_model *m = diamond_model();
+    cg_graph *g = m->graph;
     cg_target t = target("relu-npu", &RELU);
     const cg_target *ts[] = {&t};
     cg_assignment *a = assign(m, ts, 1);
@@ -199,14 +215,8 @@ static void test_diamond(void)
  * on a correct assignment of the chain and of the diamond. */
 static void test_validator(void)
 {
-    cg_model *m = model_new();
-    cg_graph *g = m->graph = graph_new("chain", 8);
-    io(g, "x", "y");
-    node(g, "Relu", "a", "x", "t1");
-    node(g, "Relu", "b", "t1", "t2");
-    node(g, "Erf", "u", "t2", "t3");
-    node(g, "Relu", "c", "t3", "t4");
-    node(g, "Relu", "d", "t4", "y");
+    cg_model *m = chain_model();
+    cg_graph *g = m->graph;
     cg_target t = target("relu-npu", &RELU);
     const cg_target *ts[] = {&t};
     cg_assignment *a = assign(m, ts, 1);
@@ -252,13 +262,8 @@ static void test_validator(void)
 
     /* the diamond with {a, c, d} forced into one partition around b (CPU):
      * the partition both feeds b and depends on it */
-    m = model_new();
-    g = m->graph = graph_new("diamond", 8);
-    io(g, "x", "y");
-    node(g, "Relu", "a", "x", "ta");
-    node(g, "Erf", "b", "ta", "tb");
-    node(g, "Relu", "c", "ta", "tc");
-    node(g, "Relu", "d", "tb,tc", "y");
+    m = diamond_model();
+    g = m->graph;
     a = assign(m, ts, 1);
     if (a && a->partition_count == 2 && a->partitions[0].node_count == 2 &&
         a->partitions[1].node_count == 1) {
