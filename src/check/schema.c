@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "convgate/schema.h"
+#include "ir/walk.h"
 
 #include "schema_table.inc"
 #include "schema_extra.inc"
@@ -24,9 +25,7 @@
 /* "" and "ai.onnx" both name the default domain; rows store "". */
 static const char *canonical_domain(const char *domain)
 {
-    if (domain == NULL || strcmp(domain, "ai.onnx") == 0)
-        return "";
-    return domain;
+    return cg_domain_is_default(domain) ? "" : domain;
 }
 
 /* Orders a row against (domain, name): <0, 0, >0 like strcmp. */

@@ -2115,7 +2115,7 @@ static bool check_broadcast(pf_eval *ev)
 static const pf_op *find_op(const pf_profile *p, const char *domain, const char *op_type)
 {
     pf_op key;
-    key.domain = (char *)(domain && strcmp(domain, "ai.onnx") ? domain : "");
+    key.domain = (char *)(cg_domain_is_default(domain) ? "" : domain);
     key.op_type = (char *)op_type;
     return bsearch(&key, p->ops, p->op_count, sizeof *p->ops, op_cmp);
 }
