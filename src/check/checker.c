@@ -887,10 +887,9 @@ static void check_body_inputs_not_initializers(checker *ck, const cg_graph *body
         const char *in = body->inputs[i].name;
         if (str_empty(in))
             continue;
-        for (size_t j = 0; j < body->initializer_count; j++)
-            if (body->initializers[j].name != NULL && strcmp(body->initializers[j].name, in) == 0)
-                ERR(ck, "body-signature", "%s input '%s' is also an initializer of the body", attr,
-                    in);
+        if (cg_graph_initializer(body, in))
+            ERR(ck, "body-signature", "%s input '%s' is also an initializer of the body", attr,
+                in);
     }
 }
 

@@ -26,6 +26,7 @@
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
 #include "core/path.h"
+#include "ir/walk.h"
 
 #define CONF_RTOL 1e-3
 #define CONF_ATOL 1e-7
@@ -207,14 +208,9 @@ static cg_conf_status run_test(const char *dir, bool fp64, char *reason)
         goto done;
     }
     size_t feed_count = 0;
-    for (size_t i = 0; i < g->input_count; i++) {
-        bool init = false;
-        for (size_t k = 0; k < g->initializer_count && !init; k++)
-            init = g->initializers[k].name && g->inputs[i].name &&
-                   strcmp(g->initializers[k].name, g->inputs[i].name) == 0;
-        if (!init)
+    for (size_t i = 0; i < g->input_count; i++)
+        if (!cg_graph_initializer(g, g->inputs[i].name))
             feedable[feed_count++] = &g->inputs[i];
-    }
 
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
