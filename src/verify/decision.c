@@ -71,7 +71,7 @@ static const struct {
 
 static bool is_onnx(const cg_node *n)
 {
-    return n->op_type && (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0);
+    return n->op_type && cg_domain_is_default(n->domain);
 }
 
 /* Row of the table for node n, or -1. */
@@ -85,22 +85,10 @@ static int decision_row(const cg_node *n)
     return -1;
 }
 
-static int64_t node_attr_int(const cg_node *n, const char *name, int64_t dflt)
-{
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0 &&
-            (n->attrs[i].type == CG_ATTR_INT || n->attrs[i].has_i))
-            return n->attrs[i].i;
-    return dflt;
-}
-
 static bool node_attr_is(const cg_node *n, const char *name, const char *value)
 {
-    for (size_t i = 0; i < n->attr_count; i++)
-        if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)
-            return n->attrs[i].s.len == strlen(value) &&
-                   memcmp(n->attrs[i].s.data, value, n->attrs[i].s.len) == 0;
-    return false;
+    const cg_attr *a = cg_node_attr(n, name);
+    return a && a->s.data && a->s.len == strlen(value) && memcmp(a->s.data, value, a->s.len) == 0;
 }
 
 static bool is_float_dtype(int64_t dt)
@@ -112,9 +100,9 @@ static bool is_float_dtype(int64_t dt)
  * value_info, outputs), or 0. */
 static int64_t declared_dtype(const cg_graph *g, const char *name)
 {
-    for (size_t i = 0; i < g->initializer_count; i++)
-        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
-            return g->initializers[i].data_type;
+    const cg_tensor_proto *init = cg_graph_initializer(g, name);
+    if (init)
+        return init->data_type;
     const cg_value_info *lists[3] = {g->inputs, g->value_infos, g->outputs};
     size_t counts[3] = {g->input_count, g->value_info_count, g->output_count};
     for (int l = 0; l < 3; l++)
@@ -168,7 +156,7 @@ static bool cast_decides(const cg_graph *g, const cg_node *n, const cg_type_env 
 {
     if (!is_onnx(n) || strcmp(n->op_type, "Cast") != 0 || n->input_count < 1)
         return false;
-    int64_t to = node_attr_int(n, "to", 0);
+    int64_t to = cg_node_attr_int(n, "to", 0);
     if (!cg_dtype_valid(to) || !(cg_dtype_is_int((cg_dtype)to) || to == CG_DTYPE_BOOL))
         return false;
     return is_float_dtype(value_dtype(g, types, n->inputs[0]));
@@ -481,7 +469,7 @@ static double margin_of(const cg_node *node, margin_rule rule, const cg_tensor *
         if (s->numel == 1) {
             scale = cg_tensor_get_f64(s, 0);
         } else {
-            int64_t axis = node_attr_int(node, "axis", 1);
+            int64_t axis = cg_node_attr_int(node, "axis", 1);
             if (axis < 0)
                 axis += x->rank;
             if (axis < 0 || axis >= x->rank || s->numel != x->dims[axis])
@@ -496,7 +484,7 @@ static double margin_of(const cg_node *node, margin_rule rule, const cg_tensor *
     }
     case M_ARG: {
         /* the output holds indices along `axis` of x */
-        int64_t axis = node_attr_int(node, "axis", strcmp(node->op_type, "TopK") == 0 ? -1 : 0);
+        int64_t axis = cg_node_attr_int(node, "axis", strcmp(node->op_type, "TopK") == 0 ? -1 : 0);
         if (axis < 0)
             axis += x->rank;
         if (axis < 0 || axis >= x->rank ||
