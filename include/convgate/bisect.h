@@ -34,6 +34,7 @@
 
 #include "convgate/compare.h"
 #include "convgate/model.h"
+#include "convgate/progress.h"
 #include "convgate/runtime.h"
 #include "convgate/targetpath.h"
 
@@ -54,6 +55,10 @@ typedef struct cg_bisect_options {
     cg_tolerance tol;
     size_t max_alloc_bytes; /* reference runtime limit; 0: default */
     bool triage;            /* rerun an fp16 candidate path in fp32 on divergence */
+    /* keep both sides' values of the first divergent tensor in the result
+     * (first_reference, first_target), e.g. to look at them in Python */
+    bool keep_values;
+    cg_progress progress;   /* "bisect", nodes run by the reference side */
 } cg_bisect_options;
 
 typedef enum cg_bisect_triage {
@@ -85,6 +90,15 @@ typedef struct cg_bisect_tensor {
     cg_metrics metrics;
 } cg_bisect_tensor;
 
+/* One watched tensor: what the per-node views (HTML report, Model
+ * Explorer overlays) show as the error at that tensor. */
+typedef struct cg_bisect_point {
+    char *tensor;
+    size_t node_index;   /* producing node, reference graph order */
+    bool compared;       /* both sides produced a comparable tensor */
+    cg_metrics metrics;  /* valid when compared */
+} cg_bisect_point;
+
 typedef struct cg_bisect_result {
     size_t watched;       /* values both sides report */
     size_t compared;      /* of them, compared (both sides produced them) */
@@ -104,6 +118,13 @@ typedef struct cg_bisect_result {
     bool triage_ran;                   /* the fp32 rerun happened */
     cg_metrics triage_metrics;         /* the divergent tensor in the fp32 rerun */
     char triage_note[256];
+    /* every watched tensor of the final pass, in topological order */
+    cg_bisect_point *points;
+    size_t point_count;
+    /* with keep_values and a divergence: the first divergent tensor as the
+     * reference and the candidate produced it (owned) */
+    cg_value *first_reference;
+    cg_value *first_target;
 } cg_bisect_result;
 
 /* Runs both sides on `inputs` and fills *out (free with

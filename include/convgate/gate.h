@@ -25,6 +25,7 @@
 #include "convgate/check.h"
 #include "convgate/compare.h"
 #include "convgate/partition.h"
+#include "convgate/progress.h"
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
@@ -59,6 +60,9 @@ typedef struct cg_gate_options {
     const cg_random_inputs *random;
     const cg_sample_set *samples; /* at least one sample */
     const char *samples_desc;     /* "2 sets from examples/tiny_cnn_inputs" (borrowed) */
+    /* keep the bisected tensor's values (cg_bisect_options.keep_values) */
+    bool keep_values;
+    cg_progress progress;         /* "gate 3" samples, then bisection's nodes */
 } cg_gate_options;
 
 typedef struct cg_gate_output {
@@ -95,6 +99,15 @@ typedef struct cg_gate_report {
     char *bisect_sample_label;
     cg_bisect_result bisect;
     char bisect_error[CG_ERROR_MSG_MAX]; /* bisection could not run (gate 3 still fails) */
+
+    /* What the per-node views (HTML report, Model Explorer overlays) draw:
+     * gate 2's placement (NULL when gate 2 did not place the graph; it
+     * borrows the model and the options' targets, which must outlive the
+     * report) and the reference run's time per node in ms (NULL when that
+     * run failed). Owned by the report. */
+    struct cg_type_env *types;
+    cg_assignment *assignment;
+    double *node_ms;
 } cg_gate_report;
 
 /* Runs the gates on `model` (loaded from model_path). CG_OK whenever the

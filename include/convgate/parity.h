@@ -16,6 +16,7 @@
 
 #include "convgate/compare.h"
 #include "convgate/golden.h"
+#include "convgate/progress.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
@@ -89,6 +90,10 @@ typedef struct cg_parity_options {
     cg_task task;
     double threshold;                /* segment */
     size_t max_alloc_bytes;
+    /* keep the last sample's target path in the report (its placement is
+     * what the per-node views draw) */
+    bool keep_path;
+    cg_progress progress;            /* "compare", samples */
 } cg_parity_options;
 
 typedef struct cg_parity_report {
@@ -99,6 +104,7 @@ typedef struct cg_parity_report {
     cg_parity_output *outputs;       /* graph-output order */
     size_t output_count;
     size_t failed_outputs;
+    cg_target_path *path;            /* with keep_path: the last path run (owned) */
 } cg_parity_report;
 
 /* Runs every sample of src through the reference and the target (or reads

@@ -103,6 +103,11 @@ typedef struct bisect_ctx {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool abort;
+    const char *stage;    /* progress stage name of this pass */
+    /* keep_values: both sides' values of the lowest-index failing entry so
+     * far ([SIDE_REF], [SIDE_CAND]) */
+    size_t kept_index;
+    cg_value *kept[2];
     cg_error fail;        /* first failure of the comparison machinery */
     struct side_state *sides[2];
 } bisect_ctx;
@@ -169,6 +174,27 @@ static void ctx_abort(bisect_ctx *c)
     pthread_cond_broadcast(&c->cond);
 }
 
+/* Both sides' values of a failing comparison, for keep_values: mine (of
+ * side `which`) copied, theirs (the other side's copy) taken. kept[SIDE_REF]
+ * and kept[SIDE_CAND] are set, or both NULL on failure. */
+static cg_status keep_pair(const cg_value *mine, cg_tensor *theirs, int which, cg_value *kept[2],
+                           cg_error *err)
+{
+    cg_value *a = NULL, *b = NULL;
+    cg_status st = cg_value_copy(mine, &a, err);
+    if (st == CG_OK)
+        st = cg_value_from_tensor(theirs, &b, err);
+    tensor_drop(theirs); /* its payload was taken, or is dropped with it */
+    if (st != CG_OK) {
+        cg_value_free(a);
+        cg_value_free(b);
+        return st;
+    }
+    kept[which] = a;
+    kept[1 - which] = b;
+    return CG_OK;
+}
+
 static cg_status side_observe(void *user, const cg_node *node, const char *name,
                               const cg_value *value)
 {
@@ -177,12 +203,16 @@ static cg_status side_observe(void *user, const cg_node *node, const char *name,
     side_state *other = c->sides[1 - s->which];
     size_t idx, ti;
     cg_status st = CG_OK;
-    (void)node;
 
     /* the reference's types of every value, for the divergent node's inputs */
     if (s->which == SIDE_REF && value && value->kind == CG_VALUE_TENSOR &&
         map_get(&c->ref_type_index, name, &ti))
         type_from_tensor(&c->ref_types[ti], &value->tensor);
+    if (s->which == SIDE_REF && node >= c->ref_graph->nodes &&
+        node < c->ref_graph->nodes + c->ref_graph->node_count)
+        cg_progress_report(&c->opt->progress, c->stage, "nodes",
+                           (size_t)(node - c->ref_graph->nodes) + 1, c->ref_graph->node_count,
+                           node->name);
 
     if (!map_get(&c->watch, name, &idx))
         return CG_OK;
@@ -212,6 +242,8 @@ static cg_status side_observe(void *user, const cg_node *node, const char *name,
     if (e->slot) {
         /* the other side was first: compare outside the lock */
         cg_tensor *theirs = e->slot;
+        bool want = c->opt->keep_values && idx < c->kept_index;
+        cg_value *kept[2] = {NULL, NULL};
         e->slot = NULL;
         pthread_cond_broadcast(&c->cond);
         pthread_mutex_unlock(&c->lock);
@@ -222,7 +254,10 @@ static cg_status side_observe(void *user, const cg_node *node, const char *name,
         cg_error_clear(&cerr);
         cg_metrics_init(&m);
         st = cg_compare_tensors(ref, got, &c->opt->tol, &m, &cerr);
-        tensor_drop(theirs);
+        if (st == CG_OK && want && !m.pass)
+            st = keep_pair(value, theirs, s->which, kept, &cerr);
+        else
+            tensor_drop(theirs);
         pthread_mutex_lock(&c->lock);
         if (st != CG_OK) {
             cg_error_set(&c->fail, st, "comparing '%s': %s", name, cerr.msg);
@@ -231,8 +266,18 @@ static cg_status side_observe(void *user, const cg_node *node, const char *name,
         } else {
             e->metrics = m;
             e->compared = true;
+            if (kept[0] && idx < c->kept_index) {
+                for (int w = 0; w < 2; w++) {
+                    cg_value *old = c->kept[w];
+                    c->kept[w] = kept[w];
+                    kept[w] = old;
+                }
+                c->kept_index = idx;
+            }
         }
         pthread_mutex_unlock(&c->lock);
+        cg_value_free(kept[0]);
+        cg_value_free(kept[1]);
         return st;
     }
     e->slot = tensor_copy(&value->tensor);
@@ -413,6 +458,9 @@ static void ctx_free(bisect_ctx *c)
 {
     for (size_t i = 0; i < c->entry_count; i++)
         tensor_drop(c->entries[i].slot);
+    cg_value_free(c->kept[0]);
+    cg_value_free(c->kept[1]);
+    c->kept[0] = c->kept[1] = NULL;
     free(c->entries);
     free(c->ref_types);
     cg_strmap_free(&c->watch);
@@ -429,6 +477,9 @@ static cg_status bisect_pass(bisect_ctx *c, side_state sides[2], bool cand_fp32,
     c->sides[1] = &sides[1];
     cg_error_clear(&c->fail);
     c->abort = false;
+    c->kept_index = SIZE_MAX;
+    if (!c->stage)
+        c->stage = "bisect";
     if ((st = side_init(&sides[SIDE_REF], c, SIDE_REF, &c->opt->reference, false, err)) != CG_OK ||
         (st = side_init(&sides[SIDE_CAND], c, SIDE_CAND, &c->opt->candidate, cand_fp32, err)) !=
             CG_OK)
@@ -558,6 +609,28 @@ static void tensor_free(cg_bisect_tensor *t)
     memset(t, 0, sizeof *t);
 }
 
+/* Every watch entry of the final pass as a result point. */
+static bool fill_points(const bisect_ctx *c, cg_bisect_result *r)
+{
+    r->points = calloc(c->entry_count ? c->entry_count : 1, sizeof *r->points);
+    if (!r->points)
+        return false;
+    for (size_t i = 0; i < c->entry_count; i++) {
+        const watch_entry *e = &c->entries[i];
+        cg_bisect_point *p = &r->points[r->point_count];
+        if (!(p->tensor = dup_str(e->name)))
+            return false;
+        r->point_count++;
+        p->node_index = e->node;
+        p->compared = e->compared;
+        if (e->compared)
+            p->metrics = e->metrics;
+        else
+            cg_metrics_init(&p->metrics);
+    }
+    return true;
+}
+
 void cg_bisect_result_free(cg_bisect_result *r)
 {
     if (!r)
@@ -567,6 +640,11 @@ void cg_bisect_result_free(cg_bisect_result *r)
     for (size_t i = 0; i < r->input_count; i++)
         free(r->inputs[i].name);
     free(r->inputs);
+    for (size_t i = 0; i < r->point_count; i++)
+        free(r->points[i].tensor);
+    free(r->points);
+    cg_value_free(r->first_reference);
+    cg_value_free(r->first_target);
     memset(r, 0, sizeof *r);
 }
 
@@ -577,9 +655,12 @@ static cg_status triage_rerun(const cg_bisect_options *opt, const char *name,
 {
     bisect_ctx c;
     side_state sides[2];
+    cg_bisect_options topt = *opt;
+    topt.keep_values = false; /* the values kept are the first pass's */
     memset(&c, 0, sizeof c);
     memset(sides, 0, sizeof sides);
-    c.opt = opt;
+    c.opt = &topt;
+    c.stage = "bisect: fp32 rerun";
     cg_status st = bisect_pass(&c, sides, true, name, inputs, n, err);
     if (st == CG_OK) {
         if (c.entry_count == 1 && c.entries[0].compared) {
@@ -696,6 +777,7 @@ static cg_status refine_in_partition(bisect_ctx *c, side_state sides[2], exposed
     ctx_free(c);
     memset(c, 0, sizeof *c);
     c->opt = ropt;
+    c->stage = "bisect: inside the partition";
     r->refined = true;
     r->refined_values = e->extra;
     return bisect_pass(c, sides, false, NULL, inputs, n, err);
@@ -753,7 +835,14 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
         if (!fill_tensor(&c, &c.entries[first], &sides[SIDE_CAND], &out->first_divergent) ||
             !fill_inputs(&c, c.entries[first].node, inputs, input_count, out))
             goto nomem;
+        if (c.kept_index == first) {
+            out->first_reference = c.kept[SIDE_REF];
+            out->first_target = c.kept[SIDE_CAND];
+            c.kept[SIDE_REF] = c.kept[SIDE_CAND] = NULL;
+        }
     }
+    if (!fill_points(&c, out))
+        goto nomem;
     st = CG_OK;
     reduced = sides[SIDE_CAND].path && cg_target_path_reduced_precision(sides[SIDE_CAND].path);
     side_free(&sides[0]);

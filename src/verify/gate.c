@@ -100,9 +100,10 @@ static cg_status timer_observe(void *user, const cg_node *node, const char *name
 }
 
 /* Share of the reference run's time spent in nodes the assignment puts on
- * a target (-1 when the run fails: coverage is then unknown). */
+ * a target (-1 when the run fails: coverage is then unknown); *node_ms gets
+ * the time of each node in ms (malloc'd; NULL when the run fails). */
 static double time_coverage(const cg_model *model, const cg_assignment *a, const cg_sample *s,
-                            size_t max_alloc)
+                            size_t max_alloc, double **node_ms)
 {
     node_timer t = {model->graph, NULL, {0, 0}};
     cg_runtime_options ro;
@@ -127,6 +128,10 @@ static double time_coverage(const cg_model *model, const cg_assignment *a, const
                     on += t.seconds[v];
             }
             cover = total > 0 ? on / total : 0;
+            for (size_t v = 0; v < model->graph->node_count; v++)
+                t.seconds[v] *= 1e3;
+            *node_ms = t.seconds;
+            t.seconds = NULL;
         }
     }
     cg_runtime_free(rt);
@@ -171,7 +176,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
     if (opt->samples && opt->samples->count)
         r->time_coverage = time_coverage(model, a, &opt->samples->samples[0],
-                                         opt->max_alloc_bytes);
+                                         opt->max_alloc_bytes, &r->node_ms);
     if (cg_assign_init_failure(a, types, msg, sizeof msg)) {
         snprintf(r->runs_detail, sizeof r->runs_detail, "%.500s", msg);
         goto done;
@@ -201,8 +206,9 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->runs = CG_GATE_PASS;
     snprintf(r->runs_detail, sizeof r->runs_detail, "%.500s", r->verdict_text);
 done:
-    cg_assignment_free(a);
-    cg_type_env_free(types);
+    /* kept for the per-node views; freed with the report */
+    r->assignment = a;
+    r->types = types;
     return st;
 }
 
@@ -258,6 +264,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     for (size_t i = 0; i < opt->samples->count; i++) {
         const cg_sample *s = &opt->samples->samples[i];
         cg_named_value *ref = NULL, *got = NULL;
+        cg_progress_report(&opt->progress, "gate 3", "samples", i, opt->samples->count,
+                           s->label);
         size_t nref = 0, ngot = 0;
         bool sample_ok = true;
         /* another input shape rebuilds the path (fixed-shape delegates) */
@@ -348,6 +356,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         bo.tol = r->tol;
         bo.max_alloc_bytes = opt->max_alloc_bytes;
         bo.triage = true;
+        bo.keep_values = opt->keep_values;
+        bo.progress = opt->progress;
         r->bisect_sample = first_fail;
         r->bisect_sample_label = str_dup(s->label);
         if (cg_bisect_run(&bo, s->inputs, s->input_count, &r->bisect, &berr) == CG_OK)
@@ -372,6 +382,9 @@ void cg_gate_report_free(cg_gate_report *r)
     free(r->outputs);
     free(r->bisect_sample_label);
     cg_bisect_result_free(&r->bisect);
+    cg_assignment_free(r->assignment);
+    cg_type_env_free(r->types);
+    free(r->node_ms);
     memset(r, 0, sizeof *r);
 }
 

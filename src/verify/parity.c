@@ -121,6 +121,7 @@ void cg_parity_report_free(cg_parity_report *r)
     }
     free(r->outputs);
     cg_samples_stems_free(r->sample_names, r->sample_count);
+    cg_target_path_free(r->path);
     memset(r, 0, sizeof *r);
 }
 
@@ -223,6 +224,7 @@ cg_status cg_parity_run(const cg_model *model, const cg_parity_options *opt,
         cg_target_path *path = NULL;
         if ((st = cg_sample_source_load(src, si, &s, err)) != CG_OK)
             break;
+        cg_progress_report(&opt->progress, "compare", "samples", si, n, s.label);
         if (!(out->sample_names[si] = strdup(s.label)))
             st = cg_error_set(err, CG_NOMEM, "out of memory");
         out->sample_count = si + 1;
@@ -275,6 +277,10 @@ cg_status cg_parity_run(const cg_model *model, const cg_parity_options *opt,
     }
 done:
     free(files);
+    if (st == CG_OK && opt->keep_path) {
+        out->path = sp.path;
+        sp.path = NULL;
+    }
     cg_sample_path_free(&sp);
     cg_runtime_free(rt);
     return st;
