@@ -303,6 +303,31 @@ static const char *ar_target_name(const cg_assignment *a, int part)
     return part < 0 ? "cpu" : a->targets[a->partitions[part].target]->name;
 }
 
+json_t *cg_report_boundary_json(const cg_assignment *a, const cg_boundary *b)
+{
+    json_t *jb = json_object(), *shape = NULL;
+    if (!jb)
+        return NULL;
+    if (!ar_set(jb, "tensor", cg_json_text(b->tensor)) ||
+        !ar_set(jb, "from", json_integer(b->from_partition)) ||
+        !ar_set(jb, "to", json_integer(b->to_partition)) ||
+        !ar_set(jb, "from_target", cg_json_text(ar_target_name(a, b->from_partition))) ||
+        !ar_set(jb, "to_target", cg_json_text(ar_target_name(a, b->to_partition))) ||
+        !ar_set(jb, "bytes", b->known ? json_integer((json_int_t)b->bytes) : json_null()) ||
+        !ar_set(jb, "dtype", b->known ? cg_json_text(cg_dtype_name(b->dtype)) : json_null()) ||
+        !ar_set(jb, "shape", shape = b->known ? json_array() : json_null()) ||
+        !ar_set(jb, "layout_conversion", json_boolean(b->layout_conversion)) ||
+        !ar_set(jb, "dtype_conversion", json_boolean(b->dtype_conversion)))
+        goto fail;
+    for (int d = 0; b->known && d < b->rank; d++)
+        if (!ar_push(shape, json_integer((json_int_t)b->dims[d])))
+            goto fail;
+    return jb;
+fail:
+    json_decref(jb);
+    return NULL;
+}
+
 /* The assignment-level fields shared by the main graph and the bodies. */
 static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
 {
@@ -362,23 +387,9 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
     if (!ar_set(o, "boundaries", bs = json_array()))
         return false;
     for (size_t i = 0; i < a->boundary_count; i++) {
-        const cg_boundary *b = &a->boundaries[i];
-        json_t *jb = json_object(), *shape = NULL;
-        total += b->bytes;
-        if (!ar_push(bs, jb) || !ar_set(jb, "tensor", cg_json_text(b->tensor)) ||
-            !ar_set(jb, "from", json_integer(b->from_partition)) ||
-            !ar_set(jb, "to", json_integer(b->to_partition)) ||
-            !ar_set(jb, "from_target", cg_json_text(ar_target_name(a, b->from_partition))) ||
-            !ar_set(jb, "to_target", cg_json_text(ar_target_name(a, b->to_partition))) ||
-            !ar_set(jb, "bytes", b->known ? json_integer((json_int_t)b->bytes) : json_null()) ||
-            !ar_set(jb, "dtype", b->known ? cg_json_text(cg_dtype_name(b->dtype)) : json_null()) ||
-            !ar_set(jb, "shape", shape = b->known ? json_array() : json_null()) ||
-            !ar_set(jb, "layout_conversion", json_boolean(b->layout_conversion)) ||
-            !ar_set(jb, "dtype_conversion", json_boolean(b->dtype_conversion)))
+        total += a->boundaries[i].bytes;
+        if (!ar_push(bs, cg_report_boundary_json(a, &a->boundaries[i])))
             return false;
-        for (int d = 0; b->known && d < b->rank; d++)
-            if (!ar_push(shape, json_integer((json_int_t)b->dims[d])))
-                return false;
     }
     if (!ar_set(o, "boundary_bytes", json_integer((json_int_t)total)))
         return false;

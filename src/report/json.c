@@ -191,15 +191,19 @@ char *cg_json_shortest(const char *json)
     return out;
 }
 
-char *cg_json_dumps(const json_t *root)
+static char *json_text(const json_t *root, size_t layout)
 {
     /* 17 digits always read back exactly; cg_json_shortest then drops the
      * noise digits */
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *text = json_dumps(root, layout | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     char *shortest = cg_json_shortest(text);
     free(text);
     return shortest;
 }
+
+char *cg_json_dumps(const json_t *root) { return json_text(root, JSON_INDENT(2)); }
+
+char *cg_json_dumps_compact(const json_t *root) { return json_text(root, JSON_COMPACT); }
 
 int cg_json_write(FILE *f, const json_t *root)
 {

@@ -30,6 +30,8 @@ int cg_json_set(json_t *obj, const char *key, json_t *v);
 /* The text of a document: two-space indent, keys in insertion order,
  * reals shortest. malloc'd; NULL when out of memory. */
 char *cg_json_dumps(const json_t *root);
+/* The same without whitespace (documents embedded in a page). */
+char *cg_json_dumps_compact(const json_t *root);
 /* Writes cg_json_dumps(root) and a newline. 0, or -1 on failure. */
 int cg_json_write(FILE *f, const json_t *root);
 

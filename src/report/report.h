@@ -97,6 +97,10 @@ json_t *cg_report_judgement_json(const cg_judgement *j);
 
 /* --- placement settings (report/assign.c) ------------------------------------------------ */
 
+/* One crossing of the boundary ledger: {tensor, from, to, from_target,
+ * to_target, bytes, dtype, shape, layout_conversion, dtype_conversion}. */
+json_t *cg_report_boundary_json(const cg_assignment *a, const cg_boundary *b);
+
 /* One shape setting of `assign --dims`: its bindings and placement. */
 typedef struct cg_assign_setting {
     const char *label;
@@ -110,6 +114,51 @@ typedef struct cg_assign_setting {
 void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count);
 /* The same as root's "shape_settings" and "owner_changes". */
 bool cg_report_settings_json(json_t *root, const cg_assign_setting *s, size_t count);
+
+/* --- the per-node view (report/graph.c, docs/html-report.md) ------------------------------- */
+
+#include "convgate/bisect.h"
+
+typedef struct cg_graph_view_output {
+    const char *name;
+    const cg_metrics *metrics;
+} cg_graph_view_output;
+
+/* What the HTML report and the Model Explorer overlays draw, all borrowed. */
+typedef struct cg_graph_view {
+    const cg_model *model;
+    const cg_assignment *assignment;  /* NULL: not placed */
+    const double *node_ms;            /* reference time per node, or NULL */
+    const cg_bisect_result *bisect;   /* the error at every watched tensor, or NULL */
+    /* compared graph outputs (merged over the samples) */
+    const struct cg_graph_view_output *outputs;
+    size_t output_count;
+    const cg_target *const *targets;  /* whose sources and not-modelled lists to show */
+    size_t target_count;
+} cg_graph_view;
+
+/* {graph, placed, timed, owner_colours: {owner: "#rrggbb"}, inputs, outputs,
+ * nodes: [{name, named, op, domain, owner, partition, ms, inputs, outputs,
+ * error, reason, rule, refused_by}],
+ * partitions: [{id, target, nodes}], boundaries, tensors: [error], targets}
+ * where an error is {tensor, source, pass, max_abs, max_rel, mean_abs,
+ * cosine, mismatches, count}. NULL when out of memory. */
+json_t *cg_report_graph_json(const cg_graph_view *v);
+
+/* The HTML report (report/html.c): one self-contained page drawn from the
+ * command's --json envelope and its graph view (may be NULL); title is the
+ * page's title. CG_OK, or CG_NOMEM / CG_IO. */
+cg_status cg_report_html_write(FILE *f, const char *title, const json_t *envelope,
+                               const json_t *graph, cg_error *err);
+
+/* Model Explorer node data (report/model_explorer.c, docs/html-report.md):
+ * from a graph view, the files DIR/convgate_owner.json (the owner of each
+ * node), DIR/convgate_reference_ms.json (reference time per node) and
+ * DIR/convgate_max_abs_error.json (the error measured at each node's
+ * outputs), each written only when the view has that data. DIR is made if
+ * missing. *written (may be NULL) gets the number of files. */
+cg_status cg_report_model_explorer_write(const char *dir, const json_t *graph, size_t *written,
+                                         cg_error *err);
 
 /* --- run (report/run.c) ---------------------------------------------------------------- */
 
@@ -227,6 +276,9 @@ json_t *cg_report_conf_json(const cg_conf_view *v);
 struct cg_target_registry;
 void cg_report_targets_text(FILE *f, const struct cg_target_registry *reg);
 json_t *cg_report_targets_json(const struct cg_target_registry *reg);
+/* One target: name, kind, version, fallback, precision, source, the cited
+ * sources and what the profile does not model. */
+json_t *cg_report_target_json(const cg_target *t);
 
 /* --- inspect (report/inspect.c) ----------------------------------------------------- */
 

@@ -34,7 +34,7 @@ static json_t *strings_json(const char *const *s, size_t n)
     return a;
 }
 
-static json_t *target_json(const cg_target *t)
+json_t *cg_report_target_json(const cg_target *t)
 {
     json_t *o = json_object();
     if (!o)
@@ -113,6 +113,6 @@ json_t *cg_report_targets_json(const cg_target_registry *reg)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < cg_target_registry_count(reg); i++)
-        json_array_append_new(arr, target_json(cg_target_registry_at(reg, i)));
+        json_array_append_new(arr, cg_report_target_json(cg_target_registry_at(reg, i)));
     return arr;
 }
