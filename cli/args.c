@@ -319,7 +319,7 @@ int cli_common_option(const char *cmd, const char *name, char *arg, cli_inputs *
                       cli_targets *t, cg_tolerance_args *tol)
 {
     int r = 0;
-    if (strcmp(name, "json") == 0)
+    if (strcmp(name, "json") == 0 || strcmp(name, "quiet") == 0)
         return 1; /* main() saw it */
     if (in && (r = cli_inputs_option(cmd, in, name, arg)) != 0)
         return r;

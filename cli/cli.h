@@ -48,6 +48,54 @@ bool cli_json_to_stdout(void);
 int cli_json_emit(int rc, json_t *result);
 int cli_json_finish(int rc);
 
+/* The envelope --json would print now for rc and result (result's
+ * reference is not taken), with the errors and warnings so far. */
+json_t *cli_json_envelope(int rc, json_t *result);
+
+/* Progress on stderr (cli/progress.c, convgate/progress.h): drawn only
+ * when stderr is a terminal and --quiet was not given; coloured unless
+ * NO_COLOR is set. main() calls cli_progress_begin; a command passes
+ * cli_progress() in the options of long work and calls cli_progress_clear
+ * before it prints (cli_error and cli_warn clear it themselves). */
+#include "convgate/progress.h"
+void cli_progress_begin(const char *command, int argc, char **argv);
+cg_progress cli_progress(void);
+void cli_progress_clear(void);
+bool cli_colour(void);
+/* True when the arguments hold --quiet (before a "--"). */
+bool cli_quiet_arg(int argc, char **argv);
+
+/* --html FILE and --model-explorer DIR (cli/views.c, docs/html-report.md):
+ * cli_views_option handles them (opt: the getopt value CLI_OPT_HTML or
+ * CLI_OPT_MODEL_EXPLORER; 1 handled, -1 an error, printed, 0 not one of
+ * them), opening the HTML file and making the folder at once so an
+ * unwritable path fails before any work; cli_views_write writes both views
+ * from the command's --json result (borrowed) and its graph view, and
+ * returns rc, or CG_EXIT_ERROR when a view could not be written;
+ * cli_views_finish closes what is open (an unwritten page gets the
+ * command's errors, or is removed after a successful --help). */
+struct cg_graph_view;
+typedef struct cli_views {
+    const char *html;
+    FILE *html_file;
+    const char *me_dir;
+} cli_views;
+#define CLI_OPT_HTML 1001
+#define CLI_OPT_MODEL_EXPLORER 1002
+#define CLI_OPTS_VIEWS                                                                          \
+    {"html", required_argument, NULL, CLI_OPT_HTML},                                            \
+        {"model-explorer", required_argument, NULL, CLI_OPT_MODEL_EXPLORER}
+#define CLI_HELP_VIEWS                                                                          \
+    "  --html FILE          also write a self-contained HTML report (verdict, the graph\n"     \
+    "                       coloured by owner, per-node table, outputs; docs/html-report.md)\n" \
+    "  --model-explorer DIR also write Model Explorer node data (owner, reference time,\n"     \
+    "                       error per node) to DIR\n"
+int cli_views_option(const char *cmd, cli_views *v, int opt, const char *arg);
+bool cli_views_wanted(const cli_views *v);
+int cli_views_write(const char *cmd, cli_views *v, int rc, json_t *result, const char *title,
+                    const struct cg_graph_view *gv);
+void cli_views_finish(const char *cmd, cli_views *v, int rc);
+
 /* Loads a model from `path`, or from standard input when path is "-"
  * (then external data is refused: there is no directory to resolve it
  * against). opt may be NULL. NULL with err set on failure. */
@@ -151,12 +199,14 @@ void cli_inputs_free(cli_inputs *in);
 #define CLI_OPTS_TOLERANCE_FILE                                                                 \
     {"tol", required_argument, NULL, 0}, {"nan-equal", no_argument, NULL, 0}
 #define CLI_OPTS_END                                                                            \
-    {"json", no_argument, NULL, 0}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+    {"json", no_argument, NULL, 0}, {"quiet", no_argument, NULL, 0},                            \
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
 /* Handles option `name` of those (in, t, tol may be NULL when the command
  * has none): 1 handled, -1 an error (printed), 0 not one of them. */
 #include "convgate/compare.h"
 int cli_common_option(const char *cmd, const char *name, char *arg, cli_inputs *in,
                       cli_targets *t, cg_tolerance_args *tol);
+
 /* getopt_long over longopts that handles the common options itself (into
  * in, t, tol; each may be NULL): returns the next other option's value, -1
  * after the last, '?' after an error it printed (an unknown or incomplete

@@ -24,7 +24,8 @@ static void assign_usage(FILE *f)
 {
     fputs("Usage: convgate assign MODEL --target T[,T2...] [--dim SYMBOL=VALUE]...\n"
           "                       [--dims S=V[,S=V...]]... [--seed S] [--range [NAME=]LO,HI]...\n"
-          "                       [--profiles DIR] [--json]\n"
+          "                       [--profiles DIR] [--json] [--html FILE]\n"
+          "                       [--model-explorer DIR]\n"
           "\n"
           "Which nodes each target would take, the partitions and boundary crossings that\n"
           "makes, why the other nodes stay on the CPU, and a placement verdict. Targets are\n"
@@ -43,6 +44,7 @@ static void assign_usage(FILE *f)
           "  --no-time            skip the one timed reference run behind the time-weighted\n"
           "                       verdict (the verdict then counts nodes only)\n"
           "  --json               the report as JSON (docs/json.md)\n"
+          CLI_HELP_VIEWS
           "  -h, --help           this help\n"
           "\n"
           "Exit status: 0 report printed; 2 usage or input error, or a target without CPU\n"
@@ -105,6 +107,7 @@ int cmd_assign(int argc, char **argv)
                                               CLI_OPTS_INPUTS,
                                               {"dims", required_argument, NULL, 'D'},
                                               {"no-time", no_argument, NULL, 'T'},
+                                              CLI_OPTS_VIEWS,
                                               CLI_OPTS_END};
     const char *dims_args[ASSIGN_MAX_SETTINGS];
     size_t dims_arg_count = 0, setting_count = 0;
@@ -113,11 +116,14 @@ int cmd_assign(int argc, char **argv)
     cli_inputs in;
     cli_targets tg;
     cg_cost_estimate estimate;
+    cg_reference_profile ref;
+    cli_views views = {0};
     cg_model *model = NULL;
     assign_setting *settings = NULL;
     cg_error err;
     cg_error_clear(&err);
     memset(&tg, 0, sizeof tg);
+    memset(&ref, 0, sizeof ref);
     cli_inputs_init(&in);
 
     bool started = false;
@@ -132,6 +138,11 @@ int cmd_assign(int argc, char **argv)
             dims_args[dims_arg_count++] = optarg;
             break;
         case 'T': timed = false; break;
+        case CLI_OPT_HTML:
+        case CLI_OPT_MODEL_EXPLORER:
+            if (cli_views_option("assign", &views, c, optarg) < 0)
+                goto done;
+            break;
         case 'h': assign_usage(stdout); rc = CG_EXIT_OK; goto done;
         default: goto done;
         }
@@ -189,15 +200,15 @@ int cmd_assign(int argc, char **argv)
     }
     if (timed && settings[0].types) {
         if (cg_profile_quick_estimate(model, settings[0].types, &in.random,
-                                      settings[0].placement->main, &estimate, &err) == CG_OK)
+                                      settings[0].placement->main, &estimate, &ref, &err) == CG_OK)
             settings[0].placement->time = &estimate;
         else
             cli_warn("assign", "%s: no time-weighted verdict (the verdict counts nodes): %s",
                      path, err.msg);
     }
-    cg_assign_setting views[ASSIGN_MAX_SETTINGS];
+    cg_assign_setting shape_views[ASSIGN_MAX_SETTINGS];
     for (size_t i = 0; i < setting_count; i++)
-        views[i] = (cg_assign_setting){settings[i].label, settings[i].dims,
+        shape_views[i] = (cg_assign_setting){settings[i].label, settings[i].dims,
                                        settings[i].dim_count, settings[i].types,
                                        settings[i].placement};
     /* a target without CPU fallback that refuses a node fails at init: the
@@ -213,24 +224,37 @@ int cmd_assign(int argc, char **argv)
                 cli_error("assign", "%s", why);
             rc = CG_EXIT_ERROR;
         }
-    if (cli_json_on()) {
-        json_t *root = cg_assign_report_json(settings[0].placement);
+    json_t *root = NULL;
+    if (cli_json_on() || cli_views_wanted(&views)) {
+        root = cg_assign_report_json(settings[0].placement);
         if (root) {
             cg_json_set(root, "model", cg_json_text(path));
             cg_json_set(root, "setting", cg_json_text(settings[0].label));
-            if (setting_count > 1 && !cg_report_settings_json(root, views, setting_count)) {
+            if (setting_count > 1 && !cg_report_settings_json(root, shape_views, setting_count)) {
                 json_decref(root);
                 root = NULL;
             }
         }
+    }
+    if (cli_views_wanted(&views)) {
+        cg_graph_view gv = {model, settings[0].placement->main, ref.node_ms, NULL, NULL, 0,
+                            tg.list, tg.count};
+        char title[4300];
+        snprintf(title, sizeof title, "convgate assign %s --target %s", path, tg.label);
+        rc = cli_views_write("assign", &views, rc, root, title, &gv);
+    }
+    if (cli_json_on()) {
         rc = cli_json_emit(rc, root);
     } else {
+        json_decref(root);
         cg_assign_report_text(stdout, settings[0].placement);
         if (setting_count > 1)
-            cg_report_settings_text(stdout, views, setting_count);
+            cg_report_settings_text(stdout, shape_views, setting_count);
     }
     fflush(stdout);
 done:
+    cli_views_finish("assign", &views, rc);
+    cg_reference_profile_clear(&ref);
     for (size_t i = 0; settings && i < setting_count; i++) {
         cg_placement_free(settings[i].placement);
         cg_type_env_free(settings[i].types);

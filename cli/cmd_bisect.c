@@ -26,7 +26,7 @@ static void bisect_usage(FILE *f)
           "                       [--range [NAME=]LO,HI]... [--dim SYM=VAL]...\n"
           "                       [--atol X --rtol Y]\n"
           "                       [--accumulate fp16|fp32] [--no-triage] [--profiles DIR]\n"
-          "                       [--json]\n"
+          "                       [--json] [--html FILE] [--model-explorer DIR] [--quiet]\n"
           "\n"
           "Runs the reference runtime and the target path side by side on one input set\n"
           "and names the first intermediate tensor, in topological order, where the target\n"
@@ -48,6 +48,8 @@ static void bisect_usage(FILE *f)
           CLI_HELP_INPUT_OPTIONS
           "  --atol/--rtol    tolerance (default: compare's, for fp32 or fp16 compute)\n"
           "  --json           the result as JSON (docs/json.md)\n"
+          CLI_HELP_VIEWS
+          "  --quiet          no progress line on stderr\n"
           "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "\n"
           "Exit status: 0 no tensor diverges, 1 a divergent tensor was found, 2 usage or\n"
@@ -66,6 +68,7 @@ int cmd_bisect(int argc, char **argv)
                                               {"random", no_argument, NULL, 'r'},
                                               CLI_OPTS_ACCUMULATE,
                                               {"no-triage", no_argument, NULL, 'T'},
+                                              CLI_OPTS_VIEWS,
                                               CLI_OPTS_END};
     const char *inputs = NULL, *against = NULL;
     uint64_t sample = 0;
@@ -78,6 +81,8 @@ int cmd_bisect(int argc, char **argv)
     cg_target_path_options po;
     cg_bisect_options bo;
     cg_bisect_result res;
+    cli_views views = {0};
+    cg_target_path *path = NULL;
     int rc = CG_EXIT_ERROR, c;
     cg_error err;
     cg_error_clear(&err);
@@ -101,6 +106,11 @@ int cmd_bisect(int argc, char **argv)
             break;
         case 'r': random = true; break;
         case 'T': triage = false; break;
+        case CLI_OPT_HTML:
+        case CLI_OPT_MODEL_EXPLORER:
+            if (cli_views_option("bisect", &views, c, optarg) < 0)
+                goto done;
+            break;
         case 'h': bisect_usage(stdout); rc = CG_EXIT_OK; goto done;
         default: goto done;
         }
@@ -154,31 +164,30 @@ int cmd_bisect(int argc, char **argv)
     bo.candidate.model = cand ? cand : model;
     bo.candidate.path = tg.count ? &po : NULL;
     bo.triage = triage;
+    bo.progress = cli_progress();
+    /* the path's precision decides the default tolerance, and its placement
+     * is what the views draw: build it once to ask */
+    if (tg.count && (!targs.have_atol || cli_views_wanted(&views)) &&
+        cg_target_path_init(bo.candidate.model, &po, &path, &err) != CG_OK) {
+        cli_error("bisect", "%s", err.msg);
+        goto done;
+    }
     if (targs.have_atol) {
         bo.tol.atol = targs.atol;
         bo.tol.rtol = targs.rtol;
         bo.tol.justification = "from --atol/--rtol";
     } else {
-        /* the path's precision decides the default; build it once to ask */
-        bool reduced = false;
-        if (tg.count) {
-            cg_target_path *p = NULL;
-            if (cg_target_path_init(bo.candidate.model, &po, &p, &err) != CG_OK) {
-                cli_error("bisect", "%s", err.msg);
-                goto done;
-            }
-            reduced = cg_target_path_reduced_precision(p);
-            cg_target_path_free(p);
-        }
-        cg_tolerance_default(&bo.tol, reduced);
+        cg_tolerance_default(&bo.tol, path && cg_target_path_reduced_precision(path));
     }
     const cg_sample *s = &samples.samples[sample];
-    if (cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err) != CG_OK) {
+    cg_status bst = cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err);
+    cli_progress_clear();
+    if (bst != CG_OK) {
         cli_error("bisect", "%s", err.msg);
         goto done;
     }
     rc = res.diverged ? CG_EXIT_FAIL : CG_EXIT_OK;
-    if (cli_json_on()) {
+    if (cli_json_on() || cli_views_wanted(&views)) {
         json_t *root = cg_bisect_report_json(&res);
         if (root) {
             json_t *tl = json_array();
@@ -190,13 +199,28 @@ int cmd_bisect(int argc, char **argv)
             cg_json_set(root, "tolerance", cg_report_tolerance_json(&bo.tol, NULL));
             cg_json_set(root, "targets", tg.count ? tl : (json_decref(tl), json_null()));
         }
-        rc = cli_json_emit(rc, root);
-    } else {
+        if (cli_views_wanted(&views)) {
+            /* with --against, the reference model's graph, unplaced */
+            cg_graph_view gv = {model, path && !cand ? cg_target_path_assignment(path) : NULL,
+                                NULL, &res, NULL, 0, tg.list, tg.count};
+            char title[4300];
+            snprintf(title, sizeof title, "convgate bisect %s %s %s", model_path,
+                     against ? "--against" : "--target", against ? against : tg.label);
+            rc = cli_views_write("bisect", &views, rc, root, title, &gv);
+        }
+        if (cli_json_on())
+            rc = cli_json_emit(rc, root);
+        else
+            json_decref(root);
+    }
+    if (!cli_json_on()) {
         printf("convgate bisect %s against %s on %s (atol %g, rtol %g)\n", model_path,
                against ? against : "the target path", s->label, bo.tol.atol, bo.tol.rtol);
         cg_bisect_report_text(stdout, &res, "");
     }
 done:
+    cli_views_finish("bisect", &views, rc);
+    cg_target_path_free(path);
     cg_bisect_result_free(&res);
     cg_sample_set_free(&samples);
     cli_targets_free(&tg);

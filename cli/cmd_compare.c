@@ -67,6 +67,8 @@ static void compare_usage(FILE *f)
         "  --profiles DIR       capability profiles (default: $CONVGATE_PROFILES, else\n"
         "                       the source tree's profiles/)\n"
         "  --json               the report as JSON (docs/json.md)\n"
+        CLI_HELP_VIEWS
+        "  --quiet              no progress line on stderr\n"
         "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
         "\n"
         "A reduced-precision path whose float output is bit-identical to the fp32\n"
@@ -84,6 +86,7 @@ typedef struct cmp_args {
     cg_parity_options opt;
     cli_inputs in;
     cli_targets targets;
+    cli_views views;
 } cmp_args;
 
 static int parse_args(int argc, char **argv, cmp_args *a)
@@ -93,7 +96,7 @@ static int parse_args(int argc, char **argv, cmp_args *a)
         {"inputs", required_argument, NULL, 'i'},       {"random", required_argument, NULL, 'r'},
         {"task", required_argument, NULL, 'k'},         {"threshold", required_argument, NULL, 't'},
         {"outputs-from", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
-        CLI_OPTS_END};
+        CLI_OPTS_VIEWS, CLI_OPTS_END};
     cg_parity_options *o = &a->opt;
     int c;
     o->threshold = 0.5;
@@ -124,6 +127,11 @@ static int parse_args(int argc, char **argv, cmp_args *a)
                 cli_error("compare", "--task expects classify or segment, got '%s'", optarg);
                 return CG_EXIT_ERROR;
             }
+            break;
+        case CLI_OPT_HTML:
+        case CLI_OPT_MODEL_EXPLORER:
+            if (cli_views_option("compare", &a->views, c, optarg) < 0)
+                return CG_EXIT_ERROR;
             break;
         case 'h': compare_usage(stdout); return -1;
         default: return CG_EXIT_ERROR;
@@ -186,7 +194,12 @@ int cmd_compare(int argc, char **argv)
     a.opt.dims = a.in.dims;
     a.opt.dim_count = a.in.dim_count;
     a.opt.random = &a.in.random;
-    if (st != CG_OK || cg_parity_run(model, &a.opt, src, &rep, &err) != CG_OK) {
+    a.opt.keep_path = cli_views_wanted(&a.views);
+    a.opt.progress = cli_progress();
+    if (st == CG_OK)
+        st = cg_parity_run(model, &a.opt, src, &rep, &err);
+    cli_progress_clear();
+    if (st != CG_OK) {
         cli_error("compare", "%s", err.msg);
         goto done;
     }
@@ -200,6 +213,21 @@ int cmd_compare(int argc, char **argv)
                            a.opt.outputs_from, samples, !a.inputs_dir, a.in.random.seed,
                            a.opt.task, a.opt.threshold};
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
+    if (cli_views_wanted(&a.views)) {
+        json_t *root = cg_report_parity_json(&rep, &view);
+        cg_graph_view_output *outs = calloc(rep.output_count + 1, sizeof *outs);
+        for (size_t k = 0; outs && k < rep.output_count; k++)
+            outs[k] = (cg_graph_view_output){rep.outputs[k].name, &rep.outputs[k].merged};
+        cg_graph_view gv = {model, rep.path ? cg_target_path_assignment(rep.path) : NULL, NULL,
+                            NULL, outs, rep.output_count, a.targets.list, a.targets.count};
+        char title[4300];
+        snprintf(title, sizeof title, "convgate compare %s --target %s", a.model_path,
+                 a.targets.label);
+        rc = root && outs ? cli_views_write("compare", &a.views, rc, root, title, &gv)
+                          : (cli_error("compare", "out of memory"), CG_EXIT_ERROR);
+        free(outs);
+        json_decref(root);
+    }
     if (!cli_json_on()) {
         cg_report_parity_text(stdout, &rep, &view);
         goto done;
@@ -211,6 +239,7 @@ int cmd_compare(int argc, char **argv)
                      "(silent fallback?)", rep.outputs[k].name, a.targets.label);
     rc = cli_json_emit(rc, cg_report_parity_json(&rep, &view));
 done:
+    cli_views_finish("compare", &a.views, rc);
     cg_parity_report_free(&rep);
     cg_sample_source_free(src);
     cg_model_free(model);

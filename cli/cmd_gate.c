@@ -14,7 +14,6 @@
 #include "convgate/gate.h"
 #include "convgate/golden.h"
 #include "convgate/model.h"
-#include "report/json.h"
 #include "report/report.h"
 
 #define GATE_MAX_RANDOM 10000
@@ -25,6 +24,7 @@ static void gate_usage(FILE *f)
           "                     --random N] [--seed S] [--range [NAME=]LO,HI]...\n"
           "                     [--require-full] [--dim SYM=VAL]... [--atol X --rtol Y]\n"
           "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
+          "                     [--html FILE] [--model-explorer DIR] [--quiet]\n"
           "\n"
           "Runs the three gates in order and stops at the first that fails:\n"
           "  1 converts              the checker passes (convgate check)\n"
@@ -53,6 +53,9 @@ static void gate_usage(FILE *f)
           "  --json FILE|-       also write the JSON report (docs/json.md) to FILE, checked\n"
           "                      writable (its folders made) before anything runs (- :\n"
           "                      stdout, text then goes to stderr)\n"
+          CLI_HELP_VIEWS
+          "  --quiet              no progress line on stderr (it is drawn only on a\n"
+          "                       terminal; NO_COLOR turns its colour off)\n"
           "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "\n"
           "Exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error.\n",
@@ -70,6 +73,8 @@ int cmd_gate(int argc, char **argv)
                                               {"require-full", no_argument, NULL, 'F'},
                                               CLI_OPTS_ACCUMULATE,
                                               {"json", required_argument, NULL, 'j'},
+                                              CLI_OPTS_VIEWS,
+                                              {"quiet", no_argument, NULL, 0},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
@@ -78,6 +83,7 @@ int cmd_gate(int argc, char **argv)
     cg_tolerance_args tol = {0};
     cli_inputs in;
     cli_targets tg;
+    cli_views views = {0};
     cg_gate_options opt;
     cg_gate_report rep;
     cg_sample_set samples = {0};
@@ -110,6 +116,11 @@ int cmd_gate(int argc, char **argv)
             if (!cli_json_to("gate", optarg))
                 goto done;
             json_stdout = strcmp(optarg, "-") == 0;
+            break;
+        case CLI_OPT_HTML:
+        case CLI_OPT_MODEL_EXPLORER:
+            if (cli_views_option("gate", &views, c, optarg) < 0)
+                goto done;
             break;
         case 'h': gate_usage(stdout); rc = CG_EXIT_OK; goto done;
         default: goto done;
@@ -170,7 +181,10 @@ int cmd_gate(int argc, char **argv)
     opt.random = &in.random;
     opt.samples = &samples;
     opt.samples_desc = desc;
-    if (cg_gate_run(model, model_path, &opt, &rep, &err) != CG_OK) {
+    opt.progress = cli_progress();
+    cg_status gst = cg_gate_run(model, model_path, &opt, &rep, &err);
+    cli_progress_clear();
+    if (gst != CG_OK) {
         cli_error("gate", "%s", err.msg);
         goto done;
     }
@@ -178,13 +192,30 @@ int cmd_gate(int argc, char **argv)
     cg_gate_report_text(text, &rep);
     fprintf(text, "(samples: %s)\n", desc);
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
-    if (cli_json_on()) {
+    if (cli_json_on() || cli_views_wanted(&views)) {
         json_t *root = cg_gate_report_json(&rep);
         if (root)
             cg_json_set(root, "samples_source", cg_json_text(desc));
-        rc = cli_json_emit(rc, root);
+        if (cli_views_wanted(&views)) {
+            cg_graph_view_output *outs = calloc(rep.output_count + 1, sizeof *outs);
+            for (size_t o = 0; outs && o < rep.output_count; o++)
+                outs[o] = (cg_graph_view_output){rep.outputs[o].name, &rep.outputs[o].metrics};
+            cg_graph_view gv = {model, rep.assignment, rep.node_ms,
+                                rep.bisected ? &rep.bisect : NULL, outs, rep.output_count,
+                                tg.list, tg.count};
+            char title[4300];
+            snprintf(title, sizeof title, "convgate gate %s --target %s", model_path, tg.label);
+            rc = outs ? cli_views_write("gate", &views, rc, root, title, &gv)
+                      : (cli_error("gate", "out of memory"), CG_EXIT_ERROR);
+            free(outs);
+        }
+        if (cli_json_on())
+            rc = cli_json_emit(rc, root);
+        else
+            json_decref(root);
     }
 done:
+    cli_views_finish("gate", &views, rc);
     cg_gate_report_free(&rep);
     cg_sample_set_free(&samples);
     cli_targets_free(&tg);

@@ -184,7 +184,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (command_is(commands[i].name, argv[1])) {
             cli_json_begin(argv[1], argc - 1, argv + 1);
-            return cli_json_finish(commands[i].fn(argc - 1, argv + 1));
+            cli_progress_begin(argv[1], argc - 1, argv + 1);
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            cli_progress_clear();
+            return cli_json_finish(rc);
         }
     fprintf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -42,6 +42,7 @@ static void say(const char *cmd, const char *kind, json_t **list, const char *fm
 {
     va_list copy;
     va_copy(copy, ap);
+    cli_progress_clear();
     fprintf(stderr, "convgate %s: %s", cmd, kind);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
@@ -105,6 +106,12 @@ bool cli_json_to(const char *cmd, const char *path)
 }
 
 bool cli_json_to_stdout(void) { return cli_json.on && !cli_json.dest; }
+
+json_t *cli_json_envelope(int rc, json_t *result)
+{
+    return cg_json_envelope(cli_json.command, rc, json_incref(cli_json.errors),
+                            json_incref(cli_json.warnings), json_incref(result));
+}
 
 int cli_json_emit(int rc, json_t *result)
 {

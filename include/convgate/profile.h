@@ -234,12 +234,15 @@ CG_API CG_NODISCARD cg_status cg_profile_estimate(const cg_assignment *a,
 /* The time-weighted estimate behind a placement verdict: one reference run
  * with per-node timing on random inputs of the shapes types recorded
  * (sample 0 of `random`), time on target and crossings from the default
- * assumptions. */
+ * assumptions. ref_out (may be NULL) gets that run's profile, per-node
+ * times included (clear it with cg_reference_profile_clear). */
 CG_API CG_NODISCARD cg_status cg_profile_quick_estimate(const cg_model *model,
                                                         const struct cg_type_env *types,
                                                         const struct cg_random_inputs *random,
                                                         const cg_assignment *a,
-                                                        cg_cost_estimate *out, cg_error *err);
+                                                        cg_cost_estimate *out,
+                                                        cg_reference_profile *ref_out,
+                                                        cg_error *err);
 
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
 CG_API double cg_profile_median(double *v, size_t n);

@@ -1001,7 +1001,8 @@ cg_status cg_profile_estimate(const cg_assignment *a, const cg_reference_profile
 
 cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *types,
                                     const cg_random_inputs *random, const cg_assignment *a,
-                                    cg_cost_estimate *out, cg_error *err)
+                                    cg_cost_estimate *out, cg_reference_profile *ref_out,
+                                    cg_error *err)
 {
     cg_named_value *feeds = NULL;
     size_t feed_count = 0;
@@ -1013,6 +1014,10 @@ cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *ty
     if (st == CG_OK) {
         cg_cost_inputs in = {a, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL, NULL};
         st = cg_cost_estimate_build(&in, out, err);
+    }
+    if (st == CG_OK && ref_out) {
+        *ref_out = ref;
+        memset(&ref, 0, sizeof ref);
     }
     cg_reference_profile_clear(&ref);
     cg_profile_feeds_free(feeds, feed_count);
