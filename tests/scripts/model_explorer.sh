@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# --model-explorer DIR: the node data files validate against Model
+# Explorer's documented schema (tests/model_explorer/validate_node_data.py
+# cites it) and key the model's own nodes:
+#  - gate tiny_cnn on xnnpack: owner (every node, "xnnpack"), reference time,
+#    the error at the graph output;
+#  - gate RMSNorm on litert-gpu: the bisection's error per node, "inf" at the
+#    ReduceMean whose sum of squares overflows fp16;
+#  - assign writes owner and time but no error file; bisect writes errors;
+#  - the validator rejects broken files (so this test can fail).
+# Usage: model_explorer.sh CONVGATE SOURCE_DIR
+set -u
+CG=${1:?convgate binary}
+SRC=${2:?source dir}
+PY=/usr/bin/python3
+if ! $PY -c 'import onnx' 2>/dev/null; then
+    echo "SKIP: no python3-onnx (scripts/setup.sh installs it)"
+    exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+V="$SRC/tests/model_explorer/validate_node_data.py"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+valid() { # valid MODEL FILE [--expect-key K=V]...
+    $PY "$V" "$@" || fail "$2 does not validate"
+}
+invalid() { # invalid MODEL FILE WHAT
+    $PY "$V" "$1" "$2" >"$T/invalid.out" 2>&1 && fail "the validator accepted $3"
+}
+CNN=$SRC/examples/tiny_cnn.onnx
+RMS=$SRC/examples/rmsnorm_fp16.onnx
+
+"$CG" gate "$CNN" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" \
+    --model-explorer "$T/cnn" >"$T/cnn.out" 2>&1 || fail "gate tiny_cnn: exit $?"
+for f in owner reference_ms max_abs_error; do
+    [ -f "$T/cnn/convgate_$f.json" ] || fail "tiny_cnn: no convgate_$f.json"
+done
+valid "$CNN" "$T/cnn/convgate_owner.json" --expect-key /features/features.0/Conv=xnnpack \
+    --expect-key /classifier/Gemm=xnnpack
+valid "$CNN" "$T/cnn/convgate_reference_ms.json"
+valid "$CNN" "$T/cnn/convgate_max_abs_error.json"
+# every node has an owner
+n=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(g["results"]) for g in d.values()))' \
+    "$T/cnn/convgate_owner.json")
+[ "$n" = 18 ] || fail "tiny_cnn: $n owners, expected 18"
+
+"$CG" gate "$RMS" --target litert-gpu --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
+    --model-explorer "$T/rms" >"$T/rms.out" 2>&1
+[ $? = 1 ] || fail "gate rmsnorm: expected exit 1 (gate 3 fails)"
+valid "$RMS" "$T/rms/convgate_owner.json" --expect-key mean_sq=litert-gpu
+valid "$RMS" "$T/rms/convgate_reference_ms.json"
+valid "$RMS" "$T/rms/convgate_max_abs_error.json" --expect-key mean_sq=inf --expect-key square=0.0
+
+"$CG" assign "$CNN" --target litert-gpu,xnnpack --model-explorer "$T/assign" >/dev/null 2>&1 ||
+    fail "assign: exit $?"
+valid "$CNN" "$T/assign/convgate_owner.json"
+valid "$CNN" "$T/assign/convgate_reference_ms.json"
+[ ! -e "$T/assign/convgate_max_abs_error.json" ] || fail "assign wrote errors it did not measure"
+
+"$CG" bisect "$RMS" --target litert-gpu --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
+    --model-explorer "$T/bisect" >/dev/null 2>&1
+[ $? = 1 ] || fail "bisect rmsnorm: expected exit 1"
+valid "$RMS" "$T/bisect/convgate_max_abs_error.json" --expect-key mean_sq=inf
+
+# the validator must refuse what Model Explorer would not read
+B=$T/bad
+mkdir -p "$B"
+echo '{"rmsnorm_fp16": {"thresholds": []}}' >"$B/no_results.json"
+invalid "$RMS" "$B/no_results.json" "node data without results"
+echo '{"rmsnorm_fp16": {"results": {"mean_sq": {"value": NaN}}}}' >"$B/nan.json"
+invalid "$RMS" "$B/nan.json" "a NaN value"
+echo '{"rmsnorm_fp16": {"results": {"no_such_node": {"value": 1}}}}' >"$B/key.json"
+invalid "$RMS" "$B/key.json" "a key that is not a node"
+echo '{"other_graph": {"results": {"mean_sq": {"value": 1}}}}' >"$B/graph.json"
+invalid "$RMS" "$B/graph.json" "another graph id"
+echo '{"rmsnorm_fp16": {"results": {"mean_sq": {"value": 1}}, "gradient": [{"stop": 0.5, "bgColor": "#fff"}]}}' >"$B/grad.json"
+invalid "$RMS" "$B/grad.json" "a gradient without stops 0 and 1"
+echo '{"rmsnorm_fp16": {"results": {"mean_sq": {"value": 1, "colour": "red"}}}}' >"$B/field.json"
+invalid "$RMS" "$B/field.json" "an unknown result field"
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "model_explorer: all checks passed"
