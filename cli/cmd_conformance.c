@@ -56,6 +56,7 @@ static void conf_usage(FILE *f)
         "  --no-fork              run tests in this process (for debuggers; a crash\n"
         "                         ends the run)\n"
         "  --verbose              also print each test's run time\n"
+        "  --quiet                no progress line on stderr (drawn only on a terminal)\n"
         "  --fp64                 run in the float64 reference mode (every float\n"
         "                         computed in double, docs/float64.md); float outputs\n"
         "                         are rounded to the expected type, then judged as above\n"
@@ -76,6 +77,8 @@ static int parse_args(int argc, char **argv, conf_args *a)
             return -1;
         } else if (!strcmp(arg, "--json")) {
             a->json = true;
+        } else if (!strcmp(arg, "--quiet")) {
+            /* main() saw it: no progress line */
         } else if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) {
             a->verbose = true;
         } else if (!strcmp(arg, "--no-fork")) {
@@ -122,6 +125,15 @@ static int parse_args(int argc, char **argv, conf_args *a)
     return CG_EXIT_OK;
 }
 
+/* Each test's line as it finishes (the progress line is cleared first). */
+static void print_test(void *user, const cg_conf_test *t)
+{
+    const conf_args *a = user;
+    cli_progress_clear();
+    cg_report_conf_test_text(stdout, t, a->verbose);
+    fflush(stdout);
+}
+
 int cmd_conformance(int argc, char **argv)
 {
     conf_args a;
@@ -146,24 +158,11 @@ int cmd_conformance(int argc, char **argv)
     }
     if (!count && a.filter)
         cli_error("conformance", "no test name contains '%s'", a.filter);
-    bool progress = !a.json && isatty(STDERR_FILENO) && count > 1;
     cg_conf_view v = {tests, count, 0, 0, 0, a.expect, NULL, 0};
-    for (size_t i = 0; i < count; i++) {
-        if (progress) {
-            fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, count, tests[i].name);
-            fflush(stderr);
-        }
-        cg_conf_run(&tests[i], a.fork_tests, a.timeout_s, a.fp64);
-        v.passed += tests[i].status == CG_CONF_PASS;
-        v.failed += tests[i].status == CG_CONF_FAIL;
-        v.skipped += tests[i].status == CG_CONF_SKIP;
-        if (progress)
-            fputs("\r\033[K", stderr);
-        if (!a.json) {
-            cg_report_conf_test_text(stdout, &tests[i], a.verbose);
-            fflush(stdout);
-        }
-    }
+    cg_conf_options co = {a.fork_tests, a.timeout_s, a.fp64, cli_progress(),
+                          a.json ? NULL : print_test, &a};
+    cg_conf_run_all(tests, count, &co, &v.passed, &v.failed, &v.skipped);
+    cli_progress_clear();
     if (a.expect) {
         dev_count = cg_conf_deviations(tests, count, &manifest, suite, !a.filter && !single,
                                        &deviations);

@@ -62,6 +62,7 @@ static void profile_usage(FILE *f)
             "  --top K               text: list only the K costliest nodes (default all)\n"
             "  --profiles DIR        capability profiles directory\n"
             "  --json                the report as JSON (docs/json.md)\n"
+            "  --quiet               no progress line on stderr\n"
             "  -h, --help            this help\n"
             "\n"
             "Exit status: 0 report printed; 2 usage or input error.\n",
@@ -178,10 +179,11 @@ int cmd_profile(int argc, char **argv)
     if (!(model = cli_model_for("profile", path, &in, &tg)))
         goto done;
     /* the type environment gives the input shapes (and the placement its types) */
+    cg_progress progress = cli_progress();
     if (cg_type_env_build_with(model, in.dims, in.dim_count, &in.random, &types, &err) != CG_OK ||
         cg_profile_feeds_make(model, types, &in.random, &feeds, &feed_count, &err) != CG_OK ||
-        (!tg.count &&
-         cg_profile_reference(model, feeds, feed_count, runs, true, &ref, &err) != CG_OK)) {
+        (!tg.count && cg_profile_reference(model, feeds, feed_count, runs, true, &progress, &ref,
+                                           &err) != CG_OK)) {
         cli_error("profile", "%s: %s", path, err.msg);
         goto done;
     }
@@ -190,8 +192,8 @@ int cmd_profile(int argc, char **argv)
     if (tg.count) {
         char base[1024], timed[1024];
         if (cg_assign(model, types, tg.list, tg.count, &a, &err) != CG_OK ||
-            cg_profile_target(model, types, a, feeds, feed_count, runs, &ref, &tp, &err) !=
-                CG_OK ||
+            cg_profile_target(model, types, a, feeds, feed_count, runs, &progress, &ref, &tp,
+                              &err) != CG_OK ||
             cg_profile_estimate(a, &ref, &tp, &assume, &est, &r.any_profiled, &err) != CG_OK) {
             cli_error("profile", "%s: %s", path, err.msg);
             goto done;
@@ -209,6 +211,7 @@ int cmd_profile(int argc, char **argv)
         notes[i] = cg_type_env_note(types, i);
     r.notes = notes;
     rc = CG_EXIT_OK;
+    cli_progress_clear();
     if (cli_json_on())
         rc = cli_json_emit(rc, cg_report_profile_json(&r));
     else

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "convgate/progress.h"
 #include "convgate/status.h"
 
 #ifdef __cplusplus
@@ -62,6 +63,21 @@ CG_API void cg_conf_tests_free(cg_conf_test *tests, size_t count);
  * reference mode (cg_runtime_options.float64), each float output rounded
  * to the expected type before it is judged. */
 CG_API void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64);
+
+/* A whole run: every test in order, as cg_conf_run does each. */
+typedef struct cg_conf_options {
+    bool isolate;
+    int timeout_s;
+    bool fp64;
+    cg_progress progress; /* "conformance", tests, the test about to run */
+    /* after each test (e.g. to print its line), or NULL */
+    void (*done)(void *user, const cg_conf_test *t);
+    void *done_user;
+} cg_conf_options;
+
+/* Runs the tests and counts their statuses (each count may be NULL). */
+CG_API void cg_conf_run_all(cg_conf_test *tests, size_t count, const cg_conf_options *opt,
+                            size_t *passed, size_t *failed, size_t *skipped);
 
 /* Reads a manifest. missing_ok: a file that does not exist is an empty one. */
 CG_API bool cg_conf_manifest_load(const char *path, bool missing_ok, cg_conf_manifest *m,

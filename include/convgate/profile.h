@@ -29,6 +29,7 @@
 
 #include "convgate/cost.h"
 #include "convgate/partition.h"
+#include "convgate/progress.h"
 #include "convgate/runtime.h"
 
 #ifdef __cplusplus
@@ -166,10 +167,12 @@ typedef struct cg_reference_profile {
 } cg_reference_profile;
 
 /* Runs the reference runtime warmup (0 or 1) + runs times with per-node
- * timing. runs in [1, CG_PROFILE_MAX_RUNS]. */
+ * timing. runs in [1, CG_PROFILE_MAX_RUNS]. progress (may be NULL) hears
+ * of each run ("profile", runs). */
 CG_API CG_NODISCARD cg_status cg_profile_reference(const cg_model *model,
                                                    const cg_named_value *feeds, size_t feed_count,
                                                    size_t runs, bool warmup,
+                                                   const cg_progress *progress,
                                                    cg_reference_profile *out, cg_error *err);
 CG_API void cg_reference_profile_clear(cg_reference_profile *p);
 
@@ -218,6 +221,7 @@ CG_API CG_NODISCARD cg_status cg_profile_target(const cg_model *model,
                                                 const struct cg_type_env *types,
                                                 const cg_assignment *a, const cg_named_value *feeds,
                                                 size_t feed_count, size_t runs,
+                                                const cg_progress *progress,
                                                 cg_reference_profile *ref, cg_target_profile *out,
                                                 cg_error *err);
 CG_API void cg_target_profile_clear(cg_target_profile *p);

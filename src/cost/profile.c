@@ -545,12 +545,15 @@ static void ref_timer_finish(ref_timer *t, cg_reference_profile *out)
 
 cg_status cg_profile_reference(const cg_model *model, const cg_named_value *feeds,
                                size_t feed_count, size_t runs, bool warmup,
-                               cg_reference_profile *out, cg_error *err)
+                               const cg_progress *progress, cg_reference_profile *out,
+                               cg_error *err)
 {
     ref_timer t;
     cg_status st = ref_timer_init(&t, model, feeds, feed_count, runs, warmup, out, err);
-    for (size_t r = 0; st == CG_OK && r < runs; r++)
+    for (size_t r = 0; st == CG_OK && r < runs; r++) {
+        cg_progress_report(progress, "profile: reference", "runs", r, runs, NULL);
         st = ref_timer_round(&t, r, feeds, feed_count, err);
+    }
     if (st == CG_OK)
         ref_timer_finish(&t, out);
     else
@@ -808,8 +811,8 @@ static cg_status part_timer_init(part_timer *pt, const cg_model *model,
 
 cg_status cg_profile_target(const cg_model *model, const cg_type_env *types,
                             const cg_assignment *a, const cg_named_value *feeds,
-                            size_t feed_count, size_t runs, cg_reference_profile *ref,
-                            cg_target_profile *out, cg_error *err)
+                            size_t feed_count, size_t runs, const cg_progress *progress,
+                            cg_reference_profile *ref, cg_target_profile *out, cg_error *err)
 {
     capture cap = {0};
     size_t max_cross = 0, np = 0;
@@ -905,6 +908,8 @@ cg_status cg_profile_target(const cg_model *model, const cg_type_env *types,
      * back, so a change of machine load hits the estimate's parts and the
      * measurement alike */
     for (size_t r = 0; r < runs; r++) {
+        cg_progress_report(progress, "profile: reference, partitions, mixed", "rounds", r, runs,
+                           NULL);
         /* each part runs twice and keeps the second: the first after a switch
          * between runtimes pays for the other's footprint (caches, the
          * allocator's free lists), which neither pays when run alone */
@@ -1010,7 +1015,7 @@ cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *ty
     memset(&ref, 0, sizeof ref);
     cg_status st = cg_profile_feeds_make(model, types, random, &feeds, &feed_count, err);
     if (st == CG_OK)
-        st = cg_profile_reference(model, feeds, feed_count, 1, false, &ref, err);
+        st = cg_profile_reference(model, feeds, feed_count, 1, false, NULL, &ref, err);
     if (st == CG_OK) {
         cg_cost_inputs in = {a, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL, NULL};
         st = cg_cost_estimate_build(&in, out, err);

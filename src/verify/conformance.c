@@ -733,6 +733,26 @@ void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64)
     t->ms = now_ms() - t0;
 }
 
+void cg_conf_run_all(cg_conf_test *tests, size_t count, const cg_conf_options *opt,
+                     size_t *passed, size_t *failed, size_t *skipped)
+{
+    size_t n[3] = {0, 0, 0};
+    for (size_t i = 0; i < count; i++) {
+        cg_progress_report(&opt->progress, "conformance", "tests", i, count, tests[i].name);
+        cg_conf_run(&tests[i], opt->isolate, opt->timeout_s, opt->fp64);
+        if ((unsigned)tests[i].status < 3)
+            n[tests[i].status]++;
+        if (opt->done)
+            opt->done(opt->done_user, &tests[i]);
+    }
+    if (passed)
+        *passed = n[CG_CONF_PASS];
+    if (failed)
+        *failed = n[CG_CONF_FAIL];
+    if (skipped)
+        *skipped = n[CG_CONF_SKIP];
+}
+
 size_t cg_conf_deviations(const cg_conf_test *tests, size_t count, cg_conf_manifest *m,
                           const char *suite, bool whole_suite, char ***out)
 {

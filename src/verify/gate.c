@@ -153,6 +153,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->runs = CG_GATE_FAIL;
     r->node_count = g->node_count;
     r->time_coverage = -1;
+    cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
     st = cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &types, &terr);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
@@ -164,6 +165,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         st = CG_OK;
         goto done;
     }
+    cg_progress_report(&opt->progress, "gate 2", "steps", 1, 3, "placement");
     if ((st = cg_assign(model, types, opt->targets, opt->target_count, &a, err)) != CG_OK) {
         cg_error_prefix(err, "gate 2: ");
         goto done;
@@ -174,6 +176,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->boundaries = a->boundary_count;
     cg_assign_residency(a, r->residency, sizeof r->residency);
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
+    cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3, "timed reference run");
     if (opt->samples && opt->samples->count)
         r->time_coverage = time_coverage(model, a, &opt->samples->samples[0],
                                          opt->max_alloc_bytes, &r->node_ms);
