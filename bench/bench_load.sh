@@ -87,10 +87,13 @@ echo "convgate start-up (--help): $(printf '%s\n' "${times[@]}" | median | awk '
 
 printf '%-36s %9s %10s %10s %8s %10s %10s %10s\n' \
     model "size MiB" "cg ms" "cg RSS MiB" "RSS/size" "ort ms" "ortRSS MiB" "onnx ms"
+. "$(dirname "$0")/progress.sh"
+model_i=0
 for m in "${models[@]}"; do
+    model_i=$((model_i + 1)); bench_progress bench_load "$model_i" "${#models[@]}" "$(basename "$m")"
     name="$(basename "$m")"
     if [ ! -f "$m" ]; then
-        printf '%-36s missing (run tools/fetch_zoo.sh)\n' "$name"
+        bench_progress_clear; printf '%-36s missing (run tools/fetch_zoo.sh)\n' "$name"
         continue
     fi
     size=$(stat -c %s "$m")
@@ -131,7 +134,7 @@ for m in "${models[@]}"; do
         fi
     fi
 
-    printf '%-36s %9s %10s %10s %8s %10s %10s %10s\n' \
+    bench_progress_clear; printf '%-36s %9s %10s %10s %8s %10s %10s %10s\n' \
         "$name" "$size_mib" "$cg_ms" "$cg_rss" "$ratio" "$ort_ms" "$ort_rss" "$onnx_ms"
 done
 echo "(medians of $runs runs; single-threaded ORT: intra/inter-op threads 1; RSS from GNU time and Node's maxRSS)"

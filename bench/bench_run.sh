@@ -82,17 +82,20 @@ json_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[
 printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' \
     model "cg run ms" "cg 1st ms" "cg proc ms" "ort run ms" "cg/ort" "cg RSS MiB" "ort RSS MiB"
 conv_ratios=()
+. "$(dirname "$0")/progress.sh"
+model_i=0
 for m in "${models[@]}"; do
+    model_i=$((model_i + 1)); bench_progress bench_run "$model_i" "${#models[@]}" "$(basename "$m")"
     case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
     name="$(basename "$m" .onnx)"
-    row() { printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' "$name" "$@"; }
+    row() { bench_progress_clear; printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' "$name" "$@"; }
     if [ ! -f "$path" ]; then
         row missing - - - - - -; continue
     fi
     # The inputs parity.sh would use; the model is looked up by its name.
     if ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work" --inputs-only \
             "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
-        echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
+        bench_progress_clear; echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
         row fail - - - - - -; continue
     fi
     feeds=(); ort_feeds=()
@@ -111,7 +114,7 @@ for m in "${models[@]}"; do
         cg_proc=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1000}')
         cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
     else
-        echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
+        bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
     fi
 
     ort_run=fail; ort_rss=fail
@@ -120,7 +123,7 @@ for m in "${models[@]}"; do
         ort_run=$(json_field run_ms <<< "$line" | awk '{printf "%.2f", $1}')
         ort_rss=$(json_field peak_rss_kb <<< "$line" | awk '{printf "%.1f", $1 / 1024}')
     else
-        echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
+        bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
     fi
 
     ratio=-
