@@ -67,38 +67,12 @@ bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **
                          size_t arg_count, const cg_target **out, size_t *count, size_t max)
 {
     cg_error err;
-    for (size_t i = 0; i < arg_count; i++) {
-        char *list = malloc(strlen(args[i]) + 1);
-        if (!list) {
-            cli_error(cmd, "out of memory");
+    cg_error_clear(&err);
+    for (size_t i = 0; i < arg_count; i++)
+        if (cg_target_registry_resolve(reg, args[i], out, count, max, &err) != CG_OK) {
+            cli_error(cmd, "%s", err.msg);
             return false;
         }
-        strcpy(list, args[i]);
-        for (char *tok = list, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next)
-                *next++ = '\0';
-            cg_error_clear(&err);
-            const cg_target *t = *tok ? cg_target_registry_find(reg, tok, &err) : NULL;
-            bool dup = false;
-            for (size_t k = 0; t && k < *count; k++)
-                dup = dup || out[k] == t;
-            if (!t || dup || *count == max) {
-                if (!*tok)
-                    cli_error(cmd, "--target %s: empty target name", args[i]);
-                else if (!t)
-                    cli_error(cmd, "%s", err.msg[0] ? err.msg : "unknown target");
-                else if (dup)
-                    cli_error(cmd, "target '%s' given twice", tok);
-                else
-                    cli_error(cmd, "more than %zu targets", max);
-                free(list);
-                return false;
-            }
-            out[(*count)++] = t;
-        }
-        free(list);
-    }
     return true;
 }
 

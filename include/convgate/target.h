@@ -209,6 +209,13 @@ CG_API const cg_target *cg_target_registry_at(const cg_target_registry *reg, siz
 /* NULL with err set (listing the known names) when no target has that name. */
 CG_API const cg_target *cg_target_registry_find(const cg_target_registry *reg, const char *name,
                                                 cg_error *err);
+/* Appends the targets of list "a,b" (priority order) to out[*count...]:
+ * CG_USAGE naming an empty or unknown name, a target given twice (also in
+ * an earlier list) or more than max targets. */
+CG_API CG_NODISCARD cg_status cg_target_registry_resolve(const cg_target_registry *reg,
+                                                         const char *list,
+                                                         const cg_target **out, size_t *count,
+                                                         size_t max, cg_error *err);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,36 @@ const cg_target *cg_target_registry_find(const cg_target_registry *reg, const ch
     return NULL;
 }
 
+cg_status cg_target_registry_resolve(const cg_target_registry *reg, const char *list,
+                                     const cg_target **out, size_t *count, size_t max,
+                                     cg_error *err)
+{
+    const char *tok = list ? list : "";
+    for (;;) {
+        const char *end = strchr(tok, ',');
+        size_t len = end ? (size_t)(end - tok) : strlen(tok);
+        char name[256];
+        if (!len)
+            return cg_error_set(err, CG_USAGE, "--target %s: empty target name", list ? list : "");
+        if (len >= sizeof name)
+            return cg_error_set(err, CG_USAGE, "--target %s: target name too long", list);
+        memcpy(name, tok, len);
+        name[len] = '\0';
+        const cg_target *t = cg_target_registry_find(reg, name, err);
+        if (!t)
+            return CG_USAGE;
+        for (size_t k = 0; k < *count; k++)
+            if (out[k] == t)
+                return cg_error_set(err, CG_USAGE, "target '%s' given twice", name);
+        if (*count == max)
+            return cg_error_set(err, CG_USAGE, "more than %zu targets", max);
+        out[(*count)++] = t;
+        if (!end)
+            return CG_OK;
+        tok = end + 1;
+    }
+}
+
 cg_status cg_target_registry_new(cg_target_registry **out, cg_error *err)
 {
     *out = calloc(1, sizeof **out);
