@@ -179,7 +179,8 @@ typedef enum cg_samples_layout {
     CG_SAMPLES_RANDOM = 0,
     CG_SAMPLES_SETS,
     CG_SAMPLES_NUMBERED,
-    CG_SAMPLES_FLAT
+    CG_SAMPLES_FLAT,
+    CG_SAMPLES_MEMORY /* samples already in memory (cg_sample_source_open_set) */
 } cg_samples_layout;
 
 typedef struct cg_sample_source cg_sample_source;
@@ -194,6 +195,12 @@ CG_API CG_NODISCARD cg_status cg_sample_source_open_random(const cg_model *model
                                                            const cg_dim_binding *dims,
                                                            size_t dim_count, size_t max_bytes,
                                                            cg_sample_source **out, cg_error *err);
+/* The samples of set, each copied when loaded (a binding's arrays); their
+ * outputs read from elsewhere are DIR/LABEL/, as for sets. Borrows model and
+ * set. */
+CG_API CG_NODISCARD cg_status cg_sample_source_open_set(const cg_model *model,
+                                                        const cg_sample_set *set,
+                                                        cg_sample_source **out, cg_error *err);
 CG_API void cg_sample_source_free(cg_sample_source *src);
 CG_API size_t cg_sample_source_count(const cg_sample_source *src);
 CG_API cg_samples_layout cg_sample_source_layout(const cg_sample_source *src);

@@ -588,6 +588,7 @@ struct cg_sample_source {
     cg_random_inputs policy;
     const cg_dim_binding *dims;
     size_t dim_count;
+    const cg_sample_set *set; /* CG_SAMPLES_MEMORY (borrowed) */
 };
 
 void cg_sample_source_free(cg_sample_source *src)
@@ -790,6 +791,30 @@ fail:
     return st;
 }
 
+cg_status cg_sample_source_open_set(const cg_model *model, const cg_sample_set *set,
+                                    cg_sample_source **out, cg_error *err)
+{
+    cg_sample_source *src = NULL;
+    size_t cap = 0;
+    cg_status st;
+    *out = NULL;
+    if (!set || !set->count)
+        return cg_error_set(err, CG_USAGE, "samples: an empty set");
+    if ((st = source_new(model, 0, &src, err)) != CG_OK)
+        return st;
+    src->layout = CG_SAMPLES_MEMORY;
+    src->set = set;
+    for (size_t i = 0; i < set->count; i++) {
+        const char *name = set->samples[i].label ? set->samples[i].label : "";
+        if ((st = add_name(src, &cap, name, strlen(name), false, err)) != CG_OK) {
+            cg_sample_source_free(src);
+            return st;
+        }
+    }
+    *out = src;
+    return CG_OK;
+}
+
 cg_status cg_sample_source_open_random(const cg_model *model, size_t count,
                                        const cg_random_inputs *p, const cg_dim_binding *dims,
                                        size_t dim_count, size_t max_bytes,
@@ -967,6 +992,16 @@ cg_status cg_sample_source_load(cg_sample_source *src, size_t i, cg_sample *out,
         st = cg_sample_fill_random(out, src->model, &src->policy, i, src->dims, src->dim_count,
                                    src->max_bytes, err);
         break;
+    case CG_SAMPLES_MEMORY:
+        for (size_t k = 0; k < src->set->samples[i].input_count && st == CG_OK; k++) {
+            const cg_named_value *in = &src->set->samples[i].inputs[k];
+            const char *from = src->set->samples[i].sources ? src->set->samples[i].sources[k]
+                                                            : NULL;
+            cg_value *v = NULL;
+            if ((st = cg_value_copy(in->value, &v, err)) == CG_OK)
+                st = cg_sample_feed(out, src->model, in->name, v, from ? from : "memory", err);
+        }
+        break;
     case CG_SAMPLES_SETS:
         if (snprintf(path, sizeof path, "%s/%s%s", src->dir, src->names[i],
                      src->npz[i] ? ".npz" : "") >= (int)sizeof path) {
@@ -1027,7 +1062,8 @@ cg_status cg_sample_source_read_outputs(const cg_sample_source *src, const char 
         values[k] = NULL;
     if (i >= src->count)
         return cg_error_set(err, CG_USAGE, "sample %zu of %zu", i, src->count);
-    if (src->layout == CG_SAMPLES_SETS || src->layout == CG_SAMPLES_RANDOM) {
+    if (src->layout == CG_SAMPLES_SETS || src->layout == CG_SAMPLES_RANDOM ||
+        src->layout == CG_SAMPLES_MEMORY) {
         if (snprintf(folder, sizeof folder, "%s/%s", dir, src->names[i]) >= (int)sizeof folder ||
             snprintf(path, sizeof path, "%s/%s.npz", dir, src->names[i]) >= (int)sizeof path)
             return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", dir, src->names[i]);
