@@ -107,6 +107,33 @@ else
     fi
 fi
 
+# the Python package, imported from the installed prefix only: it finds the
+# installed library on its own and runs the main job (docs/python.md)
+pydir="$prefix/lib/python3/dist-packages"
+[ -f "$pydir/convgate/__init__.py" ] || fail "no Python package at $pydir/convgate"
+if [ $sanitized = 1 ]; then
+    echo "note: a sanitizer build's library cannot be loaded by python3; import not checked"
+elif ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    fail "python3-numpy missing (scripts/setup.sh installs it)"
+else
+    (cd "$tmp" && env -u CONVGATE_LIB -u CONVGATE_PROFILES PYTHONPATH="$pydir" /usr/bin/python3 - \
+        "$prefix" "$src/examples/tiny_cnn.onnx" <<'PY') || fail "the installed Python package"
+import os, sys
+import convgate
+prefix = os.path.realpath(sys.argv[1])
+assert os.path.realpath(convgate.__file__).startswith(prefix + "/"), convgate.__file__
+lib = os.path.realpath(convgate.library_path())
+assert lib.startswith(prefix + "/"), f"loaded {lib}, not the installed library"
+with convgate.load(sys.argv[2]) as m:
+    r = m.gate(target="litert-gpu")   # a profiled target: the installed profiles
+    assert r["verdict"] in ("PASS", "FAIL"), r
+    assert r["converts"]["state"] == "pass", r["converts"]
+    out = m.run(seed=1).outputs["logits"]
+    assert out.shape == (1, 10), out.shape
+print("python: convgate from", os.path.dirname(convgate.__file__), "with", lib)
+PY
+fi
+
 if command -v help2man >/dev/null; then
     for p in convgate convgate-gate convgate-assign convgate-compare; do
         [ -f "$prefix/share/man/man1/$p.1" ] || fail "man page $p.1 not installed"

@@ -1,0 +1,185 @@
+"""The Python binding (python/convgate) against the CLI and the examples.
+
+Run by tests/scripts/python_binding.sh with CONVGATE_LIB (the build's
+libconvgate.so), CONVGATE_BIN (its convgate) and CONVGATE_SOURCE (the
+source tree): /usr/bin/python3 -m unittest discover python/tests
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import convgate
+
+SRC = os.environ.get("CONVGATE_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("CONVGATE_BIN", os.path.join(SRC, "build", "convgate"))
+EX = os.path.join(SRC, "examples")
+CNN = os.path.join(EX, "tiny_cnn.onnx")
+RMS = os.path.join(EX, "rmsnorm_fp16.onnx")
+
+
+def cli_json(*args):
+    """The CLI's --json envelope for the same command."""
+    extra = ["--json", "-"] if args[0] == "gate" else ["--json"]  # gate --json takes FILE|-
+    p = subprocess.run([BIN, *args, *extra], capture_output=True, text=True)
+    return json.loads(p.stdout)
+
+
+class SameReportsAsTheCli(unittest.TestCase):
+    """The binding renders with the CLI's code: the dicts are its --json results."""
+
+    def test_inspect(self):
+        with convgate.load(CNN) as m:
+            self.assertEqual(dict(m.inspect()), cli_json("inspect", CNN)["result"])
+
+    def test_check(self):
+        with convgate.load(CNN) as m:
+            r = m.check()
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(dict(r), cli_json("check", CNN)["result"])
+
+    def test_assign(self):
+        with convgate.load(CNN) as m:
+            r = m.assign(target="litert-gpu,xnnpack", no_time=True)
+        cli = cli_json("assign", CNN, "--target", "litert-gpu,xnnpack", "--no-time")
+        self.assertEqual(dict(r), cli["result"])
+        self.assertEqual(r["verdict"]["kind"], "full")
+
+    def test_compare(self):
+        inputs = os.path.join(EX, "tiny_cnn_inputs")
+        with convgate.load(CNN) as m:
+            r = m.compare(target="xnnpack", inputs=inputs)
+        cli = cli_json("compare", CNN, "--target", "xnnpack", "--inputs", inputs)
+        self.assertEqual(dict(r), cli["result"])
+        self.assertTrue(r["pass"])
+
+    def test_gate(self):
+        inputs = os.path.join(EX, "rmsnorm_fp16_inputs")
+        with convgate.load(RMS) as m:
+            r = m.gate(target="litert-gpu", inputs=inputs)
+        cli = cli_json("gate", RMS, "--target", "litert-gpu", "--inputs", inputs)["result"]
+        # everything but the measured time share
+        r["runs_where_intended"].pop("time_coverage")
+        cli["runs_where_intended"].pop("time_coverage")
+        self.assertEqual(dict(r), cli)
+        self.assertEqual((r["verdict"], r.exit_code, r.status), ("FAIL", 1, "fail"))
+
+
+class Arrays(unittest.TestCase):
+    """numpy in and out."""
+
+    def test_run_matches_pytorch(self):
+        image = np.load(os.path.join(EX, "tiny_cnn_inputs", "image_0.npy"))
+        want = np.load(os.path.join(EX, "tiny_cnn_inputs", "logits_0.npy"))
+        with convgate.load(CNN) as m:
+            r = m.run({"image": image})
+        self.assertEqual(list(r.outputs), ["logits"])
+        got = r.outputs["logits"]
+        self.assertEqual(got.dtype, np.float32)
+        self.assertEqual(got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        self.assertEqual(r["outputs"][0]["shape"], list(want.shape))
+
+    def test_run_on_a_target_and_watch(self):
+        image = np.load(os.path.join(EX, "tiny_cnn_inputs", "image_1.npy"))
+        with convgate.load(CNN) as m:
+            ref = m.run({"image": image}, watch=["/features/features.2/Relu_output_0"])
+            xnn = m.run({"image": image}, target="xnnpack")
+        self.assertEqual(ref.watched["/features/features.2/Relu_output_0"].shape, (2, 16, 64, 64))
+        self.assertTrue((ref.watched["/features/features.2/Relu_output_0"] >= 0).all())
+        self.assertEqual(xnn["target"]["targets"], "xnnpack")
+        np.testing.assert_allclose(xnn.outputs["logits"], ref.outputs["logits"], rtol=1e-4, atol=1e-5)
+
+    def test_random_inputs_are_the_clis(self):
+        with convgate.load(CNN) as m:
+            r = m.run(seed=3)
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([BIN, "run", CNN, "--random", "--seed", "3", "-o", d], check=True,
+                           capture_output=True)
+            np.testing.assert_array_equal(r.outputs["logits"], np.load(os.path.join(d, "logits.npy")))
+
+    def test_the_failing_tensor_as_arrays(self):
+        x = np.load(os.path.join(EX, "rmsnorm_fp16_inputs", "sample_0", "x.npy"))
+        with convgate.load(RMS) as m:
+            r = m.gate(target="litert-gpu", samples=[{"x": x}])
+        self.assertEqual(r["verdict"], "FAIL")
+        b = r["matches"]["bisect"]
+        self.assertEqual(b["first_divergent"]["tensor"], "mean_sq")
+        self.assertEqual(b["triage"], "precision loss (fp16)")
+        ref = r.tensors["first_divergent/reference"]
+        tgt = r.tensors["first_divergent/target"]
+        self.assertEqual(ref.shape, tuple(b["first_divergent"]["shape"]))
+        self.assertTrue(np.isfinite(ref).all())
+        self.assertTrue(np.isinf(tgt).any())  # the fp16 sum of squares overflowed
+        np.testing.assert_array_equal(r.tensors["sample/x"], x)
+        # the sample reproduces it on the reference: run watching the tensor
+        with convgate.load(RMS) as m:
+            again = m.run({"x": r.tensors["sample/x"]}, watch=["mean_sq"])
+        np.testing.assert_array_equal(again.watched["mean_sq"], ref)
+
+    def test_bisect(self):
+        x = np.load(os.path.join(EX, "rmsnorm_fp16_inputs", "sample_1", "x.npy"))
+        with convgate.load(RMS) as m:
+            r = m.bisect(target="litert-gpu", inputs={"x": x})
+        self.assertEqual(r.exit_code, 1)
+        self.assertEqual(r["first_divergent"]["node"], "mean_sq")
+        self.assertIn("first_divergent/target", r.tensors)
+
+    def test_samples_as_a_list_and_labels(self):
+        a = np.load(os.path.join(EX, "tiny_cnn_inputs", "image_0.npy"))
+        b = np.load(os.path.join(EX, "tiny_cnn_inputs", "image_1.npy"))
+        with convgate.load(CNN) as m:
+            r = m.compare(target="xnnpack", samples={"first": {"image": a}, "second": {"image": b}})
+        self.assertEqual(r["samples"], 2)
+        self.assertEqual([s["set"] for s in r["outputs"][0]["per_sample"]], ["first", "second"])
+
+
+class Errors(unittest.TestCase):
+    def test_missing_file(self):
+        with self.assertRaises(convgate.ConvgateError) as e:
+            convgate.load(os.path.join(EX, "no_such.onnx"))
+        self.assertIn("no_such.onnx", str(e.exception))
+
+    def test_unknown_target_lists_the_known(self):
+        with convgate.load(CNN) as m, self.assertRaises(convgate.ConvgateError) as e:
+            m.gate(target="tpu")
+        self.assertIn("no target named 'tpu'", str(e.exception))
+        self.assertIn("xnnpack", str(e.exception))
+        self.assertEqual(e.exception.envelope["exit_code"], 2)
+
+    def test_a_misspelt_option_is_refused(self):
+        with convgate.load(CNN) as m, self.assertRaises(convgate.ConvgateError) as e:
+            m.gate(target="xnnpack", atl=1e-3)
+        self.assertIn("unknown option 'atl'", str(e.exception))
+
+    def test_wrong_dtype_names_the_input(self):
+        with convgate.load(CNN) as m, self.assertRaises(convgate.ConvgateError) as e:
+            m.run({"image": np.zeros((1, 3, 64, 64), dtype=np.int64)})
+        self.assertIn("image", str(e.exception))
+
+    def test_unknown_input_and_missing_input(self):
+        with convgate.load(CNN) as m:
+            with self.assertRaises(convgate.ConvgateError) as e:
+                m.run({"img": np.zeros((1, 3, 64, 64), dtype=np.float32)})
+            self.assertIn("img", str(e.exception))
+            with self.assertRaises(convgate.ConvgateError) as e:
+                m.run({}, random=False)
+            self.assertIn("image", str(e.exception))
+
+    def test_a_dim_the_model_does_not_have(self):
+        with convgate.load(CNN) as m, self.assertRaises(convgate.ConvgateError) as e:
+            m.assign(target="xnnpack", dim={"nope": 2})
+        self.assertIn("nope", str(e.exception))
+
+    def test_closed_model(self):
+        m = convgate.load(CNN)
+        m.close()
+        with self.assertRaises(convgate.ConvgateError):
+            m.inspect()
+
+
+if __name__ == "__main__":
+    unittest.main()
