@@ -79,30 +79,6 @@ void cg_samples_stems_free(char **stems, size_t count)
 
 /* --- output files ----------------------------------------------------------------------------- */
 
-/* Writes bytes to path without following a link planted there. */
-static cg_status write_nofollow(const char *path, const uint8_t *data, size_t size,
-                                cg_error *err)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, data + done, size - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            return cg_error_set(err, CG_IO, "write to '%s' failed: %s", path, strerror(e));
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0)
-        return cg_error_set(err, CG_IO, "write to '%s' failed: %s", path, strerror(errno));
-    return CG_OK;
-}
-
 /* One output: a tensor as .npy, a sequence as .npz with keys 0..n-1. */
 static cg_status write_output(const char *dir, const char *stem, const cg_value *v, char *path,
                               size_t cap, cg_error *err)
@@ -119,7 +95,7 @@ static cg_status write_output(const char *dir, const char *stem, const cg_value 
             cg_error_prefix(err, "cannot write '%s': ", path);
             return st;
         }
-        st = write_nofollow(path, buf, size, err);
+        st = cg_path_write_new(path, buf, size, err);
         free(buf);
         return st;
     }

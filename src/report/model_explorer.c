@@ -71,30 +71,26 @@ static json_t *me_result(json_t *value, const char *bg)
     return r;
 }
 
-/* Writes {graph_id: data} to DIR/NAME. */
+/* Writes {graph_id: data} to DIR/NAME (not through a link planted there). */
 static cg_status me_write(const char *dir, const char *name, const char *graph_id, json_t *data,
                           cg_error *err)
 {
     char path[4096];
     json_t *root = json_object();
-    cg_status st = CG_OK;
-    if (!root || cg_json_set(root, graph_id, json_incref(data)) != 0) {
-        json_decref(root);
-        return cg_error_set(err, CG_NOMEM, "Model Explorer data: out of memory");
-    }
+    char *text = NULL;
+    cg_status st;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) {
         json_decref(root);
         return cg_error_set(err, CG_USAGE, "--model-explorer %s: path too long", dir);
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        st = cg_error_set(err, CG_IO, "--model-explorer: cannot write %s", path);
-    } else {
-        if (cg_json_write(f, root) != 0)
-            st = cg_error_set(err, CG_IO, "--model-explorer: write failed: %s", path);
-        if (fclose(f) != 0 && st == CG_OK)
-            st = cg_error_set(err, CG_IO, "--model-explorer: write failed: %s", path);
+    if (!root || cg_json_set(root, graph_id, json_incref(data)) != 0 ||
+        !(text = cg_json_dumps(root))) {
+        json_decref(root);
+        return cg_error_set(err, CG_NOMEM, "Model Explorer data: out of memory");
     }
+    if ((st = cg_path_write_new(path, text, strlen(text), err)) != CG_OK)
+        cg_error_prefix(err, "--model-explorer: ");
+    free(text);
     json_decref(root);
     return st;
 }

@@ -161,30 +161,6 @@ static cg_status make_dir(const char *path, cg_error *err)
     return CG_OK;
 }
 
-/* Writes a whole file without following a link planted at path. */
-static cg_status write_new(const char *path, const void *data, size_t size, cg_error *err)
-{
-    const unsigned char *p = data;
-    size_t done = 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
-    while (done < size) {
-        ssize_t w = write(fd, p + done, size - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            cg_error_set(err, CG_IO, "writing '%s': %s", path, strerror(errno));
-            close(fd);
-            return CG_IO;
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0)
-        return cg_error_set(err, CG_IO, "writing '%s': %s", path, strerror(errno));
-    return CG_OK;
-}
-
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -340,7 +316,7 @@ static cg_status write_side(const char *root, const char *set, const char *side,
         }
         st = cg_sha256_hex(buf, size, hex, err);
         if (st == CG_OK)
-            st = write_new(path, buf, size, err);
+            st = cg_path_write_new(path, buf, size, err);
         free(buf);
         if (st != CG_OK)
             goto done;
@@ -436,7 +412,7 @@ cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err)
         free(text);
         return cg_error_set(err, CG_LIMIT, "golden path '%s' is too long", w->dir);
     }
-    st = write_new(tmp, text, strlen(text), err);
+    st = cg_path_write_new(tmp, text, strlen(text), err);
     free(text);
     if (st != CG_OK)
         return st;
