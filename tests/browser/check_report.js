@@ -106,13 +106,23 @@ async function main() {
   proc.stderr.on('data', (d) => { stderr += d; });
   const failures = [];
   const problems = [];
-  const cleanup = () => {
-    try { proc.kill('SIGKILL'); } catch (e) { /* gone */ }
-    fs.rmSync(profile, {recursive: true, force: true});
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  /* Chromium and its helpers may still write to the profile as they go:
+   * wait for the browser to exit (killing it after 5 s), then remove the
+   * profile with retries; a profile left behind is not a test failure */
+  const cleanup = async () => {
+    const t = setTimeout(() => { try { proc.kill('SIGKILL'); } catch (e) { /* gone */ } }, 5000);
+    await exited;
+    clearTimeout(t);
+    try {
+      fs.rmSync(profile, {recursive: true, force: true, maxRetries: 10, retryDelay: 200});
+    } catch (e) {
+      console.error('check_report: note: could not remove ' + profile + ': ' + e.code);
+    }
   };
   const watchdog = setTimeout(() => {
     console.error('check_report: timed out; chromium said:\n' + stderr.slice(-2000));
-    cleanup();
+    try { proc.kill('SIGKILL'); } catch (e) { /* gone */ }
     process.exit(1);
   }, 90000);
   try {
@@ -196,12 +206,16 @@ async function main() {
       const drawnExpanded = document.querySelectorAll('#graph-box g.node[data-node]').length;
       const s = document.getElementById('search');
       const firstName = document.querySelector('#nodes-table tbody tr td.mono').textContent;
+      /* the search runs 150 ms after the last keystroke: wait for its count
+       * (polling, so a loaded machine's late timers do not fail the test) */
       s.value = firstName;
       s.dispatchEvent(new Event('input'));
-      await wait(400);
+      const count = document.getElementById('search-count');
+      for (let t = 0; t < 300 && !count.textContent; t++) await wait(50);
       const visibleRows = [...document.querySelectorAll('#nodes-table tbody tr')].filter((tr) => !tr.hidden).length;
-      const hits = document.getElementById('search-count').textContent;
-      s.value = ''; s.dispatchEvent(new Event('input')); await wait(400);
+      const hits = count.textContent;
+      s.value = ''; s.dispatchEvent(new Event('input'));
+      for (let t = 0; t < 300 && count.textContent; t++) await wait(50);
       return {collapsed, drawnCollapsed, drawnExpanded, visibleRows, hits, firstName};
     })()`);
     check(inter.drawnExpanded === expect.nodes, `expand all drew ${inter.drawnExpanded} nodes, not ${expect.nodes}`);
@@ -234,7 +248,7 @@ async function main() {
     failures.push(String(e && e.stack || e));
   } finally {
     clearTimeout(watchdog);
-    cleanup();
+    await cleanup();
   }
   if (failures.length) {
     failures.forEach((f) => console.error('check_report: FAIL: ' + f));
