@@ -4,7 +4,8 @@
 # parity test runs onnxruntime-node on the npm-hosted models), and the real
 # LiteRT used as the oracle of the .tflite fixtures: LiteRT.js pinned under
 # tools/litert/ and Debian's chromium for its WebGPU path
-# (python3-flatbuffers writes the fixtures); with --bench,
+# (python3-flatbuffers writes the fixtures; chromium also opens the HTML
+# reports in tests/scripts/html_report.sh); with --bench,
 # also what the benchmarks and the torchvision zoo need (torch/torchvision
 # for the exports, GNU time for peak RSS), too heavy for every CI run.
 #
