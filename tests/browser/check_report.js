@@ -105,6 +105,7 @@ async function main() {
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   const failures = [];
+  let expandedGraph = null;
   const problems = [];
   const exited = new Promise((resolve) => proc.on('exit', resolve));
   /* Chromium and its helpers may still write to the profile as they go:
@@ -204,6 +205,7 @@ async function main() {
       const box = document.getElementById('show-constants');
       if (box && !box.checked) box.click();
       const drawnExpanded = document.querySelectorAll('#graph-box g.node[data-node]').length;
+      const expanded = window.__cgGraph;
       const s = document.getElementById('search');
       const firstName = document.querySelector('#nodes-table tbody tr td.mono').textContent;
       /* the search runs 150 ms after the last keystroke: wait for its count
@@ -216,8 +218,9 @@ async function main() {
       const hits = count.textContent;
       s.value = ''; s.dispatchEvent(new Event('input'));
       for (let t = 0; t < 300 && count.textContent; t++) await wait(50);
-      return {collapsed, drawnCollapsed, drawnExpanded, visibleRows, hits, firstName};
+      return {collapsed, drawnCollapsed, drawnExpanded, visibleRows, hits, firstName, expanded};
     })()`);
+    expandedGraph = inter.expanded;
     check(inter.drawnExpanded === expect.nodes, `expand all drew ${inter.drawnExpanded} nodes, not ${expect.nodes}`);
     check(inter.collapsed >= 1 && inter.drawnCollapsed < inter.drawnExpanded,
           `collapse all left ${inter.drawnCollapsed} nodes and ${inter.collapsed} collapsed boxes`);
@@ -242,6 +245,7 @@ async function main() {
     const size = fs.statSync(args.html).size;
     console.log(`check_report: ${args.html}: ${size} bytes, load ${loadMs} ms, render ${page.renderMs.toFixed(1)} ms` +
                 (page.graph ? `, ${page.graph.items} items, ${page.graph.edges} edges (${page.graph.crossings} crossings), layout ${page.graph.layoutMs.toFixed(1)} ms` : '') +
+                (expandedGraph ? `; expanded: ${expandedGraph.items} items, layout and draw ${expandedGraph.layoutMs.toFixed(1)} ms` : '') +
                 `; screenshot ${args.screenshot}`);
     await cdp.send('Browser.close').catch(() => {});
   } catch (e) {
