@@ -19,11 +19,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cg_model *m = NULL;
     if (cg_model_load_bytes(data, size, NULL, &m, &err) == CG_OK) {
         cg_check_report report;
-        cg_check_model(m, NULL, &report, &err);
+        if (cg_check_model(m, NULL, &report, &err) != CG_OK)
+            cg_error_clear(&err);
         cg_check_report_free(&report);
         cg_error_clear(&err);
         if (sink)
-            cg_inspect_write(m, NULL, true, sink, &err);
+            if (cg_inspect_write(m, NULL, true, sink, &err) != CG_OK)
+                cg_error_clear(&err);
         cg_model_free(m);
     }
     return 0;

@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cg_tensor_proto *t = NULL;
     if (cg_tensor_proto_load_bytes(data, size, &holder, &t, &err) == CG_OK) {
         int64_t n;
-        cg_tensor_proto_numel(t, &n, &err);
+        if (cg_tensor_proto_numel(t, &n, &err) != CG_OK)
+            cg_error_clear(&err);
         cg_model_free(holder);
     }
     return 0;
