@@ -1,12 +1,14 @@
 /* Argument parsing shared by the subcommands (numbers, --dim, --target lists). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "convgate/golden.h"
 
 bool cli_parse_double(const char *s, double *out)
 {
@@ -353,4 +355,76 @@ const char *cli_model_arg(const char *cmd, int argc, char **argv, void (*usage)(
     cli_error(cmd, optind >= argc ? "no model given" : "one model at a time");
     usage(stderr);
     return NULL;
+}
+
+/* --- samples and name lists --------------------------------------------------------- */
+
+bool cli_samples_load(const char *cmd, const cg_model *model, const char *model_path,
+                      const char *golden, const char *inputs, uint64_t random_n,
+                      uint64_t default_random, const cli_inputs *in, cg_sample_set *out,
+                      char *desc, size_t cap)
+{
+    cg_error err;
+    cg_status st;
+    cg_error_clear(&err);
+    if ((golden != NULL) + (inputs != NULL) + (random_n != 0) > 1) {
+        cli_error(cmd, "give one of --golden, --inputs, --random");
+        return false;
+    }
+    if (golden) {
+        if (!model_path || strcmp(model_path, "-") == 0) {
+            cli_error(cmd, "--golden needs the model file (its hash is checked), not stdin");
+            return false;
+        }
+        st = cg_samples_load_golden(model, model_path, golden, 0, out, &err);
+        snprintf(desc, cap, "%zu golden set%s from %s (outputs compared to the golden outputs)",
+                 out->count, out->count == 1 ? "" : "s", golden);
+    } else if (inputs) {
+        st = cg_samples_load_dir(model, inputs, 0, out, &err);
+        snprintf(desc, cap, "%zu set%s from %s", out->count, out->count == 1 ? "" : "s", inputs);
+    } else {
+        st = cg_samples_random(model, (size_t)(random_n ? random_n : default_random), &in->random,
+                               in->dims, in->dim_count, 0, out, &err);
+        snprintf(desc, cap, "%zu random set%s, seed %" PRIu64, out->count,
+                 out->count == 1 ? "" : "s", in->random.seed);
+    }
+    if (st != CG_OK) {
+        if (golden)
+            cli_error(cmd, "golden set %s: %s", golden, err.msg);
+        else
+            cli_error(cmd, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+bool cli_parse_names(const char *cmd, const char *opt, const char *arg, char **list,
+                     size_t *count, size_t max)
+{
+    for (const char *p = arg;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            cli_error(cmd, "--%s %s: an empty name", opt, arg);
+            return false;
+        }
+        if (*count == max) {
+            cli_error(cmd, "--%s: more than %zu names", opt, max);
+            return false;
+        }
+        if (!(list[*count] = strndup(p, len))) {
+            cli_error(cmd, "out of memory");
+            return false;
+        }
+        (*count)++;
+        if (!comma)
+            return true;
+        p = comma + 1;
+    }
+}
+
+void cli_names_free(char **list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(list[i]);
 }

@@ -218,6 +218,19 @@ int cli_next_option(const char *cmd, int argc, char **argv, const char *shortopt
  * usage printed). */
 const char *cli_model_arg(const char *cmd, int argc, char **argv, void (*usage)(FILE *));
 
+/* The samples of a command that takes --golden DIR, --inputs DIR or
+ * --random N (at most one; none: default_random random sets), loaded
+ * into out, with a description ("2 sets from DIR") in desc. Prints the
+ * error and returns false on failure. golden needs the model's file. */
+bool cli_samples_load(const char *cmd, const cg_model *model, const char *model_path,
+                      const char *golden, const char *inputs, uint64_t random_n,
+                      uint64_t default_random, const cli_inputs *in, cg_sample_set *out,
+                      char *desc, size_t cap);
+/* "a,b,c" split into malloc'd names appended to list (at most max in all). */
+bool cli_parse_names(const char *cmd, const char *opt, const char *arg, char **list,
+                     size_t *count, size_t max);
+void cli_names_free(char **list, size_t count);
+
 /* Help text shared by the commands that feed a model. */
 #define CLI_HELP_INPUT_OPTIONS                                                                  \
     "  --dim SYM=VAL[,...]  size of a symbolic input dim (repeatable); a name no input\n"       \

@@ -131,10 +131,6 @@ int cmd_gate(int argc, char **argv)
         goto done;
     if (!cli_targets_required("gate", &tg))
         goto done;
-    if ((golden != NULL) + (inputs != NULL) + (random_n != 0) > 1) {
-        cli_error("gate", "give one of --golden, --inputs, --random");
-        goto done;
-    }
     if (tol.have_atol != tol.have_rtol) {
         cli_error("gate", "give --atol and --rtol together");
         goto done;
@@ -147,32 +143,9 @@ int cmd_gate(int argc, char **argv)
     if (!(model = cli_model_for("gate", model_path, &in, &tg)))
         goto done;
 
-    cg_status st;
-    if (golden) {
-        if (strcmp(model_path, "-") == 0) {
-            cli_error("gate", "--golden needs the model file (its hash is checked), not stdin");
-            goto done;
-        }
-        st = cg_samples_load_golden(model, model_path, golden, 0, &samples, &err);
-        snprintf(desc, sizeof desc, "%zu golden set%s from %s (outputs compared to the golden "
-                 "outputs)", samples.count, samples.count == 1 ? "" : "s", golden);
-    } else if (inputs) {
-        st = cg_samples_load_dir(model, inputs, 0, &samples, &err);
-        snprintf(desc, sizeof desc, "%zu set%s from %s", samples.count,
-                 samples.count == 1 ? "" : "s", inputs);
-    } else {
-        st = cg_samples_random(model, random_n ? (size_t)random_n : 3, &in.random, in.dims,
-                               in.dim_count, 0, &samples, &err);
-        snprintf(desc, sizeof desc, "%zu random set%s, seed %" PRIu64, samples.count,
-                 samples.count == 1 ? "" : "s", in.random.seed);
-    }
-    if (st != CG_OK) {
-        if (golden)
-            cli_error("gate", "golden set %s: %s", golden, err.msg);
-        else
-            cli_error("gate", "%s", err.msg);
+    if (!cli_samples_load("gate", model, model_path, golden, inputs, random_n, 3, &in, &samples,
+                          desc, sizeof desc))
         goto done;
-    }
     opt.accumulate_fp32 = tg.accumulate == 2;
     opt.targets = tg.list;
     opt.target_count = tg.count;

@@ -271,6 +271,28 @@ void cg_report_conf_test_text(FILE *f, const cg_conf_test *t, bool with_time);
 void cg_report_conf_text(FILE *f, const cg_conf_view *v);
 json_t *cg_report_conf_json(const cg_conf_view *v);
 
+/* --- rewrites and convert (report/rewrite.c, report/convert.c) ------------------------- */
+
+#include "convgate/rewrite.h"
+
+/* What the rewrite report says around the result. */
+typedef struct cg_rewrite_view {
+    const char *model;
+    const char *targets;       /* "a,b" */
+    const char *output;        /* -o OUT, NULL for --what-if */
+    const char *samples;       /* "3 random sets, seed 0" */
+    bool what_if;              /* each step's placement after it */
+    bool all_steps;            /* also the rewrites that match nowhere */
+} cg_rewrite_view;
+
+void cg_report_rewrite_catalog_text(FILE *f);
+json_t *cg_report_rewrite_catalog_json(void);
+void cg_report_rewrite_text(FILE *f, const cg_rewrite_result *r, const cg_rewrite_view *v);
+json_t *cg_report_rewrite_json(const cg_rewrite_result *r, const cg_rewrite_view *v);
+/* One step: {name, kind, numerics, summary, addresses, outcome, sites, nodes_before,
+ * nodes_after, detail, verified, exact, checks, target_error_before/after[, after]} */
+json_t *cg_report_rewrite_step_json(const cg_rewrite_step *s, bool with_placement);
+
 /* --- targets (report/targets.c) ----------------------------------------------------- */
 
 struct cg_target_registry;
