@@ -187,7 +187,7 @@ int cmd_rewrite(int argc, char **argv)
     for (size_t i = 0; i < res.step_count; i++)
         if (res.steps[i].outcome == CG_STEP_REFUSED || res.steps[i].outcome == CG_STEP_FAILED)
             rc = CG_EXIT_FAIL;
-    cg_rewrite_view v = {a.model_path, a.tg.label, a.out, desc, a.what_if, a.all};
+    cg_rewrite_view v = {"rewrite", a.model_path, a.tg.label, a.out, desc, a.what_if, a.all};
     if (cli_json_on()) {
         rc = cli_json_emit(rc, cg_report_rewrite_json(&res, &v));
     } else {

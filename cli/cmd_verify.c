@@ -13,12 +13,21 @@
 #include "cli.h"
 #include "convgate/model.h"
 #include "convgate/parity.h"
+#include "convgate/rewrite.h"
+#include "core/path.h"
 #include "report/report.h"
 
 static void verify_usage(FILE *f)
 {
     fputs("Usage: convgate verify MODEL --golden GOLDEN [--target T[,T2...]]\n"
           "                       [--atol X --rtol Y | --tol FILE] [--outputs-from DIR] [--json]\n"
+          "       convgate verify DIR [--target T[,T2...]] [...]\n"
+          "\n"
+          "DIR, an artifact directory written by `convgate convert`: every file its\n"
+          "manifest.json lists must be there, a regular file of the listed size and\n"
+          "sha256, and model.onnx the result it names; then DIR/golden is checked\n"
+          "against DIR/model.onnx as below, with the manifest's tolerance for the\n"
+          "reference. A missing, altered or relinked file is an error (exit 2).\n"
           "\n"
           "Checks the golden set (format version, every file's sha256, the model's\n"
           "sha256, and that it covers every input and output of the model), runs the\n"
@@ -77,6 +86,8 @@ static int parse_args(int argc, char **argv, verify_args *a)
     }
     if (!(a->model_path = cli_model_arg("verify", argc, argv, verify_usage)))
         return CG_EXIT_ERROR;
+    if (!a->golden_dir && cg_path_is_dir(a->model_path))
+        return CG_EXIT_OK; /* an artifact directory (convgate convert) */
     if (!a->golden_dir) {
         cli_error("verify", "--golden GOLDEN is required");
         return CG_EXIT_ERROR;
@@ -97,6 +108,42 @@ static int parse_args(int argc, char **argv, verify_args *a)
     return CG_EXIT_OK;
 }
 
+/* convgate verify DIR: the artifact's files, then its golden set. */
+static int verify_artifact(verify_args *a)
+{
+    cg_artifact_report rep;
+    cg_error err;
+    char producer[1200];
+    cg_error_clear(&err);
+    if (a->targets.arg_count && !cli_targets_resolve("verify", &a->targets))
+        return CG_EXIT_ERROR;
+    a->opt.accumulate_fp32 = a->targets.accumulate == 2;
+    a->opt.targets = a->targets.list;
+    a->opt.target_count = a->targets.count;
+    a->opt.dims = a->in.dims;
+    a->opt.dim_count = a->in.dim_count;
+    a->opt.random = &a->in.random;
+    if (a->opt.outputs_from)
+        snprintf(producer, sizeof producer, "outputs from %s", a->opt.outputs_from);
+    else
+        snprintf(producer, sizeof producer, "%s", a->targets.count ? a->targets.label
+                                                                   : "reference");
+    cg_status st = cg_artifact_verify(a->model_path, &a->opt, &rep, &err);
+    int rc;
+    if (st != CG_OK) {
+        cli_error("verify", "%s", err.msg);
+        rc = st == CG_RUNTIME ? CG_EXIT_FAIL : CG_EXIT_ERROR;
+    } else {
+        rc = rep.golden.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
+        if (cli_json_on())
+            rc = cli_json_emit(rc, cg_report_artifact_json(&rep, producer));
+        else
+            cg_report_artifact_text(stdout, &rep, producer);
+    }
+    cg_artifact_report_free(&rep);
+    return rc;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     verify_args a;
@@ -114,6 +161,10 @@ int cmd_verify(int argc, char **argv)
         goto done;
     }
     rc = CG_EXIT_ERROR;
+    if (!a.golden_dir) {
+        rc = verify_artifact(&a);
+        goto done;
+    }
     if (!(model = cli_model_for("verify", a.model_path, &a.in, &a.targets)))
         goto done;
     a.opt.accumulate_fp32 = a.targets.accumulate == 2;

@@ -114,6 +114,10 @@ CG_API CG_NODISCARD cg_status cg_golden_writer_add(cg_golden_writer *w, const ch
                                                    const cg_named_value *outputs,
                                                    size_t output_count, const char **used_name,
                                                    cg_error *err);
+/* The manifest's `created` (UTC, ISO 8601) instead of the time of
+ * cg_golden_writer_finish, so that a set written twice from the same
+ * inputs is byte-identical (convgate convert's artifacts). */
+CG_API void cg_golden_writer_set_created(cg_golden_writer *w, const char *created);
 /* Writes manifest.json (via a temporary file and a rename). */
 CG_API CG_NODISCARD cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
 CG_API void cg_golden_writer_free(cg_golden_writer *w);

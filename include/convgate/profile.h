@@ -248,6 +248,20 @@ CG_API CG_NODISCARD cg_status cg_profile_quick_estimate(const cg_model *model,
                                                         cg_reference_profile *ref_out,
                                                         cg_error *err);
 
+/* --- work: a deterministic stand-in for time (src/cost/work.c) ----------------------------- */
+
+/* Node `node` of g's work: its multiply-accumulates (Conv, ConvTranspose,
+ * MatMul, Gemm), else the elements it reads or writes, whichever is more;
+ * 0 when the types do not know its shapes. */
+CG_API double cg_cost_node_work(const cg_graph *g, size_t node, const struct cg_type_env *types);
+/* The estimate of an assignment with each node's time its work at an
+ * ASSUMED rate (units_per_ms), no measurement: the same on every run. */
+#define CG_WORK_UNITS_PER_MS 1e6 /* 1 G multiply-accumulates or elements per second */
+CG_API CG_NODISCARD cg_status cg_profile_work_estimate(const cg_assignment *a,
+                                                       const struct cg_type_env *types,
+                                                       double units_per_ms, cg_cost_estimate *out,
+                                                       cg_error *err);
+
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
 CG_API double cg_profile_median(double *v, size_t n);
 

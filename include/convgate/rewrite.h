@@ -33,6 +33,7 @@
 #include "convgate/model.h"
 #include "convgate/noise.h"
 #include "convgate/parity.h"
+#include "convgate/profile.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
 
@@ -214,14 +215,23 @@ typedef struct cg_convert_result {
     char *result_path;            /* DIR/model.onnx */
     cg_artifact_file *files;      /* every file written, in order (the manifest last) */
     size_t file_count;
+    bool external_data;           /* model.onnx.data holds the large initializers */
+    /* the reference comparison's tolerance: the default, widened only to
+     * cover what an opted-in numerics-changing rewrite measurably changed */
+    cg_tolerance_args tol;
+    char tol_justification[256];
     cg_verify_report fp32;        /* the result on the reference vs the golden set */
     cg_verify_report target;      /* the target path vs the golden set */
     cg_gate_report gate;          /* the three gates on the result, golden sets as samples */
-    /* the deterministic estimate (op work, not a timing) of the result's placement */
+    /* the result's placement and its deterministic estimate (op work at an
+     * assumed rate, not a timing: the manifest reads the same every run) */
+    cg_type_env *types;
+    cg_assignment *assignment;
     bool estimated;
-    double work_reference_ms, work_mixed_ms, work_coverage;
+    cg_cost_estimate estimate;
     char estimate_note[256];
     size_t tflm_missing;          /* ops with no TFLite Micro builtin */
+    char created[32];             /* what the golden set records as its time */
     const cg_convert_options *opt;
 } cg_convert_result;
 
@@ -248,8 +258,7 @@ typedef struct cg_artifact_report {
     char *convgate_version, *commit;
     char *source_sha256, *result_sha256;
     size_t files_checked;
-    cg_verify_options verify;     /* the tolerance the manifest states */
-    cg_tolerance tol;
+    cg_verify_options verify;     /* what ran: the caller's, with the manifest's tolerance */
     cg_verify_report golden;      /* model.onnx on the reference vs the golden set */
 } cg_artifact_report;
 

@@ -277,6 +277,7 @@ json_t *cg_report_conf_json(const cg_conf_view *v);
 
 /* What the rewrite report says around the result. */
 typedef struct cg_rewrite_view {
+    const char *command;       /* "rewrite", "convert" */
     const char *model;
     const char *targets;       /* "a,b" */
     const char *output;        /* -o OUT, NULL for --what-if */
@@ -292,6 +293,15 @@ json_t *cg_report_rewrite_json(const cg_rewrite_result *r, const cg_rewrite_view
 /* One step: {name, kind, numerics, summary, addresses, outcome, sites, nodes_before,
  * nodes_after, detail, verified, exact, checks, target_error_before/after[, after]} */
 json_t *cg_report_rewrite_step_json(const cg_rewrite_step *s, bool with_placement);
+
+/* convgate convert: the artifact's manifest.json (format in docs/convert.md)
+ * and README.md, and the terminal summary; verify DIR's report. */
+json_t *cg_report_convert_manifest(const cg_convert_result *r);
+void cg_report_convert_readme(FILE *f, const cg_convert_result *r);
+void cg_report_convert_text(FILE *f, const cg_convert_result *r, const cg_rewrite_view *v);
+json_t *cg_report_convert_json(const cg_convert_result *r, const cg_rewrite_view *v);
+void cg_report_artifact_text(FILE *f, const cg_artifact_report *a, const char *producer);
+json_t *cg_report_artifact_json(const cg_artifact_report *a, const char *producer);
 
 /* --- targets (report/targets.c) ----------------------------------------------------- */
 

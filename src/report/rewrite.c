@@ -91,8 +91,8 @@ static void numerics_words(const cg_rewrite_step *s, char *buf, size_t cap)
 
 void cg_report_rewrite_text(FILE *f, const cg_rewrite_result *r, const cg_rewrite_view *v)
 {
-    fprintf(f, "convgate rewrite %s --target %s\n", v->model ? v->model : "-",
-            v->targets ? v->targets : "?");
+    fprintf(f, "convgate %s %s --target %s\n", v->command ? v->command : "rewrite",
+            v->model ? v->model : "-", v->targets ? v->targets : "?");
     fprintf(f, "samples: %s; %s\n", v->samples ? v->samples : "?",
             r->noise_floor ? "each rewrite verified against the original's fp32 noise floor"
                            : r->noise_note);

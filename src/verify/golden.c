@@ -178,6 +178,7 @@ struct cg_golden_writer {
     json_t *sets;
     char **set_names;
     size_t set_count, set_cap;
+    char created[32];  /* "" : the time of cg_golden_writer_finish */
 };
 
 void cg_golden_writer_free(cg_golden_writer *w)
@@ -388,6 +389,11 @@ fail:
     return st;
 }
 
+void cg_golden_writer_set_created(cg_golden_writer *w, const char *created)
+{
+    snprintf(w->created, sizeof w->created, "%s", created ? created : "");
+}
+
 cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err)
 {
     cg_status st;
@@ -396,7 +402,10 @@ cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err)
     struct tm tm;
     if (w->set_count == 0)
         return cg_error_set(err, CG_USAGE, "golden set '%s': no sets to write", w->dir);
-    if (!gmtime_r(&now, &tm) || !strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm))
+    if (w->created[0])
+        snprintf(created, sizeof created, "%s", w->created);
+    else if (!gmtime_r(&now, &tm) ||
+             !strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm))
         snprintf(created, sizeof created, "unknown");
     json_t *root = json_pack("{s:i, s:s, s:s, s:{s:s, s:s, s:I}, s:O, s:O}", "format_version",
                              CG_GOLDEN_FORMAT_VERSION, "convgate_version", CG_VERSION, "created",
