@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# 'convgate rewrite' on the crafted models of tests/data/rewrite
+# (tools/make_rewrite_cases.py): each compatibility rewrite takes its model
+# from partial to full residency on the target that refused it, verified
+# exact or within the fp32 noise floor; the written model passes our checker
+# and python3-onnx's and reloads; a rewrite that would change results is
+# refused (exit 1, model unchanged); the GELU approximation waits for
+# --opt-in; the precision rewrites make the fp16 cases pass gate 3 on
+# litert-gpu; --what-if writes nothing and estimates after each step.
+set -u
+bin=${1:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
+src=${2:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
+data="$src/tests/data/rewrite"
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() {
+    local what=$1
+    shift
+    if ! "$@"; then
+        echo "FAILED: $what" >&2
+        sed 's/^/  stdout: /' "$tmp/out" | head -40 >&2
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+        fails=$((fails + 1))
+    fi
+}
+cg() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
+rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
+out_has() { grep -qF -- "$1" "$tmp/out"; }
+err_has() { grep -qF -- "$1" "$tmp/err"; }
+# json EXPR: a python expression over r (the --json result) must be true
+json() { "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
+have_onnx=0
+"$py" -c 'import onnx' 2>/dev/null && have_onnx=1
+onnx_checks() { [ $have_onnx = 0 ] || "$py" -c 'import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]))' "$1"; }
+
+cg rewrite --list
+check "--list: exit 0" rc 0
+check "--list names the catalog" out_has "gathernd-to-gather"
+cg rewrite "$data/expand.onnx" --target litert-gpu -o "$tmp/x.onnx" --only no-such-rewrite
+check "--only unknown: exit 2" rc 2
+check "--only unknown: names the catalog" err_has "no rewrite is called 'no-such-rewrite'"
+cg rewrite "$data/expand.onnx" --target litert-gpu
+check "neither -o nor --what-if: exit 2" rc 2
+
+# model, target, the rewrite that must apply
+while read -r case target name; do
+    out="$tmp/$case.onnx"
+    cg rewrite "$data/$case.onnx" --target "$target" -o "$out" --json
+    check "$case: exit 0" rc 0
+    check "$case: partial before ($target)" json 'r["before"]["cpu"] > 0'
+    check "$case: full after ($target)" json 'r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
+    check "$case: $name applied" json "any(s['name'] == '$name' and s['outcome'] == 'applied' for s in r['steps'])"
+    check "$case: $name verified (exact or within the fp32 floor)" json "all(c['exact'] or c['judgement']['verdict'] == 'matches (fp32 noise)' for s in r['steps'] if s['name'] == '$name' for c in s['checks'])"
+    cg check "$out"
+    check "$case: the result passes convgate check" rc 0
+    check "$case: the result passes onnx.checker" onnx_checks "$out"
+    cg assign "$out" --target "$target"
+    check "$case: assign on the result: full residency" out_has "full residency"
+done <<'EOF'
+gathernd_box litert-gpu gathernd-to-gather
+gathernd_points litert-gpu gathernd-to-gather
+pixel_shuffle litert-gpu rank-reduction
+window_partition litert-gpu rank-reduction
+packed_qkv litert-gpu rank-reduction
+convtranspose nnapi convtranspose-to-conv
+where_prelu nnapi where-to-arithmetic
+where_elu nnapi where-to-arithmetic
+where_mask nnapi where-to-arithmetic
+expand litert-gpu expand-to-broadcast
+reflect_pad nnapi reflect-pad-to-concat
+EOF
+# the pixel shuffle becomes one DepthToSpace
+check "pixel shuffle: DepthToSpace" grep -q DepthToSpace "$tmp/pixel_shuffle.onnx"
+
+# a rewrite that would change results is refused
+cg rewrite "$data/where_mask_inf.onnx" --target nnapi -o "$tmp/inf.onnx" --json
+check "-inf mask: exit 1 (a rewrite refused)" rc 1
+check "-inf mask: where-to-arithmetic refused" json 'any(s["name"] == "where-to-arithmetic" and s["outcome"] == "refused" and "wrong result" in s["detail"] for s in r["steps"])'
+check "-inf mask: still partial" json 'r["after"]["cpu"] > 0 and r["applied"] == 0'
+cg rewrite "$data/where_mask_inf.onnx" --target nnapi -o "$tmp/inf.onnx"
+check "-inf mask text: says refused and why" out_has "refused: output 'y': wrong result"
+
+# an approximation only when opted in
+cg rewrite "$data/gelu.onnx" --target litert-gpu -o "$tmp/gelu.onnx" --json
+check "gelu: exit 0" rc 0
+check "gelu: not opted in" json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "not opted in" for s in r["steps"])'
+check "gelu: Erf stays on the CPU" json 'r["after"]["cpu"] > 0'
+cg rewrite "$data/gelu.onnx" --target litert-gpu -o "$tmp/gelu.onnx" --opt-in gelu-tanh --json
+check "gelu opted in: full residency" json 'r["after"]["cpu"] == 0'
+check "gelu opted in: the change is measured and stated" json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "applied" and not s["exact"] and 0 < s["checks"][0]["max_abs"] < 1e-3 and "accepted: opted in" in s["detail"] for s in r["steps"])'
+
+# fp16 precision: gate 3 on litert-gpu fails before, passes after
+while read -r model inputs name; do
+    cg gate "$src/$model" --target litert-gpu --inputs "$src/$inputs"
+    check "$model: gate 3 fails before" rc 1
+    cg rewrite "$src/$model" --target litert-gpu --inputs "$src/$inputs" -o "$tmp/p.onnx" --json
+    check "$model: rewrite exit 0" rc 0
+    check "$model: $name applied, the target path's error falls" json "any(s['name'] == '$name' and s['outcome'] == 'applied' and float(s['target_error_after']) < float(s['target_error_before']) for s in r['steps'])"
+    cg gate "$tmp/p.onnx" --target litert-gpu --inputs "$src/$inputs"
+    check "$model: gate passes after" rc 0
+    check "$model: the result passes onnx.checker" onnx_checks "$tmp/p.onnx"
+done <<'EOF'
+examples/rmsnorm_fp16.onnx examples/rmsnorm_fp16_inputs fp16-scale-squares
+tests/data/rewrite/l2norm_overflow.onnx tests/data/rewrite/l2norm_overflow_inputs fp16-sumsquare-rescale
+tests/data/rewrite/layernorm_overflow.onnx tests/data/rewrite/layernorm_overflow_inputs fp16-scale-squares
+tests/data/fp16/global_mean.onnx tests/data/fp16/global_mean_inputs fp16-hierarchical-mean
+EOF
+# on an fp32 target the precision rewrites do not apply
+cg rewrite "$src/examples/rmsnorm_fp16.onnx" --target tflite-xnnpack --inputs "$src/examples/rmsnorm_fp16_inputs" --what-if --json
+check "fp32 target: precision rewrites not applicable" json 'all(s["outcome"] == "not applicable" for s in r["steps"] if s["kind"] == "precision")'
+
+# --what-if writes nothing and estimates after each applied step
+cg rewrite "$src/examples/tiny_cnn.onnx" --target litert-gpu --dim batch=1 --what-if --json
+check "what-if: exit 0" rc 0
+check "what-if: no output" json 'r["output"] is None'
+check "what-if: bn-folding applied with residency, partitions and latency after it" json 'any(s["name"] == "bn-folding" and s["outcome"] == "applied" and s["after"]["on_target"] > r["before"]["on_target"] and s["after"]["partitions"] >= 1 and isinstance(s["after"]["mixed_ms"], float) for s in r["steps"])'
+cg rewrite "$src/examples/tiny_cnn.onnx" --target litert-gpu --dim batch=1 --what-if
+check "what-if text: after it" out_has "after it:"
+check "what-if text: mixed latency" out_has "mixed latency"
+
+if [ $have_onnx = 0 ]; then
+    echo "rewrite_cli: python3-onnx missing: onnx.checker not run" >&2
+    [ "$fails" = 0 ] && exit 77
+fi
+if [ "$fails" -gt 0 ]; then
+    echo "rewrite_cli: $fails check(s) failed" >&2
+    exit 1
+fi
+echo "rewrite_cli: all checks passed"
