@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "convgate/golden.h"
+#include "convgate/rewrite.h"
 
 bool cli_parse_double(const char *s, double *out)
 {
@@ -427,4 +428,48 @@ void cli_names_free(char **list, size_t count)
 {
     for (size_t i = 0; i < count; i++)
         free(list[i]);
+}
+
+/* --- the rewriting commands' options ----------------------------------------------- */
+
+int cli_rewrite_option(const char *cmd, int c, const char *arg, cli_rewrite_args *r)
+{
+    switch (c) {
+    case 'i': r->inputs = arg; return 1;
+    case 'O':
+        return cli_parse_names(cmd, "only", arg, r->only, &r->only_count, CLI_MAX_NAMES) ? 1 : -1;
+    case 'P':
+        return cli_parse_names(cmd, "opt-in", arg, r->opt_in, &r->opt_in_count, CLI_MAX_NAMES)
+                   ? 1
+                   : -1;
+    case 'r':
+        if (!cli_parse_count(arg, CLI_MAX_REWRITE_RANDOM, &r->random_n) || !r->random_n) {
+            cli_error(cmd, "--random expects a count in [1, %d], got '%s'",
+                      CLI_MAX_REWRITE_RANDOM, arg);
+            return -1;
+        }
+        return 1;
+    default: return 0;
+    }
+}
+
+bool cli_rewrite_check(const char *cmd, const cli_rewrite_args *r)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_rewrite_check_names((const char *const *)r->only, r->only_count, "--only", &err) !=
+            CG_OK ||
+        cg_rewrite_check_names((const char *const *)r->opt_in, r->opt_in_count, "--opt-in",
+                               &err) != CG_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+void cli_rewrite_args_free(cli_rewrite_args *r)
+{
+    cli_names_free(r->only, r->only_count);
+    cli_names_free(r->opt_in, r->opt_in_count);
+    r->only_count = r->opt_in_count = 0;
 }

@@ -231,6 +231,25 @@ bool cli_parse_names(const char *cmd, const char *opt, const char *arg, char **l
                      size_t *count, size_t max);
 void cli_names_free(char **list, size_t count);
 
+/* The options of the commands that rewrite (rewrite, convert): --only,
+ * --opt-in, --inputs DIR, --random N, as CLI_OPTS_REWRITE's codes.
+ * cli_rewrite_option: 1 handled, -1 an error (printed), 0 not one of them. */
+#define CLI_MAX_NAMES 64
+#define CLI_MAX_REWRITE_RANDOM 1000
+typedef struct cli_rewrite_args {
+    const char *inputs;
+    uint64_t random_n;
+    char *only[CLI_MAX_NAMES], *opt_in[CLI_MAX_NAMES];
+    size_t only_count, opt_in_count;
+} cli_rewrite_args;
+#define CLI_OPTS_REWRITE                                                                        \
+    {"only", required_argument, NULL, 'O'}, {"opt-in", required_argument, NULL, 'P'},           \
+        {"inputs", required_argument, NULL, 'i'}, {"random", required_argument, NULL, 'r'}
+int cli_rewrite_option(const char *cmd, int c, const char *arg, cli_rewrite_args *r);
+/* Refuses an --only or --opt-in name the catalog does not have. */
+bool cli_rewrite_check(const char *cmd, const cli_rewrite_args *r);
+void cli_rewrite_args_free(cli_rewrite_args *r);
+
 /* Help text shared by the commands that feed a model. */
 #define CLI_HELP_INPUT_OPTIONS                                                                  \
     "  --dim SYM=VAL[,...]  size of a symbolic input dim (repeatable); a name no input\n"       \

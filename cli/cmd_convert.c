@@ -15,8 +15,6 @@
 #include "convgate/rewrite.h"
 #include "report/report.h"
 
-#define CONVERT_MAX_RANDOM 1000
-#define CONVERT_MAX_NAMES 64
 #define CONVERT_MAX_ARGS 256
 
 static void convert_usage(FILE *f)
@@ -56,11 +54,10 @@ static void convert_usage(FILE *f)
 }
 
 typedef struct convert_args {
-    const char *model_path, *out, *inputs;
-    uint64_t random_n, external_above;
+    const char *model_path, *out;
+    uint64_t external_above;
     bool force;
-    char *only[CONVERT_MAX_NAMES], *opt_in[CONVERT_MAX_NAMES];
-    size_t only_count, opt_in_count;
+    cli_rewrite_args rw;
     cli_inputs in;
     cli_targets tg;
 } convert_args;
@@ -70,10 +67,7 @@ static int parse_args(int argc, char **argv, convert_args *a)
     static const struct option longopts[] = {CLI_OPTS_TARGETS,
                                               CLI_OPTS_INPUTS,
                                               {"output", required_argument, NULL, 'o'},
-                                              {"only", required_argument, NULL, 'O'},
-                                              {"opt-in", required_argument, NULL, 'P'},
-                                              {"inputs", required_argument, NULL, 'i'},
-                                              {"random", required_argument, NULL, 'r'},
+                                              CLI_OPTS_REWRITE,
                                               {"force", no_argument, NULL, 'f'},
                                               {"external-data-above", required_argument, NULL, 'x'},
                                               CLI_OPTS_END};
@@ -84,25 +78,7 @@ static int parse_args(int argc, char **argv, convert_args *a)
                                 NULL)) != -1) {
         switch (c) {
         case 'o': a->out = optarg; break;
-        case 'i': a->inputs = optarg; break;
         case 'f': a->force = true; break;
-        case 'O':
-            if (!cli_parse_names("convert", "only", optarg, a->only, &a->only_count,
-                                 CONVERT_MAX_NAMES))
-                return CG_EXIT_ERROR;
-            break;
-        case 'P':
-            if (!cli_parse_names("convert", "opt-in", optarg, a->opt_in, &a->opt_in_count,
-                                 CONVERT_MAX_NAMES))
-                return CG_EXIT_ERROR;
-            break;
-        case 'r':
-            if (!cli_parse_count(optarg, CONVERT_MAX_RANDOM, &a->random_n) || !a->random_n) {
-                cli_error("convert", "--random expects a count in [1, %d], got '%s'",
-                          CONVERT_MAX_RANDOM, optarg);
-                return CG_EXIT_ERROR;
-            }
-            break;
         case 'x':
             if (!cli_parse_count(optarg, UINT64_MAX, &a->external_above)) {
                 cli_error("convert", "--external-data-above expects a byte count, got '%s'",
@@ -111,7 +87,9 @@ static int parse_args(int argc, char **argv, convert_args *a)
             }
             break;
         case 'h': convert_usage(stdout); return -1;
-        default: return CG_EXIT_ERROR;
+        default:
+            if (cli_rewrite_option("convert", c, optarg, &a->rw) <= 0)
+                return CG_EXIT_ERROR;
         }
     }
     if (!(a->model_path = cli_model_arg("convert", argc, argv, convert_usage)) ||
@@ -125,16 +103,7 @@ static int parse_args(int argc, char **argv, convert_args *a)
         cli_error("convert", "the model must be a file (its sha256 goes into the manifest)");
         return CG_EXIT_ERROR;
     }
-    cg_error err;
-    cg_error_clear(&err);
-    if (cg_rewrite_check_names((const char *const *)a->only, a->only_count, "--only", &err) !=
-            CG_OK ||
-        cg_rewrite_check_names((const char *const *)a->opt_in, a->opt_in_count, "--opt-in",
-                               &err) != CG_OK) {
-        cli_error("convert", "%s", err.msg);
-        return CG_EXIT_ERROR;
-    }
-    return CG_EXIT_OK;
+    return cli_rewrite_check("convert", &a->rw) ? CG_EXIT_OK : CG_EXIT_ERROR;
 }
 
 /* README.md, then manifest.json (which lists the README's hash) */
@@ -206,7 +175,7 @@ int cmd_convert(int argc, char **argv)
     }
     rc = CG_EXIT_ERROR;
     if (!(model = cli_model_for("convert", a.model_path, &a.in, &a.tg)) ||
-        !cli_samples_load("convert", model, a.model_path, NULL, a.inputs, a.random_n, 3, &a.in,
+        !cli_samples_load("convert", model, a.model_path, NULL, a.rw.inputs, a.rw.random_n, 3, &a.in,
                           &samples, desc, sizeof desc))
         goto done;
     cg_convert_options o;
@@ -217,10 +186,10 @@ int cmd_convert(int argc, char **argv)
     o.rewrite.dim_count = a.in.dim_count;
     o.rewrite.random = &a.in.random;
     o.rewrite.samples = &samples;
-    o.rewrite.only = (const char *const *)a.only;
-    o.rewrite.only_count = a.only_count;
-    o.rewrite.opt_in = (const char *const *)a.opt_in;
-    o.rewrite.opt_in_count = a.opt_in_count;
+    o.rewrite.only = (const char *const *)a.rw.only;
+    o.rewrite.only_count = a.rw.only_count;
+    o.rewrite.opt_in = (const char *const *)a.rw.opt_in;
+    o.rewrite.opt_in_count = a.rw.opt_in_count;
     o.samples_desc = desc;
     o.argv = (const char *const *)typed;
     o.argc = nrec;
@@ -248,8 +217,7 @@ done:
     cg_model_free(model);
     cli_targets_free(&a.tg);
     cli_inputs_free(&a.in);
-    cli_names_free(a.only, a.only_count);
-    cli_names_free(a.opt_in, a.opt_in_count);
+    cli_rewrite_args_free(&a.rw);
     for (size_t i = 0; i < nrec; i++)
         free(typed[i]);
     free(typed);

@@ -14,8 +14,6 @@
 #include "convgate/rewrite.h"
 #include "report/report.h"
 
-#define REWRITE_MAX_RANDOM 1000
-#define REWRITE_MAX_NAMES 64
 
 static void rewrite_usage(FILE *f)
 {
@@ -58,11 +56,9 @@ static void rewrite_usage(FILE *f)
 }
 
 typedef struct rewrite_args {
-    const char *model_path, *out, *inputs;
-    uint64_t random_n;
+    const char *model_path, *out;
     bool what_if, list, all;
-    char *only[REWRITE_MAX_NAMES], *opt_in[REWRITE_MAX_NAMES];
-    size_t only_count, opt_in_count;
+    cli_rewrite_args rw;
     cli_inputs in;
     cli_targets tg;
 } rewrite_args;
@@ -73,12 +69,9 @@ static int parse_args(int argc, char **argv, rewrite_args *a)
                                               CLI_OPTS_INPUTS,
                                               {"output", required_argument, NULL, 'o'},
                                               {"what-if", no_argument, NULL, 'w'},
-                                              {"only", required_argument, NULL, 'O'},
-                                              {"opt-in", required_argument, NULL, 'P'},
                                               {"list", no_argument, NULL, 'l'},
                                               {"all", no_argument, NULL, 'a'},
-                                              {"inputs", required_argument, NULL, 'i'},
-                                              {"random", required_argument, NULL, 'r'},
+                                              CLI_OPTS_REWRITE,
                                               CLI_OPTS_END};
     int c;
     bool started = false;
@@ -89,26 +82,10 @@ static int parse_args(int argc, char **argv, rewrite_args *a)
         case 'w': a->what_if = true; break;
         case 'l': a->list = true; break;
         case 'a': a->all = true; break;
-        case 'i': a->inputs = optarg; break;
-        case 'O':
-            if (!cli_parse_names("rewrite", "only", optarg, a->only, &a->only_count,
-                                 REWRITE_MAX_NAMES))
-                return CG_EXIT_ERROR;
-            break;
-        case 'P':
-            if (!cli_parse_names("rewrite", "opt-in", optarg, a->opt_in, &a->opt_in_count,
-                                 REWRITE_MAX_NAMES))
-                return CG_EXIT_ERROR;
-            break;
-        case 'r':
-            if (!cli_parse_count(optarg, REWRITE_MAX_RANDOM, &a->random_n) || !a->random_n) {
-                cli_error("rewrite", "--random expects a count in [1, %d], got '%s'",
-                          REWRITE_MAX_RANDOM, optarg);
-                return CG_EXIT_ERROR;
-            }
-            break;
         case 'h': rewrite_usage(stdout); return -1;
-        default: return CG_EXIT_ERROR;
+        default:
+            if (cli_rewrite_option("rewrite", c, optarg, &a->rw) <= 0)
+                return CG_EXIT_ERROR;
         }
     }
     if (a->list)
@@ -121,16 +98,7 @@ static int parse_args(int argc, char **argv, rewrite_args *a)
         cli_error("rewrite", "give -o OUT to write the result, or --what-if to write nothing");
         return CG_EXIT_ERROR;
     }
-    cg_error err;
-    cg_error_clear(&err);
-    if (cg_rewrite_check_names((const char *const *)a->only, a->only_count, "--only", &err) !=
-            CG_OK ||
-        cg_rewrite_check_names((const char *const *)a->opt_in, a->opt_in_count, "--opt-in",
-                               &err) != CG_OK) {
-        cli_error("rewrite", "%s", err.msg);
-        return CG_EXIT_ERROR;
-    }
-    return CG_EXIT_OK;
+    return cli_rewrite_check("rewrite", &a->rw) ? CG_EXIT_OK : CG_EXIT_ERROR;
 }
 
 int cmd_rewrite(int argc, char **argv)
@@ -159,7 +127,7 @@ int cmd_rewrite(int argc, char **argv)
     }
     rc = CG_EXIT_ERROR;
     if (!(model = cli_model_for("rewrite", a.model_path, &a.in, &a.tg)) ||
-        !cli_samples_load("rewrite", model, a.model_path, NULL, a.inputs, a.random_n, 3, &a.in,
+        !cli_samples_load("rewrite", model, a.model_path, NULL, a.rw.inputs, a.rw.random_n, 3, &a.in,
                           &samples, desc, sizeof desc))
         goto done;
     cg_rewrite_options o;
@@ -170,10 +138,10 @@ int cmd_rewrite(int argc, char **argv)
     o.dim_count = a.in.dim_count;
     o.random = &a.in.random;
     o.samples = &samples;
-    o.only = (const char *const *)a.only;
-    o.only_count = a.only_count;
-    o.opt_in = (const char *const *)a.opt_in;
-    o.opt_in_count = a.opt_in_count;
+    o.only = (const char *const *)a.rw.only;
+    o.only_count = a.rw.only_count;
+    o.opt_in = (const char *const *)a.rw.opt_in;
+    o.opt_in_count = a.rw.opt_in_count;
     o.what_if = a.what_if;
     if (cg_rewrite_run(model, &o, &res, &err) != CG_OK) {
         cli_error("rewrite", "%s", err.msg);
@@ -201,7 +169,6 @@ done:
     cg_model_free(model);
     cli_targets_free(&a.tg);
     cli_inputs_free(&a.in);
-    cli_names_free(a.only, a.only_count);
-    cli_names_free(a.opt_in, a.opt_in_count);
+    cli_rewrite_args_free(&a.rw);
     return rc;
 }

@@ -73,25 +73,38 @@ static cg_status prepare_dir(const char *dir, bool force, cg_error *err)
     return CG_OK;
 }
 
+/* Appends path to r->files; its hash is filled by the caller. */
+static cg_artifact_file *record_file(cg_convert_result *r, const char *path, cg_error *err)
+{
+    cg_artifact_file *grown = realloc(r->files, (r->file_count + 1) * sizeof *grown);
+    if (!grown) {
+        cg_error_set(err, CG_NOMEM, "convert: out of memory");
+        return NULL;
+    }
+    r->files = grown;
+    cg_artifact_file *f = &r->files[r->file_count];
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(path))) {
+        cg_error_set(err, CG_NOMEM, "convert: out of memory");
+        return NULL;
+    }
+    r->file_count++;
+    return f;
+}
+
 cg_status cg_convert_add_file(cg_convert_result *r, const char *path, const void *data,
                               size_t size, cg_error *err)
 {
     char full[ARTIFACT_PATH_MAX];
     cg_status st;
+    cg_artifact_file *f;
     if (!join(full, sizeof full, r->dir, path))
         return cg_error_set(err, CG_LIMIT, "convert: path '%s/%s' is too long", r->dir, path);
     if ((st = cg_path_make_parents(full, err)) != CG_OK ||
         (st = cg_path_write_new(full, data, size, err)) != CG_OK)
         return st;
-    cg_artifact_file *grown = realloc(r->files, (r->file_count + 1) * sizeof *grown);
-    if (!grown)
-        return cg_error_set(err, CG_NOMEM, "convert: out of memory");
-    r->files = grown;
-    cg_artifact_file *f = &r->files[r->file_count];
-    memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(path)))
-        return cg_error_set(err, CG_NOMEM, "convert: out of memory");
-    r->file_count++;
+    if (!(f = record_file(r, path, err)))
+        return CG_NOMEM;
     f->bytes = size;
     return cg_sha256_hex(data, size, f->sha256, err);
 }
@@ -101,17 +114,11 @@ cg_status cg_convert_add_file(cg_convert_result *r, const char *path, const void
 static cg_status add_written(cg_convert_result *r, const char *path, cg_error *err)
 {
     char full[ARTIFACT_PATH_MAX];
+    cg_artifact_file *f;
     if (!join(full, sizeof full, r->dir, path))
         return cg_error_set(err, CG_LIMIT, "convert: path '%s/%s' is too long", r->dir, path);
-    cg_artifact_file *grown = realloc(r->files, (r->file_count + 1) * sizeof *grown);
-    if (!grown)
-        return cg_error_set(err, CG_NOMEM, "convert: out of memory");
-    r->files = grown;
-    cg_artifact_file *f = &r->files[r->file_count];
-    memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(path)))
-        return cg_error_set(err, CG_NOMEM, "convert: out of memory");
-    r->file_count++;
+    if (!(f = record_file(r, path, err)))
+        return CG_NOMEM;
     return cg_sha256_file(full, f->sha256, &f->bytes, err);
 }
 

@@ -144,8 +144,25 @@ typedef struct run_case {
     const char *dim;         /* "batch" = 2 or NULL */
 } run_case;
 
-static bool run(const run_case *rc, cg_rewrite_result *res, cg_target_registry **reg,
-                cg_sample_set *samples, cg_model **model)
+/* What a run leaves to free. */
+typedef struct run_out {
+    cg_rewrite_result res;
+    cg_target_registry *reg;
+    cg_sample_set samples;
+    cg_model *model;
+} run_out;
+
+static void run_free(run_out *o)
+{
+    cg_rewrite_result_free(&o->res);
+    cg_sample_set_free(&o->samples);
+    cg_target_registry_free(o->reg);
+    cg_model_free(o->model);
+    memset(o, 0, sizeof *o);
+}
+
+static bool run_into(const run_case *rc, cg_rewrite_result *res, cg_target_registry **reg,
+                     cg_sample_set *samples, cg_model **model)
 {
     cg_error err;
     cg_error_clear(&err);
@@ -190,6 +207,13 @@ static bool run(const run_case *rc, cg_rewrite_result *res, cg_target_registry *
     return true;
 }
 
+/* Runs rc into o (zeroed first); false when it could not run. */
+static bool run(const run_case *rc, run_out *o)
+{
+    memset(o, 0, sizeof *o);
+    return run_into(rc, &o->res, &o->reg, &o->samples, &o->model);
+}
+
 static const cg_rewrite_step *step_of(const cg_rewrite_result *r, const char *name)
 {
     for (size_t i = 0; i < r->step_count; i++)
@@ -211,14 +235,10 @@ static void cleanup_case(const char *name, size_t sites, const char *gone, bool 
                          const char *dim)
 {
     run_case rc = {"cleanups.onnx", "litert-gpu", name, NULL, dim};
-    cg_rewrite_result res;
-    cg_target_registry *reg = NULL;
-    cg_sample_set samples = {0};
-    cg_model *model = NULL;
-    memset(&res, 0, sizeof res);
-    if (run(&rc, &res, &reg, &samples, &model)) {
-        const cg_rewrite_step *s = step_of(&res, name);
-        EXPECT(res.step_count == 1 && s, "%s: one step", name);
+    run_out o;
+    if (run(&rc, &o)) {
+        const cg_rewrite_step *s = step_of(&o.res, name);
+        EXPECT(o.res.step_count == 1 && s, "%s: one step", name);
         if (s) {
             EXPECT(s->outcome == CG_STEP_APPLIED, "%s: %s (%s)", name,
                    cg_rewrite_outcome_name(s->outcome), s->detail);
@@ -227,14 +247,11 @@ static void cleanup_case(const char *name, size_t sites, const char *gone, bool 
                    exact);
         }
         if (gone)
-            EXPECT(count_op(res.model, gone) == 0 && count_op(model, gone) > 0,
+            EXPECT(count_op(o.res.model, gone) == 0 && count_op(o.model, gone) > 0,
                    "%s: no %s left", name, gone);
-        EXPECT(res.model && checks(res.model), "%s: the result checks", name);
+        EXPECT(o.res.model && checks(o.res.model), "%s: the result checks", name);
     }
-    cg_rewrite_result_free(&res);
-    cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
-    cg_model_free(model);
+    run_free(&o);
 }
 
 static void test_cleanups(void)
@@ -247,20 +264,13 @@ static void test_cleanups(void)
     /* Shape is folded only once --dim fixes the batch dim */
     cleanup_case("shape-folding", 1, "Shape", true, "batch");
     run_case rc = {"cleanups.onnx", "litert-gpu", "shape-folding", NULL, NULL};
-    cg_rewrite_result res;
-    cg_target_registry *reg = NULL;
-    cg_sample_set samples = {0};
-    cg_model *model = NULL;
-    memset(&res, 0, sizeof res);
-    if (run(&rc, &res, &reg, &samples, &model)) {
-        const cg_rewrite_step *s = step_of(&res, "shape-folding");
+    run_out o;
+    if (run(&rc, &o)) {
+        const cg_rewrite_step *s = step_of(&o.res, "shape-folding");
         EXPECT(s && s->outcome == CG_STEP_NOT_APPLICABLE,
                "shape-folding without --dim: %s", s ? cg_rewrite_outcome_name(s->outcome) : "?");
     }
-    cg_rewrite_result_free(&res);
-    cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
-    cg_model_free(model);
+    run_free(&o);
 }
 
 /* The whole catalog on cleanups.onnx with --dim: the result checks, runs and
@@ -268,23 +278,16 @@ static void test_cleanups(void)
 static void test_all_cleanups(void)
 {
     run_case rc = {"cleanups.onnx", "litert-gpu", NULL, NULL, "batch"};
-    cg_rewrite_result res;
-    cg_target_registry *reg = NULL;
-    cg_sample_set samples = {0};
-    cg_model *model = NULL;
-    memset(&res, 0, sizeof res);
-    if (run(&rc, &res, &reg, &samples, &model)) {
-        EXPECT(res.applied == 6, "6 cleanups applied, got %zu", res.applied);
-        EXPECT(res.model && res.model->graph->node_count == 8, "22 -> 8 nodes, got %zu",
-               res.model ? res.model->graph->node_count : 0);
-        EXPECT(res.after.on_target > res.before.on_target, "more on the GPU: %zu -> %zu",
-               res.before.on_target, res.after.on_target);
-        EXPECT(res.noise_floor, "verified against the noise floor");
+    run_out o;
+    if (run(&rc, &o)) {
+        EXPECT(o.res.applied == 6, "6 cleanups applied, got %zu", o.res.applied);
+        EXPECT(o.res.model && o.res.model->graph->node_count == 8, "22 -> 8 nodes, got %zu",
+               o.res.model ? o.res.model->graph->node_count : 0);
+        EXPECT(o.res.after.on_target > o.res.before.on_target, "more on the GPU: %zu -> %zu",
+               o.res.before.on_target, o.res.after.on_target);
+        EXPECT(o.res.noise_floor, "verified against the noise floor");
     }
-    cg_rewrite_result_free(&res);
-    cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
-    cg_model_free(model);
+    run_free(&o);
 }
 
 /* A rewrite whose result is not within the floor is refused and the model
@@ -292,43 +295,29 @@ static void test_all_cleanups(void)
 static void test_refusals(void)
 {
     run_case rc = {"where_mask_inf.onnx", "nnapi", NULL, NULL, NULL};
-    cg_rewrite_result res;
-    cg_target_registry *reg = NULL;
-    cg_sample_set samples = {0};
-    cg_model *model = NULL;
-    memset(&res, 0, sizeof res);
-    if (run(&rc, &res, &reg, &samples, &model)) {
-        const cg_rewrite_step *s = step_of(&res, "where-to-arithmetic");
+    run_out o;
+    if (run(&rc, &o)) {
+        const cg_rewrite_step *s = step_of(&o.res, "where-to-arithmetic");
         EXPECT(s && s->outcome == CG_STEP_REFUSED, "-inf mask: %s",
                s ? cg_rewrite_outcome_name(s->outcome) : "?");
         EXPECT(s && strstr(s->detail, "refused") && strstr(s->detail, "wrong result"),
                "the reason: %s", s ? s->detail : "");
-        EXPECT(res.applied == 0 && count_op(res.model, "Where") == 1, "model unchanged");
+        EXPECT(o.res.applied == 0 && count_op(o.res.model, "Where") == 1, "model unchanged");
     }
-    cg_rewrite_result_free(&res);
-    cg_sample_set_free(&samples);
-    cg_target_registry_free(reg);
-    cg_model_free(model);
+    run_free(&o);
     for (int opted = 0; opted < 2; opted++) {
         run_case gc = {"gelu.onnx", "litert-gpu", "gelu-tanh", opted ? "gelu-tanh" : NULL, NULL};
-        memset(&res, 0, sizeof res);
-        memset(&samples, 0, sizeof samples);
-        reg = NULL;
-        model = NULL;
-        if (run(&gc, &res, &reg, &samples, &model)) {
-            const cg_rewrite_step *s = step_of(&res, "gelu-tanh");
+        if (run(&gc, &o)) {
+            const cg_rewrite_step *s = step_of(&o.res, "gelu-tanh");
             EXPECT(s && s->outcome == (opted ? CG_STEP_APPLIED : CG_STEP_NOT_OPTED_IN),
                    "gelu-tanh opted %d: %s", opted, s ? cg_rewrite_outcome_name(s->outcome) : "?");
-            EXPECT(count_op(res.model, "Erf") == (opted ? 0u : 1u), "Erf count");
+            EXPECT(count_op(o.res.model, "Erf") == (opted ? 0u : 1u), "Erf count");
             if (opted && s)
                 EXPECT(!s->exact && s->checks[0].max_abs > 0 && s->checks[0].max_abs < 1e-3 &&
                            strstr(s->detail, "accepted: opted in"),
                        "the measured change is stated: %s", s->detail);
         }
-        cg_rewrite_result_free(&res);
-        cg_sample_set_free(&samples);
-        cg_target_registry_free(reg);
-        cg_model_free(model);
+        run_free(&o);
     }
 }
 
