@@ -62,7 +62,6 @@ int cmd_dump_ref(int argc, char **argv)
     cg_golden_writer *w = NULL;
     cg_sample_source *src = NULL;
     cg_sample s;
-    cg_named_value *outs = NULL;
     size_t out_count = 0;
     json_t *sets = json_array();
     cg_error err;
@@ -126,14 +125,11 @@ int cmd_dump_ref(int argc, char **argv)
             cli_error("dump-ref", "%s", err.msg);
             goto done;
         }
-        if (cg_runtime_run(rt, s.inputs, s.input_count, &outs, &out_count, &err) != CG_OK) {
-            cli_error("dump-ref", "set '%s': %s", s.label, err.msg);
-            rc = err.status == CG_USAGE ? CG_EXIT_ERROR : CG_EXIT_FAIL;
-            goto done;
-        }
-        if (cg_golden_writer_add(w, s.label, s.inputs, s.input_count, outs, out_count, &written,
-                                 &err) != CG_OK) {
+        bool ran;
+        if (cg_golden_writer_run(w, rt, &s, &written, &out_count, &ran, &err) != CG_OK) {
             cli_error("dump-ref", "%s", err.msg);
+            /* the model failing on the set is exit 1; a bad input or the writer, 2 */
+            rc = !ran && err.status != CG_USAGE ? CG_EXIT_FAIL : CG_EXIT_ERROR;
             goto done;
         }
         if (!cli_json_on())
@@ -144,9 +140,6 @@ int cmd_dump_ref(int argc, char **argv)
         cg_json_set(js, "inputs", json_integer((json_int_t)s.input_count));
         cg_json_set(js, "outputs", json_integer((json_int_t)out_count));
         json_array_append_new(sets, js);
-        cg_runtime_free_outputs(outs, out_count);
-        outs = NULL;
-        out_count = 0;
         cg_sample_clear(&s);
     }
     if (cg_golden_writer_finish(w, &err) != CG_OK) {
@@ -166,7 +159,6 @@ int cmd_dump_ref(int argc, char **argv)
     }
 done:
     json_decref(sets);
-    cg_runtime_free_outputs(outs, out_count);
     cg_sample_clear(&s);
     cg_sample_source_free(src);
     cg_golden_writer_free(w);

@@ -8,6 +8,9 @@
 #      profile: full residency, but the sum of squares overflows fp16 -> gate
 #      3 FAILS and bisect names the ReduceMean (the example exists to show
 #      this failure; the script succeeds when convgate reports it).
+#   4. convgate convert on the same block: a verified, exact rewrite pre-scales
+#      the sum of squares, all three gates pass, and the artifact directory
+#      (model, golden set, manifest, README) passes convgate verify.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -29,3 +32,6 @@ if [ "$rc" -ne 1 ]; then
 fi
 echo
 echo "demo: the fp16 RMSNorm example failed gate 3 as designed (exit 1): see the bisect above."
+art=$(mktemp -d)/rmsnorm_litert_gpu
+show "$cg" convert examples/rmsnorm_fp16.onnx --target litert-gpu --inputs examples/rmsnorm_fp16_inputs -o "$art"
+show "$cg" verify "$art"

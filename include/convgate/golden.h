@@ -114,6 +114,17 @@ CG_API CG_NODISCARD cg_status cg_golden_writer_add(cg_golden_writer *w, const ch
                                                    const cg_named_value *outputs,
                                                    size_t output_count, const char **used_name,
                                                    cg_error *err);
+/* dump-ref's step: runs sample s on rt (the reference runtime of the model
+ * whose outputs are frozen) and writes its inputs and outputs as a set
+ * named after it. *used_name as for cg_golden_writer_add (may be NULL);
+ * *output_count (may be NULL) gets the outputs written; *ran (may be NULL)
+ * whether the run itself succeeded (a failure after it is the writer's).
+ * A run failure keeps the runtime's status, prefixed with the set's name. */
+struct cg_runtime;
+CG_API CG_NODISCARD cg_status cg_golden_writer_run(cg_golden_writer *w, struct cg_runtime *rt,
+                                                   const cg_sample *s, const char **used_name,
+                                                   size_t *output_count, bool *ran,
+                                                   cg_error *err);
 /* The manifest's `created` (UTC, ISO 8601) instead of the time of
  * cg_golden_writer_finish, so that a set written twice from the same
  * inputs is byte-identical (convgate convert's artifacts). */

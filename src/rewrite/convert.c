@@ -179,16 +179,9 @@ static cg_status write_golden(const cg_model *source, cg_convert_result *r, cons
             CG_OK)
         goto done;
     cg_golden_writer_set_created(w, r->created);
-    for (size_t i = 0; i < samples->count && st == CG_OK; i++) {
-        const cg_sample *s = &samples->samples[i];
-        cg_named_value *outs = NULL;
-        size_t n = 0;
-        if ((st = cg_runtime_run(rt, s->inputs, s->input_count, &outs, &n, err)) != CG_OK)
-            cg_error_prefix(err, "the source model on sample '%s': ", s->label);
-        else
-            st = cg_golden_writer_add(w, s->label, s->inputs, s->input_count, outs, n, NULL, err);
-        cg_runtime_free_outputs(outs, n);
-    }
+    for (size_t i = 0; i < samples->count && st == CG_OK; i++)
+        if ((st = cg_golden_writer_run(w, rt, &samples->samples[i], NULL, NULL, NULL, err)) != CG_OK)
+            cg_error_prefix(err, "the source model: ");
     if (st == CG_OK)
         st = cg_golden_writer_finish(w, err);
 done:

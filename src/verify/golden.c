@@ -389,6 +389,25 @@ fail:
     return st;
 }
 
+cg_status cg_golden_writer_run(cg_golden_writer *w, cg_runtime *rt, const cg_sample *s,
+                               const char **used_name, size_t *output_count, bool *ran,
+                               cg_error *err)
+{
+    cg_named_value *outs = NULL;
+    size_t n = 0;
+    cg_status st = cg_runtime_run(rt, s->inputs, s->input_count, &outs, &n, err);
+    if (ran)
+        *ran = st == CG_OK;
+    if (st != CG_OK)
+        cg_error_prefix(err, "set '%s': ", s->label);
+    else
+        st = cg_golden_writer_add(w, s->label, s->inputs, s->input_count, outs, n, used_name, err);
+    if (output_count)
+        *output_count = n;
+    cg_runtime_free_outputs(outs, n);
+    return st;
+}
+
 void cg_golden_writer_set_created(cg_golden_writer *w, const char *created)
 {
     snprintf(w->created, sizeof w->created, "%s", created ? created : "");
