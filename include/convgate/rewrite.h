@@ -222,6 +222,7 @@ typedef struct cg_convert_result {
     char tol_justification[256];
     cg_verify_report fp32;        /* the result on the reference vs the golden set */
     cg_verify_report target;      /* the target path vs the golden set */
+    char target_note[512];        /* why the target path did not run ("" when it did) */
     cg_gate_report gate;          /* the three gates on the result, golden sets as samples */
     /* the result's placement and its deterministic estimate (op work at an
      * assumed rate, not a timing: the manifest reads the same every run) */
@@ -259,6 +260,7 @@ typedef struct cg_artifact_report {
     char *source_sha256, *result_sha256;
     size_t files_checked;
     cg_verify_options verify;     /* what ran: the caller's, with the manifest's tolerance */
+    cg_model *model;              /* DIR/model.onnx (the golden report borrows its names) */
     cg_verify_report golden;      /* model.onnx on the reference vs the golden set */
 } cg_artifact_report;
 

@@ -222,7 +222,8 @@ json_t *cg_report_convert_manifest(const cg_convert_result *r)
     cg_json_set(root, "tolerance", tol);
     json_t *cmp = json_object();
     cg_json_set(cmp, "fp32", compare_json(&r->fp32));
-    cg_json_set(cmp, "target", compare_json(&r->target));
+    cg_json_set(cmp, "target", r->target_note[0] ? cg_json_text(r->target_note)
+                                                  : compare_json(&r->target));
     cg_json_set(root, "compare", cmp);
     cg_json_set(root, "gates", gates_json(&r->gate));
     const cg_artifact_file *gm = find_file(r, "golden/manifest.json");
@@ -252,8 +253,12 @@ json_t *cg_report_convert_manifest(const cg_convert_result *r)
 
 /* --- the README ------------------------------------------------------------------------ */
 
-static void metrics_cell(FILE *f, const cg_verify_report *v)
+static void metrics_cell(FILE *f, const cg_verify_report *v, const char *note)
 {
+    if (note && note[0]) {
+        fprintf(f, "FAIL (%s)", note);
+        return;
+    }
     double worst = 0;
     for (size_t k = 0; k < v->output_count; k++)
         if (!(v->merged[k].max_abs <= worst))
@@ -311,10 +316,10 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
     fprintf(f, "\n## The numbers\n\n");
     fprintf(f, "- Reference runtime, result vs the source's golden outputs (atol %g, rtol %g: %s): ",
             r->tol.atol, r->tol.rtol, r->tol_justification);
-    metrics_cell(f, &r->fp32);
+    metrics_cell(f, &r->fp32, NULL);
     fprintf(f, "\n- Target path (%s%s) vs the same outputs: ", label,
             r->target.reduced ? ", reduced precision emulated" : "");
-    metrics_cell(f, &r->target);
+    metrics_cell(f, &r->target, r->target_note);
     fprintf(f, "\n- Gates: 1 converts %s, 2 runs where intended %s, 3 matches %s. %s\n",
             cg_gate_state_name(r->gate.converts), cg_gate_state_name(r->gate.runs),
             cg_gate_state_name(r->gate.matches), r->gate.reason);
@@ -367,9 +372,9 @@ void cg_report_convert_text(FILE *f, const cg_convert_result *r, const cg_rewrit
     }
     cg_report_rewrite_text(f, &r->rewrite, v);
     fprintf(f, "reference vs the source's outputs: ");
-    metrics_cell(f, &r->fp32);
+    metrics_cell(f, &r->fp32, NULL);
     fprintf(f, "\ntarget path vs the source's outputs: ");
-    metrics_cell(f, &r->target);
+    metrics_cell(f, &r->target, r->target_note);
     fprintf(f, "\ngates: 1 %s, 2 %s, 3 %s: %s\n", cg_gate_state_name(r->gate.converts),
             cg_gate_state_name(r->gate.runs), cg_gate_state_name(r->gate.matches), r->gate.reason);
     fprintf(f, "wrote %s: %zu files (manifest.json, README.md, model.onnx, golden/, deploy/)\n",

@@ -70,6 +70,7 @@ void cg_artifact_report_free(cg_artifact_report *r)
     free(r->source_sha256);
     free(r->result_sha256);
     cg_verify_report_free(&r->golden);
+    cg_model_free(r->model);
     memset(r, 0, sizeof *r);
 }
 
@@ -113,7 +114,6 @@ cg_status cg_artifact_verify(const char *dir, const cg_verify_options *opt, cg_a
     size_t size = 0;
     json_error_t jerr;
     json_t *root = NULL;
-    cg_model *model = NULL;
     cg_status st;
     cg_error local;
     memset(out, 0, sizeof *out);
@@ -207,11 +207,10 @@ cg_status cg_artifact_verify(const char *dir, const cg_verify_options *opt, cg_a
     }
     snprintf(model_path, sizeof model_path, "%s/model.onnx", dir);
     snprintf(golden, sizeof golden, "%s/golden", dir);
-    if ((st = cg_model_load(model_path, NULL, &model, err)) != CG_OK)
+    if ((st = cg_model_load(model_path, NULL, &out->model, err)) != CG_OK)
         goto done;
-    st = cg_verify_golden(model, model_path, golden, &out->verify, &out->golden, err);
+    st = cg_verify_golden(out->model, model_path, golden, &out->verify, &out->golden, err);
 done:
-    cg_model_free(model);
     json_decref(root);
     return st;
 }

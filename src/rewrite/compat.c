@@ -456,6 +456,8 @@ static bool ints2(rw_graph *g, size_t n, const char *name, int64_t dflt, int64_t
     return true;
 }
 
+#define CONVT_MAX_ZEROS ((size_t)64 << 20)
+
 static bool convt_site(rw_ctx *c, size_t i)
 {
     rw_graph *g = c->g;
@@ -513,14 +515,13 @@ static bool convt_site(rw_ctx *c, size_t i)
     cg_tensor_release(&wc);
     cg_value_free(wv);
     const char *out = n->outputs[0], *u = n->inputs[0], *hint = n->name;
+    cg_tensor z;
+    int64_t zd[4] = {N, cin * (st * st - 1), H, W};
+    memset(&z, 0, sizeof z);
+    if (st > 1 && cg_tensor_alloc(&z, CG_DTYPE_FLOAT, 4, zd, CONVT_MAX_ZEROS, NULL) != CG_OK)
+        return false; /* a zero block this large is no rewrite to ship */
     rw_kill(g, i);
     if (st > 1) {
-        cg_tensor z;
-        int64_t zd[4] = {N, cin * (st * st - 1), H, W};
-        if (cg_tensor_alloc(&z, CG_DTYPE_FLOAT, 4, zd, 0, NULL) != CG_OK) {
-            g->oom = true;
-            return false;
-        }
         const char *zn = rw_add_tensor(g, "zeros", &z);
         cg_tensor_release(&z);
         const char *ins[2] = {u, zn};

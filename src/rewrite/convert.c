@@ -333,8 +333,17 @@ cg_status cg_convert_run(const cg_model *source, const char *source_path, const 
     memset(&vo.tol, 0, sizeof vo.tol);
     vo.targets = opt->rewrite.targets;
     vo.target_count = opt->rewrite.target_count;
-    if ((st = cg_verify_golden(out->rewrite.model, path, golden, &vo, &out->target, err)) != CG_OK)
-        return st;
+    cg_error te;
+    cg_error_clear(&te);
+    if ((st = cg_verify_golden(out->rewrite.model, path, golden, &vo, &out->target, &te)) !=
+        CG_OK) {
+        /* the target path not running is a finding for the manifest, not an error */
+        if (st == CG_NOMEM)
+            return cg_error_set(err, st, "%s", te.msg);
+        cg_verify_report_free(&out->target);
+        snprintf(out->target_note, sizeof out->target_note, "the target path did not run: "
+                 "%.400s", te.msg);
+    }
     /* 5. the gates, the golden sets as samples */
     if ((st = cg_samples_load_golden(out->rewrite.model, path, golden, 0, &gsamples, err)) != CG_OK)
         return st;
