@@ -325,7 +325,7 @@ static cg_status state_place(rw_state *s, const cg_rewrite_options *o, cg_error 
         cg_cost_estimate est;
         cg_error qe;
         cg_error_clear(&qe);
-        if (cg_profile_quick_estimate(s->model, s->types, o->random, a, &est, &qe) == CG_OK) {
+        if (cg_profile_quick_estimate(s->model, s->types, o->random, a, &est, NULL, &qe) == CG_OK) {
             p->mixed_ms = est.mixed_ms;
             p->time_coverage = est.time_coverage;
         }
