@@ -21,6 +21,9 @@ before the rewrite and fully resident after it (tests/scripts/rewrite_cli.sh):
   where_elu.onnx          nnapi       ELU built from Greater + Where -> Relu/Min/Exp
   where_mask.onnx         nnapi       Where(mask, 0, x) with a constant bool mask (a
                                       fixed border) -> 0 * m + x * (1 - m), m constant
+  where_hardswish.onnx    nnapi       HardSwish built from two Wheres (0 below -3, x above
+                                      3, x (x + 3) / 6 between) on 4x -> the product with
+                                      Clip(x + 3, 0, 6)
   expand.onnx             litert-gpu  Expand read only by a broadcasting Add -> dropped
   reflect_pad.onnx        nnapi       reflect Pad (2 on H and W) before a Conv ->
                                       Slices + Concat
@@ -317,6 +320,22 @@ def layernorm():
                  [const("eps", 1e-5), const("gamma", gamma)])
 
 
+def where_hardswish():
+    # the input scaled by 4 so that random samples in [-1, 1) reach both outer branches
+    nodes = [h.make_node("Mul", ["x", "four"], ["a"], name="scale"),
+             h.make_node("LessOrEqual", ["a", "minus_three"], ["low"], name="is_low"),
+             h.make_node("GreaterOrEqual", ["a", "three"], ["high"], name="is_high"),
+             h.make_node("Add", ["a", "three"], ["a3"], name="shift"),
+             h.make_node("Mul", ["a", "a3"], ["prod"], name="prod"),
+             h.make_node("Div", ["prod", "six"], ["mid"], name="sixth"),
+             h.make_node("Where", ["high", "a", "mid"], ["upper"], name="hswish_high"),
+             h.make_node("Where", ["low", "zero", "upper"], ["hs"], name="hswish_low"),
+             h.make_node("Add", ["hs", "bias"], ["y"], name="bias_add")]
+    return model("where_hardswish", nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 4, 8, 8])],
+                 [const("four", 4.0), const("three", 3.0), const("minus_three", -3.0),
+                  const("six", 6.0), const("zero", 0.0), const("bias", 0.5)])
+
+
 def layernorm_inputs():
     sets = {}
     for s in range(2):
@@ -337,6 +356,7 @@ def main():
     save(where_elu(), "where_elu.onnx")
     save(where_mask(0.0, "where_mask"), "where_mask.onnx")
     save(where_mask(-np.inf, "where_mask_inf"), "where_mask_inf.onnx")
+    save(where_hardswish(), "where_hardswish.onnx")
     save(expand(), "expand.onnx")
     save(reflect_pad(), "reflect_pad.onnx")
     save(gelu(), "gelu.onnx")

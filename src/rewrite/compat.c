@@ -572,22 +572,30 @@ cg_status rw_convtranspose(rw_ctx *c)
 
 /* --- where-to-arithmetic -------------------------------------------------------------------- */
 
-/* cond is a comparison of x against 0: +1 for x > 0 (Greater, GreaterOrEqual),
- * -1 for x < 0 (Less, LessOrEqual), 0 otherwise. *x gets the compared value. */
-static int sign_test(rw_graph *g, const char *cond, const char **x, size_t *node)
+/* cond is a comparison of x against a constant *t: +1 for x > t (Greater,
+ * GreaterOrEqual), -1 for x < t (Less, LessOrEqual), 0 otherwise. *x gets
+ * the compared value, *node the comparison (RW_NONE: cond has no producer). */
+static int threshold_test(rw_graph *g, const char *cond, const char **x, double *t, size_t *node)
 {
     size_t p = rw_producer(g, cond);
     *node = p;
     if (p == RW_NONE || g->nodes[p].n.input_count != 2)
         return 0;
     const rw_node *n = &g->nodes[p];
-    double z;
     bool gt = rw_is(n, "Greater") || rw_is(n, "GreaterOrEqual"),
          lt = rw_is(n, "Less") || rw_is(n, "LessOrEqual");
-    if ((!gt && !lt) || !rw_constant_scalar(g, n->n.inputs[1], &z) || z != 0)
+    if ((!gt && !lt) || !rw_constant_scalar(g, n->n.inputs[1], t))
         return 0;
     *x = n->n.inputs[0];
     return gt ? 1 : -1;
+}
+
+/* The same against 0. */
+static int sign_test(rw_graph *g, const char *cond, const char **x, size_t *node)
+{
+    double z;
+    int s = threshold_test(g, cond, x, &z, node);
+    return s && z == 0 ? s : 0;
 }
 
 /* `v` is Mul(x, s) or Mul(s, x): *s gets the other factor. */
@@ -626,6 +634,164 @@ static bool elu_branch(rw_graph *g, const char *v, const char *x, const char **a
         }
     }
     return false;
+}
+
+/* HardSwish built from two Wheres: 0 below -3, x above 3, and between them
+ * mid = x (x + 3) / 6 (Mul, and Mul or Div by constants, in any order).
+ * The comparisons go and Clip(x + 3, 0, 6) (NNAPI's RELU6) feeds the
+ * product instead: mid is then HardSwish everywhere, the same ops between
+ * -3 and 3, 0 below, x 6 / 6 above (x, or one ulp off it). */
+typedef struct hswish_match {
+    size_t outer, inner, cmp[2];
+    const char *x, *s, *mid;
+    size_t s_node, s_slot; /* the product's read of s = Add(x, 3) */
+} hswish_match;
+
+/* One Where of the pair: its condition compares x with 3 or -3 and the
+ * branch it picks beyond the threshold is x (above 3) or 0 (below -3):
+ * *side +1 or -1, *rest the other branch. */
+static bool hswish_where(rw_graph *g, size_t w, const char **x, int *side, const char **rest,
+                         size_t *cmp)
+{
+    const cg_node *n = &g->nodes[w].n;
+    if (!rw_is(&g->nodes[w], "Where") || n->input_count != 3 || n->output_count != 1)
+        return false;
+    const char *cx = NULL;
+    double t, z;
+    int dir = threshold_test(g, n->inputs[0], &cx, &t, cmp);
+    if (!dir || (t != 3 && t != -3) || (*x && strcmp(*x, cx) != 0))
+        return false;
+    /* the condition holds beyond the threshold when it points away from 0 */
+    bool beyond_true = (t > 0) == (dir > 0);
+    const char *beyond = n->inputs[beyond_true ? 1 : 2];
+    *rest = n->inputs[beyond_true ? 2 : 1];
+    if (t > 0 && strcmp(beyond, cx) == 0)
+        *side = 1;
+    else if (t < 0 && rw_constant_scalar(g, beyond, &z) && z == 0)
+        *side = -1;
+    else
+        return false;
+    *x = cx;
+    return true;
+}
+
+/* v read once, by the product, and not a graph output. */
+static bool read_once(rw_graph *g, const char *v)
+{
+    return !rw_is_graph_output(g, v) && rw_input_uses(g, v) == 1 && only_reader(g, v) != RW_NONE;
+}
+
+/* v is Add(x, 3) (either order). */
+static bool add_three(rw_graph *g, const char *v, const char *x)
+{
+    size_t a = rw_producer(g, v);
+    if (a == RW_NONE || !rw_is(&g->nodes[a], "Add") || g->nodes[a].n.input_count != 2)
+        return false;
+    const char *const *in = g->nodes[a].n.inputs;
+    double three;
+    for (size_t j = 0; j < 2; j++)
+        if (strcmp(in[j], x) == 0 && rw_constant_scalar(g, in[1 - j], &three) && three == 3)
+            return true;
+    return false;
+}
+
+/* v as x * s * k, s = Add(x, 3): Mul of factors, Div by constants; every
+ * intermediate read once. Counts x and s, multiplies k, records where s is
+ * read. */
+static bool hswish_product(rw_graph *g, const char *v, hswish_match *m, int *nx, int *ns,
+                           double *k, int depth)
+{
+    size_t p = rw_producer(g, v);
+    if (depth > 6 || p == RW_NONE || g->nodes[p].n.input_count != 2 || !read_once(g, v))
+        return false;
+    const char *const *in = g->nodes[p].n.inputs;
+    bool div = rw_is(&g->nodes[p], "Div");
+    if (!div && !rw_is(&g->nodes[p], "Mul"))
+        return false;
+    for (size_t slot = 0; slot < 2; slot++) {
+        double cst;
+        if (rw_constant_scalar(g, in[slot], &cst)) {
+            if (div && slot == 1 && cst == 0)
+                return false;
+            *k = div && slot == 1 ? *k / cst : *k * cst;
+        } else if (div && slot == 1) {
+            return false;
+        } else if (strcmp(in[slot], m->x) == 0) {
+            (*nx)++;
+        } else if ((m->s && strcmp(in[slot], m->s) == 0) || (!m->s && add_three(g, in[slot], m->x))) {
+            m->s = in[slot];
+            (*ns)++;
+            m->s_node = p;
+            m->s_slot = slot;
+        } else if (!hswish_product(g, in[slot], m, nx, ns, k, depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Where `outer` and the Where it reads make a HardSwish (without edits). */
+static bool hswish_match_at(rw_ctx *c, size_t outer, hswish_match *m)
+{
+    rw_graph *g = c->g;
+    const char *rest = NULL;
+    int side[2];
+    memset(m, 0, sizeof *m);
+    m->outer = outer;
+    if (!hswish_where(g, outer, &m->x, &side[0], &rest, &m->cmp[0]))
+        return false;
+    m->inner = rw_producer(g, rest);
+    if (m->inner == RW_NONE || !read_once(g, rest) ||
+        !hswish_where(g, m->inner, &m->x, &side[1], &m->mid, &m->cmp[1]) || side[0] == side[1])
+        return false;
+    const char *out = g->nodes[outer].n.outputs[0];
+    const cg_value_type *tx = rw_type(c, m->x), *ty = rw_type(c, out);
+    if (!is_float(tx) || !ty || ty->rank != tx->rank || rw_captured(g, out))
+        return false;
+    int nx = 0, ns = 0;
+    double k = 1;
+    return hswish_product(g, m->mid, m, &nx, &ns, &k, 0) && nx == 1 && ns == 1 &&
+           read_once(g, m->s) && fabs(k * 6 - 1) < 1e-6;
+}
+
+/* 1: rewritten; 0: not a HardSwish; -1: one the targets do not need rewritten. */
+static int hswish_site(rw_ctx *c, size_t i)
+{
+    rw_graph *g = c->g;
+    hswish_match m;
+    if (!hswish_match_at(c, i, &m))
+        return 0;
+    size_t site[4] = {m.outer, m.inner, m.cmp[0], m.cmp[1]};
+    if (!rw_needed_any(c, site, 4))
+        return -1;
+    cg_dtype dt = float_dtype(c, m.x);
+    const char *hint = g->nodes[i].n.name, *out = g->nodes[i].n.outputs[0];
+    size_t clip;
+    if (g->opset >= 11) {
+        const char *ins[3] = {m.s, rw_add_scalar(g, "zero", dt, 0.0), rw_add_scalar(g, "six", dt, 6.0)};
+        if (!ins[1] || !ins[2])
+            return 0;
+        clip = rw_add_node(g, "Clip", hint, ins, 3, NULL, 1);
+    } else {
+        clip = rw_add_node(g, "Clip", hint, &m.s, 1, NULL, 1);
+        if (clip != RW_NONE &&
+            (!rw_set_attr_float(g, clip, "min", 0.0f) || !rw_set_attr_float(g, clip, "max", 6.0f)))
+            return 0;
+    }
+    if (clip == RW_NONE)
+        return 0;
+    rw_set_input(g, m.s_node, m.s_slot, rw_out(g, clip, 0));
+    rw_kill(g, m.outer);
+    rw_kill(g, m.inner);
+    return rw_replace(g, out, m.mid) ? 1 : 0;
+}
+
+/* Where i is the inner one of a HardSwish pair (its outer one handles it). */
+static bool hswish_inner(rw_ctx *c, size_t i)
+{
+    size_t r = only_reader(c->g, c->g->nodes[i].n.outputs[0]);
+    hswish_match m;
+    return r != RW_NONE && hswish_match_at(c, r, &m) && m.inner == i;
 }
 
 static bool where_site(rw_ctx *c, size_t i)
@@ -716,11 +882,24 @@ cg_status rw_where(rw_ctx *c)
     rw_graph *g = c->g;
     if (g->opset < 9)
         return CG_OK;
-    for (size_t i = 0; i < g->src_node_count && !g->oom; i++)
-        if (rw_is(&g->nodes[i], "Where") && where_site(c, i))
+    size_t hswish = 0;
+    for (size_t i = 0; i < g->src_node_count && !g->oom; i++) {
+        if (!rw_is(&g->nodes[i], "Where"))
+            continue;
+        int h = hswish_site(c, i);
+        if (h > 0)
+            hswish++;
+        else if (h == 0 && !hswish_inner(c, i) && where_site(c, i))
             c->sites++;
-    if (c->sites)
+    }
+    if (c->sites && hswish)
+        rw_detail(c, "%zu Where node%s rewritten as arithmetic; %zu Where-built HardSwish as "
+                  "x Clip(x + 3, 0, 6) / 6", c->sites, c->sites == 1 ? "" : "s", hswish);
+    else if (hswish)
+        rw_detail(c, "%zu Where-built HardSwish as x Clip(x + 3, 0, 6) / 6", hswish);
+    else if (c->sites)
         rw_detail(c, "%zu Where node%s rewritten as arithmetic", c->sites, c->sites == 1 ? "" : "s");
+    c->sites += hswish;
     return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
 }
 

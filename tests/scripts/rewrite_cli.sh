@@ -68,11 +68,14 @@ convtranspose nnapi convtranspose-to-conv
 where_prelu nnapi where-to-arithmetic
 where_elu nnapi where-to-arithmetic
 where_mask nnapi where-to-arithmetic
+where_hardswish nnapi where-to-arithmetic
 expand litert-gpu expand-to-broadcast
 reflect_pad nnapi reflect-pad-to-concat
 EOF
 # the pixel shuffle becomes one DepthToSpace
 check "pixel shuffle: DepthToSpace" grep -q DepthToSpace "$tmp/pixel_shuffle.onnx"
+# the Where-built HardSwish becomes a Clip (RELU6), no Where or comparison left
+check "hardswish: Clip, no Where" "$py" -c 'import onnx,sys; ops=[n.op_type for n in onnx.load(sys.argv[1]).graph.node]; sys.exit(0 if "Clip" in ops and not {"Where", "LessOrEqual", "GreaterOrEqual"} & set(ops) else 1)' "$tmp/where_hardswish.onnx"
 
 # a rewrite that would change results is refused
 cg rewrite "$data/where_mask_inf.onnx" --target nnapi -o "$tmp/inf.onnx" --json
