@@ -70,28 +70,6 @@ static bool reduce_axes(rw_ctx *c, size_t r, int64_t *axes, int *naxes, int64_t 
     return *count > 0;
 }
 
-/* Whether reductions with the axes as an input take them that way here. */
-static bool axes_as_input(const rw_graph *g, const char *op)
-{
-    return strcmp(op, "ReduceSum") == 0 ? g->opset >= 13 : g->opset >= 18;
-}
-
-/* A Reduce* node `op` of x over the same axes and keepdims as node r. */
-static const char *add_reduce(rw_graph *g, size_t r, const char *op, const char *x,
-                              const int64_t *axes, int naxes, const char *hint)
-{
-    bool as_input = axes_as_input(g, op);
-    int64_t d[1] = {naxes};
-    const char *ins[2] = {x, as_input ? rw_add_i64(g, "axes", 1, d, axes) : NULL};
-    if (as_input && !ins[1])
-        return NULL;
-    size_t n = rw_add_node(g, op, hint, ins, as_input ? 2 : 1, NULL, 1);
-    if (n == RW_NONE || !rw_set_attr_int(g, n, "keepdims", rw_attr_int(g, r, "keepdims", 1)) ||
-        (!as_input && !rw_set_attr_ints(g, n, "axes", axes, (size_t)naxes)))
-        return NULL;
-    return rw_out(g, n, 0);
-}
-
 /* k >= 1 such that count * (max * 2^-k)^2 <= RW_FP16_SAFE, or 0 when the
  * sum already fits. */
 static int square_shift(double count, double max)
@@ -339,7 +317,7 @@ static bool mean_site(rw_ctx *c, size_t r)
         if (!sred[d])
             continue;
         int64_t ax = d;
-        bool as_input = axes_as_input(g, "ReduceMean");
+        bool as_input = rw_reduce_axes_as_input(g, "ReduceMean");
         int64_t one[1] = {1};
         const char *ins[2] = {cur, as_input ? rw_add_i64(g, "axes", 1, one, &ax) : NULL};
         size_t m = rw_add_node(g, "ReduceMean", hint, ins, as_input ? 2 : 1, NULL, 1);
@@ -423,7 +401,9 @@ static bool sumsquare_site(rw_ctx *c, size_t r)
     const char *sq_ins[2] = {xs, xs};
     size_t sqn = xs ? rw_add_node(g, "Mul", hint, sq_ins, 2, NULL, 1) : RW_NONE;
     const char *sqv = rw_out(g, sqn, 0);
-    const char *red = sqv ? add_reduce(g, r, "ReduceSum", sqv, axes, naxes, hint) : NULL;
+    const char *red = sqv ? rw_add_reduce(g, "ReduceSum", sqv, axes, naxes,
+                                          rw_attr_int(g, r, "keepdims", 1), hint)
+                          : NULL;
     size_t root = red ? rw_add_node(g, "Sqrt", hint, &red, 1, NULL, 1) : RW_NONE;
     const char *norm = rw_out(g, root, 0);
     const char *mins[2] = {norm, back};

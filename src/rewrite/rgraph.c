@@ -687,6 +687,26 @@ const char *rw_add_scalar(rw_graph *g, const char *hint, cg_dtype dt, double v)
     return name;
 }
 
+bool rw_reduce_axes_as_input(const rw_graph *g, const char *op)
+{
+    return strcmp(op, "ReduceSum") == 0 ? g->opset >= 13 : g->opset >= 18;
+}
+
+const char *rw_add_reduce(rw_graph *g, const char *op, const char *x, const int64_t *axes,
+                          int naxes, int64_t keepdims, const char *hint)
+{
+    bool as_input = rw_reduce_axes_as_input(g, op);
+    int64_t d[1] = {naxes};
+    const char *ins[2] = {x, as_input ? rw_add_i64(g, "axes", 1, d, axes) : NULL};
+    if (as_input && !ins[1])
+        return NULL;
+    size_t n = rw_add_node(g, op, hint, ins, as_input ? 2 : 1, NULL, 1);
+    if (n == RW_NONE || !rw_set_attr_int(g, n, "keepdims", keepdims) ||
+        (!as_input && !rw_set_attr_ints(g, n, "axes", axes, (size_t)naxes)))
+        return NULL;
+    return rw_out(g, n, 0);
+}
+
 /* Some output of live node i is read or a graph output (index built). */
 static bool node_read(rw_graph *g, size_t i)
 {

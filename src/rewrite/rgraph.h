@@ -153,6 +153,13 @@ const char *rw_add_f32(rw_graph *g, const char *hint, int rank, const int64_t *d
 const char *rw_add_i64(rw_graph *g, const char *hint, int rank, const int64_t *dims,
                        const int64_t *v);
 const char *rw_add_scalar(rw_graph *g, const char *hint, cg_dtype dt, double v);
+/* Whether Reduce* op takes its axes as an input at the graph's opset
+ * (ReduceSum from 13, the others from 18) rather than an attribute. */
+bool rw_reduce_axes_as_input(const rw_graph *g, const char *op);
+/* A Reduce* node op of x over axes (as input or attribute, as the opset
+ * wants) with keepdims; its output, NULL when out of memory. */
+const char *rw_add_reduce(rw_graph *g, const char *op, const char *x, const int64_t *axes,
+                          int naxes, int64_t keepdims, const char *hint);
 /* Removes dead code: nodes none of whose outputs is read or a graph
  * output, repeatedly, then initializers nothing reads (graph inputs kept).
  * all false: only what the edits left unread (rw_materialize does that);
