@@ -24,6 +24,10 @@ before the rewrite and fully resident after it (tests/scripts/rewrite_cli.sh):
   where_hardswish.onnx    nnapi       HardSwish built from two Wheres (0 below -3, x above
                                       3, x (x + 3) / 6 between) on 4x -> the product with
                                       Clip(x + 3, 0, 6)
+  hard_activations.onnx   nnapi       HardSigmoid (alpha 0.2) gating x, then HardSwish ->
+                                      Mul/Add + Clip(0, 6) (RELU6) + Div arithmetic
+  global_pool.onnx        litert-gpu  Conv, GlobalAveragePool, Flatten, Gemm (a classifier
+                                      head) -> ReduceMean over H, W and a constant Reshape
   expand.onnx             litert-gpu  Expand read only by a broadcasting Add -> dropped
   reflect_pad.onnx        nnapi       reflect Pad (2 on H and W) before a Conv ->
                                       Slices + Concat
@@ -336,6 +340,30 @@ def where_hardswish():
                   const("six", 6.0), const("zero", 0.0), const("bias", 0.5)])
 
 
+def hard_activations():
+    nodes = [h.make_node("Mul", ["x", "four"], ["a"], name="scale"),
+             h.make_node("HardSigmoid", ["a"], ["g"], name="gate", alpha=0.2, beta=0.5),
+             h.make_node("Mul", ["a", "g"], ["ag"], name="gated"),
+             h.make_node("HardSwish", ["ag"], ["hs"], name="hswish"),
+             h.make_node("Add", ["hs", "bias"], ["y"], name="bias_add")]
+    return model("hard_activations", nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 4, 8, 8])],
+                 [const("four", 4.0), const("bias", 0.5)], opset=14)
+
+
+def global_pool():
+    rng = np.random.default_rng(43)
+    w = (rng.standard_normal((8, 4, 3, 3)) * 0.3).astype(np.float32)
+    fc = (rng.standard_normal((5, 8)) * 0.3).astype(np.float32)
+    fb = (rng.standard_normal(5) * 0.1).astype(np.float32)
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c"], ["r"], name="relu"),
+             h.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+             h.make_node("Flatten", ["p"], ["f"], name="flatten", axis=1),
+             h.make_node("Gemm", ["f", "fc", "fb"], ["y"], name="fc", transB=1)]
+    return model("global_pool", nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 5])],
+                 [const("w", w), const("fc", fc), const("fb", fb)])
+
+
 def layernorm_inputs():
     sets = {}
     for s in range(2):
@@ -357,6 +385,8 @@ def main():
     save(where_mask(0.0, "where_mask"), "where_mask.onnx")
     save(where_mask(-np.inf, "where_mask_inf"), "where_mask_inf.onnx")
     save(where_hardswish(), "where_hardswish.onnx")
+    save(hard_activations(), "hard_activations.onnx")
+    save(global_pool(), "global_pool.onnx")
     save(expand(), "expand.onnx")
     save(reflect_pad(), "reflect_pad.onnx")
     save(gelu(), "gelu.onnx")

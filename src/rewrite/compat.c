@@ -636,6 +636,25 @@ static bool elu_branch(rw_graph *g, const char *v, const char *x, const char **a
     return false;
 }
 
+/* Clip(x, 0, 6): RELU6, the one Clip NNAPI and the TFLite delegates all
+ * take (min and max inputs from opset 11, attributes before). */
+static const char *add_relu6(rw_graph *g, const char *x, cg_dtype dt, const char *hint)
+{
+    size_t clip;
+    if (g->opset >= 11) {
+        const char *ins[3] = {x, rw_add_scalar(g, "zero", dt, 0.0), rw_add_scalar(g, "six", dt, 6.0)};
+        if (!ins[1] || !ins[2])
+            return NULL;
+        clip = rw_add_node(g, "Clip", hint, ins, 3, NULL, 1);
+    } else {
+        clip = rw_add_node(g, "Clip", hint, &x, 1, NULL, 1);
+        if (clip != RW_NONE &&
+            (!rw_set_attr_float(g, clip, "min", 0.0f) || !rw_set_attr_float(g, clip, "max", 6.0f)))
+            return NULL;
+    }
+    return rw_out(g, clip, 0);
+}
+
 /* HardSwish built from two Wheres: 0 below -3, x above 3, and between them
  * mid = x (x + 3) / 6 (Mul, and Mul or Div by constants, in any order).
  * The comparisons go and Clip(x + 3, 0, 6) (NNAPI's RELU6) feeds the
@@ -764,23 +783,11 @@ static int hswish_site(rw_ctx *c, size_t i)
     size_t site[4] = {m.outer, m.inner, m.cmp[0], m.cmp[1]};
     if (!rw_needed_any(c, site, 4))
         return -1;
-    cg_dtype dt = float_dtype(c, m.x);
     const char *hint = g->nodes[i].n.name, *out = g->nodes[i].n.outputs[0];
-    size_t clip;
-    if (g->opset >= 11) {
-        const char *ins[3] = {m.s, rw_add_scalar(g, "zero", dt, 0.0), rw_add_scalar(g, "six", dt, 6.0)};
-        if (!ins[1] || !ins[2])
-            return 0;
-        clip = rw_add_node(g, "Clip", hint, ins, 3, NULL, 1);
-    } else {
-        clip = rw_add_node(g, "Clip", hint, &m.s, 1, NULL, 1);
-        if (clip != RW_NONE &&
-            (!rw_set_attr_float(g, clip, "min", 0.0f) || !rw_set_attr_float(g, clip, "max", 6.0f)))
-            return 0;
-    }
-    if (clip == RW_NONE)
+    const char *clip = add_relu6(g, m.s, float_dtype(c, m.x), hint);
+    if (!clip)
         return 0;
-    rw_set_input(g, m.s_node, m.s_slot, rw_out(g, clip, 0));
+    rw_set_input(g, m.s_node, m.s_slot, clip);
     rw_kill(g, m.outer);
     rw_kill(g, m.inner);
     return rw_replace(g, out, m.mid) ? 1 : 0;
@@ -900,6 +907,127 @@ cg_status rw_where(rw_ctx *c)
     else if (c->sites)
         rw_detail(c, "%zu Where node%s rewritten as arithmetic", c->sites, c->sites == 1 ? "" : "s");
     c->sites += hswish;
+    return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
+}
+
+/* --- hard-activations ---------------------------------------------------------------------- */
+
+/* HardSigmoid(x) = max(0, min(1, a x + b)) as Clip(6a x + 6b, 0, 6) / 6:
+ * RELU6 where a Clip to [0, 1] is refused (NNAPI maps only [0, 6] and
+ * [-1, 1]); the Mul is left out when 6a is 1 (PyTorch's a = 1/6), the Add
+ * when 6b is 0. */
+static const char *add_hard_sigmoid(rw_graph *g, const char *x, double a, double b, cg_dtype dt,
+                                    const char *hint)
+{
+    float a6 = (float)(6.0 * a), b6 = (float)(6.0 * b);
+    const char *v = x;
+    if (a6 != 1.0f)
+        v = add_binary(g, "Mul", v, rw_add_scalar(g, "hsig_scale", dt, a6), NULL, hint);
+    if (b6 != 0.0f)
+        v = add_binary(g, "Add", v, rw_add_scalar(g, "hsig_shift", dt, b6), NULL, hint);
+    v = v ? add_relu6(g, v, dt, hint) : NULL;
+    return v ? add_binary(g, "Div", v, rw_add_scalar(g, "six", dt, 6.0), NULL, hint) : NULL;
+}
+
+cg_status rw_hard_activations(rw_ctx *c)
+{
+    rw_graph *g = c->g;
+    size_t hsig = 0, hswish = 0;
+    for (size_t i = 0; i < g->src_node_count && !g->oom; i++) {
+        bool sig = rw_is(&g->nodes[i], "HardSigmoid"), sw = rw_is(&g->nodes[i], "HardSwish");
+        const cg_node *n = &g->nodes[i].n;
+        if ((!sig && !sw) || n->input_count != 1 || n->output_count != 1 ||
+            !is_float(rw_type(c, n->inputs[0])) || rw_captured(g, n->outputs[0]) ||
+            !rw_needed(c, i))
+            continue;
+        const char *x = n->inputs[0], *out = n->outputs[0], *hint = n->name;
+        cg_dtype dt = float_dtype(c, x);
+        /* HardSwish is x HardSigmoid(x) with a = 1/6, b = 1/2 */
+        double a = sig ? rw_attr_float(g, i, "alpha", 0.2f) : 1.0 / 6.0,
+               b = sig ? rw_attr_float(g, i, "beta", 0.5f) : 0.5;
+        rw_kill(g, i);
+        const char *v = add_hard_sigmoid(g, x, a, b, dt, hint);
+        if (sw && v)
+            v = add_binary(g, "Mul", x, v, NULL, hint);
+        if (!v || !rw_replace(g, out, v))
+            break;
+        *(sig ? &hsig : &hswish) += 1;
+    }
+    c->sites = hsig + hswish;
+    if (hsig && hswish)
+        rw_detail(c, "%zu HardSigmoid and %zu HardSwish as Clip(6a x + 6b, 0, 6) / 6 arithmetic",
+                  hsig, hswish);
+    else if (c->sites)
+        rw_detail(c, "%zu %s as Clip(6a x + 6b, 0, 6) / 6 arithmetic", c->sites,
+                  hsig ? "HardSigmoid" : "HardSwish");
+    return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
+}
+
+/* --- global-pool-to-reduce ------------------------------------------------------------------ */
+
+cg_status rw_global_pool(rw_ctx *c)
+{
+    rw_graph *g = c->g;
+    for (size_t i = 0; i < g->src_node_count && !g->oom; i++) {
+        bool avg = rw_is(&g->nodes[i], "GlobalAveragePool"),
+             max = rw_is(&g->nodes[i], "GlobalMaxPool");
+        const cg_node *n = &g->nodes[i].n;
+        const cg_value_type *t = n->input_count == 1 ? rw_type(c, n->inputs[0]) : NULL;
+        if ((!avg && !max) || n->output_count != 1 || !is_float(t) || t->rank < 3 ||
+            rw_captured(g, n->outputs[0]) || !rw_needed(c, i))
+            continue;
+        int64_t axes[CG_MAX_RANK];
+        for (int k = 2; k < t->rank; k++)
+            axes[k - 2] = k;
+        const char *x = n->inputs[0], *out = n->outputs[0], *hint = n->name;
+        rw_kill(g, i);
+        const char *v = rw_add_reduce(g, avg ? "ReduceMean" : "ReduceMax", x, axes, t->rank - 2,
+                                      1, hint);
+        if (!v || !rw_replace(g, out, v))
+            break;
+        c->sites++;
+    }
+    if (c->sites)
+        rw_detail(c, "%zu global pool%s as ReduceMean/ReduceMax over the spatial axes", c->sites,
+                  c->sites == 1 ? "" : "s");
+    return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
+}
+
+/* --- flatten-to-reshape --------------------------------------------------------------------- */
+
+cg_status rw_flatten(rw_ctx *c)
+{
+    rw_graph *g = c->g;
+    for (size_t i = 0; i < g->src_node_count && !g->oom; i++) {
+        const cg_node *n = &g->nodes[i].n;
+        const cg_value_type *t = n->input_count == 1 ? rw_static(c, n->inputs[0]) : NULL;
+        if (!rw_is(&g->nodes[i], "Flatten") || !t || n->output_count != 1 ||
+            rw_captured(g, n->outputs[0]))
+            continue;
+        int64_t axis = rw_attr_int(g, i, "axis", 1);
+        if (axis < 0)
+            axis += t->rank;
+        if (axis < 0 || axis > t->rank)
+            continue;
+        int64_t dims[2] = {1, 1};
+        bool fits = true;
+        for (int k = 0; k < t->rank && fits; k++) {
+            int64_t *p = &dims[k < axis ? 0 : 1];
+            fits = t->dims[k] >= 0 && (t->dims[k] == 0 || *p <= INT64_MAX / t->dims[k]);
+            *p *= fits ? t->dims[k] : 1;
+        }
+        if (!fits || !rw_needed(c, i))
+            continue;
+        const char *x = n->inputs[0], *out = n->outputs[0], *hint = n->name;
+        rw_kill(g, i);
+        const char *v = add_reshape(g, x, 2, dims, NULL, hint);
+        if (!v || !rw_replace(g, out, v))
+            break;
+        c->sites++;
+    }
+    if (c->sites)
+        rw_detail(c, "%zu Flatten node%s as Reshape to a constant shape", c->sites,
+                  c->sites == 1 ? "" : "s");
     return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
 }
 

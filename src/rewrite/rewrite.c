@@ -748,11 +748,28 @@ cg_status cg_rewrite_run(const cg_model *model, const cg_rewrite_options *o, cg_
         (st = verifier_init(&v, model, o->samples, o->max_alloc_bytes, out, err)) != CG_OK)
         goto done;
     out->before = cur.place;
+    /* A compatibility rewrite with no gain alone can gain once later ones
+     * are in (a partition limit keeps one largest partition: two refused
+     * ops apart each split it): rounds after the first retry those, in
+     * catalog order, until a round keeps nothing. */
+    size_t step_of[RW_CATALOG_COUNT];
+    for (int round = 0; round < 4; round++) {
+    size_t kept = 0;
     for (size_t e = 0; e < RW_CATALOG_COUNT; e++) {
         const cg_rewrite_info *info = &rw_catalog[e];
         if (o->only_count && !listed(o->only, o->only_count, info->name))
             continue;
-        cg_rewrite_step *step = &out->steps[out->step_count++];
+        cg_rewrite_step *step;
+        if (round == 0) {
+            step_of[e] = out->step_count;
+            step = &out->steps[out->step_count++];
+        } else {
+            step = &out->steps[step_of[e]];
+            if (info->kind != CG_REWRITE_COMPAT || step->outcome != CG_STEP_NO_GAIN)
+                continue;
+            free(step->checks);
+            memset(step, 0, sizeof *step);
+        }
         step->info = info;
         step->nodes_before = step->nodes_after = cur.model->graph->node_count;
         step->target_err_before = step->target_err_after = -1;
@@ -848,9 +865,18 @@ cg_status cg_rewrite_run(const cg_model *model, const cg_rewrite_options *o, cg_
             continue;
         }
         step->outcome = CG_STEP_APPLIED;
+        if (round > 0) {
+            size_t len = strlen(step->detail);
+            snprintf(step->detail + len, sizeof step->detail - len,
+                     " (kept on pass %d, with the rewrites after it in)", round + 1);
+        }
         out->applied++;
+        kept++;
         state_clear(&cur);
         cur = next;
+    }
+    if (!kept)
+        break;
     }
     out->after = cur.place;
     out->model = cur.model;

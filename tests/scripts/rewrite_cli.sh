@@ -6,7 +6,9 @@
 # and python3-onnx's and reloads; a rewrite that would change results is
 # refused (exit 1, model unchanged); the GELU approximation waits for
 # --opt-in; the precision rewrites make the fp16 cases pass gate 3 on
-# litert-gpu; --what-if writes nothing and estimates after each step.
+# litert-gpu; --what-if writes nothing and estimates after each step;
+# MobileNetV3-small from the zoo (when there) goes to full residency on
+# litert-gpu with a rewrite kept on the second pass.
 set -u
 bin=${1:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
@@ -69,6 +71,9 @@ where_prelu nnapi where-to-arithmetic
 where_elu nnapi where-to-arithmetic
 where_mask nnapi where-to-arithmetic
 where_hardswish nnapi where-to-arithmetic
+hard_activations nnapi hard-activations
+global_pool litert-gpu global-pool-to-reduce
+global_pool litert-gpu flatten-to-reshape
 expand litert-gpu expand-to-broadcast
 reflect_pad nnapi reflect-pad-to-concat
 EOF
@@ -122,6 +127,18 @@ check "what-if: bn-folding applied with residency, partitions and latency after 
 cg rewrite "$src/examples/tiny_cnn.onnx" --target litert-gpu --dim batch=1 --what-if
 check "what-if text: after it" out_has "after it:"
 check "what-if text: mixed latency" out_has "mixed latency"
+
+# a real model (the zoo, when there): torchvision's MobileNetV3-small goes to
+# full residency on litert-gpu only when the rewrites that gain nothing alone
+# (HardSigmoid, Flatten) are retried with the global pools rewritten
+zoo=${CG_ZOO:-$src/zoo}
+if [ -f "$zoo/mobilenet_v3_small.onnx" ]; then
+    cg rewrite "$zoo/mobilenet_v3_small.onnx" --target litert-gpu --random 1 -o "$tmp/mv3.onnx" --json
+    check "mobilenet_v3_small: exit 0" rc 0
+    check "mobilenet_v3_small: partial -> full on litert-gpu" json 'r["before"]["cpu"] > 100 and r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
+    check "mobilenet_v3_small: hard-activations kept on the second pass" json 'any(s["name"] == "hard-activations" and s["outcome"] == "applied" and "kept on pass 2" in s["detail"] for s in r["steps"])'
+    check "mobilenet_v3_small: every step verified" json 'all(c["exact"] or c["judgement"]["verdict"] == "matches (fp32 noise)" for s in r["steps"] if s["outcome"] == "applied" for c in s["checks"])'
+fi
 
 if [ $have_onnx = 0 ]; then
     echo "rewrite_cli: python3-onnx missing: onnx.checker not run" >&2
