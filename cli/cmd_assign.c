@@ -16,6 +16,7 @@
 #include "convgate/assign.h"
 #include "convgate/model.h"
 #include "convgate/profile.h"
+#include "convgate/tflite.h"
 #include "report/report.h"
 
 #define ASSIGN_MAX_SETTINGS 16
@@ -101,6 +102,59 @@ static bool place_setting(const char *path, const cg_model *model, const cli_inp
     return true;
 }
 
+/* A .tflite is placed on its own operators, as LiteRT's delegates see them
+ * (cg_tflite_op_model), typed from the file: the static shapes it stores,
+ * its constant tensors (no reference run: the ops are TFLite's). */
+static int assign_tflite(const char *path, const cli_targets *tg, cli_views *views)
+{
+    int rc = CG_EXIT_ERROR;
+    cg_tflite_model *tfl = NULL;
+    cg_model *model = NULL;
+    cg_type_env *types = NULL;
+    cg_placement *placement = NULL;
+    json_t *root = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_tflite_load(path, NULL, &tfl, &err) != CG_OK ||
+        cg_tflite_op_model(tfl, &model, &err) != CG_OK ||
+        cg_type_env_build_declared(model, &types, &err) != CG_OK ||
+        cg_placement_build(model, types, tg->list, tg->count, &placement, &err) != CG_OK) {
+        cli_error("assign", "%s", err.msg);
+        goto done;
+    }
+    placement->tflite_ops = true;
+    char why[1024];
+    rc = CG_EXIT_OK;
+    if (cg_assign_init_failure(placement->main, types, why, sizeof why)) {
+        cli_error("assign", "%s", why);
+        rc = CG_EXIT_ERROR;
+    }
+    if (cli_json_on() || cli_views_wanted(views)) {
+        if ((root = cg_assign_report_json(placement)))
+            cg_json_set(root, "model", cg_json_text(path));
+    }
+    if (cli_views_wanted(views)) {
+        cg_graph_view gv = {model, placement->main, NULL, NULL, NULL, 0, tg->list, tg->count};
+        char title[4300];
+        snprintf(title, sizeof title, "convgate assign %s --target %s", path, tg->label);
+        rc = cli_views_write("assign", views, rc, root, title, &gv);
+    }
+    if (cli_json_on()) {
+        rc = cli_json_emit(rc, root);
+        root = NULL;
+    } else {
+        cg_assign_report_text(stdout, placement);
+    }
+    fflush(stdout);
+done:
+    json_decref(root);
+    cg_placement_free(placement);
+    cg_type_env_free(types);
+    cg_model_free(model);
+    cg_tflite_free(tfl);
+    return rc;
+}
+
 int cmd_assign(int argc, char **argv)
 {
     static const struct option longopts[] = {CLI_OPTS_TARGETS,
@@ -152,6 +206,16 @@ int cmd_assign(int argc, char **argv)
         goto done;
     if (!cli_targets_required("assign", &tg))
         goto done;
+    if (cg_tflite_detect_path(path)) {
+        if (in.dim_count || dims_arg_count) {
+            cli_error("assign", "%s: a .tflite is placed with the static shapes it stores; "
+                      "--dim and --dims do not apply", path);
+            goto done;
+        }
+        if (cli_targets_resolve("assign", &tg))
+            rc = assign_tflite(path, &tg, &views);
+        goto done;
+    }
     /* the shape settings: --dim values, each --dims on top of them */
     setting_count = dims_arg_count ? dims_arg_count : 1;
     if (!(settings = calloc(setting_count, sizeof *settings))) {

@@ -51,6 +51,10 @@ typedef struct cg_placement {
      * (convgate/profile.h), or NULL: the verdict then counts nodes only.
      * Set by the caller, borrowed. */
     const struct cg_cost_estimate *time;
+    /* The graph is a .tflite's operators (cg_tflite_op_model): reports count
+     * TFLite ops and state each target's residency as LiteRT's delegates log
+     * it. Set by the caller. */
+    bool tflite_ops;
 } cg_placement;
 
 CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,
@@ -91,6 +95,9 @@ CG_API const char *cg_assign_node_label(const cg_graph *g, size_t node, char *bu
 /* The residency line every report prints: "30/40 nodes on litert-gpu,
  * 5/40 nodes on xnnpack, 5 on CPU". */
 CG_API void cg_assign_residency(const cg_assignment *a, char *buf, size_t cap);
+/* The same line counting `unit` ("nodes", "TFLite ops"). */
+CG_API void cg_assign_residency_in(const cg_assignment *a, const char *unit, char *buf,
+                                   size_t cap);
 /* Number of nodes of the assignment owned by target index `target`
  * (CG_OWNER_CPU counts the CPU's). */
 CG_API size_t cg_assign_count_owned(const cg_assignment *a, int target);

@@ -62,6 +62,15 @@ CG_API CG_NODISCARD cg_status cg_type_env_build_with(const cg_model *model,
                                                      const cg_dim_binding *dims, size_t dim_count,
                                                      const struct cg_random_inputs *random,
                                                      cg_type_env **out, cg_error *err);
+/* The types a graph declares, without running it: initializers (constant),
+ * graph inputs, value_info, each dim as declared (a symbolic one counts as
+ * dynamic, sized 1). Constness is not propagated through nodes: only
+ * initializers are constant, as in a runtime that folds nothing at load
+ * time (TFLite's interpreter: a tensor is constant when it has data). For
+ * graphs the reference cannot run, such as a .tflite's operators
+ * (cg_tflite_op_model). Values nothing declares stay unknown. */
+CG_API CG_NODISCARD cg_status cg_type_env_build_declared(const cg_model *model,
+                                                         cg_type_env **out, cg_error *err);
 CG_API void cg_type_env_free(cg_type_env *env);
 /* NULL when the name was never seen. */
 CG_API const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name);

@@ -440,6 +440,24 @@ CG_API CG_NODISCARD cg_status cg_tflite_check(const cg_tflite_model *model,
                                               const cg_check_options *opt, cg_check_report *report,
                                               cg_error *err);
 
+/* --- placement: the operators as the delegates see them ------------------ */
+
+/* Domains of the nodes of cg_tflite_op_model: builtins ("tflite:CONV_2D" in
+ * a profile's op list) and custom ops (op type = the custom code). */
+#define CG_TFLITE_OPS_DOMAIN "tflite"
+#define CG_TFLITE_CUSTOM_DOMAIN "tflite.custom"
+
+/* The operators of the main subgraph as a cg_model for placement
+ * (src/tflite/opmodel.c): one node per operator in execution order, named
+ * "#i", op type the builtin's name, attributes `version` and the decoded
+ * builtin options (schema.fbs field names; enums by name); tensors as
+ * values (unique names), constants as initializers pointing into m's
+ * bytes, every tensor's static shape in value_info. The model borrows m,
+ * which must outlive it; it is for placement, not for running (the ops
+ * are TFLite's). docs/tflite.md "Placement" describes it. */
+CG_API CG_NODISCARD cg_status cg_tflite_op_model(const cg_tflite_model *m, cg_model **out,
+                                                 cg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -475,9 +475,14 @@ const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *re
     const char *op = g->nodes[node].op_type ? g->nodes[node].op_type : "";
     size_t n = strlen(op);
     cg_assign_node_label(g, node, label, sizeof label);
-    if (strncmp(reason, op, n) != 0 || reason[n] != ' ' || reason[n + 1] != '\'')
+    /* profile reasons name an op outside ai.onnx as "domain:Op" */
+    const char *dom = g->nodes[node].domain, *r = reason;
+    size_t dn = dom && *dom ? strlen(dom) : 0;
+    if (dn && strncmp(r, dom, dn) == 0 && r[dn] == ':')
+        r += dn + 1;
+    if (strncmp(r, op, n) != 0 || r[n] != ' ' || r[n + 1] != '\'')
         return reason;
-    const char *p = reason + n + 2;
+    const char *p = r + n + 2;
     size_t ln = strlen(label);
     if (strncmp(p, label, ln) != 0 || strncmp(p + ln, "': ", 3) != 0)
         return reason;

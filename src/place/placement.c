@@ -265,13 +265,18 @@ cg_verdict_kind cg_assign_verdict(const cg_assignment *a, const cg_type_env *typ
 
 void cg_assign_residency(const cg_assignment *a, char *buf, size_t cap)
 {
+    cg_assign_residency_in(a, "nodes", buf, cap);
+}
+
+void cg_assign_residency_in(const cg_assignment *a, const char *unit, char *buf, size_t cap)
+{
     size_t n = a->graph ? a->graph->node_count : 0, used = 0;
     if (!cap)
         return;
     buf[0] = '\0';
     for (size_t t = 0; t < a->target_count && used < cap; t++) {
-        int w = snprintf(buf + used, cap - used, "%s%zu/%zu nodes on %s", t ? ", " : "",
-                         cg_assign_count_owned(a, (int)t), n, a->targets[t]->name);
+        int w = snprintf(buf + used, cap - used, "%s%zu/%zu %s on %s", t ? ", " : "",
+                         cg_assign_count_owned(a, (int)t), n, unit, a->targets[t]->name);
         used = w < 0 ? cap : used + (size_t)w;
     }
     if (used < cap)

@@ -228,12 +228,33 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
     }
 }
 
+/* "7 operations will run on litert-gpu, and the remaining 1 operations will run
+ * on the CPU.": target t's residency worded as LiteRT's GPU delegate logs it
+ * (model_builder.cc GetOpsToReplace), for a .tflite's operators. */
+static void ar_delegate_line(const cg_assignment *a, size_t t, char *buf, size_t len)
+{
+    size_t n = a->graph->node_count, on = cg_assign_count_owned(a, (int)t);
+    snprintf(buf, len,
+             "%zu operations will run on %s, and the remaining %zu operations will run on the "
+             "CPU.",
+             on, a->targets[t]->name, n - on);
+}
+
 void cg_assign_report_text(FILE *f, const cg_placement *p)
 {
     const cg_assignment *a = p->main;
     char text[1024];
 
-    ar_residency_line(f, a);
+    if (p->tflite_ops) {
+        cg_assign_residency_in(a, "TFLite ops", text, sizeof text);
+        fprintf(f, "%s (main subgraph)\n", text);
+        for (size_t t = 0; t < a->target_count; t++) {
+            ar_delegate_line(a, t, text, sizeof text);
+            fprintf(f, "  as the delegate logs it: \"%s\"\n", text);
+        }
+    } else {
+        ar_residency_line(f, a);
+    }
     ar_text_assignment(f, a);
     if (p->body_count) {
         fprintf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
@@ -449,6 +470,15 @@ json_t *cg_assign_report_json(const cg_placement *p)
              ar_set(jt, "not_modelled", nm = json_array());
         for (size_t i = 0; ok && i < tg->not_modelled_count; i++)
             ok = ar_push(nm, cg_json_text(tg->not_modelled[i]));
+    }
+    ok = ok && ar_set(root, "unit", cg_json_text(p->tflite_ops ? "tflite_ops" : "nodes"));
+    if (ok && p->tflite_ops) {
+        json_t *log = NULL;
+        ok = ar_set(root, "delegate_log", log = json_array());
+        for (size_t t = 0; ok && t < a->target_count; t++) {
+            ar_delegate_line(a, t, text, sizeof text);
+            ok = ar_push(log, cg_json_text(text));
+        }
     }
     ok = ok && ar_json_assignment(root, a, true) && ar_set(root, "bodies", bodies = json_array());
     for (size_t i = 0; ok && i < p->body_count; i++) {

@@ -566,3 +566,38 @@ fail:
     cg_type_env_free(b.env);
     return st;
 }
+
+cg_status cg_type_env_build_declared(const cg_model *model, cg_type_env **out, cg_error *err)
+{
+    *out = NULL;
+    if (!model || !model->graph)
+        return cg_error_set(err, CG_USAGE, "type environment: the model has no graph");
+    te_build b = {NULL, model, NULL, 0, NULL, false, 0, err, NULL};
+    cg_status st = CG_OK;
+    if (!(b.env = calloc(1, sizeof *b.env)))
+        return cg_error_set(err, CG_NOMEM, "out of memory building the type environment");
+    const cg_graph *g = model->graph;
+    for (size_t i = 0; st == CG_OK && i < g->initializer_count; i++)
+        st = add_initializer(&b, &g->initializers[i], true);
+    if (st == CG_OK)
+        st = add_graph_inputs(&b);
+    for (size_t i = 0; st == CG_OK && i < g->output_count; i++)
+        st = add_declared(&b, &g->outputs[i]);
+    for (size_t i = 0; st == CG_OK && i < g->value_info_count; i++)
+        st = add_declared(&b, &g->value_infos[i]);
+    /* every node output gets an entry (unknown when undeclared), never constant */
+    for (size_t n = 0; st == CG_OK && n < g->node_count; n++)
+        for (size_t o = 0; st == CG_OK && o < g->nodes[n].output_count; o++) {
+            te_entry *e;
+            if (g->nodes[n].outputs[o] && *g->nodes[n].outputs[o])
+                st = env_add(b.env, g->nodes[n].outputs[o], &e, err);
+        }
+    if (st == CG_OK)
+        st = add_subgraphs(&b, g, 0);
+    if (st != CG_OK) {
+        cg_type_env_free(b.env);
+        return st;
+    }
+    *out = b.env;
+    return CG_OK;
+}

@@ -110,6 +110,35 @@ sys.exit(1 if errors else 0)
 EOF
 check "JSON keys and values" test $? -eq 0
 
+# assign places a .tflite on its own operators (docs/tflite.md "Placement")
+"$bin" assign "$d/models/kws_if.tflite" --target litert-gpu >"$tmp/out" 2>&1
+check "assign kws_if: exit" test $? -eq 0
+check "assign counts TFLite ops" out_has "6/8 TFLite ops on litert-gpu, 2 on CPU"
+check "assign: the delegate's wording" out_has \
+    '"6 operations will run on litert-gpu, and the remaining 2 operations will run on the CPU."'
+check "assign: IF refused as a TFLite op" out_has "IF '#7': op tflite:IF not in litert-gpu's"
+"$bin" assign --json "$d/ops/softmax_beta.tflite" --target litert-gpu >"$tmp/a.json" 2>&1
+check "assign --json: exit" test $? -eq 0
+$py - "$tmp/a.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+ok = (r["unit"] == "tflite_ops" and r["nodes_on_target"] == 0 and
+      r["unsupported"][0]["op_type"] == "SOFTMAX" and
+      "Softmax.beta != 1" in r["unsupported"][0]["reason"] and
+      r["delegate_log"] == ["0 operations will run on litert-gpu, and the remaining 1 "
+                            "operations will run on the CPU."])
+sys.exit(0 if ok else 1)
+PYEOF
+check "assign --json on a .tflite" test $? -eq 0
+"$bin" assign "$d/models/cnn.tflite" --target tflm >"$tmp/out" 2>&1
+check "assign tflm: every op registered" out_has "6/6 TFLite ops on tflm"
+"$bin" assign "$d/reader/flex_and_custom.tflite" --target tflm >"$tmp/out" 2>&1
+check "assign tflm: a Flex op fails setup (exit 2)" test $? -eq 2
+check "assign tflm: names the op" out_has "FlexAddV2"
+"$bin" assign "$d/models/cnn.tflite" --target litert-gpu --dim batch=2 >"$tmp/out" 2>&1
+check "assign .tflite --dim: usage error" test $? -eq 2
+check "assign .tflite --dim: says why" out_has "static shapes it stores"
+
 if [ "$fails" -gt 0 ]; then
     echo "tflite_cli: $fails failures"
     exit 1
