@@ -36,7 +36,9 @@ def metrics(ref_parts, got_parts, atol, rtol, nan_equal):
     ref0, got0 = ref_parts[0], got_parts[0]
     e = {}
     shape_mm = any(a.shape != b.shape for a, b in zip(ref_parts, got_parts))
-    dtype_mm = any(a.dtype != b.dtype for a, b in zip(ref_parts, got_parts))
+    kind = lambda dt: "f" if dt.kind == "f" else "b" if dt.kind == "b" else "i"
+    dtype_mm = any(kind(a.dtype) != kind(b.dtype) for a, b in zip(ref_parts, got_parts))
+    same_dtype = all(a.dtype == b.dtype for a, b in zip(ref_parts, got_parts))
     e["shape_mismatch"] = shape_mm
     e["dtype_mismatch"] = dtype_mm
     if shape_mm:
@@ -44,7 +46,7 @@ def metrics(ref_parts, got_parts, atol, rtol, nan_equal):
         e["bit_identical"] = False
         e["count"] = 0
         return e
-    e["bit_identical"] = (not dtype_mm) and all(
+    e["bit_identical"] = same_dtype and all(
         a.tobytes() == b.tobytes() for a, b in zip(ref_parts, got_parts))
     sizes = [a.size for a in ref_parts]
     r = np.concatenate([a.astype(np.float64).ravel() for a in ref_parts])
@@ -157,7 +159,9 @@ def cases():
     f64 = rs.randn(30)
     add("float64", f64, f64 * (1 + 1e-7), 1e-12, 1e-9)
     add("shape_mismatch", np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
-    add("dtype_mismatch", h, h.astype(np.float32), 2.5e-3, 1e-3)
+    add("float16_vs_float32", h, h.astype(np.float32) * np.float32(1.0005), 2.5e-3, 1e-3)
+    add("dtype_mismatch", rs.randint(-3, 3, 12).astype(np.int32),
+        rs.randint(-3, 3, 12).astype(np.float32), 0.5, 0.0)
     a2 = (rs.randn(3, 40) * 2 - 5).astype(np.float32)
     add("sample_b", a2, (a2 * np.float32(1.01)).astype(np.float32), 1e-3, 1e-3)
     return out

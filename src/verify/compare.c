@@ -23,6 +23,10 @@
  *  - pearson from centered moments; when both sides are constant: 1 if they
  *    are equal, else 0; when exactly one is constant: 0. An empty set of
  *    finite pairs gives cosine = pearson = 1 and zero errors.
+ *  - dtype_mismatch: the two tensors hold different kinds of numbers
+ *    (float, integer, bool). Floats of different widths (float16 against
+ *    float32 or float64) are compared as values; they are never
+ *    bit-identical.
  *  - max_ulp: both values rounded to float32 (to float16 when ref is a
  *    float16 tensor) and mapped to a monotonic integer line (sign-magnitude
  *    to two's complement), so +0 and -0 are 0 apart and the distance across
@@ -100,6 +104,12 @@ static bool dtype_comparable(cg_dtype dt)
     return cg_dtype_is_float(dt) || cg_dtype_is_int(dt) || dt == CG_DTYPE_BOOL;
 }
 
+/* 0 float, 1 integer, 2 bool */
+static int dtype_kind(cg_dtype dt)
+{
+    return cg_dtype_is_float(dt) ? 0 : cg_dtype_is_int(dt) ? 1 : 2;
+}
+
 /* Derived metrics from the running sums and moments (single or merged). */
 static void finalize(cg_metrics *m)
 {
@@ -150,7 +160,10 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
         return cg_error_set(err, CG_UNSUPPORTED,
                             "compare: cannot compare %s against %s (numeric real tensors only)",
                             cg_dtype_name(ref->dtype), cg_dtype_name(got->dtype));
-    out->dtype_mismatch = ref->dtype != got->dtype;
+    /* float16 against float32 (an fp16 conversion against its source, a
+     * target against the float64 reference) is compared as values; only a
+     * change of kind (float, integer, bool) is a mismatch */
+    out->dtype_mismatch = dtype_kind(ref->dtype) != dtype_kind(got->dtype);
     if (!same_shape(ref, got) || ref->numel != got->numel) {
         out->shape_mismatch = true;
         out->bit_identical = false;
@@ -160,7 +173,7 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
     if (ref->numel < 0 || (ref->numel > 0 && (!ref->data || !got->data)))
         return cg_error_set(err, CG_INVALID, "compare: tensor without data (%lld elements)",
                             (long long)ref->numel);
-    if (out->dtype_mismatch) {
+    if (ref->dtype != got->dtype) {
         out->bit_identical = false;
     } else if (ref->numel > 0) {
         size_t bytes = cg_tensor_bytes(ref);
