@@ -473,3 +473,23 @@ void cli_rewrite_args_free(cli_rewrite_args *r)
     cli_names_free(r->opt_in, r->opt_in_count);
     r->only_count = r->opt_in_count = 0;
 }
+
+bool cli_parse_task(const char *cmd, const char *arg, cg_task *task, const char **detect)
+{
+    *detect = NULL;
+    if (strcmp(arg, "classify") == 0)
+        *task = CG_TASK_CLASSIFY;
+    else if (strcmp(arg, "segment") == 0)
+        *task = CG_TASK_SEGMENT;
+    else if (strcmp(arg, "detect") == 0)
+        *task = CG_TASK_DETECT;
+    else if (strncmp(arg, "detect:", 7) == 0 && arg[7]) {
+        *task = CG_TASK_DETECT;
+        *detect = arg + 7;
+    } else {
+        cli_error(cmd, "--task expects classify, segment or detect[:BOXES,SCORES[,LABELS]], "
+                  "got '%s'", arg);
+        return false;
+    }
+    return true;
+}

@@ -137,6 +137,11 @@ bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_
 bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
                          size_t arg_count, const cg_target **out, size_t *count, size_t max);
 
+/* --task classify|segment|detect[:BOXES,SCORES[,LABELS]] (detect's output
+ * names go to *detect, pointing into arg, else NULL). */
+#include "convgate/compare.h"
+bool cli_parse_task(const char *cmd, const char *arg, cg_task *task, const char **detect);
+
 /* --target T[,T2...] (repeatable) and --profiles DIR, as every command
  * takes them. cli_targets_option: 1 when opt was one of them, -1 on an
  * error (printed), 0 otherwise. cli_targets_resolve loads the registry and

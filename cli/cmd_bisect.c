@@ -28,25 +28,37 @@ static void bisect_usage(FILE *f)
           "                       [--accumulate fp16|fp32] [--no-triage] [--profiles DIR]\n"
           "                       [--json] [--html FILE] [--model-explorer DIR] [--quiet]\n"
           "\n"
-          "Runs the reference runtime and the target path side by side on one input set\n"
-          "and names the first intermediate tensor, in topological order, where the target\n"
-          "path is beyond tolerance: the node, its op, its inputs' dtypes and shapes, the\n"
-          "metrics there, and the last tensor that still matched. Only tensors both sides\n"
-          "expose are compared (values inside a target's partition are not). Memory stays\n"
-          "near two runs: no side keeps its intermediates.\n"
+          "Runs the float64 reference, the fp32 reference, the fp16-storage reference\n"
+          "(for a candidate that computes in fp16) and the candidate side by side on one\n"
+          "input set, and names the first intermediate tensor, in topological order,\n"
+          "whose error against float64 exceeds the noise floor of its own precision (the\n"
+          "fp32 floor, or the fp16 storage floor for a tensor the candidate holds in fp16\n"
+          "or computes from one: docs/noise-floor.md): the node, its op, its inputs'\n"
+          "dtypes and shapes, the error and the floors there, and the last tensor within\n"
+          "its floor. Decisions (comparisons, ArgMax, TopK, quantizers...) are judged by\n"
+          "their flips; one that flips within the noise of its input is listed with its\n"
+          "margin and what follows it is not blamed for the difference. Only tensors the\n"
+          "candidate exposes are compared (values inside a target's partition are not,\n"
+          "until a divergence at a partition's output exposes them). Memory stays near\n"
+          "the runs: no side keeps its intermediates.\n"
           "\n"
-          "Triage: a target path that computes in fp16 is rerun in fp32 and the tensor\n"
-          "compared again: a match means precision loss (fp16), a mismatch a wrong kernel\n"
-          "or rewrite.\n"
+          "Triage: beyond the fp32 floor is a wrong result (a wrong kernel or rewrite);\n"
+          "beyond the fp16 floor, the candidate is rerun wider (a target path with fp32\n"
+          "accumulation and in fp32, a model such as an fp16 conversion in float64): back\n"
+          "within the floor is a precision breakdown (fp16 overflow, accumulation,\n"
+          "storage), still beyond is a wrong result.\n"
           "\n"
           "Options:\n"
           "  --target T[,T2]  targets in priority order\n"
-          "  --against MODEL2 compare MODEL against MODEL2 (same input and value names),\n"
-          "                   both on the reference runtime (or on --target's path)\n"
+          "  --against MODEL2 compare MODEL against MODEL2 (same input and value names:\n"
+          "                   a rewrite, or an fp16 conversion, whose inputs are cast to\n"
+          "                   the types it declares), both on the reference runtime (or\n"
+          "                   MODEL2 on --target's path)\n"
           "  --inputs DIR     an input folder (see below); --sample N picks one (default 0)\n"
           "  --random         random inputs (the default; sample 0 of the policy below)\n"
           CLI_HELP_INPUT_OPTIONS
-          "  --atol/--rtol    tolerance (default: compare's, for fp32 or fp16 compute)\n"
+          "  --atol/--rtol    compare with the fp32 reference under this fixed tolerance\n"
+          "                   instead of the noise floors\n"
           "  --json           the result as JSON (docs/json.md)\n"
           CLI_HELP_VIEWS
           "  --quiet          no progress line on stderr\n"
@@ -165,19 +177,18 @@ int cmd_bisect(int argc, char **argv)
     bo.candidate.path = tg.count ? &po : NULL;
     bo.triage = triage;
     bo.progress = cli_progress();
-    /* the path's precision decides the default tolerance, and its placement
-     * is what the views draw: build it once to ask */
-    if (tg.count && (!targs.have_atol || cli_views_wanted(&views)) &&
+    /* the path's placement is what the views draw: build it once */
+    if (tg.count && cli_views_wanted(&views) &&
         cg_target_path_init(bo.candidate.model, &po, &path, &err) != CG_OK) {
         cli_error("bisect", "%s", err.msg);
         goto done;
     }
     if (targs.have_atol) {
+        bo.by_tolerance = true;
         bo.tol.atol = targs.atol;
         bo.tol.rtol = targs.rtol;
-        bo.tol.justification = "from --atol/--rtol";
-    } else {
-        cg_tolerance_default(&bo.tol, path && cg_target_path_reduced_precision(path));
+        bo.tol.nan_equal = targs.nan_equal;
+        bo.tol.justification = "from --atol/--rtol: overrides the noise floors";
     }
     const cg_sample *s = &samples.samples[sample];
     cg_status bst = cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err);
@@ -196,7 +207,9 @@ int cmd_bisect(int argc, char **argv)
             cg_json_set(root, "model", cg_json_text(model_path));
             cg_json_set(root, "candidate", cg_json_text(against));
             cg_json_set(root, "sample", cg_json_text(s->label));
-            cg_json_set(root, "tolerance", cg_report_tolerance_json(&bo.tol, NULL));
+            cg_json_set(root, "tolerance", bo.by_tolerance
+                                               ? cg_report_tolerance_json(&bo.tol, "--atol/--rtol")
+                                               : json_null());
             cg_json_set(root, "targets", tg.count ? tl : (json_decref(tl), json_null()));
         }
         if (cli_views_wanted(&views)) {
@@ -214,8 +227,14 @@ int cmd_bisect(int argc, char **argv)
             json_decref(root);
     }
     if (!cli_json_on()) {
-        printf("convgate bisect %s against %s on %s (atol %g, rtol %g)\n", model_path,
-               against ? against : "the target path", s->label, bo.tol.atol, bo.tol.rtol);
+        if (bo.by_tolerance)
+            printf("convgate bisect %s against %s on %s (atol %g, rtol %g: given, they override "
+                   "the noise floors)\n", model_path, against ? against : "the target path",
+                   s->label, bo.tol.atol, bo.tol.rtol);
+        else
+            printf("convgate bisect %s against %s on %s (each tensor against the noise floor of "
+                   "its own precision, from the float64 reference)\n", model_path,
+                   against ? against : "the target path", s->label);
         cg_bisect_report_text(stdout, &res, "");
     }
 done:

@@ -24,12 +24,22 @@ static void compare_usage(FILE *f)
         "\n"
         "Runs MODEL on the reference CPU runtime and on the target path (the model\n"
         "placed on T, T2... and run here: executing targets for real, fp16 profiles\n"
-        "emulated) on the same inputs, and compares every output per sample and\n"
-        "over all samples: max/mean abs error, max relative error (numpy's: over\n"
-        "elements whose ref is not 0), RMSE, NMSE, cosine, Pearson, max ULP distance,\n"
-        "NaN/Inf counts on both sides, a |diff| histogram by decade and the worst\n"
-        "element. An element passes when |target - ref| <= atol + rtol*|ref|; NaN\n"
-        "against a number always fails, NaN against NaN only with --nan-equal.\n"
+        "emulated) on the same inputs, and judges every output over all samples.\n"
+        "\n"
+        "The verdict (docs/noise-floor.md): the same samples also run on the float64\n"
+        "reference, which gives each output's noise floor: |fp32 reference - fp64| and,\n"
+        "for an fp16 target, |fp16 storage - fp64|. The target's error against fp64 is\n"
+        "judged as a multiple of the floor of its precision: matches (fp32 noise),\n"
+        "matches at fp16 precision, precision breakdown (inf/NaN, or an error far above\n"
+        "the floor that goes away with fp32 accumulation or in fp32: an fp16 target is\n"
+        "rerun both ways) or wrong result (far above the floor in fp32 too). Outputs\n"
+        "downstream of a decision (comparison, ArgMax, TopK, quantizer...) are judged\n"
+        "by how many decisions flipped and by what margin.\n"
+        "\n"
+        "Beside the verdict, the absolute figures against the fp32 reference: max/mean\n"
+        "abs error, max relative error (numpy's: over elements whose ref is not 0),\n"
+        "RMSE, NMSE, cosine, Pearson, max ULP distance, NaN/Inf counts on both sides, a\n"
+        "|diff| histogram by decade and the worst element.\n"
         "\n"
         "Inputs (one of):\n"
         "  --inputs DIR         an input folder (see below), one sample per set\n"
@@ -43,26 +53,44 @@ static void compare_usage(FILE *f)
         "                       samples are sets named random-0, random-1, ...;\n"
         "                       DIR/NAME_N.npy or DIR/NAME.npy for flat input folders,\n"
         "                       as `run -o DIR` writes them). --target is then optional:\n"
-        "                       it only says whether the outputs are reduced precision\n"
+        "                       it says what precision the outputs were computed in,\n"
+        "                       and for an fp16 target its emulation tells a precision\n"
+        "                       breakdown from a wrong result\n"
         "  --accumulate fp16|fp32  accumulation of fp16 targets' reductions (default:\n"
         "                       the target profile's)\n"
         "\n"
-        "Tolerances:\n"
-        "  --atol X --rtol Y    for every output (either may be given alone)\n"
+        "Fixed tolerances (they override the noise-floor verdict for their outputs, and\n"
+        "the report says so): an element passes when |target - ref| <= atol +\n"
+        "rtol*|ref|; NaN against a number always fails, NaN against NaN only with\n"
+        "--nan-equal.\n"
+        "  --atol X --rtol Y    for every output (either may be given alone; the other\n"
+        "                       keeps ORT OpTester's value, 1e-5 / 1e-4, or 2.5e-3 /\n"
+        "                       1e-3 in fp16: shared/reference/reliability.md section 3)\n"
         "  --tol FILE           JSON {\"outputs\": {\"NAME\": {\"atol\": X, \"rtol\": Y,\n"
         "                       \"nan_equal\": B, \"justification\": \"...\"}},\n"
         "                       \"default\": {...}}; each justification is printed; an\n"
         "                       output the model does not have is an error\n"
         "  --nan-equal          NaN in both ref and target counts as equal\n"
-        "  defaults: atol 1e-5 rtol 1e-4 (ORT OpTester, float); when the path computes\n"
-        "  in reduced precision atol 2.5e-3 rtol 1e-3 (ORT OpTester, fp16; see\n"
-        "  shared/reference/reliability.md section 3)\n"
         "\n"
-        "Task checks (reported; pass/fail stays elementwise):\n"
-        "  --task classify      per output, class axis = last axis: top-1 agreement\n"
-        "                       and top-5 overlap (|top5 ref & top5 target| / 5)\n"
-        "  --task segment       mask = value > --threshold T (default 0.5): mask IoU\n"
-        "                       and foreground-count difference\n"
+        "Tasks:\n"
+        "  --task classify      reported beside: per output, class axis = last axis:\n"
+        "                       top-1 agreement and top-5 overlap, and where the top-1\n"
+        "                       differs, the reference's gap between the two classes\n"
+        "  --task segment       reported beside: a map with a class axis (NCHW, C >= 2)\n"
+        "                       is a multi-class mask, argmax over C: pixel agreement,\n"
+        "                       mean IoU over classes, and where a pixel's class differs\n"
+        "                       the reference's gap; any other map: mask = value >\n"
+        "                       --threshold T (default 0.5): mask IoU and foreground\n"
+        "  --task detect[:BOXES,SCORES[,LABELS]]\n"
+        "                       the detection outputs (found by shape: float [..., N, 4]\n"
+        "                       boxes x1,y1,x2,y2, N float scores, N integer labels; or\n"
+        "                       named) are sets: boxes are matched by IoU >= 0.5 and\n"
+        "                       class, in score order, on every run; matched boxes and\n"
+        "                       scores are judged against their floors, and a box one\n"
+        "                       side has and the other has not is a flipped decision,\n"
+        "                       noise when its score is within the floor of the other\n"
+        "                       side's lowest kept score (the cut). This verdict replaces\n"
+        "                       the elementwise one of those outputs\n"
         "\n"
         "  --profiles DIR       capability profiles (default: $CONVGATE_PROFILES, else\n"
         "                       the source tree's profiles/)\n"
@@ -74,8 +102,8 @@ static void compare_usage(FILE *f)
         "A reduced-precision path whose float output is bit-identical to the fp32\n"
         "reference gets a warning: it probably did not run there (silent fallback).\n"
         "\n"
-        "Exit status: 0 every output within tolerance, 1 some output outside it,\n"
-        "2 usage or input error (or a run failed).\n",
+        "Exit status: 0 every output matches (or is within its tolerance), 1 some\n"
+        "output does not, 2 usage or input error (or a run failed).\n",
         f);
 }
 
@@ -120,13 +148,8 @@ static int parse_args(int argc, char **argv, cmp_args *a)
             a->have_threshold = true;
             break;
         case 'k':
-            o->task = strcmp(optarg, "classify") == 0  ? CG_TASK_CLASSIFY
-                      : strcmp(optarg, "segment") == 0 ? CG_TASK_SEGMENT
-                                                       : CG_TASK_NONE;
-            if (o->task == CG_TASK_NONE) {
-                cli_error("compare", "--task expects classify or segment, got '%s'", optarg);
+            if (!cli_parse_task("compare", optarg, &o->task, &o->detect))
                 return CG_EXIT_ERROR;
-            }
             break;
         case CLI_OPT_HTML:
         case CLI_OPT_MODEL_EXPLORER:

@@ -46,8 +46,20 @@ static void gate_usage(FILE *f)
           "                   run feeds the same values as sample 0\n"
           CLI_HELP_INPUT_OPTIONS
           "\n"
-          "Tolerance: |target - ref| <= atol + rtol*|ref| elementwise; default atol 1e-5,\n"
-          "rtol 1e-4, or atol 2.5e-3, rtol 1e-3 when a partition computes in fp16.\n"
+          "Judgement (gate 3), as compare's: each output against the model's noise floor\n"
+          "of the target's precision, measured on the same samples against the float64\n"
+          "reference (docs/noise-floor.md): matches (fp32 noise), matches at fp16\n"
+          "precision, precision breakdown or wrong result, with the ratio to the floor.\n"
+          "  --atol X --rtol Y   a fixed tolerance instead (|target - ref| <= atol +\n"
+          "                      rtol*|ref|), for every output; it overrides the floor\n"
+          "  --tol FILE          per-output tolerances (compare --help); outputs it does\n"
+          "                      not name keep the noise-floor verdict\n"
+          "  --nan-equal         NaN in both counts as equal (with a tolerance)\n"
+          "  --task classify|segment|detect[:BOXES,SCORES[,LABELS]]\n"
+          "                      task metrics beside the verdict; detect matches the\n"
+          "                      boxes by IoU and class (compare --help), and the\n"
+          "                      detection outputs are judged as sets\n"
+          "  --threshold T       --task segment's mask threshold (default 0.5)\n"
           "  --accumulate fp32   fp16 targets accumulate reductions in fp32 (default: as the\n"
           "                      profile says)\n"
           "  --json FILE|-       also write the JSON report (docs/json.md) to FILE, checked\n"
@@ -67,6 +79,9 @@ int cmd_gate(int argc, char **argv)
     static const struct option longopts[] = {CLI_OPTS_TARGETS,
                                               CLI_OPTS_INPUTS,
                                               CLI_OPTS_TOLERANCE,
+                                              CLI_OPTS_TOLERANCE_FILE,
+                                              {"task", required_argument, NULL, 'k'},
+                                              {"threshold", required_argument, NULL, 't'},
                                               {"golden", required_argument, NULL, 'g'},
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"random", required_argument, NULL, 'r'},
@@ -79,7 +94,7 @@ int cmd_gate(int argc, char **argv)
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
     uint64_t random_n = 0;
-    bool json_stdout = false;
+    bool json_stdout = false, have_threshold = false;
     cg_tolerance_args tol = {0};
     cli_inputs in;
     cli_targets tg;
@@ -93,6 +108,7 @@ int cmd_gate(int argc, char **argv)
     cg_error err;
     cg_error_clear(&err);
     memset(&opt, 0, sizeof opt);
+    opt.threshold = 0.5;
     memset(&rep, 0, sizeof rep);
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
@@ -111,6 +127,15 @@ int cmd_gate(int argc, char **argv)
             }
             break;
         case 'F': opt.require_full = true; break;
+        case 'k':
+            if (!cli_parse_task("gate", optarg, &opt.task, &opt.detect))
+                goto done;
+            break;
+        case 't':
+            if (!cli_parse_real("gate", "threshold", optarg, &opt.threshold))
+                goto done;
+            have_threshold = true;
+            break;
         case 'j':
             /* checked now: an unwritable report path must not cost a whole gate */
             if (!cli_json_to("gate", optarg))
@@ -131,15 +156,15 @@ int cmd_gate(int argc, char **argv)
         goto done;
     if (!cli_targets_required("gate", &tg))
         goto done;
-    if (tol.have_atol != tol.have_rtol) {
-        cli_error("gate", "give --atol and --rtol together");
+    if (tol.file && (tol.have_atol || tol.have_rtol)) {
+        cli_error("gate", "give --atol/--rtol or --tol FILE, not both");
         goto done;
     }
-    opt.tol_given = tol.have_atol;
-    opt.tol.atol = tol.atol;
-    opt.tol.rtol = tol.rtol;
-    if (opt.tol_given)
-        opt.tol.justification = "from --atol/--rtol";
+    if (have_threshold && opt.task != CG_TASK_SEGMENT) {
+        cli_error("gate", "--threshold applies to --task segment");
+        goto done;
+    }
+    opt.tol = tol;
     if (!(model = cli_model_for("gate", model_path, &in, &tg)))
         goto done;
 
@@ -170,11 +195,12 @@ int cmd_gate(int argc, char **argv)
         if (root)
             cg_json_set(root, "samples_source", cg_json_text(desc));
         if (cli_views_wanted(&views)) {
-            cg_graph_view_output *outs = calloc(rep.output_count + 1, sizeof *outs);
-            for (size_t o = 0; outs && o < rep.output_count; o++)
-                outs[o] = (cg_graph_view_output){rep.outputs[o].name, &rep.outputs[o].metrics};
+            const cg_parity_report *jr = &rep.judged;
+            cg_graph_view_output *outs = calloc(jr->output_count + 1, sizeof *outs);
+            for (size_t o = 0; outs && o < jr->output_count; o++)
+                outs[o] = (cg_graph_view_output){jr->outputs[o].name, &jr->outputs[o].merged};
             cg_graph_view gv = {model, rep.assignment, rep.node_ms,
-                                rep.bisected ? &rep.bisect : NULL, outs, rep.output_count,
+                                rep.bisected ? &rep.bisect : NULL, outs, jr->output_count,
                                 tg.list, tg.count};
             char title[4300];
             snprintf(title, sizeof title, "convgate gate %s --target %s", model_path, tg.label);

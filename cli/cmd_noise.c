@@ -120,20 +120,23 @@ static cg_status add_sample(const noise_args *a, const cg_model *model, cg_noise
                             cg_noise_tally *files, cg_error *err)
 {
     cg_sample s;
-    cg_named_value *ref = NULL;
-    size_t ref_count = 0, nout = model->graph->output_count;
+    cg_noise_runs runs;
+    size_t nout = model->graph->output_count;
+    memset(&runs, 0, sizeof runs);
     cg_noise_decision_values dec;
     memset(&dec, 0, sizeof dec);
     cg_value **got = NULL;
     cg_status st = cg_sample_source_load(src, i, &s, err);
     if (st != CG_OK)
         return st;
-    st = cg_noise_add_sample(noise, s.inputs, s.input_count, &ref, &ref_count, &dec, err);
+    st = cg_noise_add_sample(noise, s.inputs, s.input_count, &runs, &dec, err);
+    const cg_named_value *ref = runs.out[CG_RUN_FP64];
+    size_t ref_count = runs.count[CG_RUN_FP64];
     if (st == CG_OK && target) {
         cg_dim_binding dims[CLI_MAX_DIMS];
         size_t nd = cg_sample_dims(model, a->in.dims, a->in.dim_count, &s, dims, CLI_MAX_DIMS);
         st = cg_noise_target_add_sample(target, s.inputs, s.input_count, dims, nd, ref,
-                                        ref_count, &dec, i, err);
+                                        ref_count, &dec, i, NULL, err);
         if (st == CG_OK && !a->fp16 && cg_noise_target_precision(target) == CG_PRECISION_FP16)
             st = cg_error_set(err, CG_USAGE, "%s computes in fp16: it is judged against the "
                               "fp16 storage floor, drop --no-fp16", a->targets.label);
@@ -157,7 +160,7 @@ static cg_status add_sample(const noise_args *a, const cg_model *model, cg_noise
     free(got);
     if (st != CG_OK)
         cg_error_prefix(err, "sample %s: ", s.label);
-    cg_runtime_free_outputs(ref, ref_count);
+    cg_noise_runs_free(&runs);
     cg_noise_decision_values_free(&dec);
     cg_sample_clear(&s);
     return st;
@@ -203,12 +206,16 @@ int cmd_noise(int argc, char **argv)
         cg_error_clear(&err);
     }
     cg_noise_options no;
+    cg_target_path_options base;
     memset(&no, 0, sizeof no);
+    memset(&base, 0, sizeof base);
+    base.targets = a.targets.list;
+    base.target_count = a.targets.count;
+    base.random = &a.in.random;
     no.fp16 = a.fp16;
     no.types = types;
     if ((st = cg_noise_init(model, &no, &noise, &err)) != CG_OK ||
-        (a.targets.count && (st = cg_noise_target_init(noise, a.targets.list, a.targets.count,
-                                                        0, &target, &err)) != CG_OK) ||
+        (a.targets.count && (st = cg_noise_target_init(noise, &base, &target, &err)) != CG_OK) ||
         (a.outputs_from && (st = cg_noise_tally_init(noise, &files, &err)) != CG_OK)) {
         cli_error("noise", "%s", err.msg);
         goto done;

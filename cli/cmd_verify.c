@@ -32,18 +32,27 @@ static void verify_usage(FILE *f)
           "Checks the golden set (format version, every file's sha256, the model's\n"
           "sha256, and that it covers every input and output of the model), runs the\n"
           "golden inputs on the reference runtime (or the target path with --target)\n"
-          "and compares every output with the golden one:\n"
-          "|got - golden| <= atol + rtol * |golden| elementwise, NaN against a number fails.\n"
+          "and judges every output against the golden one: by default against the noise\n"
+          "floor dump-ref recorded with it (the fp32 and fp16 storage floors of docs/\n"
+          "noise-floor.md): matches (fp32 noise), matches at fp16 precision, precision\n"
+          "breakdown or wrong result, with the ratio to the floor. A golden set without\n"
+          "recorded floors (format 1), and outputs given a tolerance, are judged\n"
+          "elementwise: |got - golden| <= atol + rtol * |golden|, NaN against a number\n"
+          "fails.\n"
           "\n"
           "  --golden GOLDEN        a directory written by `convgate dump-ref`\n"
           "  --target T[,T2...]     run the target path instead of the reference\n"
-          "                         (`convgate targets` lists them; repeatable)\n"
+          "                         (`convgate targets` lists them; repeatable); with\n"
+          "                         --outputs-from, what made them (their precision, and\n"
+          "                         for an fp16 target the emulation that tells precision\n"
+          "                         from a wrong result)\n"
           "  --profiles DIR         capability profiles directory\n"
           "  --accumulate fp16|fp32 how fp16 targets accumulate reductions (default fp16)\n"
           "  --outputs-from DIR     compare outputs produced elsewhere instead of running:\n"
           "                         DIR/SET/NAME.npy (or .pb, or output_K.pb), or DIR/SET.npz\n"
-          "  --atol X, --rtol Y     tolerance (default 1e-5 and 1e-4; 2.5e-3 and 1e-3 for a\n"
-          "                         target path that computes in fp16)\n"
+          "  --atol X, --rtol Y     a fixed tolerance instead of the noise floor (default\n"
+          "                         for format-1 golden sets: 1e-5 and 1e-4; 2.5e-3 and 1e-3\n"
+          "                         for a target path that computes in fp16)\n"
           "  --nan-equal            NaN matches NaN\n"
           "  --tol FILE             per-output tolerances with justifications (JSON:\n"
           "                         {\"default\": {...}, \"outputs\": {NAME: {atol, rtol,\n"
@@ -53,7 +62,7 @@ static void verify_usage(FILE *f)
           "Placement of the target path (its reference run):\n" CLI_HELP_INPUT_OPTIONS
           "\n" CLI_HELP_FILE_NAMES
           "\n"
-          "Exit status: 0 every output within tolerance; 1 some output is not; 2 usage or\n"
+          "Exit status: 0 every output matches; 1 some output does not; 2 usage or\n"
           "input error, including a golden set made for another model, a missing or\n"
           "altered golden file, a set missing an output, or an unknown format_version.\n",
           f);
@@ -94,11 +103,6 @@ static int parse_args(int argc, char **argv, verify_args *a)
     }
     if (o->tol.file && (o->tol.have_atol || o->tol.have_rtol)) {
         cli_error("verify", "give --tol FILE or --atol/--rtol, not both");
-        return CG_EXIT_ERROR;
-    }
-    if (o->outputs_from && a->targets.arg_count) {
-        cli_error("verify", "--outputs-from compares outputs produced elsewhere; it takes no "
-                  "--target");
         return CG_EXIT_ERROR;
     }
     if (strcmp(a->model_path, "-") == 0) {
@@ -174,7 +178,8 @@ int cmd_verify(int argc, char **argv)
     a.opt.dim_count = a.in.dim_count;
     a.opt.random = &a.in.random;
     if (a.opt.outputs_from)
-        snprintf(producer, sizeof producer, "outputs from %s", a.opt.outputs_from);
+        snprintf(producer, sizeof producer, "outputs from %s%s%s", a.opt.outputs_from,
+                 a.targets.count ? " made by " : "", a.targets.count ? a.targets.label : "");
     else
         snprintf(producer, sizeof producer, "%s", a.targets.count ? a.targets.label : "reference");
     cg_status st = cg_verify_golden(model, a.model_path, a.golden_dir, &a.opt, &rep, &err);

@@ -71,6 +71,17 @@ CG_API void cg_metrics_init(cg_metrics *m);
  * says which. */
 CG_API void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
 
+/* The noise floors of one output on one sample (docs/noise-floor.md), as a
+ * golden set records them: the largest |fp32 reference - fp64 reference|,
+ * the largest |fp16 storage - fp64 reference| (+inf when fp16 storage
+ * overflows; NaN: not measured) and the output's scale, the largest |fp64
+ * value|. */
+typedef struct cg_output_floor {
+    bool known;
+    double scale, fp32, fp16;
+    uint64_t count;     /* elements */
+} cg_output_floor;
+
 /* --- tolerance files (src/verify/tolerance.c) ------------------------------------- */
 
 /* The tolerance in force for one output and where it came from. */
@@ -108,14 +119,28 @@ CG_API void cg_tolerances_free(cg_output_tolerance *t, size_t count);
 
 /* --- task metrics (src/verify/task.c) ----------------------------------------------- */
 
-typedef enum cg_task { CG_TASK_NONE = 0, CG_TASK_CLASSIFY, CG_TASK_SEGMENT } cg_task;
+typedef enum cg_task {
+    CG_TASK_NONE = 0,
+    CG_TASK_CLASSIFY,
+    CG_TASK_SEGMENT,
+    CG_TASK_DETECT
+} cg_task;
 
-CG_API const char *cg_task_name(cg_task task); /* "none", "classify", "segment" */
+CG_API const char *cg_task_name(cg_task task); /* "none", "classify", "segment", "detect" */
 
-/* What a task cares about, accumulated over samples. classify: class axis
- * = last axis; top-1 agreement and top-5 overlap (|top5 ref & top5 target|
- * / 5) per row, NaN ranking first as numpy's argmax does. segment: mask =
- * value > threshold; intersection, union and foreground counts. */
+/* What a task cares about, accumulated over samples (one output).
+ * classify: class axis = last axis; top-1 agreement and top-5 overlap
+ * (|top5 ref & top5 target| / 5) per row, NaN ranking first as numpy's
+ * argmax does. segment: a map with a class axis (rank >= 3 and dims[1] >=
+ * 2: NCHW logits or scores) is a multi-class mask, the argmax over axis 1
+ * per pixel: pixel agreement and the mean IoU over the classes either side
+ * uses; any other map is a binary mask, value > threshold: intersection,
+ * union and foreground counts. Where the choice differs (a top-1 or a
+ * pixel's class), `flips` counts it and max_margin keeps the largest gap,
+ * in the reference, between the reference's choice and the target's (how
+ * far from a tie the flipped decision was); for binary masks the margin is
+ * |ref - threshold|. Detection is judged over several outputs together
+ * (cg_detect_*). */
 typedef struct cg_task_metrics {
     cg_task task;
     double threshold;
@@ -123,14 +148,72 @@ typedef struct cg_task_metrics {
     uint64_t rows, top1_agree;
     double top5_overlap; /* summed over rows */
     uint64_t inter, uni, fg_ref, fg_got;
+    /* segment with a class axis */
+    bool multiclass;
+    int64_t classes;
+    uint64_t pixels, pixels_agree;
+    uint64_t *class_inter, *class_union; /* per class (owned) */
+    /* decisions that differ */
+    uint64_t flips;
+    double max_margin;
 } cg_task_metrics;
 
 CG_API void cg_task_metrics_init(cg_task_metrics *m, cg_task task, double threshold);
+CG_API void cg_task_metrics_free(cg_task_metrics *m);
 /* Folds one sample's ref and got (same shape) in. */
 CG_API void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tensor *got);
 CG_API double cg_task_top1(const cg_task_metrics *m); /* share of rows; NaN when not applicable */
 CG_API double cg_task_top5(const cg_task_metrics *m);
 CG_API double cg_task_iou(const cg_task_metrics *m);  /* 1 when both masks are empty */
+/* Multi-class masks: the share of pixels whose class agrees, and the mean
+ * over the classes present on either side of their IoU (NaN: not a
+ * multi-class mask). */
+CG_API double cg_task_pixel_agreement(const cg_task_metrics *m);
+CG_API double cg_task_mean_iou(const cg_task_metrics *m);
+
+/* --- detection (src/verify/task.c) --------------------------------------------------- */
+
+/* Which graph outputs hold the detections: boxes (float, last axis 4,
+ * corners x1, y1, x2, y2), scores (float, one per box) and optionally
+ * labels (one class per box): output indices, -1 for none. */
+typedef struct cg_detect_outputs {
+    int boxes, scores, labels;
+} cg_detect_outputs;
+
+/* Finds them among the model's outputs, from the reference's tensors of one
+ * sample: by `spec` "BOXES,SCORES[,LABELS]" (output names) when given,
+ * else by shape (a float [..., N, 4] output, a float output of N values,
+ * an integer one of N values), names containing "box", "score", "label" or
+ * "class" breaking ties. CG_USAGE naming the outputs when none fit or the
+ * choice is ambiguous. */
+CG_API CG_NODISCARD cg_status cg_detect_find(const char *const *names, const cg_tensor *const *ref,
+                                             size_t count, const char *spec, cg_detect_outputs *out,
+                                             cg_error *err);
+
+/* A reference's detections matched to another's: in order of the
+ * reference's scores, each reference box takes the unmatched box of the
+ * same label with the largest IoU, when that IoU is at least iou_min. */
+typedef struct cg_detect_match {
+    size_t ref_count, got_count;
+    size_t matched;
+    size_t *ref_index, *got_index;  /* the matched pairs */
+    size_t missing_count, extra_count;
+    size_t *missing;                /* reference boxes left unmatched */
+    size_t *extra;                  /* the other side's boxes left unmatched */
+    double min_iou;                 /* over the matched pairs (1 with none) */
+} cg_detect_match;
+
+/* labels may be NULL on both sides (class-agnostic). CG_INVALID naming the
+ * tensor when boxes, scores and labels disagree on the box count. */
+CG_API CG_NODISCARD cg_status cg_detect_match_run(const cg_tensor *ref_boxes,
+                                                  const cg_tensor *ref_scores,
+                                                  const cg_tensor *ref_labels,
+                                                  const cg_tensor *got_boxes,
+                                                  const cg_tensor *got_scores,
+                                                  const cg_tensor *got_labels, double iou_min,
+                                                  cg_detect_match *out, cg_error *err);
+CG_API void cg_detect_match_free(cg_detect_match *m);
+
 /* Lower edge of histogram bin b (0 for bin 0): 1e-10, 1e-9, ..., 1. */
 CG_API double cg_hist_bin_low(int bin);
 

@@ -5,9 +5,11 @@
  *     partitions, boundaries, time-weighted coverage) is acceptable: no
  *     fail-policy target refuses a node, and under require_full nothing
  *     falls back to the CPU;
- *   3 matches    the target path's outputs match the reference runtime's
- *     on every sample within tolerance; on a failure, bisection names the
- *     first divergent tensor (convgate/bisect.h).
+ *   3 matches    the target path's outputs, judged on every sample as
+ *     compare judges them (convgate/parity.h): against the model's noise
+ *     floor of the target's precision by default, by a fixed tolerance
+ *     where one is given; on a failure, bisection names the first tensor
+ *     beyond the floor of its own precision (convgate/bisect.h).
  *
  * Samples (input folders, random inputs, golden sets) come from
  * convgate/samples.h and convgate/golden.h; gate 2's reference run and gate
@@ -24,6 +26,7 @@
 #include "convgate/bisect.h"
 #include "convgate/check.h"
 #include "convgate/compare.h"
+#include "convgate/parity.h"
 #include "convgate/partition.h"
 #include "convgate/progress.h"
 #include "convgate/runtime.h"
@@ -51,8 +54,12 @@ typedef struct cg_gate_options {
     size_t dim_count;
     bool require_full;
     bool accumulate_fp32;
-    bool tol_given;          /* else cg_tolerance_default for the path's precision */
-    cg_tolerance tol;
+    /* --atol/--rtol/--tol: outputs given a tolerance are judged by it
+     * instead of the noise floor (cg_tolerances_resolve) */
+    cg_tolerance_args tol;
+    cg_task task;            /* gate 3's task metrics; detect judges the detections as sets */
+    double threshold;
+    const char *detect;      /* "BOXES,SCORES[,LABELS]" or NULL */
     size_t max_alloc_bytes;
     /* the random inputs of gate 2's reference runs (convgate/samples.h;
      * NULL: the policy's defaults, seed 0); random samples for gate 3 come
@@ -64,11 +71,6 @@ typedef struct cg_gate_options {
     bool keep_values;
     cg_progress progress;         /* "gate 3" samples, then bisection's nodes */
 } cg_gate_options;
-
-typedef struct cg_gate_output {
-    char *name;
-    cg_metrics metrics;      /* merged over the samples */
-} cg_gate_output;
 
 typedef struct cg_gate_report {
     char *model;             /* the model's path (or "-") */
@@ -88,11 +90,11 @@ typedef struct cg_gate_report {
     char runs_detail[512];
 
     cg_gate_state matches;
-    cg_tolerance tol;
     bool reduced_precision;
     size_t sample_count, failed_samples;
-    cg_gate_output *outputs;
-    size_t output_count;
+    cg_parity_report judged;  /* every output's figures and verdict over the samples */
+    cg_task task;             /* as asked (the task block of the report) */
+    double threshold;
     char matches_detail[512];
     bool bisected;
     size_t bisect_sample;    /* index of the sample bisected */

@@ -36,6 +36,7 @@
 #include "convgate/runtime.h"
 #include "convgate/status.h"
 #include "convgate/target.h"
+#include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 
 #ifdef __cplusplus
@@ -198,30 +199,51 @@ typedef struct cg_noise_options {
     size_t max_alloc_bytes; /* per runtime; 0: default */
     bool fp16;              /* also measure the fp16 storage floor (a third run) */
     const cg_type_env *types; /* for the decision analysis (may be NULL) */
+    bool recorded;          /* no runs: floors from cg_noise_add_recorded */
 } cg_noise_options;
 
 typedef struct cg_noise cg_noise;
 
 /* Builds the fp64 and fp32 references (and the fp16-storage run) of model,
- * which must outlive n. */
+ * which must outlive n. With opt.recorded no runtime is built: the floors
+ * are the ones a golden set recorded (cg_noise_add_recorded). */
 CG_API CG_NODISCARD cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt,
                                             cg_noise **out, cg_error *err);
+
+/* The outputs of several runs of one sample, each in graph-output order
+ * (out[r] NULL: run r did not happen). For the references (cg_noise_add_
+ * sample): CG_RUN_FP64, CG_RUN_FP32, CG_RUN_FP16 (fp16 storage). For a
+ * target (cg_noise_target_add_sample): CG_RUN_TARGET (as placed),
+ * CG_RUN_ACC32 (fp32 accumulation), CG_RUN_IN_FP32 (in fp32). */
+enum { CG_RUN_FP64 = 0, CG_RUN_FP32 = 1, CG_RUN_FP16 = 2 };
+enum { CG_RUN_TARGET = 0, CG_RUN_ACC32 = 1, CG_RUN_IN_FP32 = 2 };
+#define CG_NOISE_RUNS 3
+typedef struct cg_noise_runs {
+    cg_named_value *out[CG_NOISE_RUNS];
+    size_t count[CG_NOISE_RUNS];
+} cg_noise_runs;
+CG_API void cg_noise_runs_free(cg_noise_runs *r);
+
 /* Runs one input set on every reference and merges its floors (outputs and
- * the float inputs of decision nodes). With ref64 non-NULL, *ref64 gets the
- * fp64 reference outputs (graph-output order; free with
- * cg_runtime_free_outputs) to judge a target on the same sample; with
- * decisions non-NULL, *decisions gets the fp64 values the decision nodes read
- * and produced (cg_noise_decision_values_free). */
+ * the float inputs of decision nodes). With runs non-NULL it gets the
+ * references' outputs (fp64, fp32 and, with opt.fp16, fp16 storage) to
+ * judge a target on the same sample; with decisions non-NULL, *decisions
+ * gets the fp64 values the decision nodes read and produced
+ * (cg_noise_decision_values_free). */
 typedef struct cg_noise_decision_values {
     size_t count;
     char **names;          /* value names */
     cg_value **values;     /* the fp64 reference's values */
 } cg_noise_decision_values;
 CG_API CG_NODISCARD cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs,
-                                                  size_t input_count, cg_named_value **ref64,
-                                                  size_t *ref64_count,
+                                                  size_t input_count, cg_noise_runs *runs,
                                                   cg_noise_decision_values *decisions,
                                                   cg_error *err);
+/* A recorded mode's floors of one sample (a golden set's, convgate/golden.h):
+ * output i's fp32 and fp16 storage floors and scale (an unknown fp16 floor
+ * leaves that floor unmeasured). */
+CG_API CG_NODISCARD cg_status cg_noise_add_recorded(cg_noise *n, size_t output,
+                                                    const cg_output_floor *f, cg_error *err);
 CG_API void cg_noise_decision_values_free(cg_noise_decision_values *d);
 CG_API const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name);
 
@@ -316,6 +338,15 @@ typedef struct cg_judgement {
     char reason[512];       /* one line: "2.3x the fp32 noise floor (max |d| 6.9e-05)" */
 } cg_judgement;
 
+/* Whether an error is within the floor of its precision, before any
+ * rerun: true with the matching verdict in *out; false with *out's error,
+ * floor, ratio and reason describing how far beyond it is (the verdict
+ * then needs the reruns: cg_noise_judge). Bisection asks this of every
+ * tensor. */
+CG_API bool cg_noise_within(const cg_noise_value *floor, cg_precision precision,
+                            const cg_metrics *error, const cg_noise_multiples *k,
+                            cg_judgement *out);
+
 /* The verdict for one output. CG_USAGE when an fp16 target above its
  * floor comes without the fp32 rerun that tells the cause. */
 CG_API CG_NODISCARD cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
@@ -338,12 +369,16 @@ CG_API CG_NODISCARD cg_status cg_noise_judge_tally(const cg_noise_output *o, siz
  * paths are (re)built for each sample's dims, their observers keep the
  * decision values. targets must outlive t. */
 typedef struct cg_noise_target cg_noise_target;
+/* base: the targets and how to place and run them (targets, random,
+ * accumulate_fp32, max_alloc_bytes; dims come per sample, observe is the
+ * decision capture); borrowed, with its arrays, for t's life. */
 CG_API CG_NODISCARD cg_status cg_noise_target_init(const cg_noise *n,
-                                                   const cg_target *const *targets,
-                                                   size_t target_count, size_t max_alloc_bytes,
+                                                   const cg_target_path_options *base,
                                                    cg_noise_target **out, cg_error *err);
 /* One sample: its inputs and dims (cg_sample_dims), and what
- * cg_noise_add_sample gave for it. */
+ * cg_noise_add_sample gave for it (ref64: its fp64 outputs). With outs
+ * non-NULL it gets every path's outputs (CG_RUN_TARGET, and for an fp16
+ * path CG_RUN_ACC32 and CG_RUN_IN_FP32; cg_noise_runs_free). */
 CG_API CG_NODISCARD cg_status cg_noise_target_add_sample(cg_noise_target *t,
                                                          const cg_named_value *inputs,
                                                          size_t input_count,
@@ -352,7 +387,11 @@ CG_API CG_NODISCARD cg_status cg_noise_target_add_sample(cg_noise_target *t,
                                                          const cg_named_value *ref64,
                                                          size_t ref_count,
                                                          const cg_noise_decision_values *ref_dec,
-                                                         size_t sample, cg_error *err);
+                                                         size_t sample, cg_noise_runs *outs,
+                                                         cg_error *err);
+/* The path as placed, handed over (the caller frees it; NULL before the
+ * first sample); the next sample builds it again. */
+CG_API cg_target_path *cg_noise_target_take_path(cg_noise_target *t);
 /* What the path stores floats in (known once a sample ran). */
 CG_API cg_precision cg_noise_target_precision(const cg_noise_target *t);
 CG_API const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t);

@@ -1,9 +1,20 @@
 /*
  * Parity: the reference runtime against a target path (or against outputs
  * made elsewhere, read from files) over samples, every output compared per
- * sample and merged over samples with the metrics of convgate/compare.h.
- * `convgate compare` is this plus a rendering; `convgate verify` is the
- * same against a golden set.
+ * sample and merged over samples with the metrics of convgate/compare.h,
+ * and judged. `convgate compare` is this plus a rendering; `convgate
+ * verify` is the same against a golden set; gate 3 judges its samples the
+ * same way (src/verify/judge.c is the one judge).
+ *
+ * The judgement. An output whose tolerance is the default (no --atol,
+ * --rtol or --tol entry for it) is judged against the model's noise floor
+ * of the precision the target computes in (convgate/noise.h,
+ * docs/noise-floor.md): matches (fp32 noise), matches at fp16 precision,
+ * precision breakdown, wrong result, with the ratio to the floor. The
+ * floors come from the float64 reference run on the same samples, or from
+ * a golden set's manifest. An explicit tolerance overrides that for its
+ * outputs, and the report says so. Either way the absolute figures (the
+ * metrics against the fp32 reference, or the golden outputs) are kept.
  *
  * One sample at a time: its reference and target outputs are compared and
  * freed before the next is loaded, so memory does not grow with the count.
@@ -16,6 +27,7 @@
 
 #include "convgate/compare.h"
 #include "convgate/golden.h"
+#include "convgate/noise.h"
 #include "convgate/progress.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
@@ -55,26 +67,60 @@ CG_API void cg_sample_path_free(cg_sample_path *sp);
 
 /* One output of one sample. */
 typedef struct cg_parity_sample {
-    bool pass;
+    bool pass;                  /* by the output's judgement */
     uint64_t mismatches;
     double max_abs, max_rel, cosine;
     bool bit_identical;
+    double error;               /* noise: max |target - fp64 reference| on this sample */
 } cg_parity_sample;
 
 typedef struct cg_parity_output {
     const char *name;           /* borrowed from the model */
     cg_output_tolerance tol;
-    cg_metrics merged;          /* worst_sample indexes the report's samples */
+    /* against the fp32 reference (or the golden outputs): the absolute
+     * figures, judged by tol when the output is not judged by noise;
+     * worst_sample indexes the report's samples */
+    cg_metrics merged;
     int worst_rank;             /* shape of the worst element's tensor (-1: none) */
     int64_t worst_dims[CG_MAX_RANK];
     cg_dtype dtype;
     cg_parity_sample *samples;  /* one per sample */
+    cg_metrics *per_sample;     /* with keep_sample_metrics: full metrics per sample */
     size_t failing_count;
     cg_task_metrics task;
     /* reduced precision, a float output, and every sample bit-identical to
      * the fp32 reference: it probably did not run there */
     bool fallback_suspect;
+    bool pass;                  /* the output's judgement */
+    /* judged against the noise floor (tol.source "default" and floors
+     * known): the verdict, the floors and the error against the fp64
+     * reference (a golden set: against its outputs), merged over samples */
+    bool by_noise;
+    cg_judgement verdict;
+    cg_noise_stats floor32, floor16, error;
+    bool floor16_measured;
+    bool discontinuous;         /* downstream of a decision */
+    bool flips_compared;
+    cg_flip_stats flips;
+    bool detection;             /* judged with the detections (--task detect) */
 } cg_parity_output;
+
+/* --task detect: the detection outputs matched by IoU and class (order
+ * means nothing), merged over samples. A box one side has and the other
+ * has not is a flipped decision; its margin is how far its score is from
+ * the lowest score the other side kept (the cut), noise when within the
+ * score floor of the precision. */
+typedef struct cg_detect_report {
+    bool on;
+    cg_detect_outputs outputs;
+    double iou_min;
+    uint64_t ref_boxes, target_boxes, matched, missing, extra;
+    double min_iou;             /* over matched pairs (1 with none) */
+    double max_score_diff, max_box_diff; /* matched pairs, against the fp32 reference */
+    cg_flip_stats flips;        /* missing and extra boxes */
+    cg_judgement verdict;
+    bool pass;
+} cg_detect_report;
 
 typedef struct cg_parity_options {
     const cg_target *const *targets; /* priority order */
@@ -89,22 +135,31 @@ typedef struct cg_parity_options {
     cg_tolerance_args tol;           /* cg_tolerances_resolve */
     cg_task task;
     double threshold;                /* segment */
+    const char *detect;              /* detect: "BOXES,SCORES[,LABELS]" (NULL: found by shape) */
     size_t max_alloc_bytes;
     /* keep the last sample's target path in the report (its placement is
      * what the per-node views draw) */
     bool keep_path;
     cg_progress progress;            /* "compare", samples */
+    bool keep_sample_metrics;        /* fill cg_parity_output.per_sample */
+    /* the samples carry expected outputs (a golden set): no reference runs,
+     * the floors are the recorded ones */
+    bool golden;
 } cg_parity_options;
 
 typedef struct cg_parity_report {
     bool pass;
     bool reduced;                    /* the target computes in reduced precision */
+    cg_precision precision;          /* what the judged outputs were computed in */
+    bool by_noise;                   /* some output is judged against the noise floor */
+    char note[512];                  /* how the outputs were judged, when not the usual way */
     size_t sample_count;
     char **sample_names;
     cg_parity_output *outputs;       /* graph-output order */
     size_t output_count;
     size_t failed_outputs;
     cg_target_path *path;            /* with keep_path: the last path run (owned) */
+    cg_detect_report detect;
 } cg_parity_report;
 
 /* Runs every sample of src through the reference and the target (or reads
@@ -115,13 +170,34 @@ CG_API CG_NODISCARD cg_status cg_parity_run(const cg_model *model, const cg_pari
                                             cg_error *err);
 CG_API void cg_parity_report_free(cg_parity_report *r);
 
-/* --- against a golden set ------------------------------------------------------------ */
+/* --- the judge, sample by sample (src/verify/judge.c) ---------------------------------- */
 
-typedef struct cg_verify_set {
-    char *name;
-    bool pass;
-    cg_metrics *metrics;             /* one per output */
-} cg_verify_set;
+/* What cg_parity_run, cg_verify_golden and gate 3 share: the reference
+ * runs, the target's runs (or outputs given), the comparison and the
+ * judgement of every output, one sample at a time. Samples with expected
+ * outputs (a golden set) are compared against those, and judged against
+ * the floors recorded with them (cg_sample.expected_floors; a set without
+ * them is judged by the fixed tolerance, and the report's note says so). */
+typedef struct cg_judge cg_judge;
+
+/* out is the report the judge fills (it must outlive the judge); room for
+ * sample_count samples. */
+CG_API CG_NODISCARD cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt,
+                                            size_t sample_count, cg_parity_report *out,
+                                            cg_judge **j, cg_error *err);
+/* Sample s, number `index`: given (with opt.outputs_from) holds the
+ * target's outputs in graph-output order, else the target path runs (or,
+ * with no targets, the reference itself). */
+CG_API CG_NODISCARD cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t index,
+                                           cg_value *const *given, cg_error *err);
+/* The target path the last sample ran on, handed over (the caller frees
+ * it; NULL when none ran here). */
+CG_API cg_target_path *cg_judge_take_path(cg_judge *j);
+/* Every output's judgement and the report's pass. */
+CG_API CG_NODISCARD cg_status cg_judge_finish(cg_judge *j, cg_error *err);
+CG_API void cg_judge_free(cg_judge *j);
+
+/* --- against a golden set ------------------------------------------------------------ */
 
 typedef struct cg_verify_options {
     /* what produces the outputs: the reference runtime (no targets, no
@@ -132,24 +208,22 @@ typedef struct cg_verify_options {
     size_t dim_count;
     const cg_random_inputs *random;
     bool accumulate_fp32;
-    const char *outputs_from;        /* OUT/SET/NAME.npy or OUT/SET.npz */
+    const char *outputs_from;        /* OUT/SET/NAME.npy or OUT/SET.npz; the targets
+                                        then only say what precision they hold */
     cg_tolerance_args tol;           /* cg_tolerances_resolve */
     size_t max_alloc_bytes;
 } cg_verify_options;
 
 typedef struct cg_verify_report {
     bool pass;
-    bool reduced;
     bool silent_fallback;            /* reduced, and every output bit-identical to fp32 */
     char model_sha256[CG_SHA256_HEX];
     char *golden_version, *golden_created;
-    size_t compared, failed;
-    cg_verify_set *sets;
-    size_t set_count;
-    const char **output_names;       /* borrowed from the model */
-    cg_output_tolerance *tols;       /* one per output */
-    cg_metrics *merged;              /* one per output, over the sets */
-    size_t output_count;
+    int64_t golden_format;
+    size_t compared, failed;         /* (set, output) pairs, and of them failing */
+    /* per output: tolerance or verdict, metrics against the golden outputs
+     * merged over the sets and per set (per_sample); samples are the sets */
+    cg_parity_report parity;
 } cg_verify_report;
 
 /* Checks the golden folder (manifest, every file's hash, the model's hash:

@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convgate/compare.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
@@ -132,6 +133,9 @@ typedef struct cg_sample {
      * reference run); names borrowed from the model, values owned */
     cg_named_value *expected;
     size_t expected_count;
+    /* the noise floors recorded with the expected outputs (a golden set of
+     * format 2), one per expected output (NULL: none recorded) */
+    cg_output_floor *expected_floors;
     char **sources;          /* where each input came from ("random", a path) */
 } cg_sample;
 
@@ -160,10 +164,17 @@ CG_API CG_NODISCARD cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *
 /* Fills every input the sample lacks with random values (policy p, sample
  * index `index`); symbolic dims from dims, then from the fed tensors (a fed
  * size that contradicts --dim or another input is CG_USAGE), then 1. */
-CG_API CG_NODISCARD cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model,
-                                                    const cg_random_inputs *p, size_t index,
-                                                    const cg_dim_binding *dims, size_t dim_count,
-                                                    size_t max_bytes, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_random_inputs *p,
+                                size_t index, const cg_dim_binding *dims, size_t dim_count,
+                                size_t max_bytes, cg_error *err);
+/* The inputs as `model` declares them: a float tensor fed to an input
+ * declared as another float type (an fp16 conversion fed its source's
+ * float32 inputs) is converted, rounding once; everything else passes
+ * through. out gets n entries (names borrowed); owned[i] says which values
+ * were made here. Free with cg_samples_cast_free. */
+CG_API CG_NODISCARD cg_status cg_samples_cast_inputs(const cg_model *model, const cg_named_value *in, size_t n,
+                                 cg_named_value **out, bool **owned, cg_error *err);
+CG_API void cg_samples_cast_free(cg_named_value *v, bool *owned, size_t n);
 /* CG_USAGE naming the first input the sample lacks, with its type. */
 CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model,
                                                        cg_error *err);

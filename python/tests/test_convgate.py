@@ -108,7 +108,9 @@ class Arrays(unittest.TestCase):
         self.assertEqual(r["verdict"], "FAIL")
         b = r["matches"]["bisect"]
         self.assertEqual(b["first_divergent"]["tensor"], "mean_sq")
-        self.assertEqual(b["triage"], "precision loss (fp16)")
+        self.assertEqual(b["triage"], "precision breakdown")
+        self.assertEqual(b["verdict"], "precision breakdown")
+        self.assertIn("fp16 overflow in ReduceMean 'mean_sq'", b["verdict_reason"])
         ref = r.tensors["first_divergent/reference"]
         tgt = r.tensors["first_divergent/target"]
         self.assertEqual(ref.shape, tuple(b["first_divergent"]["shape"]))

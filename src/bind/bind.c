@@ -707,11 +707,7 @@ static int do_gate(bind_ctx *c, json_t **result)
     go.dim_count = c->dim_count;
     go.require_full = opt_bool(c, "require_full", false);
     go.accumulate_fp32 = c->accumulate == 2;
-    go.tol_given = c->tol.have_atol;
-    go.tol.atol = c->tol.atol;
-    go.tol.rtol = c->tol.rtol;
-    if (go.tol_given)
-        go.tol.justification = "from atol/rtol";
+    go.tol = c->tol; /* given, atol/rtol override the noise floor */
     go.random = &c->random;
     go.samples = &set;
     go.samples_desc = desc;
@@ -772,16 +768,11 @@ static int do_bisect(bind_ctx *c, json_t **result)
     bo.triage = opt_bool(c, "triage", true);
     bo.keep_values = true;
     if (c->tol.have_atol) {
+        /* given, atol/rtol override the noise floors, as in convgate bisect */
+        bo.by_tolerance = true;
         bo.tol.atol = c->tol.atol;
         bo.tol.rtol = c->tol.rtol;
         bo.tol.justification = "from atol/rtol";
-    } else {
-        /* the path's precision decides the default, as in convgate bisect */
-        if (cg_target_path_init(c->model, &po, &path, &err) != CG_OK) {
-            rc = bind_error(c, "%s", err.msg);
-            goto done;
-        }
-        cg_tolerance_default(&bo.tol, cg_target_path_reduced_precision(path));
     }
     if (cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err) != CG_OK) {
         rc = bind_error(c, "%s", err.msg);
@@ -798,7 +789,8 @@ static int do_bisect(bind_ctx *c, json_t **result)
     cg_json_set(*result, "model", cg_json_text(c->path));
     cg_json_set(*result, "candidate", json_null());
     cg_json_set(*result, "sample", cg_json_text(s->label));
-    cg_json_set(*result, "tolerance", cg_report_tolerance_json(&bo.tol, NULL));
+    cg_json_set(*result, "tolerance", bo.by_tolerance ? cg_report_tolerance_json(&bo.tol, NULL)
+                                                      : json_null());
     cg_json_set(*result, "targets", tl ? tl : json_null());
     if (bind_keep_bisect(c, &res, s))
         rc = 2;

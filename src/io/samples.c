@@ -219,6 +219,7 @@ void cg_sample_clear(cg_sample *s)
     free(s->inputs);
     free(s->sources);
     free(s->expected);
+    free(s->expected_floors);
     free(s->label);
     memset(s, 0, sizeof *s);
 }
@@ -484,6 +485,57 @@ cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_ra
                                err)) != CG_OK ||
             (st = cg_sample_feed(s, model, vi->name, v, "random", err)) != CG_OK)
             return st;
+    }
+    return CG_OK;
+}
+
+void cg_samples_cast_free(cg_named_value *v, bool *owned, size_t n)
+{
+    for (size_t i = 0; v && owned && i < n; i++)
+        if (owned[i])
+            cg_value_free(v[i].value);
+    free(v);
+    free(owned);
+}
+
+cg_status cg_samples_cast_inputs(const cg_model *model, const cg_named_value *in, size_t n,
+                                 cg_named_value **out, bool **owned, cg_error *err)
+{
+    *out = calloc(n + 1, sizeof **out);
+    *owned = calloc(n + 1, sizeof **owned);
+    if (!*out || !*owned) {
+        cg_samples_cast_free(*out, *owned, 0);
+        *out = NULL;
+        *owned = NULL;
+        return cg_error_set(err, CG_NOMEM, "out of memory casting the inputs");
+    }
+    for (size_t i = 0; i < n; i++) {
+        (*out)[i] = in[i];
+        const cg_value_info *vi = in[i].name ? find_input(model->graph, in[i].name) : NULL;
+        const cg_value *v = in[i].value;
+        if (!vi || !vi->type || vi->type->kind != CG_TYPE_TENSOR || !vi->type->has_elem_type ||
+            !v || v->kind != CG_VALUE_TENSOR)
+            continue;
+        cg_dtype want = (cg_dtype)vi->type->elem_type;
+        if (want == v->tensor.dtype || !cg_dtype_is_float(want) ||
+            !cg_dtype_is_float(v->tensor.dtype))
+            continue;
+        cg_tensor t;
+        cg_value *c = NULL;
+        cg_status st = cg_tensor_alloc(&t, want, v->tensor.rank, v->tensor.dims, 0, err);
+        for (int64_t e = 0; st == CG_OK && e < t.numel; e++)
+            cg_tensor_set_f64(&t, e, cg_tensor_get_f64(&v->tensor, e));
+        if (st == CG_OK && (st = cg_value_from_tensor(&t, &c, err)) != CG_OK)
+            cg_tensor_release(&t);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "input '%s' cast to %s: ", in[i].name, cg_dtype_name(want));
+            cg_samples_cast_free(*out, *owned, n);
+            *out = NULL;
+            *owned = NULL;
+            return st;
+        }
+        (*out)[i].value = c;
+        (*owned)[i] = true;
     }
     return CG_OK;
 }

@@ -23,28 +23,59 @@ static void type_text(const cg_bisect_type *t, char *buf, size_t len)
         snprintf(buf + n, len - n, "]");
 }
 
+/* "7.2x the fp16 storage floor" style summary of one judged tensor. */
+static void judged_line(FILE *f, const cg_bisect_tensor *t)
+{
+    fprintf(f, "max |d| against float64 %.3g; floors: fp32 %.3g", t->metrics.max_abs,
+            t->floor32);
+    if (t->floor16_measured)
+        fprintf(f, ", fp16 storage %.3g", t->floor16);
+    fprintf(f, "; held in %s", cg_precision_name(t->precision));
+}
+
 void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *ind)
 {
     char buf[256];
-    fprintf(f, "%sbisect: %zu tensors watched, %zu compared, %zu beyond tolerance\n", ind,
-            b->watched, b->compared, b->divergent);
+    fprintf(f, "%sbisect: %zu tensors watched, %zu compared, %zu beyond %s\n", ind, b->watched,
+            b->compared, b->divergent, b->by_noise ? "the noise floor of their precision"
+                                                   : "tolerance");
     if (b->refined)
         fprintf(f, "%s(the first pass diverged at a partition's output: rerun with its %zu inner "
                    "value%s exposed)\n", ind, b->refined_values, b->refined_values == 1 ? "" : "s");
+    for (size_t i = 0; i < b->flipped_count; i++) {
+        const cg_bisect_flip *x = &b->flipped[i];
+        fprintf(f, "%sdecision '%s' (%s '%s') flipped %llu of %llu, largest margin %.3g: within "
+                   "the %s noise of its input\n", ind, x->tensor, x->op_type, x->node,
+                (unsigned long long)x->flips.flips, (unsigned long long)x->flips.decisions,
+                x->flips.max_margin, cg_precision_name(x->precision));
+    }
     if (!b->diverged) {
         fprintf(f, "%sno intermediate tensor diverges\n", ind);
         return;
     }
     const cg_bisect_tensor *t = &b->first_divergent;
     type_text(&t->type, buf, sizeof buf);
-    fprintf(f, "%sfirst divergent tensor: '%s' %s, from node '%s' (%s, #%zu)%s%s\n", ind,
-            t->tensor, buf, t->node, t->op_type, t->node_index, t->placed_on ? " on " : "",
+    fprintf(f, "%sfirst %s: '%s' %s, from node '%s' (%s, #%zu)%s%s\n", ind,
+            b->by_noise ? "tensor beyond its noise floor" : "divergent tensor", t->tensor, buf,
+            t->node,
+            t->op_type, t->node_index, t->placed_on ? " on " : "",
             t->placed_on ? t->placed_on : "");
     for (size_t i = 0; i < b->input_count; i++) {
         if (!b->inputs[i].name[0])
             continue;
         type_text(&b->inputs[i], buf, sizeof buf);
         fprintf(f, "%s  input %zu: '%s' %s\n", ind, i, b->inputs[i].name, buf);
+    }
+    if (b->by_noise) {
+        fprintf(f, "%s  ", ind);
+        judged_line(f, t);
+        fputc('\n', f);
+        if (t->by_flips)
+            fprintf(f, "%s  %llu of %llu decisions flipped, largest margin %.3g (beyond the "
+                       "noise of its input)\n", ind, (unsigned long long)t->flips.flips,
+                    (unsigned long long)t->flips.decisions, t->flips.max_margin);
+        else
+            fprintf(f, "%s  %s\n", ind, t->judgement.reason);
     }
     fprintf(f, "%s  ", ind);
     cg_report_metrics_line(f, &t->metrics);
@@ -60,6 +91,8 @@ void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *ind)
         fprintf(f, "%slast matching tensor: none (the first compared tensor diverges)\n", ind);
     fprintf(f, "%striage: %s%s%s%s\n", ind, cg_bisect_triage_name(b->triage),
             b->triage_note[0] ? " (" : "", b->triage_note, b->triage_note[0] ? ")" : "");
+    if (b->by_noise && b->verdict_reason[0])
+        fprintf(f, "%sverdict: %s\n", ind, b->verdict_reason);
 }
 
 static json_t *type_json(const cg_bisect_type *t)
@@ -103,6 +136,22 @@ static json_t *tensor_json(const cg_bisect_tensor *t)
     return o;
 }
 
+/* A judged tensor: the tensor object with its precision, floors and
+ * judgement (noise). */
+static json_t *judged_json(const cg_bisect_tensor *t, bool noise)
+{
+    json_t *o = tensor_json(t);
+    if (!o || !noise)
+        return o;
+    cg_json_set(o, "precision", cg_json_text(cg_precision_name(t->precision)));
+    cg_json_set(o, "fp32_floor", cg_json_number(t->floor32));
+    cg_json_set(o, "fp16_floor", t->floor16_measured ? cg_json_number(t->floor16) : json_null());
+    cg_json_set(o, "judgement", cg_report_judgement_json(&t->judgement));
+    cg_json_set(o, "by_flips", json_boolean(t->by_flips));
+    cg_json_set(o, "flips", t->by_flips ? cg_report_flips_json(&t->flips) : json_null());
+    return o;
+}
+
 json_t *cg_bisect_report_json(const cg_bisect_result *b)
 {
     json_t *o = json_object();
@@ -112,8 +161,20 @@ json_t *cg_bisect_report_json(const cg_bisect_result *b)
     cg_json_set(o, "compared", json_integer((json_int_t)b->compared));
     cg_json_set(o, "divergent", json_integer((json_int_t)b->divergent));
     cg_json_set(o, "refined_in_partition", json_boolean(b->refined));
+    cg_json_set(o, "judged_by", cg_json_text(b->by_noise ? "noise floor" : "tolerance"));
+    json_t *fl = json_array();
+    for (size_t i = 0; fl && i < b->flipped_count; i++) {
+        json_t *x = json_object();
+        cg_json_set(x, "tensor", cg_json_text(b->flipped[i].tensor));
+        cg_json_set(x, "node", cg_json_text(b->flipped[i].node));
+        cg_json_set(x, "op_type", cg_json_text(b->flipped[i].op_type));
+        cg_json_set(x, "precision", cg_json_text(cg_precision_name(b->flipped[i].precision)));
+        cg_json_set(x, "flips", cg_report_flips_json(&b->flipped[i].flips));
+        json_array_append_new(fl, x);
+    }
+    cg_json_set(o, "flipped_within_noise", fl ? fl : json_null());
     if (b->diverged) {
-        json_t *fd = tensor_json(&b->first_divergent), *ins = json_array();
+        json_t *fd = judged_json(&b->first_divergent, b->by_noise), *ins = json_array();
         for (size_t i = 0; ins && i < b->input_count; i++)
             json_array_append_new(ins, type_json(&b->inputs[i]));
         if (fd)
@@ -123,7 +184,7 @@ json_t *cg_bisect_report_json(const cg_bisect_result *b)
         cg_json_set(o, "first_divergent", json_null());
     }
     cg_json_set(o, "last_matching",
-                        b->has_last_matching ? tensor_json(&b->last_matching) : json_null());
+                b->has_last_matching ? judged_json(&b->last_matching, false) : json_null());
     cg_json_set(o, "triage", b->diverged && b->triage != CG_TRIAGE_NONE
                                          ? cg_json_text(cg_bisect_triage_name(b->triage))
                                          : json_null());
@@ -135,6 +196,18 @@ json_t *cg_bisect_report_json(const cg_bisect_result *b)
             cg_json_set(o, "triage_fp32", tm);
         }
     }
+    if (b->acc32_ran) {
+        json_t *tm = json_object();
+        if (tm) {
+            cg_report_metrics_json(tm, &b->acc32_metrics, NULL, -1, NULL);
+            cg_json_set(o, "triage_acc32", tm);
+        }
+    }
+    cg_json_set(o, "verdict", b->by_noise && b->diverged ? cg_json_text(cg_verdict_name(b->verdict))
+                                                         : json_null());
+    cg_json_set(o, "verdict_reason", b->by_noise && b->diverged
+                                         ? cg_json_text(b->verdict_reason)
+                                         : json_null());
     return o;
 }
 

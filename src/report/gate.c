@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "convgate/gate.h"
 #include "report/report.h"
@@ -26,15 +27,30 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
     fputc('\n', f);
     fprintf(f, "GATE 3 matches: %s", cg_gate_state_name(r->matches));
     if (r->matches != CG_GATE_NOT_RUN) {
-        fprintf(f, "  %s (atol %g, rtol %g%s%s%s)\n", r->matches_detail, r->tol.atol,
-                r->tol.rtol, r->tol.justification ? ": " : "",
-                r->tol.justification ? r->tol.justification : "",
-                r->reduced_precision ? "; fp16 compute emulated" : "");
-        for (size_t o = 0; o < r->output_count; o++) {
-            fprintf(f, "       %s %s: ", r->outputs[o].metrics.pass ? "ok  " : "FAIL",
-                    r->outputs[o].name);
-            cg_report_metrics_line(f, &r->outputs[o].metrics);
+        const cg_parity_report *j = &r->judged;
+        fprintf(f, "  %s%s\n", r->matches_detail,
+                r->reduced_precision ? " (fp16 compute emulated)" : "");
+        if (j->by_noise)
+            fprintf(f, "       judged against the model's noise floor (float64 reference, "
+                       "docs/noise-floor.md)\n");
+        if (j->note[0])
+            fprintf(f, "       note: %s\n", j->note);
+        for (size_t o = 0; o < j->output_count; o++) {
+            const cg_parity_output *po = &j->outputs[o];
+            fprintf(f, "       %s %s (%s)\n", po->pass ? "ok  " : "FAIL", po->name,
+                    cg_report_output_state(po));
+            cg_report_judged_text(f, "            ", po);
+            fprintf(f, "            against the fp32 reference: ");
+            cg_report_metrics_line(f, &po->merged);
             fputc('\n', f);
+        }
+        if (j->detect.on) {
+            const char **names = calloc(j->output_count + 1, sizeof *names);
+            for (size_t k = 0; names && k < j->output_count; k++)
+                names[k] = j->outputs[k].name;
+            if (names)
+                cg_report_detect_text(f, "       ", j, names);
+            free(names);
         }
         if (r->bisected) {
             fprintf(f, "       on sample %s:\n", r->bisect_sample_label ? r->bisect_sample_label
@@ -101,18 +117,21 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
     }
     cg_json_set(root, "runs_where_intended", g2);
     if (r->matches != CG_GATE_NOT_RUN) {
+        const cg_parity_report *j = &r->judged;
         cg_json_set(g3, "samples", json_integer((json_int_t)r->sample_count));
         cg_json_set(g3, "failed_samples", json_integer((json_int_t)r->failed_samples));
-        cg_json_set(g3, "tolerance", cg_report_tolerance_json(&r->tol, NULL));
         cg_json_set(g3, "reduced_precision", json_boolean(r->reduced_precision));
+        cg_json_set(g3, "precision", cg_json_text(cg_precision_name(j->precision)));
+        cg_json_set(g3, "judged_by_noise_floor", json_boolean(j->by_noise));
+        cg_json_set(g3, "note", j->note[0] ? cg_json_text(j->note) : json_null());
         outs = json_array();
-        for (size_t o = 0; outs && o < r->output_count; o++) {
-            json_t *m = cg_report_output_json(r->outputs[o].name, &r->outputs[o].metrics,
-                                              &r->tol, NULL, NULL, -1, NULL);
+        for (size_t o = 0; outs && o < j->output_count; o++) {
+            json_t *m = cg_report_parity_output_json(j, &j->outputs[o]);
             if (m)
                 json_array_append_new(outs, m);
         }
         cg_json_set(g3, "outputs", outs ? outs : json_null());
+        cg_json_set(g3, "task", cg_report_task_json(j, r->task, r->threshold));
         if (r->bisected) {
             json_t *b = cg_bisect_report_json(&r->bisect);
             if (b)

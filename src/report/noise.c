@@ -24,7 +24,7 @@ static void stats_text(FILE *f, const char *indent, const char *label, const cg_
     fputc('\n', f);
 }
 
-static json_t *stats_json(const cg_noise_stats *s)
+json_t *cg_report_noise_stats_json(const cg_noise_stats *s)
 {
     json_t *o = json_object();
     bool ok = o && cg_json_set(o, "count", json_integer((json_int_t)s->dist.count)) == 0 &&
@@ -43,7 +43,7 @@ static json_t *stats_json(const cg_noise_stats *s)
     return o;
 }
 
-static json_t *flips_json(const cg_flip_stats *f)
+json_t *cg_report_flips_json(const cg_flip_stats *f)
 {
     json_t *o = json_object();
     bool ok = o && cg_json_set(o, "decisions", json_integer((json_int_t)f->decisions)) == 0 &&
@@ -155,8 +155,8 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err)
         if (!o->v.compared || !o->v.fp32.dist.count)
             continue;
         if (cg_json_set(jo, "scale", cg_json_number(cg_noise_scale(&o->v.fp32))) != 0 ||
-            cg_json_set(jo, "fp32", stats_json(&o->v.fp32)) != 0 ||
-            (v->fp16 && cg_json_set(jo, "fp16", stats_json(&o->v.fp16)) != 0)) {
+            cg_json_set(jo, "fp32", cg_report_noise_stats_json(&o->v.fp32)) != 0 ||
+            (v->fp16 && cg_json_set(jo, "fp16", cg_report_noise_stats_json(&o->v.fp16)) != 0)) {
             json_decref(root);
             return NULL;
         }
@@ -174,9 +174,9 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err)
             if (!jv || json_array_append_new(jj, jv) != 0 ||
                 cg_json_set(jv, "side", cg_json_text(s->name)) != 0 ||
                 cg_json_set(jv, "precision", cg_json_text(cg_precision_name(prec))) != 0 ||
-                cg_json_set(jv, "error_stats", stats_json(&t->errors[i])) != 0 ||
+                cg_json_set(jv, "error_stats", cg_report_noise_stats_json(&t->errors[i])) != 0 ||
                 (o->discontinuous && t->flips_compared[i] &&
-                 cg_json_set(jv, "flips", flips_json(&t->flips[i])) != 0)) {
+                 cg_json_set(jv, "flips", cg_report_flips_json(&t->flips[i])) != 0)) {
                 json_decref(root);
                 return NULL;
             }

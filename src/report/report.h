@@ -94,6 +94,12 @@ bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err);
 json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err);
 /* {verdict, passes, against, error, floor, ratio, scale, by_flips, reason} */
 json_t *cg_report_judgement_json(const cg_judgement *j);
+/* A floor's or an error's statistics: {count, differing, nonfinite,
+ * max_abs, mean_abs, rel, p50, p90, p99}. */
+json_t *cg_report_noise_stats_json(const cg_noise_stats *s);
+/* {decisions, flips, noise_fp32, noise_fp16, max_margin, min_margin,
+ * max_steps, node, margin_known} */
+json_t *cg_report_flips_json(const cg_flip_stats *f);
 
 /* --- placement settings (report/assign.c) ------------------------------------------------ */
 
@@ -202,6 +208,24 @@ typedef struct cg_parity_view {
     cg_task task;
     double threshold;
 } cg_parity_view;
+
+/* One judged output: "within tolerance" or the verdict's name. */
+const char *cg_report_output_state(const cg_parity_output *o);
+/* Its judgement, lines starting with indent: the verdict with its reason
+ * and the floors, or the tolerance (and that it overrides the floor). */
+void cg_report_judged_text(FILE *f, const char *indent, const cg_parity_output *o);
+/* Sets on obj (an output object of cg_report_output_json): within_tolerance,
+ * pass (the output's judgement), judged_by ("noise floor" or "tolerance"),
+ * verdict (cg_report_judgement_json or null) and noise ({fp32_floor,
+ * fp16_floor, error, scale, discontinuous, flips, detection} or null). */
+int cg_report_judged_json(json_t *obj, const cg_parity_output *o);
+/* cg_report_output_json of an output of r, with its judgement. */
+json_t *cg_report_parity_output_json(const cg_parity_report *r, const cg_parity_output *o);
+/* The task block: {kind, threshold?, outputs: [...], detect?}. */
+json_t *cg_report_task_json(const cg_parity_report *r, cg_task task, double threshold);
+/* --task detect's line: matched, missing, extra, and the detections' verdict. */
+void cg_report_detect_text(FILE *f, const char *indent, const cg_parity_report *r,
+                           const char *const *names);
 
 void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_view *v);
 json_t *cg_report_parity_json(const cg_parity_report *r, const cg_parity_view *v);

@@ -215,163 +215,135 @@ done:
     return st;
 }
 
-/* Runs the reference runtime on a sample. */
-static cg_status run_reference(cg_runtime *rt, const cg_sample *s, cg_named_value **outs,
-                               size_t *n, cg_error *err)
+/* The sample gate 3 bisects: where the first failing output is worst. */
+static size_t bisect_sample(const cg_parity_report *j, size_t *output)
 {
-    cg_status st = cg_runtime_run(rt, s->inputs, s->input_count, outs, n, err);
-    if (st != CG_OK)
-        cg_error_prefix(err, "reference run on %s: ", s->label);
-    return st;
+    for (size_t k = 0; k < j->output_count; k++) {
+        const cg_parity_output *o = &j->outputs[k];
+        if (o->pass)
+            continue;
+        *output = k;
+        int64_t w = o->by_noise ? o->error.m.worst_sample : o->merged.worst_sample;
+        if (w >= 0 && (size_t)w < j->sample_count)
+            return (size_t)w;
+        for (size_t i = 0; i < j->sample_count; i++)
+            if (!o->samples[i].pass)
+                return i;
+        return 0;
+    }
+    *output = 0;
+    return 0;
 }
 
-/* Gate 3: outputs on every sample, then bisection of the first failing one. */
+/* Gate 3: every output judged on every sample, then bisection of the
+ * sample where the first failing output is worst. */
 static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
                               cg_gate_report *r, cg_error *err)
 {
-    cg_runtime_options ro;
-    cg_runtime *rt = NULL;
-    cg_target_path *path = NULL;
-    cg_sample_path sp;
+    cg_parity_options po;
+    cg_judge *j = NULL;
     cg_status st;
-    size_t first_fail = SIZE_MAX;
-    const cg_graph *g = model->graph;
     r->matches = CG_GATE_FAIL;
-    cg_runtime_options_default(&ro);
-    ro.max_alloc_bytes = opt->max_alloc_bytes;
-    cg_sample_path_init(&sp, model, opt->targets, opt->target_count, opt->dims, opt->dim_count,
-                        opt->random, opt->accumulate_fp32, opt->max_alloc_bytes);
-    if ((st = cg_runtime_init(model, &ro, &rt, err)) != CG_OK ||
-        (st = cg_sample_path_get(&sp, &opt->samples->samples[0], &path, err)) != CG_OK) {
+    r->task = opt->task;
+    r->threshold = opt->threshold;
+    memset(&po, 0, sizeof po);
+    po.targets = opt->targets;
+    po.target_count = opt->target_count;
+    po.dims = opt->dims;
+    po.dim_count = opt->dim_count;
+    po.random = opt->random;
+    po.accumulate = opt->accumulate_fp32 ? 1 : -1;
+    po.tol = opt->tol;
+    po.task = opt->task;
+    po.threshold = opt->threshold;
+    po.detect = opt->detect;
+    po.max_alloc_bytes = opt->max_alloc_bytes;
+    po.golden = opt->samples->samples[0].expected != NULL;
+    if (po.golden && opt->task == CG_TASK_DETECT)
+        return cg_error_set(err, CG_USAGE, "gate 3: --task detect matches detections against "
+                            "fresh reference runs, not a golden set: use --inputs");
+    if ((st = cg_judge_init(model, &po, opt->samples->count, &r->judged, &j, err)) != CG_OK) {
         cg_error_prefix(err, "gate 3: ");
-        goto done;
+        return st;
     }
-    r->reduced_precision = cg_target_path_reduced_precision(path);
-    if (opt->tol_given)
-        r->tol = opt->tol;
-    else
-        cg_tolerance_default(&r->tol, r->reduced_precision);
-    r->output_count = g->output_count;
-    r->outputs = calloc(g->output_count ? g->output_count : 1, sizeof *r->outputs);
-    if (!r->outputs) {
-        st = cg_error_set(err, CG_NOMEM, "gate 3: out of memory");
-        goto done;
-    }
-    for (size_t o = 0; o < g->output_count; o++) {
-        cg_metrics_init(&r->outputs[o].metrics);
-        if (!(r->outputs[o].name = str_dup(g->outputs[o].name ? g->outputs[o].name : ""))) {
-            st = cg_error_set(err, CG_NOMEM, "gate 3: out of memory");
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < opt->samples->count; i++) {
-        const cg_sample *s = &opt->samples->samples[i];
-        cg_named_value *ref = NULL, *got = NULL;
+    for (size_t i = 0; i < opt->samples->count && st == CG_OK; i++) {
         cg_progress_report(&opt->progress, "gate 3", "samples", i, opt->samples->count,
-                           s->label);
-        size_t nref = 0, ngot = 0;
-        bool sample_ok = true;
-        /* another input shape rebuilds the path (fixed-shape delegates) */
-        if ((st = cg_sample_path_get(&sp, s, &path, err)) != CG_OK) {
-            cg_error_prefix(err, "gate 3: ");
-            goto done;
-        }
-        if (s->expected) {
-            ref = s->expected; /* golden outputs, graph-output order */
-            nref = s->expected_count;
-        } else if ((st = run_reference(rt, s, &ref, &nref, err)) != CG_OK) {
-            goto done;
-        }
-        st = cg_target_path_run(path, s->inputs, s->input_count, &got, &ngot, err);
-        if (st != CG_OK) {
-            if (!s->expected)
-                cg_runtime_free_outputs(ref, nref);
-            cg_error_prefix(err, "target path run on %s: ", s->label);
-            goto done;
-        }
-        for (size_t o = 0; o < g->output_count && o < nref && o < ngot && st == CG_OK; o++) {
-            const cg_value *a = ref[o].value, *b = got[o].value;
-            cg_metrics m;
-            if (!a || !b || a->kind != CG_VALUE_TENSOR || b->kind != CG_VALUE_TENSOR ||
-                a->tensor.dtype == CG_DTYPE_STRING)
-                continue;
-            cg_metrics_init(&m);
-            st = cg_compare_tensors(&a->tensor, &b->tensor, &r->tol, &m, err);
-            if (st == CG_OK) {
-                if (r->sample_count == 0)
-                    r->outputs[o].metrics = m;
-                else
-                    cg_metrics_merge(&r->outputs[o].metrics, &m);
-                sample_ok = sample_ok && m.pass;
-            }
-        }
-        if (nref != ngot && st == CG_OK)
-            st = cg_error_set(err, CG_RUNTIME,
-                              "gate 3: %zu reference outputs, %zu from the target path",
-                              nref, ngot);
-        if (!s->expected)
-            cg_runtime_free_outputs(ref, nref);
-        cg_runtime_free_outputs(got, ngot);
-        if (st != CG_OK)
-            goto done;
-        r->sample_count++;
-        if (!sample_ok) {
-            r->failed_samples++;
-            if (first_fail == SIZE_MAX)
-                first_fail = i;
-        }
+                           opt->samples->samples[i].label);
+        st = cg_judge_add(j, &opt->samples->samples[i], i, NULL, err);
     }
-    if (first_fail == SIZE_MAX) {
+    if (st == CG_OK)
+        st = cg_judge_finish(j, err);
+    cg_judge_free(j);
+    if (st != CG_OK) {
+        cg_error_prefix(err, "gate 3: ");
+        return st;
+    }
+    const cg_parity_report *jr = &r->judged;
+    r->reduced_precision = jr->reduced;
+    r->sample_count = jr->sample_count;
+    for (size_t i = 0; i < jr->sample_count; i++) {
+        bool ok = true;
+        for (size_t k = 0; k < jr->output_count; k++)
+            ok = ok && jr->outputs[k].samples[i].pass;
+        r->failed_samples += !ok;
+    }
+    if (jr->pass) {
         r->matches = CG_GATE_PASS;
+        cg_verdict worst = CG_VERDICT_MATCH_FP32;
+        for (size_t k = 0; k < jr->output_count; k++)
+            if (jr->outputs[k].by_noise && jr->outputs[k].verdict.verdict > worst)
+                worst = jr->outputs[k].verdict.verdict;
         snprintf(r->matches_detail, sizeof r->matches_detail,
-                 "%zu output%s match on %zu sample%s", g->output_count,
-                 g->output_count == 1 ? "" : "s", r->sample_count,
+                 "%zu output%s %s on %zu sample%s", jr->output_count,
+                 jr->output_count == 1 ? "" : "s",
+                 jr->by_noise ? cg_verdict_name(worst) : "within tolerance", r->sample_count,
                  r->sample_count == 1 ? "" : "s");
-        goto done;
+        return CG_OK;
     }
-    {
-        size_t bad = 0;
-        while (bad < r->output_count && r->outputs[bad].metrics.pass)
-            bad++;
+    size_t bad = 0, si = bisect_sample(jr, &bad);
+    const cg_parity_output *o = &jr->outputs[bad];
+    if (o->by_noise)
+        snprintf(r->matches_detail, sizeof r->matches_detail, "output '%.100s': %s: %.350s",
+                 o->name, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
+    else
         snprintf(r->matches_detail, sizeof r->matches_detail,
-                 "output '%s' differs from the reference on %zu of %zu samples (max_abs %.4g)",
-                 bad < r->output_count ? r->outputs[bad].name : "?", r->failed_samples,
-                 r->sample_count, bad < r->output_count ? r->outputs[bad].metrics.max_abs : 0.0);
-    }
-    /* bisect the first failing sample; the path is rebuilt by bisect with
-     * its own observer, so release ours first (memory) */
-    cg_sample_path_free(&sp);
-    path = NULL;
+                 "output '%.100s' outside tolerance (%s) on %zu of %zu samples (max_abs %.4g)",
+                 o->name, o->tol.source, o->failing_count, r->sample_count, o->merged.max_abs);
+    /* bisect that sample: against the floors, or by the output's tolerance */
     {
-        const cg_sample *s = &opt->samples->samples[first_fail];
+        const cg_sample *s = &opt->samples->samples[si];
         cg_bisect_options bo;
         cg_dim_binding binds[CG_PARITY_MAX_DIMS];
-        cg_target_path_options po = sp.options;
-        po.dims = binds;
-        po.dim_count = cg_sample_dims(model, opt->dims, opt->dim_count, s, binds,
-                                      CG_PARITY_MAX_DIMS);
+        cg_target_path_options tpo;
+        memset(&tpo, 0, sizeof tpo);
+        tpo.targets = opt->targets;
+        tpo.target_count = opt->target_count;
+        tpo.random = opt->random;
+        tpo.accumulate_fp32 = opt->accumulate_fp32;
+        tpo.max_alloc_bytes = opt->max_alloc_bytes;
+        tpo.dims = binds;
+        tpo.dim_count = cg_sample_dims(model, opt->dims, opt->dim_count, s, binds,
+                                       CG_PARITY_MAX_DIMS);
         cg_error berr;
         memset(&bo, 0, sizeof bo);
         cg_error_clear(&berr);
         bo.reference.model = model;
         bo.candidate.model = model;
-        bo.candidate.path = &po;
-        bo.tol = r->tol;
+        bo.candidate.path = &tpo;
+        bo.by_tolerance = !o->by_noise;
+        bo.tol = o->tol.tol;
         bo.max_alloc_bytes = opt->max_alloc_bytes;
         bo.triage = true;
         bo.keep_values = opt->keep_values;
         bo.progress = opt->progress;
-        r->bisect_sample = first_fail;
+        r->bisect_sample = si;
         r->bisect_sample_label = str_dup(s->label);
         if (cg_bisect_run(&bo, s->inputs, s->input_count, &r->bisect, &berr) == CG_OK)
             r->bisected = true;
         else
             snprintf(r->bisect_error, sizeof r->bisect_error, "%s", berr.msg);
     }
-done:
-    cg_sample_path_free(&sp);
-    cg_runtime_free(rt);
-    return st;
+    return CG_OK;
 }
 
 void cg_gate_report_free(cg_gate_report *r)
@@ -380,9 +352,7 @@ void cg_gate_report_free(cg_gate_report *r)
         return;
     free(r->model);
     free(r->targets);
-    for (size_t i = 0; i < r->output_count && r->outputs; i++)
-        free(r->outputs[i].name);
-    free(r->outputs);
+    cg_parity_report_free(&r->judged);
     free(r->bisect_sample_label);
     cg_bisect_result_free(&r->bisect);
     cg_assignment_free(r->assignment);
@@ -437,10 +407,13 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
     if (out->matches != CG_GATE_PASS) {
         if (out->bisected && out->bisect.diverged)
             snprintf(out->reason, sizeof out->reason,
-                     "gate 3 (matches): %.200s; first divergent tensor '%.80s' from %.30s '%.60s': %s",
-                     out->matches_detail, out->bisect.first_divergent.tensor,
-                     out->bisect.first_divergent.op_type, out->bisect.first_divergent.node,
-                     cg_bisect_triage_name(out->bisect.triage));
+                     "gate 3 (matches): %.150s; first tensor beyond %s: '%.50s' from %.30s "
+                     "'%.50s': %.150s", out->matches_detail,
+                     out->bisect.by_noise ? "its noise floor" : "tolerance",
+                     out->bisect.first_divergent.tensor, out->bisect.first_divergent.op_type,
+                     out->bisect.first_divergent.node,
+                     out->bisect.by_noise ? out->bisect.verdict_reason
+                                          : cg_bisect_triage_name(out->bisect.triage));
         else
             snprintf(out->reason, sizeof out->reason, "gate 3 (matches): %.480s",
                      out->matches_detail);
@@ -448,8 +421,7 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
     }
     out->pass = true;
     snprintf(out->reason, sizeof out->reason,
-             "converts, %.200s (%zu partition%s), outputs match the reference on %zu sample%s",
-             out->residency, out->partitions, out->partitions == 1 ? "" : "s",
-             out->sample_count, out->sample_count == 1 ? "" : "s");
+             "converts, %.200s (%zu partition%s), %.250s", out->residency, out->partitions,
+             out->partitions == 1 ? "" : "s", out->matches_detail);
     return CG_OK;
 }

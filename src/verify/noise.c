@@ -367,6 +367,10 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
         o->discontinuous = cg_decision_depends(&n->dmap, o->v.name);
     }
 
+    if (n->opt.recorded) {
+        *out = n;
+        return CG_OK;
+    }
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
     if (n->opt.max_alloc_bytes)
@@ -487,19 +491,28 @@ static cg_status compare_output(cg_noise_output *o, const cg_value *ref, const c
     return CG_OK;
 }
 
+void cg_noise_runs_free(cg_noise_runs *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < CG_NOISE_RUNS; i++)
+        cg_runtime_free_outputs(r->out[i], r->count[i]);
+    memset(r, 0, sizeof *r);
+}
+
 cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                              cg_named_value **ref64, size_t *ref64_count,
-                              cg_noise_decision_values *decisions, cg_error *err)
+                              cg_noise_runs *runs, cg_noise_decision_values *decisions,
+                              cg_error *err)
 {
     cg_named_value *o64 = NULL, *o32 = NULL, *o16 = NULL;
     size_t c64 = 0, c32 = 0, c16 = 0;
     cg_status st;
-    if (ref64) {
-        *ref64 = NULL;
-        *ref64_count = 0;
-    }
+    if (runs)
+        memset(runs, 0, sizeof *runs);
     if (decisions)
         memset(decisions, 0, sizeof *decisions);
+    if (!n->rt64)
+        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
     n->run_err = err;
     watch_clear_sample(n);
     n->phase = 0;
@@ -568,10 +581,15 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         }
     }
     n->samples++;
-    if (ref64) {
-        *ref64 = o64;
-        *ref64_count = c64;
-        o64 = NULL;
+    if (runs) {
+        runs->out[CG_RUN_FP64] = o64;
+        runs->count[CG_RUN_FP64] = c64;
+        runs->out[CG_RUN_FP32] = o32;
+        runs->count[CG_RUN_FP32] = c32;
+        runs->out[CG_RUN_FP16] = o16;
+        runs->count[CG_RUN_FP16] = c16;
+        o64 = o32 = o16 = NULL;
+        c64 = c32 = c16 = 0;
     }
 done:
     n->run_err = NULL;
@@ -580,6 +598,43 @@ done:
     cg_runtime_free_outputs(o32, c32);
     cg_runtime_free_outputs(o16, c16);
     return st;
+}
+
+/* One recorded maximum as statistics: max |d| over `count` elements (the
+ * distribution is not recorded: every element is put in the maximum's bin,
+ * so quantiles read as the maximum). */
+static void recorded_stats(cg_noise_stats *s, double max, double scale, uint64_t count)
+{
+    cg_noise_stats one;
+    cg_noise_stats_init(&one);
+    one.ref_max = scale;
+    one.m.count = one.dist.count = count ? count : 1;
+    one.m.max_abs = max;
+    if (isinf(max))
+        one.dist.nonfinite = one.dist.count;
+    else if (max == 0)
+        one.dist.zero = one.dist.count;
+    else
+        one.dist.bins[dist_bin(max)] = one.dist.count;
+    cg_noise_stats_merge(s, &one);
+}
+
+cg_status cg_noise_add_recorded(cg_noise *n, size_t output, const cg_output_floor *f,
+                                cg_error *err)
+{
+    if (!n || output >= n->output_count || !f)
+        return cg_error_set(err, CG_USAGE, "noise: output %zu has no recorded floor", output);
+    cg_noise_output *o = &n->outputs[output];
+    if (!f->known || !(f->fp32 >= 0) || !(f->scale >= 0)) {
+        o->v.compared = false;
+        return CG_OK;
+    }
+    recorded_stats(&o->v.fp32, f->fp32, f->scale, f->count);
+    if (f->fp16 >= 0)
+        recorded_stats(&o->v.fp16, f->fp16, f->scale, f->count);
+    if (output == 0)
+        n->samples++;
+    return CG_OK;
 }
 
 size_t cg_noise_sample_count(const cg_noise *n)
@@ -879,6 +934,72 @@ static cg_status judge_flips(const cg_judge_input *in, cg_judgement *out, cg_err
     return CG_OK;
 }
 
+bool cg_noise_within(const cg_noise_value *fl, cg_precision precision, const cg_metrics *error,
+                     const cg_noise_multiples *k, cg_judgement *out)
+{
+    cg_noise_multiples dk;
+    memset(out, 0, sizeof *out);
+    if (!k) {
+        cg_noise_multiples_default(&dk);
+        k = &dk;
+    }
+    bool fp16 = precision == CG_PRECISION_FP16;
+    double scale = cg_noise_scale(&fl->fp32);
+    double f32 = effective_floor(&fl->fp32, CG_PRECISION_FP32, scale);
+    double f16 = effective_floor(&fl->fp16, CG_PRECISION_FP16, scale);
+    double e = error->max_abs;
+    out->scale = scale;
+    out->error = e;
+    out->against = precision;
+    out->floor = fp16 ? f16 : f32;
+    out->ratio = ratio_of(e, out->floor);
+
+    const char *nonfinite = isinf(e) ? "inf/NaN where the fp64 reference is finite; " : "";
+    double r32 = ratio_of(e, f32);
+    if (r32 <= k->k_fp32 && !isinf(f32)) {
+        out->verdict = CG_VERDICT_MATCH_FP32;
+        out->against = CG_PRECISION_FP32;
+        out->floor = f32;
+        out->ratio = r32;
+        snprintf(out->reason, sizeof out->reason, "%.3gx the fp32 noise floor (max |d| %.3g, "
+                 "floor %.3g)", r32, e, f32);
+        return true;
+    }
+    if (!fp16) {
+        if (isinf(f32)) { /* the fp32 reference itself overflows */
+            out->verdict = CG_VERDICT_PRECISION;
+            snprintf(out->reason, sizeof out->reason, "%soverflows in float32: the fp32 "
+                     "reference does too", nonfinite);
+            return false;
+        }
+        out->verdict = CG_VERDICT_WRONG;
+        snprintf(out->reason, sizeof out->reason, "%s%.3gx the fp32 noise floor (max |d| %.3g, "
+                 "floor %.3g, limit %gx)", nonfinite, r32, e, f32, k->k_fp32);
+        return false;
+    }
+    /* at fp16 precision: near the fp16 storage floor, and a small part of
+     * the output (where fp16 storage alone is not, matching it is not enough) */
+    double rel_max = k->fp16_max_rel * scale;
+    double r16 = ratio_of(e, f16);
+    if (r16 <= k->k_fp16 && e <= rel_max) {
+        out->verdict = CG_VERDICT_MATCH_FP16;
+        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
+                 "floor %.3g)", r16, e, f16);
+        return true;
+    }
+    out->verdict = CG_VERDICT_PRECISION; /* until the reruns say otherwise */
+    if (isinf(e))
+        snprintf(out->reason, sizeof out->reason, "%sfp16 storage floor %.3g", nonfinite, f16);
+    else if (e > rel_max)
+        snprintf(out->reason, sizeof out->reason, "max |d| %.3g is %.3g of the output's scale "
+                 "%.3g (limit %g; fp16 storage alone: %.3g)", e, scale > 0 ? e / scale : INFINITY,
+                 scale, k->fp16_max_rel, isfinite(f16) && scale > 0 ? f16 / scale : INFINITY);
+    else
+        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
+                 "floor %.3g)", r16, e, f16);
+    return false;
+}
+
 cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
                          cg_judgement *out, cg_error *err)
 {
@@ -894,79 +1015,37 @@ cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
     if (!fl->compared || fl->fp32.dist.count == 0)
         return cg_error_set(err, CG_USAGE, "noise: output '%s' has no measured floor",
                             fl->name);
-    bool fp16 = in->precision == CG_PRECISION_FP16;
-    double scale = cg_noise_scale(&fl->fp32);
+    if (in->flips && in->flips->flips > 0) {
+        cg_noise_within(fl, in->precision, in->error, k, out);
+        return judge_flips(in, out, err);
+    }
+    if (cg_noise_within(fl, in->precision, in->error, k, out) ||
+        in->precision != CG_PRECISION_FP16)
+        return CG_OK;
+    double scale = out->scale;
     double f32 = effective_floor(&fl->fp32, CG_PRECISION_FP32, scale);
     double f16 = effective_floor(&fl->fp16, CG_PRECISION_FP16, scale);
-    double e = in->error->max_abs;
-    out->scale = scale;
-    out->error = e;
-    out->against = in->precision;
-    out->floor = fp16 ? f16 : f32;
-    out->ratio = ratio_of(e, out->floor);
-    if (in->flips && in->flips->flips > 0)
-        return judge_flips(in, out, err);
-
-    const char *nonfinite = isinf(e) ? "inf/NaN where the fp64 reference is finite; " : "";
-    double r32 = ratio_of(e, f32);
-    if (r32 <= k->k_fp32 && !isinf(f32)) {
-        out->verdict = CG_VERDICT_MATCH_FP32;
-        out->against = CG_PRECISION_FP32;
-        out->floor = f32;
-        out->ratio = r32;
-        snprintf(out->reason, sizeof out->reason, "%.3gx the fp32 noise floor (max |d| %.3g, "
-                 "floor %.3g)", r32, e, f32);
-        return CG_OK;
-    }
-    if (!fp16) {
-        if (isinf(f32)) { /* the fp32 reference itself overflows */
-            out->verdict = CG_VERDICT_PRECISION;
-            snprintf(out->reason, sizeof out->reason, "%soverflows in float32: the fp32 "
-                     "reference does too", nonfinite);
-            return CG_OK;
-        }
-        out->verdict = CG_VERDICT_WRONG;
-        snprintf(out->reason, sizeof out->reason, "%s%.3gx the fp32 noise floor (max |d| %.3g, "
-                 "floor %.3g, limit %gx)", nonfinite, r32, e, f32, k->k_fp32);
-        return CG_OK;
-    }
-    /* at fp16 precision: near the fp16 storage floor, and a small part of
-     * the output (where fp16 storage alone is not, matching it is not enough) */
     double rel_max = k->fp16_max_rel * scale;
-    double r16 = ratio_of(e, f16);
-    if (r16 <= k->k_fp16 && e <= rel_max) {
-        out->verdict = CG_VERDICT_MATCH_FP16;
-        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
-                 "floor %.3g)", r16, e, f16);
-        return CG_OK;
-    }
+    const char *nonfinite = "";
+    char why[sizeof out->reason];
+    memcpy(why, out->reason, sizeof why);
     if (!in->fp32 && !in->acc32)
         return cg_error_set(err, CG_USAGE, "noise: output '%s': an fp16 result beyond its floor "
                             "needs an fp32 rerun to tell precision from a wrong kernel",
                             fl->name);
     bool storage_breaks = !(f16 <= rel_max);
-    char why[200];
-    if (isinf(e))
-        snprintf(why, sizeof why, "fp16 storage floor %.3g", f16);
-    else if (e > rel_max)
-        snprintf(why, sizeof why, "max |d| %.3g is %.3g of the output's scale %.3g (limit %g; "
-                 "fp16 storage alone: %.3g)", e, e / scale, scale, k->fp16_max_rel,
-                 isfinite(f16) && scale > 0 ? f16 / scale : INFINITY);
-    else
-        snprintf(why, sizeof why, "%.3gx the fp16 storage floor (max |d| %.3g, floor %.3g)", r16,
-                 e, f16);
     double ea = in->acc32 ? in->acc32->max_abs : INFINITY;
     double ra = ratio_of(ea, f16);
     double rf = in->fp32 ? ratio_of(in->fp32->max_abs, f32) : INFINITY;
     if (in->acc32 && ra <= k->k_fp16 && ea <= rel_max) {
         out->verdict = CG_VERDICT_PRECISION;
-        snprintf(out->reason, sizeof out->reason, "%s%s; with fp32 accumulation %.3gx: fp16 "
+        snprintf(out->reason, sizeof out->reason, "%s%.380s; with fp32 accumulation %.3gx: fp16 "
                  "accumulation", nonfinite, why, ra);
         return CG_OK;
     }
     if (in->fp32 && rf <= k->k_fp32) {
         out->verdict = CG_VERDICT_PRECISION;
-        snprintf(out->reason, sizeof out->reason, "%s%s; in fp32 %.3gx the fp32 floor: fp16 %s",
+        snprintf(out->reason, sizeof out->reason, "%s%.380s; in fp32 %.3gx the fp32 floor: fp16 %s",
                  nonfinite, why, rf, storage_breaks ? "storage" : "arithmetic");
         return CG_OK;
     }
@@ -975,7 +1054,7 @@ cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
                             "accumulation; an fp32 rerun tells precision from a wrong kernel",
                             fl->name);
     out->verdict = CG_VERDICT_WRONG;
-    snprintf(out->reason, sizeof out->reason, "%s%s; in fp32 still %.3gx the fp32 floor",
+    snprintf(out->reason, sizeof out->reason, "%s%.380s; in fp32 still %.3gx the fp32 floor",
              nonfinite, why, rf);
     return CG_OK;
 }

@@ -15,9 +15,7 @@
 
 struct cg_noise_target {
     const cg_noise *noise;
-    const cg_target *const *targets;
-    size_t target_count;
-    size_t max_alloc_bytes;
+    cg_target_path_options base;
     cg_target_path *path[3];        /* as placed, fp32 accumulation, fp32 */
     cg_noise_tally tally[3];
     cg_noise_capture cap;
@@ -49,21 +47,18 @@ void cg_noise_target_free(cg_noise_target *t)
     free(t);
 }
 
-cg_status cg_noise_target_init(const cg_noise *n, const cg_target *const *targets,
-                               size_t target_count, size_t max_alloc_bytes,
+cg_status cg_noise_target_init(const cg_noise *n, const cg_target_path_options *base,
                                cg_noise_target **out, cg_error *err)
 {
     *out = NULL;
-    if (!n || !targets || !target_count)
+    if (!n || !base || !base->targets || !base->target_count)
         return cg_error_set(err, CG_USAGE, "noise: a judged target needs the floors and a "
                             "target");
     cg_noise_target *t = calloc(1, sizeof *t);
     if (!t)
         return cg_error_set(err, CG_NOMEM, "out of memory judging a target");
     t->noise = n;
-    t->targets = targets;
-    t->target_count = target_count;
-    t->max_alloc_bytes = max_alloc_bytes;
+    t->base = *base;
     t->cap.noise = n;
     t->cap.err = err;
     for (int p = 0; p < 3; p++) {
@@ -98,13 +93,10 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     if (dim_count)
         memcpy(t->dims, dims, dim_count * sizeof *dims);
     t->dim_count = dim_count;
-    cg_target_path_options po;
-    memset(&po, 0, sizeof po);
-    po.targets = t->targets;
-    po.target_count = t->target_count;
+    cg_target_path_options po = t->base;
     po.dims = t->dims;
     po.dim_count = dim_count;
-    po.max_alloc_bytes = t->max_alloc_bytes;
+    po.force_fp32 = false;
     po.observe = cg_noise_capture_observe;
     po.observe_user = &t->cap;
     const cg_model *model = cg_noise_model(t->noise);
@@ -114,10 +106,11 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     t->precision = cg_target_path_reduced_precision(t->path[0]) ? CG_PRECISION_FP16
                                                                  : CG_PRECISION_FP32;
     if (t->precision == CG_PRECISION_FP16) {
+        bool acc32 = po.accumulate_fp32;
         po.accumulate_fp32 = true;
         if ((st = cg_target_path_init(model, &po, &t->path[1], err)) != CG_OK)
             return st;
-        po.accumulate_fp32 = false;
+        po.accumulate_fp32 = acc32;
         po.force_fp32 = true;
         if ((st = cg_target_path_init(model, &po, &t->path[2], err)) != CG_OK)
             return st;
@@ -130,9 +123,11 @@ cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *i
                                      size_t input_count, const cg_dim_binding *dims,
                                      size_t dim_count, const cg_named_value *ref64,
                                      size_t ref_count, const cg_noise_decision_values *ref_dec,
-                                     size_t sample, cg_error *err)
+                                     size_t sample, cg_noise_runs *runs, cg_error *err)
 {
     cg_status st = CG_OK;
+    if (runs)
+        memset(runs, 0, sizeof *runs);
     t->cap.err = err;
     if (!same_dims(t, dims, dim_count) && (st = paths_build(t, dims, dim_count, err)) != CG_OK) {
         cg_error_prefix(err, "target path: ");
@@ -148,10 +143,25 @@ cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *i
         if (st == CG_OK)
             st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, outs, count,
                                     ref_dec, &t->cap.values, NULL, sample, err);
-        cg_runtime_free_outputs(outs, count);
+        if (runs && st == CG_OK) {
+            runs->out[p] = outs;
+            runs->count[p] = count;
+        } else {
+            cg_runtime_free_outputs(outs, count);
+        }
         cg_noise_decision_values_free(&t->cap.values);
     }
     return st;
+}
+
+cg_target_path *cg_noise_target_take_path(cg_noise_target *t)
+{
+    cg_target_path *p = t->path[0];
+    if (p) {
+        t->path[0] = NULL;
+        paths_free(t); /* the reruns go with it: a later sample rebuilds all */
+    }
+    return p;
 }
 
 cg_precision cg_noise_target_precision(const cg_noise_target *t)

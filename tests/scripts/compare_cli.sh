@@ -75,16 +75,22 @@ expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --random 2
 expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/nosuch"
 expect 2 "$CG" compare "$M" --target xnnpack --atol 1 --tol "$W/tol.json"
 
-# files from elsewhere, exact: every set passes except c, whose NaN fails
-# without --nan-equal (NaN never equals by default) and passes with it
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good"
-has "output y: FAIL"; has "NaN ref 8 target 8"; has "failing samples: 1 of 3: c"
-expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --nan-equal
+# files from elsewhere, numpy's outputs: judged against the noise floor (the
+# default) they match, the NaN of set c included (the float64 reference has it
+# too); under a fixed tolerance the NaN fails without --nan-equal (NaN never
+# equals by default) and passes with it
+expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good"
+has "output y: PASS (matches (fp32 noise))"; has "the fp32 noise floor"; has "NaN ref 8 target 8"
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4
+has "output y: FAIL (outside tolerance)"; has "failing samples: 1 of 3: c"
+has "overrides the noise-floor verdict"
+expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --nan-equal
 has "output z: PASS"; has "samples: 3 from"
-# one element off by 0.01 in set b (an .npz set): fails, and the report says where
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --nan-equal
-has "output y: FAIL"; has "worst: sample b at [1,3]"; has "mismatches 1/48"
-has "1e-02..1e-01:1"
+# one element off by 0.01 in set b (an .npz set): a wrong result, far beyond
+# the fp32 floor, and the report says where
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
+has "output y: FAIL (wrong result)"; has "worst: sample b at [1,3]"; has "mismatches 1/48"
+has "1e-02..1e-01:1"; has "failing samples: 1 of 3: b"
 # a tolerance file: per-output tolerance with its justification printed
 cat >"$W/tol.json" <<'EOF2'
 {"outputs": {"y": {"atol": 0.02, "rtol": 0, "justification": "softmax probabilities: 2e-2 is below any decision margin we use"}},
@@ -95,26 +101,42 @@ has "justification: softmax probabilities"; has "justification: tight default"; 
 echo '{"outputs": {"nosuch": {"atol": 1}}}' >"$W/tol_bad.json"
 expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --tol "$W/tol_bad.json"
 has "no output 'nosuch'"
-# a missing output file is an error, not a pass
-rm "$W/bad/a/z.npy"
-expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
-has "no file for output 'z'"
 
-# JSON report
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --json
+# JSON report: every metric, the verdict and the floors
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --json
 $PY - "$W/out" <<'PYEOF' || fail "JSON report"
 import json, sys
 env = json.load(open(sys.argv[1]))
 assert env["command"] == "compare" and env["status"] == "fail" and env["exit_code"] == 1, env
 r = env["result"]
 assert r["target"] == "xnnpack" and r["pass"] is False and r["samples"] == 3, r
+assert r["judged_by_noise_floor"] is True and r["precision"] == "fp32", r
 o = {x["name"]: x for x in r["outputs"]}
 assert o["y"]["pass"] is False and o["y"]["nan_ref"] == 8 and o["y"]["nan_target"] == 8
-assert o["z"]["nan_ref"] == 1 and o["z"]["max_abs"] == "inf"
+assert o["y"]["judged_by"] == "noise floor" and o["y"]["verdict"]["verdict"] == "wrong result"
+assert float(o["y"]["verdict"]["ratio"]) > 1000, o["y"]["verdict"]
+assert o["y"]["noise"]["fp32_floor"]["max_abs"] >= 0 and o["y"]["noise"]["fp16_floor"] is None
+assert o["z"]["pass"] is True and o["z"]["verdict"]["verdict"] == "matches (fp32 noise)"
+assert o["z"]["nan_ref"] == 1 and o["z"]["within_tolerance"] is True
 for k in ("max_abs", "max_rel", "cosine", "pearson", "rmse", "nmse", "max_ulp", "hist", "worst"):
     assert k in o["y"], k
 assert len(o["y"]["per_sample"]) == 3 and r["task"]["kind"] == "none"
+assert [p["pass"] for p in o["y"]["per_sample"]] == [True, False, True], o["y"]["per_sample"]
 PYEOF
+# under a fixed tolerance, a NaN against NaN is inf and is kept in the JSON
+expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --json
+$PY - "$W/out" <<'PYEOF' || fail "JSON report under a tolerance"
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+o = {x["name"]: x for x in r["outputs"]}
+assert o["z"]["max_abs"] == "inf" and o["z"]["judged_by"] == "tolerance" and o["z"]["verdict"] is None
+assert o["z"]["tolerance"]["source"] == "--atol/--rtol"
+PYEOF
+
+# a missing output file is an error, not a pass
+rm "$W/bad/a/z.npy"
+expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
+has "no file for output 'z'"
 
 # the target path, run here: xnnpack executes for real, fp32 tolerance
 expect 0 "$CG" compare "$M" --target xnnpack --random 3 --seed 7 --task classify
@@ -125,12 +147,14 @@ has "mask IoU 1.000000"
 # fp16 profile: the sum of squares of x in [300, 400) overflows fp16 to inf;
 # Softmax stays on the CPU (litert-gpu keeps one partition), so y is
 # bit-identical to the fp32 reference and is flagged as a silent fallback
+# a precision breakdown (fp16 storage: fine in fp32), not a wrong kernel
 expect 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300,400
 has "reduced precision: fp16"; has "atol 0.0025 rtol 0.001"; has "Inf ref 0 target 4"
-has "output z: FAIL"; has "probably did not run on litert-gpu"
+has "output z: FAIL (precision breakdown)"; has "inf/NaN where the fp64 reference is finite"
+has "probably did not run on litert-gpu"
 # in range the same path passes within the fp16 tolerance
 expect 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1,1
-has "output z: PASS"
+has "output z: PASS (matches"
 
 # outputs dumped by `convgate run` are bit-identical: an fp16 target that
 # reports them gets the silent-fallback warning, in JSON too

@@ -31,7 +31,8 @@ D=$SRC/tests/data/bisect
 run pass 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --json "$T/pass.json"
 expect "$T/pass.out" '^GATE 1 converts: PASS' "gate 1 line"
 expect "$T/pass.out" '18/18 nodes on xnnpack, 0 on CPU, 1 partition' "residency line"
-expect "$T/pass.out" 'match on 2 samples' "two input sets"
+expect "$T/pass.out" 'matches \(fp32 noise\) on 2 samples' "two input sets, within fp32 noise"
+expect "$T/pass.out" 'the fp32 noise floor \(max \|d\|' "ratio to the floor"
 expect "$T/pass.out" '^VERDICT: PASS' "verdict"
 expect "$T/pass.json" '"pass": true' "json pass"
 
@@ -43,26 +44,38 @@ expect "$T/tflm.out" 'VERDICT: FAIL  gate 2.*BatchNormalization' "names the refu
 run full 1 gate "$D/rmsnorm_fp16.onnx" --target xnnpack --require-full
 expect "$T/full.out" 'VERDICT: FAIL  gate 2' "require-full"
 
-run rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01 --json -
-expect "$T/rms.err" '^GATE 3 matches: FAIL' "gate 3 fails"
-expect "$T/rms.err" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
-expect "$T/rms.err" "last matching tensor: 'sq'" "last match before it"
-expect "$T/rms.err" 'triage: precision loss \(fp16\)' "triage"
-expect "$T/rms.err" 'VERDICT: FAIL  gate 3.*ReduceMean.*precision loss' "verdict line"
+# judged against the noise floor (the default): a precision breakdown, and the
+# bisection names the reduction whose sum overflows, not the fp16 rounding of x*x
+run rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --json -
+expect "$T/rms.err" '^GATE 3 matches: FAIL  output .y.: precision breakdown' "gate 3 fails as a precision breakdown"
+expect "$T/rms.err" "first tensor beyond its noise floor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
+expect "$T/rms.err" "last matching tensor: 'sq'" "the rounded squares are within their fp16 floor"
+expect "$T/rms.err" 'triage: precision breakdown' "triage"
+expect "$T/rms.err" "fp16 overflow in ReduceMean 'mean_sq'" "the cause named"
+expect "$T/rms.err" 'VERDICT: FAIL  gate 3.*ReduceMean.*precision breakdown' "verdict line"
+grep -q 'wrong' "$T/rms.err" && fail "a precision breakdown must not say wrong"
 expect "$T/rms.out" '"op_type": "ReduceMean"' "json op_type"
-expect "$T/rms.out" '"triage": "precision loss \(fp16\)"' "json triage"
+expect "$T/rms.out" '"triage": "precision breakdown"' "json triage"
+expect "$T/rms.out" '"verdict": "precision breakdown"' "json verdict"
+# a fixed tolerance overrides the floors: the same tensor, judged by it
+run rmstol 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01
+expect "$T/rmstol.out" "outside tolerance \\(--atol/--rtol\\)" "tolerance named"
+expect "$T/rmstol.out" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect by tolerance"
 
-run rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01 --accumulate fp32
+run rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp32
 expect "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
+expect "$T/rms32.out" 'matches at fp16 precision' "within the fp16 floor"
 
 run wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
-expect "$T/wrong.out" "first divergent tensor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"
+expect "$T/wrong.out" "first tensor beyond its noise floor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"
 expect "$T/wrong.out" "input 0: 'h' float32\\[2,32\\]" "its input"
 expect "$T/wrong.out" "last matching tensor: 'h'" "last match"
-expect "$T/wrong.out" 'triage: wrong kernel or rewrite' "triage"
+expect "$T/wrong.out" 'triage: wrong result \(wrong kernel or rewrite\)' "triage"
+expect "$T/wrong.out" 'x the fp32 noise floor' "the ratio"
 run wrongj 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx" --json
 expect "$T/wrongj.out" '"node": "silu_sig"' "json node"
-expect "$T/wrongj.out" '"triage": "wrong kernel or rewrite"' "json triage"
+expect "$T/wrongj.out" '"triage": "wrong result \(wrong kernel or rewrite\)"' "json triage"
+expect "$T/wrongj.out" '"verdict": "wrong result"' "json verdict"
 
 run same 0 bisect "$D/swish_original.onnx" --against "$D/swish_original.onnx"
 expect "$T/same.out" 'no intermediate tensor diverges' "self"

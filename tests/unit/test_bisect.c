@@ -2,15 +2,19 @@
  * Bisection and the gates on the models of tests/data/bisect
  * (tools/make_wrong_rewrite.py):
  *  - a rewrite that is wrong on purpose (Sigmoid of -h) is found at the
- *    Sigmoid, with the Add before it as the last match and the triage
- *    "wrong kernel or rewrite";
+ *    Sigmoid, beyond its fp32 noise floor, with the Add before it as the
+ *    last match and the triage "wrong result";
  *  - identical models do not diverge;
  *  - RMSNorm on the fp16 profile litert-gpu (one partition, so the
- *    divergence is traced inside it) diverges first at the ReduceMean and is
- *    triaged as precision loss; with fp32 accumulation it does not diverge;
- *  - the gates: tiny_cnn on xnnpack passes all three, RMSNorm on litert-gpu
- *    fails gate 3 with the bisect naming the ReduceMean, and a fail-policy
- *    target refuses a node at gate 2;
+ *    divergence is traced inside it) diverges first at the ReduceMean, both
+ *    against the noise floors (the fp16 rounding of the squares is within
+ *    its floor; the reduction overflows) and under a fixed tolerance, and is
+ *    triaged as a precision breakdown; with fp32 accumulation it does not
+ *    diverge;
+ *  - the gates: tiny_cnn on xnnpack passes all three within fp32 noise,
+ *    RMSNorm on litert-gpu fails gate 3 as a precision breakdown with the
+ *    bisect naming the ReduceMean, and a fail-policy target refuses a node
+ *    at gate 2;
  *  - samples from examples/tiny_cnn_inputs (two sets).
  */
 #include <math.h>
@@ -43,7 +47,6 @@ static void test_wrong_rewrite(void)
     EXPECT(cg_samples_random(orig, 1, &(cg_random_inputs){7, NULL, 0}, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
     if (!s.count)
         goto done;
-    cg_tolerance_default(&bo.tol, false);
     bo.reference.model = orig;
     bo.candidate.model = bad;
     bo.triage = true;
@@ -62,7 +65,11 @@ static void test_wrong_rewrite(void)
         EXPECT(r.input_count == 1 && strcmp(r.inputs[0].name, "h") == 0 && r.inputs[0].known &&
                   r.inputs[0].rank == 2 && r.inputs[0].dims[0] == 2 && r.inputs[0].dims[1] == 32,
               "inputs of the divergent node");
-        EXPECT(r.triage == CG_TRIAGE_WRONG, "triage %s", cg_bisect_triage_name(r.triage));
+        EXPECT(r.triage == CG_TRIAGE_WRONG && r.by_noise && r.verdict == CG_VERDICT_WRONG &&
+                  r.first_divergent.precision == CG_PRECISION_FP32 &&
+                  r.first_divergent.judgement.ratio > 1e4,
+              "triage %s, ratio %g", cg_bisect_triage_name(r.triage),
+              r.first_divergent.judgement.ratio);
     }
     EXPECT(r.has_last_matching && strcmp(r.last_matching.tensor, "h") == 0,
           "last matching %s", r.has_last_matching ? r.last_matching.tensor : "(none)");
@@ -109,8 +116,22 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
     bo.candidate.model = m;
     bo.candidate.path = &po;
     bo.triage = true;
+    /* against the floors: the fp16 rounding of the squares is within the
+     * fp16 storage floor, the overflowing sum is not */
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    EXPECT(r.diverged && r.by_noise && strcmp(r.first_divergent.tensor, "ms") == 0 &&
+              r.first_divergent.precision == CG_PRECISION_FP16 &&
+              r.triage == CG_TRIAGE_PRECISION && r.verdict == CG_VERDICT_PRECISION &&
+              strstr(r.verdict_reason, "fp16 overflow in ReduceMean"),
+          "noise: first %s, verdict %s", r.diverged ? r.first_divergent.tensor : "-",
+          r.verdict_reason);
+    EXPECT(r.has_last_matching && strcmp(r.last_matching.tensor, "sq") == 0, "last matching %s",
+          r.has_last_matching ? r.last_matching.tensor : "(none)");
+    cg_bisect_result_free(&r);
     /* a tolerance that fp16 rounding of the squares passes (up to 3 ulps
      * relative): only a real failure of the reduction may trip it */
+    bo.by_tolerance = true;
     bo.tol.atol = 1e-2;
     bo.tol.rtol = 1e-2;
     EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
@@ -129,11 +150,18 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
           r.has_last_matching ? r.last_matching.tensor : "(none)");
     cg_bisect_result_free(&r);
 
-    /* with fp32 accumulation the sum does not overflow: no divergence */
+    /* with fp32 accumulation the sum does not overflow: no divergence,
+     * under the tolerance or against the floors */
     po.accumulate_fp32 = true;
     EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
     EXPECT(!r.diverged, "fp32 accumulation diverged at %s",
+          r.diverged ? r.first_divergent.tensor : "-");
+    cg_bisect_result_free(&r);
+    bo.by_tolerance = false;
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+          "%s", err.msg);
+    EXPECT(!r.diverged, "fp32 accumulation beyond the floor at %s",
           r.diverged ? r.first_divergent.tensor : "-");
 done:
     cg_bisect_result_free(&r);
@@ -177,7 +205,9 @@ static void test_gates(const cg_target_registry *reg)
               rep.matches == CG_GATE_PASS,
           "tiny_cnn on xnnpack: %s", rep.reason);
     EXPECT(strcmp(rep.residency, "18/18 nodes on xnnpack, 0 on CPU") == 0, "residency %s", rep.residency);
-    EXPECT(rep.sample_count == 2 && rep.output_count == 1, "samples %zu", rep.sample_count);
+    EXPECT(rep.sample_count == 2 && rep.judged.output_count == 1 && rep.judged.by_noise &&
+              rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32,
+          "samples %zu: %s", rep.sample_count, rep.matches_detail);
     cg_gate_report_free(&rep);
 
     /* tflm has no fallback: a node it cannot take fails gate 2 */
@@ -192,21 +222,20 @@ static void test_gates(const cg_target_registry *reg)
     /* RMSNorm on the fp16 profile: gate 3 fails at the reduction */
     EXPECT(cg_samples_random(rms, 2, NULL, NULL, 0, 0, &s, &err) == CG_OK, "%s", err.msg);
     opt.targets = &gpu;
-    opt.tol_given = true;
-    opt.tol.atol = 1e-2;
-    opt.tol.rtol = 1e-2;
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
               rep.matches == CG_GATE_FAIL && rep.reduced_precision,
           "rmsnorm: %s", rep.reason);
-    EXPECT(rep.output_count == 1 && rep.outputs[0].metrics.max_abs > 0.5,
-          "output error %g", rep.output_count ? rep.outputs[0].metrics.max_abs : 0.0);
+    EXPECT(rep.judged.output_count == 1 && rep.judged.outputs[0].merged.max_abs > 0.5 &&
+              rep.judged.outputs[0].verdict.verdict == CG_VERDICT_PRECISION,
+          "output error %g", rep.judged.output_count ? rep.judged.outputs[0].merged.max_abs : 0.0);
     EXPECT(rep.bisected && rep.bisect.diverged &&
               strcmp(rep.bisect.first_divergent.op_type, "ReduceMean") == 0 &&
               rep.bisect.triage == CG_TRIAGE_PRECISION,
           "bisect: %s", rep.reason);
-    EXPECT(strstr(rep.reason, "ReduceMean") && strstr(rep.reason, "precision loss"), "%s",
-          rep.reason);
+    EXPECT(strstr(rep.reason, "ReduceMean") && strstr(rep.reason, "precision breakdown") &&
+              !strstr(rep.reason, "wrong"),
+          "%s", rep.reason);
     json_t *j = cg_gate_report_json(&rep);
     EXPECT(j && json_is_false(json_object_get(j, "pass")), "json pass");
     json_t *fd = json_object_get(json_object_get(json_object_get(j, "matches"), "bisect"),

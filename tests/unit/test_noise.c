@@ -258,10 +258,15 @@ static void test_floors(void)
     cg_rng rng;
     cg_rng_seed(&rng, 7);
     CHECK(cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK, "%s", err.msg);
-    cg_named_value in = {"x", x}, *ref = NULL;
-    size_t nref = 0;
+    cg_named_value in = {"x", x};
+    cg_noise_runs runs;
     cg_noise_decision_values dec;
-    CHECK(cg_noise_add_sample(n, &in, 1, &ref, &nref, &dec, &err) == CG_OK, "%s", err.msg);
+    CHECK(cg_noise_add_sample(n, &in, 1, &runs, &dec, &err) == CG_OK, "%s", err.msg);
+    cg_named_value *ref = runs.out[CG_RUN_FP64];
+    size_t nref = runs.count[CG_RUN_FP64];
+    CHECK(runs.count[CG_RUN_FP32] == nref && runs.count[CG_RUN_FP16] == nref &&
+              runs.out[CG_RUN_FP32][0].value->tensor.dtype == CG_DTYPE_FLOAT,
+          "the fp32 and fp16-storage outputs come back too");
     CHECK(cg_noise_sample_count(n) == 1 && nref == 9, "one sample, 9 outputs");
     CHECK(nref && ref[0].value->tensor.dtype == CG_DTYPE_DOUBLE, "fp64 reference outputs");
     const cg_noise_output *lo = cg_noise_output_get(n, 0);
@@ -307,7 +312,7 @@ static void test_floors(void)
     cg_noise_decision_values_free(&cap.values);
     cg_runtime_free_outputs(got, ngot);
     cg_runtime_free(rt);
-    cg_runtime_free_outputs(ref, nref);
+    cg_noise_runs_free(&runs);
     cg_noise_decision_values_free(&dec);
     cg_value_free(x);
     cg_noise_free(n);

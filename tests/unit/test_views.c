@@ -69,7 +69,7 @@ static void test_views(const cg_target_registry *reg)
     opt.samples_desc = "examples";
     EXPECT(cg_gate_run(rms, path, &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.bisected && rep.assignment && rep.node_ms, "gate 3 fails, bisected");
-    cg_graph_view_output outs[1] = {{rep.outputs[0].name, &rep.outputs[0].metrics}};
+    cg_graph_view_output outs[1] = {{rep.judged.outputs[0].name, &rep.judged.outputs[0].merged}};
     cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, outs, 1, t, 1};
     json_t *view = cg_report_graph_json(&gv);
     EXPECT(view != NULL, "graph view");

@@ -1,0 +1,853 @@
+/*
+ * The judge (convgate/parity.h): every output of a model on a target,
+ * sample by sample, compared with the reference and judged, for compare,
+ * verify and gate 3 alike.
+ *
+ * Per sample: the reference runs (with floors: float64, float32 and, for an
+ * fp16 target, fp16 storage, cg_noise_add_sample; a golden sample brings
+ * its expected outputs and recorded floors instead), then the target (its
+ * path with the reruns that tell precision from a wrong kernel,
+ * cg_noise_target; or outputs given from files). Each output is compared
+ * with the fp32 reference (the absolute figures, and the tolerance of an
+ * output that has an explicit one) and its error against the fp64
+ * reference tallied. At the end each output gets its verdict.
+ *
+ * Detections (--task detect) are sets: the boxes are matched by IoU and
+ * class before anything is compared, on every run (the fp32 reference
+ * against fp64 too, since near-tied boxes swap there as well), so the
+ * floors and errors of the boxes and scores are those of matched pairs, and
+ * a box that one side has and the other has not is a flipped decision.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/parity.h"
+#include "convgate/runtime.h"
+
+#define DETECT_IOU_MIN 0.5
+
+/* Missing and extra boxes of one run: counted, with the largest margin. */
+typedef struct det_flips {
+    uint64_t decisions, flips;
+    double max_margin;
+    bool unknown;           /* a flip without a margin (the other side kept nothing) */
+} det_flips;
+
+/* [0] boxes, [1] scores */
+typedef struct det_tally {
+    cg_noise_stats err[2], f32[2], f16[2], acc32[2], in32[2];
+    det_flips flips[3];     /* target, fp32 accumulation, in fp32 */
+    bool reruns;
+} det_tally;
+
+struct cg_judge {
+    const cg_model *model;
+    const cg_parity_options *opt;
+    cg_parity_report *r;
+    size_t sample_cap;
+    const char **names;         /* output names */
+    bool *default_tol;          /* per output: no explicit tolerance */
+    bool noise;                 /* floors are in play */
+    bool golden_without_floors; /* a golden sample came without recorded floors */
+    bool fp16_targets;          /* some target computes in fp16 */
+    cg_type_env *types;
+    cg_noise *floors;
+    cg_noise_target *target;    /* the target path and its reruns (noise) */
+    cg_noise_target *emulation; /* outputs given in fp16: the same placement emulated */
+    cg_noise_tally tally;       /* outputs given, or the reference's own */
+    bool tally_on;
+    cg_sample_path sp;          /* the target path without floors */
+    bool sp_on;
+    cg_runtime *rt;             /* the fp32 reference, when the floors do not run it */
+    cg_target_path_options base;
+    bool tols_ready;
+    det_tally *det;
+};
+
+/* --- setup ----------------------------------------------------------------------------- */
+
+void cg_judge_free(cg_judge *j)
+{
+    if (!j)
+        return;
+    cg_noise_target_free(j->target);
+    cg_noise_target_free(j->emulation);
+    cg_noise_tally_free(&j->tally);
+    cg_noise_free(j->floors);
+    cg_type_env_free(j->types);
+    if (j->sp_on)
+        cg_sample_path_free(&j->sp);
+    cg_runtime_free(j->rt);
+    free(j->names);
+    free(j->default_tol);
+    free(j->det);
+    free(j);
+}
+
+cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, size_t sample_count,
+                        cg_parity_report *out, cg_judge **jout, cg_error *err)
+{
+    const cg_graph *g = model && model->graph ? model->graph : NULL;
+    cg_status st = CG_OK;
+    *jout = NULL;
+    memset(out, 0, sizeof *out);
+    if (!g || !opt)
+        return cg_error_set(err, CG_USAGE, "judge: a model and options are needed");
+    if (!g->output_count)
+        return cg_error_set(err, CG_USAGE, "the model has no graph outputs to compare");
+    cg_judge *j = calloc(1, sizeof *j);
+    if (!j)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    j->model = model;
+    j->opt = opt;
+    j->r = out;
+    j->sample_cap = sample_count;
+    size_t n = g->output_count;
+    out->output_count = n;
+    out->outputs = calloc(n, sizeof *out->outputs);
+    out->sample_names = calloc(sample_count + 1, sizeof *out->sample_names);
+    j->names = calloc(n + 1, sizeof *j->names);
+    j->default_tol = calloc(n + 1, sizeof *j->default_tol);
+    if (!out->outputs || !out->sample_names || !j->names || !j->default_tol) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t k = 0; k < n; k++) {
+        cg_parity_output *o = &out->outputs[k];
+        o->name = j->names[k] = g->outputs[k].name ? g->outputs[k].name : "";
+        cg_metrics_init(&o->merged);
+        o->worst_rank = -1;
+        cg_task_metrics_init(&o->task, opt->task == CG_TASK_DETECT ? CG_TASK_NONE : opt->task,
+                             opt->threshold);
+        cg_noise_stats_init(&o->floor32);
+        cg_noise_stats_init(&o->floor16);
+        cg_noise_stats_init(&o->error);
+        cg_flip_stats_init(&o->flips);
+        o->samples = calloc(sample_count + 1, sizeof *o->samples);
+        if (opt->keep_sample_metrics)
+            o->per_sample = calloc(sample_count + 1, sizeof *o->per_sample);
+        if (!o->samples || (opt->keep_sample_metrics && !o->per_sample)) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    /* which outputs keep the default (and so are judged by the floors):
+     * sources do not depend on the precision, the values are resolved once
+     * the path is known */
+    {
+        cg_output_tolerance *t = calloc(n, sizeof *t);
+        if (!t) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+            goto fail;
+        }
+        st = cg_tolerances_resolve(j->names, n, &opt->tol, false, t, err);
+        for (size_t k = 0; st == CG_OK && k < n; k++) {
+            j->default_tol[k] = strcmp(t[k].source, "default") == 0;
+            j->noise = j->noise || j->default_tol[k];
+        }
+        cg_tolerances_free(t, n);
+        free(t);
+        if (st != CG_OK)
+            goto fail;
+    }
+    for (size_t i = 0; i < opt->target_count; i++)
+        j->fp16_targets = j->fp16_targets || opt->targets[i]->precision == CG_PRECISION_FP16;
+    out->precision = j->fp16_targets && (opt->outputs_from || !opt->target_count)
+                         ? CG_PRECISION_FP16
+                         : CG_PRECISION_FP32;
+    if (opt->task == CG_TASK_DETECT && !(j->det = calloc(1, sizeof *j->det))) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
+        goto fail;
+    }
+    memset(&j->base, 0, sizeof j->base);
+    j->base.targets = opt->targets;
+    j->base.target_count = opt->target_count;
+    j->base.random = opt->random;
+    j->base.max_alloc_bytes = opt->max_alloc_bytes;
+    bool profile_fp32 = false;
+    for (size_t i = 0; i < opt->target_count; i++)
+        profile_fp32 = profile_fp32 || opt->targets[i]->accumulate_fp32;
+    j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 : opt->accumulate == 1;
+
+    if (j->noise) {
+        cg_noise_options no;
+        memset(&no, 0, sizeof no);
+        no.max_alloc_bytes = opt->max_alloc_bytes;
+        no.fp16 = j->fp16_targets;
+        no.recorded = opt->golden;
+        /* the decision analysis goes by the values' types when it can */
+        cg_error terr;
+        cg_error_clear(&terr);
+        if (!opt->golden && cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random,
+                                                   &j->types, &terr) != CG_OK)
+            j->types = NULL;
+        no.types = j->types;
+        if ((st = cg_noise_init(model, &no, &j->floors, err)) != CG_OK)
+            goto fail;
+        if (opt->target_count && !opt->outputs_from &&
+            (st = cg_noise_target_init(j->floors, &j->base, &j->target, err)) != CG_OK)
+            goto fail;
+        if (opt->target_count && opt->outputs_from && j->fp16_targets &&
+            (st = cg_noise_target_init(j->floors, &j->base, &j->emulation, err)) != CG_OK)
+            goto fail;
+        if ((opt->outputs_from || !opt->target_count) &&
+            (st = cg_noise_tally_init(j->floors, &j->tally, err)) != CG_OK)
+            goto fail;
+        j->tally_on = opt->outputs_from || !opt->target_count;
+    }
+    if (opt->target_count && !opt->outputs_from && !j->target) {
+        cg_sample_path_init(&j->sp, model, opt->targets, opt->target_count, opt->dims,
+                            opt->dim_count, opt->random, j->base.accumulate_fp32,
+                            opt->max_alloc_bytes);
+        j->sp_on = true;
+    }
+    /* the fp32 reference, when neither the floors nor a golden set give it,
+     * and the reference's own outputs when there is no target */
+    if ((!j->noise && !opt->golden) || (!opt->target_count && !opt->outputs_from)) {
+        cg_runtime_options ro;
+        cg_runtime_options_default(&ro);
+        if (opt->max_alloc_bytes)
+            ro.max_alloc_bytes = opt->max_alloc_bytes;
+        if ((st = cg_runtime_init(model, &ro, &j->rt, err)) != CG_OK) {
+            cg_error_prefix(err, "reference runtime: ");
+            goto fail;
+        }
+    }
+    *jout = j;
+    return CG_OK;
+fail:
+    cg_judge_free(j);
+    return st;
+}
+
+/* Tolerances, once the precision is known. */
+static cg_status resolve_tolerances(cg_judge *j, cg_error *err)
+{
+    cg_parity_report *r = j->r;
+    cg_output_tolerance *t = calloc(r->output_count + 1, sizeof *t);
+    if (!t)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    cg_status st = cg_tolerances_resolve(j->names, r->output_count, &j->opt->tol, r->reduced, t,
+                                         err);
+    for (size_t k = 0; st == CG_OK && k < r->output_count; k++)
+        r->outputs[k].tol = t[k];
+    free(t);
+    j->tols_ready = st == CG_OK;
+    return st;
+}
+
+/* --- one sample ---------------------------------------------------------------------- */
+
+static const cg_value *find_output(const cg_named_value *outs, size_t n, const char *name)
+{
+    for (size_t i = 0; outs && i < n; i++)
+        if (outs[i].name && strcmp(outs[i].name, name) == 0)
+            return outs[i].value;
+    return NULL;
+}
+
+static const cg_tensor *tensor_of(const cg_value *v)
+{
+    return v && v->kind == CG_VALUE_TENSOR ? &v->tensor : NULL;
+}
+
+/* Compares one output's reference and target values. */
+static cg_status compare_values(const char *sample, const char *output, const cg_value *ref,
+                                const cg_value *got, const cg_tolerance *tol, cg_metrics *m,
+                                cg_error *err)
+{
+    if (!ref || !got)
+        return cg_error_set(err, CG_RUNTIME, "sample %s: output '%s' missing from the %s",
+                            sample, output, !ref ? "reference" : "target");
+    if (ref->kind != CG_VALUE_TENSOR || got->kind != CG_VALUE_TENSOR)
+        return cg_error_set(err, CG_UNSUPPORTED, "output '%s' is a sequence or optional: "
+                            "tensor outputs only", output);
+    cg_status st = cg_compare_tensors(&ref->tensor, &got->tensor, tol, m, err);
+    if (st != CG_OK)
+        cg_error_prefix(err, "sample %s, output '%s': ", sample, output);
+    return st;
+}
+
+/* Folds one output of sample si in. */
+static void parity_add(cg_parity_output *o, size_t si, const cg_metrics *m0, const cg_value *ref,
+                       const cg_value *got)
+{
+    cg_metrics m = *m0;
+    m.worst_sample = (int64_t)si;
+    cg_metrics_merge(&o->merged, &m);
+    o->dtype = ref->tensor.dtype;
+    if (o->merged.worst_sample == (int64_t)si) {
+        o->worst_rank = ref->tensor.rank;
+        memcpy(o->worst_dims, ref->tensor.dims, sizeof o->worst_dims);
+    }
+    o->samples[si] = (cg_parity_sample){m.pass, m.mismatches, m.max_abs, m.max_rel, m.cosine,
+                                        m.bit_identical, 0.0};
+    if (o->per_sample)
+        o->per_sample[si] = m;
+    if (!m.shape_mismatch)
+        cg_task_metrics_add(&o->task, &ref->tensor, &got->tensor);
+}
+
+/* max |got - ref| (inf for a non-finite mismatch); 0 when not comparable. */
+static double max_error(const cg_value *ref, const cg_value *got)
+{
+    const cg_tensor *a = tensor_of(ref), *b = tensor_of(got);
+    cg_tolerance exact = {0.0, 0.0, true, NULL};
+    cg_metrics m;
+    if (!a || !b || cg_compare_tensors(a, b, &exact, &m, NULL) != CG_OK || m.shape_mismatch)
+        return 0.0;
+    return m.max_abs;
+}
+
+/* --- detections ------------------------------------------------------------------------ */
+
+/* A tensor of the pairs' values: count rows of `width` values from t
+ * (rows idx[]), as DOUBLE. */
+static cg_status gather_rows(const cg_tensor *t, const size_t *idx, size_t count, int width,
+                             cg_tensor *out, cg_error *err)
+{
+    int64_t dims[1] = {(int64_t)(count * (size_t)width)};
+    cg_status st = cg_tensor_alloc(out, CG_DTYPE_DOUBLE, 1, dims, 0, err);
+    if (st != CG_OK)
+        return st;
+    double *d = out->data;
+    for (size_t i = 0; i < count; i++)
+        for (int w = 0; w < width; w++)
+            d[i * (size_t)width + (size_t)w] =
+                cg_tensor_get_f64(t, (int64_t)(idx[i] * (size_t)width + (size_t)w));
+    return CG_OK;
+}
+
+/* The lowest score of a side (NaN when it has none). */
+static double lowest_score(const cg_tensor *scores)
+{
+    double lo = NAN;
+    for (int64_t i = 0; i < scores->numel; i++) {
+        double v = cg_tensor_get_f64(scores, i);
+        if (isnan(lo) || v < lo)
+            lo = v;
+    }
+    return lo;
+}
+
+/* Matches run `got` to the fp64 reference: boxes and scores of the pairs
+ * into err[2] (may be NULL), the unmatched boxes into fl (may be NULL). */
+static cg_status detect_run(const cg_detect_outputs *d, const cg_named_value *ref64,
+                            size_t nref, const cg_named_value *got, size_t ngot,
+                            const char *const *names, cg_noise_stats *err2, det_flips *fl,
+                            cg_detect_match *keep, cg_error *err)
+{
+    const cg_tensor *rb = tensor_of(find_output(ref64, nref, names[d->boxes]));
+    const cg_tensor *rs = tensor_of(find_output(ref64, nref, names[d->scores]));
+    const cg_tensor *rl = d->labels >= 0 ? tensor_of(find_output(ref64, nref, names[d->labels]))
+                                         : NULL;
+    const cg_tensor *gb = tensor_of(find_output(got, ngot, names[d->boxes]));
+    const cg_tensor *gs = tensor_of(find_output(got, ngot, names[d->scores]));
+    const cg_tensor *gl = d->labels >= 0 ? tensor_of(find_output(got, ngot, names[d->labels]))
+                                         : NULL;
+    if (!rb || !rs || !gb || !gs || (d->labels >= 0 && (!rl || !gl)))
+        return cg_error_set(err, CG_RUNTIME, "detect: a detection output is missing");
+    cg_detect_match m;
+    cg_status st = cg_detect_match_run(rb, rs, rl, gb, gs, gl, DETECT_IOU_MIN, &m, err);
+    if (st != CG_OK)
+        return st;
+    for (int w = 0; err2 && w < 2 && st == CG_OK && m.matched; w++) {
+        const cg_tensor *a = w ? rs : rb, *b = w ? gs : gb;
+        int width = w ? 1 : 4;
+        cg_tensor ta, tb;
+        memset(&ta, 0, sizeof ta);
+        memset(&tb, 0, sizeof tb);
+        if ((st = gather_rows(a, m.ref_index, m.matched, width, &ta, err)) == CG_OK &&
+            (st = gather_rows(b, m.got_index, m.matched, width, &tb, err)) == CG_OK)
+            st = cg_noise_stats_add(&err2[w], &ta, &tb, err);
+        cg_tensor_release(&ta);
+        cg_tensor_release(&tb);
+    }
+    if (fl && st == CG_OK) {
+        double cut_got = lowest_score(gs), cut_ref = lowest_score(rs);
+        fl->decisions += m.ref_count > m.got_count ? m.ref_count : m.got_count;
+        for (size_t i = 0; i < m.missing_count + m.extra_count; i++) {
+            bool missing = i < m.missing_count;
+            double s = missing ? cg_tensor_get_f64(rs, (int64_t)m.missing[i])
+                               : cg_tensor_get_f64(gs, (int64_t)m.extra[i - m.missing_count]);
+            double cut = missing ? cut_got : cut_ref;
+            fl->flips++;
+            if (isnan(cut) || isnan(s)) {
+                fl->unknown = true;
+                continue;
+            }
+            double margin = fabs(s - cut);
+            if (margin > fl->max_margin)
+                fl->max_margin = margin;
+        }
+    }
+    if (keep && st == CG_OK)
+        *keep = m;
+    else
+        cg_detect_match_free(&m);
+    return st;
+}
+
+/* Finds the detection outputs on the first sample. */
+static cg_status detect_setup(cg_judge *j, const cg_named_value *ref, size_t nref,
+                              cg_error *err)
+{
+    cg_parity_report *r = j->r;
+    const cg_tensor **ts = calloc(r->output_count + 1, sizeof *ts);
+    if (!ts)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    for (size_t k = 0; k < r->output_count; k++)
+        ts[k] = tensor_of(find_output(ref, nref, j->names[k]));
+    cg_status st = cg_detect_find(j->names, ts, r->output_count, j->opt->detect,
+                                  &r->detect.outputs, err);
+    free(ts);
+    if (st != CG_OK)
+        return st;
+    r->detect.on = true;
+    r->detect.iou_min = DETECT_IOU_MIN;
+    r->detect.min_iou = 1.0;
+    for (int w = 0; w < 2; w++) {
+        cg_noise_stats_init(&j->det->err[w]);
+        cg_noise_stats_init(&j->det->f32[w]);
+        cg_noise_stats_init(&j->det->f16[w]);
+        cg_noise_stats_init(&j->det->acc32[w]);
+        cg_noise_stats_init(&j->det->in32[w]);
+    }
+    const cg_detect_outputs *d = &r->detect.outputs;
+    r->outputs[d->boxes].detection = r->outputs[d->scores].detection = true;
+    if (d->labels >= 0)
+        r->outputs[d->labels].detection = true;
+    return CG_OK;
+}
+
+/* One sample's detections: the target against fp64 (and against fp32, for
+ * the absolute figures), the floors, the reruns. */
+static cg_status detect_add(cg_judge *j, const cg_named_value *ref64, size_t n64,
+                            const cg_named_value *ref32, size_t n32,
+                            const cg_named_value *ref16, size_t n16, const cg_noise_runs *t,
+                            cg_error *err)
+{
+    cg_detect_report *dr = &j->r->detect;
+    det_tally *dt = j->det;
+    const cg_named_value *got = t->out[CG_RUN_TARGET];
+    size_t ngot = t->count[CG_RUN_TARGET];
+    cg_status st = CG_OK;
+    if (!dr->on && (st = detect_setup(j, ref32, n32, err)) != CG_OK)
+        return st;
+    cg_detect_match m;
+    /* the absolute figures: against the fp32 reference (or golden outputs) */
+    if ((st = detect_run(&dr->outputs, ref32, n32, got, ngot, j->names, NULL, NULL, &m, err)) !=
+        CG_OK)
+        return st;
+    const cg_tensor *rb = tensor_of(find_output(ref32, n32, j->names[dr->outputs.boxes]));
+    const cg_tensor *rs = tensor_of(find_output(ref32, n32, j->names[dr->outputs.scores]));
+    const cg_tensor *gb = tensor_of(find_output(got, ngot, j->names[dr->outputs.boxes]));
+    const cg_tensor *gs = tensor_of(find_output(got, ngot, j->names[dr->outputs.scores]));
+    dr->ref_boxes += m.ref_count;
+    dr->target_boxes += m.got_count;
+    dr->matched += m.matched;
+    dr->missing += m.missing_count;
+    dr->extra += m.extra_count;
+    if (m.matched && m.min_iou < dr->min_iou)
+        dr->min_iou = m.min_iou;
+    for (size_t i = 0; i < m.matched; i++) {
+        double ds = fabs(cg_tensor_get_f64(rs, (int64_t)m.ref_index[i]) -
+                         cg_tensor_get_f64(gs, (int64_t)m.got_index[i]));
+        if (!(ds <= dr->max_score_diff))
+            dr->max_score_diff = ds;
+        for (int c = 0; c < 4; c++) {
+            double db = fabs(cg_tensor_get_f64(rb, (int64_t)(4 * m.ref_index[i]) + c) -
+                             cg_tensor_get_f64(gb, (int64_t)(4 * m.got_index[i]) + c));
+            if (!(db <= dr->max_box_diff))
+                dr->max_box_diff = db;
+        }
+    }
+    cg_detect_match_free(&m);
+    if (!j->noise || !ref64)
+        return CG_OK;
+    if ((st = detect_run(&dr->outputs, ref64, n64, got, ngot, j->names, dt->err, &dt->flips[0],
+                         NULL, err)) != CG_OK)
+        return st;
+    if (ref32 != ref64 &&
+        (st = detect_run(&dr->outputs, ref64, n64, ref32, n32, j->names, dt->f32, NULL, NULL,
+                         err)) != CG_OK)
+        return st;
+    if (ref16 && (st = detect_run(&dr->outputs, ref64, n64, ref16, n16, j->names, dt->f16, NULL,
+                                  NULL, err)) != CG_OK)
+        return st;
+    if (t->out[CG_RUN_ACC32] && t->out[CG_RUN_IN_FP32]) {
+        dt->reruns = true;
+        if ((st = detect_run(&dr->outputs, ref64, n64, t->out[CG_RUN_ACC32],
+                             t->count[CG_RUN_ACC32], j->names, dt->acc32, &dt->flips[1], NULL,
+                             err)) != CG_OK ||
+            (st = detect_run(&dr->outputs, ref64, n64, t->out[CG_RUN_IN_FP32],
+                             t->count[CG_RUN_IN_FP32], j->names, dt->in32, &dt->flips[2], NULL,
+                             err)) != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+/* --- one sample ---------------------------------------------------------------------- */
+
+static cg_status run_reference(cg_judge *j, const cg_sample *s, cg_named_value **outs, size_t *n,
+                               cg_error *err)
+{
+    cg_status st = cg_runtime_run(j->rt, s->inputs, s->input_count, outs, n, err);
+    if (st != CG_OK)
+        cg_error_prefix(err, "sample %s: reference run failed: ", s->label);
+    return st;
+}
+
+cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *const *given,
+                       cg_error *err)
+{
+    const cg_parity_options *opt = j->opt;
+    cg_parity_report *r = j->r;
+    const cg_graph *g = j->model->graph;
+    cg_noise_runs runs, truns;
+    cg_noise_decision_values dec;
+    cg_named_value *given_named = NULL;
+    cg_status st = CG_OK;
+    memset(&runs, 0, sizeof runs);
+    memset(&truns, 0, sizeof truns);
+    memset(&dec, 0, sizeof dec);
+    if (si >= j->sample_cap)
+        return cg_error_set(err, CG_USAGE, "judge: sample %zu beyond the %zu announced", si,
+                            j->sample_cap);
+    if (!(r->sample_names[si] = strdup(s->label)))
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    if (si + 1 > r->sample_count)
+        r->sample_count = si + 1;
+
+    /* the references */
+    const cg_named_value *ref64 = NULL, *ref32 = NULL, *ref16 = NULL;
+    size_t n64 = 0, n32 = 0, n16 = 0;
+    if (s->expected) {
+        ref32 = ref64 = s->expected;
+        n32 = n64 = s->expected_count;
+        if (j->noise && !s->expected_floors)
+            j->golden_without_floors = true;
+        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
+             k++)
+            st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
+    } else if (j->noise) {
+        if ((st = cg_noise_add_sample(j->floors, s->inputs, s->input_count, &runs, &dec, err)) !=
+            CG_OK)
+            cg_error_prefix(err, "sample %s: ", s->label);
+        ref64 = runs.out[CG_RUN_FP64];
+        n64 = runs.count[CG_RUN_FP64];
+        ref32 = runs.out[CG_RUN_FP32];
+        n32 = runs.count[CG_RUN_FP32];
+        ref16 = runs.out[CG_RUN_FP16];
+        n16 = runs.count[CG_RUN_FP16];
+    } else {
+        st = run_reference(j, s, &runs.out[CG_RUN_FP32], &runs.count[CG_RUN_FP32], err);
+        ref32 = runs.out[CG_RUN_FP32];
+        n32 = runs.count[CG_RUN_FP32];
+    }
+
+    /* the target */
+    cg_dim_binding dims[CG_PARITY_MAX_DIMS];
+    size_t nd = cg_sample_dims(j->model, opt->dims, opt->dim_count, s, dims, CG_PARITY_MAX_DIMS);
+    if (st != CG_OK) {
+    } else if (given) {
+        if (!(given_named = calloc(g->output_count + 1, sizeof *given_named)))
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+        for (size_t k = 0; st == CG_OK && k < g->output_count; k++) {
+            given_named[k].name = j->names[k];
+            given_named[k].value = given[k];
+        }
+        if (st == CG_OK && j->emulation &&
+            (st = cg_noise_target_add_sample(j->emulation, s->inputs, s->input_count, dims, nd,
+                                             ref64, n64, s->expected ? NULL : &dec, si, NULL,
+                                             err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: the fp16 emulation: ", s->label);
+    } else if (j->target) {
+        if ((st = cg_noise_target_add_sample(j->target, s->inputs, s->input_count, dims, nd,
+                                             ref64, n64, s->expected ? NULL : &dec, si, &truns,
+                                             err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: target path: ", s->label);
+        else
+            r->reduced = r->reduced || cg_noise_target_precision(j->target) == CG_PRECISION_FP16;
+    } else if (j->sp_on) {
+        cg_target_path *path = NULL;
+        st = cg_sample_path_get(&j->sp, s, &path, err);
+        if (st == CG_OK &&
+            (st = cg_target_path_run(path, s->inputs, s->input_count, &truns.out[CG_RUN_TARGET],
+                                     &truns.count[CG_RUN_TARGET], err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: target path run failed: ", s->label);
+        r->reduced = r->reduced || j->sp.reduced;
+    } else {
+        st = run_reference(j, s, &truns.out[CG_RUN_TARGET], &truns.count[CG_RUN_TARGET], err);
+    }
+    if (given) {
+        truns.out[CG_RUN_TARGET] = given_named;
+        truns.count[CG_RUN_TARGET] = g->output_count;
+        r->reduced = r->reduced || j->fp16_targets;
+    }
+    const cg_named_value *got = truns.out[CG_RUN_TARGET];
+    size_t ngot = truns.count[CG_RUN_TARGET];
+    if (st == CG_OK && j->tally_on && ref64)
+        st = cg_noise_tally_add(j->floors, &j->tally, ref64, n64, got, ngot, NULL, NULL, NULL, si,
+                                err);
+    if (st == CG_OK && !j->tols_ready)
+        st = resolve_tolerances(j, err);
+
+    /* every output */
+    for (size_t k = 0; st == CG_OK && k < r->output_count; k++) {
+        cg_parity_output *o = &r->outputs[k];
+        const cg_value *a = find_output(ref32, n32, o->name);
+        const cg_value *b = find_output(got, ngot, o->name);
+        cg_metrics m;
+        cg_tolerance tol = o->tol.tol;
+        /* judged by the floor, a NaN the reference has too is no mismatch
+         * (the float64 reference has it as well): the figures say the same */
+        if (j->noise && j->default_tol[k])
+            tol.nan_equal = true;
+        if ((st = compare_values(s->label, o->name, a, b, &tol, &m, err)) != CG_OK)
+            break;
+        parity_add(o, si, &m, a, b);
+        if (ref64)
+            o->samples[si].error = max_error(find_output(ref64, n64, o->name), b);
+    }
+    if (st == CG_OK && opt->task == CG_TASK_DETECT)
+        st = detect_add(j, ref64, n64, ref32, n32, ref16, n16, &truns, err);
+    if (given) {
+        truns.out[CG_RUN_TARGET] = NULL; /* the values are the caller's */
+        truns.count[CG_RUN_TARGET] = 0;
+    }
+    free(given_named);
+    cg_noise_runs_free(&truns);
+    cg_noise_runs_free(&runs);
+    cg_noise_decision_values_free(&dec);
+    return st;
+}
+
+cg_target_path *cg_judge_take_path(cg_judge *j)
+{
+    cg_target_path *p = NULL;
+    if (j->target) {
+        p = cg_noise_target_take_path(j->target);
+    } else if (j->sp_on) {
+        p = j->sp.path;
+        j->sp.path = NULL;
+    }
+    return p;
+}
+
+/* --- the verdicts -------------------------------------------------------------------- */
+
+static int verdict_rank(cg_verdict v)
+{
+    return v == CG_VERDICT_MATCH_FP32 ? 0 : v == CG_VERDICT_MATCH_FP16 ? 1
+                                          : v == CG_VERDICT_PRECISION ? 2 : 3;
+}
+
+/* Outputs made elsewhere in fp16 beyond the floor, which cannot be rerun:
+ * the same placement emulated (a correct fp16 computation) tells whether
+ * fp16 explains it. */
+static cg_status judge_given_fp16(cg_judge *j, size_t k, cg_judgement *v, cg_error *err)
+{
+    cg_judgement e;
+    char why[sizeof v->reason];
+    memcpy(why, v->reason, sizeof why);
+    cg_status st = cg_noise_target_judge(j->emulation, k, NULL, &e, err);
+    if (st != CG_OK)
+        return st;
+    if (e.verdict == CG_VERDICT_PRECISION) {
+        v->verdict = CG_VERDICT_PRECISION;
+        snprintf(v->reason, sizeof v->reason, "%.200s; the fp16 emulation of this placement "
+                 "breaks down too: %.250s", why, e.reason);
+    } else {
+        v->verdict = CG_VERDICT_WRONG;
+        snprintf(v->reason, sizeof v->reason, "%.200s; the fp16 emulation of this placement "
+                 "%s (%.200s): not explained by fp16", why,
+                 cg_verdict_passes(e.verdict) ? "matches" : "differs too", e.reason);
+    }
+    return CG_OK;
+}
+
+static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
+{
+    cg_parity_report *r = j->r;
+    cg_parity_output *o = &r->outputs[k];
+    const cg_noise_output *fl = cg_noise_output_get(j->floors, k);
+    const cg_noise_tally *t = j->target ? cg_noise_target_tally(j->target) : &j->tally;
+    cg_status st = CG_OK;
+    o->floor32 = fl->v.fp32;
+    o->floor16 = fl->v.fp16;
+    o->floor16_measured = fl->v.fp16.dist.count > 0;
+    o->error = t->errors[k];
+    o->discontinuous = fl->discontinuous;
+    o->flips_compared = t->flips_compared[k];
+    o->flips = t->flips[k];
+    if (j->target)
+        return cg_noise_target_judge(j->target, k, NULL, &o->verdict, err);
+    if (cg_noise_within(&fl->v, r->precision, &t->errors[k].m, NULL, &o->verdict))
+        return CG_OK;
+    if (r->precision == CG_PRECISION_FP16) {
+        if (j->emulation)
+            return judge_given_fp16(j, k, &o->verdict, err);
+        st = cg_error_set(err, CG_USAGE, "output '%s': fp16 outputs beyond the fp16 floor, "
+                          "and no fp16 target to emulate them with: give --target", o->name);
+    }
+    return st;
+}
+
+/* The detections' verdict (boxes, scores), which the detection outputs take. */
+static cg_status judge_detect(cg_judge *j, cg_error *err)
+{
+    cg_detect_report *dr = &j->r->detect;
+    det_tally *dt = j->det;
+    cg_noise_multiples k;
+    cg_noise_multiples_default(&k);
+    cg_precision prec = j->target ? cg_noise_target_precision(j->target) : j->r->precision;
+    /* the score floor decides which unmatched boxes are at the cut */
+    double scale = cg_noise_scale(&dt->f32[1]);
+    double f32 = fmax(dt->f32[1].m.max_abs, cg_precision_unit(CG_PRECISION_FP32) * scale);
+    double f16 = fmax(dt->f16[1].dist.count ? dt->f16[1].m.max_abs : 0.0,
+                      cg_precision_unit(CG_PRECISION_FP16) * scale);
+    cg_flip_stats fs[3];
+    for (int r = 0; r < 3; r++) {
+        const det_flips *d = &dt->flips[r];
+        cg_flip_stats_init(&fs[r]);
+        fs[r].decisions = d->decisions;
+        fs[r].flips = d->flips;
+        fs[r].max_margin = fs[r].min_margin = d->max_margin;
+        fs[r].margin_known = !d->unknown;
+        fs[r].noise_fp32 = !d->unknown && d->max_margin <= k.k_fp32 * f32 ? d->flips : 0;
+        fs[r].noise_fp16 = !d->unknown && d->max_margin <= k.k_fp16 * f16 ? d->flips : 0;
+        snprintf(fs[r].node, sizeof fs[r].node, "%s", "detections (missing or extra boxes)");
+    }
+    dr->flips = fs[0];
+    memset(&dr->verdict, 0, sizeof dr->verdict);
+    bool flips_noise = fs[0].flips == 0 ||
+                       (fs[0].margin_known &&
+                        (prec == CG_PRECISION_FP16 ? fs[0].noise_fp16 : fs[0].noise_fp32) ==
+                            fs[0].flips);
+    bool have_pairs = dt->err[0].dist.count > 0 && dt->f32[0].dist.count > 0;
+    cg_judgement worst;
+    memset(&worst, 0, sizeof worst);
+    worst.verdict = CG_VERDICT_MATCH_FP32;
+    snprintf(worst.reason, sizeof worst.reason, "no detections to compare");
+    for (int w = 0; w < 2 && have_pairs; w++) {
+        cg_noise_output o;
+        memset(&o, 0, sizeof o);
+        o.v.name = (char *)j->names[w ? dr->outputs.scores : dr->outputs.boxes];
+        o.v.compared = true;
+        o.v.fp32 = dt->f32[w];
+        o.v.fp16 = dt->f16[w];
+        cg_judge_input in;
+        memset(&in, 0, sizeof in);
+        in.precision = prec;
+        in.floor = &o;
+        in.error = &dt->err[w].m;
+        in.acc32 = dt->reruns ? &dt->acc32[w].m : NULL;
+        in.fp32 = dt->reruns ? &dt->in32[w].m : NULL;
+        if (!flips_noise) {
+            in.flips = &fs[0];
+            in.flips_acc32 = dt->reruns ? &fs[1] : NULL;
+            in.flips_fp32 = dt->reruns ? &fs[2] : NULL;
+        }
+        cg_judgement v;
+        cg_status st = cg_noise_judge(&in, &k, &v, err);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "detections: ");
+            return st;
+        }
+        char what[sizeof v.reason];
+        snprintf(what, sizeof what, "%s: %.400s", w ? "scores" : "boxes", v.reason);
+        memcpy(v.reason, what, sizeof v.reason);
+        if (w == 0 || verdict_rank(v.verdict) > verdict_rank(worst.verdict))
+            worst = v;
+    }
+    if (!have_pairs && !flips_noise) {
+        worst.verdict = prec == CG_PRECISION_FP16 && dt->reruns &&
+                                (fs[1].flips == 0 || fs[2].flips == 0)
+                            ? CG_VERDICT_PRECISION
+                            : CG_VERDICT_WRONG;
+        worst.by_flips = true;
+        snprintf(worst.reason, sizeof worst.reason, "%llu of %llu detections missing or extra",
+                 (unsigned long long)fs[0].flips, (unsigned long long)fs[0].decisions);
+    }
+    if (fs[0].flips && flips_noise) {
+        size_t len = strlen(worst.reason);
+        snprintf(worst.reason + len, sizeof worst.reason - len, "; %llu box%s missing or extra "
+                 "at the cut, largest score margin %.3g, within the %s noise",
+                 (unsigned long long)fs[0].flips, fs[0].flips == 1 ? "" : "es",
+                 fs[0].max_margin, prec == CG_PRECISION_FP16 ? "fp16" : "fp32");
+    }
+    dr->verdict = worst;
+    dr->pass = cg_verdict_passes(worst.verdict);
+    return CG_OK;
+}
+
+cg_status cg_judge_finish(cg_judge *j, cg_error *err)
+{
+    cg_parity_report *r = j->r;
+    cg_status st = CG_OK;
+    if (j->target)
+        r->precision = cg_noise_target_precision(j->target);
+    else if (j->sp_on && j->sp.reduced)
+        r->precision = CG_PRECISION_FP16;
+    if (j->noise && j->golden_without_floors)
+        snprintf(r->note, sizeof r->note, "the golden set records no noise floors (made by an "
+                 "older dump-ref, format 1): outputs are judged by the fixed tolerance; dump it "
+                 "again to judge against the floors");
+    r->pass = true;
+    r->failed_outputs = 0;
+    for (size_t k = 0; k < r->output_count; k++) {
+        cg_parity_output *o = &r->outputs[k];
+        const cg_noise_output *fl = j->floors ? cg_noise_output_get(j->floors, k) : NULL;
+        o->by_noise = j->noise && j->default_tol[k] && !j->golden_without_floors && fl &&
+                      fl->v.compared && fl->v.fp32.dist.count > 0 && o->merged.count > 0;
+        if (o->by_noise) {
+            r->by_noise = true;
+            if ((st = judge_output(j, k, err)) != CG_OK) {
+                cg_error_prefix(err, "output '%s': ", o->name);
+                return st;
+            }
+            o->pass = cg_verdict_passes(o->verdict.verdict);
+            for (size_t i = 0; i < r->sample_count; i++) {
+                cg_metrics e;
+                cg_judgement v;
+                cg_metrics_init(&e);
+                e.max_abs = o->samples[i].error;
+                o->samples[i].pass = cg_noise_within(&fl->v, r->precision, &e, NULL, &v) ||
+                                     (o->pass && o->verdict.by_flips);
+            }
+        } else {
+            o->pass = o->merged.pass;
+        }
+    }
+    if (r->detect.on && j->noise) {
+        if ((st = judge_detect(j, err)) != CG_OK)
+            return st;
+        for (size_t k = 0; k < r->output_count; k++) {
+            cg_parity_output *o = &r->outputs[k];
+            if (!o->detection || !j->default_tol[k])
+                continue;
+            /* the detections' verdict replaces the elementwise one, whose
+             * order-by-order comparison means nothing for a set */
+            o->by_noise = true;
+            o->verdict = r->detect.verdict;
+            o->pass = r->detect.pass;
+            for (size_t i = 0; i < r->sample_count; i++)
+                o->samples[i].pass = o->pass;
+        }
+    }
+    for (size_t k = 0; k < r->output_count; k++) {
+        cg_parity_output *o = &r->outputs[k];
+        o->failing_count = 0;
+        for (size_t i = 0; i < r->sample_count; i++)
+            o->failing_count += !o->samples[i].pass;
+        o->fallback_suspect = r->reduced && o->merged.count > 0 && o->merged.bit_identical &&
+                              (o->dtype == CG_DTYPE_FLOAT || o->dtype == CG_DTYPE_DOUBLE);
+        r->pass = r->pass && o->pass;
+        r->failed_outputs += !o->pass;
+    }
+    return CG_OK;
+}
