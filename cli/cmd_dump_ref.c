@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "convgate/golden.h"
 #include "convgate/model.h"
+#include "convgate/noise.h"
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
 #include "report/json.h"
@@ -28,6 +29,10 @@ static void dump_usage(FILE *f)
           "Runs MODEL on the reference CPU runtime and writes a versioned golden set:\n"
           "GOLDEN/manifest.json (format_version, convgate version, the model's sha256,\n"
           "each file's sha256, dtype and shape) and GOLDEN/SET/{inputs,outputs}/*.npy.\n"
+          "Each set also runs on the float64 reference and with fp16 storage, and the\n"
+          "manifest records every output's noise floors on it (the largest |fp32 -\n"
+          "fp64| and |fp16 storage - fp64|, and its scale): what `verify` and `gate\n"
+          "--golden` judge a target's error by (docs/noise-floor.md).\n"
           "\n"
           "  --inputs DIR         an input folder (see below); a set must feed every\n"
           "                       graph input, and a tensor file in a set folder that is\n"
@@ -38,6 +43,8 @@ static void dump_usage(FILE *f)
           "                       non-empty one is refused unless --force)\n"
           "  --force              write into a non-empty GOLDEN (its old manifest is\n"
           "                       removed first)\n"
+          "  --no-floors          do not measure the floors (verify then judges by a\n"
+          "                       fixed tolerance)\n"
           "  --json               the result as JSON (docs/json.md)\n"
           "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "Exit status: 0 written; 1 the model failed while running; 2 usage or input error.\n",
@@ -51,14 +58,16 @@ int cmd_dump_ref(int argc, char **argv)
                                               {"random", required_argument, NULL, 'r'},
                                               {"output", required_argument, NULL, 'o'},
                                               {"force", no_argument, NULL, 'f'},
+                                              {"no-floors", no_argument, NULL, 'N'},
                                               CLI_OPTS_END};
     const char *inputs_dir = NULL, *golden_dir = NULL;
     uint64_t random_count = 0;
-    bool force = false;
+    bool force = false, floors = true;
     int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
     cg_model *model = NULL;
     cg_runtime *rt = NULL;
+    cg_noise *noise = NULL;
     cg_golden_writer *w = NULL;
     cg_sample_source *src = NULL;
     cg_sample s;
@@ -76,6 +85,7 @@ int cmd_dump_ref(int argc, char **argv)
         case 'i': inputs_dir = optarg; break;
         case 'o': golden_dir = optarg; break;
         case 'f': force = true; break;
+        case 'N': floors = false; break;
         case 'r':
             if (!cli_parse_count(optarg, DUMP_MAX_RANDOM, &random_count) || !random_count) {
                 cli_error("dump-ref", "--random needs a set count from 1 to %d", DUMP_MAX_RANDOM);
@@ -109,7 +119,15 @@ int cmd_dump_ref(int argc, char **argv)
                               : cg_sample_source_open_random(model, (size_t)random_count,
                                                              &in.random, in.dims, in.dim_count,
                                                              0, &src, &err);
-    if (st == CG_OK && (st = cg_runtime_init(model, &ro, &rt, &err)) != CG_OK) {
+    cg_noise_options no;
+    memset(&no, 0, sizeof no);
+    no.fp16 = true;
+    if (st == CG_OK && floors && (st = cg_noise_init(model, &no, &noise, &err)) != CG_OK) {
+        cli_error("dump-ref", "%s", err.msg);
+        rc = st == CG_UNSUPPORTED || st == CG_RUNTIME ? CG_EXIT_FAIL : CG_EXIT_ERROR;
+        goto done;
+    }
+    if (st == CG_OK && !floors && (st = cg_runtime_init(model, &ro, &rt, &err)) != CG_OK) {
         cli_error("dump-ref", "%s", err.msg);
         rc = st == CG_UNSUPPORTED || st == CG_RUNTIME ? CG_EXIT_FAIL : CG_EXIT_ERROR;
         goto done;
@@ -126,7 +144,7 @@ int cmd_dump_ref(int argc, char **argv)
             goto done;
         }
         bool ran;
-        if (cg_golden_writer_run(w, rt, &s, &written, &out_count, &ran, &err) != CG_OK) {
+        if (cg_golden_writer_run(w, rt, noise, &s, &written, &out_count, &ran, &err) != CG_OK) {
             cli_error("dump-ref", "%s", err.msg);
             /* the model failing on the set is exit 1; a bad input or the writer, 2 */
             rc = !ran && err.status != CG_USAGE ? CG_EXIT_FAIL : CG_EXIT_ERROR;
@@ -163,6 +181,7 @@ done:
     cg_sample_source_free(src);
     cg_golden_writer_free(w);
     cg_runtime_free(rt);
+    cg_noise_free(noise);
     cg_model_free(model);
     cli_inputs_free(&in);
     return rc;

@@ -71,17 +71,6 @@ CG_API void cg_metrics_init(cg_metrics *m);
  * says which. */
 CG_API void cg_tolerance_default(cg_tolerance *tol, bool reduced_precision);
 
-/* The noise floors of one output on one sample (docs/noise-floor.md), as a
- * golden set records them: the largest |fp32 reference - fp64 reference|,
- * the largest |fp16 storage - fp64 reference| (+inf when fp16 storage
- * overflows; NaN: not measured) and the output's scale, the largest |fp64
- * value|. */
-typedef struct cg_output_floor {
-    bool known;
-    double scale, fp32, fp16;
-    uint64_t count;     /* elements */
-} cg_output_floor;
-
 /* --- tolerance files (src/verify/tolerance.c) ------------------------------------- */
 
 /* The tolerance in force for one output and where it came from. */

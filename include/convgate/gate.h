@@ -76,7 +76,7 @@ typedef struct cg_gate_report {
     char *model;             /* the model's path (or "-") */
     char *targets;           /* "litert-gpu" or "a,b" */
     bool pass;
-    char reason[512];        /* the verdict's one line */
+    char reason[1024];       /* the verdict's one line */
 
     cg_gate_state converts;
     size_t check_errors, check_warnings;
@@ -96,6 +96,7 @@ typedef struct cg_gate_report {
     cg_task task;             /* as asked (the task block of the report) */
     double threshold;
     char matches_detail[512];
+    char matches_short[160];  /* "output 'y' precision breakdown" */
     bool bisected;
     size_t bisect_sample;    /* index of the sample bisected */
     char *bisect_sample_label;

@@ -6,7 +6,11 @@
  *   GOLDEN/manifest.json              format_version, convgate_version, created,
  *                                     model {file, sha256, bytes}, opset_import,
  *                                     sets [{name, inputs [...], outputs [...]}],
- *                                     each tensor {name, file, dtype, shape, sha256}
+ *                                     each tensor {name, file, dtype, shape, sha256},
+ *                                     each output also (format 2) its noise floors
+ *                                     on that set, noise {scale, fp32_floor,
+ *                                     fp16_floor, elements} (docs/noise-floor.md):
+ *                                     what verify judges a target's error by
  *   GOLDEN/<set>/inputs/<stem>.npy
  *   GOLDEN/<set>/outputs/<stem>.npy
  * Set names and file stems follow convgate/samples.h (only [A-Za-z0-9._-],
@@ -38,7 +42,8 @@
 extern "C" {
 #endif
 
-#define CG_GOLDEN_FORMAT_VERSION 1
+/* 2: outputs carry their noise floors; 1 (still read): they do not */
+#define CG_GOLDEN_FORMAT_VERSION 2
 #define CG_SHA256_HEX 65 /* 64 lowercase hex digits and a NUL */
 
 /* --- hashing (OpenSSL libcrypto) --------------------------------------------- */
@@ -60,6 +65,7 @@ typedef struct cg_golden_tensor {
     int rank;
     int64_t dims[CG_MAX_RANK];
     char sha256[CG_SHA256_HEX];
+    cg_output_floor floor;  /* outputs of format 2: the floors recorded (known) */
 } cg_golden_tensor;
 
 typedef struct cg_golden_set {
@@ -106,23 +112,31 @@ typedef struct cg_golden_writer cg_golden_writer;
 CG_API CG_NODISCARD cg_status cg_golden_writer_init(const char *dir, const char *model_path,
                                                     const cg_model *model, bool force,
                                                     cg_golden_writer **out, cg_error *err);
-/* Writes one set's input and output tensors (tensor values only). The set
+/* Writes one set's input and output tensors (tensor values only) and, with
+ * floors non-NULL, each output's noise floors (one per output). The set
  * name is made safe and unique; the name used is returned in *used_name
  * (owned by the writer; may be NULL). */
 CG_API CG_NODISCARD cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
                                                    const cg_named_value *inputs, size_t input_count,
                                                    const cg_named_value *outputs,
-                                                   size_t output_count, const char **used_name,
-                                                   cg_error *err);
-/* dump-ref's step: runs sample s on rt (the reference runtime of the model
- * whose outputs are frozen) and writes its inputs and outputs as a set
- * named after it. *used_name as for cg_golden_writer_add (may be NULL);
- * *output_count (may be NULL) gets the outputs written; *ran (may be NULL)
- * whether the run itself succeeded (a failure after it is the writer's).
- * A run failure keeps the runtime's status, prefixed with the set's name. */
+                                                   size_t output_count,
+                                                   const cg_output_floor *floors,
+                                                   const char **used_name, cg_error *err);
+/* dump-ref's step: runs sample s and writes its inputs and outputs as a
+ * set named after it. With `noise` (cg_noise_init on the model whose
+ * outputs are frozen, fp16 on) the sample runs on the float64, fp32 and
+ * fp16-storage references: the outputs written are the fp32 reference's,
+ * with each output's floors on this set (format 2); without it (NULL) on
+ * rt, the reference runtime of that model, and no floors are recorded.
+ * *used_name as for cg_golden_writer_add (may be NULL); *output_count (may
+ * be NULL) gets the outputs written; *ran (may be NULL) whether the run
+ * itself succeeded (a failure after it is the writer's). A run failure
+ * keeps the runtime's status, prefixed with the set's name. */
 struct cg_runtime;
+struct cg_noise;
 CG_API CG_NODISCARD cg_status cg_golden_writer_run(cg_golden_writer *w, struct cg_runtime *rt,
-                                                   const cg_sample *s, const char **used_name,
+                                                   struct cg_noise *noise, const cg_sample *s,
+                                                   const char **used_name,
                                                    size_t *output_count, bool *ran,
                                                    cg_error *err);
 /* The manifest's `created` (UTC, ISO 8601) instead of the time of
@@ -139,7 +153,9 @@ CG_API void cg_golden_writer_free(cg_golden_writer *w);
  * declared types) and its expected outputs in graph-output order. The set
  * must cover every input to feed and every output of the model and hold
  * nothing else (CG_INVALID naming the tensor): one rule for `verify` and
- * `gate --golden`, so a set missing an output is never a pass. */
+ * `gate --golden`, so a set missing an output is never a pass. The floors
+ * recorded with the outputs come as out->expected_floors (NULL when the
+ * set has none: format 1). */
 CG_API CG_NODISCARD cg_status cg_golden_sample(const cg_golden *g, size_t set,
                                                const cg_model *model, size_t max_bytes,
                                                cg_sample *out, cg_error *err);

@@ -34,6 +34,7 @@
 #include "convgate/compare.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
+#include "convgate/samples.h"
 #include "convgate/status.h"
 #include "convgate/target.h"
 #include "convgate/targetpath.h"

@@ -103,6 +103,7 @@ typedef struct cg_parity_output {
     bool flips_compared;
     cg_flip_stats flips;
     bool detection;             /* judged with the detections (--task detect) */
+    bool against_golden;        /* error measured against golden (fp32) outputs */
 } cg_parity_output;
 
 /* --task detect: the detection outputs matched by IoU and class (order

@@ -48,7 +48,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "convgate/compare.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
@@ -124,6 +123,17 @@ CG_API CG_NODISCARD cg_status cg_samples_check_input(const cg_value_info *vi, co
 CG_API void cg_samples_type_text(const cg_type *t, char *buf, size_t cap);
 
 /* --- samples --------------------------------------------------------------------- */
+
+/* The noise floors of one output on one sample (docs/noise-floor.md), as a
+ * golden set records them: the largest |fp32 reference - fp64 reference|,
+ * the largest |fp16 storage - fp64 reference| (+inf when fp16 storage
+ * overflows; NaN: not measured) and the output's scale, the largest |fp64
+ * value|. */
+typedef struct cg_output_floor {
+    bool known;
+    double scale, fp32, fp16;
+    uint64_t count;     /* elements */
+} cg_output_floor;
 
 typedef struct cg_sample {
     char *label;             /* the set's name: "0", "set_a", "random-3" */

@@ -46,8 +46,9 @@ void cg_report_judged_text(FILE *f, const char *ind, const cg_parity_output *o)
     fprintf(f, "%snoise floors (against float64): fp32 %.3g", ind, o->floor32.m.max_abs);
     if (o->floor16_measured)
         fprintf(f, ", fp16 storage %.3g", o->floor16.m.max_abs);
-    fprintf(f, ", scale %.4g; error against float64 %.3g%s\n", cg_noise_scale(&o->floor32),
-            o->error.m.max_abs, o->discontinuous ? " (downstream of a decision)" : "");
+    fprintf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
+            o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
+            o->discontinuous ? " (downstream of a decision)" : "");
     if (o->flips_compared && o->flips.flips)
         fprintf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped, largest margin %.3g at "
                    "'%s'\n", ind, o->flips.flips, o->flips.decisions, o->flips.max_margin,
@@ -76,6 +77,8 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
     rc |= cg_json_set(n, "flips", o->flips_compared ? cg_report_flips_json(&o->flips)
                                                     : json_null());
     rc |= cg_json_set(n, "detection", json_boolean(o->detection));
+    rc |= cg_json_set(n, "error_against", cg_json_text(o->against_golden ? "golden outputs"
+                                                                          : "float64 reference"));
     rc |= cg_json_set(obj, "noise", n);
     return rc ? -1 : 0;
 }

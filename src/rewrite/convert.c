@@ -180,7 +180,8 @@ static cg_status write_golden(const cg_model *source, cg_convert_result *r, cons
         goto done;
     cg_golden_writer_set_created(w, r->created);
     for (size_t i = 0; i < samples->count && st == CG_OK; i++)
-        if ((st = cg_golden_writer_run(w, rt, &samples->samples[i], NULL, NULL, NULL, err)) != CG_OK)
+        if ((st = cg_golden_writer_run(w, rt, NULL, &samples->samples[i], NULL, NULL, NULL,
+                                       err)) != CG_OK)
             cg_error_prefix(err, "the source model: ");
     if (st == CG_OK)
         st = cg_golden_writer_finish(w, err);

@@ -1222,9 +1222,15 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
         snprintf(r->triage_note, sizeof r->triage_note, "rerun %s: max |d| %.3g at '%s'",
                  opt->candidate.path ? "in fp32" : "in float64", wide.max_abs, t->tensor);
     }
+    /* the rerun's conclusion: the judge's reason past the part that says
+     * how far beyond the floor the tensor is (the cause says that) */
+    const char *tail = v.reason;
+    size_t wl = strlen(within->reason);
+    if (strncmp(v.reason, within->reason, wl) == 0 && strncmp(v.reason + wl, "; ", 2) == 0)
+        tail = v.reason + wl + 2;
     if (r->verdict == CG_VERDICT_PRECISION)
-        snprintf(r->verdict_reason, sizeof r->verdict_reason, "%s: %.150s; %.200s",
-                 cg_verdict_name(r->verdict), cause, v.reason);
+        snprintf(r->verdict_reason, sizeof r->verdict_reason, "%s: %.200s; %.200s",
+                 cg_verdict_name(r->verdict), cause, tail);
     else
         snprintf(r->verdict_reason, sizeof r->verdict_reason, "%s: %.40s '%.80s' is beyond its "
                  "fp16 floor and stays beyond it in wider precision: %.200s",

@@ -302,6 +302,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     }
     size_t bad = 0, si = bisect_sample(jr, &bad);
     const cg_parity_output *o = &jr->outputs[bad];
+    snprintf(r->matches_short, sizeof r->matches_short, "output '%.100s' %s", o->name,
+             o->by_noise ? cg_verdict_name(o->verdict.verdict) : "outside tolerance");
     if (o->by_noise)
         snprintf(r->matches_detail, sizeof r->matches_detail, "output '%.100s': %s: %.350s",
                  o->name, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
@@ -405,13 +407,13 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
     if ((st = gate_matches(model, opt, out, err)) != CG_OK)
         return st;
     if (out->matches != CG_GATE_PASS) {
+        const cg_bisect_tensor *t = &out->bisect.first_divergent;
         if (out->bisected && out->bisect.diverged)
             snprintf(out->reason, sizeof out->reason,
-                     "gate 3 (matches): %.150s; first tensor beyond %s: '%.50s' from %.30s "
-                     "'%.50s': %.150s", out->matches_detail,
-                     out->bisect.by_noise ? "its noise floor" : "tolerance",
-                     out->bisect.first_divergent.tensor, out->bisect.first_divergent.op_type,
-                     out->bisect.first_divergent.node,
+                     "gate 3 (matches): %.180s; first tensor beyond %s: '%.50s' from %.30s "
+                     "'%.50s': %.200s", out->matches_short,
+                     out->bisect.by_noise ? "its noise floor" : "tolerance", t->tensor,
+                     t->op_type, t->node,
                      out->bisect.by_noise ? out->bisect.verdict_reason
                                           : cg_bisect_triage_name(out->bisect.triage));
         else

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "convgate/golden.h"
+#include "convgate/noise.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "core/path.h"
@@ -271,10 +273,56 @@ fail:
     return st;
 }
 
+/* A floor as the manifest holds it. Non-finite values are the strings
+ * "inf" and "nan", as docs/json.md spells them (JSON has no such numbers);
+ * an fp16 floor not measured is null. */
+static json_t *floor_number(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static json_t *floor_json(const cg_output_floor *f)
+{
+    return json_pack("{s:o, s:o, s:o, s:I}", "scale", floor_number(f->scale), "fp32_floor",
+                     floor_number(f->fp32), "fp16_floor",
+                     isnan(f->fp16) ? json_null() : floor_number(f->fp16), "elements",
+                     (json_int_t)f->count);
+}
+
+/* Reads a number written by floor_number (null: NaN). */
+static bool floor_read(json_t *v, double *out)
+{
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return true;
+    }
+    if (json_is_null(v)) {
+        *out = NAN;
+        return true;
+    }
+    const char *s = json_string_value(v);
+    if (!s)
+        return false;
+    if (strcmp(s, "inf") == 0)
+        *out = INFINITY;
+    else if (strcmp(s, "-inf") == 0)
+        *out = -INFINITY;
+    else if (strcmp(s, "nan") == 0)
+        *out = NAN;
+    else
+        return false;
+    return true;
+}
+
 /* Writes the tensors of one side ("inputs"/"outputs") of a set into
  * setdir/side and appends their manifest entries to arr. */
 static cg_status write_side(const char *root, const char *set, const char *side,
-                            const cg_named_value *vals, size_t count, json_t *arr, cg_error *err)
+                            const cg_named_value *vals, size_t count,
+                            const cg_output_floor *floors, json_t *arr, cg_error *err)
 {
     cg_status st = CG_OK;
     char dirpath[GOLDEN_PATH_MAX], path[GOLDEN_PATH_MAX], rel[GOLDEN_PATH_MAX];
@@ -328,6 +376,11 @@ static cg_status write_side(const char *root, const char *set, const char *side,
                                       "dtype", cg_dtype_name(v->tensor.dtype), "shape", shape,
                                       "sha256", hex)
                           : NULL;
+        if (e && floors && floors[i].known &&
+            json_object_set_new(e, "noise", floor_json(&floors[i])) != 0) {
+            json_decref(e);
+            e = NULL;
+        }
         if (!e || json_array_append_new(arr, e) != 0) {
             st = cg_error_set(err, CG_NOMEM, "golden set '%s': out of memory", set);
             goto done;
@@ -343,7 +396,8 @@ done:
 cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
                                const cg_named_value *inputs, size_t input_count,
                                const cg_named_value *outputs, size_t output_count,
-                               const char **used_name, cg_error *err)
+                               const cg_output_floor *floors, const char **used_name,
+                               cg_error *err)
 {
     cg_status st;
     char stem[CG_SAMPLES_STEM_CAP], path[GOLDEN_PATH_MAX];
@@ -367,8 +421,10 @@ cg_status cg_golden_writer_add(cg_golden_writer *w, const char *set_name,
         st = cg_error_set(err, CG_NOMEM, "golden writer: out of memory");
         goto fail;
     }
-    if ((st = write_side(w->dir, stem, "inputs", inputs, input_count, ins, err)) != CG_OK ||
-        (st = write_side(w->dir, stem, "outputs", outputs, output_count, outs, err)) != CG_OK)
+    if ((st = write_side(w->dir, stem, "inputs", inputs, input_count, NULL, ins, err)) !=
+            CG_OK ||
+        (st = write_side(w->dir, stem, "outputs", outputs, output_count, floors, outs, err)) !=
+            CG_OK)
         goto fail;
     set = json_pack("{s:s, s:o, s:o}", "name", stem, "inputs", ins, "outputs", outs);
     ins = outs = NULL; /* owned by set (or freed by json_pack on failure) */
@@ -389,22 +445,76 @@ fail:
     return st;
 }
 
-cg_status cg_golden_writer_run(cg_golden_writer *w, cg_runtime *rt, const cg_sample *s,
-                               const char **used_name, size_t *output_count, bool *ran,
-                               cg_error *err)
+/* Each output's floors on one set: fp32 and fp16 storage against fp64. */
+static cg_status set_floors(const cg_noise_runs *runs, const cg_named_value *outs32, size_t n,
+                            cg_output_floor *fl, cg_error *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        const cg_value *r = k < runs->count[CG_RUN_FP64] ? runs->out[CG_RUN_FP64][k].value : NULL;
+        const cg_value *a = outs32[k].value;
+        const cg_value *b = k < runs->count[CG_RUN_FP16] ? runs->out[CG_RUN_FP16][k].value : NULL;
+        memset(&fl[k], 0, sizeof fl[k]);
+        if (!r || !a || r->kind != CG_VALUE_TENSOR || a->kind != CG_VALUE_TENSOR ||
+            r->tensor.dtype == CG_DTYPE_STRING)
+            continue; /* not numeric: no floor, judged by the tolerance */
+        cg_noise_stats s32, s16;
+        cg_noise_stats_init(&s32);
+        cg_noise_stats_init(&s16);
+        cg_status st = cg_noise_stats_add(&s32, &r->tensor, &a->tensor, err);
+        if (st == CG_OK && b && b->kind == CG_VALUE_TENSOR)
+            st = cg_noise_stats_add(&s16, &r->tensor, &b->tensor, err);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "output '%s': ", outs32[k].name ? outs32[k].name : "");
+            return st;
+        }
+        fl[k].known = true;
+        fl[k].scale = cg_noise_scale(&s32);
+        fl[k].fp32 = s32.m.max_abs;
+        fl[k].fp16 = s16.dist.count ? s16.m.max_abs : NAN;
+        fl[k].count = s32.dist.count;
+    }
+    return CG_OK;
+}
+
+cg_status cg_golden_writer_run(cg_golden_writer *w, cg_runtime *rt, cg_noise *noise,
+                               const cg_sample *s, const char **used_name, size_t *output_count,
+                               bool *ran, cg_error *err)
 {
     cg_named_value *outs = NULL;
+    cg_output_floor *fl = NULL;
+    cg_noise_runs runs;
     size_t n = 0;
-    cg_status st = cg_runtime_run(rt, s->inputs, s->input_count, &outs, &n, err);
+    cg_status st;
+    memset(&runs, 0, sizeof runs);
+    if (noise) {
+        st = cg_noise_add_sample(noise, s->inputs, s->input_count, &runs, NULL, err);
+        /* the golden outputs are the fp32 reference's; the floors are
+         * measured against the float64 reference on this set */
+        outs = runs.out[CG_RUN_FP32];
+        n = runs.count[CG_RUN_FP32];
+        runs.out[CG_RUN_FP32] = NULL;
+        runs.count[CG_RUN_FP32] = 0;
+    } else {
+        st = cg_runtime_run(rt, s->inputs, s->input_count, &outs, &n, err);
+    }
     if (ran)
         *ran = st == CG_OK;
-    if (st != CG_OK)
+    if (st != CG_OK) {
         cg_error_prefix(err, "set '%s': ", s->label);
-    else
-        st = cg_golden_writer_add(w, s->label, s->inputs, s->input_count, outs, n, used_name, err);
+    } else if (noise) {
+        if (!(fl = calloc(n + 1, sizeof *fl)))
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+        else if ((st = set_floors(&runs, outs, n, fl, err)) != CG_OK)
+            cg_error_prefix(err, "set '%s': ", s->label);
+    }
+    if (st == CG_OK)
+        st = cg_golden_writer_add(w, s->label, s->inputs, s->input_count, outs, n, fl,
+                                  used_name, err);
     if (output_count)
         *output_count = n;
     cg_runtime_free_outputs(outs, n);
+    cg_noise_runs_free(&runs);
+    free(fl);
     return st;
 }
 
@@ -569,6 +679,23 @@ static cg_status parse_tensors(json_t *arr, const char *where, cg_golden_tensor 
             }
             t[i].dims[d] = (int64_t)json_integer_value(dim);
         }
+        json_t *noise = json_object_get(e, "noise");
+        if (noise) {
+            cg_output_floor *f = &t[i].floor;
+            json_t *el = json_object_get(noise, "elements");
+            if (!json_is_object(noise) ||
+                !floor_read(json_object_get(noise, "scale"), &f->scale) ||
+                !floor_read(json_object_get(noise, "fp32_floor"), &f->fp32) ||
+                !floor_read(json_object_get(noise, "fp16_floor"), &f->fp16) ||
+                !json_is_integer(el) || json_integer_value(el) < 0 || !(f->scale >= 0) ||
+                !(f->fp32 >= 0) || (!isnan(f->fp16) && !(f->fp16 >= 0))) {
+                st = cg_error_set(err, CG_INVALID, "%s ('%s'): noise is not {scale, fp32_floor, "
+                                  "fp16_floor, elements} of sizes >= 0", here, t[i].name);
+                goto fail;
+            }
+            f->count = (uint64_t)json_integer_value(el);
+            f->known = true;
+        }
         for (size_t k = 0; k < i; k++)
             if (strcmp(t[k].name, t[i].name) == 0) {
                 st = cg_error_set(err, CG_INVALID, "%s: '%s' is listed twice", where,
@@ -648,9 +775,9 @@ cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err)
         goto fail;
     }
     g->format_version = (int64_t)json_integer_value(v);
-    if (g->format_version != CG_GOLDEN_FORMAT_VERSION) {
+    if (g->format_version < 1 || g->format_version > CG_GOLDEN_FORMAT_VERSION) {
         st = cg_error_set(err, CG_UNSUPPORTED, "%s has format_version %" PRId64 "; convgate %s "
-                          "reads format_version %d", where, g->format_version, CG_VERSION,
+                          "reads format_version 1 to %d", where, g->format_version, CG_VERSION,
                           CG_GOLDEN_FORMAT_VERSION);
         goto fail;
     }
@@ -870,6 +997,24 @@ cg_status cg_golden_sample(const cg_golden *g, size_t set, const cg_model *model
         if ((st = cg_golden_load(g, t, max_bytes, &out->expected[k].value, err)) != CG_OK)
             goto fail;
         out->expected_count++;
+    }
+    /* the floors, when every output has them */
+    bool floors = gr->output_count > 0;
+    for (size_t k = 0; k < gr->output_count && floors; k++) {
+        const cg_golden_tensor *t = golden_find(gs->outputs, gs->output_count,
+                                                gr->outputs[k].name ? gr->outputs[k].name : "");
+        floors = t && t->floor.known;
+    }
+    if (floors) {
+        out->expected_floors = calloc(gr->output_count, sizeof *out->expected_floors);
+        if (!out->expected_floors) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory loading golden set '%s'", gs->name);
+            goto fail;
+        }
+        for (size_t k = 0; k < gr->output_count; k++)
+            out->expected_floors[k] =
+                golden_find(gs->outputs, gs->output_count,
+                            gr->outputs[k].name ? gr->outputs[k].name : "")->floor;
     }
     return CG_OK;
 fail:

@@ -804,6 +804,7 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
         const cg_noise_output *fl = j->floors ? cg_noise_output_get(j->floors, k) : NULL;
         o->by_noise = j->noise && j->default_tol[k] && !j->golden_without_floors && fl &&
                       fl->v.compared && fl->v.fp32.dist.count > 0 && o->merged.count > 0;
+        o->against_golden = j->opt->golden;
         if (o->by_noise) {
             r->by_noise = true;
             if ((st = judge_output(j, k, err)) != CG_OK) {

@@ -1039,8 +1039,8 @@ cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
     double rf = in->fp32 ? ratio_of(in->fp32->max_abs, f32) : INFINITY;
     if (in->acc32 && ra <= k->k_fp16 && ea <= rel_max) {
         out->verdict = CG_VERDICT_PRECISION;
-        snprintf(out->reason, sizeof out->reason, "%s%.380s; with fp32 accumulation %.3gx: fp16 "
-                 "accumulation", nonfinite, why, ra);
+        snprintf(out->reason, sizeof out->reason, "%s%.380s; with fp32 accumulation %.3gx the "
+                 "fp16 floor: fp16 accumulation", nonfinite, why, ra);
         return CG_OK;
     }
     if (in->fp32 && rf <= k->k_fp32) {

@@ -11,6 +11,7 @@ src=${2:?usage: golden_cli.sh CONVGATE_BINARY SOURCE_DIR}
 model="$src/examples/tiny_cnn.onnx"
 other="$src/tests/data/io/cli_model.onnx"
 ex="$src/examples/tiny_cnn_inputs"
+py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -54,7 +55,9 @@ check "dump-ref: output file" test -f "$tmp/g/two/outputs/logits.npy"
 check "dump-ref: reports the sets" out_has "wrote 2 sets"
 sha=$(sha256sum "$model" | cut -d' ' -f1)
 check "manifest: model sha256" grep -qF "\"sha256\": \"$sha\"" "$tmp/g/manifest.json"
-check "manifest: format_version 1" grep -qF '"format_version": 1' "$tmp/g/manifest.json"
+check "manifest: format_version 2" grep -qF '"format_version": 2' "$tmp/g/manifest.json"
+check "manifest: the outputs' noise floors" grep -qF '"fp32_floor":' "$tmp/g/manifest.json"
+check "manifest: the fp16 storage floor" grep -qF '"fp16_floor":' "$tmp/g/manifest.json"
 fsha=$(sha256sum "$tmp/g/two/outputs/logits.npy" | cut -d' ' -f1)
 check "manifest: file sha256" grep -qF "\"sha256\": \"$fsha\"" "$tmp/g/manifest.json"
 check "manifest: shape" grep -qF '"shape": [' "$tmp/g/manifest.json"
@@ -72,7 +75,8 @@ check "--force rewrites: exit 0" rc 0
 # the reference against its own golden set
 cg verify "$model" --golden "$tmp/g"
 check "verify: exit 0" rc 0
-check "verify: PASS verdict" out_has "verdict: PASS on reference (2/2 outputs within tolerance)"
+check "verify: PASS verdict" out_has "verdict: PASS on reference (2/2 outputs within the noise floor)"
+check "verify: the ratio" out_has "x the fp32 noise floor"
 cg verify "$model" --golden "$tmp/g" --json
 check "verify --json: exit 0" rc 0
 check "verify --json: pass" out_has '"pass": true'
@@ -121,10 +125,37 @@ check "other model: model's hash" err_has "$osha"
 
 # another format_version
 cp -r "$tmp/g" "$tmp/t5"
-sed -i 's/"format_version": 1/"format_version": 2/' "$tmp/t5/manifest.json"
+sed -i 's/"format_version": 2/"format_version": 7/' "$tmp/t5/manifest.json"
 cg verify "$model" --golden "$tmp/t5"
-check "format_version 2: exit 2" rc 2
-check "format_version 2: says so" err_has "format_version 2"
+check "format_version 7: exit 2" rc 2
+check "format_version 7: says so" err_has "format_version 7"
+# format 1 (no floors recorded) is still read: judged by the fixed tolerance,
+# and the report says why
+cp -r "$tmp/g" "$tmp/t7"
+$py - "$tmp/t7/manifest.json" <<'PYEOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["format_version"] = 1
+for s in m["sets"]:
+    for o in s["outputs"]:
+        o.pop("noise", None)
+json.dump(m, open(sys.argv[1], "w"))
+PYEOF
+cg verify "$model" --golden "$tmp/t7"
+check "format 1: exit 0" rc 0
+check "format 1: judged by the tolerance" out_has "within tolerance"
+check "format 1: says why" out_has "records no noise floors"
+# so is a set dumped without floors
+cg dump-ref "$model" --inputs "$tmp/in" -o "$tmp/t8" --no-floors
+cg verify "$model" --golden "$tmp/t8"
+check "--no-floors: exit 0" rc 0
+check "--no-floors: judged by the tolerance" out_has "records no noise floors"
+# a broken floor is refused like any other manifest error
+cp -r "$tmp/g" "$tmp/t9"
+sed -i '0,/"fp32_floor": [^,]*/s//"fp32_floor": -1/' "$tmp/t9/manifest.json"
+cg verify "$model" --golden "$tmp/t9"
+check "negative floor: exit 2" rc 2
+check "negative floor: says so" err_has "noise is not"
 
 # a manifest pointing outside the directory
 cp -r "$tmp/g" "$tmp/t6"

@@ -155,7 +155,7 @@ static cg_status write_golden(const char *dir, const cg_model *model, bool force
         cg_named_value out[2] = {{"logits", float_value(1, out_dims, 10.0f * (float)s)},
                                  {"Logits", float_value(1, out_dims, -1.0f)}};
         const char *used = NULL;
-        st = cg_golden_writer_add(w, s ? "set/../x" : "first", &in, 1, out, 2, &used, err);
+        st = cg_golden_writer_add(w, s ? "set/../x" : "first", &in, 1, out, 2, NULL, &used, err);
         if (st == CG_OK && s == 1)
             EXPECT(strcmp(used, "set_.._x") == 0, "set name made safe: %s", used);
         cg_value_free(in.value);
@@ -261,7 +261,7 @@ static cg_status open_variant(const cg_model *model, const char *name, const cha
 static void test_broken_sets(const cg_model *model)
 {
     cg_error err;
-    EXPECT(open_variant(model, "v1", "manifest.json", "\"format_version\": 1",
+    EXPECT(open_variant(model, "v1", "manifest.json", "\"format_version\": 2",
                         "\"format_version\": 7", &err) == CG_UNSUPPORTED, "version 7");
     EXPECT(strstr(err.msg, "format_version 7"), "%s", err.msg);
     EXPECT(open_variant(model, "v2", "first/inputs/image.npy", NULL, NULL, &err) == CG_IO,
@@ -336,7 +336,7 @@ static void test_writer_refusals(const cg_model *model)
     EXPECT(cg_golden_writer_init(dir, MODEL, model, true, &w, &err) == CG_OK, "%s", err.msg);
     int64_t dims[1] = {2};
     cg_named_value v = {"x", float_value(1, dims, 1.0f)};
-    EXPECT(cg_golden_writer_add(w, "first", &v, 1, &v, 1, NULL, &err) == CG_SECURITY,
+    EXPECT(cg_golden_writer_add(w, "first", &v, 1, &v, 1, NULL, NULL, &err) == CG_SECURITY,
            "wrote through a link");
     char escaped[400];
     snprintf(escaped, sizeof escaped, "%s/inputs", outside);
@@ -348,7 +348,7 @@ static void test_writer_refusals(const cg_model *model)
     seq.kind = CG_VALUE_SEQUENCE;
     cg_named_value sv = {"seq_out", &seq};
     cg_error_clear(&err);
-    EXPECT(cg_golden_writer_add(w, "second", &v, 1, &sv, 1, NULL, &err) == CG_UNSUPPORTED &&
+    EXPECT(cg_golden_writer_add(w, "second", &v, 1, &sv, 1, NULL, NULL, &err) == CG_UNSUPPORTED &&
                strstr(err.msg, "seq_out"), "%s", err.msg);
     cg_error_clear(&err);
     cg_golden_writer_free(w);
