@@ -18,6 +18,32 @@ gives; the inputs are what trigger it:
                                             elements (inf); with fp32 accumulation it is fine
   tests/data/fp16/<case>_inputs/<set>/x.npy input sets (the layout of --inputs DIR)
 
+  tests/data/fp16/rmsnorm_pow.onnx          the RMSNorm as exporters often write it, Pow(x, 2)
+                                            then ReduceMean, with inputs that are NOT exact in
+                                            fp16 (|x| ~ 100..150 off the fp16 grid): the fp16
+                                            rounding of x and of x^2 (20358.1 stored as 20352)
+                                            is ordinary fp16 storage, within the fp16 storage
+                                            floor, and the first tensor beyond its floor is the
+                                            ReduceMean whose sum overflows (#14)
+  tests/data/fp16/<m>_fp16.onnx             fp16 conversions of layernorm_precision and of
+                                            examples/tiny_cnn: every float initializer, input,
+                                            output and value_info in float16 (a model as a
+                                            float16 converter writes it), for `bisect --against`
+                                            the source: the CNN holds within its fp16 floors;
+                                            the LayerNorm's deviations from a mean of ~300 keep
+                                            few bits in fp16 (a precision breakdown, fine when
+                                            the conversion is computed in float64)
+  tests/data/fp16/detect_tie.onnx           a detector's tail: six disjoint boxes scored by
+                                            Sigmoid(x * w + b), NonMaxSuppression, and the boxes,
+                                            scores and labels gathered in the order NMS keeps
+                                            them. Boxes 2 and 5 have biases 1e-4 apart: their
+                                            scores are 1.8e-6 apart in fp32 (box 5 first) and
+                                            equal in fp16, whose spacing at 2 rounds the biases
+                                            together (box 2 first, the lower index), so on an fp16
+                                            target the two near-tied boxes swap places in every
+                                            output while every box is present on both sides
+  tests/data/fp16/detect_tie_inputs/        its input x (one set)
+
 and two models that check the emulation itself:
 
   tests/data/fp16/boundary.onnx             a = Erf(x) on the CPU (litert-gpu has no Erf),
@@ -214,12 +240,117 @@ def dot_model():
 
 
 def save_layernorm_inputs(root, sets):
-    # layernorm inputs are deliberately not fp16-exact (see layernorm_inputs)
+    # layernorm and rmsnorm_pow inputs are deliberately not fp16-exact
     for set_name, tensors in sets.items():
         d = os.path.join(root, set_name)
         os.makedirs(d, exist_ok=True)
         for name, arr in tensors.items():
             np.save(os.path.join(d, name + ".npy"), arr)
+
+
+# --- (d) RMSNorm written with Pow, inputs off the fp16 grid ---------------------
+
+def rmsnorm_pow_model():
+    d = 64
+    rng = np.random.default_rng(17)
+    g = (rng.integers(12, 20, size=d) / 16.0).astype(np.float32)
+    nodes = [
+        h.make_node("Pow", ["x", "two"], ["x_sq"], name="square"),
+        h.make_node("ReduceMean", ["x_sq"], ["mean_sq"], name="mean_sq", axes=[-1], keepdims=1),
+        h.make_node("Add", ["mean_sq", "eps"], ["mean_sq_eps"], name="add_eps"),
+        h.make_node("Sqrt", ["mean_sq_eps"], ["rms"], name="rms"),
+        h.make_node("Div", ["x", "rms"], ["x_norm"], name="normalize"),
+        h.make_node("Mul", ["x_norm", "g"], ["y"], name="scale"),
+    ]
+    return graph_model(
+        "rmsnorm_pow", nodes,
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, d])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 4, d])],
+        [const("two", 2.0), const("eps", 1e-5), const("g", g)])
+
+
+def rmsnorm_pow_inputs():
+    """Rows 0-1 of magnitude ~1, rows 2-3 of magnitude 100..150 with random
+    fractions (not fp16 values: fp16's spacing there is 0.0625): the squares
+    round in fp16 storage, the sums pass 65504."""
+    sets = {}
+    for s in range(2):
+        rng = np.random.default_rng(400 + s)
+        x = np.empty((1, 4, 64), np.float32)
+        x[0, :2] = rng.uniform(-1, 1, size=(2, 64))
+        x[0, 2:] = rng.uniform(100, 150, size=(2, 64)) * rng.choice([-1.0, 1.0], (2, 64))
+        sets["sample_%d" % s] = {"x": x.astype(np.float32)}
+    return sets
+
+
+# --- (e) fp16 conversions ---------------------------------------------------------
+
+def to_float16(model):
+    """Every float32 initializer, graph input, output and value_info, Constant
+    value and Cast target in float16, as a float16 converter writes a model
+    (its inputs are float16: bisect --against casts the source's inputs)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    for i, t in enumerate(g.initializer):
+        if t.data_type == TP.FLOAT:
+            g.initializer[i].CopyFrom(
+                numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TP.FLOAT:
+            vi.type.tensor_type.elem_type = TP.FLOAT16
+    for n in g.node:
+        for a in n.attribute:
+            if n.op_type == "Cast" and a.name == "to" and a.i == TP.FLOAT:
+                a.i = TP.FLOAT16
+            if n.op_type == "Constant" and a.name == "value" and a.t.data_type == TP.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(
+                    numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    m.producer_name = "convgate tools/make_fp16_cases.py (float16 conversion)"
+    return m
+
+
+# --- (f) a detector's tail with near-tied scores ---------------------------------------
+
+def detect_tie_model():
+    n = 6
+    # disjoint boxes (x1, y1, x2, y2): NMS keeps all six, in score order
+    boxes = np.array([[10 * i, 0, 10 * i + 8, 8] for i in range(n)], np.float32)
+    w = np.array([0.5, -0.25, 1.0, 0.75, -0.5, 1.0], np.float32)
+    b = np.array([0.0, 0.5, 2.0, -1.0, 1.0, 2.0 + 1e-4], np.float32)
+    labels = np.array([1, 2, 3, 1, 2, 3], np.int64)
+    nodes = [
+        h.make_node("Mul", ["x", "w"], ["xw"], name="weigh"),
+        h.make_node("Add", ["xw", "b"], ["logits"], name="bias"),
+        h.make_node("Sigmoid", ["logits"], ["prob"], name="score"),
+        h.make_node("Reshape", ["prob", "score_shape"], ["nms_scores"], name="to_nms_scores"),
+        h.make_node("NonMaxSuppression", ["nms_boxes", "nms_scores", "max_out", "iou_thr",
+                                          "score_thr"], ["selected"], name="nms"),
+        h.make_node("Gather", ["selected", "col2"], ["keep"], name="kept_index", axis=1),
+        h.make_node("Gather", ["box_table", "keep"], ["boxes"], name="gather_boxes", axis=0),
+        h.make_node("Gather", ["prob", "keep"], ["scores"], name="gather_scores", axis=0),
+        h.make_node("Gather", ["label_table", "keep"], ["labels"], name="gather_labels",
+                    axis=0),
+    ]
+    inits = [
+        const("w", w), const("b", b), const("box_table", boxes),
+        numpy_helper.from_array(boxes.reshape(1, n, 4), "nms_boxes"),
+        numpy_helper.from_array(np.array([1, 1, n], np.int64), "score_shape"),
+        numpy_helper.from_array(np.array([n], np.int64), "max_out"),
+        const("iou_thr", [0.5]), const("score_thr", [0.0]),
+        numpy_helper.from_array(np.array(2, np.int64), "col2"),
+        numpy_helper.from_array(labels, "label_table"),
+    ]
+    return graph_model(
+        "detect_tie", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [n])],
+        [h.make_tensor_value_info("boxes", TP.FLOAT, ["k", 4]),
+         h.make_tensor_value_info("scores", TP.FLOAT, ["k"]),
+         h.make_tensor_value_info("labels", TP.INT64, ["k"])], inits)
+
+
+def detect_tie_inputs():
+    """x = 2 everywhere (exact in fp16): logits 1, 0, 4, 0.5, 0, 4 + 1e-4."""
+    return {"sample_0": {"x": np.full(6, 2.0, np.float32)}}
 
 
 def main():
@@ -231,6 +362,13 @@ def main():
     save_sets(os.path.join(DATA, "global_mean_inputs"), global_mean_inputs())
     save(boundary_model(), os.path.join(DATA, "boundary.onnx"))
     save(dot_model(), os.path.join(DATA, "dot_accumulate.onnx"))
+    save(rmsnorm_pow_model(), os.path.join(DATA, "rmsnorm_pow.onnx"))
+    save_layernorm_inputs(os.path.join(DATA, "rmsnorm_pow_inputs"), rmsnorm_pow_inputs())
+    save(to_float16(layernorm_model()), os.path.join(DATA, "layernorm_precision_fp16.onnx"))
+    save(to_float16(onnx.load(os.path.join(EXAMPLES, "tiny_cnn.onnx"))),
+         os.path.join(DATA, "tiny_cnn_fp16.onnx"))
+    save(detect_tie_model(), os.path.join(DATA, "detect_tie.onnx"))
+    save_sets(os.path.join(DATA, "detect_tie_inputs"), detect_tie_inputs())
     save(rmsnorm_model(), os.path.join(EXAMPLES, "rmsnorm_fp16.onnx"))
     save_sets(os.path.join(EXAMPLES, "rmsnorm_fp16_inputs"), rmsnorm_inputs())
 

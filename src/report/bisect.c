@@ -70,10 +70,14 @@ void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *ind)
         fprintf(f, "%s  ", ind);
         judged_line(f, t);
         fputc('\n', f);
-        if (t->by_flips)
+        if (t->by_flips && t->flips.margin_known)
             fprintf(f, "%s  %llu of %llu decisions flipped, largest margin %.3g (beyond the "
                        "noise of its input)\n", ind, (unsigned long long)t->flips.flips,
                     (unsigned long long)t->flips.decisions, t->flips.max_margin);
+        else if (t->by_flips)
+            fprintf(f, "%s  %llu of %llu decisions flipped (no margin rule for the op: never "
+                       "taken for noise)\n", ind, (unsigned long long)t->flips.flips,
+                    (unsigned long long)t->flips.decisions);
         else
             fprintf(f, "%s  %s\n", ind, t->judgement.reason);
     }

@@ -40,7 +40,8 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
             fprintf(f, "       %s %s (%s)\n", po->pass ? "ok  " : "FAIL", po->name,
                     cg_report_output_state(po));
             cg_report_judged_text(f, "            ", po);
-            fprintf(f, "            against the fp32 reference: ");
+            fprintf(f, "            against the fp32 reference%s: ",
+                    po->detection ? " (in output order; the detections are matched below)" : "");
             cg_report_metrics_line(f, &po->merged);
             fputc('\n', f);
         }

@@ -49,10 +49,13 @@ void cg_report_judged_text(FILE *f, const char *ind, const cg_parity_output *o)
     fprintf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
             o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
             o->discontinuous ? " (downstream of a decision)" : "");
-    if (o->flips_compared && o->flips.flips)
+    if (o->flips_compared && o->flips.flips && o->flips.margin_known)
         fprintf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped, largest margin %.3g at "
                    "'%s'\n", ind, o->flips.flips, o->flips.decisions, o->flips.max_margin,
                 o->flips.node);
+    else if (o->flips_compared && o->flips.flips)
+        fprintf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped at '%s' (no margin rule "
+                   "for the op)\n", ind, o->flips.flips, o->flips.decisions, o->flips.node);
 }
 
 int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
@@ -239,8 +242,9 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
                 cg_report_output_state(o));
         cg_report_judged_text(f, "    ", o);
         if (o->by_noise)
-            fprintf(f, "    against the fp32 reference (mismatches at atol %g rtol %g, not the "
-                       "verdict):\n", o->tol.tol.atol, o->tol.tol.rtol);
+            fprintf(f, "    against the fp32 reference%s (mismatches at atol %g rtol %g, not "
+                       "the verdict):\n", o->detection ? ", in output order" : "",
+                    o->tol.tol.atol, o->tol.tol.rtol);
         cg_report_metrics_text(f, "    ", &o->merged, worst_sample(r, o), o->worst_rank,
                                o->worst_dims);
         if (o->failing_count) {

@@ -120,7 +120,9 @@ const char *cg_exec_value_kind_name(cg_value_kind k)
 }
 
 /* A fed input against its declared type: kind, dtype, rank, fixed dims.
- * In the float64 mode a DOUBLE tensor may feed a declared float type. */
+ * In the float64 mode any float tensor may feed a declared float type: it
+ * is promoted to double either way (an fp16 conversion computed in float64
+ * is fed its source's float32 inputs). */
 static cg_status check_input(const cg_value_info *vi, const cg_value *v, bool float64,
                              cg_error *err)
 {
@@ -134,8 +136,8 @@ static cg_status check_input(const cg_value_info *vi, const cg_value *v, bool fl
     if (t->kind != CG_TYPE_TENSOR)
         return CG_OK;
     const cg_tensor *x = &v->tensor;
-    bool promoted = float64 && x->dtype == CG_DTYPE_DOUBLE && cg_dtype_valid(t->elem_type) &&
-                    cg_fp64_promotes((cg_dtype)t->elem_type);
+    bool promoted = float64 && (x->dtype == CG_DTYPE_DOUBLE || cg_fp64_promotes(x->dtype)) &&
+                    cg_dtype_valid(t->elem_type) && cg_fp64_promotes((cg_dtype)t->elem_type);
     if (t->has_elem_type && t->elem_type != 0 && t->elem_type != (int32_t)x->dtype && !promoted)
         return cg_error_set(err, CG_INVALID, "input '%s': expected element type %s, got %s",
                             vi->name,

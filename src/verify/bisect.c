@@ -413,9 +413,13 @@ static cg_status side_run_once(side_state *s, const cg_named_value *inputs, size
     bool *owned = NULL;
     cg_status st;
     /* a candidate model declaring other float types (an fp16 conversion)
-     * is fed the inputs it declares */
-    if ((st = cg_samples_cast_inputs(s->side->model, inputs, n, &cast, &owned, &s->err)) !=
-        CG_OK)
+     * is fed the inputs it declares; computed in float64, the source's own */
+    if (s->mode == CAND_FP64)
+        st = cg_samples_cast_inputs(s->ctx->opt->reference.model, inputs, n, &cast, &owned,
+                                    &s->err);
+    else
+        st = cg_samples_cast_inputs(s->side->model, inputs, n, &cast, &owned, &s->err);
+    if (st != CG_OK)
         return st;
     if (s->rt)
         st = cg_runtime_run(s->rt, cast, n, &outs, &out_count, &s->err);
@@ -1126,6 +1130,51 @@ static cg_status rerun(const cg_bisect_options *opt, bool noise, cand_mode mode,
     return st;
 }
 
+/* A shallow copy of a candidate model whose initializers that the
+ * reference model has too (same name, same shape, a float type) are the
+ * reference's: an fp16 conversion computed in float64 with its source's
+ * weights, so the rerun undoes all of the conversion's rounding and keeps
+ * only what it changed in the graph. Shares everything else. */
+typedef struct source_weights {
+    cg_model model;
+    cg_graph graph;
+    cg_tensor_proto *inits;
+} source_weights;
+
+static bool float_proto(int32_t dt)
+{
+    return dt == CG_DTYPE_FLOAT || dt == CG_DTYPE_FLOAT16 || dt == CG_DTYPE_BFLOAT16 ||
+           dt == CG_DTYPE_DOUBLE;
+}
+
+static bool source_weights_init(source_weights *sw, const cg_model *cand, const cg_model *ref)
+{
+    const cg_graph *g = cand->graph, *rg = ref->graph;
+    memset(sw, 0, sizeof *sw);
+    sw->inits = calloc(g->initializer_count + 1, sizeof *sw->inits);
+    if (!sw->inits)
+        return false;
+    for (size_t i = 0; i < g->initializer_count; i++) {
+        const cg_tensor_proto *c = &g->initializers[i];
+        sw->inits[i] = *c;
+        for (size_t k = 0; c->name && float_proto(c->data_type) && k < rg->initializer_count;
+             k++) {
+            const cg_tensor_proto *r = &rg->initializers[k];
+            if (!r->name || strcmp(r->name, c->name) != 0 || !float_proto(r->data_type) ||
+                r->rank != c->rank ||
+                (c->rank && memcmp(r->dims, c->dims, c->rank * sizeof *c->dims) != 0))
+                continue;
+            sw->inits[i] = *r;
+            break;
+        }
+    }
+    sw->graph = *g;
+    sw->graph.initializers = sw->inits;
+    sw->model = *cand;
+    sw->model.graph = &sw->graph;
+    return true;
+}
+
 /* The cause of an fp16 divergence in words, for the verdict line. */
 static void cause_text(const cg_bisect_tensor *t, char *buf, size_t cap)
 {
@@ -1172,9 +1221,22 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
         (st = rerun(opt, true, CAND_ACC32, t->tensor, "bisect: rerun with fp32 accumulation",
                     inputs, n, &acc32, &ran_acc, NULL, err)) != CG_OK)
         return st;
-    if ((st = rerun(opt, true, opt->candidate.path ? CAND_FP32 : CAND_FP64, t->tensor,
-                    opt->candidate.path ? "bisect: rerun in fp32" : "bisect: rerun in float64",
-                    inputs, n, &wide, &ran_wide, NULL, err)) != CG_OK)
+    if (opt->candidate.path) {
+        st = rerun(opt, true, CAND_FP32, t->tensor, "bisect: rerun in fp32", inputs, n, &wide,
+                   &ran_wide, NULL, err);
+    } else {
+        /* a model (an fp16 conversion): computed in float64, with the
+         * source's inputs and weights where the names meet */
+        source_weights sw;
+        cg_bisect_options wo = *opt;
+        if (!source_weights_init(&sw, opt->candidate.model, opt->reference.model))
+            return cg_error_set(err, CG_NOMEM, "bisect: out of memory");
+        wo.candidate.model = &sw.model;
+        st = rerun(&wo, true, CAND_FP64, t->tensor, "bisect: rerun in float64", inputs, n,
+                   &wide, &ran_wide, NULL, err);
+        free(sw.inits);
+    }
+    if (st != CG_OK)
         return st;
     r->acc32_ran = ran_acc;
     if (ran_acc)

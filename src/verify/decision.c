@@ -526,6 +526,9 @@ static void add_flip(cg_flip_stats *f, const cg_node *node, double m, int64_t i,
     f->flips++;
     if (isnan(m)) {
         f->margin_known = false;
+        if (!f->node[0]) /* name the decision even without a margin */
+            snprintf(f->node, sizeof f->node, "%s", node->name && node->name[0] ? node->name
+                                                                               : node->op_type);
         return;
     }
     f->noise_fp32 += m <= k->k_fp32 * floor32;

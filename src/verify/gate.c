@@ -294,7 +294,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
             if (jr->outputs[k].by_noise && jr->outputs[k].verdict.verdict > worst)
                 worst = jr->outputs[k].verdict.verdict;
         snprintf(r->matches_detail, sizeof r->matches_detail,
-                 "%zu output%s %s on %zu sample%s", jr->output_count,
+                 "%zu output%s: %s on %zu sample%s", jr->output_count,
                  jr->output_count == 1 ? "" : "s",
                  jr->by_noise ? cg_verdict_name(worst) : "within tolerance", r->sample_count,
                  r->sample_count == 1 ? "" : "s");
