@@ -221,10 +221,65 @@ bad:
     return false;
 }
 
+/* --shape NAME=DxD...: one binding "NAME[axis]" per dim (a later --shape of
+ * the same input replaces the earlier one's values). */
+static bool parse_shape(const char *cmd, const char *arg, cli_inputs *in)
+{
+    const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+        cli_error(cmd, "--shape expects NAME=DxD... (e.g. input=1x512), got '%s'", arg);
+        return false;
+    }
+    char name[CG_SAMPLES_STEM_CAP];
+    size_t len = (size_t)(eq - arg);
+    if (len >= sizeof name) {
+        cli_error(cmd, "--shape: input name too long in '%s'", arg);
+        return false;
+    }
+    memcpy(name, arg, len);
+    name[len] = '\0';
+    const char *p = eq + 1;
+    for (size_t axis = 0; *p; axis++) {
+        char num[32], key[CG_SAMPLES_STEM_CAP + 32];
+        const char *x = strchr(p, 'x');
+        size_t n = x ? (size_t)(x - p) : strlen(p);
+        uint64_t v;
+        if (n == 0 || n >= sizeof num || axis >= CG_MAX_RANK) {
+            cli_error(cmd, "--shape expects NAME=DxD... with at most %d dims, got '%s'",
+                      CG_MAX_RANK, arg);
+            return false;
+        }
+        memcpy(num, p, n);
+        num[n] = '\0';
+        if (!cli_parse_count(num, INT32_MAX, &v) || v < 1) {
+            cli_error(cmd, "--shape %s: dim %zu is '%s', expected a size in [1, %d]", name, axis,
+                      num, INT32_MAX);
+            return false;
+        }
+        if (!cg_samples_shape_key(name, axis, key, sizeof key)) {
+            cli_error(cmd, "--shape: input name too long in '%s'", arg);
+            return false;
+        }
+        snprintf(num, sizeof num, "=%" PRIu64, v);
+        char spec[sizeof key + sizeof num];
+        snprintf(spec, sizeof spec, "%s%s", key, num);
+        if (!cli_parse_dim(cmd, spec, in->dims, &in->dim_count, CLI_MAX_DIMS))
+            return false;
+        p += n;
+        if (*p == 'x' && !*++p) {
+            cli_error(cmd, "--shape expects NAME=DxD..., got '%s'", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
 int cli_inputs_option(const char *cmd, cli_inputs *in, const char *opt, const char *arg)
 {
     if (strcmp(opt, "dim") == 0)
         return cli_parse_dims(cmd, "dim", arg, in->dims, &in->dim_count, CLI_MAX_DIMS) ? 1 : -1;
+    if (strcmp(opt, "shape") == 0)
+        return parse_shape(cmd, arg, in) ? 1 : -1;
     if (strcmp(opt, "seed") == 0) {
         if (!cli_parse_count(arg, UINT64_MAX, &in->random.seed)) {
             cli_error(cmd, "--seed expects a non-negative integer, got '%s'", arg);

@@ -163,8 +163,9 @@ bool cli_targets_resolve(const char *cmd, cli_targets *t);
 bool cli_targets_required(const char *cmd, const cli_targets *t);
 void cli_targets_free(cli_targets *t);
 
-/* --dim SYM=VAL[,SYM=VAL...], --seed S and --range [NAME=]LO,HI: the
- * options of every command that feeds a model (convgate/samples.h).
+/* --dim SYM=VAL[,SYM=VAL...], --shape NAME=DxD..., --seed S and --range
+ * [NAME=]LO,HI: the options of every command that feeds a model
+ * (convgate/samples.h; a --shape becomes one binding "NAME[axis]" per dim).
  * cli_inputs_option as cli_targets_option; cli_inputs_check refuses a
  * --dim or --range name the model does not have. */
 #include "convgate/samples.h"
@@ -198,7 +199,7 @@ void cli_inputs_free(cli_inputs *in);
 #define CLI_OPTS_ACCUMULATE {"accumulate", required_argument, NULL, 0}
 #define CLI_OPTS_INPUTS                                                                         \
     {"dim", required_argument, NULL, 0}, {"seed", required_argument, NULL, 0},                  \
-        {"range", required_argument, NULL, 0}
+        {"range", required_argument, NULL, 0}, {"shape", required_argument, NULL, 0}
 #define CLI_OPTS_TOLERANCE                                                                      \
     {"atol", required_argument, NULL, 0}, {"rtol", required_argument, NULL, 0}
 #define CLI_OPTS_TOLERANCE_FILE                                                                 \
@@ -260,6 +261,9 @@ void cli_rewrite_args_free(cli_rewrite_args *r);
     "  --dim SYM=VAL[,...]  size of a symbolic input dim (repeatable); a name no input\n"       \
     "                       declares is an error. Unbound symbols take the size a fed\n"       \
     "                       tensor gives them, else 1\n"                                       \
+    "  --shape NAME=DxD...  every dim of input NAME (repeatable), named or not: for\n"        \
+    "                       inputs whose dims have no name (Silero VAD's [?, ?]), which\n"    \
+    "                       --dim cannot bind and which otherwise take 1\n"                  \
     "  --seed S             seed of the random inputs (default 0)\n"                           \
     "  --range LO,HI        random values of every numeric input in [LO, HI)\n"                \
     "                       (integers: the integers in [LO, HI]); --range NAME=LO,HI\n"        \

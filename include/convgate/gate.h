@@ -87,7 +87,7 @@ typedef struct cg_gate_report {
     double time_coverage;    /* share of reference CPU time on targets, [0, 1]; <0 unknown */
     char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU" */
     char verdict_text[512];  /* cg_assign_verdict's sentence */
-    char runs_detail[512];
+    char runs_detail[600];
 
     cg_gate_state matches;
     bool reduced_precision;

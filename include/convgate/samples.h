@@ -37,7 +37,10 @@
  * depend on which other inputs were fed, and sample 0 of seed S is what
  * `run --random --seed S`, `profile`, `assign` and gate 2 feed too. A
  * symbolic dim takes its --dim value, else the size a fed tensor gives it,
- * else 1. --range LO,HI sets the interval for every numeric input (bools
+ * else 1. An input's dims, named or not, can be given whole with --shape
+ * NAME=DxD...: each becomes the binding "NAME[axis]" (cg_samples_shape_key),
+ * which wins over 1 and over the dim's symbol (Silero VAD's input [?, ?]
+ * has no names for --dim to bind). --range LO,HI sets the interval for every numeric input (bools
  * and strings keep their defaults), --range NAME=LO,HI for one (floats
  * uniform in [LO, HI), integers uniform over the integers in [LO, HI]).
  */
@@ -109,8 +112,22 @@ CG_API CG_NODISCARD cg_status cg_random_fill(cg_tensor *t, const cg_input_range 
 /* Graph inputs to feed (no initializer), in graph order, at most cap into
  * out (out may be NULL). Returns how many there are. */
 CG_API size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap);
-/* Refuses (CG_USAGE) a --dim symbol no input declares and a --range for an
- * input the model does not have, naming the model's symbols or inputs. */
+/* The binding key of axis `axis` of input `input` ("input[1]"), for --shape:
+ * written into out (cap bytes); false when it does not fit. */
+CG_API bool cg_samples_shape_key(const char *input, size_t axis, char *out, size_t cap);
+/* The size bound for axis `axis` of input `input`, whose declared dim is
+ * `dim` (NULL: unknown): its --shape key, else its symbol's --dim. false
+ * when neither is bound (the caller's default then applies). */
+CG_API bool cg_samples_dim_bound(const cg_dim_binding *dims, size_t dim_count, const char *input,
+                                 size_t axis, const cg_dim *dim, int64_t *out);
+/* The inputs to feed with a dim that has neither a size, a name nor a
+ * --shape (it takes 1), listed into buf ("input, state"); returns how many. */
+CG_API size_t cg_samples_unsized_inputs(const cg_model *model, const cg_dim_binding *dims,
+                                        size_t dim_count, char *buf, size_t cap);
+/* Refuses (CG_USAGE) a --dim symbol no input declares, a --shape for an
+ * input the model does not have, of another rank or contradicting a fixed
+ * dim, and a --range for an input the model does not have, naming the
+ * model's symbols or inputs. */
 CG_API CG_NODISCARD cg_status cg_samples_check_options(const cg_model *model,
                                                        const cg_dim_binding *dims, size_t dim_count,
                                                        const cg_input_range *ranges,
@@ -174,16 +191,19 @@ CG_API CG_NODISCARD cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *
 /* Fills every input the sample lacks with random values (policy p, sample
  * index `index`); symbolic dims from dims, then from the fed tensors (a fed
  * size that contradicts --dim or another input is CG_USAGE), then 1. */
-CG_API CG_NODISCARD cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_random_inputs *p,
-                                size_t index, const cg_dim_binding *dims, size_t dim_count,
-                                size_t max_bytes, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model,
+                                                    const cg_random_inputs *p, size_t index,
+                                                    const cg_dim_binding *dims, size_t dim_count,
+                                                    size_t max_bytes, cg_error *err);
 /* The inputs as `model` declares them: a float tensor fed to an input
  * declared as another float type (an fp16 conversion fed its source's
  * float32 inputs) is converted, rounding once; everything else passes
  * through. out gets n entries (names borrowed); owned[i] says which values
  * were made here. Free with cg_samples_cast_free. */
-CG_API CG_NODISCARD cg_status cg_samples_cast_inputs(const cg_model *model, const cg_named_value *in, size_t n,
-                                 cg_named_value **out, bool **owned, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_samples_cast_inputs(const cg_model *model,
+                                                     const cg_named_value *in, size_t n,
+                                                     cg_named_value **out, bool **owned,
+                                                     cg_error *err);
 CG_API void cg_samples_cast_free(cg_named_value *v, bool *owned, size_t n);
 /* CG_USAGE naming the first input the sample lacks, with its type. */
 CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model,

@@ -81,6 +81,113 @@ static bool declares_symbol(const cg_graph *g, const char *sym)
     return false;
 }
 
+bool cg_samples_shape_key(const char *input, size_t axis, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s[%zu]", input ? input : "", axis);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* Splits a --shape key "NAME[axis]": the name's length and the axis. */
+static bool parse_shape_key(const char *key, size_t *name_len, size_t *axis)
+{
+    size_t n = key ? strlen(key) : 0;
+    if (n < 4 || key[n - 1] != ']')
+        return false;
+    const char *open = strrchr(key, '[');
+    if (!open || open == key || open + 1 == key + n - 1)
+        return false;
+    size_t a = 0;
+    for (const char *p = open + 1; p < key + n - 1; p++) {
+        if (*p < '0' || *p > '9' || a > 1000000)
+            return false;
+        a = a * 10 + (size_t)(*p - '0');
+    }
+    *name_len = (size_t)(open - key);
+    *axis = a;
+    return true;
+}
+
+bool cg_samples_dim_bound(const cg_dim_binding *dims, size_t dim_count, const char *input,
+                          size_t axis, const cg_dim *dim, int64_t *out)
+{
+    char key[CG_SAMPLES_STEM_CAP + 32];
+    if (input && cg_samples_shape_key(input, axis, key, sizeof key))
+        for (size_t k = 0; k < dim_count; k++)
+            if (dims[k].symbol && strcmp(dims[k].symbol, key) == 0) {
+                *out = dims[k].value;
+                return true;
+            }
+    if (dim && !dim->has_value && dim->param && *dim->param)
+        for (size_t k = 0; k < dim_count; k++)
+            if (dims[k].symbol && strcmp(dims[k].symbol, dim->param) == 0) {
+                *out = dims[k].value;
+                return true;
+            }
+    return false;
+}
+
+size_t cg_samples_unsized_inputs(const cg_model *model, const cg_dim_binding *dims,
+                                 size_t dim_count, char *buf, size_t cap)
+{
+    const cg_graph *g = model->graph;
+    size_t count = 0, used = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (size_t i = 0; i < g->input_count; i++) {
+        const cg_type *t = g->inputs[i].type;
+        if (!g->inputs[i].name || cg_graph_initializer(g, g->inputs[i].name) || !t || !t->shape)
+            continue;
+        bool unsized = false;
+        for (size_t d = 0; d < t->shape->rank && !unsized; d++) {
+            const cg_dim *dim = &t->shape->dims[d];
+            int64_t v;
+            unsized = !dim->has_value && !(dim->param && *dim->param) &&
+                      !cg_samples_dim_bound(dims, dim_count, g->inputs[i].name, d, dim, &v);
+        }
+        if (unsized) {
+            count++;
+            list_add(buf, cap, &used, g->inputs[i].name);
+        }
+    }
+    return count;
+}
+
+/* A --shape binding against the model: its input exists, the shape has the
+ * input's rank, fixed dims agree. */
+static cg_status check_shape_key(const cg_graph *g, const cg_dim_binding *dims, size_t dim_count,
+                                 const cg_dim_binding *b, size_t name_len, size_t axis,
+                                 cg_error *err)
+{
+    const cg_value_info *vi = NULL;
+    for (size_t i = 0; i < g->input_count && !vi; i++)
+        if (g->inputs[i].name && strlen(g->inputs[i].name) == name_len &&
+            strncmp(g->inputs[i].name, b->symbol, name_len) == 0)
+            vi = &g->inputs[i];
+    if (!vi) {
+        char list[1024];
+        input_list(g, list, sizeof list);
+        return cg_error_set(err, CG_USAGE, "--shape %.*s: the model has no input of that name; "
+                            "its inputs are: %s", (int)name_len, b->symbol, list);
+    }
+    const cg_type *t = vi->type;
+    size_t given = 0;
+    for (size_t k = 0; k < dim_count; k++) {
+        size_t nl, ax;
+        if (dims[k].symbol && parse_shape_key(dims[k].symbol, &nl, &ax) && nl == name_len &&
+            strncmp(dims[k].symbol, b->symbol, nl) == 0)
+            given++;
+    }
+    if (!t || !t->shape || t->shape->rank != given || axis >= t->shape->rank)
+        return cg_error_set(err, CG_USAGE, "--shape %s: %zu dims given, but input '%s' has %s "
+                            "%zu", vi->name, given, vi->name, t && t->shape ? "rank" : "no "
+                            "declared shape, rank", t && t->shape ? t->shape->rank : 0);
+    const cg_dim *d = &t->shape->dims[axis];
+    if (d->has_value && d->value != b->value)
+        return cg_error_set(err, CG_USAGE, "--shape %s: dim %zu is %" PRId64 " in the model, "
+                            "not %" PRId64, vi->name, axis, d->value, b->value);
+    return CG_OK;
+}
+
 cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *dims,
                                    size_t dim_count, const cg_input_range *ranges,
                                    size_t range_count, cg_error *err)
@@ -90,8 +197,15 @@ cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *
     if (!g)
         return cg_error_set(err, CG_USAGE, "the model has no graph");
     for (size_t k = 0; k < dim_count; k++) {
+        size_t name_len, axis;
         if (declares_symbol(g, dims[k].symbol))
             continue;
+        if (parse_shape_key(dims[k].symbol, &name_len, &axis)) {
+            cg_status st = check_shape_key(g, dims, dim_count, &dims[k], name_len, axis, err);
+            if (st != CG_OK)
+                return st;
+            continue;
+        }
         size_t used = 0;
         list[0] = '\0';
         for (size_t i = 0; i < g->input_count; i++) {
@@ -431,6 +545,8 @@ static cg_status random_value(const cg_sample *s, const cg_model *model,
                 return cg_error_set(err, CG_USAGE, "input '%s' dimension %zu is negative (%"
                                     PRId64 ")", vi->name, d, dim->value);
             shape[d] = dim->value;
+        } else if (cg_samples_dim_bound(dims, dim_count, vi->name, d, NULL, &shape[d])) {
+            /* --shape NAME=DxD... */
         } else if (dim->param && *dim->param) {
             if ((st = symbol_size(s, model, dims, dim_count, dim->param, &shape[d], err)) !=
                 CG_OK)

@@ -162,6 +162,16 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
         return CG_OK;
     }
     *symbolic = true;
+    /* --shape NAME=DxD... binds an axis of an input, named or not */
+    char key[256];
+    if (value_name && cg_samples_shape_key(value_name, d, key, sizeof key))
+        for (size_t k = 0; k < b->dim_count; k++)
+            if (strcmp(b->dims[k].symbol, key) == 0) {
+                b->binding_used[k] = true;
+                *symbolic = false;
+                *out = b->dims[k].value;
+                return CG_OK;
+            }
     if (dim->param && *dim->param) {
         for (size_t k = 0; k < b->dim_count; k++)
             if (strcmp(b->dims[k].symbol, dim->param) == 0) {
@@ -183,8 +193,8 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
         return env_note(b->env, b->err, "symbol '%s' not bound: used 1", dim->param);
     }
     *out = 1;
-    return note ? env_note(b->env, b->err, "'%s' dim %zu has neither a size nor a name: used 1",
-                           value_name, d)
+    return note ? env_note(b->env, b->err, "'%s' dim %zu has neither a size nor a name: used 1 "
+                           "(--shape %s=... gives it)", value_name, d, value_name)
                 : CG_OK;
 }
 

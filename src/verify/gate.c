@@ -160,8 +160,13 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         goto done;
     }
     if (st != CG_OK) {
+        char unsized[200];
+        size_t n = cg_samples_unsized_inputs(model, opt->dims, opt->dim_count, unsized,
+                                             sizeof unsized);
         snprintf(r->runs_detail, sizeof r->runs_detail,
-                 "the reference runtime cannot run the model: %.400s", terr.msg);
+                 "the reference runtime cannot run the model: %.250s%s%.100s%s", terr.msg,
+                 n ? " (inputs whose unnamed dims took 1: " : "", n ? unsized : "",
+                 n ? "; give their sizes with --shape NAME=DxD...)" : "");
         st = CG_OK;
         goto done;
     }
@@ -400,7 +405,7 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
     if ((st = gate_runs(model, opt, out, err)) != CG_OK)
         return st;
     if (out->runs != CG_GATE_PASS) {
-        snprintf(out->reason, sizeof out->reason, "gate 2 (runs where intended): %.470s",
+        snprintf(out->reason, sizeof out->reason, "gate 2 (runs where intended): %.590s",
                  out->runs_detail);
         return CG_OK;
     }

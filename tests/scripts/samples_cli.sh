@@ -62,6 +62,13 @@ g = helper.make_graph(
     [helper.make_tensor_value_info("e", TP.FLOAT, [1, 5, 3])],
     [numpy_helper.from_array(np.arange(30, dtype=np.float32).reshape(10, 3), "table")])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "ids.onnx")
+# an input whose dims have no names (as Silero VAD's [?, ?]): the Reshape
+# needs 64 values, so the 1x1 a missing size defaults to fails
+x = helper.make_tensor_value_info("x", TP.FLOAT, [None, None])
+g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["r"])], "unnamed", [x],
+                      [helper.make_tensor_value_info("r", TP.FLOAT, [1, 64])],
+                      [numpy_helper.from_array(np.array([1, 64], np.int64), "shape")])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "unnamed.onnx")
 x = helper.make_tensor_value_info("x", TP.FLOAT, [2])
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["oXX"])], "odd", [x],
                       [helper.make_tensor_value_info("oXX", TP.FLOAT, [2])])
@@ -146,6 +153,27 @@ for cmd in "run --random" "compare --target xnnpack" "gate --target xnnpack" \
     expect 2 "$CG" $cmd "$TWO" --dim n=2
     err_has "--dim n: no input has a dim of that name; the model's symbolic dims are: N"
 done
+
+# --shape NAME=DxD... sizes an input whose dims have no names, everywhere --dim is
+U="$T/unnamed.onnx"
+expect 1 "$CG" run "$U" --random
+expect 0 "$CG" run "$U" --random --shape x=2x32 --json
+json "$T/out" 'r["outputs"][0]["shape"] == [1, 64]'
+for cmd in "compare --target xnnpack" "gate --target xnnpack" "bisect --target xnnpack" \
+           "profile --runs 1" "assign --target xnnpack" "noise"; do
+    expect 0 "$CG" $cmd "$U" --shape x=4x16
+done
+expect 0 "$CG" dump-ref "$U" --random 1 --shape x=8x8 -o "$T/g_unnamed"
+expect 2 "$CG" run "$U" --random --shape y=2x32
+err_has "--shape y: the model has no input of that name; its inputs are: x"
+expect 2 "$CG" run "$U" --random --shape x=2x4x8
+err_has "--shape x: 3 dims given, but input 'x' has rank 2"
+expect 2 "$CG" run "$U" --random --shape x=0x64
+err_has "--shape x: dim 0 is '0'"
+expect 2 "$CG" run "$TWO" --random --shape x=2x5
+err_has "--shape x: dim 1 is 4 in the model, not 5"
+expect 0 "$CG" run "$TWO" --random --shape x=3x4 --json
+json "$T/out" 'r["outputs"][0]["shape"] == [3, 4]'
 
 # --- tolerance files: one parser, a typo refused everywhere ---------------------------------
 echo '{"outputs": {"a:O": {"atol": 1}}}' >"$T/typo.json"
