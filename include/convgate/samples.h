@@ -164,6 +164,11 @@ typedef struct cg_sample {
      * format 2), one per expected output (NULL: none recorded) */
     cg_output_floor *expected_floors;
     char **sources;          /* where each input came from ("random", a path) */
+    /* the sizes the fed tensors give the input dims that have no name, as
+     * --shape bindings ("input[1]" = 512; symbols owned): cg_sample_dims
+     * passes them on, so a target path is placed at the sample's shape */
+    cg_dim_binding *unnamed;
+    size_t unnamed_count;
 } cg_sample;
 
 typedef struct cg_sample_set {
@@ -209,10 +214,11 @@ CG_API void cg_samples_cast_free(cg_named_value *v, bool *owned, size_t n);
 CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model,
                                                        cg_error *err);
 /* base's bindings, then every symbolic input dim bound from the sample's
- * tensors (a fixed-shape target path is built for those). Symbols are
- * borrowed from the model. Returns the count (at most cap). */
+ * tensors, and every unnamed one as its --shape key (a fixed-shape target
+ * path is built for those). Symbols are borrowed from the model and the
+ * sample. Returns the count (at most cap). */
 CG_API size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
-                             const cg_sample *s, cg_dim_binding *out, size_t cap);
+                      const cg_sample *s, cg_dim_binding *out, size_t cap);
 
 /* --- sources: samples loaded one at a time ---------------------------------------- */
 

@@ -334,6 +334,9 @@ void cg_sample_clear(cg_sample *s)
     free(s->sources);
     free(s->expected);
     free(s->expected_floors);
+    for (size_t i = 0; i < s->unnamed_count; i++)
+        free((char *)s->unnamed[i].symbol);
+    free(s->unnamed);
     free(s->label);
     memset(s, 0, sizeof *s);
 }
@@ -370,6 +373,32 @@ static const cg_value_info *find_input(const cg_graph *g, const char *name)
     return NULL;
 }
 
+/* The sizes a fed tensor gives the input's unnamed dims, kept as --shape
+ * bindings. */
+static cg_status note_unnamed(cg_sample *s, const cg_value_info *vi, const cg_value *v,
+                              cg_error *err)
+{
+    const cg_type *t = vi->type;
+    if (!t || !t->shape || v->kind != CG_VALUE_TENSOR || (size_t)v->tensor.rank != t->shape->rank)
+        return CG_OK;
+    for (size_t d = 0; d < t->shape->rank; d++) {
+        const cg_dim *dim = &t->shape->dims[d];
+        char key[CG_SAMPLES_STEM_CAP + 32];
+        if (dim->has_value || (dim->param && dim->param[0]))
+            continue;
+        cg_dim_binding *b = realloc(s->unnamed, (s->unnamed_count + 1) * sizeof *b);
+        if (!b)
+            return cg_error_set(err, CG_NOMEM, "out of memory");
+        s->unnamed = b;
+        if (!cg_samples_shape_key(vi->name, d, key, sizeof key))
+            continue;
+        if (!(b[s->unnamed_count].symbol = strdup(key)))
+            return cg_error_set(err, CG_NOMEM, "out of memory");
+        b[s->unnamed_count++].value = v->tensor.dims[d];
+    }
+    return CG_OK;
+}
+
 cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, cg_value *v,
                          const char *source, cg_error *err)
 {
@@ -400,8 +429,9 @@ cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, 
         goto fail;
     }
     char *src = strdup(source);
-    if (!src) {
-        st = cg_error_set(err, CG_NOMEM, "out of memory");
+    if (!src || (st = note_unnamed(s, vi, v, err)) != CG_OK) {
+        free(src);
+        st = st != CG_OK ? st : cg_error_set(err, CG_NOMEM, "out of memory");
         goto fail;
     }
     s->inputs[s->input_count].name = vi->name;
@@ -696,6 +726,16 @@ size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t 
             if (k == n)
                 n++;
         }
+    }
+    for (size_t i = 0; i < s->unnamed_count; i++) {
+        size_t k = 0;
+        while (k < n && strcmp(out[k].symbol, s->unnamed[i].symbol) != 0)
+            k++;
+        if (k == n && n == cap)
+            continue;
+        out[k] = s->unnamed[i];
+        if (k == n)
+            n++;
     }
     return n;
 }

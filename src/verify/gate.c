@@ -154,15 +154,25 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->node_count = g->node_count;
     r->time_coverage = -1;
     cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
-    st = cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &types, &terr);
+    /* placed at sample 0's shapes: its fed tensors size the symbolic and
+     * unnamed dims, as gate 3's target paths will be */
+    cg_dim_binding binds[CG_PARITY_MAX_DIMS];
+    size_t nb = opt->samples && opt->samples->count
+                    ? cg_sample_dims(model, opt->dims, opt->dim_count, &opt->samples->samples[0],
+                                     binds, CG_PARITY_MAX_DIMS)
+                    : 0;
+    if (!opt->samples || !opt->samples->count) {
+        nb = opt->dim_count < CG_PARITY_MAX_DIMS ? opt->dim_count : CG_PARITY_MAX_DIMS;
+        memcpy(binds, opt->dims, nb * sizeof *binds);
+    }
+    st = cg_type_env_build_with(model, binds, nb, opt->random, &types, &terr);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
         goto done;
     }
     if (st != CG_OK) {
         char unsized[200];
-        size_t n = cg_samples_unsized_inputs(model, opt->dims, opt->dim_count, unsized,
-                                             sizeof unsized);
+        size_t n = cg_samples_unsized_inputs(model, binds, nb, unsized, sizeof unsized);
         snprintf(r->runs_detail, sizeof r->runs_detail,
                  "the reference runtime cannot run the model: %.250s%s%.100s%s", terr.msg,
                  n ? " (inputs whose unnamed dims took 1: " : "", n ? unsized : "",

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Gate 3 judged against the noise floor (#14), on the crafted cases:
+#  - the fp16 RMSNorm (x*x and Pow(x, 2)), the LayerNorm-variance and the
+#    global mean on litert-gpu FAIL as precision breakdowns, the bisection
+#    naming the reduction (for Pow: not the fp16 rounding of x^2), and never
+#    say "wrong";
+#  - the wrong-on-purpose rewrite is a wrong result (bisect and compare);
+#  - the example CNN passes on xnnpack within fp32 noise and on litert-gpu at
+#    fp16 precision;
+#  - a detector whose near-tied boxes swap places on an fp16 target passes
+#    under --task detect (and elementwise is a precision breakdown, not wrong);
+#  - an fp16 conversion bisected --against its source: compared as values
+#    (no dtype mismatch), within its floors (the CNN) or a precision
+#    breakdown (the LayerNorm);
+#  - gate --json carries every metric, inf spelled "inf".
+# Models: tests/data/fp16 and tests/data/bisect (tools/make_fp16_cases.py,
+# tools/make_wrong_rewrite.py).
+# Usage: gate3_cases.sh CONVGATE SOURCE_DIR
+set -u
+CG=${1:?convgate binary}
+SRC=${2:?source dir}
+PY=/usr/bin/python3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run NAME EXPECTED_RC ARGS...: stdout in $T/NAME.out, stderr in $T/NAME.err
+run() {
+    local name=$1 want=$2
+    shift 2
+    "$CG" "$@" >"$T/$name.out" 2>"$T/$name.err"
+    local rc=$?
+    [ "$rc" = "$want" ] || { fail "$name: exit $rc, expected $want"; head -30 "$T/$name.out" "$T/$name.err"; }
+}
+has() { grep -Eq -- "$2" "$T/$1" || { fail "$1 lacks /$2/"; sed 's/^/    /' "$T/$1" | head -40; }; }
+lacks() { ! grep -Eq -- "$2" "$T/$1" || { fail "$1 has /$2/"; grep -E -- "$2" "$T/$1" | head -5; }; }
+# json FILE EXPR: the envelope's result r satisfies the Python expression
+json() {
+    $PY - "$1" "$2" <<'PYEOF' || fail "JSON $1: $2"
+import json, sys
+text = open(sys.argv[1]).read()
+env = json.loads(text[text.index("{"):])
+r = env["result"]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PYEOF
+}
+F=$SRC/tests/data/fp16
+B=$SRC/tests/data/bisect
+xnn=0
+"$CG" targets 2>/dev/null | grep -q '^ *xnnpack ' && xnn=1
+
+# --- the crafted fp16 breakdowns: precision, naming the reduction -----------------
+for c in rmsnorm_overflow rmsnorm_pow layernorm_precision global_mean; do
+    run "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json"
+    has "$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
+    has "$c.out" "first tensor beyond its noise floor: '[a-z_]+' .*\\(ReduceMean"
+    has "$c.out" "^VERDICT: FAIL  gate 3.*ReduceMean.*: precision breakdown"
+    lacks "$c.out" "wrong"
+    json "$T/$c.json" 'r["matches"]["outputs"][0]["verdict"]["verdict"] == "precision breakdown" and r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["bisect"]["triage"] == "precision breakdown"'
+done
+# the sums that overflow say so; the Pow's rounding is fp16 storage, within its floor
+for c in rmsnorm_overflow rmsnorm_pow global_mean; do
+    has "$c.out" "fp16 overflow in ReduceMean"
+done
+has rmsnorm_pow.out "last matching tensor: 'x_sq' from node 'square' \\(Pow"
+json "$T/rmsnorm_pow.json" 'r["matches"]["bisect"]["last_matching"]["tensor"] == "x_sq" and float(r["matches"]["bisect"]["last_matching"]["max_abs"]) > 1'
+# every metric in the JSON, inf spelled out (the overflowed sum)
+json "$T/rmsnorm_overflow.json" 'r["matches"]["bisect"]["first_divergent"]["max_abs"] == "inf" and r["matches"]["bisect"]["first_divergent"]["inf_target"] == 2'
+json "$T/rmsnorm_overflow.json" 'all(k in r["matches"]["outputs"][0] for k in ("max_abs", "mean_abs", "max_rel", "rmse", "nmse", "cosine", "pearson", "max_ulp", "hist", "worst", "verdict", "noise", "judged_by", "within_tolerance"))'
+json "$T/rmsnorm_overflow.json" 'float(r["matches"]["outputs"][0]["verdict"]["ratio"]) > 100 and r["matches"]["outputs"][0]["noise"]["fp16_floor"]["max_abs"] > 0'
+# with fp32 accumulation the same path matches at fp16 precision
+run rms32 0 gate "$F/rmsnorm_overflow.onnx" --target litert-gpu --inputs "$F/rmsnorm_overflow_inputs" --accumulate fp32
+has rms32.out "matches at fp16 precision"
+
+# --- the wrong-on-purpose rewrite: a wrong result ------------------------------------------
+run wrong 1 bisect "$B/swish_original.onnx" --against "$B/swish_rewritten.onnx" --json
+json "$T/wrong.out" 'r["verdict"] == "wrong result" and r["first_divergent"]["node"] == "silu_sig" and float(r["first_divergent"]["judgement"]["ratio"]) > 1e4'
+mkdir -p "$T/rw"
+"$CG" run "$B/swish_rewritten.onnx" -i "x=$SRC/tests/data/noise/swish_inputs/s1/x.npy" -o "$T/rw/s1" >/dev/null || fail "run the rewrite"
+run wrongc 1 compare "$B/swish_original.onnx" --inputs "$SRC/tests/data/noise/swish_inputs" --outputs-from "$T/rw"
+has wrongc.out "FAIL \\(wrong result\\)"
+
+# --- the example CNN: within fp32 noise on xnnpack, at fp16 precision on litert-gpu ------------
+if [ "$xnn" = 1 ]; then
+    run cnn 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs"
+    has cnn.out "matches \\(fp32 noise\\): [0-9.]+x the fp32 noise floor"
+fi
+run cnn16 0 gate "$SRC/examples/tiny_cnn.onnx" --target litert-gpu --inputs "$SRC/examples/tiny_cnn_inputs"
+has cnn16.out "matches at fp16 precision: [0-9.e-]+x the fp16 storage floor"
+
+# --- near-tied detections that swap places on an fp16 target --------------------------------
+run det 1 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs"
+has det.out "output 'boxes' precision breakdown"
+lacks det.out "wrong"
+run detect 0 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect --json "$T/detect.json"
+has detect.out "6 reference boxes, 6 target boxes, 6 matched .*0 missing, 0 extra"
+json "$T/detect.json" 'r["matches"]["task"]["detect"]["matched"] == 6 and r["matches"]["task"]["detect"]["pass"] and r["matches"]["outputs"][0]["noise"]["detection"] and float(r["matches"]["outputs"][0]["max_abs"]) >= 20'
+run detectc 0 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,scores,labels
+has detectc.out "detections: matches at fp16 precision"
+run detectbad 2 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,nosuch
+has detectbad.err "no output 'nosuch'"
+run detectgolden 2 gate "$F/detect_tie.onnx" --target litert-gpu --golden "$T/nowhere" --task detect
+
+# --- an fp16 conversion against its source ------------------------------------------------------
+run conv 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs"
+has conv.out "18 compared, 0 beyond the noise floor"
+lacks conv.out "DTYPE MISMATCH"
+run convj 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs" --json
+json "$T/convj.out" 'r["divergent"] == 0 and r["last_matching"]["dtype_mismatch"] is False'
+run ln16 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs" --json
+json "$T/ln16.out" 'r["verdict"] == "precision breakdown" and r["triage"] == "precision breakdown" and r["first_divergent"]["precision"] == "fp16" and not r["first_divergent"]["dtype_mismatch"]'
+run ln16t 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs"
+has ln16t.out "triage: precision breakdown \\(rerun in float64"
+lacks ln16t.out "wrong"
+
+[ "$fails" = 0 ] && echo "gate3_cases: ok" || echo "gate3_cases: $fails failure(s)"
+[ "$fails" = 0 ]
