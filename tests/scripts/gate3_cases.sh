@@ -12,7 +12,10 @@
 #  - an fp16 conversion bisected --against its source: compared as values
 #    (no dtype mismatch), within its floors (the CNN) or a precision
 #    breakdown (the LayerNorm);
-#  - gate --json carries every metric, inf spelled "inf".
+#  - gate --json carries every metric, inf spelled "inf";
+#  - verify of outputs made elsewhere in fp16 against a golden set: the
+#    emulation of the placement tells a precision breakdown (it breaks down
+#    too) from a wrong result (it matches).
 # Models: tests/data/fp16 and tests/data/bisect (tools/make_fp16_cases.py,
 # tools/make_wrong_rewrite.py).
 # Usage: gate3_cases.sh CONVGATE SOURCE_DIR
@@ -112,6 +115,34 @@ json "$T/ln16.out" 'r["verdict"] == "precision breakdown" and r["triage"] == "pr
 run ln16t 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs"
 has ln16t.out "triage: precision breakdown \\(rerun in float64"
 lacks ln16t.out "wrong"
+
+# --- a golden set and outputs made elsewhere in fp16 (a device run) -----------------------------
+# the floors are recorded with the golden set; the emulation of the same
+# placement tells a precision breakdown from a wrong result
+"$CG" dump-ref "$SRC/examples/rmsnorm_fp16.onnx" --inputs "$SRC/examples/rmsnorm_fp16_inputs" -o "$T/g_rms" >/dev/null || fail "dump-ref rmsnorm"
+mkdir -p "$T/cnn_in/a" "$T/cnn_in/b"
+cp "$SRC/examples/tiny_cnn_inputs/image_0.npy" "$T/cnn_in/a/image.npy"
+cp "$SRC/examples/tiny_cnn_inputs/image_1.npy" "$T/cnn_in/b/image.npy"
+"$CG" dump-ref "$SRC/examples/tiny_cnn.onnx" --inputs "$T/cnn_in" -o "$T/g_cnn" >/dev/null || fail "dump-ref cnn"
+for s in sample_0 sample_1; do
+    "$CG" run "$SRC/examples/rmsnorm_fp16.onnx" --target litert-gpu -i "x=$SRC/examples/rmsnorm_fp16_inputs/$s/x.npy" -o "$T/dev_rms/$s" >/dev/null || fail "run rmsnorm $s"
+done
+for s in a b; do
+    "$CG" run "$SRC/examples/tiny_cnn.onnx" --target litert-gpu -i "image=$T/cnn_in/$s/image.npy" -o "$T/dev_cnn/$s" >/dev/null || fail "run cnn $s"
+done
+run vrms 1 verify "$SRC/examples/rmsnorm_fp16.onnx" --golden "$T/g_rms" --outputs-from "$T/dev_rms" --target litert-gpu
+has vrms.out "precision breakdown: .*the fp16 emulation of this placement breaks down too"
+lacks vrms.out "wrong"
+run vcnn 0 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
+has vcnn.out "matches at fp16 precision"
+# a device whose output is off by 0.5 somewhere: the emulation matches, so it is wrong
+$PY - "$T/dev_cnn/b/logits.npy" <<'PYEOF'
+import sys
+import numpy as np
+x = np.load(sys.argv[1]); x.flat[3] += 0.5; np.save(sys.argv[1], x)
+PYEOF
+run vbad 1 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
+has vbad.out "wrong result: .*the fp16 emulation of this placement matches"
 
 [ "$fails" = 0 ] && echo "gate3_cases: ok" || echo "gate3_cases: $fails failure(s)"
 [ "$fails" = 0 ]
