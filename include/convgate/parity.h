@@ -46,7 +46,7 @@ extern "C" {
 typedef struct cg_sample_path {
     const cg_model *model;
     cg_target_path_options options; /* dims: base bindings (borrowed) */
-    cg_dim_binding bound[CG_PARITY_MAX_DIMS];
+    cg_dim_binding bound[CG_PARITY_MAX_DIMS]; /* symbols owned */
     size_t bound_count;
     cg_target_path *path;
     bool reduced; /* some path built so far computes in reduced precision */

@@ -31,6 +31,8 @@ static void paths_free(cg_noise_target *t)
         cg_target_path_free(t->path[p]);
         t->path[p] = NULL;
     }
+    for (size_t i = 0; t->dims && i < t->dim_count; i++)
+        free((char *)t->dims[i].symbol);
     free(t->dims);
     t->dims = NULL;
     t->dim_count = 0;
@@ -90,9 +92,13 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     t->dims = calloc(dim_count + 1, sizeof *t->dims);
     if (!t->dims)
         return cg_error_set(err, CG_NOMEM, "out of memory judging a target");
-    if (dim_count)
-        memcpy(t->dims, dims, dim_count * sizeof *dims);
-    t->dim_count = dim_count;
+    /* the symbols are copied: a sample's --shape keys die with it */
+    for (size_t i = 0; i < dim_count; i++) {
+        t->dims[i].value = dims[i].value;
+        if (!(t->dims[i].symbol = strdup(dims[i].symbol)))
+            return cg_error_set(err, CG_NOMEM, "out of memory judging a target");
+        t->dim_count = i + 1;
+    }
     cg_target_path_options po = t->base;
     po.dims = t->dims;
     po.dim_count = dim_count;

@@ -51,10 +51,14 @@ cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s, cg_target_p
     *out = NULL;
     if (!sp->path || !same_bindings(next, n, sp->bound, sp->bound_count)) {
         cg_target_path_options po = sp->options;
-        cg_target_path_free(sp->path);
-        sp->path = NULL;
-        memcpy(sp->bound, next, n * sizeof *next);
-        sp->bound_count = n;
+        cg_sample_path_free(sp);
+        /* the symbols are copied: a sample's --shape keys die with it */
+        for (size_t i = 0; i < n; i++) {
+            sp->bound[i].value = next[i].value;
+            if (!(sp->bound[i].symbol = strdup(next[i].symbol)))
+                return cg_error_set(err, CG_NOMEM, "out of memory");
+            sp->bound_count = i + 1;
+        }
         po.dims = sp->bound;
         po.dim_count = n;
         cg_status st = cg_target_path_init(sp->model, &po, &sp->path, err);
@@ -72,6 +76,9 @@ void cg_sample_path_free(cg_sample_path *sp)
 {
     cg_target_path_free(sp->path);
     sp->path = NULL;
+    for (size_t i = 0; i < sp->bound_count; i++)
+        free((char *)sp->bound[i].symbol);
+    sp->bound_count = 0;
 }
 
 /* --- the comparison ------------------------------------------------------------------ */
