@@ -138,7 +138,8 @@ def main():
                     rec = {"model": name, "target": t, "gate": "error", "text": str(e)}
                 rows.append(rec)
                 print("| %s | %s | %s | %s | %s |" % (name, t, rec.get("residency") or "-",
-                                                      rec.get("gate3", "-").upper(), rec["text"]),
+                                                      rec.get("gate3", "-").upper(),
+                                                      rec["text"].replace("|", "\\|")),
                       flush=True)
     if json_out:
         json.dump(rows, open(json_out, "w"), indent=1)
