@@ -1,0 +1,242 @@
+/*
+ * Gate 3 and bisection against executing targets whose kernels we wrote to
+ * be right or wrong (#14): the verdicts must tell a kernel that only sums
+ * in another order from one that is wrong.
+ *
+ * Two executing targets take the example CNN's GlobalAveragePool (the mean
+ * over each 8x8 plane feeding the classifier); everything else stays on the
+ * reference CPU runtime:
+ *  - "gap-reversed": a correct kernel that sums each plane in float, last
+ *    element first (the reference adds four float lanes, then in double).
+ *    Its difference is summation-order noise: gate 3 passes within fp32
+ *    noise, and bisect finds no tensor beyond its floor.
+ *  - "gap-off-by-one": the same loop stopping one element short (a classic
+ *    bound error), still divided by the plane's size. Gate 3 fails with a
+ *    wrong result; the bisection names the GlobalAveragePool's output as
+ *    the first tensor beyond its fp32 floor, the Relu before it as the last
+ *    match, and triages a wrong kernel, not precision.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/bisect.h"
+#include "convgate/gate.h"
+#include "convgate/model.h"
+#include "convgate/samples.h"
+#include "convgate/target.h"
+#include "convgate/targetpath.h"
+#include "convgate/tensor.h"
+#include "testlib.h"
+
+typedef enum gap_mode { GAP_REVERSED, GAP_OFF_BY_ONE } gap_mode;
+
+static bool gap_takes(const cg_support_query *q, char *reason, size_t len)
+{
+    const cg_node *n = q->node;
+    if (!n->op_type || strcmp(n->op_type, "GlobalAveragePool") != 0) {
+        snprintf(reason, len, "takes GlobalAveragePool only, not %s",
+                 n->op_type ? n->op_type : "?");
+        return false;
+    }
+    const cg_value_type *vt = n->input_count ? cg_type_env_get(q->types, n->inputs[0]) : NULL;
+    if (!vt || !vt->known || vt->dtype != CG_DTYPE_FLOAT || vt->rank != 4) {
+        snprintf(reason, len, "takes float32 NCHW with a known type");
+        return false;
+    }
+    return true;
+}
+
+static bool gap_supports(const cg_target *t, const cg_support_query *q, char *reason, size_t len)
+{
+    (void)t;
+    return gap_takes(q, reason, len);
+}
+
+typedef struct gap_state {
+    gap_mode mode;
+} gap_state;
+
+static cg_status gap_compile(const cg_target *t, const cg_partition_desc *p, void **state,
+                             cg_error *err)
+{
+    if (p->node_count != 1 || p->input_count != 1 || p->output_count != 1)
+        return cg_error_set(err, CG_UNSUPPORTED, "%s: one GlobalAveragePool per partition, "
+                            "got %zu nodes", t->name, p->node_count);
+    gap_state *s = malloc(sizeof *s);
+    if (!s)
+        return cg_error_set(err, CG_NOMEM, "%s: out of memory", t->name);
+    s->mode = *(const gap_mode *)t->impl;
+    *state = s;
+    return CG_OK;
+}
+
+static cg_status gap_run(void *state, const cg_value *const *inputs, cg_value **outputs,
+                         cg_error *err)
+{
+    const gap_state *s = state;
+    const cg_value *x = inputs[0];
+    if (!x || x->kind != CG_VALUE_TENSOR || x->tensor.dtype != CG_DTYPE_FLOAT ||
+        x->tensor.rank != 4)
+        return cg_error_set(err, CG_RUNTIME, "gap: no float NCHW input");
+    int64_t dims[4] = {x->tensor.dims[0], x->tensor.dims[1], 1, 1};
+    cg_status st = cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, dims, &outputs[0], err);
+    if (st != CG_OK)
+        return st;
+    const float *a = x->tensor.data;
+    float *y = outputs[0]->tensor.data;
+    int64_t planes = dims[0] * dims[1], n = x->tensor.dims[2] * x->tensor.dims[3];
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = a + p * n;
+        float sum = 0;
+        if (s->mode == GAP_REVERSED)
+            for (int64_t i = n - 1; i >= 0; i--)
+                sum += xp[i];
+        else
+            for (int64_t i = 0; i < n - 1; i++) /* the bound error */
+                sum += xp[i];
+        y[p] = sum / (float)n;
+    }
+    return CG_OK;
+}
+
+static void gap_release(void *state)
+{
+    free(state);
+}
+
+static const cg_target_vtable gap_vtable = {gap_supports, gap_compile, gap_run, gap_release,
+                                            NULL};
+
+static cg_target gap_target(const char *name, const gap_mode *mode)
+{
+    cg_target t;
+    memset(&t, 0, sizeof t);
+    t.name = name;
+    t.version = "1";
+    t.description = "a GlobalAveragePool kernel (tests/unit/test_gate3_kernels.c)";
+    t.source = "compile()";
+    t.kind = CG_TARGET_EXECUTING;
+    t.fallback = CG_FALLBACK_CPU;
+    t.precision = CG_PRECISION_FP32;
+    t.layout = CG_LAYOUT_NCHW;
+    t.vt = &gap_vtable;
+    t.impl = (void *)mode;
+    return t;
+}
+
+static void run_gate(const cg_model *m, const cg_target *t, const cg_sample_set *s,
+                     cg_gate_report *rep)
+{
+    cg_gate_options opt;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&opt, 0, sizeof opt);
+    memset(rep, 0, sizeof *rep);
+    opt.targets = &t;
+    opt.target_count = 1;
+    opt.samples = s;
+    EXPECT(cg_gate_run(m, "tiny_cnn.onnx", &opt, rep, &err) == CG_OK, "%s: %s", t->name,
+           err.msg);
+    EXPECT(rep->converts == CG_GATE_PASS && rep->runs == CG_GATE_PASS &&
+               strncmp(rep->residency, "1/18 nodes on ", 14) == 0,
+           "%s: the GlobalAveragePool alone on the target: %s (%s)", t->name, rep->residency,
+           rep->reason);
+}
+
+static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
+                   cg_bisect_result *r)
+{
+    cg_target_path_options tpo;
+    cg_bisect_options bo;
+    cg_dim_binding batch = {"batch", s->inputs[0].value->tensor.dims[0]};
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&tpo, 0, sizeof tpo);
+    memset(&bo, 0, sizeof bo);
+    memset(r, 0, sizeof *r);
+    tpo.targets = &t;
+    tpo.target_count = 1;
+    tpo.dims = &batch;
+    tpo.dim_count = 1;
+    bo.reference.model = m;
+    bo.candidate.model = m;
+    bo.candidate.path = &tpo;
+    bo.triage = true;
+    EXPECT(cg_bisect_run(&bo, s->inputs, s->input_count, r, &err) == CG_OK, "%s: %s",
+           t->name, err.msg);
+}
+
+int main(void)
+{
+    static const gap_mode reversed = GAP_REVERSED, off_by_one = GAP_OFF_BY_ONE;
+    cg_target rev = gap_target("gap-reversed", &reversed);
+    cg_target bad = gap_target("gap-off-by-one", &off_by_one);
+    cg_model *cnn = test_load_model("examples/tiny_cnn.onnx");
+    cg_sample_set s = {0};
+    cg_gate_report rep;
+    cg_bisect_result br;
+    cg_error err;
+    char dir[1024];
+    cg_error_clear(&err);
+    memset(&rep, 0, sizeof rep);
+    memset(&br, 0, sizeof br);
+    if (!cnn)
+        return test_done("test_gate3_kernels");
+    snprintf(dir, sizeof dir, "%s/examples/tiny_cnn_inputs", CG_SOURCE_DIR);
+    EXPECT(cg_samples_load_dir(cnn, dir, 0, &s, &err) == CG_OK && s.count == 2, "%s", err.msg);
+    if (s.count != 2)
+        goto done;
+
+    /* summation order: noise, not a failure */
+    run_gate(cnn, &rev, &s, &rep);
+    EXPECT(rep.pass && rep.matches == CG_GATE_PASS && rep.judged.by_noise &&
+               rep.judged.output_count == 1 &&
+               rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32 && !rep.bisected,
+           "reversed sums: %s", rep.reason);
+    cg_gate_report_free(&rep);
+    for (size_t i = 0; i < s.count; i++) {
+        bisect(cnn, &rev, &s.samples[i], &br);
+        EXPECT(br.by_noise && !br.diverged && br.divergent == 0 && br.compared >= 18,
+               "reversed sums, sample %zu: %zu of %zu compared beyond the floor (first '%s')", i,
+               br.divergent, br.compared, br.diverged ? br.first_divergent.tensor : "");
+        /* the kernel's own output does differ from the reference's, a little */
+        bool seen = false;
+        for (size_t k = 0; k < br.point_count; k++)
+            if (br.points[k].compared &&
+                strcmp(cnn->graph->nodes[br.points[k].node_index].op_type,
+                       "GlobalAveragePool") == 0) {
+                seen = true;
+                EXPECT(br.points[k].metrics.max_abs > 0 && br.points[k].metrics.max_abs < 1e-6,
+                       "GlobalAveragePool max_abs %g", br.points[k].metrics.max_abs);
+            }
+        EXPECT(seen, "the GlobalAveragePool's output was compared");
+        cg_bisect_result_free(&br);
+    }
+
+    /* one element short: a wrong kernel, caught, and called wrong */
+    run_gate(cnn, &bad, &s, &rep);
+    EXPECT(!rep.pass && rep.matches == CG_GATE_FAIL && rep.judged.output_count == 1 &&
+               rep.judged.outputs[0].verdict.verdict == CG_VERDICT_WRONG,
+           "off by one: %s", rep.reason);
+    EXPECT(rep.bisected && rep.bisect.diverged && rep.bisect.by_noise &&
+               strcmp(rep.bisect.first_divergent.op_type, "GlobalAveragePool") == 0 &&
+               strcmp(rep.bisect.first_divergent.placed_on, "gap-off-by-one") == 0 &&
+               rep.bisect.first_divergent.precision == CG_PRECISION_FP32 &&
+               rep.bisect.first_divergent.judgement.ratio > 1e3 &&
+               rep.bisect.triage == CG_TRIAGE_WRONG && rep.bisect.verdict == CG_VERDICT_WRONG,
+           "off by one, bisect: %s", rep.reason);
+    EXPECT(rep.bisect.has_last_matching &&
+               strcmp(rep.bisect.last_matching.op_type, "Relu") == 0,
+           "the last match is the Relu feeding the pool: %s",
+           rep.bisect.has_last_matching ? rep.bisect.last_matching.op_type : "(none)");
+    EXPECT(strstr(rep.reason, "wrong") && strstr(rep.reason, "GlobalAveragePool") &&
+               !strstr(rep.reason, "precision"),
+           "%s", rep.reason);
+    cg_gate_report_free(&rep);
+done:
+    cg_sample_set_free(&s);
+    cg_model_free(cnn);
+    return test_done("test_gate3_kernels");
+}
