@@ -43,6 +43,13 @@ gives; the inputs are what trigger it:
                                             target the two near-tied boxes swap places in every
                                             output while every box is present on both sides
   tests/data/fp16/detect_tie_inputs/        its input x (one set)
+  tests/data/fp16/segment_tie.onnx          a per-pixel classifier (1x1 Conv, 3 classes) whose
+                                            classes 0 and 1 differ by weights 1e-4..3e-4 apart:
+                                            their logits are 1e-4..6e-4 apart, resolved in fp32
+                                            and not in fp16 (weights rounded to fp16's spacing
+                                            of 4.9e-4 at 0.5), so an fp16 target changes the
+                                            class of many pixels, each within the fp16 noise
+  tests/data/fp16/segment_tie_inputs/       its input x (one set, fp16-exact)
 
 and two models that check the emulation itself:
 
@@ -353,6 +360,26 @@ def detect_tie_inputs():
     return {"sample_0": {"x": np.full(6, 2.0, np.float32)}}
 
 
+# --- (g) a segmenter whose two classes are near-tied per pixel --------------------------
+
+def segment_tie_model():
+    w0 = np.array([0.5, -0.25, 0.75, 0.125], np.float32)
+    e = np.array([3e-4, -2e-4, 1e-4, 2e-4], np.float32)
+    w = np.stack([w0, w0 + e, np.zeros(4, np.float32)]).reshape(3, 4, 1, 1)
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["logits"], name="classify_pixels")]
+    return graph_model(
+        "segment_tie", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 16, 16])],
+        [h.make_tensor_value_info("logits", TP.FLOAT, [1, 3, 16, 16])],
+        [const("w", w), const("b", [0.0, 0.0, -4.0])])
+
+
+def segment_tie_inputs():
+    """x in [0, 1) on a 1/64 grid (exact in fp16)."""
+    rng = np.random.default_rng(600)
+    x = rng.integers(0, 64, size=(1, 4, 16, 16)) / 64.0
+    return {"sample_0": {"x": x.astype(np.float32)}}
+
+
 def main():
     save(rmsnorm_model(), os.path.join(DATA, "rmsnorm_overflow.onnx"))
     save_sets(os.path.join(DATA, "rmsnorm_overflow_inputs"), rmsnorm_inputs())
@@ -369,6 +396,8 @@ def main():
          os.path.join(DATA, "tiny_cnn_fp16.onnx"))
     save(detect_tie_model(), os.path.join(DATA, "detect_tie.onnx"))
     save_sets(os.path.join(DATA, "detect_tie_inputs"), detect_tie_inputs())
+    save(segment_tie_model(), os.path.join(DATA, "segment_tie.onnx"))
+    save_sets(os.path.join(DATA, "segment_tie_inputs"), segment_tie_inputs())
     save(rmsnorm_model(), os.path.join(EXAMPLES, "rmsnorm_fp16.onnx"))
     save_sets(os.path.join(EXAMPLES, "rmsnorm_fp16_inputs"), rmsnorm_inputs())
 

@@ -348,6 +348,14 @@ CG_API bool cg_noise_within(const cg_noise_value *floor, cg_precision precision,
                             const cg_metrics *error, const cg_noise_multiples *k,
                             cg_judgement *out);
 
+/* The largest difference that is noise on this value for a target of
+ * `precision` (k NULL: the defaults): k_fp32 x its fp32 floor, and for
+ * fp16 at least k_fp16 x its fp16 storage floor, each floor at least one
+ * unit of its precision at the value's scale. A decision whose margin is
+ * within it may flip on a correct target. */
+CG_API double cg_noise_limit(const cg_noise_value *floor, cg_precision precision,
+                             const cg_noise_multiples *k);
+
 /* The verdict for one output. CG_USAGE when an fp16 target above its
  * floor comes without the fp32 rerun that tells the cause. */
 CG_API CG_NODISCARD cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,

@@ -88,6 +88,20 @@ typedef struct cg_parity_output {
     cg_metrics *per_sample;     /* with keep_sample_metrics: full metrics per sample */
     size_t failing_count;
     cg_task_metrics task;
+    /* --task classify/segment with the floors measured on fresh reference
+     * runs: the same task metrics against the float64 reference, for the
+     * target and for what a correct implementation shows (the fp32
+     * reference; fp16 storage where measured), merged over samples: the
+     * decisions (top-1 rows, pixels' classes or mask bits) this target
+     * changes beside those a correct target of its precision changes.
+     * task_flips_noise: every change the target makes is within the noise
+     * of its precision (its reference gap <= task_limit, the multiple of
+     * the output's floor its verdict used) */
+    bool task_noise;
+    cg_task_metrics task_target64, task_fp32, task_fp16;
+    bool task_fp16_measured;
+    bool task_flips_noise;
+    double task_limit;
     /* reduced precision, a float output, and every sample bit-identical to
      * the fp32 reference: it probably did not run there */
     bool fallback_suspect;

@@ -44,6 +44,7 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
                     po->detection ? " (in output order; the detections are matched below)" : "");
             cg_report_metrics_line(f, &po->merged);
             fputc('\n', f);
+            cg_report_task_text(f, "            ", po);
         }
         if (j->detect.on) {
             const char **names = calloc(j->output_count + 1, sizeof *names);

@@ -99,36 +99,94 @@ json_t *cg_report_parity_output_json(const cg_parity_report *r, const cg_parity_
 
 /* --- tasks --------------------------------------------------------------------------- */
 
-static void task_text(FILE *f, const cg_parity_output *o)
+/* The task metrics against the float64 reference: the target's changed
+ * decisions beside a correct implementation's (fp32 reference, fp16
+ * storage), and whether the target's are within the noise. */
+static void task_noise_text(FILE *f, const char *ind, const cg_parity_output *o)
+{
+    const cg_task_metrics *t = &o->task_target64;
+    if (!o->task_noise || !t->applicable)
+        return;
+    const char *what = t->task == CG_TASK_CLASSIFY ? "rows whose top-1 changed"
+                       : t->multiclass              ? "pixels whose class changed"
+                                                    : "mask pixels that flipped";
+    fprintf(f, "%s  against float64, %s: target %" PRIu64 "; a correct run: fp32 "
+               "reference %" PRIu64, ind, what, t->flips, o->task_fp32.flips);
+    if (o->task_fp16_measured)
+        fprintf(f, ", fp16 storage %" PRIu64, o->task_fp16.flips);
+    if (t->task == CG_TASK_SEGMENT) {
+        double (*iou)(const cg_task_metrics *) = t->multiclass ? cg_task_mean_iou : cg_task_iou;
+        fprintf(f, "; %s: target %.6f, fp32 reference %.6f",
+                t->multiclass ? "mean IoU" : "mask IoU", iou(t), iou(&o->task_fp32));
+        if (o->task_fp16_measured)
+            fprintf(f, ", fp16 storage %.6f", iou(&o->task_fp16));
+    }
+    if (t->flips)
+        fprintf(f, "; the target's largest reference gap %.3g is %s the noise (limit %.3g)",
+                t->max_margin, o->task_flips_noise ? "within" : "beyond", o->task_limit);
+    fputc('\n', f);
+}
+
+void cg_report_task_text(FILE *f, const char *ind, const cg_parity_output *o)
 {
     const cg_task_metrics *t = &o->task;
     if (t->task == CG_TASK_CLASSIFY) {
         if (!t->applicable || !t->rows)
-            fprintf(f, "    task classify: not applicable (needs a float output whose last "
-                       "axis has >= 2 classes)\n");
+            fprintf(f, "%stask classify: not applicable (needs a float output whose last "
+                       "axis has >= 2 classes)\n", ind);
         else
-            fprintf(f, "    task classify: top-1 agreement %" PRIu64 "/%" PRIu64 " (%.2f%%), "
-                       "top-5 overlap %.2f%%%s", t->top1_agree, t->rows,
+            fprintf(f, "%stask classify: top-1 agreement %" PRIu64 "/%" PRIu64 " (%.2f%%), "
+                       "top-5 overlap %.2f%%%s", ind, t->top1_agree, t->rows,
                     100.0 * cg_task_top1(t), 100.0 * cg_task_top5(t), t->flips ? "" : "\n");
         if (t->applicable && t->rows && t->flips)
             fprintf(f, "; top-1 differs on %" PRIu64 " row%s, largest reference gap %.3g\n",
                     t->flips, t->flips == 1 ? "" : "s", t->max_margin);
     } else if (t->task == CG_TASK_SEGMENT && t->multiclass) {
-        fprintf(f, "    task segment (argmax over %" PRId64 " classes): pixel agreement %.4f%%, "
-                   "mean IoU %.6f", t->classes, 100.0 * cg_task_pixel_agreement(t),
+        fprintf(f, "%stask segment (argmax over %" PRId64 " classes): pixel agreement %.4f%%, "
+                   "mean IoU %.6f", ind, t->classes, 100.0 * cg_task_pixel_agreement(t),
                 cg_task_mean_iou(t));
         if (t->flips)
             fprintf(f, "; class differs on %" PRIu64 " of %" PRIu64 " pixels, largest "
                        "reference gap %.3g", t->flips, t->pixels, t->max_margin);
         fputc('\n', f);
     } else if (t->task == CG_TASK_SEGMENT) {
-        fprintf(f, "    task segment (> %g): mask IoU %.6f, foreground ref %" PRIu64
-                   " target %" PRIu64 " (difference %+" PRId64 ")", t->threshold,
+        fprintf(f, "%stask segment (> %g): mask IoU %.6f, foreground ref %" PRIu64
+                   " target %" PRIu64 " (difference %+" PRId64 ")", ind, t->threshold,
                 cg_task_iou(t), t->fg_ref, t->fg_got, (int64_t)t->fg_got - (int64_t)t->fg_ref);
         if (t->flips)
             fprintf(f, "; largest margin of a flipped pixel %.3g", t->max_margin);
         fputc('\n', f);
+    } else {
+        return;
     }
+    task_noise_text(f, ind, o);
+}
+
+/* One task metric block against float64: its changed decisions and IoU. */
+static json_t *task_side_json(const cg_task_metrics *t)
+{
+    json_t *j = json_object();
+    cg_json_set(j, "flips", json_integer((json_int_t)t->flips));
+    cg_json_set(j, "max_margin", cg_json_number(t->max_margin));
+    if (t->task == CG_TASK_SEGMENT)
+        cg_json_set(j, "iou", cg_json_number(t->multiclass ? cg_task_mean_iou(t)
+                                                           : cg_task_iou(t)));
+    return j;
+}
+
+/* {target, fp32_reference, fp16_storage, limit, within_noise} or null. */
+static json_t *task_noise_json(const cg_parity_output *o)
+{
+    if (!o->task_noise || !o->task_target64.applicable)
+        return json_null();
+    json_t *j = json_object();
+    cg_json_set(j, "target", task_side_json(&o->task_target64));
+    cg_json_set(j, "fp32_reference", task_side_json(&o->task_fp32));
+    cg_json_set(j, "fp16_storage",
+                o->task_fp16_measured ? task_side_json(&o->task_fp16) : json_null());
+    cg_json_set(j, "limit", cg_json_number(o->task_limit));
+    cg_json_set(j, "within_noise", json_boolean(o->task_flips_noise));
+    return j;
 }
 
 static json_t *task_json(const cg_parity_output *o)
@@ -156,6 +214,7 @@ static json_t *task_json(const cg_parity_output *o)
     }
     cg_json_set(j, "flips", json_integer((json_int_t)t->flips));
     cg_json_set(j, "max_margin", cg_json_number(t->max_margin));
+    cg_json_set(j, "against_fp64", task_noise_json(o));
     return j;
 }
 
@@ -260,7 +319,7 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
             fprintf(f, "    WARNING: bit-identical to the fp32 reference although the path "
                        "computes in reduced precision: it probably did not run on %s (silent "
                        "fallback?)\n", v->targets);
-        task_text(f, o);
+        cg_report_task_text(f, "    ", o);
     }
     if (r->detect.on) {
         const char **names = calloc(r->output_count + 1, sizeof *names);

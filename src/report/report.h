@@ -223,6 +223,9 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o);
 json_t *cg_report_parity_output_json(const cg_parity_report *r, const cg_parity_output *o);
 /* The task block: {kind, threshold?, outputs: [...], detect?}. */
 json_t *cg_report_task_json(const cg_parity_report *r, cg_task task, double threshold);
+/* --task classify/segment's lines for one output: against the fp32
+ * reference, and against float64 beside what a correct run changes. */
+void cg_report_task_text(FILE *f, const char *indent, const cg_parity_output *o);
 /* --task detect's line: matched, missing, extra, and the detections' verdict. */
 void cg_report_detect_text(FILE *f, const char *indent, const cg_parity_report *r,
                            const char *const *names);

@@ -119,8 +119,11 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         o->name = j->names[k] = g->outputs[k].name ? g->outputs[k].name : "";
         cg_metrics_init(&o->merged);
         o->worst_rank = -1;
-        cg_task_metrics_init(&o->task, opt->task == CG_TASK_DETECT ? CG_TASK_NONE : opt->task,
-                             opt->threshold);
+        cg_task metric = opt->task == CG_TASK_DETECT ? CG_TASK_NONE : opt->task;
+        cg_task_metrics_init(&o->task, metric, opt->threshold);
+        cg_task_metrics_init(&o->task_target64, metric, opt->threshold);
+        cg_task_metrics_init(&o->task_fp32, metric, opt->threshold);
+        cg_task_metrics_init(&o->task_fp16, metric, opt->threshold);
         cg_noise_stats_init(&o->floor32);
         cg_noise_stats_init(&o->floor16);
         cg_noise_stats_init(&o->error);
@@ -492,6 +495,31 @@ static cg_status detect_add(cg_judge *j, const cg_named_value *ref64, size_t n64
 
 /* --- one sample ---------------------------------------------------------------------- */
 
+/* --task classify/segment on fresh references: every output's task
+ * metrics against the float64 reference, for the target and for the fp32
+ * and fp16-storage references (what a correct implementation changes). */
+static void task_noise_add(cg_judge *j, const cg_named_value *ref64, size_t n64,
+                           const cg_named_value *ref32, size_t n32, const cg_named_value *ref16,
+                           size_t n16, const cg_named_value *got, size_t ngot)
+{
+    for (size_t k = 0; k < j->r->output_count; k++) {
+        cg_parity_output *o = &j->r->outputs[k];
+        const cg_tensor *a = tensor_of(find_output(ref64, n64, o->name));
+        const cg_tensor *b = tensor_of(find_output(got, ngot, o->name));
+        const cg_tensor *c32 = tensor_of(find_output(ref32, n32, o->name));
+        const cg_tensor *c16 = ref16 ? tensor_of(find_output(ref16, n16, o->name)) : NULL;
+        if (!a || !b || !c32 || b->numel != a->numel || c32->numel != a->numel)
+            continue;
+        o->task_noise = true;
+        cg_task_metrics_add(&o->task_target64, a, b);
+        cg_task_metrics_add(&o->task_fp32, a, c32);
+        if (c16 && c16->numel == a->numel) {
+            cg_task_metrics_add(&o->task_fp16, a, c16);
+            o->task_fp16_measured = true;
+        }
+    }
+}
+
 static cg_status run_reference(cg_judge *j, const cg_sample *s, cg_named_value **outs, size_t *n,
                                cg_error *err)
 {
@@ -615,6 +643,9 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
     }
     if (st == CG_OK && opt->task == CG_TASK_DETECT)
         st = detect_add(j, ref64, n64, ref32, n32, ref16, n16, &truns, err);
+    if (st == CG_OK && j->noise && !s->expected && ref64 &&
+        (opt->task == CG_TASK_CLASSIFY || opt->task == CG_TASK_SEGMENT))
+        task_noise_add(j, ref64, n64, ref32, n32, ref16, n16, got, ngot);
     if (given) {
         truns.out[CG_RUN_TARGET] = NULL; /* the values are the caller's */
         truns.count[CG_RUN_TARGET] = 0;
@@ -706,10 +737,12 @@ static cg_status judge_detect(cg_judge *j, cg_error *err)
     cg_noise_multiples_default(&k);
     cg_precision prec = j->target ? cg_noise_target_precision(j->target) : j->r->precision;
     /* the score floor decides which unmatched boxes are at the cut */
-    double scale = cg_noise_scale(&dt->f32[1]);
-    double f32 = fmax(dt->f32[1].m.max_abs, cg_precision_unit(CG_PRECISION_FP32) * scale);
-    double f16 = fmax(dt->f16[1].dist.count ? dt->f16[1].m.max_abs : 0.0,
-                      cg_precision_unit(CG_PRECISION_FP16) * scale);
+    cg_noise_value score_floor;
+    memset(&score_floor, 0, sizeof score_floor);
+    score_floor.fp32 = dt->f32[1];
+    score_floor.fp16 = dt->f16[1];
+    double lim32 = cg_noise_limit(&score_floor, CG_PRECISION_FP32, &k);
+    double lim16 = cg_noise_limit(&score_floor, CG_PRECISION_FP16, &k);
     cg_flip_stats fs[3];
     for (int r = 0; r < 3; r++) {
         const det_flips *d = &dt->flips[r];
@@ -718,8 +751,8 @@ static cg_status judge_detect(cg_judge *j, cg_error *err)
         fs[r].flips = d->flips;
         fs[r].max_margin = fs[r].min_margin = d->max_margin;
         fs[r].margin_known = !d->unknown;
-        fs[r].noise_fp32 = !d->unknown && d->max_margin <= k.k_fp32 * f32 ? d->flips : 0;
-        fs[r].noise_fp16 = !d->unknown && d->max_margin <= k.k_fp16 * f16 ? d->flips : 0;
+        fs[r].noise_fp32 = !d->unknown && d->max_margin <= lim32 ? d->flips : 0;
+        fs[r].noise_fp16 = !d->unknown && d->max_margin <= lim16 ? d->flips : 0;
         snprintf(fs[r].node, sizeof fs[r].node, "%s", "detections (missing or extra boxes)");
     }
     dr->flips = fs[0];
@@ -822,6 +855,11 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
             }
         } else {
             o->pass = o->merged.pass;
+        }
+        if (o->task_noise && fl) {
+            o->task_limit = cg_noise_limit(&fl->v, r->precision, NULL);
+            o->task_flips_noise = o->task_target64.flips == 0 ||
+                                  o->task_target64.max_margin <= o->task_limit;
         }
     }
     if (r->detect.on && j->noise) {

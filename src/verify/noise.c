@@ -870,6 +870,23 @@ static double effective_floor(const cg_noise_stats *s, cg_precision p, double sc
     return f > u ? f : u;
 }
 
+double cg_noise_limit(const cg_noise_value *fl, cg_precision precision,
+                      const cg_noise_multiples *k)
+{
+    cg_noise_multiples dk;
+    if (!k) {
+        cg_noise_multiples_default(&dk);
+        k = &dk;
+    }
+    double scale = cg_noise_scale(&fl->fp32);
+    double lim = k->k_fp32 * effective_floor(&fl->fp32, CG_PRECISION_FP32, scale);
+    if (precision == CG_PRECISION_FP16) {
+        double l16 = k->k_fp16 * effective_floor(&fl->fp16, CG_PRECISION_FP16, scale);
+        lim = l16 > lim ? l16 : lim;
+    }
+    return lim;
+}
+
 static double ratio_of(double e, double f)
 {
     if (e == 0)

@@ -90,6 +90,9 @@ void cg_parity_report_free(cg_parity_report *r)
     for (size_t k = 0; r->outputs && k < r->output_count; k++) {
         cg_tolerances_free(&r->outputs[k].tol, 1);
         cg_task_metrics_free(&r->outputs[k].task);
+        cg_task_metrics_free(&r->outputs[k].task_target64);
+        cg_task_metrics_free(&r->outputs[k].task_fp32);
+        cg_task_metrics_free(&r->outputs[k].task_fp16);
         free(r->outputs[k].samples);
         free(r->outputs[k].per_sample);
     }

@@ -9,6 +9,9 @@
 #    fp16 precision;
 #  - a detector whose near-tied boxes swap places on an fp16 target passes
 #    under --task detect (and elementwise is a precision breakdown, not wrong);
+#  - a segmenter with near-tied classes on an fp16 target: the pixels it
+#    changes against float64 stand beside those fp16 storage changes,
+#    within the noise; a pixel forced to another class is beyond it;
 #  - an fp16 conversion bisected --against its source: compared as values
 #    (no dtype mismatch), within its floors (the CNN) or a precision
 #    breakdown (the LayerNorm);
@@ -37,13 +40,16 @@ run() {
 }
 has() { grep -Eq -- "$2" "$T/$1" || { fail "$1 lacks /$2/"; sed 's/^/    /' "$T/$1" | head -40; }; }
 lacks() { ! grep -Eq -- "$2" "$T/$1" || { fail "$1 has /$2/"; grep -E -- "$2" "$T/$1" | head -5; }; }
-# json FILE EXPR: the envelope's result r satisfies the Python expression
+# json FILE EXPR: the envelope's result r satisfies the Python expression (o: the
+# first task output's figures against float64, when there is one)
 json() {
     $PY - "$1" "$2" <<'PYEOF' || fail "JSON $1: $2"
 import json, sys
 text = open(sys.argv[1]).read()
 env = json.loads(text[text.index("{"):])
 r = env["result"]
+t = r.get("task")
+o = t["outputs"][0].get("against_fp64") if isinstance(t, dict) and t.get("outputs") else None
 sys.exit(0 if eval(sys.argv[2]) else 1)
 PYEOF
 }
@@ -103,6 +109,25 @@ has detectc.out "detections: matches at fp16 precision"
 run detectbad 2 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,nosuch
 has detectbad.err "no output 'nosuch'"
 run detectgolden 2 gate "$F/detect_tie.onnx" --target litert-gpu --golden "$T/nowhere" --task detect
+
+# --- a segmenter whose classes are near-tied per pixel: judged against what a correct run changes
+# (the fp16 target changes many pixels' class, as fp16 storage alone does, each within the fp16 noise)
+run seg 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment --json
+json "$T/seg.out" 'o["target"]["flips"] > 10 and o["fp16_storage"]["flips"] > 10 and o["fp32_reference"]["flips"] < o["target"]["flips"] and o["within_noise"] and float(o["target"]["max_margin"]) <= float(o["limit"])'
+run segg 0 gate "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment
+has segg.out "against float64, pixels whose class changed: target [1-9][0-9]*; a correct run: fp32 reference [0-9]+, fp16 storage [1-9][0-9]*; mean IoU: .* within the noise"
+# one pixel's class forced far from any tie: beyond the noise (and elementwise a wrong result)
+mkdir -p "$T/seg_in/s" "$T/seg_out/s"
+cp "$F/segment_tie_inputs/sample_0/x.npy" "$T/seg_in/s/x.npy"
+"$CG" run "$F/segment_tie.onnx" -i "x=$T/seg_in/s/x.npy" -o "$T/seg_out/s" >/dev/null || fail "run segment_tie"
+$PY - "$T/seg_out/s/logits.npy" <<'PYEOF'
+import sys
+import numpy as np
+y = np.load(sys.argv[1]); y[0, 2, 3, 3] = 10.0; np.save(sys.argv[1], y)
+PYEOF
+run segbad 1 compare "$F/segment_tie.onnx" --inputs "$T/seg_in" --outputs-from "$T/seg_out" --task segment
+has segbad.out "FAIL \\(wrong result\\)"
+has segbad.out "the target's largest reference gap [0-9.]+ is beyond the noise"
 
 # --- an fp16 conversion against its source ------------------------------------------------------
 run conv 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs"

@@ -404,6 +404,17 @@ static void test_verdicts(void)
     CHECK(judge(CG_PRECISION_FP16, &broken, 0.4, &acc_bad, &fp32_at_floor, &j) ==
               CG_VERDICT_PRECISION && strstr(j.reason, "fp16 storage alone"), "storage: %s",
           j.reason);
+    /* the limit a decision's margin is noise within: k x the floor of the
+     * precision, never below one unit of it at the output's scale */
+    CHECK(fabs(cg_noise_limit(&fl.v, CG_PRECISION_FP32, NULL) - 100 * 2e-5) < 1e-12 &&
+              fabs(cg_noise_limit(&fl.v, CG_PRECISION_FP16, NULL) - 8 * 0.036) < 1e-12,
+          "limits %g %g", cg_noise_limit(&fl.v, CG_PRECISION_FP32, NULL),
+          cg_noise_limit(&fl.v, CG_PRECISION_FP16, NULL));
+    cg_noise_output tiny = floor_of(0, 0, 4.0);
+    CHECK(cg_noise_limit(&tiny.v, CG_PRECISION_FP32, NULL) == 100 * 0x1p-24 * 4.0 &&
+              cg_noise_limit(&tiny.v, CG_PRECISION_FP16, NULL) == 8 * 0x1p-11 * 4.0,
+          "unit limits %g %g", cg_noise_limit(&tiny.v, CG_PRECISION_FP32, NULL),
+          cg_noise_limit(&tiny.v, CG_PRECISION_FP16, NULL));
     /* an exact zero floor is floored at u x scale; an all-zero output */
     cg_noise_output exact = floor_of(0, 0, 1.0);
     CHECK(judge(CG_PRECISION_FP32, &exact, 1e-7, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
