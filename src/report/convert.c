@@ -97,20 +97,25 @@ static json_t *placement_detail_json(const cg_assignment *a)
 
 static json_t *compare_json(const cg_verify_report *v)
 {
+    const cg_parity_report *p = &v->parity;
     json_t *o = json_object(), *outs = json_array();
     cg_json_set(o, "pass", json_boolean(v->pass));
-    cg_json_set(o, "reduced_precision", json_boolean(v->reduced));
-    cg_json_set(o, "sets", json_integer((json_int_t)v->set_count));
-    for (size_t k = 0; k < v->output_count; k++) {
-        const cg_metrics *m = &v->merged[k];
-        const char *sample = m->worst_sample >= 0 && (size_t)m->worst_sample < v->set_count
-                                 ? v->sets[m->worst_sample].name
-                                 : NULL;
-        json_array_append_new(outs, cg_report_output_json(v->output_names[k], m, &v->tols[k].tol,
-                                                          v->tols[k].source, sample, -1, NULL));
-    }
+    cg_json_set(o, "reduced_precision", json_boolean(p->reduced));
+    cg_json_set(o, "sets", json_integer((json_int_t)p->sample_count));
+    for (size_t k = 0; k < p->output_count; k++)
+        json_array_append_new(outs, cg_report_parity_output_json(p, &p->outputs[k]));
     cg_json_set(o, "outputs", outs);
     return o;
+}
+
+/* Gate 3's tolerance: the first output's, when the outputs are judged by
+ * one (a golden set without floors); null when judged against the floors. */
+static json_t *gate_tolerance_json(const cg_gate_report *g)
+{
+    const cg_parity_report *p = &g->judged;
+    if (!p->output_count || p->outputs[0].by_noise)
+        return json_null();
+    return cg_report_tolerance_json(&p->outputs[0].tol.tol, p->outputs[0].tol.source);
 }
 
 static json_t *gates_json(const cg_gate_report *g)
@@ -123,7 +128,7 @@ static json_t *gates_json(const cg_gate_report *g)
     cg_json_set(o, "runs_detail", cg_json_text(g->runs_detail));
     cg_json_set(o, "matches", cg_json_text(cg_gate_state_name(g->matches)));
     cg_json_set(o, "matches_detail", cg_json_text(g->matches_detail));
-    cg_json_set(o, "tolerance", cg_report_tolerance_json(&g->tol, NULL));
+    cg_json_set(o, "tolerance", gate_tolerance_json(g));
     cg_json_set(o, "reason", cg_json_text(g->reason));
     return o;
 }
@@ -230,7 +235,7 @@ json_t *cg_report_convert_manifest(const cg_convert_result *r)
     json_t *gold = json_object();
     cg_json_set(gold, "dir", cg_json_text("golden"));
     cg_json_set(gold, "manifest_sha256", cg_json_text(gm ? gm->sha256 : ""));
-    cg_json_set(gold, "sets", json_integer((json_int_t)r->fp32.set_count));
+    cg_json_set(gold, "sets", json_integer((json_int_t)r->fp32.parity.sample_count));
     cg_json_set(gold, "created", cg_json_text(r->created));
     cg_json_set(gold, "made_by", cg_json_text("the source model on the reference runtime"));
     cg_json_set(root, "golden", gold);
@@ -259,13 +264,14 @@ static void metrics_cell(FILE *f, const cg_verify_report *v, const char *note)
         fprintf(f, "FAIL (%s)", note);
         return;
     }
+    const cg_parity_report *p = &v->parity;
     double worst = 0;
-    for (size_t k = 0; k < v->output_count; k++)
-        if (!(v->merged[k].max_abs <= worst))
-            worst = v->merged[k].max_abs;
+    for (size_t k = 0; k < p->output_count; k++)
+        if (!(p->outputs[k].merged.max_abs <= worst))
+            worst = p->outputs[k].merged.max_abs;
     fprintf(f, "%s (max abs %.3g over %zu output%s, %zu set%s)", v->pass ? "PASS" : "FAIL", worst,
-            v->output_count, v->output_count == 1 ? "" : "s", v->set_count,
-            v->set_count == 1 ? "" : "s");
+            p->output_count, p->output_count == 1 ? "" : "s", p->sample_count,
+            p->sample_count == 1 ? "" : "s");
 }
 
 void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
@@ -318,7 +324,7 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
             r->tol.atol, r->tol.rtol, r->tol_justification);
     metrics_cell(f, &r->fp32, NULL);
     fprintf(f, "\n- Target path (%s%s) vs the same outputs: ", label,
-            r->target.reduced ? ", reduced precision emulated" : "");
+            r->target.parity.reduced ? ", reduced precision emulated" : "");
     metrics_cell(f, &r->target, r->target_note);
     fprintf(f, "\n- Gates: 1 converts %s, 2 runs where intended %s, 3 matches %s. %s\n",
             cg_gate_state_name(r->gate.converts), cg_gate_state_name(r->gate.runs),
@@ -358,7 +364,7 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
                                                                       "golden/manifest.json") == 0)
             fprintf(f, "- `%s` (%" PRIu64 " bytes)\n", r->files[i].path, r->files[i].bytes);
     fprintf(f, "- `golden/`: %zu set%s of inputs and outputs (.npy), hashed in its manifest\n",
-            r->fp32.set_count, r->fp32.set_count == 1 ? "" : "s");
+            r->fp32.parity.sample_count, r->fp32.parity.sample_count == 1 ? "" : "s");
 }
 
 /* --- the terminal summary -------------------------------------------------------------------- */

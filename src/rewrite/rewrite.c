@@ -416,8 +416,14 @@ static cg_status verifier_init(rw_verifier *v, const cg_model *orig, const cg_sa
     cg_status ns = cg_noise_init(orig, &no, &v->noise, &ne);
     for (size_t i = 0; i < n && ns == CG_OK; i++) {
         const cg_sample *s = &samples->samples[i];
-        ns = cg_noise_add_sample(v->noise, s->inputs, s->input_count, &v->ref64[i],
-                                 &v->ref64_count[i], NULL, &ne);
+        cg_noise_runs runs;
+        memset(&runs, 0, sizeof runs);
+        ns = cg_noise_add_sample(v->noise, s->inputs, s->input_count, &runs, NULL, &ne);
+        v->ref64[i] = runs.out[CG_RUN_FP64]; /* kept: the fp64 outputs */
+        v->ref64_count[i] = runs.count[CG_RUN_FP64];
+        runs.out[CG_RUN_FP64] = NULL;
+        runs.count[CG_RUN_FP64] = 0;
+        cg_noise_runs_free(&runs);
     }
     if (ns == CG_NOMEM)
         return cg_error_set(err, ns, "%s", ne.msg);

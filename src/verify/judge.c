@@ -827,9 +827,9 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
     else if (j->sp_on && j->sp.reduced)
         r->precision = CG_PRECISION_FP16;
     if (j->noise && j->golden_without_floors)
-        snprintf(r->note, sizeof r->note, "the golden set records no noise floors (made by an "
-                 "older dump-ref, format 1): outputs are judged by the fixed tolerance; dump it "
-                 "again to judge against the floors");
+        snprintf(r->note, sizeof r->note, "the golden set records no noise floors (format 1, "
+                 "dump-ref --no-floors, or convert's): outputs are judged by the fixed "
+                 "tolerance; dump-ref writes a set with them");
     r->pass = true;
     r->failed_outputs = 0;
     for (size_t k = 0; k < r->output_count; k++) {
