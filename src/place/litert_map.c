@@ -393,9 +393,13 @@ static const char *padding_of(lm_ctx *c, const cg_node *n, const int64_t *kernel
         return NULL;
     const cg_attr *s = cg_node_attr(n, "strides"), *d = cg_node_attr(n, "dilations");
     for (int k = 0; k < 2; k++) {
-        int64_t b, a;
-        same_pads(x->dims[2 + k], kernel[k], s && s->ints_count == 2 ? s->ints[k] : 1,
-                  d && d->ints_count == 2 ? d->ints[k] : 1, &b, &a);
+        int64_t b, a, st = s && s->ints_count == 2 ? s->ints[k] : 1;
+        int64_t dl = d && d->ints_count == 2 ? d->ints[k] : 1;
+        /* strides, dilations and kernels the checker would refuse: no SAME */
+        if (st < 1 || st > (1 << 20) || dl < 1 || dl > (1 << 20) || kernel[k] < 1 ||
+            kernel[k] > (1 << 20) || x->dims[2 + k] < 0 || x->dims[2 + k] > ((int64_t)1 << 40))
+            return NULL;
+        same_pads(x->dims[2 + k], kernel[k], st, dl, &b, &a);
         if (p->ints[k] != b || p->ints[2 + k] != a)
             return NULL;
     }
@@ -667,8 +671,9 @@ static bool map_node(lm_ctx *c, size_t i)
     }
     for (size_t r = 0; r < sizeof one_to_one / sizeof one_to_one[0]; r++)
         if (is_op(n, one_to_one[r].onnx) && one_to_one[r].tflite)
-            return emit(c, i, CG_TFLITE_OPS_DOMAIN, one_to_one[r].tflite, name, ins, n_in, outs,
-                        n_out, &as);
+            return emit(c, i, CG_TFLITE_OPS_DOMAIN, one_to_one[r].tflite, name,
+                        n_in == n->input_count ? ins : n->inputs,
+                        n_in == n->input_count ? n_in : n->input_count, outs, n_out, &as);
     /* no mapping: keep the ONNX op, which no tflite:* rule accepts */
     return emit(c, i, "onnx", n->op_type ? n->op_type : "?", name, n->inputs, n->input_count,
                 outs, n_out, &as);
