@@ -525,11 +525,15 @@ static bool map_node(lm_ctx *c, size_t i)
     size_t n_out = n->output_count;
     if (!name)
         return false;
+    if (!n->input_count || !n->output_count) /* no data in or out: keep it as it is */
+        return emit(c, i, "onnx", n->op_type ? n->op_type : "?", name, n->inputs,
+                    n->input_count, outs, n_out, &as);
 
     if (is_op(n, "Conv") || is_op(n, "AveragePool") || is_op(n, "MaxPool")) {
         /* onnx2tf Conv.py: group == 1 -> conv2d, group == in channels ->
          * depthwise_conv2d (the converter: CONV_2D / DEPTHWISE_CONV_2D) */
-        const cg_value_type *x = vtype(c, n->inputs[0]), *w = vtype(c, n->inputs[1]);
+        const cg_value_type *x = vtype(c, n->inputs[0]);
+        const cg_value_type *w = n->input_count > 1 ? vtype(c, n->inputs[1]) : NULL;
         bool conv = is_op(n, "Conv");
         int64_t kernel[2] = {1, 1};
         const cg_attr *ks = cg_node_attr(n, "kernel_shape");
@@ -597,7 +601,7 @@ static bool map_node(lm_ctx *c, size_t i)
     if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
         /* onnx2tf Gemm.py / MatMul.py: tf.matmul; the converter makes a matmul
          * with a constant 2-D right side FULLY_CONNECTED, else BATCH_MATMUL */
-        const cg_value_type *b = vtype(c, n->inputs[1]);
+        const cg_value_type *b = n->input_count > 1 ? vtype(c, n->inputs[1]) : NULL;
         if (b && b->is_const && b->known && b->rank == 2) {
             la_str(&as, "fused_activation_function", act);
             la_str(&as, "weights_format", "DEFAULT");
@@ -689,7 +693,7 @@ static bool plan_removals(lm_ctx *c)
         bool all_const = n->input_count > 0;
         for (size_t k = 0; k < n->input_count; k++)
             all_const = all_const && (!*n->inputs[k] || is_const(c, n->inputs[k]));
-        if (is_op(n, "Identity") || is_op(n, "Dropout")) {
+        if ((is_op(n, "Identity") || is_op(n, "Dropout")) && n->input_count && n->output_count) {
             /* onnx2tf Identity.py / Dropout.py: tf.identity, which the converter removes */
             if (!note_removed(c, i, "no op after conversion (tf.identity)") ||
                 (n->output_count && !add_alias(c, n->outputs[0], n->inputs[0])))
@@ -722,9 +726,11 @@ static bool plan_removals(lm_ctx *c)
             continue;
         }
         size_t only = 0;
-        if (!n->output_count || consumers(g, n->outputs[0], &only) != 1)
+        if (!n->output_count || !*n->outputs[0] || consumers(g, n->outputs[0], &only) != 1)
             continue;
         const cg_node *next = &g->nodes[only];
+        if (!next->output_count || !*next->outputs[0])
+            continue;
         if (is_op(n, "Conv") && is_op(next, "BatchNormalization")) {
             /* the converter folds the batch norm's scale and shift into the
              * conv's weights and bias (tests/optimize.mlir: fuseMulIntoConv2d,
@@ -734,7 +740,8 @@ static bool plan_removals(lm_ctx *c)
                 return false;
             /* an activation after the batch norm fuses into the conv too */
             size_t after = 0;
-            if (consumers(g, next->outputs[0], &after) == 1 && activation_of(c, &g->nodes[after])) {
+            if (consumers(g, next->outputs[0], &after) == 1 && g->nodes[after].output_count &&
+                activation_of(c, &g->nodes[after])) {
                 c->act[i] = activation_of(c, &g->nodes[after]);
                 if (!note_removed(c, after, "fused into the op before it") ||
                     !add_alias(c, g->nodes[after].outputs[0], n->outputs[0]))
