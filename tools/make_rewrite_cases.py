@@ -47,6 +47,11 @@ Cleanups (tests/unit/test_rewrite.c applies each alone with --only):
                           and Gemm + BatchNormalization, and Shape -> Gather ->
                           Concat -> Reshape on an input with a symbolic batch dim
 
+  conv_bias_add.onnx      ConvTranspose without a bias, an Add of a [1, C, 1, 1] constant,
+                          BatchNormalization, Relu (Paddle's export of a deconv head):
+                          litert-gpu refuses the BatchNormalization until the Add is
+                          folded into the bias and the BatchNormalization after it
+
 Precision (fp16 targets; inputs in <case>_inputs/<set>/x.npy):
 
   l2norm_overflow.onnx    x / sqrt(ReduceSumSquare(x)) over 64 values ~100: the sum of
@@ -364,6 +369,24 @@ def global_pool():
                  [const("w", w), const("fc", fc), const("fb", fb)])
 
 
+def conv_bias_add():
+    rng = np.random.default_rng(53)
+    w = (rng.standard_normal((4, 6, 2, 2)) * 0.3).astype(np.float32)
+    b = (rng.standard_normal((1, 6, 1, 1)) * 0.1).astype(np.float32)
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="relu_in"),
+             h.make_node("ConvTranspose", ["a", "w"], ["t"], name="deconv", strides=[2, 2]),
+             h.make_node("Add", ["t", "b"], ["tb"], name="deconv_bias"),
+             h.make_node("BatchNormalization", ["tb", "bn_scale", "bn_bias", "bn_mean", "bn_var"],
+                         ["n"], name="bn"),
+             h.make_node("Relu", ["n"], ["y"], name="relu_out")]
+    return model("conv_bias_add", nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 6, 16, 16])],
+                 [const("w", w), const("b", b),
+                  const("bn_scale", rng.uniform(0.8, 1.2, 6)),
+                  const("bn_bias", rng.uniform(-0.1, 0.1, 6)),
+                  const("bn_mean", rng.uniform(-0.2, 0.2, 6)),
+                  const("bn_var", rng.uniform(0.5, 1.5, 6))])
+
+
 def layernorm_inputs():
     sets = {}
     for s in range(2):
@@ -391,6 +414,7 @@ def main():
     save(reflect_pad(), "reflect_pad.onnx")
     save(gelu(), "gelu.onnx")
     save(cleanups(), "cleanups.onnx")
+    save(conv_bias_add(), "conv_bias_add.onnx")
     save(l2norm(), "l2norm_overflow.onnx")
     save_sets("l2norm_overflow", l2norm_inputs())
     save(layernorm(), "layernorm_overflow.onnx")

@@ -1,6 +1,6 @@
 /*
  * Cleanup rewrites (rewrites.def): Identity/Dropout elimination, shape
- * folding, constant folding, BatchNormalization folding, common
+ * folding, constant folding, bias-Add and BatchNormalization folding, common
  * subexpression elimination and dead-node elimination. They apply
  * wherever they match, whatever the target; each keeps the name of every
  * value it keeps, so later reports still find them.
@@ -344,6 +344,92 @@ static cg_value *const_f32(rw_graph *g, const char *name, int64_t numel)
         return NULL;
     }
     return v;
+}
+
+/* --- conv-bias-folding ------------------------------------------------------------------ */
+
+/* The channel count of Conv or ConvTranspose node p's output from its
+ * weights (a float32 constant, returned in *w), or 0. */
+static int64_t conv_channels(rw_graph *g, size_t p, cg_value **w)
+{
+    const cg_node *pn = &g->nodes[p].n;
+    bool conv = rw_is(&g->nodes[p], "Conv"), convt = rw_is(&g->nodes[p], "ConvTranspose");
+    int64_t group = rw_attr_int(g, p, "group", 1);
+    *w = NULL;
+    if ((!conv && !convt) || pn->input_count < 2 || pn->output_count != 1 || group < 1 ||
+        !(*w = const_f32(g, pn->inputs[1], -1)) || (*w)->tensor.rank < 3)
+        return 0;
+    int64_t ch = conv ? (*w)->tensor.dims[0] : (*w)->tensor.dims[1];
+    return convt && ch > INT64_MAX / group ? 0 : convt ? ch * group : ch;
+}
+
+/* An Add of a per-channel constant after a Conv or ConvTranspose (the
+ * pattern of exporters that keep the bias apart, Paddle's among them)
+ * folded into the Conv's bias, so that the BatchNormalization after it
+ * folds too. */
+static bool fold_bias_add(rw_ctx *c, size_t a)
+{
+    rw_graph *g = c->g;
+    const cg_node *an = &g->nodes[a].n;
+    if (an->input_count != 2 || an->output_count != 1 || rw_captured(g, an->outputs[0]))
+        return false;
+    for (int side = 0; side < 2; side++) {
+        const char *y = an->inputs[side], *k = an->inputs[1 - side];
+        size_t p = rw_producer(g, y), cons[2];
+        const cg_value_type *yt = rw_type(c, y);
+        if (p == RW_NONE || !yt || yt->rank < 3 || rw_is_graph_output(g, y) ||
+            rw_consumers(g, y, cons, 2) != 1 || rw_input_uses(g, y) != 1)
+            continue;
+        cg_value *w = NULL, *kv = NULL, *bias = NULL;
+        int64_t ch = conv_channels(g, p, &w);
+        const cg_node *pn = &g->nodes[p].n;
+        bool ok = ch > 0 && (kv = const_f32(g, k, -1)) != NULL && kv->tensor.rank <= yt->rank;
+        /* the constant broadcasts along the channel axis only: numel 1, or
+         * ch with every other dim 1 and the channel dim at axis 1 of y */
+        if (ok && kv->tensor.numel != 1) {
+            int r = kv->tensor.rank, cax = 1 - (yt->rank - r);
+            ok = kv->tensor.numel == ch && cax >= 0 && cax < r && kv->tensor.dims[cax] == ch;
+        }
+        if (ok && pn->input_count > 2 && present(pn->inputs[2]))
+            ok = (bias = const_f32(g, pn->inputs[2], ch)) != NULL;
+        cg_tensor nb;
+        int64_t nb_dims[1] = {ch};
+        ok = ok && cg_tensor_alloc(&nb, CG_DTYPE_FLOAT, 1, nb_dims, 0, NULL) == CG_OK;
+        bool done = false;
+        if (ok) {
+            float *bd = nb.data;
+            const float *kd = kv->tensor.data, *b0 = bias ? bias->tensor.data : NULL;
+            for (int64_t e = 0; e < ch; e++)
+                bd[e] = (b0 ? b0[e] : 0.0f) + kd[kv->tensor.numel == 1 ? 0 : e];
+            const char *bname = rw_add_tensor(g, an->outputs[0], &nb);
+            cg_tensor_release(&nb);
+            const char *ins[3] = {pn->inputs[0], pn->inputs[1], bname}, *out = an->outputs[0];
+            size_t q = bname ? rw_add_node(g, pn->op_type, pn->name, ins, 3, NULL, 1) : RW_NONE;
+            if (q != RW_NONE && rw_copy_attrs(g, q, pn)) {
+                rw_kill(g, p);
+                rw_kill(g, a);
+                done = rw_replace(g, out, rw_out(g, q, 0));
+            }
+        }
+        cg_value_free(w);
+        cg_value_free(kv);
+        cg_value_free(bias);
+        if (done || g->oom)
+            return done;
+    }
+    return false;
+}
+
+cg_status rw_conv_bias_folding(rw_ctx *c)
+{
+    rw_graph *g = c->g;
+    for (size_t i = 0; i < g->src_node_count && !g->oom; i++)
+        if (rw_is(&g->nodes[i], "Add") && fold_bias_add(c, i))
+            c->sites++;
+    if (c->sites)
+        rw_detail(c, "%zu per-channel Add%s folded into the bias of the Conv before %s", c->sites,
+                  c->sites == 1 ? "" : "s", c->sites == 1 ? "it" : "them");
+    return g->oom ? cg_error_set(c->err, CG_NOMEM, "out of memory") : CG_OK;
 }
 
 /* Folds BatchNormalization node b into its producer p (Conv, ConvTranspose

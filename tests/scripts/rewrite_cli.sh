@@ -71,6 +71,8 @@ where_prelu nnapi where-to-arithmetic
 where_elu nnapi where-to-arithmetic
 where_mask nnapi where-to-arithmetic
 where_hardswish nnapi where-to-arithmetic
+conv_bias_add litert-gpu conv-bias-folding
+conv_bias_add litert-gpu bn-folding
 hard_activations nnapi hard-activations
 global_pool litert-gpu global-pool-to-reduce
 global_pool litert-gpu flatten-to-reshape
