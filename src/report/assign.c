@@ -248,8 +248,10 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
     if (p->tflite_ops) {
         cg_assign_residency_in(a, "TFLite ops", text, sizeof text);
         fprintf(f, "%s (main subgraph)\n", text);
-        for (size_t t = 0; t < a->target_count; t++) {
-            ar_delegate_line(a, t, text, sizeof text);
+        /* one delegate's log line; with several targets, each later delegate
+         * sees only what the earlier ones left, so no single line says it */
+        if (a->target_count == 1) {
+            ar_delegate_line(a, 0, text, sizeof text);
             fprintf(f, "  as the delegate logs it: \"%s\"\n", text);
         }
     } else {
@@ -475,8 +477,8 @@ json_t *cg_assign_report_json(const cg_placement *p)
     if (ok && p->tflite_ops) {
         json_t *log = NULL;
         ok = ar_set(root, "delegate_log", log = json_array());
-        for (size_t t = 0; ok && t < a->target_count; t++) {
-            ar_delegate_line(a, t, text, sizeof text);
+        if (ok && a->target_count == 1) {
+            ar_delegate_line(a, 0, text, sizeof text);
             ok = ar_push(log, cg_json_text(text));
         }
     }
