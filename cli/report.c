@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/file.h"
 #include "core/path.h"
 #include "report/json.h"
 
@@ -20,6 +21,7 @@ static struct {
     bool on;          /* --json was given */
     bool emitted;     /* the envelope went out */
     FILE *dest;       /* NULL: stdout */
+    cg_atomic_file file; /* --json PATH: written beside PATH, renamed over it at the end */
     char *dest_path;
     json_t *errors, *warnings;
 } cli_json;
@@ -92,14 +94,15 @@ bool cli_json_to(const char *cmd, const char *path)
         cli_error(cmd, "--json %s: %s", path, err.msg);
         return false;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        cli_error(cmd, "--json %s: cannot write the report there: %s", path, strerror(errno));
+    /* atomically: a failed run or write never leaves a truncated report */
+    if (cli_json.dest)
+        cg_atomic_abort(&cli_json.file);
+    cli_json.dest = NULL;
+    if (cg_atomic_begin(&cli_json.file, path, &err) != CG_OK) {
+        cli_error(cmd, "--json %s: cannot write the report there: %s", path, err.msg);
         return false;
     }
-    if (cli_json.dest)
-        fclose(cli_json.dest);
-    cli_json.dest = f;
+    cli_json.dest = cli_json.file.f;
     free(cli_json.dest_path);
     cli_json.dest_path = strdup(path);
     return true;
@@ -133,10 +136,17 @@ int cli_json_finish(int rc)
 {
     if (cli_json.on && !cli_json.emitted && rc != CG_EXIT_OK)
         rc = cli_json_emit(rc, NULL);
-    if (cli_json.dest && fclose(cli_json.dest) != 0 && rc == CG_EXIT_OK) {
-        fprintf(stderr, "convgate %s: could not write the JSON report to %s\n",
-                cli_json.command, cli_json.dest_path);
-        rc = CG_EXIT_ERROR;
+    if (cli_json.dest) {
+        cg_error err;
+        cg_error_clear(&err);
+        if (cli_json.emitted && cg_atomic_commit(&cli_json.file, &err) != CG_OK) {
+            fprintf(stderr, "convgate %s: could not write the JSON report: %s\n",
+                    cli_json.command, err.msg);
+            if (rc == CG_EXIT_OK)
+                rc = CG_EXIT_ERROR;
+        } else if (!cli_json.emitted) {
+            cg_atomic_abort(&cli_json.file);
+        }
     }
     cli_json.dest = NULL;
     free(cli_json.dest_path);

@@ -139,26 +139,3 @@ nomem:
     cg_path_names_free(v, n);
     return cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
 }
-
-cg_status cg_path_write_new(const char *path, const void *data, size_t size, cg_error *err)
-{
-    const unsigned char *p = data;
-    size_t done = 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
-    while (done < size) {
-        ssize_t w = write(fd, p + done, size - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            close(fd);
-            return cg_error_set(err, CG_IO, "writing '%s': %s", path, strerror(e));
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0)
-        return cg_error_set(err, CG_IO, "writing '%s': %s", path, strerror(errno));
-    return CG_OK;
-}

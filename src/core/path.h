@@ -15,11 +15,6 @@ cg_status cg_path_make_dirs(const char *dir, cg_error *err);
 /* Makes the folders above the file path (nothing for a bare file name). */
 cg_status cg_path_make_parents(const char *path, cg_error *err);
 
-#include <stddef.h>
-/* Writes a whole file, created or truncated, without following a link
- * planted at path (output files in folders others may write to). */
-cg_status cg_path_write_new(const char *path, const void *data, size_t size, cg_error *err);
-
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -1,7 +1,6 @@
 /*
- * Helpers shared by the tensor-file readers and writers in src/io/: whole-file
- * reads with a size cap, little-endian field access, and the allocation
- * convention of values handed out by this module (see tensor_io.h).
+ * Helpers shared by the tensor-file readers and writers in src/io/:
+ * little-endian field access and the allocation convention of values handed out by this module (see tensor_io.h).
  */
 #ifndef CG_IO_INTERNAL_H
 #define CG_IO_INTERNAL_H
@@ -15,12 +14,7 @@
 /* max_bytes with 0 replaced by the default. */
 size_t cg_io_limit(size_t max_bytes);
 
-/* Reads a whole regular file into a malloc'd buffer; fails with CG_LIMIT
- * (before allocating) if it is larger than max_size. */
-cg_status cg_io_read_file(const char *path, size_t max_size, uint8_t **out, size_t *out_size,
-                          cg_error *err);
-/* Writes size bytes to path (created or truncated). */
-cg_status cg_io_write_file(const char *path, const void *data, size_t size, cg_error *err);
+#include "core/file.h"
 
 static inline uint16_t cg_io_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static inline uint32_t cg_io_le32(const uint8_t *p)

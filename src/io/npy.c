@@ -421,9 +421,11 @@ cg_status cg_npy_load(const char *path, size_t max_bytes, cg_tensor *out, cg_err
      * (strings may use up to 4 bytes per element in the file and 8 here). */
     size_t cap = limit > SIZE_MAX - ((size_t)1 << 32) ? SIZE_MAX : limit + ((size_t)1 << 32);
     memset(out, 0, sizeof *out);
-    cg_status st = cg_io_read_file(path, cap, &buf, &size, err);
+    char *bytes = NULL;
+    cg_status st = cg_file_read_all(path, cap, &bytes, &size, err);
     if (st != CG_OK)
         return st;
+    buf = (uint8_t *)bytes;
     st = cg_npy_parse(buf, size, path, max_bytes, out, err);
     free(buf);
     return st;
@@ -573,7 +575,7 @@ cg_status cg_npy_save(const char *path, const cg_tensor *t, cg_error *err)
         cg_error_prefix(err, "writing '%s': ", path);
         return st;
     }
-    st = cg_io_write_file(path, buf, size, err);
+    st = cg_atomic_write(path, buf, size, err);
     free(buf);
     return st;
 }

@@ -157,9 +157,9 @@ cg_status cg_npz_open(const char *path, size_t max_bytes, cg_npz **out, cg_error
         return cg_error_set(err, CG_NOMEM, "out of memory");
     }
     z->max_bytes = cg_io_limit(max_bytes);
-    z->file = fopen(path, "rb");
+    z->file = cg_file_fopen_read(path, err);
     if (!z->file) {
-        st = cg_error_set(err, CG_IO, "cannot open '%s': %s", path, strerror(errno));
+        st = err ? err->status : CG_IO;
         goto fail;
     }
     if (fstat(fileno(z->file), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0) {
@@ -421,13 +421,14 @@ cg_status cg_npz_save(const char *path, size_t count, const char *const *keys,
     uint8_t *central = NULL;
     size_t central_len = 0;
     uint32_t offset = 0;
+    cg_atomic_file af;
     FILE *f = NULL;
     if (count >= 0xFFFF)
         return cg_error_set(err, CG_UNSUPPORTED, "writing '%s': %zu arrays need ZIP64", path,
                             count);
-    f = fopen(path, "wb");
-    if (!f)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
+    if ((st = cg_atomic_begin(&af, path, err)) != CG_OK)
+        return st;
+    f = af.f;
     for (size_t i = 0; i < count; i++) {
         uint8_t *npy = NULL, *packed = NULL;
         size_t npy_n = 0, packed_n = 0;
@@ -521,7 +522,8 @@ cg_status cg_npz_save(const char *path, size_t count, const char *const *keys,
         st = cg_error_set(err, CG_IO, "write to '%s' failed", path);
 done:
     free(central);
-    if (fclose(f) != 0 && st == CG_OK)
-        st = cg_error_set(err, CG_IO, "write to '%s' failed", path);
+    if (st == CG_OK)
+        return cg_atomic_commit(&af, err);
+    cg_atomic_abort(&af);
     return st;
 }

@@ -507,9 +507,11 @@ cg_status cg_io_pb_load(const char *path, const cg_type *type, size_t max_bytes,
     uint8_t *buf;
     size_t size;
     *out = NULL;
-    cg_status st = cg_io_read_file(path, cg_io_limit(max_bytes), &buf, &size, err);
+    char *bytes = NULL;
+    cg_status st = cg_file_read_all(path, cg_io_limit(max_bytes), &bytes, &size, err);
     if (st != CG_OK)
         return st;
+    buf = (uint8_t *)bytes;
     st = cg_io_pb_parse(buf, size, type, path, max_bytes, out, err);
     free(buf);
     return st;

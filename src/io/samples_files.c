@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "convgate/samples.h"
+#include "core/file.h"
 #include "core/path.h"
 
 #define SAMPLES_PATH_MAX 4096
@@ -95,7 +96,7 @@ static cg_status write_output(const char *dir, const char *stem, const cg_value 
             cg_error_prefix(err, "cannot write '%s': ", path);
             return st;
         }
-        st = cg_path_write_new(path, buf, size, err);
+        st = cg_atomic_write(path, buf, size, err);
         free(buf);
         return st;
     }

@@ -1,6 +1,6 @@
 /*
- * Tensor files in general: whole-file reads and writes with a size cap, the
- * allocation convention of tensors and values handed out by src/io
+ * Tensor files in general (whole-file reads and atomic writes are in
+ * src/core/file.c): the allocation convention of tensors and values handed out by src/io
  * (malloc'd struct, malloc'd payload, malloc'd strings and items), loading a
  * value by file extension (.pb / .npy / .npz[:KEY]) and the seeded generator
  * (the random-input policy itself is convgate/samples.h).
@@ -19,57 +19,6 @@ size_t cg_io_limit(size_t max_bytes) { return max_bytes ? max_bytes : CG_IO_DEFA
 size_t cg_io_elem_size(cg_dtype dt)
 {
     return dt == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dt);
-}
-
-cg_status cg_io_read_file(const char *path, size_t max_size, uint8_t **out, size_t *out_size,
-                          cg_error *err)
-{
-    cg_status st = CG_OK;
-    uint8_t *buf = NULL;
-    struct stat sb;
-    FILE *f = fopen(path, "rb");
-    *out = NULL;
-    *out_size = 0;
-    if (!f)
-        return cg_error_set(err, CG_IO, "cannot open '%s': %s", path, strerror(errno));
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = cg_error_set(err, CG_IO, "'%s' is not a regular file", path);
-        goto done;
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)max_size) {
-        st = cg_error_set(err, CG_LIMIT, "'%s' is %lld bytes, over the limit of %zu", path,
-                          (long long)sb.st_size, max_size);
-        goto done;
-    }
-    size_t size = (size_t)sb.st_size;
-    buf = malloc(size ? size : 1);
-    if (!buf) {
-        st = cg_error_set(err, CG_NOMEM, "'%s': out of memory for %zu bytes", path, size);
-        goto done;
-    }
-    if (size && fread(buf, 1, size, f) != size) {
-        st = cg_error_set(err, CG_IO, "'%s': short read", path);
-        goto done;
-    }
-    *out = buf;
-    *out_size = size;
-    buf = NULL;
-done:
-    free(buf);
-    fclose(f);
-    return st;
-}
-
-cg_status cg_io_write_file(const char *path, const void *data, size_t size, cg_error *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return cg_error_set(err, CG_IO, "cannot create '%s': %s", path, strerror(errno));
-    size_t n = size ? fwrite(data, 1, size, f) : 0;
-    int close_rc = fclose(f);
-    if (n != size || close_rc != 0)
-        return cg_error_set(err, CG_IO, "write to '%s' failed", path);
-    return CG_OK;
 }
 
 /* --- loading by extension ------------------------------------------------- */

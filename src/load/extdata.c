@@ -13,15 +13,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/mapfile.h"
 #include "load/load_internal.h"
 
-#define MAX_COMPONENTS 64
 
 static const char *tname(const cg_tensor_proto *t) { return t->name ? t->name : "(unnamed)"; }
 
@@ -76,57 +77,15 @@ static cg_status check_location(rd_ctx *c, const cg_tensor_proto *t, const char 
     return CG_OK;
 }
 
-/* Opens base_dir/loc without following any symlink; returns an fd or -1. */
+/* Opens base_dir/loc without following any symlink (cg_file_open_beneath);
+ * returns an fd or -1. */
 static int open_beneath(rd_ctx *c, const cg_tensor_proto *t, const char *base_dir,
                         const char *loc)
 {
-    int dirfd = open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) {
-        cg_error_set(c->err, CG_IO, "%s: cannot open model directory '%s': %s", c->label,
-                     base_dir, strerror(errno));
-        return -1;
-    }
-    char comp[4096];
-    const char *p = loc;
-    int depth = 0;
-    for (;;) {
-        while (*p == '/')
-            p++;
-        const char *slash = strchr(p, '/');
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        if (n == 0 || n >= sizeof comp || ++depth > MAX_COMPONENTS) {
-            close(dirfd);
-            cg_error_set(c->err, CG_SECURITY, "%s: tensor '%s': bad external data location '%s'",
-                         c->label, tname(t), loc);
-            return -1;
-        }
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        bool last = !slash || !slash[strspn(slash, "/")];
-        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
-        int fd = openat(dirfd, comp, flags);
-        int e = errno;
-        if (fd < 0) {
-            struct stat lst;
-            bool is_link = fstatat(dirfd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
-                           S_ISLNK(lst.st_mode);
-            close(dirfd);
-            if (is_link || e == ELOOP)
-                cg_error_set(c->err, CG_SECURITY,
-                             "%s: tensor '%s': external data location '%s': '%s' is a symbolic "
-                             "link (refused: it could point outside the model directory)",
-                             c->label, tname(t), loc, comp);
-            else
-                cg_error_set(c->err, CG_IO, "%s: tensor '%s': cannot open external data '%s': %s",
-                             c->label, tname(t), loc, strerror(e));
-            return -1;
-        }
-        close(dirfd);
-        if (last)
-            return fd;
-        dirfd = fd;
-        p += n;
-    }
+    char label[512];
+    snprintf(label, sizeof label, "%s: tensor '%s': external data location", c->label,
+             tname(t));
+    return cg_file_open_beneath(base_dir, loc, label, c->err);
 }
 
 static cg_status find_or_map(rd_ctx *c, cg_model *m, const cg_tensor_proto *t, const char *loc,

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "core/path.h"
 #include "report/report.h"
 
@@ -88,7 +89,7 @@ static cg_status me_write(const char *dir, const char *name, const char *graph_i
         json_decref(root);
         return cg_error_set(err, CG_NOMEM, "Model Explorer data: out of memory");
     }
-    if ((st = cg_path_write_new(path, text, strlen(text), err)) != CG_OK)
+    if ((st = cg_atomic_write(path, text, strlen(text), err)) != CG_OK)
         cg_error_prefix(err, "--model-explorer: ");
     free(text);
     json_decref(root);

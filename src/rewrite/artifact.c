@@ -21,6 +21,7 @@
 
 #include "convgate/golden.h"
 #include "convgate/rewrite.h"
+#include "core/file.h"
 #include "io/io_internal.h"
 
 #define ARTIFACT_MANIFEST_MAX ((size_t)64 << 20)
@@ -110,7 +111,7 @@ cg_status cg_artifact_verify(const char *dir, const cg_verify_options *opt, cg_a
                              cg_error *err)
 {
     char path[ARTIFACT_PATH_MAX], model_path[ARTIFACT_PATH_MAX], golden[ARTIFACT_PATH_MAX];
-    uint8_t *buf = NULL;
+    char *buf = NULL;
     size_t size = 0;
     json_error_t jerr;
     json_t *root = NULL;
@@ -123,10 +124,10 @@ cg_status cg_artifact_verify(const char *dir, const cg_verify_options *opt, cg_a
         return cg_error_set(err, CG_USAGE, "verify: an artifact directory is needed");
     if (!(out->dir = strdup(dir)))
         return cg_error_set(err, CG_NOMEM, "out of memory");
-    if (cg_io_read_file(path, ARTIFACT_MANIFEST_MAX, &buf, &size, &local) != CG_OK)
+    if (cg_file_read_all(path, ARTIFACT_MANIFEST_MAX, &buf, &size, &local) != CG_OK)
         return cg_error_set(err, local.status == CG_LIMIT ? CG_LIMIT : CG_IO,
                             "artifact '%s': no readable manifest.json (%s)", dir, local.msg);
-    root = json_loadb((const char *)buf, size, JSON_REJECT_DUPLICATES, &jerr);
+    root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &jerr);
     free(buf);
     if (!root)
         return cg_error_set(err, CG_PARSE, "artifact '%s': manifest.json line %d: %s", dir,

@@ -25,6 +25,7 @@
 #include "convgate/check.h"
 #include "convgate/golden.h"
 #include "convgate/rewrite.h"
+#include "core/file.h"
 #include "core/path.h"
 #include "ir/walk.h"
 
@@ -101,7 +102,7 @@ cg_status cg_convert_add_file(cg_convert_result *r, const char *path, const void
     if (!join(full, sizeof full, r->dir, path))
         return cg_error_set(err, CG_LIMIT, "convert: path '%s/%s' is too long", r->dir, path);
     if ((st = cg_path_make_parents(full, err)) != CG_OK ||
-        (st = cg_path_write_new(full, data, size, err)) != CG_OK)
+        (st = cg_atomic_write(full, data, size, err)) != CG_OK)
         return st;
     if (!(f = record_file(r, path, err)))
         return CG_NOMEM;

@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "convgate/schema.h"
 #include "ir/walk.h"
+#include "core/file.h"
 #include "target/registry.h"
 
 static_assert(CG_DTYPE_COUNT <= 32, "dtype sets are 32-bit masks");
@@ -1262,7 +1264,12 @@ cg_status cg_profile_load(const char *path, cg_target **out, cg_error *err)
     pf_parser ps = {path, err};
     pf_profile *p = NULL;
     cg_status st;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    /* opened as a regular file only: a FIFO named as a profile must not block */
+    int fd = cg_file_open_read(path, NULL, err);
+    if (fd < 0)
+        return err ? err->status : CG_IO;
+    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    close(fd);
     if (!root) {
         /* jansson reports unreadable files and syntax errors alike; line 0 = I/O */
         return cg_error_set(err, jerr.line <= 0 ? CG_IO : CG_PARSE, "profile %s:%d:%d: %s", path,

@@ -25,6 +25,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "core/file.h"
 #include "core/path.h"
 #include "ir/walk.h"
 
@@ -465,11 +466,13 @@ bool cg_conf_manifest_load(const char *path, bool missing_ok, cg_conf_manifest *
                            cg_error *err)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "r");
+    cg_error oerr;
+    cg_error_clear(&oerr);
+    FILE *f = cg_file_fopen_read(path, &oerr); /* a regular file only: never blocks */
     if (!f) {
         if (missing_ok && errno == ENOENT)
             return true;
-        cg_error_set(err, CG_IO, "cannot open manifest '%s': %s", path, strerror(errno));
+        cg_error_set(err, oerr.status, "manifest: %s", oerr.msg);
         return false;
     }
     char *line = NULL;
@@ -603,19 +606,12 @@ bool cg_conf_manifest_update(const char *path, const cg_conf_test *tests, size_t
             lines[n].reason = old.entries[i].reason;
             n++;
         }
-    char *tmp = NULL;
+    cg_atomic_file af;
     FILE *f = NULL;
     if (ok) {
         qsort(lines, n, sizeof *lines, cmp_line);
-        tmp = malloc(strlen(path) + 8);
-        ok = tmp != NULL;
-    }
-    if (ok) {
-        sprintf(tmp, "%s.tmp", path);
-        f = fopen(tmp, "w");
-        if (!f)
-            cg_error_set(err, CG_IO, "cannot write '%s': %s", tmp, strerror(errno));
-        ok = f != NULL;
+        ok = cg_atomic_begin(&af, path, err) == CG_OK;
+        f = ok ? af.f : NULL;
     }
     if (ok) {
         if (old.header)
@@ -628,15 +624,8 @@ bool cg_conf_manifest_update(const char *path, const cg_conf_test *tests, size_t
         for (size_t i = 0; i < n; i++)
             fprintf(f, "%s\t%s\t%s\n", lines[i].name, cg_conf_status_name_of[lines[i].status],
                     lines[i].reason);
-        ok = fclose(f) == 0;
-        if (ok && rename(tmp, path) != 0) {
-            cg_error_set(err, CG_IO, "cannot replace '%s': %s", path, strerror(errno));
-            ok = false;
-        }
-        if (!ok)
-            remove(tmp);
+        ok = cg_atomic_commit(&af, err) == CG_OK; /* removes the temporary on failure */
     }
-    free(tmp);
     free(lines);
     cg_conf_manifest_free(&old);
     return ok;

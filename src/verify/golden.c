@@ -31,6 +31,7 @@
 #include "convgate/noise.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
+#include "core/file.h"
 #include "core/path.h"
 #include "io/io_internal.h"
 #include "convgate/tensor.h"
@@ -62,8 +63,9 @@ cg_status cg_sha256_hex(const void *data, size_t size, char hex[CG_SHA256_HEX], 
     return CG_OK;
 }
 
-cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
-                         cg_error *err)
+/* The sha256 of what fd holds (closed here); path names it in messages. */
+static cg_status sha256_fd(int fd, const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
+                           cg_error *err)
 {
     cg_status st = CG_OK;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -71,9 +73,6 @@ cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *by
     uint64_t total = 0;
     unsigned char *buf = NULL;
     EVP_MD_CTX *ctx = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return cg_error_set(err, CG_IO, "cannot open '%s': %s", path, strerror(errno));
     buf = malloc(GOLDEN_HASH_CHUNK);
     ctx = EVP_MD_CTX_new();
     if (!buf || !ctx) {
@@ -112,6 +111,15 @@ done:
     free(buf);
     close(fd);
     return st;
+}
+
+cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
+                         cg_error *err)
+{
+    int fd = cg_file_open_read(path, NULL, err);
+    if (fd < 0)
+        return err ? err->status : CG_IO;
+    return sha256_fd(fd, path, hex, bytes, err);
 }
 
 /* --- names and paths ---------------------------------------------------------- */
@@ -365,7 +373,7 @@ static cg_status write_side(const char *root, const char *set, const char *side,
         }
         st = cg_sha256_hex(buf, size, hex, err);
         if (st == CG_OK)
-            st = cg_path_write_new(path, buf, size, err);
+            st = cg_atomic_write(path, buf, size, err);
         free(buf);
         if (st != CG_OK)
             goto done;
@@ -526,7 +534,7 @@ void cg_golden_writer_set_created(cg_golden_writer *w, const char *created)
 cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err)
 {
     cg_status st;
-    char created[32], path[GOLDEN_PATH_MAX], tmp[GOLDEN_PATH_MAX];
+    char created[32], path[GOLDEN_PATH_MAX];
     time_t now = time(NULL);
     struct tm tm;
     if (w->set_count == 0)
@@ -545,20 +553,12 @@ cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err)
     json_decref(root);
     if (!text)
         return cg_error_set(err, CG_NOMEM, "golden writer: out of memory");
-    if (!join(path, sizeof path, w->dir, GOLDEN_MANIFEST) ||
-        !join(tmp, sizeof tmp, w->dir, GOLDEN_MANIFEST ".tmp")) {
+    if (!join(path, sizeof path, w->dir, GOLDEN_MANIFEST)) {
         free(text);
         return cg_error_set(err, CG_LIMIT, "golden path '%s' is too long", w->dir);
     }
-    st = cg_path_write_new(tmp, text, strlen(text), err);
+    st = cg_atomic_write(path, text, strlen(text), err);
     free(text);
-    if (st != CG_OK)
-        return st;
-    if (rename(tmp, path) != 0) {
-        st = cg_error_set(err, CG_IO, "cannot rename '%s' to '%s': %s", tmp, path,
-                          strerror(errno));
-        unlink(tmp);
-    }
     return st;
 }
 
@@ -713,22 +713,23 @@ fail:
     return st;
 }
 
-/* Checks that one listed file exists and has its recorded hash. */
+/* Checks that one listed file exists and has its recorded hash. It is
+ * opened beneath the golden folder without following any link (a set
+ * folder or file swapped for a link could point anywhere). */
 static cg_status check_file(const cg_golden *g, const cg_golden_tensor *t, cg_error *err)
 {
-    char path[GOLDEN_PATH_MAX], hex[CG_SHA256_HEX];
-    struct stat sb;
+    char hex[CG_SHA256_HEX];
     cg_error local;
-    if (!join(path, sizeof path, g->dir, t->file))
-        return cg_error_set(err, CG_LIMIT, "golden path '%s' is too long", g->dir);
-    if (lstat(path, &sb) != 0)
-        return cg_error_set(err, CG_IO, "golden set '%s': file '%s' (tensor '%s') is listed in "
-                            "manifest.json but missing", g->dir, t->file, t->name);
-    if (!S_ISREG(sb.st_mode))
-        return cg_error_set(err, CG_SECURITY, "golden set '%s': '%s' (tensor '%s') is not a "
-                            "regular file", g->dir, t->file, t->name);
     cg_error_clear(&local);
-    if (cg_sha256_file(path, hex, NULL, &local) != CG_OK)
+    int fd = cg_file_open_beneath(g->dir, t->file, NULL, &local);
+    if (fd < 0) {
+        if (local.status == CG_IO && errno == ENOENT)
+            return cg_error_set(err, CG_IO, "golden set '%s': file '%s' (tensor '%s') is listed "
+                                "in manifest.json but missing", g->dir, t->file, t->name);
+        return cg_error_set(err, local.status == CG_IO ? CG_SECURITY : local.status,
+                            "golden set '%s': tensor '%s': %s", g->dir, t->name, local.msg);
+    }
+    if (sha256_fd(fd, t->file, hex, NULL, &local) != CG_OK)
         return cg_error_set(err, local.status, "golden set '%s': %s", g->dir, local.msg);
     if (strcmp(hex, t->sha256) != 0)
         return cg_error_set(err, CG_SECURITY, "golden set '%s': file '%s' (tensor '%s') was "
@@ -741,7 +742,7 @@ cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err)
 {
     cg_status st;
     char path[GOLDEN_PATH_MAX], where[256];
-    uint8_t *buf = NULL;
+    char *buf = NULL;
     size_t size = 0;
     json_t *root = NULL, *v, *model, *sets;
     json_error_t jerr;
@@ -751,10 +752,13 @@ cg_status cg_golden_open(const char *dir, cg_golden **out, cg_error *err)
     if (!dir || !join(path, sizeof path, dir, GOLDEN_MANIFEST))
         return cg_error_set(err, CG_USAGE, "golden directory path missing or too long");
     cg_error_clear(&local);
-    if (cg_io_read_file(path, GOLDEN_MANIFEST_MAX, &buf, &size, &local) != CG_OK)
-        return cg_error_set(err, local.status == CG_LIMIT ? CG_LIMIT : CG_IO,
+    /* beneath the folder, never through a link: a manifest swapped for a
+     * link could vouch for files anywhere */
+    if (cg_file_read_beneath(dir, GOLDEN_MANIFEST, GOLDEN_MANIFEST_MAX, &buf, &size, &local) !=
+        CG_OK)
+        return cg_error_set(err, local.status,
                             "golden set '%s': no readable manifest.json (%s)", dir, local.msg);
-    root = json_loadb((const char *)buf, size, JSON_REJECT_DUPLICATES, &jerr);
+    root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &jerr);
     free(buf);
     if (!root)
         return cg_error_set(err, CG_PARSE, "golden set '%s': manifest.json line %d: %s", dir,
@@ -893,10 +897,16 @@ cg_status cg_golden_load(const cg_golden *g, const cg_golden_tensor *t, size_t m
     if (!safe_relpath(t->file) || !join(path, sizeof path, g->dir, t->file))
         return cg_error_set(err, CG_SECURITY, "golden set '%s': unsafe file '%s'", g->dir,
                             t->file);
-    /* room for the .npy header on top of the payload limit */
-    if ((st = cg_io_read_file(path, limit > SIZE_MAX - 65536 ? SIZE_MAX : limit + 65536, &buf,
-                              &size, err)) != CG_OK)
+    /* room for the .npy header on top of the payload limit; opened beneath
+     * the folder without following links, like the manifest */
+    char *bytes = NULL;
+    if ((st = cg_file_read_beneath(g->dir, t->file,
+                                   limit > SIZE_MAX - 65536 ? SIZE_MAX : limit + 65536, &bytes,
+                                   &size, err)) != CG_OK) {
+        cg_error_prefix(err, "golden set '%s': ", g->dir);
         return st;
+    }
+    buf = (uint8_t *)bytes;
     if ((st = cg_sha256_hex(buf, size, hex, err)) != CG_OK)
         goto done;
     if (strcmp(hex, t->sha256) != 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "convgate/compare.h"
+#include "core/file.h"
 #include "io/io_internal.h"
 
 #define TOL_FILE_MAX ((size_t)16 << 20) /* a tolerance file is a few lines of JSON */
@@ -89,7 +90,7 @@ cg_status cg_tolerances_resolve(const char *const *outputs, size_t count,
                                 cg_output_tolerance *out, cg_error *err)
 {
     cg_status st = CG_OK;
-    uint8_t *text = NULL;
+    char *text = NULL;
     size_t size = 0;
     json_t *doc = NULL;
     json_error_t jerr;
@@ -113,11 +114,12 @@ cg_status cg_tolerances_resolve(const char *const *outputs, size_t count,
     }
     if (!tol_file)
         return CG_OK;
-    if ((st = cg_io_read_file(tol_file, TOL_FILE_MAX, &text, &size, err)) != CG_OK) {
+    /* a regular file only: a FIFO given as --tol must not block */
+    if ((st = cg_file_read_all(tol_file, TOL_FILE_MAX, &text, &size, err)) != CG_OK) {
         cg_error_prefix(err, "--tol: ");
         goto done;
     }
-    if (!(doc = json_loadb((const char *)text, size, JSON_REJECT_DUPLICATES, &jerr))) {
+    if (!(doc = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr))) {
         st = cg_error_set(err, CG_USAGE, "--tol %s: line %d: %s", tol_file, jerr.line,
                           jerr.text);
         goto done;
