@@ -4,9 +4,13 @@
  * Fields are written in field-number order followed by the unknown fields
  * kept at load time, which is also how protobuf serializes, so a model that
  * was loaded and saved parses to a message equal to the original. Nested
- * messages are length-prefixed by measuring them first (a writer in
- * measure mode only counts bytes), so nothing is buffered twice and tensor
- * payloads stream straight from the mapping to the output.
+ * messages are length-prefixed. Their lengths come from one measuring pass
+ * over the whole model (a writer in measure mode only counts bytes) that
+ * records every nested message's length in the order the writing pass
+ * meets them, so each message is measured once however deep it is nested
+ * (measuring a message again inside each enclosing one would cost 2^depth),
+ * nothing is buffered twice, and tensor payloads stream straight from the
+ * mapping to the output.
  *
  * With external data, every initializer payload of at least
  * external_min_bytes bytes is written to one file beside the model, at
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "load/pbwire.h"
 #include "convgate/model.h"
 
@@ -30,20 +35,54 @@ typedef struct ext_entry {
     char offset_s[24], length_s[24];
 } ext_entry;
 
+/* Lengths of the nested messages in the order put_msg meets them. */
+typedef struct msg_sizes {
+    uint64_t *len;
+    size_t count, cap;
+    size_t next;    /* writing pass: the next length to use */
+    bool measuring; /* measuring pass: record, do not look up */
+    bool failed;    /* out of memory, or the passes disagreed */
+} msg_sizes;
+
 typedef struct wctx {
     const char *ext_name; /* NULL: inline */
     ext_entry *ext;       /* sorted by tensor pointer */
     size_t ext_count;
+    msg_sizes *sizes;
 } wctx;
 
 typedef void (*emit_fn)(pb_writer *w, const void *msg, const wctx *c);
 
 static void put_msg(pb_writer *w, uint32_t field, emit_fn fn, const void *msg, const wctx *c)
 {
-    pb_writer m = {0};
-    fn(&m, msg, c);
+    msg_sizes *z = c->sizes;
+    if (z->measuring) {
+        /* reserve this message's entry before its children take theirs */
+        if (z->count == z->cap) {
+            size_t ncap = z->cap ? z->cap * 2 : 256;
+            uint64_t *n = ncap > SIZE_MAX / sizeof *n ? NULL : realloc(z->len, ncap * sizeof *n);
+            if (!n) {
+                z->failed = true;
+                return;
+            }
+            z->len = n;
+            z->cap = ncap;
+        }
+        size_t slot = z->count++;
+        uint64_t start = w->size;
+        fn(w, msg, c);
+        uint64_t len = w->size - start;
+        z->len[slot] = len;
+        w->size += pb_varint_size(((uint64_t)field << 3) | PB_LEN) + pb_varint_size(len);
+        return;
+    }
+    if (z->next >= z->count) {
+        z->failed = true;
+        return;
+    }
+    uint64_t len = z->len[z->next++];
     pb_put_tag(w, field, PB_LEN);
-    pb_put_varint(w, m.size);
+    pb_put_varint(w, len);
     fn(w, msg, c);
 }
 
@@ -436,16 +475,40 @@ static void emit_model(pb_writer *w, const cg_model *m, const wctx *c)
     put_unknown(w, m->unknown);
 }
 
+/* The measuring pass: fills c->sizes and the total in *total. */
+static cg_status measure_model(const cg_model *model, const wctx *c, uint64_t *total,
+                               cg_error *err)
+{
+    pb_writer m = {0};
+    c->sizes->measuring = true;
+    emit_model(&m, model, c);
+    c->sizes->measuring = false;
+    c->sizes->next = 0;
+    if (c->sizes->failed)
+        return cg_error_set(err, CG_NOMEM, "serializing the model: out of memory");
+    if (total)
+        *total = m.size;
+    return CG_OK;
+}
+
 cg_status cg_model_serialize(const cg_model *model, uint8_t **out, size_t *out_size,
                              cg_error *err)
 {
     *out = NULL;
     *out_size = 0;
+    msg_sizes sizes = {0};
     wctx c = {0};
+    c.sizes = &sizes;
+    cg_status st = measure_model(model, &c, NULL, err);
+    if (st != CG_OK) {
+        free(sizes.len);
+        return st;
+    }
     pb_writer w = {0};
     w.cap = SIZE_MAX; /* buffer mode */
     emit_model(&w, model, &c);
-    if (w.failed) {
+    free(sizes.len);
+    if (w.failed || sizes.failed || sizes.next != sizes.count) {
         free(w.buf);
         return cg_error_set(err, CG_NOMEM, "serializing the model: out of memory");
     }
@@ -479,38 +542,51 @@ static bool bare_file_name(const char *s)
            strcmp(s, "..") != 0;
 }
 
-/* Directory part of path ("." when none); caller frees. */
-static char *dir_part(const char *path)
+static const char *base_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    char *d = malloc(n + 2);
-    if (!d)
-        return NULL;
-    if (!slash)
-        strcpy(d, ".");
-    else if (n == 0)
-        strcpy(d, "/");
-    else {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
+    return slash ? slash + 1 : path;
 }
 
+/* Writes the moved payloads (c->ext, in offset order) to f, 64-byte aligned. */
+static bool write_external(FILE *f, const wctx *c)
+{
+    static const uint8_t zeros[EXT_ALIGN];
+    uint64_t pos = 0;
+    for (size_t i = 0; i < c->ext_count; i++) {
+        const ext_entry *e = &c->ext[i];
+        size_t pad = (size_t)(e->offset - pos);
+        if ((pad && fwrite(zeros, 1, pad, f) != pad) ||
+            fwrite(e->payload.data, 1, e->payload.len, f) != e->payload.len)
+            return false;
+        pos = e->offset + e->payload.len;
+    }
+    return true;
+}
+
+/* Both files are written to temporaries beside the destination and renamed
+ * only once both are complete (cg_atomic_*): saving over the source model,
+ * or writing external data over the file the source still maps, never
+ * truncates what is being read, and a failed write leaves the old files. */
 cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_options *opt,
                         cg_error *err)
 {
+    msg_sizes sizes = {0};
     wctx c = {0};
+    c.sizes = &sizes;
     cg_status st = CG_OK;
-    FILE *f = NULL;
-    int ext_fd = -1, dir_fd = -1;
-    char *dir = NULL;
+    cg_atomic_file ext_file = {0}, model_file = {0};
+    char *ext_path = NULL;
     if (opt && opt->external_file) {
         if (!bare_file_name(opt->external_file))
             return cg_error_set(err, CG_SECURITY,
                                 "external data file '%s' must be a plain file name written "
                                 "beside the model (no directories, no '..')",
+                                opt->external_file);
+        if (strcmp(opt->external_file, base_of(path)) == 0)
+            return cg_error_set(err, CG_USAGE,
+                                "external data file '%s' is the output model's own name: the "
+                                "weights would overwrite the model",
                                 opt->external_file);
         c.ext_name = opt->external_file;
         const cg_graph *g = model->graph;
@@ -533,92 +609,58 @@ cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_o
             snprintf(e->length_s, sizeof e->length_s, "%zu", p.len);
             off += p.len;
         }
-    }
-    {
-        pb_writer m = {0};
-        emit_model(&m, model, &c);
-        if (m.size > 2147483647u) {
-            st = cg_error_set(err, CG_LIMIT,
-                              "saving '%s': the model would be %llu bytes, over protobuf's 2 GiB "
-                              "limit; save with external data",
-                              path, (unsigned long long)m.size);
-            goto done;
-        }
-    }
-    if (c.ext_name) {
-        dir = dir_part(path);
-        if (!dir) {
+        size_t dir_len = (size_t)(base_of(path) - path);
+        ext_path = malloc(dir_len + strlen(c.ext_name) + 1);
+        if (!ext_path) {
             st = cg_error_set(err, CG_NOMEM, "saving '%s': out of memory", path);
             goto done;
         }
-        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0) {
-            st = cg_error_set(err, CG_IO, "saving '%s': cannot open directory '%s': %s", path, dir,
-                              strerror(errno));
+        memcpy(ext_path, path, dir_len);
+        strcpy(ext_path + dir_len, c.ext_name);
+        if ((st = cg_atomic_begin(&ext_file, ext_path, err)) != CG_OK)
             goto done;
-        }
-        ext_fd = openat(dir_fd, c.ext_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                        0644);
-        if (ext_fd < 0) {
-            st = cg_error_set(err, CG_IO, "saving '%s': cannot create external data '%s': %s",
+        if (!write_external(ext_file.f, &c)) {
+            st = cg_error_set(err, CG_IO, "saving '%s': writing external data '%s' failed: %s",
                               path, c.ext_name, strerror(errno));
             goto done;
-        }
-        uint64_t pos = 0;
-        static const uint8_t zeros[EXT_ALIGN];
-        for (size_t i = 0; i < c.ext_count; i++) {
-            const ext_entry *e = &c.ext[i];
-            while (pos < e->offset) {
-                size_t pad = (size_t)(e->offset - pos);
-                ssize_t wr = write(ext_fd, zeros, pad);
-                if (wr <= 0)
-                    goto write_fail;
-                pos += (uint64_t)wr;
-            }
-            size_t done_bytes = 0;
-            while (done_bytes < e->payload.len) {
-                ssize_t wr = write(ext_fd, e->payload.data + done_bytes, e->payload.len - done_bytes);
-                if (wr <= 0)
-                    goto write_fail;
-                done_bytes += (size_t)wr;
-            }
-            pos += e->payload.len;
         }
         if (c.ext_count)
             qsort(c.ext, c.ext_count, sizeof *c.ext, cmp_ext);
     }
-    f = fopen(path, "wb");
-    if (!f) {
-        st = cg_error_set(err, CG_IO, "saving '%s': %s", path, strerror(errno));
+    uint64_t total = 0;
+    if ((st = measure_model(model, &c, &total, err)) != CG_OK)
+        goto done;
+    if (total > 2147483647u) {
+        st = cg_error_set(err, CG_LIMIT,
+                          "saving '%s': the model would be %llu bytes, over protobuf's 2 GiB "
+                          "limit; save with external data",
+                          path, (unsigned long long)total);
         goto done;
     }
+    if ((st = cg_atomic_begin(&model_file, path, err)) != CG_OK)
+        goto done;
     {
         pb_writer w = {0};
-        w.file = f;
+        w.file = model_file.f;
         emit_model(&w, model, &c);
-        if (w.failed) {
-            st = cg_error_set(err, CG_IO, "saving '%s': write failed: %s", path, strerror(errno));
+        if (w.failed || sizes.failed || sizes.next != sizes.count) {
+            st = cg_error_set(err, CG_IO, "saving '%s': write failed: %s", path,
+                              w.failed ? strerror(errno) : "the size pass disagreed");
             goto done;
         }
     }
-    if (fclose(f) != 0) {
-        f = NULL;
-        st = cg_error_set(err, CG_IO, "saving '%s': %s", path, strerror(errno));
+    /* both complete before either replaces anything */
+    if ((ext_path && (st = cg_atomic_finish(&ext_file, err)) != CG_OK) ||
+        (st = cg_atomic_finish(&model_file, err)) != CG_OK)
         goto done;
-    }
-    f = NULL;
-    goto done;
-write_fail:
-    st = cg_error_set(err, CG_IO, "saving '%s': writing external data '%s' failed: %s", path,
-                      c.ext_name, strerror(errno));
+    if (ext_path && (st = cg_atomic_commit(&ext_file, err)) != CG_OK)
+        goto done;
+    st = cg_atomic_commit(&model_file, err);
 done:
-    if (f)
-        fclose(f);
-    if (ext_fd >= 0)
-        close(ext_fd);
-    if (dir_fd >= 0)
-        close(dir_fd);
-    free(dir);
+    cg_atomic_abort(&ext_file);
+    cg_atomic_abort(&model_file);
+    free(ext_path);
+    free(sizes.len);
     free(c.ext);
     return st;
 }
