@@ -1,12 +1,15 @@
 /* convgate: dispatch to the subcommand named by argv[1]. */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "convgate/model.h"
+#include "core/mapfile.h"
 
 typedef struct cli_command {
     const char *name;
@@ -166,8 +169,56 @@ static void usage(FILE *f)
                "Exit status: 0 success, 1 the model failed the check, 2 usage or input error.\n");
 }
 
+/* Writes a NUL-terminated string with write(2) (async-signal-safe). */
+static void put_raw(const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* A model or weights file mapped by convgate and truncated by someone else
+ * while in use (core/mapfile.h): say which file, and exit with status 2
+ * rather than die on the signal. Any other SIGBUS keeps its default. */
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    const char *label;
+    size_t size;
+    if (info && cg_mapping_lookup(info->si_addr, &label, &size)) {
+        put_raw("convgate: error: '");
+        put_raw(label);
+        put_raw("' shrank while convgate was reading it (a file must not change while it is "
+                "in use); stopped, no result\n");
+        _exit(CG_EXIT_ERROR);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    /* Over a file size limit (ulimit -f) a write fails with EFBIG and is
+     * reported like a full disk, instead of the signal killing us midway. */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
 int main(int argc, char **argv)
 {
+    install_signal_handlers();
     if (argc < 2) {
         usage(stderr);
         return CG_EXIT_ERROR;

@@ -1,13 +1,59 @@
 /* POSIX mmap wrappers (see mapfile.h). */
 #include <errno.h>
-#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/mapfile.h"
+
+/* Live mappings: pushed and unlinked under the lock; a signal handler walks
+ * the list without it (it only reads pointers that are published with
+ * release stores before the nodes they point to can be seen). */
+static _Atomic(cg_mapping *) live_head;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void live_add(cg_mapping *m)
+{
+    pthread_mutex_lock(&live_lock);
+    m->live_next = atomic_load_explicit(&live_head, memory_order_relaxed);
+    atomic_store_explicit(&live_head, m, memory_order_release);
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(cg_mapping *m)
+{
+    pthread_mutex_lock(&live_lock);
+    cg_mapping *p = atomic_load_explicit(&live_head, memory_order_relaxed);
+    if (p == m) {
+        atomic_store_explicit(&live_head, m->live_next, memory_order_release);
+    } else {
+        while (p && p->live_next != m)
+            p = p->live_next;
+        if (p)
+            p->live_next = m->live_next;
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
+bool cg_mapping_lookup(const void *addr, const char **label, size_t *size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    for (cg_mapping *m = atomic_load_explicit(&live_head, memory_order_acquire); m;
+         m = m->live_next) {
+        uintptr_t lo = (uintptr_t)m->addr;
+        if (m->addr && a >= lo && a - lo < m->size) {
+            *label = m->label;
+            *size = m->size;
+            return true;
+        }
+    }
+    return false;
+}
 
 cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err)
 {
@@ -41,6 +87,7 @@ cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err)
             return cg_error_set(err, CG_IO, "%s: cannot map: %s", label, strerror(e));
         }
         m->addr = p;
+        live_add(m);
     }
     *out = m;
     return CG_OK;
@@ -48,9 +95,10 @@ cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err)
 
 cg_status cg_map_path(const char *path, cg_mapping **out, cg_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *out = NULL;
+    int fd = cg_file_open_read(path, NULL, err);
     if (fd < 0)
-        return cg_error_set(err, CG_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : CG_IO;
     cg_status st = cg_map_fd(fd, path, out, err);
     close(fd);
     return st;
@@ -58,12 +106,13 @@ cg_status cg_map_path(const char *path, cg_mapping **out, cg_error *err)
 
 cg_status cg_map_path_limited(const char *path, size_t max_bytes, cg_mapping **out, cg_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *out = NULL;
+    int fd = cg_file_open_read(path, NULL, err);
     if (fd < 0)
-        return cg_error_set(err, CG_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : CG_IO;
     struct stat st;
     cg_status s;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes)
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max_bytes)
         s = cg_error_set(err, CG_LIMIT,
                          "%s: %llu bytes is over protobuf's 2 GiB limit for one message; store "
                          "the weights as external data",
@@ -78,8 +127,10 @@ void cg_mappings_free(cg_mapping *m)
 {
     while (m) {
         cg_mapping *next = m->next;
-        if (m->addr)
+        if (m->addr) {
+            live_remove(m);
             munmap((void *)m->addr, m->size);
+        }
         free(m->label);
         free(m);
         m = next;
