@@ -84,9 +84,13 @@ typedef struct opset_entry {
     int64_t version;
 } opset_entry;
 
+/* One entry per domain, in first-import order, indexed by domain: a model
+ * may import hundreds of thousands of domains, and every node looks its
+ * domain up (a linear scan made check quadratic). */
 typedef struct opset_map {
     opset_entry *entries;
-    size_t count;
+    size_t count, cap;
+    cg_strmap index; /* domain -> entry */
 } opset_map;
 
 static const char *canon_domain(const char *domain)
@@ -94,27 +98,36 @@ static const char *canon_domain(const char *domain)
     return cg_domain_is_default(domain) ? "" : domain;
 }
 
-/* The imported version for domain, or -1. Later imports win, like the
- * std::unordered_map assignment in onnx.checker. */
+/* The imported version for domain, or -1. */
 static int64_t opset_get(const opset_map *map, const char *domain)
 {
-    domain = canon_domain(domain);
-    int64_t version = -1;
-    for (size_t i = 0; i < map->count; i++)
-        if (strcmp(map->entries[i].domain, domain) == 0)
-            version = map->entries[i].version;
-    return version;
+    size_t e = cg_strmap_get(&map->index, canon_domain(domain));
+    return e == CG_STRMAP_NONE ? -1 : map->entries[e].version;
 }
 
+/* Sets domain's version; a later import of a domain wins, like the
+ * std::unordered_map assignment in onnx.checker. */
 static bool opset_put(opset_map *map, const char *domain, int64_t version)
 {
-    if (map->count == SIZE_MAX / sizeof(opset_entry) - 1)
+    domain = canon_domain(domain);
+    size_t e = cg_strmap_get(&map->index, domain);
+    if (e != CG_STRMAP_NONE) {
+        map->entries[e].version = version;
+        return true;
+    }
+    if (map->count == map->cap) {
+        size_t cap = map->cap ? map->cap * 2 : 8;
+        if (cap > SIZE_MAX / sizeof(opset_entry))
+            return false;
+        opset_entry *grown = realloc(map->entries, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        map->entries = grown;
+        map->cap = cap;
+    }
+    if (cg_strmap_add(&map->index, domain, map->count) == CG_STRMAP_NONE)
         return false;
-    opset_entry *grown = realloc(map->entries, (map->count + 1) * sizeof *grown);
-    if (grown == NULL)
-        return false;
-    map->entries = grown;
-    map->entries[map->count].domain = canon_domain(domain);
+    map->entries[map->count].domain = domain;
     map->entries[map->count].version = version;
     map->count++;
     return true;
@@ -123,8 +136,8 @@ static bool opset_put(opset_map *map, const char *domain, int64_t version)
 static void opset_free(opset_map *map)
 {
     free(map->entries);
-    map->entries = NULL;
-    map->count = 0;
+    cg_strmap_free(&map->index);
+    memset(map, 0, sizeof *map);
 }
 
 /* ---- checker state and problem recording ------------------------------ */
@@ -1006,14 +1019,19 @@ static void check_node(checker *ck, const cg_node *n, const scope *sc, const gra
         return;
     }
 
-    /* Ours: attribute names are unique on every node, schema or not. */
-    for (size_t i = 0; i < n->attr_count; i++)
-        for (size_t j = 0; j < i; j++)
-            if (n->attrs[i].name != NULL && n->attrs[j].name != NULL &&
-                strcmp(n->attrs[i].name, n->attrs[j].name) == 0) {
-                ERR(ck, "attr-duplicate", "attribute '%s' appears more than once", n->attrs[i].name);
-                break;
-            }
+    /* Ours: attribute names are unique on every node, schema or not
+     * (hashed: a node may carry hundreds of thousands of attributes). */
+    name_set attr_names = {0};
+    for (size_t i = 0; i < n->attr_count && !ck->oom; i++) {
+        const char *an = n->attrs[i].name;
+        if (an == NULL)
+            continue;
+        if (set_has(&attr_names, an))
+            ERR(ck, "attr-duplicate", "attribute '%s' appears more than once", an);
+        else if (!set_add(&attr_names, an))
+            ck->oom = true;
+    }
+    set_free(&attr_names);
 
     int64_t version = opset_get(gc->opsets, domain);
     if (version < 0)
@@ -1243,7 +1261,7 @@ static void check_opset_compat(checker *ck, const cg_node *n, const opset_map *f
 static void check_function(checker *ck, const cg_function *f, const opset_map *merged)
 {
     size_t saved = where_push(ck, "function '%s'", str_or(f->name, ""));
-    opset_map fn_opsets = {NULL, 0};
+    opset_map fn_opsets = {0};
     scope sc = {{0}, NULL};
     name_set seen = {0};
     if (str_empty(f->name))
@@ -1394,7 +1412,7 @@ static void check_functions(checker *ck)
              ck->ir_version);
     /* onnx: the model's imports, plus each function import for a domain the
      * model does not import. */
-    opset_map merged = {NULL, 0};
+    opset_map merged = {0};
     for (size_t i = 0; i < ck->model_opsets.count && !ck->oom; i++)
         if (!opset_put(&merged, ck->model_opsets.entries[i].domain,
                        ck->model_opsets.entries[i].version))
@@ -1499,13 +1517,15 @@ static void check_model_fields(checker *ck)
         ERR(ck, "ir-version", "ir_version %" PRId64 " is newer than the newest supported (%d)",
             m->ir_version, CG_CHECK_MAX_IR_VERSION);
 
-    for (size_t i = 0; i < m->metadata_count; i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(str_or(m->metadata[i].key, ""), str_or(m->metadata[j].key, "")) == 0) {
-                ERR(ck, "metadata", "metadata_props key '%s' appears more than once",
-                    str_or(m->metadata[i].key, ""));
-                break;
-            }
+    name_set keys = {0};
+    for (size_t i = 0; i < m->metadata_count && !ck->oom; i++) {
+        const char *key = str_or(m->metadata[i].key, "");
+        if (set_has(&keys, key))
+            ERR(ck, "metadata", "metadata_props key '%s' appears more than once", key);
+        else if (!set_add(&keys, key))
+            ck->oom = true;
+    }
+    set_free(&keys);
 
     if (m->ir_version >= 3) {
         if (m->opset_count == 0)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "core/path.h"
+#include "core/strmap.h"
 #include "ir/walk.h"
 
 
@@ -27,15 +28,45 @@
 
 /* --- options and checks -------------------------------------------------------------- */
 
+/* The graph's initializer names, hashed. Asked once per input, a linear
+ * search made feeding a model quadratic (200 000 inputs took over a
+ * minute). False when out of memory. */
+static bool init_names(const cg_graph *g, cg_strmap *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!cg_strmap_reserve(m, g->initializer_count))
+        return false;
+    for (size_t i = 0; i < g->initializer_count; i++)
+        if (g->initializers[i].name)
+            cg_strmap_add(m, g->initializers[i].name, i);
+    return true;
+}
+
+/* The names a sample feeds already, hashed. */
+static bool fed_names(const cg_sample *s, cg_strmap *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!cg_strmap_reserve(m, s->input_count))
+        return false;
+    for (size_t i = 0; i < s->input_count; i++)
+        cg_strmap_add(m, s->inputs[i].name, i);
+    return true;
+}
+
 size_t cg_samples_fed_inputs(const cg_graph *g, const cg_value_info **out, size_t cap)
 {
     size_t n = 0;
+    cg_strmap inits;
+    bool hashed = g && init_names(g, &inits);
     for (size_t i = 0; g && i < g->input_count; i++)
-        if (g->inputs[i].name && !cg_graph_initializer(g, g->inputs[i].name)) {
+        if (g->inputs[i].name && !(hashed ? cg_strmap_has(&inits, g->inputs[i].name)
+                                          : cg_graph_initializer(g, g->inputs[i].name) != NULL)) {
             if (out && n < cap)
                 out[n] = &g->inputs[i];
             n++;
         }
+    if (hashed)
+        cg_strmap_free(&inits);
     return n;
 }
 
@@ -399,6 +430,9 @@ static cg_status note_unnamed(cg_sample *s, const cg_value_info *vi, const cg_va
     return CG_OK;
 }
 
+static cg_status sample_append(cg_sample *s, const cg_graph *g, const cg_value_info *vi,
+                               cg_value *v, const char *source, cg_error *err);
+
 cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, cg_value *v,
                          const char *source, cg_error *err)
 {
@@ -422,6 +456,18 @@ cg_status cg_sample_feed(cg_sample *s, const cg_model *model, const char *name, 
         st = cg_error_set(err, CG_USAGE, "input '%s': no value from %s", name, source);
         goto fail;
     }
+    return sample_append(s, g, vi, v, source, err);
+fail:
+    cg_value_free(v);
+    return st;
+}
+
+/* Appends v (owned) for graph input vi, which the caller knows is a fed,
+ * not yet fed input of g: checked against its declared type. */
+static cg_status sample_append(cg_sample *s, const cg_graph *g, const cg_value_info *vi,
+                               cg_value *v, const char *source, cg_error *err)
+{
+    cg_status st;
     if ((st = cg_samples_check_input(vi, v, source, err)) != CG_OK)
         goto fail;
     if (s->input_count >= g->input_count) {
@@ -487,14 +533,6 @@ cg_status cg_sample_feed_spec(cg_sample *s, const cg_model *model, const char *s
         st = cg_sample_feed(s, model, name, v, eq + 1, err);
     free(name);
     return st;
-}
-
-static bool fed(const cg_sample *s, const char *name)
-{
-    for (size_t i = 0; i < s->input_count; i++)
-        if (strcmp(s->inputs[i].name, name) == 0)
-            return true;
-    return false;
 }
 
 /* The tensor of a fed input (NULL when not fed or not a tensor). */
@@ -617,22 +655,30 @@ cg_status cg_sample_fill_random(cg_sample *s, const cg_model *model, const cg_ra
                 return st;
         }
     }
-    for (size_t i = 0; i < g->input_count; i++) {
+    cg_strmap inits, fed;
+    if (!init_names(g, &inits))
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    if (!fed_names(s, &fed)) {
+        cg_strmap_free(&inits);
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    }
+    cg_status st = CG_OK;
+    for (size_t i = 0; i < g->input_count && st == CG_OK; i++) {
         const cg_value_info *vi = &g->inputs[i];
         cg_value *v = NULL;
-        cg_status st;
-        if (!vi->name || cg_graph_initializer(g, vi->name))
+        if (!vi->name || cg_strmap_has(&inits, vi->name))
             continue;
-        if (fed(s, vi->name)) {
+        if (cg_strmap_has(&fed, vi->name)) {
             k++;
             continue;
         }
         if ((st = random_value(s, model, vi, k++, p, index, dims, dim_count, max_bytes, &v,
-                               err)) != CG_OK ||
-            (st = cg_sample_feed(s, model, vi->name, v, "random", err)) != CG_OK)
-            return st;
+                               err)) == CG_OK)
+            st = sample_append(s, g, vi, v, "random", err);
     }
-    return CG_OK;
+    cg_strmap_free(&inits);
+    cg_strmap_free(&fed);
+    return st;
 }
 
 void cg_samples_cast_free(cg_named_value *v, bool *owned, size_t n)
@@ -689,15 +735,21 @@ cg_status cg_samples_cast_inputs(const cg_model *model, const cg_named_value *in
 cg_status cg_sample_check_complete(const cg_sample *s, const cg_model *model, cg_error *err)
 {
     const cg_graph *g = model->graph;
-    for (size_t i = 0; i < g->input_count; i++) {
+    cg_strmap inits = {0}, fed = {0};
+    cg_status st = CG_OK;
+    if (!init_names(g, &inits) || !fed_names(s, &fed))
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
+    for (size_t i = 0; i < g->input_count && st == CG_OK; i++) {
         const cg_value_info *vi = &g->inputs[i];
-        if (!vi->name || cg_graph_initializer(g, vi->name) || fed(s, vi->name))
+        if (!vi->name || cg_strmap_has(&inits, vi->name) || cg_strmap_has(&fed, vi->name))
             continue;
         char want[256];
         cg_samples_type_text(vi->type, want, sizeof want);
-        return cg_error_set(err, CG_USAGE, "no value for input '%s' (%s)", vi->name, want);
+        st = cg_error_set(err, CG_USAGE, "no value for input '%s' (%s)", vi->name, want);
     }
-    return CG_OK;
+    cg_strmap_free(&inits);
+    cg_strmap_free(&fed);
+    return st;
 }
 
 size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,

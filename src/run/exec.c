@@ -205,6 +205,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     int64_t *sig = NULL;
     size_t sig_len = 0;
     bool *fed = NULL;
+    size_t *input_of_slot = NULL;
     cg_status st = cg_frame_init(&f, rt, p, NULL, err);
     if (st != CG_OK)
         return st;
@@ -216,11 +217,20 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
         goto done;
     }
 
+    /* name -> slot by the plan's hash, slot -> input by this inverse: a
+     * linear search per input would make binding quadratic */
+    input_of_slot = calloc(p->slot_count + 1, sizeof *input_of_slot);
+    if (!input_of_slot) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory starting a run");
+        goto done;
+    }
+    for (size_t i = g->input_count; i-- > 0;)
+        input_of_slot[p->input_slots[i]] = i + 1;
     for (size_t j = 0; j < input_count; j++) {
         const char *name = inputs[j].name;
-        size_t i = 0;
-        while (i < g->input_count && !(name && strcmp(g->inputs[i].name, name) == 0))
-            i++;
+        size_t slot = cg_strmap_get(&p->names, name); /* CG_STRMAP_NONE for NULL too */
+        size_t i = slot != CG_STRMAP_NONE && input_of_slot[slot] ? input_of_slot[slot] - 1
+                                                                 : g->input_count;
         if (i == g->input_count) {
             st = cg_error_set(err, CG_USAGE, "the model has no input named '%s'",
                               name ? name : "(null)");
@@ -290,6 +300,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
 done:
     cg_frame_free(&f);
     free(fed);
+    free(input_of_slot);
     free(outs);
     free(sig);
     return st;
