@@ -295,7 +295,9 @@ static cg_status convt_geom_init(cg_kernel_ctx *k, const cg_tensor *x, const cg_
         int64_t eff = (kd - 1) * dil[d] + 1;
         if (eff > CG_NN_MAX_EXTENT)
             return cg_kernel_fail(k, CG_INVALID, "dilated kernel extent too large on axis %d", d);
-        int64_t full = s * (in > 0 ? in - 1 : 0) + outpad[d] + eff, out, head;
+        /* The spec's formula as written, also for an empty input axis:
+         * ONNX Runtime gives s*(0-1) + eff there, not eff. */
+        int64_t full = s * (in - 1) + outpad[d] + eff, out, head;
         if (have_oshape || same_upper || same_lower) {
             out = have_oshape ? oshape[d] : in * s;
             int64_t total = full - out;
@@ -305,9 +307,10 @@ static cg_status convt_geom_init(cg_kernel_ctx *k, const cg_tensor *x, const cg_
             head = valid ? 0 : pads[d];
             out = full - head - (valid ? 0 : pads[nsp + d]);
         }
-        if (out < 0)
-            return cg_kernel_fail(k, CG_INVALID, "output extent %lld on spatial axis %d",
-                                  (long long)out, d);
+        if (out < 1) /* ONNX Runtime refuses these too ("dim_size > 0") */
+            return cg_kernel_fail(k, CG_INVALID, "output extent %lld on spatial axis %d (input "
+                                  "extent %lld): an output axis must have at least one element",
+                                  (long long)out, d, (long long)in);
         w->in[d] = out; /* the adjoint window gathers from y ... */
         w->out[d] = in; /* ... at x's positions */
         w->kernel[d] = kd;
@@ -342,6 +345,14 @@ cg_status cg_op_convtranspose(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
+    if (x->numel == 0) {
+        /* nothing to scatter (and the column matrix has no columns to
+         * divide by): every output element is its channel's bias */
+        int64_t per = y->numel / (y->dims[0] * y->dims[1]);
+        for (int64_t i = 0; b && i < y->numel; i++)
+            cg_tensor_set_f64(y, i, cg_tensor_get_f64(b, (i / per) % y->dims[1]));
+        return CG_OK;
+    }
     if (g.col_elems == 0)
         g.col_elems = 1;
     return conv_float(k, x, wt, b, &g, true, y);
