@@ -240,6 +240,28 @@ cg_status cg_nn_window_init(cg_kernel_ctx *k, int nsp, const int64_t *in, const 
     return CG_OK;
 }
 
+int64_t cg_nn_window_taps(const cg_nn_window *w, int64_t planes)
+{
+    int64_t n = planes < 0 ? 0 : planes;
+    for (int d = 0; d < w->nsp && n > 0; d++) {
+        int64_t axis = 0; /* <= out * in: no overflow, both are <= 2^41 */
+        for (int64_t o = 0; o < w->out[d]; o++) {
+            int64_t t0, t1;
+            cg_nn_tap_range(o * w->stride[d] - w->pad0[d], w->kernel[d], w->dil[d], 0, w->in[d],
+                            &t0, &t1);
+            axis += t1 - t0;
+            if (axis > CG_NN_MAX_POOL_TAPS)
+                return INT64_MAX;
+        }
+        if (axis == 0)
+            return 0;
+        if (n > INT64_MAX / axis)
+            return INT64_MAX;
+        n *= axis;
+    }
+    return n;
+}
+
 double cg_nn_round_even(double v)
 {
     /* nearbyint rounds half to even in the default rounding mode. */

@@ -71,6 +71,30 @@ typedef struct cg_nn_window {
 cg_status cg_nn_window_init(cg_kernel_ctx *k, int nsp, const int64_t *in, const int64_t *kernel,
                             bool pool, cg_nn_window *w);
 
+/* The taps t in [0, k) of a window starting at `start` with dilation dil
+ * that land in [lo, hi): [*t0, *t1), computed in O(1) so that a window's
+ * cost is its taps inside the image, not its kernel size. */
+static inline void cg_nn_tap_range(int64_t start, int64_t k, int64_t dil, int64_t lo, int64_t hi,
+                                   int64_t *t0, int64_t *t1)
+{
+    int64_t a = start >= lo ? 0 : (lo - start + dil - 1) / dil;
+    int64_t b = hi - start <= 0 ? 0 : (hi - start - 1) / dil + 1;
+    if (b > k)
+        b = k;
+    if (a > b)
+        a = b;
+    *t0 = a;
+    *t1 = b;
+}
+
+/* Taps inside the image that pooling over w visits in all: planes x the
+ * product over axes of the in-image taps summed over that axis's outputs,
+ * saturating at INT64_MAX. A kernel is an attribute, not data, so nothing
+ * else bounds it: pooling refuses more than CG_NN_MAX_POOL_TAPS (about
+ * 17e9 taps, tens of seconds) up front instead of running for hours. */
+#define CG_NN_MAX_POOL_TAPS ((int64_t)1 << 34)
+int64_t cg_nn_window_taps(const cg_nn_window *w, int64_t planes);
+
 /* Product of n dims (already validated to fit); -1 on overflow. */
 int64_t cg_nn_prod(int n, const int64_t *d);
 

@@ -72,6 +72,14 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
                               nk);
     if ((st = cg_nn_window_init(k, nsp, x->dims + 2, ks, true, &w)) != CG_OK)
         return st;
+    int64_t planes_n;
+    if (!cg_shape_numel(2, x->dims, &planes_n))
+        return cg_kernel_fail(k, CG_LIMIT, "N x C of X overflows");
+    int64_t taps = cg_nn_window_taps(&w, planes_n);
+    if (taps > CG_NN_MAX_POOL_TAPS)
+        return cg_kernel_fail(k, CG_LIMIT, "pooling would visit over %lld window taps inside "
+                              "the image: the kernel_shape is too large for this input",
+                              (long long)CG_NN_MAX_POOL_TAPS);
     if (mode == POOL_LP && (st = lp_order(k, &p)) != CG_OK)
         return st;
     bool include_pad = mode == POOL_AVG && cg_attr_int(k, "count_include_pad", 0) != 0;
