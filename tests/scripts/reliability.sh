@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Regression tests for the reliability findings of issue #8: each case
+# reproduces a crash, hang, data loss or wrong result of the CLI on a
+# crafted input (tests/data/reliability, made by tools/craft_reliability.py,
+# or generated here) and fails unless convgate now answers correctly.
+#
+#   bash tests/scripts/reliability.sh CONVGATE SOURCE_DIR [CASE-REGEX]
+# Exit: 0 all passed, 1 some failed, 2 usage.
+set -u
+cg="${1:-}"
+src="${2:-}"
+filter="${3:-}"
+if [ -z "$cg" ] || [ -z "$src" ] || [ ! -x "$cg" ]; then
+    echo "usage: $0 CONVGATE SOURCE_DIR [CASE-REGEX]" >&2
+    exit 2
+fi
+cg="$(cd "$(dirname "$cg")" && pwd -P)/$(basename "$cg")"
+data="$src/tests/data/reliability"
+tmp="$(mktemp -d /tmp/convgate-rel.XXXXXX)"
+trap 'rm -rf "$tmp"' EXIT
+have_python=0
+/usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null && have_python=1
+passed=0
+failed=0
+out="$tmp/out"
+
+# run_cg ARGS...: runs convgate with a hang guard; sets rc, output in $out.
+run_cg() {
+    timeout -k 2 "${CG_TIMEOUT:-60}" "$cg" "$@" > "$out" 2>&1
+    rc=$?
+}
+# Fails the current case with a message and the output.
+no() {
+    echo "      $*"
+    [ -s "$out" ] && head -c 800 "$out" | sed 's/^/      | /'
+    return 1
+}
+crashed() { [ "$rc" -ge 124 ]; }
+expect_rc() {
+    if crashed; then no "crash or hang (exit $rc), expected exit $1"; return 1; fi
+    [ "$rc" = "$1" ] || { no "exit $rc, expected $1"; return 1; }
+}
+expect_out() { grep -qiE -- "$1" "$out" || { no "output does not match /$1/"; return 1; }; }
+
+case_() {
+    local name=$1
+    shift
+    if [ -n "$filter" ] && ! grep -qE -- "$filter" <<< "$name"; then return; fi
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "ok    $name"
+    else
+        failed=$((failed + 1))
+        echo "FAIL  $name"
+    fi
+}
+
+# --- crashes and data loss ---------------------------------------------------
+
+# A graph input whose name is absent crashed `run` (NULL strcmp).
+t_run_unnamed_input() {
+    run_cg run "$data/unnamed_input.onnx" --random
+    expect_rc 2 && expect_out "input 1 has no name"
+}
+
+# ConvTranspose over an empty spatial axis: SIGFPE on an empty last axis,
+# and the output shape ONNX Runtime 1.22 gives (s*(in-1) + kernel, also for
+# in = 0); an output axis of 0 or less is refused, as ORT does.
+t_convtranspose_empty_axis() {
+    run_cg run "$data/convt_empty_h.onnx" --random
+    expect_rc 0 && expect_out "float32 \[1,1,1,4\]" || return 1
+    run_cg run "$data/convt_empty_w.onnx" --random
+    expect_rc 0 && expect_out "float32 \[1,1,4,1\]" || return 1
+    run_cg run "$data/convt_empty_out.onnx" --random
+    expect_rc 1 && expect_out "output extent 0 on spatial axis 0"
+}
+
+# Saving a model onto itself (SIGBUS, model left at 0 bytes), external data
+# written over the weights the source still maps (source truncated), and
+# external data named like the output (exit 0, unloadable model).
+t_save_over_source() {
+    local d="$tmp/save"
+    mkdir -p "$d"
+    run_cg save "$src/examples/tiny_cnn.onnx" -o "$d/m.onnx" --external-data w.bin --min-bytes 0
+    expect_rc 0 || return 1
+    cp "$d/w.bin" "$d/w.ref"
+    run_cg save "$d/m.onnx" -o "$d/m2.onnx" --external-data w.bin --min-bytes 0
+    expect_rc 0 || return 1
+    run_cg check "$d/m.onnx"
+    expect_rc 0 || { no "the source model no longer loads"; return 1; }
+    cmp -s "$d/w.bin" "$d/w.ref" || { no "w.bin changed"; return 1; }
+    run_cg save "$d/m.onnx" -o "$d/m.onnx" --external-data w.bin --min-bytes 0
+    expect_rc 0 || return 1
+    run_cg check "$d/m.onnx"
+    expect_rc 0 || { no "a model saved over itself no longer loads"; return 1; }
+    run_cg save "$d/m.onnx" -o "$d/m.onnx"
+    expect_rc 0 || return 1
+    run_cg run "$d/m.onnx" --random --dim batch=1
+    expect_rc 0 || { no "a model saved inline over itself does not run"; return 1; }
+    run_cg save "$d/m.onnx" -o "$d/out.onnx" --external-data out.onnx
+    expect_rc 2 && expect_out "output model's own name" || return 1
+    [ ! -e "$d/out.onnx" ] || { no "out.onnx was written"; return 1; }
+}
+
+# A mapped external-data file truncated during a run: SIGBUS. Now the
+# command names the file and exits 2.
+t_mapped_file_shrinks() {
+    local d="$tmp/shrink"
+    mkdir -p "$d"
+    cp "$data/shrink/model.onnx" "$d/"
+    truncate -s 33554432 "$d/w.bin"
+    ( sleep 1; truncate -s 0 "$d/w.bin" ) &
+    local bg=$!
+    run_cg run "$d/model.onnx"
+    wait "$bg"
+    expect_rc 2 && expect_out "w\.bin' shrank while"
+}
+
+# Writes are atomic: over a file size limit (ulimit -f, like a full disk)
+# save -o, run -o and dump-ref --force fail and leave the previous file.
+t_atomic_writes() {
+    local d="$tmp/atomic" m="$src/examples/tiny_cnn.onnx"
+    mkdir -p "$d/o"
+    cp "$m" "$d/good.onnx"
+    ( ulimit -f 64; exec "$cg" save "$m" -o "$d/good.onnx" ) > "$out" 2>&1
+    rc=$?
+    expect_rc 2 && expect_out "failed|too large" || return 1
+    cmp -s "$m" "$d/good.onnx" || { no "save replaced a good model with a truncated one"; return 1; }
+    ls "$d" | grep -q '\.tmp\.' && { no "a temporary file was left behind"; return 1; }
+    run_cg run "$m" --random --dim batch=1 -o "$d/o"
+    expect_rc 0 || return 1
+    local f
+    f="$(ls "$d/o" | head -1)"
+    cp "$d/o/$f" "$d/o.ref"
+    ( ulimit -f 0; exec "$cg" run "$m" --random --dim batch=1 --seed 7 -o "$d/o" ) > "$out" 2>&1
+    rc=$?
+    expect_rc 2 || return 1
+    cmp -s "$d/o.ref" "$d/o/$f" || { no "run -o truncated $f"; return 1; }
+    run_cg dump-ref "$m" -o "$d/g" --random 1 --dim batch=1
+    expect_rc 0 || return 1
+    cp -r "$d/g" "$d/g.ref"
+    ( ulimit -f 0; exec "$cg" dump-ref "$m" -o "$d/g" --random 2 --dim batch=1 --force ) \
+        > "$out" 2>&1
+    rc=$?
+    [ "$rc" != 0 ] && ! crashed || { no "dump-ref over the size limit: exit $rc"; return 1; }
+    # every file is the old one (the old manifest is dropped first, on purpose)
+    (cd "$d/g.ref" && find . -type f ! -name manifest.json) | while read -r f; do
+        [ ! -e "$d/g/$f" ] || cmp -s "$d/g.ref/$f" "$d/g/$f" || { echo "$f"; break; }
+    done | grep -q . && { no "dump-ref truncated a golden file"; return 1; }
+    find "$d" -name '*.tmp.*' | grep -q . && { no "a temporary file was left behind"; return 1; }
+    return 0
+}
+
+# --- hangs ---------------------------------------------------------------------
+
+# save measured each nested message again inside every enclosing one:
+# 2^depth work (If nested 8 deep took over 2 minutes).
+t_save_nesting_depth() {
+    CG_TIMEOUT=20 run_cg save "$data/if_nest_30.onnx" -o "$tmp/nest.onnx"
+    expect_rc 0 || return 1
+    cmp -s "$data/if_nest_30.onnx" "$tmp/nest.onnx" || { no "bytes differ after a round trip"; return 1; }
+}
+
+# check and run were quadratic in attributes, metadata, opset imports and
+# graph inputs (200 000 of them took over a minute).
+t_many_items() {
+    [ "$have_python" = 1 ] || { echo "      (python3-onnx missing: generated inputs skipped)"; return 0; }
+    /usr/bin/python3 "$src/tools/craft_reliability.py" --big "$tmp/big" || { no "crafting failed"; return 1; }
+    local f
+    for f in attrs metadata opsets; do
+        CG_TIMEOUT=20 run_cg check "$tmp/big/many_$f.onnx"
+        crashed && { no "check of 200k $f: exit $rc (timeout 20 s)"; return 1; }
+    done
+    grep -q "attr-duplicate" "$out" && { no "false duplicates"; return 1; }
+    CG_TIMEOUT=20 run_cg run "$tmp/big/many_inputs.onnx" --random
+    expect_rc 0 || { no "run with 200k graph inputs"; return 1; }
+}
+
+# Pooling with a kernel far larger than the image (SAME padding) walked
+# every padding tap for minutes; ONNX Runtime takes milliseconds. Work
+# inside the image is bounded up front.
+t_pool_huge_kernel() {
+    CG_TIMEOUT=10 run_cg run "$data/pool_huge_kernel.onnx" --random
+    expect_rc 0 && expect_out "float32 \[1,1,4,4\]" || return 1
+    CG_TIMEOUT=10 run_cg run "$data/pool_huge_work.onnx" --random
+    expect_rc 1 && expect_out "window taps"
+}
+
+# A FIFO anywhere convgate opens a file blocked forever.
+t_fifo_inputs() {
+    local d="$tmp/fifo" m="$src/examples/tiny_cnn.onnx"
+    mkdir -p "$d/ext" "$d/gold"
+    mkfifo "$d/model.onnx" "$d/x.npy" "$d/tol.json" "$d/gold/manifest.json" "$d/ext/w.bin"
+    CG_TIMEOUT=10 run_cg check "$d/model.onnx"
+    expect_rc 2 && expect_out "FIFO" || return 1
+    CG_TIMEOUT=10 run_cg run "$m" -i "input=$d/x.npy"
+    expect_rc 2 && expect_out "FIFO" || return 1
+    CG_TIMEOUT=10 run_cg compare "$m" --target xnnpack --tol "$d/tol.json"
+    crashed && { no "compare --tol FIFO"; return 1; }
+    [ "$rc" = 2 ] || { no "compare --tol FIFO: exit $rc"; return 1; }
+    CG_TIMEOUT=10 run_cg verify "$m" "$d/gold"
+    crashed && { no "verify with a FIFO manifest"; return 1; }
+    [ "$rc" = 2 ] || { no "verify with a FIFO manifest: exit $rc"; return 1; }
+    run_cg save "$m" -o "$d/ext/m.onnx" --external-data real.bin --min-bytes 0
+    expect_rc 0 || return 1
+    /usr/bin/python3 - "$d/ext/m.onnx" <<'PY' 2>/dev/null || return 0
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+for t in m.graph.initializer:
+    for e in t.external_data:
+        if e.key == "location":
+            e.value = "w.bin"
+open(sys.argv[1], "wb").write(m.SerializeToString())
+PY
+    CG_TIMEOUT=10 run_cg check "$d/ext/m.onnx"
+    expect_rc 2 && expect_out "FIFO|not a regular file"
+}
+
+case_ run_unnamed_input t_run_unnamed_input
+case_ convtranspose_empty_axis t_convtranspose_empty_axis
+case_ save_over_source t_save_over_source
+case_ mapped_file_shrinks t_mapped_file_shrinks
+case_ atomic_writes t_atomic_writes
+case_ save_nesting_depth t_save_nesting_depth
+case_ many_items t_many_items
+case_ pool_huge_kernel t_pool_huge_kernel
+case_ fifo_inputs t_fifo_inputs
+
+echo "reliability: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Craft the models tests/scripts/reliability.sh runs convgate on: each one
+reproduces a crash, hang, data loss or wrong result found by the
+reliability campaign of issue #8 (the script says which case checks what).
+
+    /usr/bin/python3 tools/craft_reliability.py [--out tests/data/reliability]
+    /usr/bin/python3 tools/craft_reliability.py --big DIR
+
+The default writes the small committed files. --big writes the large
+generated ones (hundreds of thousands of attributes, metadata entries,
+opset imports or graph inputs) that the test makes at run time instead of
+keeping megabytes in git.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+OPSET = 17
+IR = 8
+
+
+def model(graph, opset=OPSET, **kw):
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], **kw)
+    m.ir_version = IR
+    return m
+
+
+def save(m, out, name):
+    path = os.path.join(out, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def vi(name, dtype, shape):
+    return h.make_tensor_value_info(name, dtype, shape)
+
+
+def one_node(op, inputs, outputs, attrs=None, inits=(), opset=OPSET, outs=None):
+    """A model of one node; graph inputs are the node inputs not initialized."""
+    init_names = {t.name for t in inits}
+    gin = [vi(n, d, s) for (n, d, s) in inputs if n not in init_names]
+    gout = outs if outs is not None else [vi(n, T.FLOAT, None) for n in outputs]
+    node = h.make_node(op, [n for (n, _, _) in inputs], outputs, **(attrs or {}))
+    return model(h.make_graph([node], "g", gin, gout, list(inits)), opset)
+
+
+def small(out):
+    # run: a graph input without a name (the field absent, not empty)
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g",
+                     [vi("x", T.FLOAT, [2]), vi("z", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])])
+    g.input[1].ClearField("name")
+    save(model(g), out, "unnamed_input.onnx")
+
+    # ConvTranspose over an empty spatial axis (ONNX Runtime 1.22 gives
+    # [1,1,1,4] for the first, [1,1,4,1] for the second, refuses the third)
+    w22 = nh.from_array(np.ones((1, 1, 2, 2), np.float32), "w")
+    w11 = nh.from_array(np.ones((1, 1, 1, 1), np.float32), "w")
+    save(one_node("ConvTranspose", [("x", T.FLOAT, [1, 1, 0, 2]), ("w", T.FLOAT, None)], ["y"],
+                  {"strides": [1, 2]}, [w22]), out, "convt_empty_h.onnx")
+    save(one_node("ConvTranspose", [("x", T.FLOAT, [1, 1, 2, 0]), ("w", T.FLOAT, None)], ["y"],
+                  {"strides": [2, 1]}, [w22]), out, "convt_empty_w.onnx")
+    save(one_node("ConvTranspose", [("x", T.FLOAT, [1, 1, 0, 2]), ("w", T.FLOAT, None)], ["y"],
+                  {}, [w11]), out, "convt_empty_out.onnx")
+
+    # save: If nested 30 deep in one branch (the checker allows 32)
+    def body(depth):
+        if depth == 0:
+            return h.make_graph([h.make_node("Identity", ["x"], ["y0"])], "b0", [],
+                                [vi("y0", T.FLOAT, [1])])
+        n = h.make_node("If", ["c"], ["y%d" % depth], then_branch=body(depth - 1),
+                        else_branch=body(0))
+        return h.make_graph([n], "b%d" % depth, [], [vi("y%d" % depth, T.FLOAT, [1])])
+    g = body(30)
+    g.input.extend([vi("c", T.BOOL, []), vi("x", T.FLOAT, [1])])
+    save(model(g), out, "if_nest_30.onnx")
+
+    # pooling: a kernel far larger than the image under SAME padding (ONNX
+    # Runtime answers in milliseconds), and one whose in-image work is huge
+    save(one_node("MaxPool", [("x", T.FLOAT, [1, 1, 4, 4])], ["y"],
+                  {"kernel_shape": [1 << 36, 1 << 36], "auto_pad": "SAME_UPPER"}), out,
+         "pool_huge_kernel.onnx")
+    save(one_node("MaxPool", [("x", T.FLOAT, [1, 1, 300000])], ["y"],
+                  {"kernel_shape": [1 << 40], "auto_pad": "SAME_UPPER"}), out,
+         "pool_huge_work.onnx")
+
+    # a Loop that reads 32 MiB of external weights per iteration, 100000
+    # times: the test truncates w.bin (made at test time) while it runs
+    body_g = h.make_graph(
+        [h.make_node("ReduceSum", ["W"], ["s"], keepdims=0),
+         h.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, [])],
+        [vi("cond_out", T.BOOL, []), vi("s", T.FLOAT, [])])
+    w = nh.from_array(np.zeros((8 << 20,), np.float32), "W")
+    m = model(h.make_graph([h.make_node("Loop", ["n", "c"], ["ss"], body=body_g)], "g", [],
+                           [vi("ss", T.FLOAT, None)],
+                           [w, nh.from_array(np.array(100000, np.int64), "n"),
+                            nh.from_array(np.array(True), "c")]))
+    ext = m.graph.initializer[0]
+    ext.ClearField("raw_data")
+    ext.data_location = T.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", str(32 << 20))):
+        e = ext.external_data.add()
+        e.key, e.value = k, v
+    save(m, out, "shrink/model.onnx")
+
+
+def big(out, n=200000):
+    os.makedirs(out, exist_ok=True)
+    relu = h.make_node("Relu", ["x"], ["y"])
+    relu.attribute.extend([h.make_attribute("a%d" % i, i) for i in range(n)])
+    save(model(h.make_graph([relu], "g", [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])])),
+         out, "many_attrs.onnx")
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g",
+                     [vi("x", T.FLOAT, [2])] + [vi("i%d" % i, T.FLOAT, [1]) for i in range(n)],
+                     [vi("y", T.FLOAT, [2])])
+    save(model(g), out, "many_inputs.onnx")
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [vi("x", T.FLOAT, [2])],
+                     [vi("y", T.FLOAT, [2])])
+    m = model(g)
+    m.opset_import.extend([h.make_opsetid("d%d" % i, 1) for i in range(n)])
+    save(m, out, "many_opsets.onnx")
+    m = model(g)
+    for i in range(n):
+        p = m.metadata_props.add()
+        p.key, p.value = "k%d" % i, "v"
+    save(m, out, "many_metadata.onnx")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
+                                                  "data", "reliability"))
+    ap.add_argument("--big", metavar="DIR")
+    a = ap.parse_args()
+    if a.big:
+        big(a.big)
+    else:
+        small(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
