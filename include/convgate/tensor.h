@@ -4,8 +4,9 @@
  * around.
  *
  * A cg_tensor is dense, row-major, of rank at most CG_MAX_RANK. Its `data`
- * holds numel elements of its dtype; for STRING, numel `char *`, each a
- * NUL-terminated heap string owned by the tensor (NULL reads as "").
+ * holds numel elements of its dtype; for STRING, numel cg_string, each
+ * carrying its length (ONNX strings are bytes and may hold NUL bytes: a
+ * string is never cut at one) and owned by the tensor.
  * A cg_value is what flows along a graph edge: a tensor, a sequence of
  * tensor values, or an optional.
  *
@@ -31,6 +32,13 @@ extern "C" {
 
 /* The largest rank of any tensor or value type convgate handles. */
 #define CG_MAX_RANK 16
+
+/* A STRING element: len bytes at data, then a NUL (for printing only: the
+ * bytes may hold NULs too). data NULL (len 0) is the empty string. */
+typedef struct cg_string {
+    char *data;
+    size_t len;
+} cg_string;
 
 typedef struct cg_tensor {
     cg_dtype dtype;
@@ -58,9 +66,12 @@ typedef struct cg_value {
 
 /* --- sizes ------------------------------------------------------------------ */
 
+/* Bytes one element takes in cg_tensor.data (sizeof(cg_string) for STRING;
+ * 0 for a dtype without a byte layout). */
+CG_API size_t cg_tensor_elem_size(cg_dtype dtype);
 /* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
 CG_API bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
-/* Bytes of numel elements of dtype (sizeof(char *) each for STRING),
+/* Bytes of numel elements of dtype (sizeof(cg_string) each for STRING),
  * overflow-checked; false on overflow or a dtype without a byte layout. */
 CG_API bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);
 /* Bytes of t's payload (t's numel is already known to fit). */
@@ -79,6 +90,16 @@ CG_API void cg_tensor_release(cg_tensor *t);
  * contain NUL bytes; a NUL is appended). */
 CG_API CG_NODISCARD cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s,
                                                    size_t len);
+/* String element i of a STRING tensor: its bytes (never NULL) and length. */
+CG_API const char *cg_tensor_string(const cg_tensor *t, int64_t i, size_t *len);
+/* Heap bytes a string element of len bytes costs (its block, the NUL and
+ * the allocator's overhead): what memory limits count for it. */
+static inline size_t cg_string_heap_bytes(size_t len)
+{
+    return len > SIZE_MAX - 48 ? SIZE_MAX : len + 1 + 32;
+}
+/* Orders two byte strings like memcmp, a proper prefix first (<0, 0, >0). */
+CG_API int cg_string_compare(const char *a, size_t alen, const char *b, size_t blen);
 
 /* Element i of a numeric tensor as double / int64 (any numeric dtype). */
 CG_API double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
@@ -97,6 +118,10 @@ CG_API CG_NODISCARD cg_status cg_value_alloc_tensor(cg_dtype dtype, int rank, co
 CG_API CG_NODISCARD cg_status cg_value_from_tensor(cg_tensor *t, cg_value **out, cg_error *err);
 /* Deep copy (tensor payload, strings, sequence items). */
 CG_API CG_NODISCARD cg_status cg_value_copy(const cg_value *src, cg_value **out, cg_error *err);
+/* Heap bytes the value's payloads take: tensor data, string elements
+ * (cg_string_heap_bytes each) and sequence items (saturating). What memory
+ * budgets count for a value. */
+CG_API uint64_t cg_value_bytes(const cg_value *v);
 /* Frees only the value's contents (not the struct). */
 CG_API void cg_value_clear(cg_value *v);
 /* Frees the value and everything it owns; NULL is fine. */

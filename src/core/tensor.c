@@ -9,6 +9,11 @@
 
 #include "convgate/tensor.h"
 
+size_t cg_tensor_elem_size(cg_dtype dtype)
+{
+    return dtype == CG_DTYPE_STRING ? sizeof(cg_string) : cg_dtype_size(dtype);
+}
+
 bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
 {
     int64_t n = 1;
@@ -25,13 +30,35 @@ bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
 
 bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out)
 {
-    size_t es = dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype);
+    size_t es = cg_tensor_elem_size(dtype);
     if (es == 0 || numel < 0)
         return false;
     if ((uint64_t)numel > SIZE_MAX / es)
         return false;
     *out = (size_t)numel * es;
     return true;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+uint64_t cg_value_bytes(const cg_value *v)
+{
+    if (!v)
+        return 0;
+    uint64_t n = 0;
+    const cg_tensor *t = &v->tensor;
+    if (t->data && t->numel > 0) {
+        n = cg_tensor_bytes(t);
+        if (t->dtype == CG_DTYPE_STRING) {
+            const cg_string *s = t->data;
+            for (int64_t i = 0; i < t->numel; i++)
+                if (s[i].data)
+                    n = sat_add(n, cg_string_heap_bytes(s[i].len));
+        }
+    }
+    for (size_t i = 0; i < v->item_count; i++)
+        n = sat_add(n, cg_value_bytes(v->items[i]));
+    return n;
 }
 
 void cg_value_clear(cg_value *v)
@@ -72,16 +99,35 @@ cg_status cg_tensor_set_string(cg_tensor *t, int64_t i, const char *s, size_t le
 {
     if (!t || t->dtype != CG_DTYPE_STRING || i < 0 || i >= t->numel || len == SIZE_MAX)
         return CG_INVALID;
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return CG_NOMEM;
-    if (len)
+    cg_string *slots = t->data;
+    char *copy = NULL;
+    if (len) { /* the empty string needs no allocation */
+        copy = malloc(len + 1);
+        if (!copy)
+            return CG_NOMEM;
         memcpy(copy, s, len);
-    copy[len] = '\0';
-    char **slots = t->data;
-    free(slots[i]);
-    slots[i] = copy;
+        copy[len] = '\0';
+    }
+    free(slots[i].data);
+    slots[i].data = copy;
+    slots[i].len = len;
     return CG_OK;
+}
+
+const char *cg_tensor_string(const cg_tensor *t, int64_t i, size_t *len)
+{
+    const cg_string *e = &((const cg_string *)t->data)[i];
+    *len = e->data ? e->len : 0;
+    return e->data ? e->data : "";
+}
+
+int cg_string_compare(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
 }
 
 /* Copies tensor payload src into the freshly allocated dst (same shape). */
@@ -93,10 +139,10 @@ static cg_status copy_tensor_data(cg_tensor *dst, const cg_tensor *src, cg_error
             memcpy(dst->data, src->data, bytes);
         return CG_OK;
     }
-    char *const *s = src->data;
     for (int64_t i = 0; i < src->numel; i++) {
-        const char *e = s[i] ? s[i] : "";
-        if (cg_tensor_set_string(dst, i, e, strlen(e)) != CG_OK)
+        size_t len;
+        const char *e = cg_tensor_string(src, i, &len);
+        if (cg_tensor_set_string(dst, i, e, len) != CG_OK)
             return cg_error_set(err, CG_NOMEM, "out of memory copying a string tensor");
     }
     return CG_OK;
@@ -188,9 +234,9 @@ void cg_tensor_release(cg_tensor *t)
     if (!t)
         return;
     if (t->dtype == CG_DTYPE_STRING && t->data) {
-        char **s = t->data;
+        cg_string *s = t->data;
         for (int64_t i = 0; i < t->numel; i++)
-            free(s[i]);
+            free(s[i].data);
     }
     free(t->data);
     memset(t, 0, sizeof *t);
@@ -305,6 +351,5 @@ void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v)
 
 size_t cg_tensor_bytes(const cg_tensor *t)
 {
-    size_t es = t->dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(t->dtype);
-    return (size_t)t->numel * es;
+    return (size_t)t->numel * cg_tensor_elem_size(t->dtype);
 }

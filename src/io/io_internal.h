@@ -32,7 +32,5 @@ static inline void cg_io_put32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Element size used for a tensor's payload (sizeof(char *) for STRING). */
-size_t cg_io_elem_size(cg_dtype dt);
 
 #endif

@@ -217,10 +217,13 @@ static bool utf8_put(char *out, size_t *n, uint32_t cp)
     return true;
 }
 
-/* Decodes one fixed-width string element into a malloc'd UTF-8 string
- * (trailing NULs dropped, as NumPy does). NULL on bad data or OOM. */
-static char *decode_string(const uint8_t *src, const npy_type *nt, bool *bad)
+/* One fixed-width element as malloc'd UTF-8 bytes in *out (NULL when
+ * empty): NumPy drops trailing NULs, any other NUL is part of the string.
+ * 0 ok, 1 invalid Unicode, 2 out of memory. */
+static int decode_string(const uint8_t *src, const npy_type *nt, char **out, size_t *len)
 {
+    *out = NULL;
+    *len = 0;
     size_t units = nt->kind == NPY_UNICODE ? nt->itemsize / 4 : nt->itemsize;
     while (units > 0) {
         const uint8_t *u = src + (units - 1) * (nt->kind == NPY_UNICODE ? 4 : 1);
@@ -229,11 +232,13 @@ static char *decode_string(const uint8_t *src, const npy_type *nt, bool *bad)
             break;
         units--;
     }
+    if (units == 0)
+        return 0;
     /* At most 4 UTF-8 bytes per code point; units <= itemsize, no overflow. */
     char *s = malloc(nt->kind == NPY_UNICODE ? units * 4 + 1 : units + 1);
     size_t n = 0;
     if (!s)
-        return NULL;
+        return 2;
     for (size_t i = 0; i < units; i++) {
         if (nt->kind == NPY_BYTES) {
             s[n++] = (char)src[i];
@@ -244,13 +249,14 @@ static char *decode_string(const uint8_t *src, const npy_type *nt, bool *bad)
                                  : (uint32_t)u[3] | (uint32_t)u[2] << 8 | (uint32_t)u[1] << 16 |
                                        (uint32_t)u[0] << 24;
         if (!utf8_put(s, &n, cp)) {
-            *bad = true;
             free(s);
-            return NULL;
+            return 1;
         }
     }
     s[n] = '\0';
-    return s;
+    *out = s;
+    *len = n;
+    return 0;
 }
 
 static void swap_bytes(uint8_t *p, size_t width)
@@ -377,20 +383,33 @@ cg_status cg_npy_parse(const void *data, size_t size, const char *what, size_t m
         return st;
     }
     const uint8_t *src = b + hstart + hlen;
-    size_t es = cg_io_elem_size(nt.dtype);
+    size_t es = cg_tensor_elem_size(nt.dtype);
+    /* Strings are allocated one by one: the limit covers them all, with a
+     * heap block's overhead each, not just the element array (a small
+     * compressed file of many short strings must not take gigabytes). */
+    size_t total = cg_tensor_bytes(&t), limit = cg_io_limit(max_bytes);
     for (int64_t i = 0; i < numel; i++) {
         int64_t dst = fortran ? fortran_to_c(i, rank, dims) : i;
         const uint8_t *e = src + (size_t)i * nt.itemsize;
         if (nt.dtype == CG_DTYPE_STRING) {
-            bool bad = false;
-            char *str = decode_string(e, &nt, &bad);
-            if (!str) {
-                st = bad ? cg_error_set(err, CG_PARSE, "%s: element %lld is not valid Unicode",
-                                        what, (long long)i)
-                         : cg_error_set(err, CG_NOMEM, "%s: out of memory", what);
+            size_t len = 0;
+            char *str = NULL;
+            int bad = decode_string(e, &nt, &str, &len);
+            if (bad) {
+                st = bad == 1 ? cg_error_set(err, CG_PARSE, "%s: element %lld is not valid "
+                                             "Unicode", what, (long long)i)
+                              : cg_error_set(err, CG_NOMEM, "%s: out of memory", what);
                 goto fail;
             }
-            ((char **)t.data)[dst] = str;
+            cg_string *slot = &((cg_string *)t.data)[dst];
+            slot->data = str;
+            slot->len = len;
+            total += str ? cg_string_heap_bytes(len) : 0;
+            if (total > limit) {
+                st = cg_error_set(err, CG_LIMIT, "%s: the strings take over the limit of %zu "
+                                  "bytes (element %lld)", what, limit, (long long)i);
+                goto fail;
+            }
             continue;
         }
         uint8_t *d = (uint8_t *)t.data + (size_t)dst * es;
@@ -435,11 +454,13 @@ cg_status cg_npy_load(const char *path, size_t max_bytes, cg_tensor *out, cg_err
 
 /* Decodes UTF-8 into code points; returns the count, or SIZE_MAX if invalid.
  * With cps == NULL only counts. */
-static size_t utf8_decode(const char *s, uint32_t *cps)
+/* Code points of the len bytes at s (NUL bytes included: U+0000), or
+ * SIZE_MAX when they are not valid UTF-8. */
+static size_t utf8_decode(const char *s, size_t len, uint32_t *cps)
 {
     size_t n = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
         uint32_t cp;
         int extra;
         if (*p < 0x80) {
@@ -458,6 +479,8 @@ static size_t utf8_decode(const char *s, uint32_t *cps)
             return SIZE_MAX;
         }
         p++;
+        if (end - p < extra)
+            return SIZE_MAX;
         for (int i = 0; i < extra; i++, p++) {
             if ((*p & 0xC0) != 0x80)
                 return SIZE_MAX;
@@ -485,8 +508,9 @@ cg_status cg_npy_serialize(const cg_tensor *t, uint8_t **out, size_t *out_size, 
     if (t->dtype == CG_DTYPE_STRING) {
         size_t width = 0;
         for (int64_t i = 0; i < t->numel; i++) {
-            const char *s = ((char *const *)t->data)[i];
-            size_t n = utf8_decode(s ? s : "", NULL);
+            size_t len;
+            const char *s = cg_tensor_string(t, i, &len);
+            size_t n = utf8_decode(s, len, NULL);
             if (n == SIZE_MAX)
                 return cg_error_set(err, CG_UNSUPPORTED,
                                     "string element %lld is not valid UTF-8; .npy '<U' needs "
@@ -542,8 +566,9 @@ cg_status cg_npy_serialize(const cg_tensor *t, uint8_t **out, size_t *out_size, 
     if (t->dtype == CG_DTYPE_STRING) {
         memset(dst, 0, payload);
         for (int64_t i = 0; i < t->numel; i++) {
-            const char *s = ((char *const *)t->data)[i];
-            size_t n = utf8_decode(s ? s : "", cps);
+            size_t len;
+            const char *s = cg_tensor_string(t, i, &len);
+            size_t n = utf8_decode(s, len, cps);
             for (size_t c = 0; c < n; c++)
                 cg_io_put32(dst + (size_t)i * itemsize + 4 * c, cps[c]);
         }

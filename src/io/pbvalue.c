@@ -207,7 +207,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
     if (external)
         return cg_error_set(err, CG_UNSUPPORTED, "%s: external tensor data is not supported in "
                             "test-data files", what);
-    if (!cg_dtype_valid(dtype) || cg_io_elem_size((cg_dtype)dtype) == 0)
+    if (!cg_dtype_valid(dtype) || cg_tensor_elem_size((cg_dtype)dtype) == 0)
         return cg_error_set(err, CG_UNSUPPORTED, "%s: TensorProto data_type %lld is not "
                             "supported", what, (long long)dtype);
     st = cg_tensor_alloc(&t, (cg_dtype)dtype, rank, dims, cg_io_limit(max_bytes), err);
@@ -215,7 +215,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
         cg_error_prefix(err, "%s: ", what);
         return st;
     }
-    size_t es = cg_io_elem_size(t.dtype);
+    size_t es = cg_tensor_elem_size(t.dtype);
 
     if (raw) {
         if (t.dtype == CG_DTYPE_STRING) {
@@ -241,6 +241,7 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
     int units, fixed;
     uint32_t field = typed_field(t.dtype, &units, &fixed);
     int64_t want = t.numel * units, k = 0;
+    size_t str_total = cg_tensor_bytes(&t);
     r.p = data;
     while (r.p < r.end) {
         if (!wire_next(&r, &f)) {
@@ -255,15 +256,17 @@ static cg_status parse_tensor(const uint8_t *data, size_t size, const char *what
                                   "%lld elements of the shape", what, (long long)t.numel);
                 goto fail;
             }
-            char *s = malloc(f.len + 1);
-            if (!s) {
+            /* the limit covers the strings too, not just the element array */
+            str_total += cg_string_heap_bytes(f.len);
+            if (str_total > cg_io_limit(max_bytes)) {
+                st = cg_error_set(err, CG_LIMIT, "%s: the strings take over the limit of %zu "
+                                  "bytes", what, cg_io_limit(max_bytes));
+                goto fail;
+            }
+            if (cg_tensor_set_string(&t, k++, (const char *)f.data, f.len) != CG_OK) {
                 st = cg_error_set(err, CG_NOMEM, "%s: out of memory", what);
                 goto fail;
             }
-            if (f.len)
-                memcpy(s, f.data, f.len);
-            s[f.len] = '\0';
-            ((char **)t.data)[k++] = s;
             continue;
         }
         int unpacked_wire = fixed == 4 ? 5 : fixed == 8 ? 1 : 0;

@@ -156,6 +156,25 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
         cg_tolerance_default(&deflt, false);
         tol = &deflt;
     }
+    if (ref->dtype == CG_DTYPE_STRING && got->dtype == CG_DTYPE_STRING) {
+        /* strings match exactly, every byte of their length (a NUL too) */
+        out->count = (uint64_t)(ref->numel > 0 ? ref->numel : 0);
+        if (!same_shape(ref, got) || ref->numel != got->numel) {
+            out->shape_mismatch = true;
+            out->bit_identical = false;
+            out->pass = false;
+            return CG_OK;
+        }
+        for (int64_t i = 0; i < ref->numel; i++) {
+            size_t rl, gl;
+            const char *r = cg_tensor_string(ref, i, &rl), *g = cg_tensor_string(got, i, &gl);
+            if (cg_string_compare(r, rl, g, gl) != 0 && out->mismatches++ == 0)
+                out->worst_index = i;
+        }
+        out->bit_identical = out->mismatches == 0;
+        out->pass = out->mismatches == 0;
+        return CG_OK;
+    }
     if (!dtype_comparable(ref->dtype) || !dtype_comparable(got->dtype))
         return cg_error_set(err, CG_UNSUPPORTED,
                             "compare: cannot compare %s against %s (numeric real tensors only)",

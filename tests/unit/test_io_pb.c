@@ -127,8 +127,9 @@ static void test_tensor_encodings(void)
     put_bytes(&b, 6, "hello", 5);
     put_bytes(&b, 6, "", 0);
     EXPECT(parse(&b, NULL, &v, &err) == CG_OK, "%s", err.msg);
-    EXPECT(v && !strcmp(((char **)v->tensor.data)[0], "hello") &&
-               !strcmp(((char **)v->tensor.data)[1], ""), "strings");
+    size_t l0 = 0, l1 = 1;
+    EXPECT(v && !strcmp(cg_tensor_string(&v->tensor, 0, &l0), "hello") && l0 == 5 &&
+               !strcmp(cg_tensor_string(&v->tensor, 1, &l1), "") && l1 == 0, "strings");
     cg_value_free(v);
 
     /* uint64 via uint64_data, the top value */
@@ -390,12 +391,14 @@ static void test_compare(void)
     int64_t one[1] = {1};
     if (cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err) != CG_OK)
         test_fatal("cg_tensor_alloc: %s", err.msg);
-    ((char **)s.data)[0] = strdup("abc");
+    if (cg_tensor_set_string(&s, 0, "abc", 3) != CG_OK)
+        test_fatal("cg_tensor_set_string");
     if (cg_value_from_tensor(&s, &sa, &err) != CG_OK)
         test_fatal("cg_value_from_tensor: %s", err.msg);
     if (cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, one, 0, &err) != CG_OK)
         test_fatal("cg_tensor_alloc: %s", err.msg);
-    ((char **)s.data)[0] = strdup("abd");
+    if (cg_tensor_set_string(&s, 0, "abd", 3) != CG_OK)
+        test_fatal("cg_tensor_set_string");
     if (cg_value_from_tensor(&s, &sb, &err) != CG_OK)
         test_fatal("cg_value_from_tensor: %s", err.msg);
     EXPECT(!match(sa, sb, why) && strstr(why, "abd"), "string mismatch: %s", why);

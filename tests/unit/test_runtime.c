@@ -802,8 +802,9 @@ static void test_tensor_proto(void)
     tp.string_count = 4;
     cg_error_clear(&err);
     st = cg_value_from_tensor_proto(&tp, &v, &err);
-    EXPECT(st == CG_OK && strcmp(((char **)v->tensor.data)[3], "def") == 0, "strings: %s",
-          err.msg);
+    size_t dlen = 0;
+    EXPECT(st == CG_OK && strcmp(cg_tensor_string(&v->tensor, 3, &dlen), "def") == 0 &&
+               dlen == 3, "strings: %s", err.msg);
     cg_value_free(v);
     cg_model_free(m);
     M = saved;

@@ -196,8 +196,6 @@ void cg_ew_set_attrs(cg_ew_params *p, double alpha, double beta, double gamma);
 
 /* --- driver and helpers (elementwise_core.c) -------------------------------- */
 
-/* Bytes per element as stored in cg_tensor.data (a pointer for STRING). */
-size_t cg_ew_elem_size(cg_dtype dt);
 
 /* The dtype rows compute in: FLOAT for float16/bfloat16, else dt. */
 cg_dtype cg_ew_compute_dtype(cg_dtype dt);

@@ -356,12 +356,13 @@ static void ew_eq_str(void *o_, const void *const *in, const int64_t *st, int64_
                       cg_ew_params *p)
 {
     uint8_t *o = (uint8_t *)o_;
-    const char *const *a = (const char *const *)in[0];
-    const char *const *b = (const char *const *)in[1];
+    const cg_string *a = (const cg_string *)in[0];
+    const cg_string *b = (const cg_string *)in[1];
     (void)p;
     for (int64_t i = 0; i < n; i++) {
-        const char *x = a[i * st[0]], *y = b[i * st[1]];
-        o[i] = strcmp(x ? x : "", y ? y : "") == 0;
+        const cg_string *x = &a[i * st[0]], *y = &b[i * st[1]];
+        /* the whole length: "a\0b" and "a\0c" differ */
+        o[i] = x->len == y->len && (x->len == 0 || memcmp(x->data, y->data, x->len) == 0);
     }
 }
 
@@ -527,7 +528,7 @@ static cg_status ew_variadic(cg_kernel_ctx *k, const cg_ew_row_fn *table, bool m
     if (st != CG_OK)
         return st;
     if (n == 1) {
-        cg_ew_run(1, &in[0], work, ew_copy_row(cg_ew_elem_size(ct)), &p);
+        cg_ew_run(1, &in[0], work, ew_copy_row(cg_tensor_elem_size(ct)), &p);
     } else {
         spare = *work;
         if (n > 2 && work->numel > 0) {
@@ -589,15 +590,15 @@ EW_WHERE_ROW(ew_where_8, uint64_t)
 static void ew_where_str(void *o_, const void *const *in, const int64_t *st, int64_t n,
                          cg_ew_params *p)
 {
-    const int64_t base = (char **)o_ - (char **)p->out->data;
+    const int64_t base = (cg_string *)o_ - (cg_string *)p->out->data;
     const uint8_t *c = (const uint8_t *)in[0];
-    const char *const *x = (const char *const *)in[1];
-    const char *const *y = (const char *const *)in[2];
+    const cg_string *x = (const cg_string *)in[1];
+    const cg_string *y = (const cg_string *)in[2];
     for (int64_t i = 0; i < n; i++) {
-        const char *s = c[i * st[0]] ? x[i * st[1]] : y[i * st[2]];
-        if (!s)
-            continue; /* NULL reads as "", which the zero-filled output holds */
-        if (cg_tensor_set_string(p->out, base + i, s, strlen(s)) != CG_OK) {
+        const cg_string *s = c[i * st[0]] ? &x[i * st[1]] : &y[i * st[2]];
+        if (!s->data)
+            continue; /* the empty string, which the zero-filled output holds */
+        if (cg_tensor_set_string(p->out, base + i, s->data, s->len) != CG_OK) {
             p->error = CG_EW_ERR_NOMEM;
             return;
         }
@@ -623,7 +624,7 @@ cg_status cg_op_where(cg_kernel_ctx *k)
     if (in[1]->dtype == CG_DTYPE_STRING) {
         fn = ew_where_str;
     } else {
-        switch (cg_ew_elem_size(in[1]->dtype)) {
+        switch (cg_tensor_elem_size(in[1]->dtype)) {
         case 1: fn = ew_where_1; break;
         case 2: fn = ew_where_2; break;
         case 4: fn = ew_where_4; break;

@@ -162,10 +162,13 @@ static bool ew_word_is(const char *s, const char *word)
 
 static cg_status ew_from_string(cg_kernel_ctx *k, const cg_tensor *x, cg_tensor *out)
 {
-    const char *const *strs = (const char *const *)x->data;
     for (int64_t i = 0; i < x->numel; i++) {
-        const char *s = strs[i] ? strs[i] : "";
+        size_t len;
+        const char *s = cg_tensor_string(x, i, &len);
         char *end = NULL;
+        if (memchr(s, '\0', len)) /* the parsers below would stop at the NUL */
+            return cg_kernel_fail(k, CG_RUNTIME, "cannot convert string element %lld to %s: it "
+                                  "holds a NUL byte", (long long)i, cg_dtype_name(out->dtype));
         if (out->dtype == CG_DTYPE_BOOL) {
             if (ew_word_is(s, "true")) {
                 ((uint8_t *)out->data)[i] = 1;
@@ -327,10 +330,12 @@ static cg_status ew_cast(cg_kernel_ctx *k, const cg_tensor *x, int64_t to_value)
         return CG_OK;
     }
     if (x->dtype == CG_DTYPE_STRING && to == CG_DTYPE_STRING) {
-        const char *const *s = (const char *const *)x->data;
-        for (int64_t i = 0; i < x->numel; i++)
-            if (s[i] && cg_tensor_set_string(out, i, s[i], strlen(s[i])) != CG_OK)
+        for (int64_t i = 0; i < x->numel; i++) {
+            size_t len;
+            const char *s = cg_tensor_string(x, i, &len);
+            if (len && cg_tensor_set_string(out, i, s, len) != CG_OK)
                 return cg_kernel_fail(k, CG_NOMEM, "out of memory copying strings");
+        }
         return CG_OK;
     }
     if (to == CG_DTYPE_STRING)

@@ -14,11 +14,6 @@
 #include "run/ops/elementwise.h"
 #include "run/ops/kernels.h"
 
-size_t cg_ew_elem_size(cg_dtype dt)
-{
-    return dt == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dt);
-}
-
 void cg_ew_set_attrs(cg_ew_params *p, double alpha, double beta, double gamma)
 {
     p->alpha_f64 = alpha;
@@ -47,7 +42,7 @@ void cg_ew_run(int nin, const cg_tensor *const *in, cg_tensor *out, cg_ew_row_fn
         return;
     for (int k = 0; k < nin; k++) {
         cg_broadcast_strides(in[k]->rank, in[k]->dims, out->rank, out->dims, full[k]);
-        esize[k] = cg_ew_elem_size(in[k]->dtype);
+        esize[k] = cg_tensor_elem_size(in[k]->dtype);
     }
     /* Coalesce: an outer dim merges into the inner one when every operand's
      * outer stride equals inner stride * inner size (contiguous or both 0). */
@@ -80,7 +75,7 @@ void cg_ew_run(int nin, const cg_tensor *const *in, cg_tensor *out, cg_ew_row_fn
     for (int k = 0; k < nin; k++)
         inner_st[k] = st[k][rank - 1];
     const int64_t outer = out->numel / inner;
-    const size_t osize = cg_ew_elem_size(out->dtype);
+    const size_t osize = cg_tensor_elem_size(out->dtype);
     int64_t idx[CG_MAX_RANK] = {0};
     int64_t off[CG_EW_MAX_INPUTS] = {0};
     const void *ptr[CG_EW_MAX_INPUTS];

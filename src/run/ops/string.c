@@ -61,7 +61,6 @@ cg_status cg_op_stringnormalizer(cg_kernel_ctx *k)
     const cg_attr *sw = cg_kernel_attr(k, "stopwords");
     size_t nsw = sw ? sw->strings_count : 0;
     int64_t C = X->dims[X->rank - 1];
-    const char *const *in = X->data;
     uint8_t *keep = cg_kernel_scratch(k, (size_t)(C ? C : 1));
     if (!keep)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
@@ -82,8 +81,8 @@ cg_status cg_op_stringnormalizer(cg_kernel_ctx *k)
     int64_t kept = 0;
     size_t maxlen = 0;
     for (int64_t i = 0; i < C; i++) {
-        const char *s = in[i] ? in[i] : "";
-        size_t len = strlen(s);
+        size_t len;
+        const char *s = cg_tensor_string(X, i, &len);
         if (len > maxlen)
             maxlen = len;
         keep[i] = 1;
@@ -99,7 +98,7 @@ cg_status cg_op_stringnormalizer(cg_kernel_ctx *k)
             if (sensitive) {
                 if (sw->strings[j].len == len && memcmp(sw->strings[j].data, s, len) == 0)
                     keep[i] = 0;
-            } else if (strlen(swl[j]) == len && memcmp(swl[j], low, len) == 0) {
+            } else if (sw->strings[j].len == len && memcmp(swl[j], low, len) == 0) {
                 keep[i] = 0;
             }
         }
@@ -119,8 +118,8 @@ cg_status cg_op_stringnormalizer(cg_kernel_ctx *k)
     for (int64_t i = 0; i < C; i++) {
         if (!keep[i])
             continue;
-        const char *s = in[i] ? in[i] : "";
-        size_t len = strlen(s);
+        size_t len;
+        const char *s = cg_tensor_string(X, i, &len);
         str_case(s, len, mode, buf);
         if ((st = cg_tensor_set_string(Y, o++, buf, len)))
             return cg_kernel_fail(k, st, "cannot store output string %lld", (long long)(o - 1));
@@ -143,10 +142,8 @@ static bool tfidf_eq(const tfidf *t, int64_t xi, int64_t pj)
 {
     if (!t->strings)
         return cg_tensor_get_i64(t->X, xi) == t->pool_i[pj];
-    const char *s = ((const char *const *)t->X->data)[xi];
-    if (!s)
-        s = "";
-    size_t len = strlen(s);
+    size_t len;
+    const char *s = cg_tensor_string(t->X, xi, &len);
     return t->pool_s[pj].len == len && memcmp(t->pool_s[pj].data, s, len) == 0;
 }
 

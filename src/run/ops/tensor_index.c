@@ -399,9 +399,10 @@ cg_status cg_op_scatter_nd(cg_kernel_ctx *k)
 static bool is_nonzero(const cg_tensor *t, int64_t i)
 {
     switch (t->dtype) {
-    case CG_DTYPE_STRING: {
-        const char *s = ((char *const *)t->data)[i];
-        return s && s[0];
+    case CG_DTYPE_STRING: { /* nonzero: not the empty string ("\0" is not empty) */
+        size_t len;
+        cg_tensor_string(t, i, &len);
+        return len > 0;
     }
     case CG_DTYPE_UINT64: return ((const uint64_t *)t->data)[i] != 0;
     default:

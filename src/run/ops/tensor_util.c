@@ -11,11 +11,6 @@
 #include "run/ops/kernels.h"
 #include "run/ops/tensor_util.h"
 
-size_t cg_tens_elem_size(cg_dtype dt)
-{
-    return dt == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dt);
-}
-
 void cg_tens_strides(int rank, const int64_t *dims, int64_t *strides)
 {
     int64_t s = 1;
@@ -28,10 +23,9 @@ void cg_tens_strides(int rank, const int64_t *dims, int64_t *strides)
 static cg_status copy_string(cg_kernel_ctx *k, cg_tensor *dst, int64_t di, const cg_tensor *src,
                              int64_t si)
 {
-    const char *s = ((char *const *)src->data)[si];
-    if (!s)
-        s = "";
-    cg_status st = cg_tensor_set_string(dst, di, s, strlen(s));
+    size_t len;
+    const char *s = cg_tensor_string(src, si, &len);
+    cg_status st = cg_tensor_set_string(dst, di, s, len);
     if (st != CG_OK)
         return cg_kernel_fail(k, st, "out of memory copying a string element");
     return CG_OK;
@@ -318,8 +312,9 @@ cg_status cg_tens_normalize_axes(cg_kernel_ctx *k, const int64_t *axes, size_t n
 int cg_tens_cmp_elem(const cg_tensor *a, int64_t i, const cg_tensor *b, int64_t j)
 {
     if (a->dtype == CG_DTYPE_STRING) {
-        const char *x = ((char *const *)a->data)[i], *y = ((char *const *)b->data)[j];
-        int c = strcmp(x ? x : "", y ? y : "");
+        size_t xl, yl;
+        const char *x = cg_tensor_string(a, i, &xl), *y = cg_tensor_string(b, j, &yl);
+        int c = cg_string_compare(x, xl, y, yl);
         return (c > 0) - (c < 0);
     }
     if (a->dtype == CG_DTYPE_UINT64) {

@@ -13,9 +13,6 @@
 /* Rank of the internal views (Tile and DepthToSpace split dims in two). */
 #define CG_TENS_MAX_VIEW_RANK (2 * CG_MAX_RANK)
 
-/* Bytes per element as stored in cg_tensor.data (pointer size for STRING). */
-size_t cg_tens_elem_size(cg_dtype dt);
-
 /* Row-major strides (elements) of a shape. */
 void cg_tens_strides(int rank, const int64_t *dims, int64_t *strides);
 
