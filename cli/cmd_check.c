@@ -12,10 +12,11 @@
 #include "convgate/check.h"
 #include "convgate/model.h"
 #include "report/report.h"
+#include "core/text.h"
 
 static void check_usage(FILE *f)
 {
-    fprintf(f,
+    cg_text_printf(f,
             "Usage: convgate check MODEL [--json] [--quiet]\n"
             "\n"
             "Validates MODEL's structure. For ONNX: what onnx.checker\n"

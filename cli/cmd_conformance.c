@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "convgate/conformance.h"
 #include "report/report.h"
+#include "core/text.h"
 
 typedef struct conf_args {
     const char *dir, *filter, *expect, *update;
@@ -22,7 +23,7 @@ typedef struct conf_args {
 
 static void conf_usage(FILE *f)
 {
-    fprintf(f,
+    cg_text_printf(f,
         "Usage: convgate conformance DIR [OPTIONS]\n"
         "\n"
         "Runs ONNX backend tests on the reference runtime. DIR is one test directory\n"

@@ -17,6 +17,7 @@
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
 #include "report/json.h"
+#include "core/text.h"
 
 #define DUMP_MAX_RANDOM 100000
 
@@ -151,7 +152,7 @@ int cmd_dump_ref(int argc, char **argv)
             goto done;
         }
         if (!cli_json_on())
-            printf("set '%s': %zu input%s, %zu output%s\n", written, s.input_count,
+            cg_text_printf(stdout, "set '%s': %zu input%s, %zu output%s\n", written, s.input_count,
                    s.input_count == 1 ? "" : "s", out_count, out_count == 1 ? "" : "s");
         json_t *js = json_object();
         cg_json_set(js, "name", cg_json_text(written));
@@ -172,7 +173,7 @@ int cmd_dump_ref(int argc, char **argv)
         cg_json_set(root, "sets", json_incref(sets));
         rc = cli_json_emit(rc, root);
     } else {
-        printf("wrote %zu set%s to %s/manifest.json\n", cg_sample_source_count(src),
+        cg_text_printf(stdout, "wrote %zu set%s to %s/manifest.json\n", cg_sample_source_count(src),
                cg_sample_source_count(src) == 1 ? "" : "s", golden_dir);
     }
 done:

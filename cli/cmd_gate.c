@@ -15,6 +15,7 @@
 #include "convgate/golden.h"
 #include "convgate/model.h"
 #include "report/report.h"
+#include "core/text.h"
 
 #define GATE_MAX_RANDOM 10000
 
@@ -188,7 +189,7 @@ int cmd_gate(int argc, char **argv)
     }
     FILE *text = json_stdout ? stderr : stdout;
     cg_gate_report_text(text, &rep);
-    fprintf(text, "(samples: %s)\n", desc);
+    cg_text_printf(text, "(samples: %s)\n", desc);
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
     if (cli_json_on() || cli_views_wanted(&views)) {
         json_t *root = cg_gate_report_json(&rep);

@@ -6,10 +6,11 @@
 #include "convgate/inspect.h"
 #include "convgate/model.h"
 #include "report/report.h"
+#include "core/text.h"
 
 static void inspect_usage(FILE *f)
 {
-    fprintf(f,
+    cg_text_printf(f,
             "Usage: convgate inspect MODEL [--json] [--top N]\n"
             "       (MODEL - reads the model from standard input)\n"
             "\n"

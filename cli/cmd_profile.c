@@ -21,6 +21,7 @@
 #include "convgate/model.h"
 #include "convgate/profile.h"
 #include "report/report.h"
+#include "core/text.h"
 
 #define PROFILE_DEFAULT_RUNS 10
 
@@ -28,7 +29,7 @@ static void profile_usage(FILE *f)
 {
     cg_cost_assumptions d;
     cg_cost_assumptions_default(&d);
-    fprintf(f,
+    cg_text_printf(f,
             "Usage: convgate profile MODEL [--target T[,T2...]] [--runs N] [--dim S=V]...\n"
             "                        [--speedup CLASS=S]... [--boundary-us U]\n"
             "                        [--bandwidth-gbps G] [--seed N] [--range [NAME=]LO,HI]...\n"
@@ -54,8 +55,8 @@ static void profile_usage(FILE *f)
             "                        (repeatable; CLASS all sets every class). Defaults:",
             PROFILE_DEFAULT_RUNS);
     for (int c = 0; c < CG_OP_CLASS_COUNT; c++)
-        fprintf(f, "%s %s=%g", c ? "," : "", cg_op_class_name((cg_op_class)c), d.speedup[c]);
-    fprintf(f,
+        cg_text_printf(f, "%s %s=%g", c ? "," : "", cg_op_class_name((cg_op_class)c), d.speedup[c]);
+    cg_text_printf(f,
             "\n"
             "  --boundary-us U       assumed fixed cost per crossing (default %g us)\n"
             "  --bandwidth-gbps G    assumed crossing bandwidth (default %g GB/s)\n"

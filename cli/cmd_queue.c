@@ -12,10 +12,11 @@
 #include "cli.h"
 #include "convgate/cost.h"
 #include "report/report.h"
+#include "core/text.h"
 
 static void queue_usage(FILE *f)
 {
-    fprintf(f,
+    cg_text_printf(f,
             "Usage: convgate queue --lambda L --mu M [--backlog Q0] [--time T] [--step DT]\n"
             "                      [--simulate N [--seed S]] [--json]\n"
             "\n"

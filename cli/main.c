@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "convgate/model.h"
 #include "core/mapfile.h"
+#include "core/text.h"
 
 typedef struct cli_command {
     const char *name;
@@ -148,12 +149,12 @@ static void print_name(FILE *f, const char *name)
     int n = 0;
     for (; *name; name++, n++)
         fputc(*name == '_' ? '-' : *name, f);
-    fprintf(f, "%*s", n < 13 ? 13 - n : 0, "");
+    cg_text_printf(f, "%*s", n < 13 ? 13 - n : 0, "");
 }
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    cg_text_printf(f,
             "convgate %s: gate a converted model before it ships.\n"
             "\n"
             "Usage: convgate COMMAND [OPTIONS] MODEL\n"
@@ -163,9 +164,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         fputs("  ", f);
         print_name(f, commands[i].name);
-        fprintf(f, " %s\n", commands[i].summary);
+        cg_text_printf(f, " %s\n", commands[i].summary);
     }
-    fprintf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
+    cg_text_printf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
                "Exit status: 0 success, 1 the model failed the check, 2 usage or input error.\n");
 }
 
@@ -229,7 +230,7 @@ int main(int argc, char **argv)
         return CG_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("convgate %s\n", CG_VERSION);
+        cg_text_printf(stdout, "convgate %s\n", CG_VERSION);
         return CG_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
             cli_progress_clear();
             return cli_json_finish(rc);
         }
-    fprintf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
+    cg_text_printf(stderr, "convgate: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return CG_EXIT_ERROR;
 }

@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/path.h"
 #include "report/json.h"
+#include "core/text.h"
 
 static struct {
     const char *command;
@@ -45,8 +46,8 @@ static void say(const char *cmd, const char *kind, json_t **list, const char *fm
     va_list copy;
     va_copy(copy, ap);
     cli_progress_clear();
-    fprintf(stderr, "convgate %s: %s", cmd, kind);
-    vfprintf(stderr, fmt, ap);
+    cg_text_printf(stderr, "convgate %s: %s", cmd, kind);
+    cg_text_vprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     keep_message(list, fmt, copy);
     va_end(copy);
@@ -125,7 +126,7 @@ int cli_json_emit(int rc, json_t *result)
     int wrc = cg_json_write(f, env);
     json_decref(env);
     if (wrc != 0) {
-        fprintf(stderr, "convgate %s: could not write the JSON report%s%s\n", cli_json.command,
+        cg_text_printf(stderr, "convgate %s: could not write the JSON report%s%s\n", cli_json.command,
                 cli_json.dest_path ? " to " : "", cli_json.dest_path ? cli_json.dest_path : "");
         return CG_EXIT_ERROR;
     }
@@ -140,7 +141,7 @@ int cli_json_finish(int rc)
         cg_error err;
         cg_error_clear(&err);
         if (cli_json.emitted && cg_atomic_commit(&cli_json.file, &err) != CG_OK) {
-            fprintf(stderr, "convgate %s: could not write the JSON report: %s\n",
+            cg_text_printf(stderr, "convgate %s: could not write the JSON report: %s\n",
                     cli_json.command, err.msg);
             if (rc == CG_EXIT_OK)
                 rc = CG_EXIT_ERROR;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "io/io_internal.h"
 
 void cg_io_tensor_summary(const cg_tensor *t, cg_tensor_summary *out)
@@ -110,10 +111,15 @@ static bool tensors_match(const cg_tensor *got, const cg_tensor *want, double rt
         return mismatch(why, why_size, "tensor has no data");
     if (want->dtype == CG_DTYPE_STRING) {
         for (int64_t i = 0; i < want->numel; i++) {
-            const char *g = ((char *const *)got->data)[i], *w = ((char *const *)want->data)[i];
-            if (strcmp(g ? g : "", w ? w : "") != 0)
-                return mismatch(why, why_size, "element %" PRId64 ": \"%.40s\", expected \"%.40s\"",
-                                i, g ? g : "", w ? w : "");
+            size_t gl, wl;
+            const char *g = cg_tensor_string(got, i, &gl), *w = cg_tensor_string(want, i, &wl);
+            if (cg_string_compare(g, gl, w, wl) != 0) {
+                char gs[128], ws[128]; /* bytes from files: escaped, NULs shown */
+                cg_text_escape(gs, sizeof gs, g, gl < 40 ? gl : 40);
+                cg_text_escape(ws, sizeof ws, w, wl < 40 ? wl : 40);
+                return mismatch(why, why_size, "element %" PRId64 ": \"%s\", expected \"%s\"",
+                                i, gs, ws);
+            }
         }
         return true;
     }

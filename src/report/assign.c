@@ -17,6 +17,7 @@
 #include "convgate/profile.h"
 #include "report/report.h"
 #include "target/registry.h"
+#include "core/text.h"
 
 #define AR_LABEL 128
 
@@ -133,7 +134,7 @@ static void ar_residency_line(FILE *f, const cg_assignment *a)
 {
     char line[1024];
     cg_assign_residency(a, line, sizeof line);
-    fprintf(f, "%s\n", line);
+    cg_text_printf(f, "%s\n", line);
 }
 
 /* Writes the items of a list wrapped at ~100 columns, each line indented. */
@@ -144,13 +145,13 @@ static void ar_wrapped(FILE *f, const char *indent, const char *item, size_t *co
         fputs(indent, f);
         *col = strlen(indent);
     } else if (*col + w > 100) {
-        fprintf(f, ",\n%s", indent);
+        cg_text_printf(f, ",\n%s", indent);
         *col = strlen(indent);
     } else {
         fputs(", ", f);
         *col += 2;
     }
-    fputs(item, f);
+    cg_text_fputs(item, f);
     *col += w - 2;
 }
 
@@ -159,17 +160,17 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
     const cg_graph *g = a->graph;
     char label[AR_LABEL], s1[64], s2[64], shape[256], hb[32];
 
-    fprintf(f, "Partitions (%zu):\n", a->partition_count);
+    cg_text_printf(f, "Partitions (%zu):\n", a->partition_count);
     if (!a->partition_count)
-        fprintf(f, "  none\n");
+        cg_text_printf(f, "  none\n");
     for (size_t p = 0; p < a->partition_count; p++) {
         const cg_partition *pp = &a->partitions[p];
         ar_hist *h;
         size_t nh = ar_histogram(g, pp, &h);
-        fprintf(f, "  #%d %s: %zu node%s:", pp->id, a->targets[pp->target]->name,
+        cg_text_printf(f, "  #%d %s: %zu node%s:", pp->id, a->targets[pp->target]->name,
                 pp->node_count, pp->node_count == 1 ? "" : "s");
         for (size_t i = 0; i < nh; i++)
-            fprintf(f, "%s %s x%zu", i ? "," : "", h[i].op, h[i].count);
+            cg_text_printf(f, "%s %s x%zu", i ? "," : "", h[i].op, h[i].count);
         fputc('\n', f);
         free(h);
         size_t col = 0;
@@ -186,43 +187,43 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
         unknown += !a->boundaries[i].known;
     }
     ar_human_bytes(total, hb, sizeof hb);
-    fprintf(f, "Boundaries (%zu crossing%s, %s%s):\n", a->boundary_count,
+    cg_text_printf(f, "Boundaries (%zu crossing%s, %s%s):\n", a->boundary_count,
             a->boundary_count == 1 ? "" : "s", hb, unknown ? " known" : "");
     if (!a->boundary_count)
-        fprintf(f, "  none\n");
+        cg_text_printf(f, "  none\n");
     for (size_t i = 0; i < a->boundary_count; i++) {
         const cg_boundary *b = &a->boundaries[i];
         ar_shape(b, shape, sizeof shape);
-        fprintf(f, "  '%s'  %s -> %s  %s %s  ", b->tensor,
+        cg_text_printf(f, "  '%s'  %s -> %s  %s %s  ", b->tensor,
                 ar_side(a, b->from_partition, s1, sizeof s1),
                 ar_side(a, b->to_partition, s2, sizeof s2),
                 b->known ? cg_dtype_name(b->dtype) : "?", shape);
         if (b->known)
-            fprintf(f, "%llu B", (unsigned long long)b->bytes);
+            cg_text_printf(f, "%llu B", (unsigned long long)b->bytes);
         else
-            fprintf(f, "? B");
+            cg_text_printf(f, "? B");
         if (b->layout_conversion)
-            fprintf(f, "  layout %s", ar_layout_dir(a, b));
+            cg_text_printf(f, "  layout %s", ar_layout_dir(a, b));
         if (b->dtype_conversion)
-            fprintf(f, "  dtype %s", ar_dtype_dir(a, b));
+            cg_text_printf(f, "  dtype %s", ar_dtype_dir(a, b));
         fputc('\n', f);
     }
 
-    fprintf(f, "Unsupported (%zu):\n", a->unsupported_count);
+    cg_text_printf(f, "Unsupported (%zu):\n", a->unsupported_count);
     if (!a->unsupported_count)
-        fprintf(f, "  none\n");
+        cg_text_printf(f, "  none\n");
     for (size_t i = 0; i < a->unsupported_count; i++) {
         const cg_unsupported *u = &a->unsupported[i];
-        fprintf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
+        cg_text_printf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
                 cg_assign_node_label(g, u->node, label, sizeof label),
                 u->reason, a->targets[u->target]->name);
     }
-    fprintf(f, "Dropped by partition rules (%zu):\n", a->dropped_count);
+    cg_text_printf(f, "Dropped by partition rules (%zu):\n", a->dropped_count);
     if (!a->dropped_count)
-        fprintf(f, "  none\n");
+        cg_text_printf(f, "  none\n");
     for (size_t i = 0; i < a->dropped_count; i++) {
         const cg_unsupported *u = &a->dropped[i];
-        fprintf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
+        cg_text_printf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
                 cg_assign_node_label(g, u->node, label, sizeof label),
                 u->reason, a->targets[u->target]->name);
     }
@@ -259,18 +260,18 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
     }
     ar_text_assignment(f, a);
     if (p->body_count) {
-        fprintf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
+        cg_text_printf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
         for (size_t i = 0; i < p->body_count; i++) {
             const cg_assignment *b = p->bodies[i].assignment;
-            fprintf(f, "  %*s%s: ", 2 * (p->bodies[i].depth - 1), "", p->bodies[i].path);
+            cg_text_printf(f, "  %*s%s: ", 2 * (p->bodies[i].depth - 1), "", p->bodies[i].path);
             ar_residency_line(f, b);
-            fprintf(f, "  %*s  %zu partition%s, %zu crossing%s", 2 * (p->bodies[i].depth - 1),
+            cg_text_printf(f, "  %*s  %zu partition%s, %zu crossing%s", 2 * (p->bodies[i].depth - 1),
                     "", b->partition_count, b->partition_count == 1 ? "" : "s",
                     b->boundary_count, b->boundary_count == 1 ? "" : "s");
             if (b->unsupported_count) {
                 char label[AR_LABEL];
                 const cg_unsupported *u = &b->unsupported[0];
-                fprintf(f, "; first refused: %s '%s': %s", ar_op(&b->graph->nodes[u->node]),
+                cg_text_printf(f, "; first refused: %s '%s': %s", ar_op(&b->graph->nodes[u->node]),
                         cg_assign_node_label(b->graph, u->node, label, sizeof label),
                         u->reason);
             }
@@ -278,33 +279,33 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
         }
     }
     if ((p->types && cg_type_env_note_count(p->types)) || p->types_error) {
-        fprintf(f, "Notes:\n");
+        cg_text_printf(f, "Notes:\n");
         if (p->types_error)
-            fprintf(f, "  tensor types unknown (rules that need one refuse the node): %s\n",
+            cg_text_printf(f, "  tensor types unknown (rules that need one refuse the node): %s\n",
                     p->types_error);
         for (size_t i = 0; p->types && i < cg_type_env_note_count(p->types); i++)
-            fprintf(f, "  %s\n", cg_type_env_note(p->types, i));
+            cg_text_printf(f, "  %s\n", cg_type_env_note(p->types, i));
     }
     cg_assign_verdict(a, p->types, text, sizeof text);
     if (p->time) {
         char timed[1024];
         cg_cost_verdict_text(p->time, a, timed, sizeof timed);
-        fprintf(f, "Verdict: %s; %s\n", text, timed);
-        fprintf(f, "  (%s)\n", ar_time_assumed_note);
+        cg_text_printf(f, "Verdict: %s; %s\n", text, timed);
+        cg_text_printf(f, "  (%s)\n", ar_time_assumed_note);
     } else {
-        fprintf(f, "Verdict: %s\n", text);
-        fprintf(f, "  (%s)\n", ar_time_note);
+        cg_text_printf(f, "Verdict: %s\n", text);
+        cg_text_printf(f, "  (%s)\n", ar_time_note);
     }
     for (size_t t = 0; t < a->target_count; t++) {
         const cg_target *tg = a->targets[t];
         if (tg->kind != CG_TARGET_PROFILED)
             continue;
-        fprintf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)", tg->name,
+        cg_text_printf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)", tg->name,
                 tg->name, tg->version ? tg->version : "?", tg->source ? tg->source : "?");
         if (tg->not_modelled_count) {
-            fprintf(f, "; not modelled:\n");
+            cg_text_printf(f, "; not modelled:\n");
             for (size_t i = 0; i < tg->not_modelled_count; i++)
-                fprintf(f, "  - %s\n", tg->not_modelled[i]);
+                cg_text_printf(f, "  - %s\n", tg->not_modelled[i]);
         } else {
             fputc('\n', f);
         }
@@ -572,30 +573,30 @@ void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count)
 {
     const cg_graph *g = s[0].placement->main->graph;
     char label[128];
-    fprintf(f, "Shape settings (%zu; the report above is for the first):\n", count);
+    cg_text_printf(f, "Shape settings (%zu; the report above is for the first):\n", count);
     for (size_t i = 0; i < count; i++) {
         const cg_assignment *a = s[i].placement->main;
         char line[1024];
         cg_assign_residency(a, line, sizeof line);
-        fprintf(f, "  %s: %s; %zu partition%s, %zu crossing%s\n", s[i].label, line,
+        cg_text_printf(f, "  %s: %s; %zu partition%s, %zu crossing%s\n", s[i].label, line,
                 a->partition_count, a->partition_count == 1 ? "" : "s", a->boundary_count,
                 a->boundary_count == 1 ? "" : "s");
     }
     size_t changed = 0;
     for (size_t v = 0; v < g->node_count; v++)
         changed += owner_changes(s, count, v);
-    fprintf(f, "Nodes that change owner with shape (%zu):\n", changed);
+    cg_text_printf(f, "Nodes that change owner with shape (%zu):\n", changed);
     if (!changed)
-        fprintf(f, "  none: placement does not depend on these shapes\n");
+        cg_text_printf(f, "  none: placement does not depend on these shapes\n");
     for (size_t v = 0; v < g->node_count; v++) {
         if (!owner_changes(s, count, v))
             continue;
-        fprintf(f, "  %s '%s':", g->nodes[v].op_type ? g->nodes[v].op_type : "?",
+        cg_text_printf(f, "  %s '%s':", g->nodes[v].op_type ? g->nodes[v].op_type : "?",
                cg_assign_node_label(g, v, label, sizeof label));
         for (size_t i = 0; i < count; i++) {
             const cg_assignment *a = s[i].placement->main;
             const char *why = a->owner[v] == CG_OWNER_CPU ? cpu_reason(a, v) : NULL;
-            fprintf(f, "%s %s: %s%s%s%s", i ? ";" : "", s[i].label, owner_name(a, v),
+            cg_text_printf(f, "%s %s: %s%s%s%s", i ? ";" : "", s[i].label, owner_name(a, v),
                    why ? " (" : "", why ? why : "", why ? ")" : "");
         }
         fputc('\n', f);

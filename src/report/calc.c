@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "report/report.h"
+#include "core/text.h"
 
 json_t *cg_report_latency_json(const cg_latency_input *in, const cg_latency_result *r)
 {
@@ -63,13 +64,13 @@ void cg_report_latency_text(FILE *f, const cg_latency_input *in, const cg_latenc
             vw = (int)strlen(val[i]);
     static const char *const label[3] = {"accelerated", "remainder", "boundaries"};
     for (int i = 0; i < 3; i++)
-        fprintf(f, "%-12s %-*s = %*s ms\n", label[i], ew, expr[i], vw, val[i]);
+        cg_text_printf(f, "%-12s %-*s = %*s ms\n", label[i], ew, expr[i], vw, val[i]);
     /* the sum's value sits in the same column as the terms above it */
-    fprintf(f, "%-*s%*s ms   (speedup %sx; the accelerated part alone: %.6gx)\n", 12 + 1 + ew + 3,
+    cg_text_printf(f, "%-*s%*s ms   (speedup %sx; the accelerated part alone: %.6gx)\n", 12 + 1 + ew + 3,
            "mixed latency", vw, val[3], speedup_text(r->end_to_end_speedup, sp[0], sizeof sp[0]),
            in->speedup);
     double diff = fabs(r->amdahl_speedup - r->end_to_end_speedup) / r->end_to_end_speedup;
-    fprintf(f, "Amdahl: f=%.6g S=%.6g beta=%.6g -> 1/((1-f)+f/S+beta) = %s   (B/mixed = %s; "
+    cg_text_printf(f, "Amdahl: f=%.6g S=%.6g beta=%.6g -> 1/((1-f)+f/S+beta) = %s   (B/mixed = %s; "
            "relative difference %.2g)\n",
            r->amdahl_f, r->amdahl_s, r->amdahl_beta,
            speedup_text(r->amdahl_speedup, sp[1], sizeof sp[1]), sp[0], diff);
@@ -170,54 +171,54 @@ static void mm1_row(FILE *f, const cg_queue_view *q, const char *what, const cha
 {
     char v[48];
     snprintf(v, sizeof v, "%.6g%s", value, unit);
-    fprintf(f, "  %-20s %-12s ", what, formula);
+    cg_text_printf(f, "  %-20s %-12s ", what, formula);
     if (!q->simulated) {
-        fprintf(f, "%s\n", v);
+        cg_text_printf(f, "%s\n", v);
         return;
     }
-    fprintf(f, "%-12s ", v);
+    cg_text_printf(f, "%-12s ", v);
     snprintf(v, sizeof v, "%.6g%s", estimate, unit);
-    fprintf(f, "%-12s %+.2f%%\n", v, 100.0 * rel_diff(estimate, value));
+    cg_text_printf(f, "%-12s %+.2f%%\n", v, 100.0 * rel_diff(estimate, value));
 }
 
 void cg_report_queue_text(FILE *f, const cg_queue_view *q)
 {
     const cg_mm1 *m = &q->mm1;
-    fprintf(f, "fluid backlog Q(t) = max(0, Q0 + (L - M) t): Q0=%.6g, L=%.6g/s, M=%.6g/s, "
+    cg_text_printf(f, "fluid backlog Q(t) = max(0, Q0 + (L - M) t): Q0=%.6g, L=%.6g/s, M=%.6g/s, "
            "net rate %+.6g/s\n",
            q->q0, q->lambda, q->mu, m->net_rate);
-    fprintf(f, "  %-10s %s\n", "t (s)", "Q(t)");
+    cg_text_printf(f, "  %-10s %s\n", "t (s)", "Q(t)");
     for (size_t i = 0; i < q->points; i++) {
         double t = cg_queue_grid_time(q->t_end, q->dt, q->points, i);
-        fprintf(f, "  %-10.6g %.6g\n", t, cg_queue_fluid_backlog(q->q0, q->lambda, q->mu, t));
+        cg_text_printf(f, "  %-10.6g %.6g\n", t, cg_queue_fluid_backlog(q->q0, q->lambda, q->mu, t));
     }
     double drain = drain_time(q);
     if (q->q0 > 0 && drain > 0)
-        fprintf(f, "  the backlog empties at t = %.6g s\n", drain);
+        cg_text_printf(f, "  the backlog empties at t = %.6g s\n", drain);
     if (!m->stable) {
         if (m->net_rate > 0)
-            fprintf(f, "L > M: the queue grows without bound, at L - M = %.6g per second; there is "
+            cg_text_printf(f, "L > M: the queue grows without bound, at L - M = %.6g per second; there is "
                    "no steady state, so no M/M/1 figures\n",
                    m->net_rate);
         else
-            fprintf(f, "L = M: the fluid backlog holds at Q0, but with random arrivals the queue "
+            cg_text_printf(f, "L = M: the fluid backlog holds at Q0, but with random arrivals the queue "
                    "grows without bound (like sqrt(t)); there is no steady state, so no M/M/1 "
                    "figures\n");
         return;
     }
-    fprintf(f, "M/M/1 steady state (Poisson arrivals, exponential service, one FIFO server):\n");
+    cg_text_printf(f, "M/M/1 steady state (Poisson arrivals, exponential service, one FIFO server):\n");
     if (q->simulated)
-        fprintf(f, "  %-20s %-12s %-12s %-12s %s\n", "", "formula", "value", "simulated",
+        cg_text_printf(f, "  %-20s %-12s %-12s %-12s %s\n", "", "formula", "value", "simulated",
                "rel. diff");
     else
-        fprintf(f, "  %-20s %-12s %s\n", "", "formula", "value");
+        cg_text_printf(f, "  %-20s %-12s %s\n", "", "formula", "value");
     const cg_mm1_sim *s = &q->sim;
     mm1_row(f, q, "utilisation", "rho = L/M", m->rho, "", s->utilisation);
     mm1_row(f, q, "mean in system", "L/(M-L)", m->mean_in_system, "", s->time_avg_in_system);
     mm1_row(f, q, "mean residence", "1/(M-L)", m->mean_residence, " s", s->mean_residence);
     mm1_row(f, q, "mean wait in queue", "rho/(M-L)", m->mean_wait, " s", s->mean_wait);
     if (q->simulated)
-        fprintf(f, "simulated: %llu customers from an empty system, seed %llu, %.6g s of "
+        cg_text_printf(f, "simulated: %llu customers from an empty system, seed %llu, %.6g s of "
                "simulated time (in system: time average; utilisation: busy time / total)\n",
                (unsigned long long)s->customers, (unsigned long long)q->seed, s->horizon);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "report/report.h"
+#include "core/text.h"
 
 static const char *severity_name(cg_check_severity sev)
 {
@@ -15,15 +16,15 @@ void cg_report_check_text(FILE *f, const char *path, const cg_check_report *r)
 {
     for (size_t i = 0; i < r->count; i++) {
         const cg_check_problem *p = &r->problems[i];
-        fprintf(f, "%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule, p->where,
+        cg_text_printf(f, "%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule, p->where,
                 p->message);
     }
     if (r->dropped)
-        fprintf(f, "%s: ... %zu more problems not shown\n", path, r->dropped);
+        cg_text_printf(f, "%s: ... %zu more problems not shown\n", path, r->dropped);
     if (r->error_count == 0)
-        fprintf(f, "%s: ok (%zu warnings)\n", path, r->warning_count);
+        cg_text_printf(f, "%s: ok (%zu warnings)\n", path, r->warning_count);
     else
-        fprintf(f, "%s: FAILED: %zu errors, %zu warnings\n", path, r->error_count,
+        cg_text_printf(f, "%s: FAILED: %zu errors, %zu warnings\n", path, r->error_count,
                 r->warning_count);
 }
 

@@ -14,6 +14,7 @@
 #include "ir/walk.h"
 #include "report/inspect_common.h"
 #include "report/report.h"
+#include "core/text.h"
 
 static const char *domain_name(const char *d)
 {
@@ -334,21 +335,21 @@ void cg_inspect_shape_text(json_t *shape, char *buf, size_t n)
 
 void cg_inspect_print_values(FILE *f, const char *title, json_t *arr)
 {
-    fprintf(f, "%s (%zu)\n", title, json_array_size(arr));
+    cg_text_printf(f, "%s (%zu)\n", title, json_array_size(arr));
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v)
     {
         char shape[512];
         cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
-        fprintf(f, "  %-24s %-10s %s", json_string_value(json_object_get(v, "name")),
+        cg_text_printf(f, "  %-24s %-10s %s", json_string_value(json_object_get(v, "name")),
                 json_string_value(json_object_get(v, "dtype")), shape);
         json_t *dyn = json_object_get(v, "dynamic");
         if (json_array_size(dyn)) {
-            fprintf(f, "   dynamic:");
+            cg_text_printf(f, "   dynamic:");
             size_t k;
             json_t *d;
-            json_array_foreach(dyn, k, d) fprintf(f, " %s", json_string_value(d));
+            json_array_foreach(dyn, k, d) cg_text_printf(f, " %s", json_string_value(d));
         }
         fputc('\n', f);
     }
@@ -359,42 +360,42 @@ static void render_text(json_t *r, FILE *f)
     char buf[64];
     cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(r, "file_bytes")), buf, sizeof buf);
     json_t *file = json_object_get(r, "file");
-    fprintf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
+    cg_text_printf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
             buf);
     json_t *ir = json_object_get(r, "ir_version");
     json_t *prod = json_object_get(r, "producer");
-    fprintf(f, "ir_version   %s%lld\n", json_is_null(ir) ? "missing " : "",
+    cg_text_printf(f, "ir_version   %s%lld\n", json_is_null(ir) ? "missing " : "",
             (long long)json_integer_value(ir));
-    fprintf(f, "producer     %s %s\n", json_string_value(json_object_get(prod, "name")),
+    cg_text_printf(f, "producer     %s %s\n", json_string_value(json_object_get(prod, "name")),
             json_string_value(json_object_get(prod, "version")));
-    fprintf(f, "opsets      ");
+    cg_text_printf(f, "opsets      ");
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(r, "opset_import"), i, v)
-        fprintf(f, " %s %lld", json_string_value(json_object_get(v, "domain")),
+        cg_text_printf(f, " %s %lld", json_string_value(json_object_get(v, "domain")),
                 (long long)json_integer_value(json_object_get(v, "version")));
     fputc('\n', f);
     cg_inspect_print_values(f, "inputs", json_object_get(r, "inputs"));
     long long overridable = json_integer_value(json_object_get(r, "inputs_with_initializer_default"));
     if (overridable)
-        fprintf(f, "  (+%lld inputs that default to an initializer)\n", overridable);
+        cg_text_printf(f, "  (+%lld inputs that default to an initializer)\n", overridable);
     cg_inspect_print_values(f, "outputs", json_object_get(r, "outputs"));
     json_t *init = json_object_get(r, "initializers");
     cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(init, "bytes")), buf, sizeof buf);
-    fprintf(f, "initializers %lld tensors, %s", (long long)json_integer_value(json_object_get(init, "count")),
+    cg_text_printf(f, "initializers %lld tensors, %s", (long long)json_integer_value(json_object_get(init, "count")),
             buf);
     long long ext = json_integer_value(json_object_get(init, "external_bytes"));
     if (ext) {
         cg_inspect_human_bytes((uint64_t)ext, buf, sizeof buf);
-        fprintf(f, " (%s external)", buf);
+        cg_text_printf(f, " (%s external)", buf);
     }
     fputc('\n', f);
-    fprintf(f, "nodes        %lld in the main graph, %lld with subgraphs\n",
+    cg_text_printf(f, "nodes        %lld in the main graph, %lld with subgraphs\n",
             (long long)json_integer_value(json_object_get(r, "node_count")),
             (long long)json_integer_value(json_object_get(r, "node_count_with_subgraphs")));
     json_t *ops = json_object_get(r, "ops");
-    fprintf(f, "ops (%zu kinds)\n", json_array_size(ops));
-    fprintf(f, "  %-20s %-28s %5s %6s\n", "domain", "op", "since", "count");
+    cg_text_printf(f, "ops (%zu kinds)\n", json_array_size(ops));
+    cg_text_printf(f, "  %-20s %-28s %5s %6s\n", "domain", "op", "since", "count");
     json_array_foreach(ops, i, v)
     {
         json_t *since = json_object_get(v, "since_version");
@@ -408,29 +409,29 @@ static void render_text(json_t *r, FILE *f)
                            : json_is_true(json_object_get(v, "in_subgraph_only"))
                                ? "  (in subgraphs)"
                                : "";
-        fprintf(f, "  %-20s %-28s %5s %6lld%s\n", json_string_value(json_object_get(v, "domain")),
+        cg_text_printf(f, "  %-20s %-28s %5s %6lld%s\n", json_string_value(json_object_get(v, "domain")),
                 json_string_value(json_object_get(v, "op_type")), since_s,
                 (long long)json_integer_value(json_object_get(v, "count")), flag);
     }
     json_t *custom = json_object_get(r, "custom_ops");
     json_t *cflow = json_object_get(r, "control_flow");
-    fprintf(f, "custom ops   %s\n", json_array_size(custom) ? "yes (see above)" : "none");
-    fprintf(f, "control flow ");
+    cg_text_printf(f, "custom ops   %s\n", json_array_size(custom) ? "yes (see above)" : "none");
+    cg_text_printf(f, "control flow ");
     if (!json_array_size(cflow))
-        fprintf(f, "none");
+        cg_text_printf(f, "none");
     json_array_foreach(cflow, i, v)
-        fprintf(f, "%s%s x%lld", i ? ", " : "", json_string_value(json_object_get(v, "op_type")),
+        cg_text_printf(f, "%s%s x%lld", i ? ", " : "", json_string_value(json_object_get(v, "op_type")),
                 (long long)json_integer_value(json_object_get(v, "count")));
     fputc('\n', f);
     json_t *largest = json_object_get(r, "largest_tensors");
     if (json_array_size(largest)) {
-        fprintf(f, "largest tensors\n");
+        cg_text_printf(f, "largest tensors\n");
         json_array_foreach(largest, i, v)
         {
             char shape[256];
             cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
             cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(v, "bytes")), buf, sizeof buf);
-            fprintf(f, "  %-40s %-8s %-22s %10s %s\n", json_string_value(json_object_get(v, "name")),
+            cg_text_printf(f, "  %-40s %-8s %-22s %10s %s\n", json_string_value(json_object_get(v, "name")),
                     json_string_value(json_object_get(v, "dtype")), shape, buf,
                     json_string_value(json_object_get(v, "location")));
         }

@@ -14,6 +14,7 @@
 #include "convgate/tflite.h"
 #include "report/inspect_common.h"
 #include "report/report.h"
+#include "core/text.h"
 
 /* JSON arrays of numbers are capped so per-channel parameters of a large
  * model do not swamp the report; the full count is given beside them. */
@@ -452,55 +453,55 @@ static void render_text(json_t *r, FILE *f)
     json_t *v;
     cg_inspect_human_bytes((uint64_t)int_at(r, "file_bytes"), buf, sizeof buf);
     json_t *file = json_object_get(r, "file");
-    fprintf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
+    cg_text_printf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
             buf);
-    fprintf(f, "format       TFLite, schema version %lld", int_at(tf, "schema_version"));
+    cg_text_printf(f, "format       TFLite, schema version %lld", int_at(tf, "schema_version"));
     if (json_is_string(json_object_get(tf, "description")))
-        fprintf(f, ", \"%s\"", str_at(tf, "description"));
+        cg_text_printf(f, ", \"%s\"", str_at(tf, "description"));
     fputc('\n', f);
     json_t *subs = json_object_get(tf, "subgraphs");
-    fprintf(f, "subgraphs    %zu:", json_array_size(subs));
+    cg_text_printf(f, "subgraphs    %zu:", json_array_size(subs));
     json_array_foreach(subs, i, v)
-        fprintf(f, "%s %zu '%s' (%lld ops, %zu tensors)", i ? "," : "", i, str_at(v, "name"),
+        cg_text_printf(f, "%s %zu '%s' (%lld ops, %zu tensors)", i ? "," : "", i, str_at(v, "name"),
                 int_at(v, "operators"), json_array_size(json_object_get(v, "tensors")));
     fputc('\n', f);
     cg_inspect_print_values(f, "inputs", json_object_get(r, "inputs"));
     if (int_at(r, "inputs_with_initializer_default"))
-        fprintf(f, "  (+%lld inputs with constant data)\n",
+        cg_text_printf(f, "  (+%lld inputs with constant data)\n",
                 int_at(r, "inputs_with_initializer_default"));
     cg_inspect_print_values(f, "outputs", json_object_get(r, "outputs"));
     json_t *sigs = json_object_get(tf, "signature_defs");
     json_array_foreach(sigs, i, v)
     {
-        fprintf(f, "signature    '%s' -> subgraph %lld; inputs", str_at(v, "key"),
+        cg_text_printf(f, "signature    '%s' -> subgraph %lld; inputs", str_at(v, "key"),
                 int_at(v, "subgraph"));
         size_t k;
         json_t *t;
         json_array_foreach(json_object_get(v, "inputs"), k, t)
-            fprintf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
-        fprintf(f, "; outputs");
+            cg_text_printf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
+        cg_text_printf(f, "; outputs");
         json_array_foreach(json_object_get(v, "outputs"), k, t)
-            fprintf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
+            cg_text_printf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
         fputc('\n', f);
     }
     json_t *init = json_object_get(r, "initializers");
     json_t *bufs = json_object_get(tf, "buffers");
     cg_inspect_human_bytes((uint64_t)int_at(init, "bytes"), buf, sizeof buf);
-    fprintf(f, "constants    %lld tensors in the main subgraph, %s; %lld buffers", int_at(init, "count"),
+    cg_text_printf(f, "constants    %lld tensors in the main subgraph, %s; %lld buffers", int_at(init, "count"),
             buf, int_at(bufs, "count"));
     if (int_at(bufs, "offset_count")) {
         cg_inspect_human_bytes((uint64_t)int_at(bufs, "offset_bytes"), buf, sizeof buf);
-        fprintf(f, ", %lld stored past the FlatBuffer (%s)", int_at(bufs, "offset_count"), buf);
+        cg_text_printf(f, ", %lld stored past the FlatBuffer (%s)", int_at(bufs, "offset_count"), buf);
     }
     fputc('\n', f);
-    fprintf(f, "quantized    %lld tensors (%lld per-axis); %lld tensors with dynamic dims\n",
+    cg_text_printf(f, "quantized    %lld tensors (%lld per-axis); %lld tensors with dynamic dims\n",
             int_at(tf, "quantized_tensors"), int_at(tf, "per_axis_quantized_tensors"),
             int_at(tf, "dynamic_tensors"));
-    fprintf(f, "operators    %lld in the main subgraph, %lld in all\n", int_at(r, "node_count"),
+    cg_text_printf(f, "operators    %lld in the main subgraph, %lld in all\n", int_at(r, "node_count"),
             int_at(r, "node_count_with_subgraphs"));
     json_t *ops = json_object_get(r, "ops");
-    fprintf(f, "ops (%zu codes)\n", json_array_size(ops));
-    fprintf(f, "  %-32s %7s %6s\n", "op", "version", "count");
+    cg_text_printf(f, "ops (%zu codes)\n", json_array_size(ops));
+    cg_text_printf(f, "  %-32s %7s %6s\n", "op", "version", "count");
     json_array_foreach(ops, i, v)
     {
         const char *flag = json_is_true(json_object_get(v, "flex"))      ? "  FLEX (SELECT_TF_OPS)"
@@ -509,33 +510,33 @@ static void render_text(json_t *r, FILE *f)
                            : json_is_true(json_object_get(v, "in_subgraph_only"))
                                ? "  (in subgraphs)"
                                : "";
-        fprintf(f, "  %-32s %7lld %6lld%s\n", str_at(v, "op_type"), int_at(v, "version"),
+        cg_text_printf(f, "  %-32s %7lld %6lld%s\n", str_at(v, "op_type"), int_at(v, "version"),
                 int_at(v, "count"), flag);
     }
     json_t *cflow = json_object_get(r, "control_flow");
-    fprintf(f, "control flow ");
+    cg_text_printf(f, "control flow ");
     if (!json_array_size(cflow))
-        fprintf(f, "none");
+        cg_text_printf(f, "none");
     json_array_foreach(cflow, i, v)
-        fprintf(f, "%s%s x%lld", i ? ", " : "", str_at(v, "op_type"), int_at(v, "count"));
+        cg_text_printf(f, "%s%s x%lld", i ? ", " : "", str_at(v, "op_type"), int_at(v, "count"));
     fputc('\n', f);
     json_t *md = json_object_get(tf, "metadata");
     json_array_foreach(md, i, v)
     {
         cg_inspect_human_bytes((uint64_t)int_at(v, "bytes"), buf, sizeof buf);
         if (json_is_string(json_object_get(v, "text")))
-            fprintf(f, "metadata     %s = \"%s\"\n", str_at(v, "name"), str_at(v, "text"));
+            cg_text_printf(f, "metadata     %s = \"%s\"\n", str_at(v, "name"), str_at(v, "text"));
         else
-            fprintf(f, "metadata     %s (%s, binary)\n", str_at(v, "name"), buf);
+            cg_text_printf(f, "metadata     %s (%s, binary)\n", str_at(v, "name"), buf);
     }
     json_t *largest = json_object_get(r, "largest_tensors");
     if (json_array_size(largest)) {
-        fprintf(f, "largest tensors\n");
+        cg_text_printf(f, "largest tensors\n");
         json_array_foreach(largest, i, v)
         {
             cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
             cg_inspect_human_bytes((uint64_t)int_at(v, "bytes"), buf, sizeof buf);
-            fprintf(f, "  %-40s %-8s %-22s %10s %s\n", str_at(v, "name"), str_at(v, "dtype"),
+            cg_text_printf(f, "  %-40s %-8s %-22s %10s %s\n", str_at(v, "name"), str_at(v, "dtype"),
                     shape, buf, str_at(v, "location"));
         }
     }

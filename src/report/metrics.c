@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "report/report.h"
+#include "core/text.h"
 
 void cg_report_position(int64_t index, int rank, const int64_t *dims, char *buf, size_t cap)
 {
@@ -52,35 +53,35 @@ void cg_report_metrics_text(FILE *f, const char *indent, const cg_metrics *m, co
                             int rank, const int64_t *dims)
 {
     if (m->shape_mismatch) {
-        fprintf(f, "%sshape mismatch: the target's output has another shape\n", indent);
+        cg_text_printf(f, "%sshape mismatch: the target's output has another shape\n", indent);
         return;
     }
     if (m->dtype_mismatch)
-        fprintf(f, "%sdtype mismatch: the target's output has another dtype\n", indent);
-    fprintf(f, "%smismatches %" PRIu64 "/%" PRIu64 " (%.4g%%)%s\n", indent, m->mismatches,
+        cg_text_printf(f, "%sdtype mismatch: the target's output has another dtype\n", indent);
+    cg_text_printf(f, "%smismatches %" PRIu64 "/%" PRIu64 " (%.4g%%)%s\n", indent, m->mismatches,
             m->count, m->count ? 100.0 * (double)m->mismatches / (double)m->count : 0.0,
             m->bit_identical ? ", bit-identical" : "");
-    fprintf(f, "%smax_abs %.6g  mean_abs %.6g  max_rel %.6g  rmse %.6g  nmse %.6g\n", indent,
+    cg_text_printf(f, "%smax_abs %.6g  mean_abs %.6g  max_rel %.6g  rmse %.6g  nmse %.6g\n", indent,
             m->max_abs, m->mean_abs, m->max_rel, m->rmse, m->nmse);
-    fprintf(f, "%scosine %.9f  pearson %.9f  max_ulp %" PRIu64 "\n", indent, m->cosine,
+    cg_text_printf(f, "%scosine %.9f  pearson %.9f  max_ulp %" PRIu64 "\n", indent, m->cosine,
             m->pearson, m->max_ulp);
-    fprintf(f, "%sNaN ref %" PRIu64 " target %" PRIu64 "  Inf ref %" PRIu64 " target %" PRIu64
+    cg_text_printf(f, "%sNaN ref %" PRIu64 " target %" PRIu64 "  Inf ref %" PRIu64 " target %" PRIu64
             "\n", indent, m->nan_ref, m->nan_got, m->inf_ref, m->inf_got);
-    fprintf(f, "%s|diff| histogram:", indent);
+    cg_text_printf(f, "%s|diff| histogram:", indent);
     bool any = false;
     for (int b = 0; b < CG_HIST_BINS; b++) {
         char label[32];
         if (!m->hist[b])
             continue;
         bin_label(b, label, sizeof label);
-        fprintf(f, " %s:%" PRIu64, label, m->hist[b]);
+        cg_text_printf(f, " %s:%" PRIu64, label, m->hist[b]);
         any = true;
     }
-    fprintf(f, "%s\n", any ? "" : " (empty)");
+    cg_text_printf(f, "%s\n", any ? "" : " (empty)");
     if (m->worst_index >= 0) {
         char pos[256];
         cg_report_position(m->worst_index, rank, dims, pos, sizeof pos);
-        fprintf(f, "%sworst: %s%s%sat %s: ref %.9g target %.9g\n", indent,
+        cg_text_printf(f, "%sworst: %s%s%sat %s: ref %.9g target %.9g\n", indent,
                 sample ? "sample " : "", sample ? sample : "", sample ? " " : "", pos,
                 m->worst_ref, m->worst_got);
     }
@@ -137,7 +138,7 @@ int cg_report_metrics_json(json_t *obj, const cg_metrics *m, const char *sample,
 
 void cg_report_metrics_line(FILE *f, const cg_metrics *m)
 {
-    fprintf(f, "max_abs %.4g, max_rel %.4g, mean_abs %.4g, cosine %.6f, mismatches %" PRIu64
+    cg_text_printf(f, "max_abs %.4g, max_rel %.4g, mean_abs %.4g, cosine %.6f, mismatches %" PRIu64
                "/%" PRIu64 ", NaN ref/target %" PRIu64 "/%" PRIu64 ", Inf ref/target %" PRIu64
                "/%" PRIu64,
             m->max_abs, m->max_rel, m->mean_abs, m->cosine, m->mismatches, m->count, m->nan_ref,

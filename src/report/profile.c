@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "report/report.h"
+#include "core/text.h"
 
 /* How far estimate and measurement of an executing placement may differ
  * before the report flags it (the issue's bound, docs/cost-model.md). */
@@ -70,12 +71,12 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
     const cg_reference_profile *ref = r->ref;
     char lbl[160];
     double nodes_ms = ref->wall_ms - ref->overhead_ms;
-    fprintf(f, "Model: %s (%zu nodes)\n", r->model_path, g->node_count);
-    fprintf(f, "Reference runtime (median of %zu warm runs, seeded random inputs; thread CPU "
+    cg_text_printf(f, "Model: %s (%zu nodes)\n", r->model_path, g->node_count);
+    cg_text_printf(f, "Reference runtime (median of %zu warm runs, seeded random inputs; thread CPU "
            "time throughout):\n", ref->runs);
-    fprintf(f, "  cold: init %.3f ms, first run %.3f ms (memory plan built)\n", ref->init_ms,
+    cg_text_printf(f, "  cold: init %.3f ms, first run %.3f ms (memory plan built)\n", ref->init_ms,
            ref->first_run_ms);
-    fprintf(f, "  warm: %.3f ms per run = %.3f ms in nodes + %.3f ms runtime overhead\n",
+    cg_text_printf(f, "  warm: %.3f ms per run = %.3f ms in nodes + %.3f ms runtime overhead\n",
            ref->wall_ms, nodes_ms > 0 ? nodes_ms : 0, ref->overhead_ms);
 
     node_time *order = malloc((g->node_count + 1) * sizeof *order);
@@ -84,20 +85,20 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
             order[v] = (node_time){ref->node_ms[v], v};
         qsort(order, g->node_count, sizeof *order, cmp_node_time);
         size_t shown = r->top && r->top < g->node_count ? r->top : g->node_count;
-        fprintf(f, "Per node (warm median, costliest first%s):\n",
+        cg_text_printf(f, "Per node (warm median, costliest first%s):\n",
                shown < g->node_count ? "; --top" : "");
-        fprintf(f, "  %-28s %-20s %-11s %-9s %10s %6s\n", "node", "op", "class", "owner", "ms",
+        cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10s %6s\n", "node", "op", "class", "owner", "ms",
                "share");
         for (size_t i = 0; i < shown; i++) {
             size_t v = order[i].node;
             double share = ref->wall_ms > 0 ? 100 * ref->node_ms[v] / ref->wall_ms : 0;
-            fprintf(f, "  %-28s %-20s %-11s %-9s %10.4f %5.1f%%\n", node_name(g, v, lbl, sizeof lbl),
+            cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10.4f %5.1f%%\n", node_name(g, v, lbl, sizeof lbl),
                    g->nodes[v].op_type ? g->nodes[v].op_type : "?",
                    cg_op_class_name(cg_op_class_of(g->nodes[v].op_type)), owner_of(r->a, v),
                    ref->node_ms[v], share);
         }
         if (shown < g->node_count)
-            fprintf(f, "  ... %zu more\n", g->node_count - shown);
+            cg_text_printf(f, "  ... %zu more\n", g->node_count - shown);
         free(order);
     }
     if (!r->a)
@@ -105,44 +106,44 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
 
     const cg_assignment *a = r->a;
     const cg_cost_estimate *e = r->est;
-    fprintf(f, "Coverage (%zu partition%s):\n", a->partition_count,
+    cg_text_printf(f, "Coverage (%zu partition%s):\n", a->partition_count,
            a->partition_count == 1 ? "" : "s");
     for (size_t t = 0; t < a->target_count; t++) {
         const cg_target *tg = a->targets[t];
         size_t on = cg_assign_count_owned(a, (int)t);
         double tt = target_time(r, (int)t);
-        fprintf(f, "  %s (%s %s): %zu/%zu nodes (%.1f%%); %.3f of %.3f ms reference time "
+        cg_text_printf(f, "  %s (%s %s): %zu/%zu nodes (%.1f%%); %.3f of %.3f ms reference time "
                "(%.1f%%)\n",
                tg->name, tg->kind == CG_TARGET_PROFILED ? "profiled" : "executing",
                tg->version ? tg->version : "?", on, g->node_count,
                g->node_count ? 100.0 * (double)on / (double)g->node_count : 0.0, tt,
                e->reference_ms, e->reference_ms > 0 ? 100 * tt / e->reference_ms : 0);
     }
-    fprintf(f, "Partitions:\n");
+    cg_text_printf(f, "Partitions:\n");
     for (size_t pi = 0; pi < a->partition_count; pi++) {
         const cg_partition *p = &a->partitions[pi];
         const cg_partition_measure *pm = &r->tp->parts[pi];
         double pref = cg_cost_partition_reference_ms(a, ref->node_ms, pi);
-        fprintf(f, "  P%d on %s: %zu nodes, %.3f ms on the reference\n", p->id,
+        cg_text_printf(f, "  P%d on %s: %zu nodes, %.3f ms on the reference\n", p->id,
                a->targets[p->target]->name, p->node_count, pref);
         if (pm->executed)
-            fprintf(f, "      measured: alone %.3f ms = %.3f compute + %.3f boundary work in %zu "
+            cg_text_printf(f, "      measured: alone %.3f ms = %.3f compute + %.3f boundary work in %zu "
                    "crossing%s; in the mixed run %.3f ms (wall); compile %.3f ms (cold)\n",
                    pm->run_ms, pm->compute_ms, pm->boundary_ms, pm->crossings,
                    pm->crossings == 1 ? "" : "s", pm->in_mixed_ms, pm->compile_ms);
         else
-            fprintf(f, "      ASSUMED: %.3f ms on target (reference time / class speedup); "
+            cg_text_printf(f, "      ASSUMED: %.3f ms on target (reference time / class speedup); "
                    "not measured\n",
                    cg_cost_partition_assumed_ms(a, ref->node_ms, pi, r->assume));
     }
     if (r->tp->crossing_count) {
-        fprintf(f, "Boundary crossings of executing partitions (measured: the delegate's "
+        cg_text_printf(f, "Boundary crossings of executing partitions (measured: the delegate's "
                "copy/conversion):\n");
         for (size_t i = 0; i < r->tp->crossing_count; i++) {
             const cg_crossing_measure *c = &r->tp->crossings[i];
             char shape[200];
             shape_text(c, shape, sizeof shape);
-            fprintf(f, "  P%d %s '%s' %s %" PRIu64 " B %s: %.4f ms\n",
+            cg_text_printf(f, "  P%d %s '%s' %s %" PRIu64 " B %s: %.4f ms\n",
                    a->partitions[c->partition].id, c->entering ? "<-" : "->", c->tensor, shape,
                    c->bytes,
                    c->layout ? (c->entering ? "NCHW->NHWC" : "NHWC->NCHW")
@@ -156,7 +157,7 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
                r->assume->boundary_fixed_us, r->assume->bandwidth_gbps);
         for (size_t i = 0; i < a->boundary_count; i++) {
             const cg_boundary *b = &a->boundaries[i];
-            fprintf(f, "  '%s' %s%d -> %s%d: %" PRIu64 " B%s: %.4f ms\n", b->tensor,
+            cg_text_printf(f, "  '%s' %s%d -> %s%d: %" PRIu64 " B%s: %.4f ms\n", b->tensor,
                    b->from_partition < 0 ? "cpu" : "P",
                    b->from_partition < 0 ? 0 : b->from_partition,
                    b->to_partition < 0 ? "cpu" : "P", b->to_partition < 0 ? 0 : b->to_partition,
@@ -164,37 +165,37 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
                    cg_cost_crossing_ms(r->assume, a, b));
         }
     }
-    fprintf(f, "Mixed latency estimate: %.3f on target + %.3f CPU remainder + %.3f boundary "
+    cg_text_printf(f, "Mixed latency estimate: %.3f on target + %.3f CPU remainder + %.3f boundary "
            "(%lld crossing%s) = %.3f ms; reference %.3f ms; speedup %.2fx\n",
            e->accelerated_ms, e->remainder_ms, e->boundary_ms, (long long)e->crossings,
            e->crossings == 1 ? "" : "s", e->mixed_ms, e->reference_ms,
            e->mixed_ms > 0 ? e->reference_ms / e->mixed_ms : 0);
     if (e->valid_latency)
-        fprintf(f, "  Amdahl form: f = %.4f, S = %.3f, beta = %.4f -> %.2fx\n", e->latency.amdahl_f,
+        cg_text_printf(f, "  Amdahl form: f = %.4f, S = %.3f, beta = %.4f -> %.2fx\n", e->latency.amdahl_f,
                e->latency.amdahl_s, e->latency.amdahl_beta, e->latency.amdahl_speedup);
     if (r->tp->all_executing) {
         double ratio = r->tp->mixed_wall_ms > 0 ? e->mixed_ms / r->tp->mixed_wall_ms : 0;
-        fprintf(f, "Measured mixed run: %.3f ms warm (init with compiles %.3f ms, cold)\n",
+        cg_text_printf(f, "Measured mixed run: %.3f ms warm (init with compiles %.3f ms, cold)\n",
                r->tp->mixed_wall_ms, r->tp->mixed_init_ms);
-        fprintf(f, "  estimate / measured = %.3f (%s the +-%.0f%% bound)\n", ratio,
+        cg_text_printf(f, "  estimate / measured = %.3f (%s the +-%.0f%% bound)\n", ratio,
                fabs(ratio - 1) <= PROFILE_AGREEMENT ? "within" : "OUTSIDE",
                100 * PROFILE_AGREEMENT);
     } else if (a->partition_count) {
-        fprintf(f, "Measured mixed run: not comparable (profiled partitions run on the reference "
+        cg_text_printf(f, "Measured mixed run: not comparable (profiled partitions run on the reference "
                "kernels here)\n");
     }
     if (r->any_profiled) {
-        fprintf(f, "ASSUMPTIONS (not measurements) behind the profiled targets' figures:\n  "
+        cg_text_printf(f, "ASSUMPTIONS (not measurements) behind the profiled targets' figures:\n  "
                "speedup per op class:");
         for (int c = 0; c < CG_OP_CLASS_COUNT; c++)
-            fprintf(f, "%s %s %g", c ? "," : "", cg_op_class_name((cg_op_class)c),
+            cg_text_printf(f, "%s %s %g", c ? "," : "", cg_op_class_name((cg_op_class)c),
                    r->assume->speedup[c]);
-        fprintf(f, "\n  boundary: %g us per crossing + bytes / %g GB/s\n",
+        cg_text_printf(f, "\n  boundary: %g us per crossing + bytes / %g GB/s\n",
                r->assume->boundary_fixed_us, r->assume->bandwidth_gbps);
     }
-    fprintf(f, "Verdict: %s\n", r->verdict);
+    cg_text_printf(f, "Verdict: %s\n", r->verdict);
     for (size_t i = 0; i < r->note_count; i++)
-        fprintf(f, "Note: %s\n", r->notes[i]);
+        cg_text_printf(f, "Note: %s\n", r->notes[i]);
 }
 
 json_t *cg_report_profile_json(const cg_profile_view *r)

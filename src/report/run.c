@@ -8,6 +8,7 @@
 
 #include "convgate/tensor_io.h"
 #include "report/report.h"
+#include "core/text.h"
 
 static json_t *tensor_json(const cg_tensor *t)
 {
@@ -31,19 +32,19 @@ static void tensor_text(FILE *f, const cg_tensor *t)
 {
     cg_tensor_summary s;
     cg_io_tensor_summary(t, &s);
-    fprintf(f, "%s [", cg_dtype_name(t->dtype));
+    cg_text_printf(f, "%s [", cg_dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
-        fprintf(f, "%s%" PRId64, d ? "," : "", t->dims[d]);
-    fprintf(f, "]");
+        cg_text_printf(f, "%s%" PRId64, d ? "," : "", t->dims[d]);
+    cg_text_printf(f, "]");
     if (t->dtype == CG_DTYPE_STRING) {
-        fprintf(f, "\n");
+        cg_text_printf(f, "\n");
         return;
     }
     if (s.finite_count)
-        fprintf(f, "  min %.6g  max %.6g  mean %.6g", s.min, s.max, s.mean);
+        cg_text_printf(f, "  min %.6g  max %.6g  mean %.6g", s.min, s.max, s.mean);
     else
-        fprintf(f, "  no finite values");
-    fprintf(f, "  nan %" PRId64 "  inf %" PRId64 "\n", s.nan_count, s.inf_count);
+        cg_text_printf(f, "  no finite values");
+    cg_text_printf(f, "  nan %" PRId64 "  inf %" PRId64 "\n", s.nan_count, s.inf_count);
 }
 
 static bool is_sequence(const cg_value *v)
@@ -59,20 +60,20 @@ void cg_report_run_outputs_text(FILE *f, const cg_named_value *outs, size_t n,
         const cg_value *v = outs[i].value;
         if (!v)
             continue;
-        fprintf(f, "output '%s': ", outs[i].name ? outs[i].name : "");
+        cg_text_printf(f, "output '%s': ", outs[i].name ? outs[i].name : "");
         if (v->kind == CG_VALUE_OPTIONAL && !v->has_value) {
-            fprintf(f, "empty optional\n");
+            cg_text_printf(f, "empty optional\n");
         } else if (is_sequence(v)) {
-            fprintf(f, "sequence of %zu\n", v->item_count);
+            cg_text_printf(f, "sequence of %zu\n", v->item_count);
             for (size_t k = 0; k < v->item_count; k++) {
-                fprintf(f, "  [%zu] ", k);
+                cg_text_printf(f, "  [%zu] ", k);
                 tensor_text(f, &v->items[k]->tensor);
             }
         } else {
             tensor_text(f, &v->tensor);
         }
         if (paths && paths[i])
-            fprintf(f, "  -> %s\n", paths[i]);
+            cg_text_printf(f, "  -> %s\n", paths[i]);
     }
 }
 
@@ -115,14 +116,14 @@ void cg_report_run_text(FILE *f, const cg_run_view *v)
 {
     cg_report_run_outputs_text(f, v->outputs, v->output_count, v->paths);
     if (v->targets)
-        fprintf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
+        cg_text_printf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
                 v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
     if (v->repeat)
-        fprintf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
+        cg_text_printf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
                    "min %.3f, max %.3f\n", v->first_ms, v->repeat, v->median_ms, v->warm_ms[0],
                 v->warm_ms[v->repeat - 1]);
     else
-        fprintf(f, "time %.3f ms\n", v->median_ms);
+        cg_text_printf(f, "time %.3f ms\n", v->median_ms);
 }
 
 json_t *cg_report_run_json(const cg_run_view *v)

@@ -8,6 +8,7 @@
 
 #include "report/report.h"
 #include "target/registry.h"
+#include "core/text.h"
 
 static const char *kind_name(const cg_target *t)
 {
@@ -91,7 +92,7 @@ json_t *cg_report_target_json(const cg_target *t)
 void cg_report_targets_text(FILE *f, const cg_target_registry *reg)
 {
     size_t n = cg_target_registry_count(reg);
-    fprintf(f, "%-19s %-9s %-30s %-8s %-15s %s\n", "NAME", "KIND", "VERSION", "FALLBACK",
+    cg_text_printf(f, "%-19s %-9s %-30s %-8s %-15s %s\n", "NAME", "KIND", "VERSION", "FALLBACK",
             "PRECISION", "SOURCE");
     for (size_t i = 0; i < n; i++) {
         const cg_target *t = cg_target_registry_at(reg, i);
@@ -100,12 +101,12 @@ void cg_report_targets_text(FILE *f, const cg_target_registry *reg)
         const cg_profile_source *s0 = cg_profile_source_at(t, 0);
         if (file && strrchr(file, '/'))
             file = strrchr(file, '/') + 1;
-        fprintf(f, "%-19s %-9s %-30s %-8s %-15s ", t->name, kind_name(t),
+        cg_text_printf(f, "%-19s %-9s %-30s %-8s %-15s ", t->name, kind_name(t),
                 t->version ? t->version : "", fallback_name(t), precision_name(t));
         if (file && s0)
-            fprintf(f, "%s (%s, +%zu more)\n", file, s0->repo, cg_profile_source_count(t) - 1);
+            cg_text_printf(f, "%s (%s, +%zu more)\n", file, s0->repo, cg_profile_source_count(t) - 1);
         else
-            fprintf(f, "%s\n", t->source ? t->source : "");
+            cg_text_printf(f, "%s\n", t->source ? t->source : "");
     }
 }
 
