@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "convgate/budget.h"
 #include "convgate/golden.h"
 #include "convgate/rewrite.h"
 
@@ -30,6 +31,82 @@ bool cli_parse_count(const char *s, uint64_t max, uint64_t *out)
     if (errno || end == s || *end || s[0] == '-' || v > max)
         return false;
     *out = v;
+    return true;
+}
+
+bool cli_parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift)
+        end++;
+    if (errno || *end || v == 0 || v > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)v << shift;
+    return true;
+}
+
+/* Takes OPT VALUE or OPT=VALUE at argv[i]; *value then points into argv
+ * and *used is how many arguments it spanned (0: not this option). */
+static int take_option(int argc, char **argv, int i, const char *opt, const char **value)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[i], opt, n) != 0)
+        return 0;
+    if (argv[i][n] == '=') {
+        *value = argv[i] + n + 1;
+        return 1;
+    }
+    if (argv[i][n] != '\0')
+        return 0;
+    *value = i + 1 < argc ? argv[i + 1] : NULL;
+    return 2;
+}
+
+bool cli_take_limits(const char *cmd, int *argc, char **argv)
+{
+    size_t max_memory = (size_t)cg_budget_default_bytes();
+    double seconds = 0;
+    int out = 0;
+    for (int i = 0; i < *argc;) {
+        const char *value = NULL;
+        int used;
+        if (strcmp(argv[i], "--") == 0) { /* the rest are operands */
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if ((used = take_option(*argc, argv, i, "--time-limit", &value)) != 0) {
+            if (!value || !cli_parse_double(value, &seconds) || !(seconds > 0)) {
+                cli_error(cmd, "--time-limit expects a positive number of seconds, got '%s'",
+                          value ? value : "");
+                return false;
+            }
+        } else if ((used = take_option(*argc, argv, i, "--max-memory", &value)) != 0) {
+            if (!value || !cli_parse_bytes(value, &max_memory)) {
+                cli_error(cmd, "--max-memory expects BYTES (suffixes K, M, G), got '%s'",
+                          value ? value : "");
+                return false;
+            }
+        } else {
+            argv[out++] = argv[i++];
+            continue;
+        }
+        i += used;
+    }
+    argv[out] = NULL;
+    *argc = out;
+    cg_budget_set(cg_budget_process(), max_memory, seconds);
     return true;
 }
 

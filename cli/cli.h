@@ -128,6 +128,20 @@ void cli_model_free(cli_model *m);
 #include <stdint.h>
 #include "convgate/target.h"
 bool cli_parse_double(const char *s, double *out);
+/* BYTES with an optional K/M/G (binary) suffix, > 0. */
+bool cli_parse_bytes(const char *s, size_t *out);
+/* Removes --time-limit SECONDS and --max-memory BYTES (either form, =VALUE
+ * too) from argv, wherever they are, and sets the process budget
+ * (convgate/budget.h) from them: every command that runs a model takes
+ * them. Prints its own error and returns false on a bad value. */
+bool cli_take_limits(const char *cmd, int *argc, char **argv);
+#define CLI_LIMITS_HELP                                                                     \
+    "Limits (every command that runs a model):\n"                                           \
+    "  --time-limit SECONDS    stop with an error naming the node once running takes\n"     \
+    "                          longer than SECONDS (default: no limit)\n"                   \
+    "  --max-memory BYTES      most memory tensors may take at once (suffixes K, M, G;\n"    \
+    "                          default: 75 percent of physical memory); checked\n"          \
+    "                          before allocating\n"
 bool cli_parse_count(const char *s, uint64_t max, uint64_t *out);
 /* Any finite number (the caller validates its range); prints
  * "convgate CMD: --OPT expects a finite number, got 'TEXT'" on failure. */

@@ -52,6 +52,7 @@ static void assign_usage(FILE *f)
           "fallback (fallback: fail) would refuse the model at initialization (the report is\n"
           "still printed, the error names the first node it refuses).\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 /* One --dims setting: the --dim values with the setting's on top. */

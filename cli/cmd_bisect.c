@@ -67,6 +67,7 @@ static void bisect_usage(FILE *f)
           "Exit status: 0 no tensor diverges, 1 a divergent tensor was found, 2 usage or\n"
           "input error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 int cmd_bisect(int argc, char **argv)

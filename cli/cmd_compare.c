@@ -111,6 +111,7 @@ static void compare_usage(FILE *f)
         "Exit status: 0 every output matches (or is within its tolerance), 1 some\n"
         "output does not, 2 usage or input error (or a run failed).\n",
         f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 typedef struct cmp_args {

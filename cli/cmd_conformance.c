@@ -64,6 +64,7 @@ static void conf_usage(FILE *f)
         "\n"
         "Exit status: 0 all tests passed (or, with --expect, no deviation), 1 a test\n"
         "failed (or deviated), 2 usage or I/O error.\n");
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 static int parse_args(int argc, char **argv, conf_args *a)

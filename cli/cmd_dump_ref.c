@@ -50,6 +50,7 @@ static void dump_usage(FILE *f)
           "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
           "Exit status: 0 written; 1 the model failed while running; 2 usage or input error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 int cmd_dump_ref(int argc, char **argv)
@@ -116,6 +117,7 @@ int cmd_dump_ref(int argc, char **argv)
         goto done;
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
+    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     cg_status st = inputs_dir ? cg_sample_source_open_dir(model, inputs_dir, 0, &src, &err)
                               : cg_sample_source_open_random(model, (size_t)random_count,
                                                              &in.random, in.dims, in.dim_count,

@@ -73,6 +73,7 @@ static void gate_usage(FILE *f)
           "\n"
           "Exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 int cmd_gate(int argc, char **argv)

@@ -48,6 +48,7 @@ static void noise_usage(FILE *f)
           "Exit status: 0 every judged output matches, 1 one does not, 2 usage or input\n"
           "error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 typedef struct noise_args {

@@ -68,6 +68,7 @@ static void profile_usage(FILE *f)
             "\n"
             "Exit status: 0 report printed; 2 usage or input error.\n",
             d.boundary_fixed_us, d.bandwidth_gbps);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 static bool parse_size(const char *opt, const char *text, size_t lo, size_t hi, size_t *out)

@@ -78,6 +78,7 @@ static void run_usage(FILE *f)
         "Exit status: 0 success, 1 the model failed while running, 2 usage or input\n"
         "error (unknown or missing input, dtype or shape mismatch, unreadable file).\n",
         f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 /* BYTES with an optional K/M/G (binary) suffix. */
@@ -287,6 +288,11 @@ int cmd_run(int argc, char **argv)
         cli_error("run", "%s", err.msg);
         rc = st == CG_USAGE ? CG_EXIT_ERROR : CG_EXIT_FAIL;
         goto done;
+    }
+    /* outputs whose shape contradicts the declared one (as ONNX Runtime warns) */
+    for (const char *w = rt ? cg_runtime_warnings(rt) : NULL, *nl; w && *w; w = nl + 1) {
+        nl = strchr(w, '\n');
+        cli_warn("run", "%.*s", (int)(nl - w), w);
     }
     if (a.repeat) {
         qsort(warm, a.repeat, sizeof *warm, cmp_double);

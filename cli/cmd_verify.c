@@ -66,6 +66,7 @@ static void verify_usage(FILE *f)
           "input error, including a golden set made for another model, a missing or\n"
           "altered golden file, a set missing an output, or an unknown format_version.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 typedef struct verify_args {

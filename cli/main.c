@@ -233,11 +233,20 @@ int main(int argc, char **argv)
         cg_text_printf(stdout, "convgate %s\n", CG_VERSION);
         return CG_EXIT_OK;
     }
+    /* The commands that run a model take --time-limit and --max-memory. */
+    static const char *const run_models[] = {"run",      "compare", "gate",    "bisect",
+                                             "verify",   "dump_ref", "profile", "assign",
+                                             "conformance", "noise"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (command_is(commands[i].name, argv[1])) {
-            cli_json_begin(argv[1], argc - 1, argv + 1);
-            cli_progress_begin(argv[1], argc - 1, argv + 1);
-            int rc = commands[i].fn(argc - 1, argv + 1);
+            int sub_argc = argc - 1;
+            for (size_t r = 0; r < sizeof run_models / sizeof run_models[0]; r++)
+                if (strcmp(commands[i].name, run_models[r]) == 0 &&
+                    !cli_take_limits(argv[1], &sub_argc, argv + 1))
+                    return CG_EXIT_ERROR;
+            cli_json_begin(argv[1], sub_argc, argv + 1);
+            cli_progress_begin(argv[1], sub_argc, argv + 1);
+            int rc = commands[i].fn(sub_argc, argv + 1);
             cli_progress_clear();
             return cli_json_finish(rc);
         }

@@ -27,6 +27,7 @@ extern "C" {
 #endif
 
 typedef struct cg_runtime cg_runtime;
+struct cg_budget;     /* convgate/budget.h */
 struct cg_assignment; /* convgate/partition.h */
 struct cg_type_env;   /* convgate/target.h */
 
@@ -81,6 +82,16 @@ typedef struct cg_runtime_options {
      * every stored value to fp16 and computes in double (the fp16 storage
      * floor); CG_NODE_PREC_FP16_ACC16 is refused. docs/float64.md. */
     bool float64;
+    /* Memory and time limits of every run (convgate/budget.h); NULL: the
+     * process budget. Must outlive the runtime. */
+    struct cg_budget *budget;
+    /* A graph output whose produced shape contradicts its declared one (the
+     * rank, or a dimension given as a number): false records a warning
+     * (cg_runtime_warnings), as ONNX Runtime logs one; true fails the run
+     * (verification wants that). A produced element type or kind (tensor,
+     * sequence) other than the declared one always fails the run: ONNX
+     * Runtime refuses such a model when it loads it. */
+    bool strict_output_shapes;
 } cg_runtime_options;
 
 CG_API void cg_runtime_options_default(cg_runtime_options *opt);
@@ -103,6 +114,9 @@ CG_API CG_NODISCARD cg_status cg_runtime_run(cg_runtime *rt, const cg_named_valu
                                              size_t input_count, cg_named_value **outputs,
                                              size_t *output_count, cg_error *err);
 CG_API void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
+/* Warnings of the last run, one per line (NULL when none): outputs whose
+ * shape contradicts the declared one. Valid until the next run. */
+CG_API const char *cg_runtime_warnings(const cg_runtime *rt);
 
 /* Partitions this runtime executes on a target (0 without an assignment). */
 CG_API size_t cg_runtime_partition_count(const cg_runtime *rt);

@@ -373,7 +373,10 @@ cg_status cg_npz_load(cg_npz *z, const char *key, cg_tensor *out, cg_error *err)
     }
     char what[512];
     snprintf(what, sizeof what, "%s:%s", z->path, key);
-    st = cg_npy_parse(data, m->usize, what, z->max_bytes, out, err);
+    /* the inflated member stays allocated while it is decoded: the two
+     * together are held to the limit */
+    size_t left = z->max_bytes > m->usize ? z->max_bytes - m->usize : 1;
+    st = cg_npy_parse(data, m->usize, what, left, out, err);
 done:
     free(comp);
     free(data);

@@ -1,7 +1,8 @@
 /*
  * Tensor files in general (whole-file reads and atomic writes are in
- * src/core/file.c): the allocation convention of tensors and values handed out by src/io
- * (malloc'd struct, malloc'd payload, malloc'd strings and items), loading a
+ * src/core/file.c): the allocation convention of tensors and values
+ * handed out by src/io (malloc'd struct, malloc'd payload, malloc'd strings
+ * and items), loading a
  * value by file extension (.pb / .npy / .npz[:KEY]) and the seeded generator
  * (the random-input policy itself is convgate/samples.h).
  */
@@ -12,14 +13,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "convgate/budget.h"
 #include "io/io_internal.h"
 
-size_t cg_io_limit(size_t max_bytes) { return max_bytes ? max_bytes : CG_IO_DEFAULT_MAX_BYTES; }
-
-size_t cg_io_elem_size(cg_dtype dt)
+size_t cg_io_limit(size_t max_bytes)
 {
-    return dt == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dt);
+    /* what one file may decode to: the caller's cap, and never more than the
+     * process's memory budget has left (convgate/budget.h) */
+    size_t limit = max_bytes ? max_bytes : CG_IO_DEFAULT_MAX_BYTES;
+    uint64_t left = cg_budget_left(cg_budget_process());
+    return left < limit ? (left ? (size_t)left : 1) : limit; /* never 0: 0 means "none" */
 }
+
 
 /* --- loading by extension ------------------------------------------------- */
 

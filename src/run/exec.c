@@ -17,10 +17,12 @@
  * promoted to a DOUBLE copy the frame owns; a DOUBLE input feeds a declared
  * float type as it is.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/budget.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -48,6 +50,7 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
         cg_runtime_options_default(&rt->opt);
     if (!rt->opt.max_alloc_bytes)
         rt->opt.max_alloc_bytes = CG_DEFAULT_MAX_ALLOC;
+    rt->budget = rt->opt.budget ? rt->opt.budget : cg_budget_process();
     cg_status st;
     /* A duplicate kernel row is a registry bug, not the model's: the first
      * row wins and the registry unit test reports it. */
@@ -86,6 +89,7 @@ void cg_runtime_free(cg_runtime *rt)
     cg_mem_plan_clear(&rt->mem);
     cg_registry_index_free(&rt->registry);
     free(rt->record_bytes);
+    free(rt->warnings);
     free(rt);
 }
 
@@ -160,6 +164,89 @@ static cg_status check_input(const cg_value_info *vi, const cg_value *v, bool fl
     return CG_OK;
 }
 
+/* Appends one line to the runtime's warnings of this run. */
+static void add_warning(cg_runtime *rt, const char *fmt, ...)
+{
+    char line[CG_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = strlen(line);
+    char *w = realloc(rt->warnings, rt->warnings_len + len + 2);
+    if (!w)
+        return;
+    memcpy(w + rt->warnings_len, line, len);
+    w[rt->warnings_len + len] = '\n';
+    w[rt->warnings_len + len + 1] = '\0';
+    rt->warnings = w;
+    rt->warnings_len += len + 1;
+}
+
+const char *cg_runtime_warnings(const cg_runtime *rt)
+{
+    return rt && rt->warnings_len ? rt->warnings : NULL;
+}
+
+/* A produced graph output against its declared type. The element type and
+ * the kind must match (ONNX Runtime refuses a model whose declared output
+ * type contradicts what its graph computes); a contradicting shape (rank,
+ * or a dimension given as a number) is a warning, as in ONNX Runtime, or
+ * an error with opt.strict_output_shapes. */
+static cg_status check_output(cg_runtime *rt, const cg_value_info *vi, const cg_value *v,
+                              cg_error *err)
+{
+    const cg_type *t = vi->type;
+    if (!t || t->kind == CG_TYPE_NONE || t->kind == CG_TYPE_OPTIONAL || !v)
+        return CG_OK;
+    if ((t->kind == CG_TYPE_TENSOR && v->kind != CG_VALUE_TENSOR) ||
+        (t->kind == CG_TYPE_SEQUENCE && v->kind != CG_VALUE_SEQUENCE))
+        return cg_error_set(err, CG_INVALID, "graph output '%s': the model declares a %s, the "
+                            "graph produced a %s", vi->name, type_kind_name(t->kind),
+                            cg_exec_value_kind_name(v->kind));
+    if (t->kind != CG_TYPE_TENSOR)
+        return CG_OK;
+    const cg_tensor *x = &v->tensor;
+    /* the float64 reference mode returns DOUBLE for every float type */
+    bool promoted = rt->opt.float64 && x->dtype == CG_DTYPE_DOUBLE &&
+                    cg_dtype_valid(t->elem_type) && cg_fp64_promotes((cg_dtype)t->elem_type);
+    if (t->has_elem_type && t->elem_type != 0 && t->elem_type != (int32_t)x->dtype && !promoted)
+        return cg_error_set(err, CG_INVALID, "graph output '%s': the model declares element "
+                            "type %s, the graph produced %s (ONNX Runtime refuses this model)",
+                            vi->name,
+                            cg_dtype_valid(t->elem_type) ? cg_dtype_name((cg_dtype)t->elem_type)
+                                                         : "unknown",
+                            cg_dtype_name(x->dtype));
+    if (!t->shape)
+        return CG_OK;
+    bool same = t->shape->rank == (size_t)x->rank;
+    for (size_t d = 0; same && d < t->shape->rank; d++) {
+        const cg_dim *dim = &t->shape->dims[d];
+        same = !dim->has_value || dim->value < 0 || dim->value == x->dims[d];
+    }
+    if (same)
+        return CG_OK;
+    char want[256], got[256];
+    size_t used = 0;
+    want[0] = '\0';
+    for (size_t d = 0; d < t->shape->rank && used + 24 < sizeof want; d++) {
+        const cg_dim *dim = &t->shape->dims[d];
+        int n = dim->has_value ? snprintf(want + used, sizeof want - used, "%s%lld", d ? "," : "",
+                                          (long long)dim->value)
+                               : snprintf(want + used, sizeof want - used, "%s?", d ? "," : "");
+        used += n > 0 ? (size_t)n : 0;
+    }
+    cg_exec_format_shape(x->rank, x->dims, got, sizeof got);
+    if (rt->opt.strict_output_shapes)
+        return cg_error_set(err, CG_INVALID, "graph output '%s': the model declares shape [%s], "
+                            "the graph produced %s", vi->name, want, got);
+    add_warning(rt, "graph output '%s': the model declares shape [%s], the graph produced %s "
+                "(ONNX Runtime warns about this too)", vi->name, want, got);
+    return CG_OK;
+}
+
 /* Input shapes that key the memory plan; false when an input is not a
  * tensor (sequence contents are not captured by a shape). */
 static bool build_signature(const cg_exec *f, int64_t **out, size_t *len)
@@ -197,6 +284,9 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     *output_count = 0;
     if (!rt)
         return cg_error_set(err, CG_USAGE, "cg_runtime_run: no runtime");
+    rt->warnings_len = 0;
+    if (rt->warnings)
+        rt->warnings[0] = '\0';
     const cg_plan *p = rt->main;
     const cg_graph *g = p->graph;
     cg_exec f;
@@ -282,6 +372,13 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     st = cg_frame_take_outputs(&f, outs, g->output_count, err);
     if (st != CG_OK)
         goto done;
+    for (size_t i = 0; i < g->output_count && st == CG_OK; i++)
+        st = check_output(rt, &g->outputs[i], outs[i], err);
+    if (st != CG_OK) {
+        for (size_t i = 0; i < g->output_count; i++)
+            cg_value_free(outs[i]);
+        goto done;
+    }
     named = calloc(g->output_count + 1, sizeof *named);
     if (!named) {
         for (size_t i = 0; i < g->output_count; i++)

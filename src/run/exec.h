@@ -71,6 +71,8 @@ typedef struct cg_plan {
     int32_t *slot_producer;  /* step index for NODE slots, else -1 */
     int32_t *slot_last_use;  /* last step reading it, -1 if none */
     bool *slot_is_output;    /* a graph output: never released */
+    struct cg_budget *budget; /* what init_reserved is reserved against */
+    uint64_t init_reserved;  /* bytes of converted initializers (the budget's) */
     cg_value **init_values;  /* INIT slots: the converted initializer */
     bool *init_borrowed;     /* its data points into the model mapping */
     int32_t *input_slots;    /* graph->inputs order */
@@ -93,6 +95,7 @@ typedef struct cg_mem_plan {
     size_t *slot_bytes;
     uint8_t *arena;
     size_t arena_bytes;
+    struct cg_budget *budget; /* arena_bytes is reserved against it (when set) */
 } cg_mem_plan;
 
 /* A partition of the assignment compiled for an executing target. */
@@ -137,6 +140,9 @@ struct cg_runtime {
     /* with opt.node_precision: per main slot, the fp16-rounded copy of an
      * initializer that emulated nodes read (NULL otherwise) */
     cg_value **prec_init;
+    struct cg_budget *budget; /* opt.budget or the process budget */
+    char *warnings;           /* of the last run (cg_runtime_warnings) */
+    size_t warnings_len;
 };
 
 typedef struct cg_scratch {
@@ -164,6 +170,9 @@ struct cg_exec {
     const cg_value **ins;   /* the running step's inputs */
     cg_value **outs;        /* the running step's outputs */
     uint8_t *out_flags;     /* CG_OUT_* per output of the running step */
+    uint64_t *reserved;     /* per slot: bytes reserved in the budget for its value */
+    uint64_t pending;       /* bytes the running kernel allocated, not yet reserved */
+    uint64_t *out_reserved; /* the running step's outputs: bytes reserved for each */
     size_t step;            /* step being run */
     cg_scratch *scratch;
     bool is_main;
@@ -193,8 +202,8 @@ cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t sig
 cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, cg_value **out,
                                  bool *borrowed, cg_error *err);
 /* Densifies a SparseTensorProto (indices [NNZ] linear or [NNZ, rank]). */
-cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
-                                     cg_error *err);
+cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, size_t max_bytes,
+                                     cg_value **out, cg_error *err);
 /* exec.c */
 const char *cg_exec_value_kind_name(cg_value_kind k);
 
@@ -207,6 +216,8 @@ size_t cg_exec_node_index(const cg_kernel_ctx *k);
 void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap);
 /* Frees a value according to who owns what (CG_OWN_*). */
 void cg_exec_drop_value(cg_value *v, uint8_t own);
+/* The budget a frame's values are reserved against (NULL without a runtime). */
+struct cg_budget *cg_exec_budget(const cg_exec *f);
 cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec *parent,
                         cg_error *err);
 void cg_frame_free(cg_exec *f);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "convgate/budget.h"
 #include "convgate/partition.h"
 #include "run/exec.h"
 #include "run/fp64.h"
@@ -74,6 +75,44 @@ static void scratch_free_all(cg_exec *f)
         s = next;
     }
     f->scratch = NULL;
+    f->pending = 0; /* the step's outputs are reserved (or dropped) after this */
+}
+
+cg_budget *cg_exec_budget(const cg_exec *f)
+{
+    return f && f->rt ? f->rt->budget : NULL;
+}
+
+/* CG_LIMIT naming where, once the run's deadline has passed. */
+static cg_status check_deadline(const cg_exec *f, const char *where, cg_error *err)
+{
+    cg_budget *b = cg_exec_budget(f);
+    if (!b || !cg_budget_expired(b))
+        return CG_OK;
+    return cg_error_set(err, CG_LIMIT, "%s: the time limit of %g s was reached (--time-limit)",
+                        where, cg_budget_seconds(b));
+}
+
+/* Reserves the budget for the n values a step (or partition) produced:
+ * all of them or none. reserved[i] receives each value's bytes. */
+static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_t *flags,
+                                 size_t n, const char *where, uint64_t *reserved)
+{
+    cg_budget *b = cg_exec_budget(f);
+    for (size_t i = 0; i < n; i++) {
+        reserved[i] = 0;
+        if (!b || !vals[i] || (flags && (flags[i] & CG_OUT_ARENA)))
+            continue; /* arena data is reserved with the arena */
+        uint64_t bytes = cg_value_bytes(vals[i]);
+        cg_status st = cg_budget_reserve(b, bytes, where, f->err);
+        if (st != CG_OK) {
+            for (size_t j = 0; j < i; j++)
+                cg_budget_release(b, reserved[j]);
+            return st;
+        }
+        reserved[i] = bytes;
+    }
+    return CG_OK;
 }
 
 /* Frees a value according to who owns what. */
@@ -88,6 +127,10 @@ void cg_exec_drop_value(cg_value *v, uint8_t own)
 
 static void frame_drop(cg_exec *f, int32_t slot)
 {
+    if (f->reserved[slot]) {
+        cg_budget_release(cg_exec_budget(f), f->reserved[slot]);
+        f->reserved[slot] = 0;
+    }
     cg_exec_drop_value(f->vals[slot], f->own[slot]);
     f->vals[slot] = NULL;
     f->own[slot] = CG_OWN_NONE;
@@ -104,12 +147,17 @@ cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec
     size_t n = plan->slot_count + 1;
     f->vals = calloc(n, sizeof *f->vals);
     f->own = calloc(n, sizeof *f->own);
+    f->reserved = calloc(n, sizeof *f->reserved);
     f->ins = calloc(plan->max_inputs + 1, sizeof *f->ins);
     f->outs = calloc(plan->max_outputs + 1, sizeof *f->outs);
     f->out_flags = calloc(plan->max_outputs + 1, sizeof *f->out_flags);
-    if (!f->vals || !f->own || !f->ins || !f->outs || !f->out_flags) {
+    f->out_reserved = calloc(plan->max_outputs + 1, sizeof *f->out_reserved);
+    if (!f->vals || !f->own || !f->reserved || !f->ins || !f->outs || !f->out_flags ||
+        !f->out_reserved) {
         free(f->vals);
         free(f->own);
+        free(f->reserved);
+        free(f->out_reserved);
         free(f->ins);
         free(f->outs);
         free(f->out_flags);
@@ -131,6 +179,8 @@ void cg_frame_free(cg_exec *f)
     scratch_free_all(f);
     free(f->vals);
     free(f->own);
+    free(f->reserved);
+    free(f->out_reserved);
     free(f->ins);
     free(f->outs);
     free(f->out_flags);
@@ -172,9 +222,13 @@ void *cg_frame_scratch(cg_exec *f, size_t bytes)
         return NULL;
     if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
         return NULL;
+    cg_budget *b = cg_exec_budget(f);
+    if (b && !cg_budget_fits(b, f->pending + bytes))
+        return NULL;
     cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
     if (!s)
         return NULL;
+    f->pending += bytes;
     s->next = f->scratch;
     f->scratch = s;
     return s->data;
@@ -332,6 +386,9 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     cg_error *err = f->err;
     char lbl[256];
     f->step = si;
+    cg_status ts = check_deadline(f, cg_exec_step_label(n, st->index, lbl, sizeof lbl), err);
+    if (ts != CG_OK)
+        return ts;
     for (size_t i = 0; i < n->input_count; i++) {
         if (st->in[i].slot < 0) {
             f->ins[i] = NULL;
@@ -396,11 +453,21 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
             return CG_UNSUPPORTED;
         }
     }
+    uint64_t *out_reserved = f->out_reserved;
+    status = reserve_outputs(f, f->outs, f->out_flags, n->output_count,
+                             cg_exec_step_label(n, st->index, lbl, sizeof lbl), out_reserved);
+    if (status != CG_OK) {
+        drop_step_outputs(f, n->output_count);
+        return status;
+    }
     for (size_t i = 0; i < n->output_count; i++) {
         int32_t slot = st->out[i];
-        if (slot < 0)
+        if (slot < 0) {
+            cg_budget_release(cg_exec_budget(f), out_reserved[i]); /* dropped below */
             continue;
+        }
         cg_value *v = f->outs[i];
+        f->reserved[slot] = out_reserved[i];
         f->vals[slot] = v;
         f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
         if (prec != CG_NODE_PREC_FP32)
@@ -452,6 +519,11 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
     }
     for (size_t i = 0; i < d->output_count; i++)
         rp->outs[i] = NULL;
+    char where[128];
+    snprintf(where, sizeof where, "partition %d (%s)", rp->id, rp->target->name);
+    cg_status ts = check_deadline(f, where, err);
+    if (ts != CG_OK)
+        return ts;
     double t0 = now_seconds();
     cg_status st = rp->target->vt->run(rp->state, rp->ins, rp->outs, err);
     rp->seconds += now_seconds() - t0;
@@ -470,20 +542,29 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
         cg_error_prefix(err, "partition %d (%s, %zu nodes): ", rp->id, rp->target->name,
                         d->node_count);
     }
+    uint64_t *out_reserved = st == CG_OK ? calloc(d->output_count + 1, sizeof *out_reserved)
+                                          : NULL;
+    if (st == CG_OK && !out_reserved)
+        st = cg_error_set(err, CG_NOMEM, "%s: out of memory", where);
+    if (st == CG_OK)
+        st = reserve_outputs(f, rp->outs, NULL, d->output_count, where, out_reserved);
     if (st != CG_OK) {
         for (size_t i = 0; i < d->output_count; i++) {
             cg_value_free(rp->outs[i]);
             rp->outs[i] = NULL;
         }
+        free(out_reserved);
         return st;
     }
     for (size_t i = 0; i < d->output_count; i++) {
         int32_t slot = rp->out_slots[i];
-        cg_exec_drop_value(f->vals[slot], f->own[slot]);
+        frame_drop(f, slot);
         f->vals[slot] = rp->outs[i];
         f->own[slot] = CG_OWN_FULL;
+        f->reserved[slot] = out_reserved[i];
         rp->outs[i] = NULL;
     }
+    free(out_reserved);
     if (rt->opt.observe) {
         for (size_t i = 0; i < d->output_count; i++) {
             st = rt->opt.observe(rt->opt.observe_user, rp->out_nodes[i], d->outputs[i],
@@ -534,8 +615,11 @@ cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_er
             goto fail;
         }
         if (r.up == 0 && f->own[r.slot] == CG_OWN_FULL) {
-            /* The pointer stays in the slot so a repeated output can copy it. */
+            /* The pointer stays in the slot so a repeated output can copy it;
+             * the caller holds the value now, outside this run's budget. */
             f->own[r.slot] = CG_OWN_NONE;
+            cg_budget_release(cg_exec_budget(f), f->reserved[r.slot]);
+            f->reserved[r.slot] = 0;
             outs[i] = v;
             continue;
         }

@@ -88,8 +88,21 @@ cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out);
  * type. Kernels whose outputs follow their inputs' types need not ask. */
 cg_dtype cg_kernel_float_dtype(const cg_kernel_ctx *k, cg_dtype dt);
 
-/* Scratch memory valid until the kernel returns (freed by the executor). */
+/* Scratch memory valid until the kernel returns (freed by the executor);
+ * NULL over the allocation limit, the memory budget, or out of memory. */
 void *cg_kernel_scratch(cg_kernel_ctx *k, size_t bytes);
+
+/* --- budget ---------------------------------------------------------------- */
+
+/* Counts bytes the kernel allocates or holds until it returns against the
+ * run's memory budget: CG_LIMIT (naming the node) when they do not fit.
+ * cg_kernel_output, cg_value_new_tensor, cg_value_clone and scratch do it
+ * themselves; call it for memory held another way (values a loop gathers). */
+cg_status cg_kernel_take_budget(cg_kernel_ctx *k, uint64_t bytes);
+/* CG_OK, or CG_LIMIT naming the node once the run's time limit has passed
+ * (convgate/budget.h). Kernels whose work is not bounded by their output
+ * size call it in their outer loops (Loop/Scan iterations, rows). */
+cg_status cg_kernel_check_time(cg_kernel_ctx *k);
 
 /* --- attributes ---------------------------------------------------------- */
 

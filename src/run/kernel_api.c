@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ir/walk.h"
+#include "convgate/budget.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -75,7 +76,7 @@ cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const 
         return cg_kernel_fail(k, CG_LIMIT, "output shape %s (%s) needs %lld x %zu bytes, over "
                               "the allocation limit of %zu bytes", shape, cg_dtype_name(dtype),
                               (long long)numel,
-                              dtype == CG_DTYPE_STRING ? sizeof(char *) : cg_dtype_size(dtype),
+                              cg_tensor_elem_size(dtype),
                               limit);
     }
     *bytes = b;
@@ -112,6 +113,16 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
         if (slot >= 0 && m->slot_offset[slot] != SIZE_MAX && bytes > 0 &&
             bytes <= m->slot_bytes[slot])
             arena_at = m->arena + m->slot_offset[slot];
+    }
+    if (!arena_at && f) {
+        cg_budget *b = cg_exec_budget(f);
+        if (b && !cg_budget_fits(b, f->pending + bytes))
+            return cg_kernel_fail(k, CG_LIMIT, "output %zu needs %zu bytes with %llu bytes in "
+                                  "use, over the memory budget of %llu bytes (--max-memory)",
+                                  i, bytes,
+                                  (unsigned long long)(cg_budget_in_use(b) + f->pending),
+                                  (unsigned long long)cg_budget_limit(b));
+        f->pending += bytes;
     }
     cg_value *v = calloc(1, sizeof *v);
     if (!v)
@@ -172,6 +183,33 @@ cg_status cg_kernel_set_output(cg_kernel_ctx *k, size_t i, cg_value *v)
     return CG_OK;
 }
 
+/* Counts bytes a kernel is about to allocate or hold against the budget
+ * (they are reserved for real once the step's outputs are stored). */
+cg_status cg_kernel_take_budget(cg_kernel_ctx *k, uint64_t bytes)
+{
+    cg_exec *f = k->exec;
+    cg_budget *b = cg_exec_budget(f);
+    if (!b)
+        return CG_OK;
+    if (!cg_budget_fits(b, f->pending + bytes))
+        return cg_kernel_fail(k, CG_LIMIT, "%llu bytes more with %llu bytes in use would go "
+                              "over the memory budget of %llu bytes (--max-memory)",
+                              (unsigned long long)bytes,
+                              (unsigned long long)(cg_budget_in_use(b) + f->pending),
+                              (unsigned long long)cg_budget_limit(b));
+    f->pending += bytes;
+    return CG_OK;
+}
+
+cg_status cg_kernel_check_time(cg_kernel_ctx *k)
+{
+    cg_budget *b = cg_exec_budget(k->exec);
+    if (!b || !cg_budget_expired(b))
+        return CG_OK;
+    return cg_kernel_fail(k, CG_LIMIT, "the time limit of %g s was reached in this node "
+                          "(--time-limit)", cg_budget_seconds(b));
+}
+
 cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank, const int64_t *dims,
                               cg_value **out)
 {
@@ -179,6 +217,8 @@ cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank, const 
     size_t bytes;
     cg_status st = cg_exec_check_alloc(k, dtype, rank, dims, &bytes);
     if (st != CG_OK)
+        return st;
+    if ((st = cg_kernel_take_budget(k, bytes)) != CG_OK)
         return st;
     st = cg_value_alloc_tensor(dtype, rank, dims, out, k->err);
     if (st != CG_OK) {
@@ -190,7 +230,11 @@ cg_status cg_value_new_tensor(cg_kernel_ctx *k, cg_dtype dtype, int rank, const 
 
 cg_status cg_value_clone(cg_kernel_ctx *k, const cg_value *src, cg_value **out)
 {
-    cg_status st = cg_value_copy(src, out, k->err);
+    *out = NULL;
+    cg_status st = cg_kernel_take_budget(k, cg_value_bytes(src));
+    if (st != CG_OK)
+        return st;
+    st = cg_value_copy(src, out, k->err);
     if (st != CG_OK) {
         char lbl[256];
         cg_error_prefix(k->err, "%s: ", cg_exec_step_label(k->node, cg_exec_node_index(k), lbl, sizeof lbl));
@@ -289,19 +333,20 @@ cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out)
     *t = v->tensor;
     t->data = data;
     if (v->tensor.dtype == CG_DTYPE_STRING) {
-        char **dst = data;
-        char *const *src = v->tensor.data;
+        cg_string *dst = data;
         for (int64_t i = 0; i < v->tensor.numel; i++) {
-            size_t len = src[i] ? strlen(src[i]) : 0;
-            dst[i] = cg_kernel_scratch(k, len + 1);
-            if (!dst[i]) {
+            size_t len;
+            const char *src = cg_tensor_string(&v->tensor, i, &len);
+            dst[i].len = len;
+            dst[i].data = cg_kernel_scratch(k, len + 1);
+            if (!dst[i].data) {
                 cg_value_free(v);
                 return cg_kernel_fail(k, CG_NOMEM, "out of memory reading attribute '%s'",
                                       name);
             }
             if (len)
-                memcpy(dst[i], src[i], len);
-            dst[i][len] = '\0';
+                memcpy(dst[i].data, src, len);
+            dst[i].data[len] = '\0';
         }
     } else if (bytes) {
         memcpy(data, v->tensor.data, bytes);

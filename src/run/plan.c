@@ -15,6 +15,7 @@
 #include "convgate/schema.h"
 #include "core/arena.h"
 #include "ir/walk.h"
+#include "convgate/budget.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -264,6 +265,18 @@ done:
     return st;
 }
 
+/* Reserves a converted initializer's bytes in the runtime's budget. */
+static cg_status reserve_init(plan_build *b, const cg_value *v, const char *name)
+{
+    uint64_t bytes = cg_value_bytes(v);
+    char what[256];
+    snprintf(what, sizeof what, "initializer '%s'", name);
+    cg_status st = cg_budget_reserve(b->rt->budget, bytes, what, b->err);
+    if (st == CG_OK)
+        b->p->init_reserved += bytes;
+    return st;
+}
+
 static cg_status plan_initializers(plan_build *b)
 {
     cg_plan *p = b->p;
@@ -294,6 +307,8 @@ static cg_status plan_initializers(plan_build *b)
             }
             p->init_borrowed[s] = false;
         }
+        if (!p->init_borrowed[s] && (st = reserve_init(b, p->init_values[s], tp->name)) != CG_OK)
+            return st;
     }
     /* Sparse initializers are densified once; kernels only see dense tensors. */
     for (size_t i = 0; i < g->sparse_initializer_count; i++) {
@@ -307,9 +322,16 @@ static cg_status plan_initializers(plan_build *b)
         cg_status st = new_slot(b, name, CG_SLOT_INIT, -1, &s);
         if (st != CG_OK)
             return st;
-        st = cg_value_from_sparse_proto(sp, &p->init_values[s], b->err);
+        /* densified once: held to the allocation limit and the budget */
+        uint64_t left = cg_budget_left(b->rt->budget);
+        size_t cap = b->rt->opt.max_alloc_bytes;
+        if (left < cap)
+            cap = left ? (size_t)left : 1;
+        st = cg_value_from_sparse_proto(sp, cap, &p->init_values[s], b->err);
         if (st == CG_OK && b->rt->opt.float64)
             st = cg_fp64_promote_value(p->init_values[s], false, b->err);
+        if (st == CG_OK)
+            st = reserve_init(b, p->init_values[s], name);
         if (st != CG_OK)
             return st;
     }
@@ -378,6 +400,7 @@ cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int 
     p->graph = g;
     p->parent = parent;
     p->depth = depth;
+    p->budget = rt->budget;
 
     /* Upper bound on slots: every input, initializer and node output. */
     size_t slots = g->input_count + g->initializer_count + g->sparse_initializer_count;
@@ -443,6 +466,8 @@ void cg_plan_free(cg_plan *p)
             v->tensor.data = NULL; /* points into the model mapping */
         cg_value_free(v);
     }
+    if (p->budget)
+        cg_budget_release(p->budget, p->init_reserved);
     free(p->captures);
     cg_strmap_free(&p->names);
     cg_arena_free(box->arena);
@@ -453,6 +478,8 @@ void cg_plan_free(cg_plan *p)
 
 void cg_mem_plan_clear(cg_mem_plan *m)
 {
+    if (m->budget)
+        cg_budget_release(m->budget, m->arena_bytes);
     free(m->signature);
     free(m->slot_offset);
     free(m->slot_bytes);
@@ -552,6 +579,13 @@ cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t sig
         m->slot_offset[it->slot] = it->offset;
     }
     if (total > 0) {
+        /* the arena holds the intermediates of a run: reserved in the budget
+         * for as long as it lives (no arena, just separate allocations, when
+         * it does not fit) */
+        if ((st = cg_budget_reserve(rt->budget, total, "the memory plan's arena", err)) != CG_OK)
+            goto done;
+        m->budget = rt->budget;
+        m->arena_bytes = total;
         m->arena = aligned_alloc(MEM_ALIGN, total);
         if (!m->arena) {
             st = cg_error_set(err, CG_NOMEM, "out of memory allocating the %zu-byte arena",

@@ -244,8 +244,8 @@ cg_status cg_value_from_tensor_proto(const cg_tensor_proto *tp, cg_value **out, 
     return cg_value_from_proto_ex(tp, false, out, NULL, err);
 }
 
-cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value **out,
-                                     cg_error *err)
+cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, size_t max_bytes,
+                                     cg_value **out, cg_error *err)
 {
     *out = NULL;
     const char *name = sp->values && sp->values->name ? sp->values->name : "(unnamed)";
@@ -271,8 +271,16 @@ cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value 
                           "int64 [NNZ] or [NNZ, rank]", name);
         goto done;
     }
-    if ((st = cg_value_alloc_tensor(v->dtype, rank, sp->dims, &dense, err)) != CG_OK)
+    /* the dense form can be far larger than the file: hold it to max_bytes */
+    cg_tensor dt;
+    if ((st = cg_tensor_alloc(&dt, v->dtype, rank, sp->dims, max_bytes, err)) != CG_OK) {
+        cg_error_prefix(err, "sparse tensor '%s': ", name);
         goto done;
+    }
+    if ((st = cg_value_from_tensor(&dt, &dense, err)) != CG_OK) {
+        cg_tensor_release(&dt);
+        goto done;
+    }
     const int64_t *ind = ix->data;
     for (int64_t i = 0; i < nnz; i++) {
         int64_t at = 0;
@@ -294,8 +302,9 @@ cg_status cg_value_from_sparse_proto(const cg_sparse_tensor_proto *sp, cg_value 
             goto done;
         }
         if (v->dtype == CG_DTYPE_STRING) {
-            const char *e = ((char *const *)v->data)[i];
-            if (cg_tensor_set_string(&dense->tensor, at, e ? e : "", e ? strlen(e) : 0) != CG_OK) {
+            size_t len;
+            const char *e = cg_tensor_string(v, i, &len);
+            if (cg_tensor_set_string(&dense->tensor, at, e, len) != CG_OK) {
                 st = cg_error_set(err, CG_NOMEM, "sparse tensor '%s': out of memory", name);
                 goto done;
             }

@@ -503,6 +503,7 @@ static cg_status side_init(side_state *s, bisect_ctx *c, int which, const cg_bis
     if (!side->path) {
         cg_runtime_options ro;
         cg_runtime_options_default(&ro);
+        ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
         ro.max_alloc_bytes = c->opt->max_alloc_bytes;
         ro.observe = side_observe;
         ro.observe_user = s;

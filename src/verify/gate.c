@@ -115,6 +115,7 @@ static double time_coverage(const cg_model *model, const cg_assignment *a, const
     if (!t.seconds)
         return -1;
     cg_runtime_options_default(&ro);
+    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     ro.max_alloc_bytes = max_alloc;
     ro.observe = timer_observe;
     ro.observe_user = &t;

@@ -211,6 +211,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     if ((!j->noise && !opt->golden) || (!opt->target_count && !opt->outputs_from)) {
         cg_runtime_options ro;
         cg_runtime_options_default(&ro);
+        ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
         if (opt->max_alloc_bytes)
             ro.max_alloc_bytes = opt->max_alloc_bytes;
         if ((st = cg_runtime_init(model, &ro, &j->rt, err)) != CG_OK) {

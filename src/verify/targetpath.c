@@ -138,6 +138,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
 
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
+    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     if (opt->max_alloc_bytes)
         ro.max_alloc_bytes = opt->max_alloc_bytes;
     ro.assignment = p->assign;

@@ -96,6 +96,9 @@ static cg_status mm_f32(cg_kernel_ctx *k, const mm_plan *p, const float *a, cons
     }
     for (int64_t bi = 0; bi < p->batch; bi++) {
         int64_t ao, bo;
+        cg_status st = cg_kernel_check_time(k);
+        if (st != CG_OK)
+            return st;
         mm_offsets(p, bi, &ao, &bo);
         if (!cg_nn_sgemm(false, false, p->m, p->n, p->kk, 1.0f, a + ao * asz, p->kk, b + bo * bsz,
                          p->n, 0.0f, y + bi * ysz, p->n))
@@ -119,6 +122,9 @@ static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, con
     }
     for (int64_t bi = 0; bi < p->batch; bi++) {
         int64_t ao, bo;
+        cg_status st = cg_kernel_check_time(k);
+        if (st != CG_OK)
+            return st;
         mm_offsets(p, bi, &ao, &bo);
         if (!cg_nn_dgemm(false, false, p->m, p->n, p->kk, 1.0, a + ao * asz, p->kk, b + bo * bsz,
                          p->n, 0.0, y + bi * ysz, p->n))

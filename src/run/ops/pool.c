@@ -97,16 +97,26 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
         return st;
     if (y->numel == 0)
         return CG_OK;
-    int64_t planes = x->dims[0] * x->dims[1];
+    int64_t planes = planes_n;
     int64_t *idx = ind ? ind->data : NULL;
+    int64_t in_n = cg_nn_prod(nsp, w.in), out_n = cg_nn_prod(nsp, w.out);
+    bool two_d = nsp == 2 && mode != POOL_LP && !idx;
+    /* plane by plane, so a run over its time limit stops here */
     if (x->dtype == CG_DTYPE_DOUBLE) {
         double *vrow = cg_nn_scratch(k, w.in[nsp - 1], sizeof(double));
         if (!vrow)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-        if (nsp == 2 && mode != POOL_LP && !idx)
-            pool2d_f64(x->data, y->data, planes, &w, mode, include_pad, vrow);
-        else
-            poolnd_f64(x->data, y->data, idx, planes, 0, &w, mode, include_pad, p, order == 1);
+        const double *xd = x->data;
+        double *yd = y->data;
+        for (int64_t pl = 0; pl < planes; pl++) {
+            if ((st = cg_kernel_check_time(k)) != CG_OK)
+                return st;
+            if (two_d)
+                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow);
+            else
+                poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
+                           &w, mode, include_pad, p, order == 1);
+        }
         return CG_OK;
     }
     const float *xf = cg_nn_as_f32(k, x);
@@ -114,10 +124,15 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
     float *vrow = cg_nn_scratch(k, w.in[nsp - 1], sizeof(float));
     if (!xf || !yf || !vrow)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    if (nsp == 2 && mode != POOL_LP && !idx)
-        pool2d_f32(xf, yf, planes, &w, mode, include_pad, vrow);
-    else
-        poolnd_f32(xf, yf, idx, planes, 0, &w, mode, include_pad, p, order == 1);
+    for (int64_t pl = 0; pl < planes; pl++) {
+        if ((st = cg_kernel_check_time(k)) != CG_OK)
+            return st;
+        if (two_d)
+            pool2d_f32(xf + pl * in_n, yf + pl * out_n, 1, &w, mode, include_pad, vrow);
+        else
+            poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w,
+                       mode, include_pad, p, order == 1);
+    }
     cg_nn_store_f32(y, yf);
     return CG_OK;
 }

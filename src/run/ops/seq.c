@@ -46,10 +46,10 @@ static cg_status copy_elems(cg_kernel_ctx *k, cg_tensor *dst, int64_t dst_off,
                (const uint8_t *)src->data + (size_t)src_off * es, (size_t)count * es);
         return CG_OK;
     }
-    char *const *s = src->data;
     for (int64_t i = 0; i < count; i++) {
-        const char *e = s[src_off + i] ? s[src_off + i] : "";
-        if (cg_tensor_set_string(dst, dst_off + i, e, strlen(e)) != CG_OK)
+        size_t len;
+        const char *e = cg_tensor_string(src, src_off + i, &len);
+        if (cg_tensor_set_string(dst, dst_off + i, e, len) != CG_OK)
             return cg_kernel_fail(k, CG_NOMEM, "out of memory copying strings");
     }
     return CG_OK;
@@ -227,7 +227,8 @@ static cg_status check_gathered(cg_kernel_ctx *k, size_t *total, const cg_value 
         return cg_kernel_fail(k, CG_LIMIT, "scan outputs exceed the allocation limit of %zu "
                               "bytes after %lld iterations", alloc_limit(k), (long long)iter);
     *total += b;
-    return CG_OK;
+    /* held until the loop ends: counted against the memory budget too */
+    return cg_kernel_take_budget(k, cg_value_bytes(v));
 }
 
 static bool list_push(value_list *l, cg_value *v)
@@ -312,6 +313,9 @@ cg_status cg_op_loop(cg_kernel_ctx *k)
         goto done;
 
     for (int64_t i = 0; i < trip && cond; i++) {
+        /* a trip count of 2^62, or none with a condition that stays true */
+        if ((st = cg_kernel_check_time(k)) != CG_OK)
+            goto done;
         /* The body only borrows these, and its outputs never alias them. */
         *(int64_t *)iter_v->tensor.data = i;
         *(uint8_t *)cond_v->tensor.data = 1;
@@ -405,6 +409,8 @@ static cg_status scan_loop(cg_kernel_ctx *k, const cg_graph *body, scan_run *r, 
         goto done;
     }
     for (int64_t t = 0; t < len; t++) {
+        if ((st = cg_kernel_check_time(k)) != CG_OK)
+            goto done;
         for (size_t j = 0; j < r->m; j++) {
             int64_t idx = r->in_reverse[j] ? len - 1 - t : t;
             st = slice_axis(k, r->inputs[j], (int)r->in_axes[j], idx, &slices[j]);
