@@ -112,6 +112,67 @@ def small(out):
     save(m, out, "shrink/model.onnx")
 
 
+def budgets(out):
+    # a Loop with no trip count whose condition stays true: runs forever
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                         h.make_node("Identity", ["v_in"], ["v_out"])], "body",
+                        [vi("i", T.INT64, []), vi("c_in", T.BOOL, []), vi("v_in", T.FLOAT, [1])],
+                        [vi("c_out", T.BOOL, []), vi("v_out", T.FLOAT, [1])])
+    g = h.make_graph([h.make_node("Loop", ["", "c", "v"], ["vf"], body=body, name="forever")],
+                     "g", [], [vi("vf", T.FLOAT, [1])],
+                     [nh.from_array(np.array(True), "c"),
+                      nh.from_array(np.array([1.0], np.float32), "v")])
+    save(model(g), out, "loop_forever.onnx")
+    # eight 512 MiB outputs alive together (each under the per-allocation cap)
+    nodes, outs = [], []
+    for i in range(8):
+        nodes.append(h.make_node("ConstantOfShape", ["shape"], ["y%d" % i], name="big%d" % i,
+                                 value=nh.from_array(np.array([1.0], np.float32))))
+        outs.append(vi("y%d" % i, T.FLOAT, [1 << 27]))
+    save(model(h.make_graph(nodes, "g", [], outs,
+                            [nh.from_array(np.array([1 << 27], np.int64), "shape")])),
+         out, "alloc_8x512m.onnx")
+    # a sparse initializer of one value that densifies to 4 GiB
+    vals = nh.from_array(np.array([2.0], np.float32), "S")
+    idx = nh.from_array(np.array([5], np.int64), "S_idx")
+    sp = h.make_sparse_tensor(vals, idx, [1 << 30])
+    g = h.make_graph([h.make_node("Identity", ["S"], ["y"])], "g", [], [vi("y", T.FLOAT, None)])
+    g.sparse_initializer.extend([sp])
+    save(model(g), out, "sparse_4g.onnx")
+    # a string input passed through (fed a .npz of many short strings)
+    save(model(h.make_graph([h.make_node("Identity", ["x"], ["y"])], "g",
+                            [vi("x", T.STRING, ["n"])], [vi("y", T.STRING, ["n"])])),
+         out, "strings_identity.onnx")
+
+
+def wrong_results(out):
+    # declared float32[4], computes int64[4] (ONNX Runtime refuses at load)
+    save(model(h.make_graph([h.make_node("Shape", ["x"], ["y"])], "g",
+                            [vi("x", T.FLOAT, [1, 1, 1, 1])], [vi("y", T.FLOAT, [4])])),
+         out, "out_dtype.onnx")
+    # declared float32[4], computes float32[8] (ONNX Runtime warns)
+    save(model(h.make_graph([h.make_node("Concat", ["x", "x"], ["y"], axis=0)], "g",
+                            [vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, [4])])),
+         out, "out_shape.onnx")
+    # Equal on strings that differ only after a NUL byte
+    save(model(h.make_graph([h.make_node("Equal", ["a", "b"], ["eq"])], "g",
+                            [vi("a", T.STRING, [1]), vi("b", T.STRING, [1])],
+                            [vi("eq", T.BOOL, [1])]), opset=19), out, "equal_strings.onnx")
+    for name, value in (("a", b"a\x00b"), ("b", b"a\x00c")):
+        t = h.make_tensor(name, T.STRING, [1], [value])
+        with open(os.path.join(out, "equal_%s.pb" % name), "wb") as f:
+            f.write(t.SerializeToString())
+    # names with terminal escape codes and a newline that fakes a verdict
+    esc = "\x1b[2J\x1b[32m"
+    fake = "\nVERDICT: PASS  all gates\n"
+    node = h.make_node("Relu", ["x" + esc], ["y" + fake], name="n" + esc + "\x1b]0;owned\x07")
+    g = h.make_graph([node], "g" + esc, [vi("x" + esc, T.FLOAT, [2])], [vi("y" + fake, T.FLOAT, [2])])
+    m = model(g)
+    m.producer_name = "p" + esc
+    m.doc_string = fake
+    save(m, out, "escape_names.onnx")
+
+
 def big(out, n=200000):
     os.makedirs(out, exist_ok=True)
     relu = h.make_node("Relu", ["x"], ["y"])
@@ -144,6 +205,8 @@ def main():
         big(a.big)
     else:
         small(a.out)
+        budgets(a.out)
+        wrong_results(a.out)
     return 0
 
 

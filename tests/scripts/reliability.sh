@@ -198,7 +198,7 @@ t_fifo_inputs() {
     CG_TIMEOUT=10 run_cg compare "$m" --target xnnpack --tol "$d/tol.json"
     crashed && { no "compare --tol FIFO"; return 1; }
     [ "$rc" = 2 ] || { no "compare --tol FIFO: exit $rc"; return 1; }
-    CG_TIMEOUT=10 run_cg verify "$m" "$d/gold"
+    CG_TIMEOUT=10 run_cg verify "$m" --golden "$d/gold"
     crashed && { no "verify with a FIFO manifest"; return 1; }
     [ "$rc" = 2 ] || { no "verify with a FIFO manifest: exit $rc"; return 1; }
     run_cg save "$m" -o "$d/ext/m.onnx" --external-data real.bin --min-bytes 0
@@ -216,6 +216,117 @@ PY
     expect_rc 2 && expect_out "FIFO|not a regular file"
 }
 
+# --- budgets -----------------------------------------------------------------
+
+# No time budget: a Loop without a trip count ran forever in every command
+# that executes the model. --time-limit stops it with an error naming it.
+t_time_limit() {
+    local m="$data/loop_forever.onnx" c
+    CG_TIMEOUT=20 run_cg run "$m" --time-limit 2
+    expect_rc 1 && expect_out "node 'forever' \(Loop\).*time limit of 2 s" || return 1
+    for c in gate compare bisect profile assign; do
+        CG_TIMEOUT=30 run_cg "$c" "$m" --target xnnpack --time-limit 2
+        crashed && { no "$c --time-limit 2: exit $rc"; return 1; }
+        expect_out "time limit of 2 s" || { no "$c did not stop at the time limit"; return 1; }
+    done
+    CG_TIMEOUT=20 run_cg dump-ref "$m" -o "$tmp/tl" --random 1 --time-limit 2
+    [ "$rc" != 0 ] && ! crashed && expect_out "time limit of 2 s" || return 1
+    run_cg dump-ref "$src/examples/tiny_cnn.onnx" -o "$tmp/tl2" --random 1 --dim batch=1
+    expect_rc 0 || return 1
+    run_cg verify "$src/examples/tiny_cnn.onnx" --golden "$tmp/tl2" --time-limit 100
+    expect_rc 0 || { no "verify does not take --time-limit"; return 1; }
+}
+
+# No total memory budget: eight 512 MiB outputs, each under the
+# per-allocation cap, were all allocated. --max-memory refuses the one that
+# does not fit, before allocating it.
+t_max_memory() {
+    CG_TIMEOUT=30 run_cg run "$data/alloc_8x512m.onnx" --max-memory 1G
+    expect_rc 1 && expect_out "node 'big1' \(ConstantOfShape\).*memory budget" || return 1
+    run_cg run "$data/alloc_8x512m.onnx" --max-memory lots
+    expect_rc 2 && expect_out "--max-memory expects BYTES"
+}
+
+# Densifying a sparse initializer ignored --max-alloc (4 GiB from 1 value).
+t_sparse_densify_limit() {
+    run_cg run "$data/sparse_4g.onnx" --max-alloc 1M
+    expect_rc 2 && expect_out "sparse tensor 'S'.*exceed the limit"
+}
+
+# A small .npz of many short strings took gigabytes: every string's heap
+# block counts against the limit now.
+t_npz_strings() {
+    [ "$have_python" = 1 ] || { echo "      (python3 numpy missing: skipped)"; return 0; }
+    /usr/bin/python3 -c "import numpy as np; np.savez_compressed('$tmp/s.npz', x=np.full((20 << 20,), 'a', dtype='<U1'))" ||
+        { no "numpy failed"; return 1; }
+    ( ulimit -v 3000000; exec timeout 30 "$cg" run "$data/strings_identity.onnx" -i "x=$tmp/s.npz" \
+        --max-alloc 256M ) > "$out" 2>&1
+    rc=$?
+    expect_rc 2 && expect_out "exceed the limit"
+}
+
+# --- wrong results -----------------------------------------------------------
+
+# Declared output types were never checked: gate PASSed when float32[4] is
+# declared and int64[4] or float32[8] is produced.
+t_declared_outputs() {
+    run_cg run "$data/out_dtype.onnx" --random
+    expect_rc 1 && expect_out "declares element type float32, the graph produced int64" ||
+        return 1
+    run_cg run "$data/out_shape.onnx" --random
+    expect_rc 0 && expect_out "warning: graph output 'y': the model declares shape \[4\], the graph produced \[8\]" ||
+        return 1
+    local f
+    for f in out_dtype out_shape; do
+        run_cg gate "$data/$f.onnx" --target xnnpack
+        crashed && { no "gate $f: exit $rc"; return 1; }
+        [ "$rc" != 0 ] || { no "gate passed $f"; return 1; }
+        grep -q "VERDICT: PASS" "$out" && { no "gate said PASS on $f"; return 1; }
+    done
+    return 0
+}
+
+# Strings were cut at an embedded NUL: Equal("a\0b", "a\0c") was true.
+t_strings_with_nul() {
+    run_cg run "$data/equal_strings.onnx" -i "a=$data/equal_a.pb" -i "b=$data/equal_b.pb"
+    expect_rc 0 && expect_out "output 'eq': bool \[1\]  min 0  max 0"
+}
+
+# Model strings with terminal escape codes were printed raw: a model could
+# clear the screen or fake a verdict line.
+t_escaped_names() {
+    local c
+    for c in inspect check "run --random" "gate --target xnnpack" "assign --target xnnpack"; do
+        # shellcheck disable=SC2086
+        run_cg $c "$data/escape_names.onnx"
+        crashed && { no "$c: exit $rc"; return 1; }
+        if LC_ALL=C grep -q $'\x1b' "$out"; then no "$c printed an escape byte"; return 1; fi
+        if grep -q "^VERDICT: PASS  all gates" "$out"; then no "$c printed the fake line"; return 1; fi
+    done
+    return 0
+}
+
+# Golden sets followed a symlinked set folder and a symlinked manifest.
+t_golden_symlinks() {
+    local m="$src/examples/tiny_cnn.onnx" g="$tmp/gold"
+    run_cg dump-ref "$m" -o "$g" --random 1 --dim batch=1
+    expect_rc 0 || return 1
+    local set
+    set="$(cd "$g" && ls -d */ | head -1)"
+    set="${set%/}"
+    cp -r "$g" "$tmp/gold.real"
+    rm -rf "${g:?}/$set"
+    ln -s "$tmp/gold.real/$set" "$g/$set"
+    run_cg verify "$m" --golden "$g"
+    expect_rc 2 && expect_out "symbolic link" || return 1
+    rm -f "$g/$set"
+    cp -r "$tmp/gold.real/$set" "$g/$set"
+    rm -f "$g/manifest.json"
+    ln -s "$tmp/gold.real/manifest.json" "$g/manifest.json"
+    run_cg verify "$m" --golden "$g"
+    expect_rc 2 && expect_out "symbolic link"
+}
+
 case_ run_unnamed_input t_run_unnamed_input
 case_ convtranspose_empty_axis t_convtranspose_empty_axis
 case_ save_over_source t_save_over_source
@@ -225,6 +336,14 @@ case_ save_nesting_depth t_save_nesting_depth
 case_ many_items t_many_items
 case_ pool_huge_kernel t_pool_huge_kernel
 case_ fifo_inputs t_fifo_inputs
+case_ time_limit t_time_limit
+case_ max_memory t_max_memory
+case_ sparse_densify_limit t_sparse_densify_limit
+case_ npz_strings t_npz_strings
+case_ declared_outputs t_declared_outputs
+case_ strings_with_nul t_strings_with_nul
+case_ escaped_names t_escaped_names
+case_ golden_symlinks t_golden_symlinks
 
 echo "reliability: $passed passed, $failed failed"
 [ "$failed" = 0 ]
