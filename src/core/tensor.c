@@ -16,15 +16,21 @@ size_t cg_tensor_elem_size(cg_dtype dtype)
 
 bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
 {
-    int64_t n = 1;
+    /* any 0 makes the count 0, whatever the other dims: [2^40, 2^40, 0]
+     * is a valid empty shape, not an overflow */
+    bool empty = false;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0)
             return false;
-        if (dims[i] != 0 && n > INT64_MAX / dims[i])
+        empty = empty || dims[i] == 0;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < rank && !empty; i++) {
+        if (n > INT64_MAX / dims[i])
             return false;
         n *= dims[i];
     }
-    *out = n;
+    *out = empty ? 0 : n;
     return true;
 }
 

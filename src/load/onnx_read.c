@@ -697,6 +697,8 @@ static cg_status read_attr(rd_ctx *c, const uint8_t *data, size_t len, cg_attr *
             } else if (f.wire == PB_LEN) {
                 if (f.len % 4)
                     return parse_fail(c, f.start, "packed floats length not a multiple of 4");
+                if (f.len == 0) /* an empty run: floats may be NULL (NULL + 0 is UB) */
+                    break;
                 memcpy(out->floats + out->floats_count, f.data, f.len);
                 out->floats_count += f.len / 4;
             } else {

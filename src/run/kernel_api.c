@@ -143,11 +143,10 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
     v->seq_dtype = dtype;
     v->tensor.dtype = dtype;
     v->tensor.rank = rank;
-    int64_t numel = 1;
-    for (int d = 0; d < rank; d++) {
+    int64_t numel = 0;
+    for (int d = 0; d < rank; d++)
         v->tensor.dims[d] = dims[d];
-        numel *= dims[d]; /* checked by cg_exec_check_alloc */
-    }
+    (void)cg_shape_numel(rank, dims, &numel); /* checked by cg_exec_check_alloc */
     v->tensor.numel = numel;
     k->outputs[i] = v;
     if (f)

@@ -35,7 +35,8 @@ void cg_broadcast_strides(int rin, const int64_t *in, int rout, const int64_t *o
             continue;
         }
         strides[i] = (in[j] == 1 && out[i] != 1) ? 0 : s;
-        s *= in[j];
+        /* only an empty input overflows here; its strides address nothing */
+        s = in[j] != 0 && s > INT64_MAX / in[j] ? 0 : s * in[j];
     }
 }
 

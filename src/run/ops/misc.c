@@ -238,7 +238,10 @@ static rng rng_seed(const cg_kernel_ctx *k)
     const cg_attr *a = cg_kernel_attr(k, "seed");
     if (a) {
         double s = cg_attr_float(k, "seed", 0.0f);
-        int64_t bits = isfinite(s) ? (int64_t)s : 0;
+        /* a float outside int64's range does not convert (undefined): clamp */
+        int64_t bits = !isfinite(s) ? 0
+                       : s >= 9.2233720368547758e18 ? INT64_MAX
+                       : s <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)s;
         r.s = (uint64_t)bits * UINT64_C(0x2545F4914F6CDD1D) + UINT64_C(0x1234567);
         return r;
     }

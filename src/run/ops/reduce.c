@@ -30,6 +30,15 @@ typedef struct reduce_plan {
     int64_t *roff;              /* offsets inside a group; NULL: 0..rn-1 */
 } reduce_plan;
 
+/* a * b for dims (non-negative), saturating: an empty input's other dims
+ * may multiply past int64, and the 0 among them decides the result */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
 static cg_status plan_init(cg_kernel_ctx *k, const cg_tensor *x, const bool *reduced,
                            reduce_plan *p)
 {
@@ -46,13 +55,15 @@ static cg_status plan_init(cg_kernel_ctx *k, const cg_tensor *x, const bool *red
                 first_reduced = d;
             rdims[rr] = x->dims[d];
             rstr[rr++] = str[d];
-            p->rn *= x->dims[d];
+            p->rn = sat_mul(p->rn, x->dims[d]);
         } else {
             p->kdims[p->kr] = x->dims[d];
             p->kstr[p->kr++] = str[d];
-            p->groups *= x->dims[d];
+            p->groups = sat_mul(p->groups, x->dims[d]);
         }
     }
+    if (p->groups == 0) /* an empty output: nothing is reduced or addressed */
+        return CG_OK;
     /* Contiguous groups: every kept dim after the first reduced one is 1. */
     bool contiguous = true;
     for (int d = first_reduced; d < x->rank; d++)
@@ -357,6 +368,8 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
         return st;
     if ((st = cg_kernel_output(k, 0, x->dtype, r, dims, &out)) != CG_OK)
         return st;
+    if (p.groups == 0) /* empty output */
+        return CG_OK;
     size_t row = (size_t)(p.rn ? p.rn : 1);
     bool is_int = cg_dtype_is_int(x->dtype) || x->dtype == CG_DTYPE_BOOL;
     /* fp16 hardware never sees double; an emulated node reducing one keeps it exact */
@@ -425,6 +438,8 @@ cg_status cg_op_mean_variance_normalization(cg_kernel_ctx *k)
         return st;
     if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, x->dims, &out)) != CG_OK)
         return st;
+    if (p.groups == 0 || x->numel == 0) /* empty: nothing to normalize */
+        return CG_OK;
     double *buf = cg_kernel_scratch(k, (size_t)(p.rn ? p.rn : 1) * sizeof *buf);
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");

@@ -210,6 +210,8 @@ cg_status cg_op_gather_nd(cg_kernel_ctx *k)
         dims[at++] = data->dims[d];
     if ((st = cg_kernel_output(k, 0, data->dtype, orank, dims, &out)) != CG_OK)
         return st;
+    if (out->numel == 0) /* else every product below is bounded by out's numel */
+        return CG_OK;
     cg_tens_strides(r, data->dims, dstr);
     int64_t batches = 1, inner = 1, per_batch = 1;
     for (int d = 0; d < b; d++)
@@ -526,10 +528,8 @@ cg_status cg_op_compress(cg_kernel_ctx *k)
         r = x->rank;
         memcpy(dims, x->dims, sizeof dims);
         dim = x->dims[axis];
-        for (int d = 0; d < axis; d++)
-            outer *= x->dims[d];
-        for (int d = (int)axis + 1; d < r; d++)
-            inner *= x->dims[d];
+        outer = cg_tens_dims_prod(x, 0, (int)axis);
+        inner = cg_tens_dims_prod(x, (int)axis + 1, r);
     } else {
         r = 1;
         dim = x->numel;
@@ -638,10 +638,8 @@ cg_status cg_op_unique(cg_kernel_ctx *k)
         if ((st = axis_attr(k, x->rank, &axis)) != CG_OK)
             return st;
         v.dim = x->dims[axis];
-        for (int d = 0; d < axis; d++)
-            v.outer *= x->dims[d];
-        for (int d = (int)axis + 1; d < x->rank; d++)
-            v.inner *= x->dims[d];
+        v.outer = cg_tens_dims_prod(x, 0, (int)axis);
+        v.inner = cg_tens_dims_prod(x, (int)axis + 1, x->rank);
     }
     bool sorted = cg_attr_int(k, "sorted", 1) != 0;
     int64_t n = v.dim;

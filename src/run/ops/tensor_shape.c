@@ -155,9 +155,13 @@ cg_status cg_op_flatten(cg_kernel_ctx *k)
                               (long long)axis, data->rank);
     if (axis < 0)
         axis += data->rank;
-    int64_t dims[2] = {1, 1};
-    for (int d = 0; d < data->rank; d++)
-        dims[d < axis ? 0 : 1] *= data->dims[d]; /* bounded by numel: no overflow */
+    int64_t dims[2];
+    /* bounded by numel when there are elements; an empty input with huge
+     * other dims can have an output shape that int64 cannot hold */
+    if (!cg_shape_numel((int)axis, data->dims, &dims[0]) ||
+        !cg_shape_numel(data->rank - (int)axis, data->dims + axis, &dims[1]))
+        return cg_kernel_fail(k, CG_LIMIT, "the flattened shape of an input of rank %d "
+                              "overflows int64", data->rank);
     return cg_tens_output_copy(k, 0, data, 2, dims, NULL);
 }
 
@@ -317,11 +321,8 @@ cg_status cg_op_concat(cg_kernel_ctx *k)
     }
     if ((st = cg_kernel_output(k, 0, first->dtype, r, dims, &out)) != CG_OK)
         return st;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++)
-        outer *= dims[d];
-    for (int d = (int)axis + 1; d < r; d++)
-        inner *= dims[d];
+    int64_t outer = cg_tens_dims_prod(out, 0, (int)axis);
+    int64_t inner = cg_tens_dims_prod(out, (int)axis + 1, r);
     int64_t out_chunk = dims[axis] * inner, at = 0;
     for (size_t i = 0; i < k->input_count; i++) {
         t = cg_kernel_input(k, i);
@@ -407,11 +408,8 @@ cg_status cg_op_split(cg_kernel_ctx *k)
             return cg_kernel_fail(k, CG_INVALID, "dim %lld cannot give %lld non-empty parts",
                                   (long long)dim, (long long)parts);
     }
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++)
-        outer *= data->dims[d];
-    for (int d = (int)axis + 1; d < data->rank; d++)
-        inner *= data->dims[d];
+    int64_t outer = cg_tens_dims_prod(data, 0, (int)axis);
+    int64_t inner = cg_tens_dims_prod(data, (int)axis + 1, data->rank);
     int64_t at = 0;
     for (size_t i = 0; i < nout; i++) {
         int64_t dims[CG_MAX_RANK];

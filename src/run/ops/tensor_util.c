@@ -16,8 +16,19 @@ void cg_tens_strides(int rank, const int64_t *dims, int64_t *strides)
     int64_t s = 1;
     for (int d = rank - 1; d >= 0; d--) {
         strides[d] = s;
-        s *= dims[d];
+        /* only an empty shape overflows here (numel bounds the rest) */
+        s = dims[d] != 0 && s > INT64_MAX / dims[d] ? 0 : s * dims[d];
     }
+}
+
+int64_t cg_tens_dims_prod(const cg_tensor *t, int from, int to)
+{
+    if (t->numel == 0)
+        return 0;
+    int64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= t->dims[d];
+    return p;
 }
 
 static cg_status copy_string(cg_kernel_ctx *k, cg_tensor *dst, int64_t di, const cg_tensor *src,
@@ -134,11 +145,14 @@ cg_status cg_tens_strided_copy(cg_kernel_ctx *k, cg_tensor *dst, const cg_tensor
 {
     int64_t md[CG_TENS_MAX_VIEW_RANK], ms[CG_TENS_MAX_VIEW_RANK];
     int mr = 0;
+    /* nothing to copy; and the merging below would multiply an empty
+     * view's other, possibly huge, dims */
+    for (int d = 0; d < rank; d++)
+        if (dims[d] == 0)
+            return CG_OK;
     /* Drop unit dims and merge neighbours that are contiguous in the source
      * too, so the common cases become a few long rows. */
     for (int d = 0; d < rank; d++) {
-        if (dims[d] == 0)
-            return CG_OK;
         if (dims[d] == 1)
             continue;
         if (mr > 0 && ms[mr - 1] == sstrides[d] * dims[d]) {

@@ -13,8 +13,14 @@
 /* Rank of the internal views (Tile and DepthToSpace split dims in two). */
 #define CG_TENS_MAX_VIEW_RANK (2 * CG_MAX_RANK)
 
-/* Row-major strides (elements) of a shape. */
+/* Row-major strides (elements) of a shape. For a shape with no elements a
+ * product of the other dims can overflow; those strides (never used to
+ * address anything) are then 0. */
 void cg_tens_strides(int rank, const int64_t *dims, int64_t *strides);
+/* Product of t's dims [from, to): bounded by numel, so no overflow for a
+ * tensor with elements; 0 for one without (its huge other dims would
+ * overflow, and there is nothing to address). */
+int64_t cg_tens_dims_prod(const cg_tensor *t, int from, int to);
 
 /* Copies n elements src[soff..] to dst[doff..] (same dtype); strings are
  * duplicated. Fails only on allocation failure. */
