@@ -173,6 +173,39 @@ def wrong_results(out):
     save(m, out, "escape_names.onnx")
 
 
+def sanitizer_only(out):
+    """Inputs whose bugs only a sanitizer sees (signed overflow, float to int
+    overflow): tensors with no elements but huge other dims, whose stride and
+    extent products overflow int64, and a random op's float seed past int64."""
+    H = 1 << 40
+    i64 = lambda n, v: nh.from_array(np.array(v, np.int64), n)
+
+    def zero(name, op, inputs, attrs=None, inits=(), shape=(0, H, H), opset=OPSET, nout=1):
+        nodes = [h.make_node("ConstantOfShape", ["shp"], ["z"],
+                             value=nh.from_array(np.array([1.0], np.float32))),
+                 h.make_node(op, inputs, ["y%d" % i for i in range(nout)], **(attrs or {}))]
+        g = h.make_graph(nodes, "g", [], [vi("y%d" % i, T.FLOAT, None) for i in range(nout)],
+                         [i64("shp", list(shape))] + list(inits))
+        save(model(g, opset), out, "ubsan/zero_%s.onnx" % name)
+    zero("transpose", "Transpose", ["z"], {"perm": [2, 1, 0]})
+    zero("tile", "Tile", ["z", "rep"], inits=[i64("rep", [1, 1, 1])])
+    zero("concat", "Concat", ["z", "z"], {"axis": 1})
+    zero("flatten", "Flatten", ["z"], {"axis": 1})
+    zero("split", "Split", ["z", "sp"], {"axis": 1}, [i64("sp", [1, H - 1])], nout=2)
+    zero("compress", "Compress", ["z", "cond"], {"axis": 0},
+         [nh.from_array(np.array([], bool), "cond")])
+    zero("expand", "Expand", ["z", "es"], inits=[i64("es", [1, 1, 1])])
+    zero("gathernd", "GatherND", ["z", "gi"], inits=[i64("gi", np.zeros((0, 1), np.int64))])
+    zero("reducesum", "ReduceSum", ["z", "ax"], inits=[i64("ax", [1])])
+    zero("depthtospace", "DepthToSpace", ["z"], {"blocksize": 2}, shape=(0, H, H, 4))
+    zero("empty_last", "Identity", ["z"], shape=(H, H, 0))
+    zero("unique", "Unique", ["z"], {"axis": 1}, nout=4)
+    probs = nh.from_array(np.full((4,), 0.5, np.float32), "x")
+    for op, opset in (("Bernoulli", 15), ("RandomUniformLike", OPSET), ("RandomNormalLike", OPSET)):
+        save(one_node(op, [("x", T.FLOAT, [4])], ["y"], {"seed": 1e30}, [probs], opset=opset),
+             out, "ubsan/seed_%s.onnx" % op.lower())
+
+
 def big(out, n=200000):
     os.makedirs(out, exist_ok=True)
     relu = h.make_node("Relu", ["x"], ["y"])
@@ -207,6 +240,7 @@ def main():
         small(a.out)
         budgets(a.out)
         wrong_results(a.out)
+        sanitizer_only(a.out)
     return 0
 
 
