@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests need, builds convgate twice and runs every test:
 #   1. build-asan/: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
-#      with the libFuzzer targets; CTest runs the whole suite there, the
-#      fuzzers included (60 s each on a seed corpus from the test data).
+#      with the libFuzzer targets (the library built with coverage
+#      instrumentation); CTest runs the whole suite there, the 7 fuzzers
+#      included (15 s each from their committed corpora in tests/fuzz/corpus,
+#      after replaying tests/fuzz/regressions; each prints the coverage it
+#      reached).
 #   2. build/: gcc, optimized (what users run); CTest runs the whole suite
 #      again, so both compilers stay -Werror clean and the timing-sensitive
 #      conformance run is checked at full speed.

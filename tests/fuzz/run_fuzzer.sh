@@ -1,22 +1,51 @@
 #!/bin/bash
-# run_fuzzer.sh FUZZER PATTERN SECONDS: seeds a corpus with up to 400 files
-# named PATTERN from the ONNX backend test data (plus the crafted bad inputs
-# and the .tflite fixtures)
-# and runs FUZZER for SECONDS. Any crash, leak or sanitizer report fails.
+# run_fuzzer.sh FUZZER CORPUS_DIR SECONDS: runs FUZZER for SECONDS on a
+# scratch copy of its committed corpus (the tree is never written) and
+# prints the coverage it reached. Any crash, leak, timeout or sanitizer
+# report fails. To grow and re-minimize a corpus by hand:
+#   FUZZER -max_total_time=600 NEW/ CORPUS_DIR/     # explore
+#   FUZZER -merge=1 MIN/ CORPUS_DIR/ NEW/           # keep what adds coverage
 set -eu
-fuzzer=$1
-pattern=$2
+fuzzer="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+corpus="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 seconds=$3
-src=$(cd "$(dirname "$0")/../.." && pwd)
-corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
-i=0
-for f in $(find /usr/share/libonnx-testdata/data "$src/tests/data/bad" "$src/tests/data/tflite" \
-             -name "$pattern" -type f 2>/dev/null | sort | head -400); do
-    cp "$f" "$corpus/seed$i"
-    i=$((i + 1))
-done
-echo "seeded $i inputs; fuzzing for ${seconds}s"
-"$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
-    -print_final_stats=1 "$corpus" 2>&1 | tail -20
-exit "${PIPESTATUS[0]}"
+name=$(basename "$fuzzer")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/corpus"
+seeds=0
+if [ -d "$corpus" ]; then
+    cp -r "$corpus/." "$work/corpus/"
+    seeds=$(find "$work/corpus" -type f | wc -l)
+fi
+# Inputs that once crashed (tests/fuzz/regressions/<name>/) run first, each
+# once, whatever the corpus minimization kept.
+regress="$(dirname "$corpus")/../regressions/$(basename "$corpus")"
+if [ -d "$regress" ] && [ -n "$(ls -A "$regress")" ]; then
+    if ! (cd "$work" && TMPDIR="$work" "$fuzzer" -timeout=10 "$regress"/* > "$work/regress.log" 2>&1); then
+        tail -40 "$work/regress.log"
+        echo "$name: a regression input fails again"
+        exit 1
+    fi
+    echo "$name: $(ls "$regress" | wc -l) regression inputs pass"
+fi
+echo "$name: $seeds seed inputs from $corpus; fuzzing for ${seconds}s"
+set +e
+(cd "$work" && TMPDIR="$work" "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -max_len=65536 -timeout=10 -print_final_stats=1 corpus) > "$work/log" 2>&1
+rc=$?
+set -e
+# the last status line holds the totals: "#N DONE cov: C ft: F corp: K/..."
+last=$(grep -E '^#[0-9]+' "$work/log" | tail -1)
+cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<< "$last")
+ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<< "$last")
+corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<< "$last")
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
+echo "$name: coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}, ${execs:-?} runs"
+if [ "$rc" != 0 ]; then
+    tail -40 "$work/log"
+    for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+        [ -e "$f" ] && echo "reproducer: $(basename "$f") ($(base64 -w0 < "$f" | head -c 400))"
+    done
+fi
+exit "$rc"
