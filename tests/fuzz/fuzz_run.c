@@ -12,6 +12,7 @@
 #include "convgate/check.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
+#include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,7 +38,8 @@ static cg_value *random_input(const cg_value_info *vi, cg_rng *rng)
                         &err) != CG_OK)
         return NULL;
     cg_value *v = NULL;
-    if (cg_io_random_fill(&x, rng, &err) != CG_OK || cg_value_from_tensor(&x, &v, &err) != CG_OK) {
+    if (cg_random_fill(&x, NULL, rng, &err) != CG_OK ||
+        cg_value_from_tensor(&x, &v, &err) != CG_OK) {
         cg_tensor_release(&x);
         return NULL;
     }
