@@ -12,11 +12,10 @@
 #include "convgate/check.h"
 #include "convgate/model.h"
 #include "report/report.h"
-#include "core/text.h"
 
 static void check_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate check MODEL [--json] [--quiet]\n"
             "\n"
             "Validates MODEL's structure. For ONNX: what onnx.checker\n"

@@ -23,7 +23,7 @@ typedef struct conf_args {
 
 static void conf_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
         "Usage: convgate conformance DIR [OPTIONS]\n"
         "\n"
         "Runs ONNX backend tests on the reference runtime. DIR is one test directory\n"

@@ -155,7 +155,7 @@ int cmd_dump_ref(int argc, char **argv)
         }
         if (!cli_json_on())
             cg_text_printf(stdout, "set '%s': %zu input%s, %zu output%s\n", written, s.input_count,
-                   s.input_count == 1 ? "" : "s", out_count, out_count == 1 ? "" : "s");
+                           s.input_count == 1 ? "" : "s", out_count, out_count == 1 ? "" : "s");
         json_t *js = json_object();
         cg_json_set(js, "name", cg_json_text(written));
         cg_json_set(js, "inputs", json_integer((json_int_t)s.input_count));
@@ -176,7 +176,7 @@ int cmd_dump_ref(int argc, char **argv)
         rc = cli_json_emit(rc, root);
     } else {
         cg_text_printf(stdout, "wrote %zu set%s to %s/manifest.json\n", cg_sample_source_count(src),
-               cg_sample_source_count(src) == 1 ? "" : "s", golden_dir);
+                       cg_sample_source_count(src) == 1 ? "" : "s", golden_dir);
     }
 done:
     json_decref(sets);

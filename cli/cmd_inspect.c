@@ -6,11 +6,10 @@
 #include "convgate/inspect.h"
 #include "convgate/model.h"
 #include "report/report.h"
-#include "core/text.h"
 
 static void inspect_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate inspect MODEL [--json] [--top N]\n"
             "       (MODEL - reads the model from standard input)\n"
             "\n"

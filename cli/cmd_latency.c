@@ -10,11 +10,10 @@
 #include "cli.h"
 #include "convgate/cost.h"
 #include "report/report.h"
-#include "core/text.h"
 
 static void latency_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate latency --baseline-ms B --accelerated-ms A --speedup S\n"
             "                        --boundaries K --boundary-ms C [--json]\n"
             "\n"

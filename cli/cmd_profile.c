@@ -29,7 +29,7 @@ static void profile_usage(FILE *f)
 {
     cg_cost_assumptions d;
     cg_cost_assumptions_default(&d);
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate profile MODEL [--target T[,T2...]] [--runs N] [--dim S=V]...\n"
             "                        [--speedup CLASS=S]... [--boundary-us U]\n"
             "                        [--bandwidth-gbps G] [--seed N] [--range [NAME=]LO,HI]...\n"
@@ -56,7 +56,7 @@ static void profile_usage(FILE *f)
             PROFILE_DEFAULT_RUNS);
     for (int c = 0; c < CG_OP_CLASS_COUNT; c++)
         cg_text_printf(f, "%s %s=%g", c ? "," : "", cg_op_class_name((cg_op_class)c), d.speedup[c]);
-    cg_text_printf(f,
+    fprintf(f,
             "\n"
             "  --boundary-us U       assumed fixed cost per crossing (default %g us)\n"
             "  --bandwidth-gbps G    assumed crossing bandwidth (default %g GB/s)\n"

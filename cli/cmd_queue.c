@@ -12,11 +12,10 @@
 #include "cli.h"
 #include "convgate/cost.h"
 #include "report/report.h"
-#include "core/text.h"
 
 static void queue_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate queue --lambda L --mu M [--backlog Q0] [--time T] [--step DT]\n"
             "                      [--simulate N [--seed S]] [--json]\n"
             "\n"

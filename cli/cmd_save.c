@@ -4,11 +4,10 @@
 
 #include "cli.h"
 #include "convgate/model.h"
-#include "core/text.h"
 
 static void save_usage(FILE *f)
 {
-    cg_text_printf(f,
+    fprintf(f,
             "Usage: convgate save MODEL -o OUT.onnx [--external-data NAME] [--min-bytes N]\n"
             "\n"
             "Loads MODEL and writes it back out. Every field is kept, including fields this\n"

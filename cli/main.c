@@ -155,18 +155,18 @@ static void print_name(FILE *f, const char *name)
 static void usage(FILE *f)
 {
     cg_text_printf(f,
-            "convgate %s: gate a converted model before it ships.\n"
-            "\n"
-            "Usage: convgate COMMAND [OPTIONS] MODEL\n"
-            "\n"
-            "Commands:\n",
-            CG_VERSION);
+                   "convgate %s: gate a converted model before it ships.\n"
+                   "\n"
+                   "Usage: convgate COMMAND [OPTIONS] MODEL\n"
+                   "\n"
+                   "Commands:\n",
+                   CG_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         fputs("  ", f);
         print_name(f, commands[i].name);
         cg_text_printf(f, " %s\n", commands[i].summary);
     }
-    cg_text_printf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
+    fprintf(f, "\n'convgate COMMAND --help' describes a command's options.\n"
                "Exit status: 0 success, 1 the model failed the check, 2 usage or input error.\n");
 }
 

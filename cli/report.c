@@ -126,8 +126,9 @@ int cli_json_emit(int rc, json_t *result)
     int wrc = cg_json_write(f, env);
     json_decref(env);
     if (wrc != 0) {
-        cg_text_printf(stderr, "convgate %s: could not write the JSON report%s%s\n", cli_json.command,
-                cli_json.dest_path ? " to " : "", cli_json.dest_path ? cli_json.dest_path : "");
+        cg_text_printf(stderr, "convgate %s: could not write the JSON report%s%s\n",
+                       cli_json.command, cli_json.dest_path ? " to " : "",
+                       cli_json.dest_path ? cli_json.dest_path : "");
         return CG_EXIT_ERROR;
     }
     return rc;
@@ -142,7 +143,7 @@ int cli_json_finish(int rc)
         cg_error_clear(&err);
         if (cli_json.emitted && cg_atomic_commit(&cli_json.file, &err) != CG_OK) {
             cg_text_printf(stderr, "convgate %s: could not write the JSON report: %s\n",
-                    cli_json.command, err.msg);
+                           cli_json.command, err.msg);
             if (rc == CG_EXIT_OK)
                 rc = CG_EXIT_ERROR;
         } else if (!cli_json.emitted) {

@@ -160,15 +160,15 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
     const cg_graph *g = a->graph;
     char label[AR_LABEL], s1[64], s2[64], shape[256], hb[32];
 
-    cg_text_printf(f, "Partitions (%zu):\n", a->partition_count);
+    fprintf(f, "Partitions (%zu):\n", a->partition_count);
     if (!a->partition_count)
-        cg_text_printf(f, "  none\n");
+        fprintf(f, "  none\n");
     for (size_t p = 0; p < a->partition_count; p++) {
         const cg_partition *pp = &a->partitions[p];
         ar_hist *h;
         size_t nh = ar_histogram(g, pp, &h);
         cg_text_printf(f, "  #%d %s: %zu node%s:", pp->id, a->targets[pp->target]->name,
-                pp->node_count, pp->node_count == 1 ? "" : "s");
+                       pp->node_count, pp->node_count == 1 ? "" : "s");
         for (size_t i = 0; i < nh; i++)
             cg_text_printf(f, "%s %s x%zu", i ? "," : "", h[i].op, h[i].count);
         fputc('\n', f);
@@ -188,20 +188,20 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
     }
     ar_human_bytes(total, hb, sizeof hb);
     cg_text_printf(f, "Boundaries (%zu crossing%s, %s%s):\n", a->boundary_count,
-            a->boundary_count == 1 ? "" : "s", hb, unknown ? " known" : "");
+                   a->boundary_count == 1 ? "" : "s", hb, unknown ? " known" : "");
     if (!a->boundary_count)
-        cg_text_printf(f, "  none\n");
+        fprintf(f, "  none\n");
     for (size_t i = 0; i < a->boundary_count; i++) {
         const cg_boundary *b = &a->boundaries[i];
         ar_shape(b, shape, sizeof shape);
         cg_text_printf(f, "  '%s'  %s -> %s  %s %s  ", b->tensor,
-                ar_side(a, b->from_partition, s1, sizeof s1),
-                ar_side(a, b->to_partition, s2, sizeof s2),
-                b->known ? cg_dtype_name(b->dtype) : "?", shape);
+                       ar_side(a, b->from_partition, s1, sizeof s1),
+                       ar_side(a, b->to_partition, s2, sizeof s2),
+                       b->known ? cg_dtype_name(b->dtype) : "?", shape);
         if (b->known)
-            cg_text_printf(f, "%llu B", (unsigned long long)b->bytes);
+            fprintf(f, "%llu B", (unsigned long long)b->bytes);
         else
-            cg_text_printf(f, "? B");
+            fprintf(f, "? B");
         if (b->layout_conversion)
             cg_text_printf(f, "  layout %s", ar_layout_dir(a, b));
         if (b->dtype_conversion)
@@ -209,23 +209,23 @@ static void ar_text_assignment(FILE *f, const cg_assignment *a)
         fputc('\n', f);
     }
 
-    cg_text_printf(f, "Unsupported (%zu):\n", a->unsupported_count);
+    fprintf(f, "Unsupported (%zu):\n", a->unsupported_count);
     if (!a->unsupported_count)
-        cg_text_printf(f, "  none\n");
+        fprintf(f, "  none\n");
     for (size_t i = 0; i < a->unsupported_count; i++) {
         const cg_unsupported *u = &a->unsupported[i];
         cg_text_printf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
-                cg_assign_node_label(g, u->node, label, sizeof label),
-                u->reason, a->targets[u->target]->name);
+                       cg_assign_node_label(g, u->node, label, sizeof label),
+                       u->reason, a->targets[u->target]->name);
     }
-    cg_text_printf(f, "Dropped by partition rules (%zu):\n", a->dropped_count);
+    fprintf(f, "Dropped by partition rules (%zu):\n", a->dropped_count);
     if (!a->dropped_count)
-        cg_text_printf(f, "  none\n");
+        fprintf(f, "  none\n");
     for (size_t i = 0; i < a->dropped_count; i++) {
         const cg_unsupported *u = &a->dropped[i];
         cg_text_printf(f, "  %s '%s': %s  [%s]\n", ar_op(&g->nodes[u->node]),
-                cg_assign_node_label(g, u->node, label, sizeof label),
-                u->reason, a->targets[u->target]->name);
+                       cg_assign_node_label(g, u->node, label, sizeof label),
+                       u->reason, a->targets[u->target]->name);
     }
 }
 
@@ -260,29 +260,30 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
     }
     ar_text_assignment(f, a);
     if (p->body_count) {
-        cg_text_printf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
+        fprintf(f, "Control-flow bodies (%zu, assigned on their own):\n", p->body_count);
         for (size_t i = 0; i < p->body_count; i++) {
             const cg_assignment *b = p->bodies[i].assignment;
             cg_text_printf(f, "  %*s%s: ", 2 * (p->bodies[i].depth - 1), "", p->bodies[i].path);
             ar_residency_line(f, b);
-            cg_text_printf(f, "  %*s  %zu partition%s, %zu crossing%s", 2 * (p->bodies[i].depth - 1),
-                    "", b->partition_count, b->partition_count == 1 ? "" : "s",
-                    b->boundary_count, b->boundary_count == 1 ? "" : "s");
+            cg_text_printf(f, "  %*s  %zu partition%s, %zu crossing%s",
+                           2 * (p->bodies[i].depth - 1), "", b->partition_count,
+                           b->partition_count == 1 ? "" : "s", b->boundary_count,
+                           b->boundary_count == 1 ? "" : "s");
             if (b->unsupported_count) {
                 char label[AR_LABEL];
                 const cg_unsupported *u = &b->unsupported[0];
                 cg_text_printf(f, "; first refused: %s '%s': %s", ar_op(&b->graph->nodes[u->node]),
-                        cg_assign_node_label(b->graph, u->node, label, sizeof label),
-                        u->reason);
+                               cg_assign_node_label(b->graph, u->node, label, sizeof label),
+                               u->reason);
             }
             fputc('\n', f);
         }
     }
     if ((p->types && cg_type_env_note_count(p->types)) || p->types_error) {
-        cg_text_printf(f, "Notes:\n");
+        fprintf(f, "Notes:\n");
         if (p->types_error)
             cg_text_printf(f, "  tensor types unknown (rules that need one refuse the node): %s\n",
-                    p->types_error);
+                           p->types_error);
         for (size_t i = 0; p->types && i < cg_type_env_note_count(p->types); i++)
             cg_text_printf(f, "  %s\n", cg_type_env_note(p->types, i));
     }
@@ -300,10 +301,11 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
         const cg_target *tg = a->targets[t];
         if (tg->kind != CG_TARGET_PROFILED)
             continue;
-        cg_text_printf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)", tg->name,
-                tg->name, tg->version ? tg->version : "?", tg->source ? tg->source : "?");
+        cg_text_printf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)",
+                       tg->name, tg->name, tg->version ? tg->version : "?",
+                       tg->source ? tg->source : "?");
         if (tg->not_modelled_count) {
-            cg_text_printf(f, "; not modelled:\n");
+            fprintf(f, "; not modelled:\n");
             for (size_t i = 0; i < tg->not_modelled_count; i++)
                 cg_text_printf(f, "  - %s\n", tg->not_modelled[i]);
         } else {
@@ -573,21 +575,21 @@ void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count)
 {
     const cg_graph *g = s[0].placement->main->graph;
     char label[128];
-    cg_text_printf(f, "Shape settings (%zu; the report above is for the first):\n", count);
+    fprintf(f, "Shape settings (%zu; the report above is for the first):\n", count);
     for (size_t i = 0; i < count; i++) {
         const cg_assignment *a = s[i].placement->main;
         char line[1024];
         cg_assign_residency(a, line, sizeof line);
         cg_text_printf(f, "  %s: %s; %zu partition%s, %zu crossing%s\n", s[i].label, line,
-                a->partition_count, a->partition_count == 1 ? "" : "s", a->boundary_count,
-                a->boundary_count == 1 ? "" : "s");
+                       a->partition_count, a->partition_count == 1 ? "" : "s", a->boundary_count,
+                       a->boundary_count == 1 ? "" : "s");
     }
     size_t changed = 0;
     for (size_t v = 0; v < g->node_count; v++)
         changed += owner_changes(s, count, v);
-    cg_text_printf(f, "Nodes that change owner with shape (%zu):\n", changed);
+    fprintf(f, "Nodes that change owner with shape (%zu):\n", changed);
     if (!changed)
-        cg_text_printf(f, "  none: placement does not depend on these shapes\n");
+        fprintf(f, "  none: placement does not depend on these shapes\n");
     for (size_t v = 0; v < g->node_count; v++) {
         if (!owner_changes(s, count, v))
             continue;

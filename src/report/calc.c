@@ -66,14 +66,15 @@ void cg_report_latency_text(FILE *f, const cg_latency_input *in, const cg_latenc
     for (int i = 0; i < 3; i++)
         cg_text_printf(f, "%-12s %-*s = %*s ms\n", label[i], ew, expr[i], vw, val[i]);
     /* the sum's value sits in the same column as the terms above it */
-    cg_text_printf(f, "%-*s%*s ms   (speedup %sx; the accelerated part alone: %.6gx)\n", 12 + 1 + ew + 3,
-           "mixed latency", vw, val[3], speedup_text(r->end_to_end_speedup, sp[0], sizeof sp[0]),
-           in->speedup);
+    cg_text_printf(f, "%-*s%*s ms   (speedup %sx; the accelerated part alone: %.6gx)\n",
+                   12 + 1 + ew + 3, "mixed latency", vw, val[3],
+                   speedup_text(r->end_to_end_speedup, sp[0], sizeof sp[0]), in->speedup);
     double diff = fabs(r->amdahl_speedup - r->end_to_end_speedup) / r->end_to_end_speedup;
-    cg_text_printf(f, "Amdahl: f=%.6g S=%.6g beta=%.6g -> 1/((1-f)+f/S+beta) = %s   (B/mixed = %s; "
-           "relative difference %.2g)\n",
-           r->amdahl_f, r->amdahl_s, r->amdahl_beta,
-           speedup_text(r->amdahl_speedup, sp[1], sizeof sp[1]), sp[0], diff);
+    cg_text_printf(f,
+                   "Amdahl: f=%.6g S=%.6g beta=%.6g -> 1/((1-f)+f/S+beta) = %s   (B/mixed = %s; "
+                   "relative difference %.2g)\n",
+                   r->amdahl_f, r->amdahl_s, r->amdahl_beta,
+                   speedup_text(r->amdahl_speedup, sp[1], sizeof sp[1]), sp[0], diff);
 }
 
 
@@ -184,29 +185,29 @@ static void mm1_row(FILE *f, const cg_queue_view *q, const char *what, const cha
 void cg_report_queue_text(FILE *f, const cg_queue_view *q)
 {
     const cg_mm1 *m = &q->mm1;
-    cg_text_printf(f, "fluid backlog Q(t) = max(0, Q0 + (L - M) t): Q0=%.6g, L=%.6g/s, M=%.6g/s, "
+    fprintf(f, "fluid backlog Q(t) = max(0, Q0 + (L - M) t): Q0=%.6g, L=%.6g/s, M=%.6g/s, "
            "net rate %+.6g/s\n",
            q->q0, q->lambda, q->mu, m->net_rate);
     cg_text_printf(f, "  %-10s %s\n", "t (s)", "Q(t)");
     for (size_t i = 0; i < q->points; i++) {
         double t = cg_queue_grid_time(q->t_end, q->dt, q->points, i);
-        cg_text_printf(f, "  %-10.6g %.6g\n", t, cg_queue_fluid_backlog(q->q0, q->lambda, q->mu, t));
+        fprintf(f, "  %-10.6g %.6g\n", t, cg_queue_fluid_backlog(q->q0, q->lambda, q->mu, t));
     }
     double drain = drain_time(q);
     if (q->q0 > 0 && drain > 0)
-        cg_text_printf(f, "  the backlog empties at t = %.6g s\n", drain);
+        fprintf(f, "  the backlog empties at t = %.6g s\n", drain);
     if (!m->stable) {
         if (m->net_rate > 0)
-            cg_text_printf(f, "L > M: the queue grows without bound, at L - M = %.6g per second; there is "
+            fprintf(f, "L > M: the queue grows without bound, at L - M = %.6g per second; there is "
                    "no steady state, so no M/M/1 figures\n",
                    m->net_rate);
         else
-            cg_text_printf(f, "L = M: the fluid backlog holds at Q0, but with random arrivals the queue "
+            fprintf(f, "L = M: the fluid backlog holds at Q0, but with random arrivals the queue "
                    "grows without bound (like sqrt(t)); there is no steady state, so no M/M/1 "
                    "figures\n");
         return;
     }
-    cg_text_printf(f, "M/M/1 steady state (Poisson arrivals, exponential service, one FIFO server):\n");
+    fprintf(f, "M/M/1 steady state (Poisson arrivals, exponential service, one FIFO server):\n");
     if (q->simulated)
         cg_text_printf(f, "  %-20s %-12s %-12s %-12s %s\n", "", "formula", "value", "simulated",
                "rel. diff");
@@ -218,7 +219,7 @@ void cg_report_queue_text(FILE *f, const cg_queue_view *q)
     mm1_row(f, q, "mean residence", "1/(M-L)", m->mean_residence, " s", s->mean_residence);
     mm1_row(f, q, "mean wait in queue", "rho/(M-L)", m->mean_wait, " s", s->mean_wait);
     if (q->simulated)
-        cg_text_printf(f, "simulated: %llu customers from an empty system, seed %llu, %.6g s of "
+        fprintf(f, "simulated: %llu customers from an empty system, seed %llu, %.6g s of "
                "simulated time (in system: time average; utilisation: busy time / total)\n",
                (unsigned long long)s->customers, (unsigned long long)q->seed, s->horizon);
 }

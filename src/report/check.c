@@ -16,8 +16,8 @@ void cg_report_check_text(FILE *f, const char *path, const cg_check_report *r)
 {
     for (size_t i = 0; i < r->count; i++) {
         const cg_check_problem *p = &r->problems[i];
-        cg_text_printf(f, "%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule, p->where,
-                p->message);
+        cg_text_printf(f, "%s: %s [%s] %s: %s\n", path, severity_name(p->severity), p->rule,
+                       p->where, p->message);
     }
     if (r->dropped)
         cg_text_printf(f, "%s: ... %zu more problems not shown\n", path, r->dropped);
@@ -25,7 +25,7 @@ void cg_report_check_text(FILE *f, const char *path, const cg_check_report *r)
         cg_text_printf(f, "%s: ok (%zu warnings)\n", path, r->warning_count);
     else
         cg_text_printf(f, "%s: FAILED: %zu errors, %zu warnings\n", path, r->error_count,
-                r->warning_count);
+                       r->warning_count);
 }
 
 json_t *cg_report_check_json(const char *path, const cg_check_report *r)

@@ -16,20 +16,20 @@ void cg_report_conf_test_text(FILE *f, const cg_conf_test *t, bool with_time)
     else
         cg_text_printf(f, "%s %s: %s", label[t->status], t->name, t->reason);
     if (with_time)
-        cg_text_printf(f, "  (%.1f ms)", t->ms);
-    cg_text_printf(f, "\n");
+        fprintf(f, "  (%.1f ms)", t->ms);
+    fprintf(f, "\n");
 }
 
 void cg_report_conf_text(FILE *f, const cg_conf_view *v)
 {
     if (v->deviation_count) {
         cg_text_printf(f, "\n%zu deviation%s from %s:\n", v->deviation_count,
-                v->deviation_count == 1 ? "" : "s", v->manifest);
+                       v->deviation_count == 1 ? "" : "s", v->manifest);
         for (size_t i = 0; i < v->deviation_count; i++)
             cg_text_printf(f, "  %s\n", v->deviations[i] ? v->deviations[i] : "(out of memory)");
-        cg_text_printf(f, "\n");
+        fprintf(f, "\n");
     }
-    cg_text_printf(f, "%zu passed, %zu failed, %zu skipped\n", v->passed, v->failed, v->skipped);
+    fprintf(f, "%zu passed, %zu failed, %zu skipped\n", v->passed, v->failed, v->skipped);
 }
 
 json_t *cg_report_conf_json(const cg_conf_view *v)

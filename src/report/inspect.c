@@ -346,7 +346,7 @@ void cg_inspect_print_values(FILE *f, const char *title, json_t *arr)
                 json_string_value(json_object_get(v, "dtype")), shape);
         json_t *dyn = json_object_get(v, "dynamic");
         if (json_array_size(dyn)) {
-            cg_text_printf(f, "   dynamic:");
+            fprintf(f, "   dynamic:");
             size_t k;
             json_t *d;
             json_array_foreach(dyn, k, d) cg_text_printf(f, " %s", json_string_value(d));
@@ -360,15 +360,15 @@ static void render_text(json_t *r, FILE *f)
     char buf[64];
     cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(r, "file_bytes")), buf, sizeof buf);
     json_t *file = json_object_get(r, "file");
-    cg_text_printf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
-            buf);
+    cg_text_printf(f, "model        %s (%s)\n",
+                   json_is_string(file) ? json_string_value(file) : "-", buf);
     json_t *ir = json_object_get(r, "ir_version");
     json_t *prod = json_object_get(r, "producer");
     cg_text_printf(f, "ir_version   %s%lld\n", json_is_null(ir) ? "missing " : "",
             (long long)json_integer_value(ir));
     cg_text_printf(f, "producer     %s %s\n", json_string_value(json_object_get(prod, "name")),
             json_string_value(json_object_get(prod, "version")));
-    cg_text_printf(f, "opsets      ");
+    fprintf(f, "opsets      ");
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(r, "opset_import"), i, v)
@@ -378,23 +378,23 @@ static void render_text(json_t *r, FILE *f)
     cg_inspect_print_values(f, "inputs", json_object_get(r, "inputs"));
     long long overridable = json_integer_value(json_object_get(r, "inputs_with_initializer_default"));
     if (overridable)
-        cg_text_printf(f, "  (+%lld inputs that default to an initializer)\n", overridable);
+        fprintf(f, "  (+%lld inputs that default to an initializer)\n", overridable);
     cg_inspect_print_values(f, "outputs", json_object_get(r, "outputs"));
     json_t *init = json_object_get(r, "initializers");
     cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(init, "bytes")), buf, sizeof buf);
-    cg_text_printf(f, "initializers %lld tensors, %s", (long long)json_integer_value(json_object_get(init, "count")),
-            buf);
+    cg_text_printf(f, "initializers %lld tensors, %s",
+                   (long long)json_integer_value(json_object_get(init, "count")), buf);
     long long ext = json_integer_value(json_object_get(init, "external_bytes"));
     if (ext) {
         cg_inspect_human_bytes((uint64_t)ext, buf, sizeof buf);
         cg_text_printf(f, " (%s external)", buf);
     }
     fputc('\n', f);
-    cg_text_printf(f, "nodes        %lld in the main graph, %lld with subgraphs\n",
+    fprintf(f, "nodes        %lld in the main graph, %lld with subgraphs\n",
             (long long)json_integer_value(json_object_get(r, "node_count")),
             (long long)json_integer_value(json_object_get(r, "node_count_with_subgraphs")));
     json_t *ops = json_object_get(r, "ops");
-    cg_text_printf(f, "ops (%zu kinds)\n", json_array_size(ops));
+    fprintf(f, "ops (%zu kinds)\n", json_array_size(ops));
     cg_text_printf(f, "  %-20s %-28s %5s %6s\n", "domain", "op", "since", "count");
     json_array_foreach(ops, i, v)
     {
@@ -409,31 +409,33 @@ static void render_text(json_t *r, FILE *f)
                            : json_is_true(json_object_get(v, "in_subgraph_only"))
                                ? "  (in subgraphs)"
                                : "";
-        cg_text_printf(f, "  %-20s %-28s %5s %6lld%s\n", json_string_value(json_object_get(v, "domain")),
-                json_string_value(json_object_get(v, "op_type")), since_s,
-                (long long)json_integer_value(json_object_get(v, "count")), flag);
+        cg_text_printf(f, "  %-20s %-28s %5s %6lld%s\n",
+                       json_string_value(json_object_get(v, "domain")),
+                       json_string_value(json_object_get(v, "op_type")), since_s,
+                       (long long)json_integer_value(json_object_get(v, "count")), flag);
     }
     json_t *custom = json_object_get(r, "custom_ops");
     json_t *cflow = json_object_get(r, "control_flow");
     cg_text_printf(f, "custom ops   %s\n", json_array_size(custom) ? "yes (see above)" : "none");
-    cg_text_printf(f, "control flow ");
+    fprintf(f, "control flow ");
     if (!json_array_size(cflow))
-        cg_text_printf(f, "none");
-    json_array_foreach(cflow, i, v)
-        cg_text_printf(f, "%s%s x%lld", i ? ", " : "", json_string_value(json_object_get(v, "op_type")),
-                (long long)json_integer_value(json_object_get(v, "count")));
+        fprintf(f, "none");
+    json_array_foreach(cflow, i, v) cg_text_printf(
+        f, "%s%s x%lld", i ? ", " : "", json_string_value(json_object_get(v, "op_type")),
+        (long long)json_integer_value(json_object_get(v, "count")));
     fputc('\n', f);
     json_t *largest = json_object_get(r, "largest_tensors");
     if (json_array_size(largest)) {
-        cg_text_printf(f, "largest tensors\n");
+        fprintf(f, "largest tensors\n");
         json_array_foreach(largest, i, v)
         {
             char shape[256];
             cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);
             cg_inspect_human_bytes((uint64_t)json_integer_value(json_object_get(v, "bytes")), buf, sizeof buf);
-            cg_text_printf(f, "  %-40s %-8s %-22s %10s %s\n", json_string_value(json_object_get(v, "name")),
-                    json_string_value(json_object_get(v, "dtype")), shape, buf,
-                    json_string_value(json_object_get(v, "location")));
+            cg_text_printf(f, "  %-40s %-8s %-22s %10s %s\n",
+                           json_string_value(json_object_get(v, "name")),
+                           json_string_value(json_object_get(v, "dtype")), shape, buf,
+                           json_string_value(json_object_get(v, "location")));
         }
     }
 }

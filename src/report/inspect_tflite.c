@@ -453,21 +453,21 @@ static void render_text(json_t *r, FILE *f)
     json_t *v;
     cg_inspect_human_bytes((uint64_t)int_at(r, "file_bytes"), buf, sizeof buf);
     json_t *file = json_object_get(r, "file");
-    cg_text_printf(f, "model        %s (%s)\n", json_is_string(file) ? json_string_value(file) : "-",
-            buf);
-    cg_text_printf(f, "format       TFLite, schema version %lld", int_at(tf, "schema_version"));
+    cg_text_printf(f, "model        %s (%s)\n",
+                   json_is_string(file) ? json_string_value(file) : "-", buf);
+    fprintf(f, "format       TFLite, schema version %lld", int_at(tf, "schema_version"));
     if (json_is_string(json_object_get(tf, "description")))
         cg_text_printf(f, ", \"%s\"", str_at(tf, "description"));
     fputc('\n', f);
     json_t *subs = json_object_get(tf, "subgraphs");
-    cg_text_printf(f, "subgraphs    %zu:", json_array_size(subs));
+    fprintf(f, "subgraphs    %zu:", json_array_size(subs));
     json_array_foreach(subs, i, v)
         cg_text_printf(f, "%s %zu '%s' (%lld ops, %zu tensors)", i ? "," : "", i, str_at(v, "name"),
                 int_at(v, "operators"), json_array_size(json_object_get(v, "tensors")));
     fputc('\n', f);
     cg_inspect_print_values(f, "inputs", json_object_get(r, "inputs"));
     if (int_at(r, "inputs_with_initializer_default"))
-        cg_text_printf(f, "  (+%lld inputs with constant data)\n",
+        fprintf(f, "  (+%lld inputs with constant data)\n",
                 int_at(r, "inputs_with_initializer_default"));
     cg_inspect_print_values(f, "outputs", json_object_get(r, "outputs"));
     json_t *sigs = json_object_get(tf, "signature_defs");
@@ -479,7 +479,7 @@ static void render_text(json_t *r, FILE *f)
         json_t *t;
         json_array_foreach(json_object_get(v, "inputs"), k, t)
             cg_text_printf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
-        cg_text_printf(f, "; outputs");
+        fprintf(f, "; outputs");
         json_array_foreach(json_object_get(v, "outputs"), k, t)
             cg_text_printf(f, " %s=#%lld", str_at(t, "name"), int_at(t, "tensor"));
         fputc('\n', f);
@@ -487,20 +487,21 @@ static void render_text(json_t *r, FILE *f)
     json_t *init = json_object_get(r, "initializers");
     json_t *bufs = json_object_get(tf, "buffers");
     cg_inspect_human_bytes((uint64_t)int_at(init, "bytes"), buf, sizeof buf);
-    cg_text_printf(f, "constants    %lld tensors in the main subgraph, %s; %lld buffers", int_at(init, "count"),
-            buf, int_at(bufs, "count"));
+    cg_text_printf(f, "constants    %lld tensors in the main subgraph, %s; %lld buffers",
+                   int_at(init, "count"), buf, int_at(bufs, "count"));
     if (int_at(bufs, "offset_count")) {
         cg_inspect_human_bytes((uint64_t)int_at(bufs, "offset_bytes"), buf, sizeof buf);
-        cg_text_printf(f, ", %lld stored past the FlatBuffer (%s)", int_at(bufs, "offset_count"), buf);
+        cg_text_printf(f, ", %lld stored past the FlatBuffer (%s)", int_at(bufs, "offset_count"),
+                       buf);
     }
     fputc('\n', f);
-    cg_text_printf(f, "quantized    %lld tensors (%lld per-axis); %lld tensors with dynamic dims\n",
+    fprintf(f, "quantized    %lld tensors (%lld per-axis); %lld tensors with dynamic dims\n",
             int_at(tf, "quantized_tensors"), int_at(tf, "per_axis_quantized_tensors"),
             int_at(tf, "dynamic_tensors"));
-    cg_text_printf(f, "operators    %lld in the main subgraph, %lld in all\n", int_at(r, "node_count"),
+    fprintf(f, "operators    %lld in the main subgraph, %lld in all\n", int_at(r, "node_count"),
             int_at(r, "node_count_with_subgraphs"));
     json_t *ops = json_object_get(r, "ops");
-    cg_text_printf(f, "ops (%zu codes)\n", json_array_size(ops));
+    fprintf(f, "ops (%zu codes)\n", json_array_size(ops));
     cg_text_printf(f, "  %-32s %7s %6s\n", "op", "version", "count");
     json_array_foreach(ops, i, v)
     {
@@ -514,9 +515,9 @@ static void render_text(json_t *r, FILE *f)
                 int_at(v, "count"), flag);
     }
     json_t *cflow = json_object_get(r, "control_flow");
-    cg_text_printf(f, "control flow ");
+    fprintf(f, "control flow ");
     if (!json_array_size(cflow))
-        cg_text_printf(f, "none");
+        fprintf(f, "none");
     json_array_foreach(cflow, i, v)
         cg_text_printf(f, "%s%s x%lld", i ? ", " : "", str_at(v, "op_type"), int_at(v, "count"));
     fputc('\n', f);
@@ -531,7 +532,7 @@ static void render_text(json_t *r, FILE *f)
     }
     json_t *largest = json_object_get(r, "largest_tensors");
     if (json_array_size(largest)) {
-        cg_text_printf(f, "largest tensors\n");
+        fprintf(f, "largest tensors\n");
         json_array_foreach(largest, i, v)
         {
             cg_inspect_shape_text(json_object_get(v, "shape"), shape, sizeof shape);

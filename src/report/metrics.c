@@ -59,14 +59,15 @@ void cg_report_metrics_text(FILE *f, const char *indent, const cg_metrics *m, co
     if (m->dtype_mismatch)
         cg_text_printf(f, "%sdtype mismatch: the target's output has another dtype\n", indent);
     cg_text_printf(f, "%smismatches %" PRIu64 "/%" PRIu64 " (%.4g%%)%s\n", indent, m->mismatches,
-            m->count, m->count ? 100.0 * (double)m->mismatches / (double)m->count : 0.0,
-            m->bit_identical ? ", bit-identical" : "");
+                   m->count, m->count ? 100.0 * (double)m->mismatches / (double)m->count : 0.0,
+                   m->bit_identical ? ", bit-identical" : "");
     cg_text_printf(f, "%smax_abs %.6g  mean_abs %.6g  max_rel %.6g  rmse %.6g  nmse %.6g\n", indent,
-            m->max_abs, m->mean_abs, m->max_rel, m->rmse, m->nmse);
+                   m->max_abs, m->mean_abs, m->max_rel, m->rmse, m->nmse);
     cg_text_printf(f, "%scosine %.9f  pearson %.9f  max_ulp %" PRIu64 "\n", indent, m->cosine,
-            m->pearson, m->max_ulp);
-    cg_text_printf(f, "%sNaN ref %" PRIu64 " target %" PRIu64 "  Inf ref %" PRIu64 " target %" PRIu64
-            "\n", indent, m->nan_ref, m->nan_got, m->inf_ref, m->inf_got);
+                   m->pearson, m->max_ulp);
+    cg_text_printf(
+        f, "%sNaN ref %" PRIu64 " target %" PRIu64 "  Inf ref %" PRIu64 " target %" PRIu64 "\n",
+        indent, m->nan_ref, m->nan_got, m->inf_ref, m->inf_got);
     cg_text_printf(f, "%s|diff| histogram:", indent);
     bool any = false;
     for (int b = 0; b < CG_HIST_BINS; b++) {
@@ -82,8 +83,8 @@ void cg_report_metrics_text(FILE *f, const char *indent, const cg_metrics *m, co
         char pos[256];
         cg_report_position(m->worst_index, rank, dims, pos, sizeof pos);
         cg_text_printf(f, "%sworst: %s%s%sat %s: ref %.9g target %.9g\n", indent,
-                sample ? "sample " : "", sample ? sample : "", sample ? " " : "", pos,
-                m->worst_ref, m->worst_got);
+                       sample ? "sample " : "", sample ? sample : "", sample ? " " : "", pos,
+                       m->worst_ref, m->worst_got);
     }
 }
 
@@ -138,7 +139,7 @@ int cg_report_metrics_json(json_t *obj, const cg_metrics *m, const char *sample,
 
 void cg_report_metrics_line(FILE *f, const cg_metrics *m)
 {
-    cg_text_printf(f, "max_abs %.4g, max_rel %.4g, mean_abs %.4g, cosine %.6f, mismatches %" PRIu64
+    fprintf(f, "max_abs %.4g, max_rel %.4g, mean_abs %.4g, cosine %.6f, mismatches %" PRIu64
                "/%" PRIu64 ", NaN ref/target %" PRIu64 "/%" PRIu64 ", Inf ref/target %" PRIu64
                "/%" PRIu64,
             m->max_abs, m->max_rel, m->mean_abs, m->cosine, m->mismatches, m->count, m->nan_ref,

@@ -17,11 +17,11 @@ static void stats_text(FILE *f, const char *indent, const char *label, const cg_
         return;
     }
     cg_text_printf(f, "%s%-19s max %-10.3g (%.3g of scale)  p50 %-9.3g p99 %-9.3g differ %llu/%llu",
-            indent, label, s->m.max_abs, cg_noise_rel(s), cg_noise_quantile(s, 0.5),
-            cg_noise_quantile(s, 0.99), (unsigned long long)s->m.mismatches,
-            (unsigned long long)s->dist.count);
+                   indent, label, s->m.max_abs, cg_noise_rel(s), cg_noise_quantile(s, 0.5),
+                   cg_noise_quantile(s, 0.99), (unsigned long long)s->m.mismatches,
+                   (unsigned long long)s->dist.count);
     if (s->dist.nonfinite)
-        cg_text_printf(f, "  inf/NaN %llu", (unsigned long long)s->dist.nonfinite);
+        fprintf(f, "  inf/NaN %llu", (unsigned long long)s->dist.nonfinite);
     fputc('\n', f);
 }
 
@@ -103,17 +103,17 @@ static const cg_noise_tally *side_tally(const cg_noise_side *s)
 bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err)
 {
     bool pass = true;
-    cg_text_printf(f, "noise floors of %s on %zu sample%s (against the float64 reference)\n", v->model,
-            v->samples, v->samples == 1 ? "" : "s");
+    cg_text_printf(f, "noise floors of %s on %zu sample%s (against the float64 reference)\n",
+                   v->model, v->samples, v->samples == 1 ? "" : "s");
     for (size_t i = 0; i < cg_noise_output_count(v->noise); i++) {
         const cg_noise_output *o = cg_noise_output_get(v->noise, i);
         cg_text_printf(f, "output '%s'%s", o->v.name,
-                o->discontinuous ? " (downstream of a decision)" : "");
+                       o->discontinuous ? " (downstream of a decision)" : "");
         if (!o->v.compared) {
-            cg_text_printf(f, ": not a numeric tensor, not measured\n");
+            fprintf(f, ": not a numeric tensor, not measured\n");
             continue;
         }
-        cg_text_printf(f, ": scale %.4g (largest |value| of the fp64 reference)\n",
+        fprintf(f, ": scale %.4g (largest |value| of the fp64 reference)\n",
                 cg_noise_scale(&o->v.fp32));
         stats_text(f, "  ", "fp32 noise floor", &o->v.fp32);
         if (v->fp16)
@@ -126,7 +126,7 @@ bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err)
             }
             pass = pass && cg_verdict_passes(j.verdict);
             cg_text_printf(f, "  %-19s %s: %s\n", v->sides[k].name, cg_verdict_name(j.verdict),
-                    j.reason);
+                           j.reason);
         }
     }
     return pass;

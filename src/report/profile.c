@@ -72,11 +72,11 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
     char lbl[160];
     double nodes_ms = ref->wall_ms - ref->overhead_ms;
     cg_text_printf(f, "Model: %s (%zu nodes)\n", r->model_path, g->node_count);
-    cg_text_printf(f, "Reference runtime (median of %zu warm runs, seeded random inputs; thread CPU "
+    fprintf(f, "Reference runtime (median of %zu warm runs, seeded random inputs; thread CPU "
            "time throughout):\n", ref->runs);
-    cg_text_printf(f, "  cold: init %.3f ms, first run %.3f ms (memory plan built)\n", ref->init_ms,
+    fprintf(f, "  cold: init %.3f ms, first run %.3f ms (memory plan built)\n", ref->init_ms,
            ref->first_run_ms);
-    cg_text_printf(f, "  warm: %.3f ms per run = %.3f ms in nodes + %.3f ms runtime overhead\n",
+    fprintf(f, "  warm: %.3f ms per run = %.3f ms in nodes + %.3f ms runtime overhead\n",
            ref->wall_ms, nodes_ms > 0 ? nodes_ms : 0, ref->overhead_ms);
 
     node_time *order = malloc((g->node_count + 1) * sizeof *order);
@@ -87,18 +87,19 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
         size_t shown = r->top && r->top < g->node_count ? r->top : g->node_count;
         cg_text_printf(f, "Per node (warm median, costliest first%s):\n",
                shown < g->node_count ? "; --top" : "");
-        cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10s %6s\n", "node", "op", "class", "owner", "ms",
-               "share");
+        cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10s %6s\n", "node", "op", "class", "owner",
+                       "ms", "share");
         for (size_t i = 0; i < shown; i++) {
             size_t v = order[i].node;
             double share = ref->wall_ms > 0 ? 100 * ref->node_ms[v] / ref->wall_ms : 0;
-            cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10.4f %5.1f%%\n", node_name(g, v, lbl, sizeof lbl),
-                   g->nodes[v].op_type ? g->nodes[v].op_type : "?",
-                   cg_op_class_name(cg_op_class_of(g->nodes[v].op_type)), owner_of(r->a, v),
-                   ref->node_ms[v], share);
+            cg_text_printf(f, "  %-28s %-20s %-11s %-9s %10.4f %5.1f%%\n",
+                           node_name(g, v, lbl, sizeof lbl),
+                           g->nodes[v].op_type ? g->nodes[v].op_type : "?",
+                           cg_op_class_name(cg_op_class_of(g->nodes[v].op_type)), owner_of(r->a, v),
+                           ref->node_ms[v], share);
         }
         if (shown < g->node_count)
-            cg_text_printf(f, "  ... %zu more\n", g->node_count - shown);
+            fprintf(f, "  ... %zu more\n", g->node_count - shown);
         free(order);
     }
     if (!r->a)
@@ -119,7 +120,7 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
                g->node_count ? 100.0 * (double)on / (double)g->node_count : 0.0, tt,
                e->reference_ms, e->reference_ms > 0 ? 100 * tt / e->reference_ms : 0);
     }
-    cg_text_printf(f, "Partitions:\n");
+    fprintf(f, "Partitions:\n");
     for (size_t pi = 0; pi < a->partition_count; pi++) {
         const cg_partition *p = &a->partitions[pi];
         const cg_partition_measure *pm = &r->tp->parts[pi];
@@ -127,17 +128,19 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
         cg_text_printf(f, "  P%d on %s: %zu nodes, %.3f ms on the reference\n", p->id,
                a->targets[p->target]->name, p->node_count, pref);
         if (pm->executed)
-            cg_text_printf(f, "      measured: alone %.3f ms = %.3f compute + %.3f boundary work in %zu "
-                   "crossing%s; in the mixed run %.3f ms (wall); compile %.3f ms (cold)\n",
-                   pm->run_ms, pm->compute_ms, pm->boundary_ms, pm->crossings,
-                   pm->crossings == 1 ? "" : "s", pm->in_mixed_ms, pm->compile_ms);
+            cg_text_printf(
+                f,
+                "      measured: alone %.3f ms = %.3f compute + %.3f boundary work in %zu "
+                "crossing%s; in the mixed run %.3f ms (wall); compile %.3f ms (cold)\n",
+                pm->run_ms, pm->compute_ms, pm->boundary_ms, pm->crossings,
+                pm->crossings == 1 ? "" : "s", pm->in_mixed_ms, pm->compile_ms);
         else
-            cg_text_printf(f, "      ASSUMED: %.3f ms on target (reference time / class speedup); "
+            fprintf(f, "      ASSUMED: %.3f ms on target (reference time / class speedup); "
                    "not measured\n",
                    cg_cost_partition_assumed_ms(a, ref->node_ms, pi, r->assume));
     }
     if (r->tp->crossing_count) {
-        cg_text_printf(f, "Boundary crossings of executing partitions (measured: the delegate's "
+        fprintf(f, "Boundary crossings of executing partitions (measured: the delegate's "
                "copy/conversion):\n");
         for (size_t i = 0; i < r->tp->crossing_count; i++) {
             const cg_crossing_measure *c = &r->tp->crossings[i];
@@ -171,26 +174,26 @@ void cg_report_profile_text(FILE *f, const cg_profile_view *r)
            e->crossings == 1 ? "" : "s", e->mixed_ms, e->reference_ms,
            e->mixed_ms > 0 ? e->reference_ms / e->mixed_ms : 0);
     if (e->valid_latency)
-        cg_text_printf(f, "  Amdahl form: f = %.4f, S = %.3f, beta = %.4f -> %.2fx\n", e->latency.amdahl_f,
+        fprintf(f, "  Amdahl form: f = %.4f, S = %.3f, beta = %.4f -> %.2fx\n", e->latency.amdahl_f,
                e->latency.amdahl_s, e->latency.amdahl_beta, e->latency.amdahl_speedup);
     if (r->tp->all_executing) {
         double ratio = r->tp->mixed_wall_ms > 0 ? e->mixed_ms / r->tp->mixed_wall_ms : 0;
-        cg_text_printf(f, "Measured mixed run: %.3f ms warm (init with compiles %.3f ms, cold)\n",
+        fprintf(f, "Measured mixed run: %.3f ms warm (init with compiles %.3f ms, cold)\n",
                r->tp->mixed_wall_ms, r->tp->mixed_init_ms);
         cg_text_printf(f, "  estimate / measured = %.3f (%s the +-%.0f%% bound)\n", ratio,
                fabs(ratio - 1) <= PROFILE_AGREEMENT ? "within" : "OUTSIDE",
                100 * PROFILE_AGREEMENT);
     } else if (a->partition_count) {
-        cg_text_printf(f, "Measured mixed run: not comparable (profiled partitions run on the reference "
+        fprintf(f, "Measured mixed run: not comparable (profiled partitions run on the reference "
                "kernels here)\n");
     }
     if (r->any_profiled) {
-        cg_text_printf(f, "ASSUMPTIONS (not measurements) behind the profiled targets' figures:\n  "
+        fprintf(f, "ASSUMPTIONS (not measurements) behind the profiled targets' figures:\n  "
                "speedup per op class:");
         for (int c = 0; c < CG_OP_CLASS_COUNT; c++)
             cg_text_printf(f, "%s %s %g", c ? "," : "", cg_op_class_name((cg_op_class)c),
                    r->assume->speedup[c]);
-        cg_text_printf(f, "\n  boundary: %g us per crossing + bytes / %g GB/s\n",
+        fprintf(f, "\n  boundary: %g us per crossing + bytes / %g GB/s\n",
                r->assume->boundary_fixed_us, r->assume->bandwidth_gbps);
     }
     cg_text_printf(f, "Verdict: %s\n", r->verdict);

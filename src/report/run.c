@@ -35,16 +35,16 @@ static void tensor_text(FILE *f, const cg_tensor *t)
     cg_text_printf(f, "%s [", cg_dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
         cg_text_printf(f, "%s%" PRId64, d ? "," : "", t->dims[d]);
-    cg_text_printf(f, "]");
+    fprintf(f, "]");
     if (t->dtype == CG_DTYPE_STRING) {
-        cg_text_printf(f, "\n");
+        fprintf(f, "\n");
         return;
     }
     if (s.finite_count)
-        cg_text_printf(f, "  min %.6g  max %.6g  mean %.6g", s.min, s.max, s.mean);
+        fprintf(f, "  min %.6g  max %.6g  mean %.6g", s.min, s.max, s.mean);
     else
-        cg_text_printf(f, "  no finite values");
-    cg_text_printf(f, "  nan %" PRId64 "  inf %" PRId64 "\n", s.nan_count, s.inf_count);
+        fprintf(f, "  no finite values");
+    fprintf(f, "  nan %" PRId64 "  inf %" PRId64 "\n", s.nan_count, s.inf_count);
 }
 
 static bool is_sequence(const cg_value *v)
@@ -62,11 +62,11 @@ void cg_report_run_outputs_text(FILE *f, const cg_named_value *outs, size_t n,
             continue;
         cg_text_printf(f, "output '%s': ", outs[i].name ? outs[i].name : "");
         if (v->kind == CG_VALUE_OPTIONAL && !v->has_value) {
-            cg_text_printf(f, "empty optional\n");
+            fprintf(f, "empty optional\n");
         } else if (is_sequence(v)) {
-            cg_text_printf(f, "sequence of %zu\n", v->item_count);
+            fprintf(f, "sequence of %zu\n", v->item_count);
             for (size_t k = 0; k < v->item_count; k++) {
-                cg_text_printf(f, "  [%zu] ", k);
+                fprintf(f, "  [%zu] ", k);
                 tensor_text(f, &v->items[k]->tensor);
             }
         } else {
@@ -117,13 +117,13 @@ void cg_report_run_text(FILE *f, const cg_run_view *v)
     cg_report_run_outputs_text(f, v->outputs, v->output_count, v->paths);
     if (v->targets)
         cg_text_printf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
-                v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
+                       v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
     if (v->repeat)
-        cg_text_printf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
+        fprintf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
                    "min %.3f, max %.3f\n", v->first_ms, v->repeat, v->median_ms, v->warm_ms[0],
                 v->warm_ms[v->repeat - 1]);
     else
-        cg_text_printf(f, "time %.3f ms\n", v->median_ms);
+        fprintf(f, "time %.3f ms\n", v->median_ms);
 }
 
 json_t *cg_report_run_json(const cg_run_view *v)

@@ -93,7 +93,7 @@ void cg_report_targets_text(FILE *f, const cg_target_registry *reg)
 {
     size_t n = cg_target_registry_count(reg);
     cg_text_printf(f, "%-19s %-9s %-30s %-8s %-15s %s\n", "NAME", "KIND", "VERSION", "FALLBACK",
-            "PRECISION", "SOURCE");
+                   "PRECISION", "SOURCE");
     for (size_t i = 0; i < n; i++) {
         const cg_target *t = cg_target_registry_at(reg, i);
         /* a profile: its file name and first cited repository; --json has all */
@@ -102,9 +102,10 @@ void cg_report_targets_text(FILE *f, const cg_target_registry *reg)
         if (file && strrchr(file, '/'))
             file = strrchr(file, '/') + 1;
         cg_text_printf(f, "%-19s %-9s %-30s %-8s %-15s ", t->name, kind_name(t),
-                t->version ? t->version : "", fallback_name(t), precision_name(t));
+                       t->version ? t->version : "", fallback_name(t), precision_name(t));
         if (file && s0)
-            cg_text_printf(f, "%s (%s, +%zu more)\n", file, s0->repo, cg_profile_source_count(t) - 1);
+            cg_text_printf(f, "%s (%s, +%zu more)\n", file, s0->repo,
+                           cg_profile_source_count(t) - 1);
         else
             cg_text_printf(f, "%s\n", t->source ? t->source : "");
     }
