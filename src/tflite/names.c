@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "convgate/tflite.h"
 
 static const char *const builtin_names[] = {
@@ -113,7 +114,9 @@ unsigned cg_tflite_type_bits(int32_t type)
 
 bool cg_tflite_detect_path(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* a regular file only: a FIFO must not block the sniff (the loader then
+     * refuses it with its reason) */
+    int fd = cg_file_open_read(path, NULL, NULL);
     if (fd < 0)
         return false;
     uint8_t head[8];
