@@ -30,7 +30,7 @@ fi
 if [ "${CG_SKIP_ASAN:-0}" != 1 ]; then
     echo "== sanitizer build (clang, ASan+UBSan, fuzzers) =="
     CC=clang cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCG_SANITIZE=ON -DCG_FUZZ=ON >/dev/null
+        -DCG_SANITIZE=ON -DCG_FUZZ=ON -DCG_FUZZ_SECONDS="${CG_FUZZ_SECONDS:-15}" >/dev/null
     cmake --build build-asan -j "$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
