@@ -20,17 +20,7 @@
 #include "convgate/tensor_io.h"
 #include "core/file.h"
 #include "core/text.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
+#include "testlib.h"
 
 static void test_escape(void)
 {
@@ -98,9 +88,10 @@ static void test_strings(void)
     int64_t dims[1] = {3};
     cg_tensor t, back;
     EXPECT(cg_tensor_alloc(&t, CG_DTYPE_STRING, 1, dims, 0, &err) == CG_OK, "%s", err.msg);
-    cg_tensor_set_string(&t, 0, "a\0b", 3);
-    cg_tensor_set_string(&t, 1, "", 0);
-    cg_tensor_set_string(&t, 2, "h\xc3\xa9", 3);
+    if (cg_tensor_set_string(&t, 0, "a\0b", 3) != CG_OK ||
+        cg_tensor_set_string(&t, 1, "", 0) != CG_OK ||
+        cg_tensor_set_string(&t, 2, "h\xc3\xa9", 3) != CG_OK)
+        test_fatal("cg_tensor_set_string");
     size_t len;
     EXPECT(memcmp(cg_tensor_string(&t, 0, &len), "a\0b", 3) == 0 && len == 3, "set/get");
     EXPECT(cg_string_compare("a\0b", 3, "a\0c", 3) < 0 && cg_string_compare("a", 1, "a\0", 2) < 0,
@@ -169,10 +160,5 @@ int main(void)
     test_budget();
     test_strings();
     test_files();
-    if (failures) {
-        fprintf(stderr, "test_reliability: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_reliability: ok\n");
-    return 0;
+    return test_done("test_reliability");
 }
