@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "convgate/api.h"
 #include "convgate/status.h"
 
 #ifdef __cplusplus
@@ -35,31 +36,31 @@ typedef struct cg_budget cg_budget;
 
 /* A budget of max_bytes (0: unlimited) and seconds from now (0: none);
  * NULL when out of memory. */
-cg_budget *cg_budget_new(uint64_t max_bytes, double seconds);
-void cg_budget_free(cg_budget *b);
+CG_API cg_budget *cg_budget_new(uint64_t max_bytes, double seconds);
+CG_API void cg_budget_free(cg_budget *b);
 /* The process budget (never NULL). */
-cg_budget *cg_budget_process(void);
+CG_API cg_budget *cg_budget_process(void);
 /* Sets b's limits (0: unlimited / none); the deadline counts from now. */
-void cg_budget_set(cg_budget *b, uint64_t max_bytes, double seconds);
+CG_API void cg_budget_set(cg_budget *b, uint64_t max_bytes, double seconds);
 /* CG_BUDGET_DEFAULT_PERCENT of physical memory (and of RLIMIT_AS). */
-uint64_t cg_budget_default_bytes(void);
+CG_API uint64_t cg_budget_default_bytes(void);
 
 /* Reserves bytes, or fails with CG_LIMIT and a message saying what would
  * have been allocated (`what`), how much is in use and the limit. */
-cg_status cg_budget_reserve(cg_budget *b, uint64_t bytes, const char *what, cg_error *err);
-void cg_budget_release(cg_budget *b, uint64_t bytes);
+CG_API CG_NODISCARD cg_status cg_budget_reserve(cg_budget *b, uint64_t bytes, const char *what, cg_error *err);
+CG_API void cg_budget_release(cg_budget *b, uint64_t bytes);
 /* Whether bytes more would fit now (nothing is reserved). */
-bool cg_budget_fits(const cg_budget *b, uint64_t bytes);
+CG_API bool cg_budget_fits(const cg_budget *b, uint64_t bytes);
 /* Bytes left (UINT64_MAX without a limit). */
-uint64_t cg_budget_left(const cg_budget *b);
-uint64_t cg_budget_limit(const cg_budget *b); /* 0: unlimited */
-uint64_t cg_budget_in_use(const cg_budget *b);
-uint64_t cg_budget_peak(const cg_budget *b);
+CG_API uint64_t cg_budget_left(const cg_budget *b);
+CG_API uint64_t cg_budget_limit(const cg_budget *b); /* 0: unlimited */
+CG_API uint64_t cg_budget_in_use(const cg_budget *b);
+CG_API uint64_t cg_budget_peak(const cg_budget *b);
 
 /* True once the deadline has passed. */
-bool cg_budget_expired(const cg_budget *b);
+CG_API bool cg_budget_expired(const cg_budget *b);
 /* The time limit in seconds (0: none). */
-double cg_budget_seconds(const cg_budget *b);
+CG_API double cg_budget_seconds(const cg_budget *b);
 
 #ifdef __cplusplus
 }

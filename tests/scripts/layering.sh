@@ -28,7 +28,7 @@ rank = {s: i for i, s in enumerate(order)}
 # public header -> the stage that implements it
 public = {
     "api.h": "core", "status.h": "core", "dtype.h": "core", "dtype.def": "core",
-    "tensor.h": "core", "progress.h": "core",
+    "tensor.h": "core", "progress.h": "core", "budget.h": "core",
     "model.h": "load",
     "schema.h": "check", "check.h": "check",
     "tflite.h": "tflite", "tflite_builtin.def": "tflite", "tflite_type.def": "tflite",

@@ -318,8 +318,9 @@ cg_status test_case_run(const test_case *c, cg_named_value **outs, size_t *nouts
             goto done;
         if (copy.dtype == CG_DTYPE_STRING) {
             for (int64_t e = 0; e < copy.numel && st == CG_OK; e++) {
-                const char *s = ((char *const *)c->in[i]->data)[e];
-                st = cg_tensor_set_string(&copy, e, s ? s : "", s ? strlen(s) : 0);
+                size_t len;
+                const char *s = cg_tensor_string(c->in[i], e, &len);
+                st = cg_tensor_set_string(&copy, e, s, len);
             }
         } else if (cg_tensor_bytes(&copy)) {
             memcpy(copy.data, c->in[i]->data, cg_tensor_bytes(&copy));
