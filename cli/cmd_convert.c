@@ -51,6 +51,7 @@ static void convert_usage(FILE *f)
           "Exit status: 0 written and every gate passes; 1 written (or nothing, when MODEL\n"
           "fails the checker) but a gate fails; 2 usage or input error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 typedef struct convert_args {

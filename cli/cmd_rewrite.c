@@ -53,6 +53,7 @@ static void rewrite_usage(FILE *f)
           "Exit status: 0 done; 1 some rewrite the model matched was refused or failed;\n"
           "2 usage or input error.\n",
           f);
+    fputs("\n" CLI_LIMITS_HELP, f);
 }
 
 typedef struct rewrite_args {

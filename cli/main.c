@@ -234,9 +234,9 @@ int main(int argc, char **argv)
         return CG_EXIT_OK;
     }
     /* The commands that run a model take --time-limit and --max-memory. */
-    static const char *const run_models[] = {"run",      "compare", "gate",    "bisect",
-                                             "verify",   "dump_ref", "profile", "assign",
-                                             "conformance", "noise"};
+    static const char *const run_models[] = {"run",     "compare", "gate",        "bisect",
+                                             "verify",  "dump_ref", "profile",    "assign",
+                                             "rewrite", "convert", "conformance", "noise"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (command_is(commands[i].name, argv[1])) {
             int sub_argc = argc - 1;

@@ -232,6 +232,9 @@ t_time_limit() {
         crashed && { no "$c --time-limit 2: exit $rc"; return 1; }
         expect_out "time limit of 2 s" || { no "$c did not stop at the time limit"; return 1; }
     done
+    CG_TIMEOUT=30 run_cg convert "$m" --target xnnpack -o "$tmp/tlc" --random 1 --time-limit 2
+    crashed && { no "convert --time-limit 2: exit $rc"; return 1; }
+    expect_out "time limit of 2 s" || { no "convert did not stop at the time limit"; return 1; }
     CG_TIMEOUT=20 run_cg dump-ref "$m" -o "$tmp/tl" --random 1 --time-limit 2
     [ "$rc" != 0 ] && ! crashed && expect_out "time limit of 2 s" || return 1
     run_cg dump-ref "$src/examples/tiny_cnn.onnx" -o "$tmp/tl2" --random 1 --dim batch=1
