@@ -73,11 +73,13 @@ bool cli_quiet_arg(int argc, char **argv);
  * from the command's --json result (borrowed) and its graph view, and
  * returns rc, or CG_EXIT_ERROR when a view could not be written;
  * cli_views_finish closes what is open (an unwritten page gets the
- * command's errors, or is removed after a successful --help). */
+ * command's errors; after a successful --help there is no page, and a file
+ * already at FILE is left as it was). */
 struct cg_graph_view;
+#include "core/file.h"
 typedef struct cli_views {
     const char *html;
-    FILE *html_file;
+    cg_atomic_file html_file; /* written beside FILE, renamed over it at the end */
     const char *me_dir;
 } cli_views;
 #define CLI_OPT_HTML 1001

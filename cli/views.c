@@ -23,14 +23,13 @@ int cli_views_option(const char *cmd, cli_views *v, int opt, const char *arg)
             cli_error(cmd, "--html %s: %s", arg, err.msg);
             return -1;
         }
-        FILE *f = fopen(arg, "w");
-        if (!f) {
-            cli_error(cmd, "--html %s: cannot write the report there: %s", arg, strerror(errno));
+        /* atomically: a failed write never leaves a truncated page */
+        cg_atomic_abort(&v->html_file);
+        v->html = NULL;
+        if (cg_atomic_begin(&v->html_file, arg, &err) != CG_OK) {
+            cli_error(cmd, "--html %s: cannot write the report there: %s", arg, err.msg);
             return -1;
         }
-        if (v->html_file)
-            fclose(v->html_file);
-        v->html_file = f;
         v->html = arg;
         return 1;
     }
@@ -61,12 +60,13 @@ int cli_views_write(const char *cmd, cli_views *v, int rc, json_t *result, const
     }
     if (v->html) {
         json_t *env = cli_json_envelope(rc, result);
-        cg_status st = env ? cg_report_html_write(v->html_file, title, env, graph, &err)
+        cg_status st = env ? cg_report_html_write(v->html_file.f, title, env, graph, &err)
                            : cg_error_set(&err, CG_NOMEM, "out of memory");
         json_decref(env);
-        if (fclose(v->html_file) != 0 && st == CG_OK)
-            st = cg_error_set(&err, CG_IO, "write failed");
-        v->html_file = NULL;
+        if (st == CG_OK)
+            st = cg_atomic_commit(&v->html_file, &err);
+        else
+            cg_atomic_abort(&v->html_file);
         if (st != CG_OK) {
             cli_error(cmd, "--html %s: %s", v->html, err.msg);
             rc = CG_EXIT_ERROR;
@@ -91,21 +91,19 @@ int cli_views_write(const char *cmd, cli_views *v, int rc, json_t *result, const
 
 void cli_views_finish(const char *cmd, cli_views *v, int rc)
 {
-    if (v->html_file) {
+    if (v->html_file.f) {
         /* the command stopped before its report: the page says why, or,
          * after --help, there is no page */
         if (rc != CG_EXIT_OK) {
             cg_error err;
             cg_error_clear(&err);
             json_t *env = cli_json_envelope(rc, NULL);
-            if (!env || cg_report_html_write(v->html_file, cmd, env, NULL, &err) != CG_OK)
+            if (!env || cg_report_html_write(v->html_file.f, cmd, env, NULL, &err) != CG_OK ||
+                cg_atomic_commit(&v->html_file, &err) != CG_OK)
                 cli_error(cmd, "--html %s: could not write the error page", v->html);
             json_decref(env);
-            fclose(v->html_file);
-        } else {
-            fclose(v->html_file);
-            remove(v->html);
         }
+        cg_atomic_abort(&v->html_file);
     }
     memset(v, 0, sizeof *v);
 }
