@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "report/report.h"
 #include "target/registry.h"
 
@@ -261,7 +262,7 @@ json_t *cg_report_convert_manifest(const cg_convert_result *r)
 static void metrics_cell(FILE *f, const cg_verify_report *v, const char *note)
 {
     if (note && note[0]) {
-        fprintf(f, "FAIL (%s)", note);
+        cg_text_printf(f, "FAIL (%s)", note);
         return;
     }
     const cg_parity_report *p = &v->parity;
@@ -297,9 +298,9 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
     fprintf(f, "| sha256 | `%s` | `%s` |\n", r->source_sha256, mf ? mf->sha256 : "?");
     fprintf(f, "| nodes | %zu | %zu |\n", r->rewrite.before.nodes,
             m ? m->graph->node_count : (size_t)0);
-    fprintf(f, "| placement | %s | %s |\n\n",
-            r->rewrite.before.placed ? r->rewrite.before.residency : r->rewrite.before.note,
-            r->rewrite.after.placed ? r->rewrite.after.residency : r->rewrite.after.note);
+    cg_text_printf(f, "| placement | %s | %s |\n\n",
+                   r->rewrite.before.placed ? r->rewrite.before.residency : r->rewrite.before.note,
+                   r->rewrite.after.placed ? r->rewrite.after.residency : r->rewrite.after.note);
     fprintf(f, "Rewrites, each verified on the reference runtime against the source (samples: "
                "%s) before it was kept:\n\n", r->opt->samples_desc ? r->opt->samples_desc : "?");
     size_t shown = 0;
@@ -308,8 +309,9 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
         if (s->outcome == CG_STEP_NOT_APPLICABLE)
             continue;
         shown++;
-        fprintf(f, "- **%s** (%s, %s): %s", s->info->name, cg_rewrite_kind_name(s->info->kind),
-                cg_rewrite_outcome_name(s->outcome), s->detail);
+        cg_text_printf(f, "- **%s** (%s, %s): %s", s->info->name,
+                       cg_rewrite_kind_name(s->info->kind), cg_rewrite_outcome_name(s->outcome),
+                       s->detail);
         if (s->verified && s->outcome == CG_STEP_APPLIED)
             fprintf(f, "%s", s->exact ? "; outputs bit-identical" : "; within the noise floor");
         if (s->target_err_before >= 0)
@@ -320,15 +322,16 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
     if (!shown)
         fprintf(f, "- none matched the model\n");
     fprintf(f, "\n## The numbers\n\n");
-    fprintf(f, "- Reference runtime, result vs the source's golden outputs (atol %g, rtol %g: %s): ",
-            r->tol.atol, r->tol.rtol, r->tol_justification);
+    cg_text_printf(f, "- Reference runtime, result vs the source's golden outputs "
+                      "(atol %g, rtol %g: %s): ",
+                   r->tol.atol, r->tol.rtol, r->tol_justification);
     metrics_cell(f, &r->fp32, NULL);
     fprintf(f, "\n- Target path (%s%s) vs the same outputs: ", label,
             r->target.parity.reduced ? ", reduced precision emulated" : "");
     metrics_cell(f, &r->target, r->target_note);
-    fprintf(f, "\n- Gates: 1 converts %s, 2 runs where intended %s, 3 matches %s. %s\n",
-            cg_gate_state_name(r->gate.converts), cg_gate_state_name(r->gate.runs),
-            cg_gate_state_name(r->gate.matches), r->gate.reason);
+    cg_text_printf(f, "\n- Gates: 1 converts %s, 2 runs where intended %s, 3 matches %s. %s\n",
+                   cg_gate_state_name(r->gate.converts), cg_gate_state_name(r->gate.runs),
+                   cg_gate_state_name(r->gate.matches), r->gate.reason);
     if (r->estimated)
         fprintf(f, "- Estimate (op work at an assumed rate, not a timing): %.1f%% of the work on "
                    "the target, mixed latency %.3g ms against %.3g ms all on the CPU; "
@@ -336,12 +339,12 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
                 100.0 * r->estimate.time_coverage, r->estimate.mixed_ms, r->estimate.reference_ms,
                 o->target_count ? o->targets[0]->name : "T");
     fprintf(f, "\n## Recipe\n\n");
-    fprintf(f, "1. Export: the source `%s` was given to convgate as is (producer %s %s, "
-               "ai.onnx opset %lld); keep the exporter's script and versions beside this "
-               "directory.\n",
-            r->source_name, m && m->producer_name ? m->producer_name : "?",
-            m && m->producer_version ? m->producer_version : "",
-            m ? (long long)cg_model_opset(m, "") : -1LL);
+    cg_text_printf(f, "1. Export: the source `%s` was given to convgate as is (producer %s %s, "
+                      "ai.onnx opset %lld); keep the exporter's script and versions beside this "
+                      "directory.\n",
+                   r->source_name, m && m->producer_name ? m->producer_name : "?",
+                   m && m->producer_version ? m->producer_version : "",
+                   m ? (long long)cg_model_opset(m, "") : -1LL);
     fprintf(f, "2. Convert:");
     for (size_t i = 0; i < r->opt->argc; i++)
         fprintf(f, " %s", r->opt->argv[i]);
@@ -372,8 +375,9 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
 void cg_report_convert_text(FILE *f, const cg_convert_result *r, const cg_rewrite_view *v)
 {
     if (!r->source_checks) {
-        fprintf(f, "convgate convert %s: the source fails the checker (%s); nothing written\n",
-                v->model, r->source_check_detail);
+        cg_text_printf(f, "convgate convert %s: the source fails the checker (%s); "
+                          "nothing written\n",
+                       v->model, r->source_check_detail);
         return;
     }
     cg_report_rewrite_text(f, &r->rewrite, v);
@@ -381,8 +385,9 @@ void cg_report_convert_text(FILE *f, const cg_convert_result *r, const cg_rewrit
     metrics_cell(f, &r->fp32, NULL);
     fprintf(f, "\ntarget path vs the source's outputs: ");
     metrics_cell(f, &r->target, r->target_note);
-    fprintf(f, "\ngates: 1 %s, 2 %s, 3 %s: %s\n", cg_gate_state_name(r->gate.converts),
-            cg_gate_state_name(r->gate.runs), cg_gate_state_name(r->gate.matches), r->gate.reason);
+    cg_text_printf(f, "\ngates: 1 %s, 2 %s, 3 %s: %s\n", cg_gate_state_name(r->gate.converts),
+                   cg_gate_state_name(r->gate.runs), cg_gate_state_name(r->gate.matches),
+                   r->gate.reason);
     fprintf(f, "wrote %s: %zu files (manifest.json, README.md, model.onnx, golden/, deploy/)\n",
             r->dir, r->file_count);
 }
@@ -402,9 +407,9 @@ json_t *cg_report_convert_json(const cg_convert_result *r, const cg_rewrite_view
 
 void cg_report_artifact_text(FILE *f, const cg_artifact_report *a, const char *producer)
 {
-    fprintf(f, "artifact %s: %zu files match manifest.json (made by convgate %s, commit %s; "
-               "source sha256 %s)\n", a->dir, a->files_checked, a->convgate_version, a->commit,
-            a->source_sha256);
+    cg_text_printf(f, "artifact %s: %zu files match manifest.json (made by convgate %s, "
+                      "commit %s; source sha256 %s)\n",
+                   a->dir, a->files_checked, a->convgate_version, a->commit, a->source_sha256);
     char golden[4200];
     snprintf(golden, sizeof golden, "%s/golden", a->dir);
     cg_report_verify_text(f, &a->golden, golden, producer);

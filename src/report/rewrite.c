@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "report/report.h"
 
 /* --- the catalog ------------------------------------------------------------------------ */
@@ -48,7 +49,7 @@ json_t *cg_report_rewrite_catalog_json(void)
 static void placement_line(FILE *f, const char *label, const cg_rewrite_placement *p)
 {
     if (!p->placed) {
-        fprintf(f, "%s not placed: %s\n", label, p->note);
+        cg_text_printf(f, "%s not placed: %s\n", label, p->note);
         return;
     }
     fprintf(f, "%s %s, %zu partition%s, %zu boundar%s", label, p->residency, p->partitions,
@@ -93,9 +94,9 @@ void cg_report_rewrite_text(FILE *f, const cg_rewrite_result *r, const cg_rewrit
 {
     fprintf(f, "convgate %s %s --target %s\n", v->command ? v->command : "rewrite",
             v->model ? v->model : "-", v->targets ? v->targets : "?");
-    fprintf(f, "samples: %s; %s\n", v->samples ? v->samples : "?",
-            r->noise_floor ? "each rewrite verified against the original's fp32 noise floor"
-                           : r->noise_note);
+    cg_text_printf(f, "samples: %s; %s\n", v->samples ? v->samples : "?",
+                   r->noise_floor ? "each rewrite verified against the original's fp32 noise floor"
+                                  : r->noise_note);
     placement_line(f, "before:", &r->before);
     for (size_t i = 0; i < r->step_count; i++) {
         const cg_rewrite_step *s = &r->steps[i];
@@ -103,8 +104,8 @@ void cg_report_rewrite_text(FILE *f, const cg_rewrite_result *r, const cg_rewrit
             continue;
         char words[256];
         numerics_words(s, words, sizeof words);
-        fprintf(f, "  %-14s %-24s %s\n", cg_rewrite_outcome_name(s->outcome), s->info->name,
-                s->detail[0] ? s->detail : "");
+        cg_text_printf(f, "  %-14s %-24s %s\n", cg_rewrite_outcome_name(s->outcome),
+                       s->info->name, s->detail[0] ? s->detail : "");
         if (s->verified)
             fprintf(f, "  %-14s %-24s verified: %s\n", "", "", words);
         if (s->target_err_before >= 0)

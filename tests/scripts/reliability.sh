@@ -312,6 +312,33 @@ t_escaped_names() {
     return 0
 }
 
+# convert and rewrite (newer than the printer) printed model strings raw:
+# the producer in the artifact's README.md, and `verify DIR` printed an
+# altered manifest's commit, which could clear the screen and fake a verdict.
+t_escaped_artifact() {
+    local m="$data/escape_names.onnx" d="$tmp/artifact"
+    run_cg rewrite "$m" --target xnnpack --what-if
+    crashed && { no "rewrite: exit $rc"; return 1; }
+    if LC_ALL=C grep -q $'\x1b' "$out"; then no "rewrite printed an escape byte"; return 1; fi
+    run_cg convert "$m" --target xnnpack -o "$d" --random 1
+    expect_rc 0 || return 1
+    if LC_ALL=C grep -q $'\x1b' "$out" "$d/README.md"; then
+        no "convert wrote an escape byte"; return 1
+    fi
+    [ "$have_python" = 1 ] || { echo "      (python3 missing: verify DIR skipped)"; return 0; }
+    /usr/bin/python3 - "$d/manifest.json" <<'PYEOF' || { no "editing the manifest failed"; return 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["convgate"]["commit"] = "\x1b[2J\nVERDICT: PASS  all gates"
+json.dump(d, open(sys.argv[1], "w"))
+PYEOF
+    run_cg verify "$d"
+    crashed && { no "verify DIR: exit $rc"; return 1; }
+    if LC_ALL=C grep -q $'\x1b' "$out"; then no "verify DIR printed an escape byte"; return 1; fi
+    if grep -q "^VERDICT: PASS  all gates" "$out"; then no "verify DIR printed the fake line"; return 1; fi
+    return 0
+}
+
 # Golden sets followed a symlinked set folder and a symlinked manifest.
 t_golden_symlinks() {
     local m="$src/examples/tiny_cnn.onnx" g="$tmp/gold"
@@ -368,6 +395,7 @@ case_ npz_strings t_npz_strings
 case_ declared_outputs t_declared_outputs
 case_ strings_with_nul t_strings_with_nul
 case_ escaped_names t_escaped_names
+case_ escaped_artifact t_escaped_artifact
 case_ golden_symlinks t_golden_symlinks
 case_ sanitizer_inputs t_sanitizer_inputs
 
