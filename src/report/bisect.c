@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "convgate/gate.h"
+#include "core/text.h"
 #include "report/report.h"
 
 static void type_text(const cg_bisect_type *t, char *buf, size_t len)
@@ -30,73 +31,75 @@ static void judged_line(FILE *f, const cg_bisect_tensor *t)
             t->floor32);
     if (t->floor16_measured)
         fprintf(f, ", fp16 storage %.3g", t->floor16);
-    fprintf(f, "; held in %s", cg_precision_name(t->precision));
+    cg_text_printf(f, "; held in %s", cg_precision_name(t->precision));
 }
 
 void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *ind)
 {
     char buf[256];
-    fprintf(f, "%sbisect: %zu tensors watched, %zu compared, %zu beyond %s\n", ind, b->watched,
-            b->compared, b->divergent, b->by_noise ? "the noise floor of their precision"
-                                                   : "tolerance");
+    cg_text_printf(f, "%sbisect: %zu tensors watched, %zu compared, %zu beyond %s\n", ind,
+                   b->watched, b->compared, b->divergent,
+                   b->by_noise ? "the noise floor of their precision" : "tolerance");
     if (b->refined)
-        fprintf(f, "%s(the first pass diverged at a partition's output: rerun with its %zu inner "
-                   "value%s exposed)\n", ind, b->refined_values, b->refined_values == 1 ? "" : "s");
+        cg_text_printf(f, "%s(the first pass diverged at a partition's output: rerun with its "
+                          "%zu inner value%s exposed)\n",
+                       ind, b->refined_values, b->refined_values == 1 ? "" : "s");
     for (size_t i = 0; i < b->flipped_count; i++) {
         const cg_bisect_flip *x = &b->flipped[i];
-        fprintf(f, "%sdecision '%s' (%s '%s') flipped %llu of %llu, largest margin %.3g: within "
-                   "the %s noise of its input\n", ind, x->tensor, x->op_type, x->node,
-                (unsigned long long)x->flips.flips, (unsigned long long)x->flips.decisions,
-                x->flips.max_margin, cg_precision_name(x->precision));
+        cg_text_printf(f, "%sdecision '%s' (%s '%s') flipped %llu of %llu, largest margin %.3g: "
+                          "within the %s noise of its input\n", ind, x->tensor, x->op_type, x->node,
+                       (unsigned long long)x->flips.flips, (unsigned long long)x->flips.decisions,
+                       x->flips.max_margin, cg_precision_name(x->precision));
     }
     if (!b->diverged) {
-        fprintf(f, "%sno intermediate tensor diverges\n", ind);
+        cg_text_printf(f, "%sno intermediate tensor diverges\n", ind);
         return;
     }
     const cg_bisect_tensor *t = &b->first_divergent;
     type_text(&t->type, buf, sizeof buf);
-    fprintf(f, "%sfirst %s: '%s' %s, from node '%s' (%s, #%zu)%s%s\n", ind,
-            b->by_noise ? "tensor beyond its noise floor" : "divergent tensor", t->tensor, buf,
-            t->node,
-            t->op_type, t->node_index, t->placed_on ? " on " : "",
-            t->placed_on ? t->placed_on : "");
+    cg_text_printf(f, "%sfirst %s: '%s' %s, from node '%s' (%s, #%zu)%s%s\n", ind,
+                   b->by_noise ? "tensor beyond its noise floor" : "divergent tensor", t->tensor,
+                   buf, t->node, t->op_type, t->node_index, t->placed_on ? " on " : "",
+                   t->placed_on ? t->placed_on : "");
     for (size_t i = 0; i < b->input_count; i++) {
         if (!b->inputs[i].name[0])
             continue;
         type_text(&b->inputs[i], buf, sizeof buf);
-        fprintf(f, "%s  input %zu: '%s' %s\n", ind, i, b->inputs[i].name, buf);
+        cg_text_printf(f, "%s  input %zu: '%s' %s\n", ind, i, b->inputs[i].name, buf);
     }
     if (b->by_noise) {
-        fprintf(f, "%s  ", ind);
+        cg_text_printf(f, "%s  ", ind);
         judged_line(f, t);
         fputc('\n', f);
         if (t->by_flips && t->flips.margin_known)
-            fprintf(f, "%s  %llu of %llu decisions flipped, largest margin %.3g (beyond the "
-                       "noise of its input)\n", ind, (unsigned long long)t->flips.flips,
-                    (unsigned long long)t->flips.decisions, t->flips.max_margin);
+            cg_text_printf(f, "%s  %llu of %llu decisions flipped, largest margin %.3g (beyond the "
+                              "noise of its input)\n", ind, (unsigned long long)t->flips.flips,
+                           (unsigned long long)t->flips.decisions, t->flips.max_margin);
         else if (t->by_flips)
-            fprintf(f, "%s  %llu of %llu decisions flipped (no margin rule for the op: never "
-                       "taken for noise)\n", ind, (unsigned long long)t->flips.flips,
-                    (unsigned long long)t->flips.decisions);
+            cg_text_printf(f, "%s  %llu of %llu decisions flipped (no margin rule for the op: "
+                              "never taken for noise)\n", ind, (unsigned long long)t->flips.flips,
+                           (unsigned long long)t->flips.decisions);
         else
-            fprintf(f, "%s  %s\n", ind, t->judgement.reason);
+            cg_text_printf(f, "%s  %s\n", ind, t->judgement.reason);
     }
-    fprintf(f, "%s  ", ind);
+    cg_text_printf(f, "%s  ", ind);
     cg_report_metrics_line(f, &t->metrics);
     fputc('\n', f);
     if (t->metrics.worst_index >= 0)
-        fprintf(f, "%s  worst element [%" PRId64 "]: reference %.6g, target %.6g\n", ind,
-                t->metrics.worst_index, t->metrics.worst_ref, t->metrics.worst_got);
+        cg_text_printf(f, "%s  worst element [%" PRId64 "]: reference %.6g, target %.6g\n", ind,
+                       t->metrics.worst_index, t->metrics.worst_ref, t->metrics.worst_got);
     if (b->has_last_matching)
-        fprintf(f, "%slast matching tensor: '%s' from node '%s' (%s, #%zu), max_abs %.4g\n", ind,
-                b->last_matching.tensor, b->last_matching.node, b->last_matching.op_type,
-                b->last_matching.node_index, b->last_matching.metrics.max_abs);
+        cg_text_printf(f, "%slast matching tensor: '%s' from node '%s' (%s, #%zu), max_abs %.4g\n",
+                       ind, b->last_matching.tensor, b->last_matching.node,
+                       b->last_matching.op_type,
+                       b->last_matching.node_index, b->last_matching.metrics.max_abs);
     else
-        fprintf(f, "%slast matching tensor: none (the first compared tensor diverges)\n", ind);
-    fprintf(f, "%striage: %s%s%s%s\n", ind, cg_bisect_triage_name(b->triage),
-            b->triage_note[0] ? " (" : "", b->triage_note, b->triage_note[0] ? ")" : "");
+        cg_text_printf(f, "%slast matching tensor: none (the first compared tensor diverges)\n",
+                       ind);
+    cg_text_printf(f, "%striage: %s%s%s%s\n", ind, cg_bisect_triage_name(b->triage),
+                   b->triage_note[0] ? " (" : "", b->triage_note, b->triage_note[0] ? ")" : "");
     if (b->by_noise && b->verdict_reason[0])
-        fprintf(f, "%sverdict: %s\n", ind, b->verdict_reason);
+        cg_text_printf(f, "%sverdict: %s\n", ind, b->verdict_reason);
 }
 
 static json_t *type_json(const cg_bisect_type *t)

@@ -8,40 +8,43 @@
 #include <stdlib.h>
 
 #include "convgate/gate.h"
+#include "core/text.h"
 #include "report/report.h"
 
 void cg_gate_report_text(FILE *f, const cg_gate_report *r)
 {
-    fprintf(f, "convgate gate %s --target %s\n\n", r->model, r->targets);
-    fprintf(f, "GATE 1 converts: %s  %s\n", cg_gate_state_name(r->converts),
-            r->converts_detail);
-    fprintf(f, "GATE 2 runs where intended: %s", cg_gate_state_name(r->runs));
+    cg_text_printf(f, "convgate gate %s --target %s\n\n", r->model, r->targets);
+    cg_text_printf(f, "GATE 1 converts: %s  %s\n", cg_gate_state_name(r->converts),
+                   r->converts_detail);
+    cg_text_printf(f, "GATE 2 runs where intended: %s", cg_gate_state_name(r->runs));
     if (r->runs != CG_GATE_NOT_RUN) {
-        fprintf(f, "  %s, %zu partition%s, %zu boundar%s", r->residency[0] ? r->residency : "?",
-                r->partitions, r->partitions == 1 ? "" : "s", r->boundaries,
-                r->boundaries == 1 ? "y" : "ies");
+        cg_text_printf(f, "  %s, %zu partition%s, %zu boundar%s",
+                       r->residency[0] ? r->residency : "?", r->partitions,
+                       r->partitions == 1 ? "" : "s", r->boundaries,
+                       r->boundaries == 1 ? "y" : "ies");
         if (r->time_coverage >= 0)
             fprintf(f, ", %.1f%% of reference time on target", 100.0 * r->time_coverage);
-        fprintf(f, "\n       %s", r->runs_detail);
+        cg_text_printf(f, "\n       %s", r->runs_detail);
     }
     fputc('\n', f);
-    fprintf(f, "GATE 3 matches: %s", cg_gate_state_name(r->matches));
+    cg_text_printf(f, "GATE 3 matches: %s", cg_gate_state_name(r->matches));
     if (r->matches != CG_GATE_NOT_RUN) {
         const cg_parity_report *j = &r->judged;
-        fprintf(f, "  %s%s\n", r->matches_detail,
-                r->reduced_precision ? " (fp16 compute emulated)" : "");
+        cg_text_printf(f, "  %s%s\n", r->matches_detail,
+                       r->reduced_precision ? " (fp16 compute emulated)" : "");
         if (j->by_noise)
             fprintf(f, "       judged against the model's noise floor (float64 reference, "
                        "docs/noise-floor.md)\n");
         if (j->note[0])
-            fprintf(f, "       note: %s\n", j->note);
+            cg_text_printf(f, "       note: %s\n", j->note);
         for (size_t o = 0; o < j->output_count; o++) {
             const cg_parity_output *po = &j->outputs[o];
-            fprintf(f, "       %s %s (%s)\n", po->pass ? "ok  " : "FAIL", po->name,
-                    cg_report_output_state(po));
+            cg_text_printf(f, "       %s %s (%s)\n", po->pass ? "ok  " : "FAIL", po->name,
+                           cg_report_output_state(po));
             cg_report_judged_text(f, "            ", po);
-            fprintf(f, "            against the fp32 reference%s: ",
-                    po->detection ? " (in output order; the detections are matched below)" : "");
+            cg_text_printf(f, "            against the fp32 reference%s: ",
+                           po->detection ? " (in output order; the detections are matched below)"
+                                         : "");
             cg_report_metrics_line(f, &po->merged);
             fputc('\n', f);
             cg_report_task_text(f, "            ", po);
@@ -55,20 +58,20 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
             free(names);
         }
         if (r->bisected) {
-            fprintf(f, "       on sample %s:\n", r->bisect_sample_label ? r->bisect_sample_label
-                                                                     : "?");
+            cg_text_printf(f, "       on sample %s:\n",
+                           r->bisect_sample_label ? r->bisect_sample_label : "?");
             cg_bisect_report_text(f, &r->bisect, "       ");
         } else if (r->bisect_error[0]) {
-            fprintf(f, "       bisect could not run: %s\n", r->bisect_error);
+            cg_text_printf(f, "       bisect could not run: %s\n", r->bisect_error);
         }
     } else {
         fputc('\n', f);
     }
     fprintf(f, "\n========================================\n");
-    fprintf(f, "GATE 1 converts            %s\n", cg_gate_state_name(r->converts));
-    fprintf(f, "GATE 2 runs where intended %s\n", cg_gate_state_name(r->runs));
-    fprintf(f, "GATE 3 matches             %s\n", cg_gate_state_name(r->matches));
-    fprintf(f, "VERDICT: %s  %s\n", r->pass ? "PASS" : "FAIL", r->reason);
+    cg_text_printf(f, "GATE 1 converts            %s\n", cg_gate_state_name(r->converts));
+    cg_text_printf(f, "GATE 2 runs where intended %s\n", cg_gate_state_name(r->runs));
+    cg_text_printf(f, "GATE 3 matches             %s\n", cg_gate_state_name(r->matches));
+    cg_text_printf(f, "VERDICT: %s  %s\n", r->pass ? "PASS" : "FAIL", r->reason);
     fprintf(f, "========================================\n");
 }
 

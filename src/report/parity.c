@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "convgate/parity.h"
+#include "core/text.h"
 #include "report/report.h"
 
 static const char *worst_sample(const cg_parity_report *r, const cg_parity_output *o)
@@ -32,30 +33,31 @@ const char *cg_report_output_state(const cg_parity_output *o)
 void cg_report_judged_text(FILE *f, const char *ind, const cg_parity_output *o)
 {
     if (!o->by_noise) {
-        fprintf(f, "%sjudged by tolerance atol %g rtol %g%s (%s%s)\n", ind, o->tol.tol.atol,
-                o->tol.tol.rtol, o->tol.tol.nan_equal ? " nan_equal" : "", o->tol.source,
-                strcmp(o->tol.source, "default") ? ": given, it overrides the noise-floor verdict"
-                                                 : "");
+        cg_text_printf(f, "%sjudged by tolerance atol %g rtol %g%s (%s%s)\n", ind, o->tol.tol.atol,
+                       o->tol.tol.rtol, o->tol.tol.nan_equal ? " nan_equal" : "", o->tol.source,
+                       strcmp(o->tol.source, "default")
+                           ? ": given, it overrides the noise-floor verdict"
+                           : "");
         if (o->tol.tol.justification)
-            fprintf(f, "%sjustification: %s\n", ind, o->tol.tol.justification);
+            cg_text_printf(f, "%sjustification: %s\n", ind, o->tol.tol.justification);
         return;
     }
-    fprintf(f, "%s%s: %s\n", ind, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
+    cg_text_printf(f, "%s%s: %s\n", ind, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
     if (o->detection)
         return;
-    fprintf(f, "%snoise floors (against float64): fp32 %.3g", ind, o->floor32.m.max_abs);
+    cg_text_printf(f, "%snoise floors (against float64): fp32 %.3g", ind, o->floor32.m.max_abs);
     if (o->floor16_measured)
         fprintf(f, ", fp16 storage %.3g", o->floor16.m.max_abs);
-    fprintf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
-            o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
-            o->discontinuous ? " (downstream of a decision)" : "");
+    cg_text_printf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
+                   o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
+                   o->discontinuous ? " (downstream of a decision)" : "");
     if (o->flips_compared && o->flips.flips && o->flips.margin_known)
-        fprintf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped, largest margin %.3g at "
-                   "'%s'\n", ind, o->flips.flips, o->flips.decisions, o->flips.max_margin,
-                o->flips.node);
+        cg_text_printf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped, largest margin %.3g at "
+                          "'%s'\n", ind, o->flips.flips, o->flips.decisions, o->flips.max_margin,
+                       o->flips.node);
     else if (o->flips_compared && o->flips.flips)
-        fprintf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped at '%s' (no margin rule "
-                   "for the op)\n", ind, o->flips.flips, o->flips.decisions, o->flips.node);
+        cg_text_printf(f, "%sdecisions: %" PRIu64 " of %" PRIu64 " flipped at '%s' (no margin rule "
+                          "for the op)\n", ind, o->flips.flips, o->flips.decisions, o->flips.node);
 }
 
 int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
@@ -110,20 +112,20 @@ static void task_noise_text(FILE *f, const char *ind, const cg_parity_output *o)
     const char *what = t->task == CG_TASK_CLASSIFY ? "rows whose top-1 changed"
                        : t->multiclass              ? "pixels whose class changed"
                                                     : "mask pixels that flipped";
-    fprintf(f, "%s  against float64, %s: target %" PRIu64 "; a correct run: fp32 "
-               "reference %" PRIu64, ind, what, t->flips, o->task_fp32.flips);
+    cg_text_printf(f, "%s  against float64, %s: target %" PRIu64 "; a correct run: fp32 "
+                      "reference %" PRIu64, ind, what, t->flips, o->task_fp32.flips);
     if (o->task_fp16_measured)
         fprintf(f, ", fp16 storage %" PRIu64, o->task_fp16.flips);
     if (t->task == CG_TASK_SEGMENT) {
         double (*iou)(const cg_task_metrics *) = t->multiclass ? cg_task_mean_iou : cg_task_iou;
-        fprintf(f, "; %s: target %.6f, fp32 reference %.6f",
-                t->multiclass ? "mean IoU" : "mask IoU", iou(t), iou(&o->task_fp32));
+        cg_text_printf(f, "; %s: target %.6f, fp32 reference %.6f",
+                       t->multiclass ? "mean IoU" : "mask IoU", iou(t), iou(&o->task_fp32));
         if (o->task_fp16_measured)
             fprintf(f, ", fp16 storage %.6f", iou(&o->task_fp16));
     }
     if (t->flips)
-        fprintf(f, "; the target's largest reference gap %.3g is %s the noise (limit %.3g)",
-                t->max_margin, o->task_flips_noise ? "within" : "beyond", o->task_limit);
+        cg_text_printf(f, "; the target's largest reference gap %.3g is %s the noise (limit %.3g)",
+                       t->max_margin, o->task_flips_noise ? "within" : "beyond", o->task_limit);
     fputc('\n', f);
 }
 
@@ -132,27 +134,29 @@ void cg_report_task_text(FILE *f, const char *ind, const cg_parity_output *o)
     const cg_task_metrics *t = &o->task;
     if (t->task == CG_TASK_CLASSIFY) {
         if (!t->applicable || !t->rows)
-            fprintf(f, "%stask classify: not applicable (needs a float output whose last "
-                       "axis has >= 2 classes)\n", ind);
+            cg_text_printf(f, "%stask classify: not applicable (needs a float output whose last "
+                              "axis has >= 2 classes)\n", ind);
         else
-            fprintf(f, "%stask classify: top-1 agreement %" PRIu64 "/%" PRIu64 " (%.2f%%), "
-                       "top-5 overlap %.2f%%%s", ind, t->top1_agree, t->rows,
-                    100.0 * cg_task_top1(t), 100.0 * cg_task_top5(t), t->flips ? "" : "\n");
+            cg_text_printf(f, "%stask classify: top-1 agreement %" PRIu64 "/%" PRIu64 " (%.2f%%), "
+                              "top-5 overlap %.2f%%%s", ind, t->top1_agree, t->rows,
+                           100.0 * cg_task_top1(t), 100.0 * cg_task_top5(t), t->flips ? "" : "\n");
         if (t->applicable && t->rows && t->flips)
-            fprintf(f, "; top-1 differs on %" PRIu64 " row%s, largest reference gap %.3g\n",
-                    t->flips, t->flips == 1 ? "" : "s", t->max_margin);
+            cg_text_printf(f, "; top-1 differs on %" PRIu64 " row%s, largest reference gap %.3g\n",
+                           t->flips, t->flips == 1 ? "" : "s", t->max_margin);
     } else if (t->task == CG_TASK_SEGMENT && t->multiclass) {
-        fprintf(f, "%stask segment (argmax over %" PRId64 " classes): pixel agreement %.4f%%, "
-                   "mean IoU %.6f", ind, t->classes, 100.0 * cg_task_pixel_agreement(t),
-                cg_task_mean_iou(t));
+        cg_text_printf(f, "%stask segment (argmax over %" PRId64 " classes): pixel agreement "
+                          "%.4f%%, mean IoU %.6f",
+                       ind, t->classes, 100.0 * cg_task_pixel_agreement(t),
+                       cg_task_mean_iou(t));
         if (t->flips)
             fprintf(f, "; class differs on %" PRIu64 " of %" PRIu64 " pixels, largest "
                        "reference gap %.3g", t->flips, t->pixels, t->max_margin);
         fputc('\n', f);
     } else if (t->task == CG_TASK_SEGMENT) {
-        fprintf(f, "%stask segment (> %g): mask IoU %.6f, foreground ref %" PRIu64
-                   " target %" PRIu64 " (difference %+" PRId64 ")", ind, t->threshold,
-                cg_task_iou(t), t->fg_ref, t->fg_got, (int64_t)t->fg_got - (int64_t)t->fg_ref);
+        cg_text_printf(f, "%stask segment (> %g): mask IoU %.6f, foreground ref %" PRIu64
+                          " target %" PRIu64 " (difference %+" PRId64 ")", ind, t->threshold,
+                       cg_task_iou(t), t->fg_ref, t->fg_got,
+                       (int64_t)t->fg_got - (int64_t)t->fg_ref);
         if (t->flips)
             fprintf(f, "; largest margin of a flipped pixel %.3g", t->max_margin);
         fputc('\n', f);
@@ -224,19 +228,20 @@ void cg_report_detect_text(FILE *f, const char *ind, const cg_parity_report *r,
     const cg_detect_report *d = &r->detect;
     if (!d->on)
         return;
-    fprintf(f, "%stask detect (boxes '%s', scores '%s'%s%s%s, matched by IoU >= %g%s): "
-               "%" PRIu64 " reference boxes, %" PRIu64 " target boxes, %" PRIu64 " matched "
-               "(lowest IoU %.4f), %" PRIu64 " missing, %" PRIu64 " extra; largest score "
-               "difference %.3g, box coordinate %.3g\n",
-            ind, names[d->outputs.boxes], names[d->outputs.scores],
-            d->outputs.labels >= 0 ? ", labels '" : "",
-            d->outputs.labels >= 0 ? names[d->outputs.labels] : "",
-            d->outputs.labels >= 0 ? "'" : "", d->iou_min,
-            d->outputs.labels >= 0 ? " and class" : "", d->ref_boxes, d->target_boxes,
-            d->matched, d->min_iou, d->missing, d->extra, d->max_score_diff, d->max_box_diff);
+    cg_text_printf(f, "%stask detect (boxes '%s', scores '%s'%s%s%s, matched by IoU >= %g%s): "
+                      "%" PRIu64 " reference boxes, %" PRIu64 " target boxes, %" PRIu64 " matched "
+                      "(lowest IoU %.4f), %" PRIu64 " missing, %" PRIu64 " extra; largest score "
+                      "difference %.3g, box coordinate %.3g\n",
+                   ind, names[d->outputs.boxes], names[d->outputs.scores],
+                   d->outputs.labels >= 0 ? ", labels '" : "",
+                   d->outputs.labels >= 0 ? names[d->outputs.labels] : "",
+                   d->outputs.labels >= 0 ? "'" : "", d->iou_min,
+                   d->outputs.labels >= 0 ? " and class" : "", d->ref_boxes, d->target_boxes,
+                   d->matched, d->min_iou, d->missing, d->extra, d->max_score_diff,
+                   d->max_box_diff);
     if (r->by_noise)
-        fprintf(f, "%sdetections: %s: %s\n", ind, cg_verdict_name(d->verdict.verdict),
-                d->verdict.reason);
+        cg_text_printf(f, "%sdetections: %s: %s\n", ind, cg_verdict_name(d->verdict.verdict),
+                       d->verdict.reason);
 }
 
 static json_t *detect_json(const cg_parity_report *r, const char *const *names)
@@ -285,25 +290,27 @@ json_t *cg_report_task_json(const cg_parity_report *r, cg_task task, double thre
 
 void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_view *v)
 {
-    fprintf(f, "compare %s on %s%s\n", v->model, v->targets && *v->targets ? v->targets : "-",
-            r->reduced ? " (reduced precision: fp16)" : "");
-    fprintf(f, "target outputs: %s%s\n", v->outputs_from ? "read from " : "target path run here",
-            v->outputs_from ? v->outputs_from : "");
-    fprintf(f, "samples: %s\n", v->samples);
+    cg_text_printf(f, "compare %s on %s%s\n", v->model,
+                   v->targets && *v->targets ? v->targets : "-",
+                   r->reduced ? " (reduced precision: fp16)" : "");
+    cg_text_printf(f, "target outputs: %s%s\n",
+                   v->outputs_from ? "read from " : "target path run here",
+                   v->outputs_from ? v->outputs_from : "");
+    cg_text_printf(f, "samples: %s\n", v->samples);
     if (r->by_noise)
         fprintf(f, "judged against the model's noise floor (float64 reference; "
                    "docs/noise-floor.md)\n");
     if (r->note[0])
-        fprintf(f, "note: %s\n", r->note);
+        cg_text_printf(f, "note: %s\n", r->note);
     for (size_t k = 0; k < r->output_count; k++) {
         const cg_parity_output *o = &r->outputs[k];
-        fprintf(f, "\noutput %s: %s (%s)\n", o->name, o->pass ? "PASS" : "FAIL",
-                cg_report_output_state(o));
+        cg_text_printf(f, "\noutput %s: %s (%s)\n", o->name, o->pass ? "PASS" : "FAIL",
+                       cg_report_output_state(o));
         cg_report_judged_text(f, "    ", o);
         if (o->by_noise)
-            fprintf(f, "    against the fp32 reference%s (mismatches at atol %g rtol %g, not "
-                       "the verdict):\n", o->detection ? ", in output order" : "",
-                    o->tol.tol.atol, o->tol.tol.rtol);
+            cg_text_printf(f, "    against the fp32 reference%s (mismatches at atol %g rtol %g, "
+                              "not the verdict):\n", o->detection ? ", in output order" : "",
+                           o->tol.tol.atol, o->tol.tol.rtol);
         cg_report_metrics_text(f, "    ", &o->merged, worst_sample(r, o), o->worst_rank,
                                o->worst_dims);
         if (o->failing_count) {
@@ -311,14 +318,14 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
             fprintf(f, "    failing samples: %zu of %zu:", o->failing_count, r->sample_count);
             for (size_t i = 0; i < r->sample_count && shown < 10; i++)
                 if (!o->samples[i].pass)
-                    fprintf(f, "%s %s (max_abs %.3g)", shown++ ? "," : "", r->sample_names[i],
-                            o->samples[i].max_abs);
-            fprintf(f, "%s\n", o->failing_count > 10 ? ", ..." : "");
+                    cg_text_printf(f, "%s %s (max_abs %.3g)", shown++ ? "," : "",
+                                   r->sample_names[i], o->samples[i].max_abs);
+            cg_text_printf(f, "%s\n", o->failing_count > 10 ? ", ..." : "");
         }
         if (o->fallback_suspect)
-            fprintf(f, "    WARNING: bit-identical to the fp32 reference although the path "
-                       "computes in reduced precision: it probably did not run on %s (silent "
-                       "fallback?)\n", v->targets);
+            cg_text_printf(f, "    WARNING: bit-identical to the fp32 reference although the path "
+                              "computes in reduced precision: it probably did not run on %s "
+                              "(silent fallback?)\n", v->targets);
         cg_report_task_text(f, "    ", o);
     }
     if (r->detect.on) {
@@ -331,8 +338,8 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
         }
         free(names);
     }
-    fprintf(f, "\nverdict: %s (%zu of %zu outputs fail over %zu samples)\n",
-            r->pass ? "PASS" : "FAIL", r->failed_outputs, r->output_count, r->sample_count);
+    cg_text_printf(f, "\nverdict: %s (%zu of %zu outputs fail over %zu samples)\n",
+                   r->pass ? "PASS" : "FAIL", r->failed_outputs, r->output_count, r->sample_count);
 }
 
 json_t *cg_report_parity_json(const cg_parity_report *r, const cg_parity_view *v)
@@ -386,7 +393,7 @@ json_t *cg_report_parity_json(const cg_parity_report *r, const cg_parity_view *v
 static void verify_line(FILE *f, const cg_parity_output *o, size_t set)
 {
     const cg_metrics *m = &o->per_sample[set];
-    fprintf(f, "  %-20s %s  ", o->name, o->samples[set].pass ? "PASS" : "FAIL");
+    cg_text_printf(f, "  %-20s %s  ", o->name, o->samples[set].pass ? "PASS" : "FAIL");
     cg_report_metrics_line(f, m);
     if (m->worst_index >= 0 && !o->samples[set].pass)
         fprintf(f, "; worst [%" PRId64 "] golden %.6g got %.6g", m->worst_index, m->worst_ref,
@@ -399,27 +406,27 @@ void cg_report_verify_text(FILE *f, const cg_verify_report *r, const char *golde
 {
     const cg_parity_report *p = &r->parity;
     for (size_t i = 0; i < p->sample_count; i++) {
-        fprintf(f, "set '%s'\n", p->sample_names[i]);
+        cg_text_printf(f, "set '%s'\n", p->sample_names[i]);
         for (size_t k = 0; k < p->output_count; k++)
             verify_line(f, &p->outputs[k], i);
     }
     if (p->note[0])
-        fprintf(f, "note: %s\n", p->note);
+        cg_text_printf(f, "note: %s\n", p->note);
     for (size_t k = 0; k < p->output_count; k++) {
         const cg_parity_output *o = &p->outputs[k];
-        fprintf(f, "output '%s': %s (%s)\n", o->name, o->pass ? "PASS" : "FAIL",
-                cg_report_output_state(o));
+        cg_text_printf(f, "output '%s': %s (%s)\n", o->name, o->pass ? "PASS" : "FAIL",
+                       cg_report_output_state(o));
         cg_report_judged_text(f, "  ", o);
     }
     if (r->silent_fallback)
-        fprintf(f, "warning: %s computes in reduced precision but every output is "
-                   "bit-identical to fp32: it probably did not run there\n", producer);
-    fprintf(f, "golden %s: %zu set%s, model sha256 %.12s..., made by convgate %s at %s\n",
-            golden, p->sample_count, p->sample_count == 1 ? "" : "s", r->model_sha256,
-            r->golden_version, r->golden_created);
-    fprintf(f, "verdict: %s on %s (%zu/%zu outputs %s)\n", r->pass ? "PASS" : "FAIL", producer,
-            r->compared - r->failed, r->compared,
-            p->by_noise ? "within the noise floor" : "within tolerance");
+        cg_text_printf(f, "warning: %s computes in reduced precision but every output is "
+                          "bit-identical to fp32: it probably did not run there\n", producer);
+    cg_text_printf(f, "golden %s: %zu set%s, model sha256 %.12s..., made by convgate %s at %s\n",
+                   golden, p->sample_count, p->sample_count == 1 ? "" : "s", r->model_sha256,
+                   r->golden_version, r->golden_created);
+    cg_text_printf(f, "verdict: %s on %s (%zu/%zu outputs %s)\n", r->pass ? "PASS" : "FAIL",
+                   producer, r->compared - r->failed, r->compared,
+                   p->by_noise ? "within the noise floor" : "within tolerance");
 }
 
 json_t *cg_report_verify_json(const cg_verify_report *r, const char *model, const char *golden,
