@@ -120,7 +120,8 @@ t_mapped_file_shrinks() {
 }
 
 # Writes are atomic: over a file size limit (ulimit -f, like a full disk)
-# save -o, run -o and dump-ref --force fail and leave the previous file.
+# save -o, run -o, dump-ref --force and gate --html fail and leave the
+# previous file.
 t_atomic_writes() {
     local d="$tmp/atomic" m="$src/examples/tiny_cnn.onnx"
     mkdir -p "$d/o"
@@ -150,6 +151,19 @@ t_atomic_writes() {
     (cd "$d/g.ref" && find . -type f ! -name manifest.json) | while read -r f; do
         [ ! -e "$d/g/$f" ] || cmp -s "$d/g.ref/$f" "$d/g/$f" || { echo "$f"; break; }
     done | grep -q . && { no "dump-ref truncated a golden file"; return 1; }
+    # gate --html: the page was opened with fopen("w") up front (truncated
+    # by a failed run) and removed after --help
+    run_cg gate "$m" --target xnnpack --random 1 --dim batch=1 --html "$d/r.html"
+    expect_rc 0 || return 1
+    cp "$d/r.html" "$d/r.ref"
+    ( ulimit -f 8; exec "$cg" gate "$m" --target xnnpack --random 1 --dim batch=1 --seed 3 \
+        --html "$d/r.html" ) > "$out" 2>&1
+    rc=$?
+    [ "$rc" != 0 ] && ! crashed || { no "gate --html over the size limit: exit $rc"; return 1; }
+    cmp -s "$d/r.ref" "$d/r.html" || { no "gate --html truncated the previous page"; return 1; }
+    run_cg gate --html "$d/r.html" --help
+    expect_rc 0 || return 1
+    cmp -s "$d/r.ref" "$d/r.html" || { no "gate --html FILE --help removed FILE"; return 1; }
     find "$d" -name '*.tmp.*' | grep -q . && { no "a temporary file was left behind"; return 1; }
     return 0
 }
