@@ -1,10 +1,11 @@
 /*
  * The operator schema table behind include/convgate/schema.h.
  *
- * Two row arrays, each sorted by (domain, name, since_version) in strcmp
+ * Three row arrays, each sorted by (domain, name, since_version) in strcmp
  * order: cg_schema_gen_rows (schema_table.inc, generated from onnx 1.12,
- * opsets up to 17) and cg_schema_extra_rows (schema_extra.inc, hand-written
- * opset 18-21 rows). Lookups binary-search both and take the newest row not
+ * opsets up to 17), cg_schema_extra_rows (schema_extra.inc, hand-written
+ * opset 18-21 rows) and cg_schema_tflite_rows (schema_tflite.inc, the
+ * convgate domain of lowered .tflite models). Lookups binary-search both and take the newest row not
  * above the requested opset, so no merged copy (and no mutable global state)
  * is needed. The table is read-only data; every function here is pure and
  * thread-safe. test_check_schema verifies both arrays are sorted and that no
@@ -18,9 +19,11 @@
 
 #include "schema_table.inc"
 #include "schema_extra.inc"
+#include "schema_tflite.inc"
 
 #define GEN_COUNT (sizeof cg_schema_gen_rows / sizeof cg_schema_gen_rows[0])
 #define EXTRA_COUNT (sizeof cg_schema_extra_rows / sizeof cg_schema_extra_rows[0])
+#define TFLITE_COUNT (sizeof cg_schema_tflite_rows / sizeof cg_schema_tflite_rows[0])
 
 /* "" and "ai.onnx" both name the default domain; rows store "". */
 static const char *canonical_domain(const char *domain)
@@ -74,6 +77,8 @@ const cg_schema *cg_schema_find(const char *domain, const char *op_type, int64_t
     const cg_schema *gen = find_in(cg_schema_gen_rows, GEN_COUNT, domain, op_type, opset_version);
     const cg_schema *extra =
         find_in(cg_schema_extra_rows, EXTRA_COUNT, domain, op_type, opset_version);
+    if (gen == NULL && extra == NULL)
+        return find_in(cg_schema_tflite_rows, TFLITE_COUNT, domain, op_type, opset_version);
     if (gen == NULL)
         return extra;
     if (extra == NULL)
@@ -87,7 +92,8 @@ bool cg_schema_known_op(const char *domain, const char *op_type)
         return false;
     domain = canonical_domain(domain);
     return first_row(cg_schema_gen_rows, GEN_COUNT, domain, op_type) < GEN_COUNT ||
-           first_row(cg_schema_extra_rows, EXTRA_COUNT, domain, op_type) < EXTRA_COUNT;
+           first_row(cg_schema_extra_rows, EXTRA_COUNT, domain, op_type) < EXTRA_COUNT ||
+           first_row(cg_schema_tflite_rows, TFLITE_COUNT, domain, op_type) < TFLITE_COUNT;
 }
 
 bool cg_schema_known_domain(const char *domain)
@@ -119,15 +125,17 @@ const cg_schema_attr *cg_schema_find_attr(const cg_schema *s, const char *name)
 
 size_t cg_schema_count(void)
 {
-    return GEN_COUNT + EXTRA_COUNT;
+    return GEN_COUNT + EXTRA_COUNT + TFLITE_COUNT;
 }
 
-/* Generated rows first, then the hand-written ones. */
+/* Generated rows first, then the hand-written ones, then the TFLite domain. */
 const cg_schema *cg_schema_at(size_t i)
 {
     if (i < GEN_COUNT)
         return &cg_schema_gen_rows[i];
     if (i - GEN_COUNT < EXTRA_COUNT)
         return &cg_schema_extra_rows[i - GEN_COUNT];
+    if (i - GEN_COUNT - EXTRA_COUNT < TFLITE_COUNT)
+        return &cg_schema_tflite_rows[i - GEN_COUNT - EXTRA_COUNT];
     return NULL;
 }
