@@ -82,7 +82,7 @@ cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_
 {
     cg_model *model = NULL;
     if (strcmp(path, "-") != 0) {
-        if (cg_model_load(path, opt, &model, err) != CG_OK)
+        if (cg_model_load_any(path, opt, &model, err) != CG_OK)
             return NULL;
         return model;
     }
@@ -90,7 +90,12 @@ cg_model *cli_load_model_quiet(const char *path, const cg_load_options *opt, cg_
     unsigned char *buf = read_stdin(&len, err);
     if (!buf)
         return NULL;
-    model = load_onnx_bytes(buf, len, opt, err);
+    if (cg_tflite_detect(buf, len)) {
+        if (cg_model_load_any_bytes(buf, len, "standard input", opt, &model, err) != CG_OK)
+            model = NULL;
+    } else {
+        model = load_onnx_bytes(buf, len, opt, err);
+    }
     free(buf);
     return model;
 }

@@ -297,6 +297,12 @@ typedef struct cg_model { /* ModelProto, plus what owns its memory */
     char *path;                  /* the file it was loaded from, or NULL */
     char *base_dir;              /* directory external data resolves against */
     size_t file_size;
+    /* Set when the model was lowered from a .tflite file (convgate/tflite.h,
+     * cg_tflite_lower): the source and where each node came from. Owned:
+     * cg_model_free releases it through tflite_free, which the lowering sets
+     * (the load stage does not know the TFLite one). */
+    struct cg_tflite_lowering *tflite;
+    void (*tflite_free)(struct cg_tflite_lowering *lowering);
 } cg_model;
 
 /* A size for one of the model's symbolic dims ("batch" = 4): how type

@@ -458,6 +458,64 @@ CG_API CG_NODISCARD cg_status cg_tflite_check(const cg_tflite_model *model,
 CG_API CG_NODISCARD cg_status cg_tflite_op_model(const cg_tflite_model *m, cg_model **out,
                                                  cg_error *err);
 
+/* --- running: the lowering onto the IR ---------------------------------- */
+
+/* A .tflite runs on the reference runtime as a cg_model (src/tflite/lower.c,
+ * docs/tflite.md "Running"): every builtin becomes ONNX nodes with the same
+ * semantics (NHWC operators between Transposes, fused activations as their
+ * own node, IF/WHILE as If/Loop), and the ops ONNX has no exact equivalent
+ * for (TFLite's integer requantization) become nodes of this domain, run by
+ * src/run/ops/tflite_quant.c. */
+#define CG_TFLITE_DOMAIN "com.convgate.tflite"
+
+/* Where a node of a lowered model came from: the TFLite operator whose
+ * semantics it computes, in whole or in part (one operator can lower to
+ * several nodes). A node of the main graph always comes from an operator of
+ * subgraph 0 (the nodes of a WHILE's first condition count as the WHILE's);
+ * a node of an If/Loop body from an operator of the subgraph it lowers. */
+typedef struct cg_tflite_origin {
+    const cg_node *node;
+    int32_t subgraph; /* TFLite subgraph index */
+    int32_t op;       /* operator index in that subgraph */
+} cg_tflite_origin;
+
+typedef struct cg_tflite_lowering {
+    cg_tflite_model *source;   /* owned: the model's constants point into its mapping */
+    cg_tflite_origin *origins; /* one per node of every graph, sorted by node address */
+    size_t origin_count;
+} cg_tflite_lowering;
+
+/* Lowers a loaded .tflite onto a cg_model (ai.onnx opset 21 plus
+ * CG_TFLITE_DOMAIN version 1) whose `tflite` member holds the lowering.
+ * Takes ownership of src in every case (freed on failure). Fails with
+ * CG_UNSUPPORTED naming the subgraph, operator and op for an operator the
+ * lowering does not know (or a variant of it: a quantized type, a
+ * non-constant operand it needs constant), and with CG_INVALID for
+ * malformed operands (wrong counts, constant sizes, bad quantization). */
+CG_API CG_NODISCARD cg_status cg_tflite_lower(cg_tflite_model *src, cg_model **out,
+                                             cg_error *err);
+/* The origin of a node of a lowered model; NULL for an ONNX model or a node
+ * that is not in it. */
+CG_API const cg_tflite_origin *cg_tflite_node_origin(const cg_model *model,
+                                                    const cg_node *node);
+CG_API void cg_tflite_lowering_free(cg_tflite_lowering *lowering);
+/* The name LiteRT knows graph input/output i of a lowered model by besides
+ * its tensor name: its signature name (the main subgraph's first
+ * SignatureDef, LiteRT's default signature); NULL for ONNX models and
+ * tensors without one. */
+CG_API const char *cg_tflite_signature_name(const cg_model *model, bool input, size_t i);
+
+/* A model of either format: a .tflite (recognised by its "TFL3" file
+ * identifier, whatever the extension) is loaded and lowered onto the IR
+ * (cg_tflite_lower; opt does not apply to it), anything else is read as
+ * ONNX with cg_model_load. The bytes variant labels messages with `label`. */
+CG_API CG_NODISCARD cg_status cg_model_load_any(const char *path, const cg_load_options *opt,
+                                               cg_model **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_model_load_any_bytes(const void *data, size_t size,
+                                                     const char *label,
+                                                     const cg_load_options *opt,
+                                                     cg_model **out, cg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,6 +70,8 @@ void cg_model_free(cg_model *model)
 {
     if (!model)
         return;
+    if (model->tflite && model->tflite_free)
+        model->tflite_free(model->tflite);
     cg_arena_free(model->arena);
     cg_mappings_free(model->mappings);
     free(model->path);

@@ -8,6 +8,7 @@
  * the first failing sample. The report is rendered in src/report/gate.c.
  */
 #include "convgate/gate.h"
+#include "convgate/tflite.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -41,13 +42,14 @@ const char *cg_gate_state_name(cg_gate_state s)
     return "not run";
 }
 
-/* Gate 1: the checker. */
+/* Gate 1: the checker (of the .tflite itself for a lowered model). */
 static cg_status gate_converts(const cg_model *model, cg_gate_report *r, cg_error *err)
 {
     cg_check_report rep;
     cg_error cerr;
     cg_error_clear(&cerr);
-    cg_status st = cg_check_model(model, NULL, &rep, &cerr);
+    cg_status st = model->tflite ? cg_tflite_check(model->tflite->source, NULL, &rep, &cerr)
+                                 : cg_check_model(model, NULL, &rep, &cerr);
     r->check_errors = rep.error_count;
     r->check_warnings = rep.warning_count;
     if (st == CG_NOMEM || st == CG_USAGE) {
