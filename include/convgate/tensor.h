@@ -109,6 +109,12 @@ CG_API int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
 CG_API void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
 CG_API void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
 
+/* A new tensor holding src with its dims permuted: out dim k is src dim
+ * perm[k] (numpy's transpose(perm)). perm must be a permutation of
+ * 0..rank-1; STRING tensors are refused. */
+cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *out,
+                            cg_error *err);
+
 /* --- values ----------------------------------------------------------------- */
 
 /* A new TENSOR value with a zero-filled payload, no allocation limit. */

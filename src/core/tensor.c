@@ -235,6 +235,45 @@ cg_status cg_tensor_alloc(cg_tensor *t, cg_dtype dtype, int rank, const int64_t 
     return CG_OK;
 }
 
+cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *out,
+                            cg_error *err)
+{
+    int64_t dims[CG_MAX_RANK], strides[CG_MAX_RANK], idx[CG_MAX_RANK] = {0};
+    bool seen[CG_MAX_RANK] = {false};
+    int r = src->rank;
+    memset(out, 0, sizeof *out);
+    if (src->dtype == CG_DTYPE_STRING)
+        return cg_error_set(err, CG_UNSUPPORTED, "permuting string tensors is not supported");
+    for (int d = 0; d < r; d++) {
+        if (perm[d] < 0 || perm[d] >= r || seen[perm[d]])
+            return cg_error_set(err, CG_USAGE, "perm is not a permutation of 0..%d", r - 1);
+        seen[perm[d]] = true;
+        dims[d] = src->dims[perm[d]];
+    }
+    for (int d = r - 1, st = 1; d >= 0; d--) {
+        strides[d] = st;
+        st *= (int)src->dims[d];
+    }
+    cg_status s = cg_tensor_alloc(out, src->dtype, r, dims, 0, err);
+    if (s != CG_OK)
+        return s;
+    size_t es = cg_tensor_bytes(src) / (size_t)(src->numel ? src->numel : 1);
+    const uint8_t *in = src->data;
+    uint8_t *o = out->data;
+    for (int64_t k = 0; k < out->numel; k++) {
+        int64_t from = 0;
+        for (int d = 0; d < r; d++)
+            from += idx[d] * strides[perm[d]];
+        memcpy(o + (size_t)k * es, in + (size_t)from * es, es);
+        for (int d = r - 1; d >= 0; d--) {
+            if (++idx[d] < dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return CG_OK;
+}
+
 void cg_tensor_release(cg_tensor *t)
 {
     if (!t)

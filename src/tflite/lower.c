@@ -476,40 +476,25 @@ const char *lw_init_permuted(lw_scope *s, const cg_tflite_tensor *t, const char 
                              const int *perm, int rank)
 {
     cg_bytes b;
-    int64_t in_dims[CG_MAX_RANK], out_dims[CG_MAX_RANK], in_strides[CG_MAX_RANK];
+    cg_tensor view, out;
+    cg_error e;
+    char hint[64];
     if (!lw_static_shape(s, t, what, rank) || !lw_const_bytes(s, t, what, &b))
         return NULL;
-    size_t es = cg_dtype_size(lw_dtype(t));
-    for (int d = 0; d < rank; d++)
-        in_dims[d] = t->shape[d];
-    for (int d = rank - 1, st = 1; d >= 0; d--) {
-        in_strides[d] = st;
-        st *= (int)in_dims[d];
+    memset(&view, 0, sizeof view);
+    view.dtype = lw_dtype(t);
+    view.rank = rank;
+    view.numel = 1;
+    for (int d = 0; d < rank; d++) {
+        view.dims[d] = t->shape[d];
+        view.numel *= t->shape[d];
     }
-    for (int d = 0; d < rank; d++)
-        out_dims[d] = in_dims[perm[d]];
-    uint8_t *buf = malloc(b.len ? b.len : 1);
-    if (!buf) {
-        LW_NOMEM(s);
-        return NULL;
-    }
-    size_t numel = es ? b.len / es : 0;
-    int64_t idx[CG_MAX_RANK] = {0};
-    for (size_t o = 0; o < numel; o++) {
-        int64_t src = 0;
-        for (int d = 0; d < rank; d++)
-            src += idx[d] * in_strides[perm[d]];
-        memcpy(buf + o * es, b.data + (size_t)src * es, es);
-        for (int d = rank - 1; d >= 0; d--) {
-            if (++idx[d] < out_dims[d])
-                break;
-            idx[d] = 0;
-        }
-    }
-    char hint[64];
+    view.data = (void *)b.data; /* read only: cg_tensor_permute copies */
+    if (cg_tensor_permute(&view, perm, &out, &e) != CG_OK)
+        return lw_fail(s, e.status, "its %s: %s", what, e.msg), NULL;
     snprintf(hint, sizeof hint, "%s_permuted", what);
-    const char *name = lw_init(s, hint, lw_dtype(t), rank, out_dims, buf);
-    free(buf);
+    const char *name = lw_init(s, hint, out.dtype, rank, out.dims, out.data);
+    cg_tensor_release(&out);
     return name;
 }
 
