@@ -6,7 +6,9 @@
 //   node tools/litert/run_node.mjs --batch JOBS.json OUTDIR   (many models, one load)
 //
 // Inputs are taken in the order of the model's default signature (the
-// first SignatureDef, or LiteRT's default one when the model has none).
+// first SignatureDef, or LiteRT's default one when the model has none); in
+// --batch jobs an input may also be {name, file}, matched to the signature
+// input of that name (convgate's runners pass them so).
 // Writes OUTDIR/output_<i>.npy and OUTDIR/result.json:
 //   {runtime, accelerator, model, inputs: [{name, dtype, shape}],
 //    outputs: [{name, dtype, shape, file}], log: [lines LiteRT printed]}
@@ -86,9 +88,28 @@ async function loadLiteRtNode() {
   return litert;
 }
 
+// The .npy files in the order of the model's inputs: as given, or by name
+// when every spec is {name, file}.
+function orderInputs(modelPath, inDetails, specs) {
+  const named = specs.length > 0 && specs.every((s) => typeof s === 'object' && s.name);
+  const files = named ? inDetails.map((d) => {
+    const s = specs.find((x) => x.name === d.name);
+    if (!s) {
+      throw new Error(`${modelPath}: no input file for '${d.name}' (given: ` +
+                      `${specs.map((x) => x.name).join(', ')})`);
+    }
+    return s.file;
+  }) : specs.map((s) => (typeof s === 'object' ? s.file : s));
+  if (files.length !== inDetails.length) {
+    throw new Error(`${modelPath} has ${inDetails.length} inputs ` +
+        `(${inDetails.map((d) => d.name).join(', ')}); ${files.length} .npy files given`);
+  }
+  return files;
+}
+
 // Runs one model on .npy inputs; writes OUTDIR/output_<i>.npy and
 // OUTDIR/result.json; returns the result. Throws on refusal.
-async function runModel(litert, modelPath, outDir, inputPaths) {
+async function runModel(litert, modelPath, outDir, inputSpecs) {
   const start = log.length;
   const modelLog = () => log.slice(start);
   // LiteRT.js resolves the compile promise even when TFLite failed to
@@ -108,10 +129,7 @@ async function runModel(litert, modelPath, outDir, inputPaths) {
   try {
     const inDetails = model.getInputDetails();
     const outDetails = model.getOutputDetails();
-    if (inputPaths.length !== inDetails.length) {
-      throw new Error(`${modelPath} has ${inDetails.length} inputs ` +
-          `(${inDetails.map((d) => d.name).join(', ')}); ${inputPaths.length} .npy files given`);
-    }
+    const inputPaths = orderInputs(modelPath, inDetails, inputSpecs);
     const inputs = inputPaths.map((p, i) => {
       const {data, shape} = readNpy(p);
       const want = inDetails[i].dtype;
@@ -153,7 +171,8 @@ async function runModel(litert, modelPath, outDir, inputPaths) {
 async function main() {
   const argv = process.argv.slice(2);
   if (argv[0] === '--batch') {
-    // --batch JOBS.json OUTDIR: JOBS.json is [{id, model, inputs: [npy]}];
+    // --batch JOBS.json OUTDIR: JOBS.json is [{id, model, inputs: [npy or
+    // {name, file}]}];
     // writes OUTDIR/<index>/ per job and OUTDIR/summary.json
     // {id: {ok, error, dir}}, loading LiteRT once for all of them.
     if (argv.length !== 3) usage('--batch JOBS.json OUTDIR');

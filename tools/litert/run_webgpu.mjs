@@ -7,7 +7,8 @@
 //     writes OUTDIR/output_<i>.npy and OUTDIR/result.json (as run_node.mjs,
 //     plus "residency")
 //   node tools/litert/run_webgpu.mjs [--precision P] --batch JOBS.json RESULTS.json
-//     JOBS.json: [{id, model, inputs: [npy paths]}]; RESULTS.json: per id
+//     JOBS.json: [{id, model, inputs: [npy paths, or {name, file} matched to the
+//     signature inputs by name]}]; RESULTS.json: per id
 //     {ok, error, fully_accelerated, residency, outputs: [{name, dtype,
 //     shape, data}], log}
 //
@@ -141,12 +142,13 @@ function startServer(jobs, onAdapter, onResult, onDone) {
     files.set(`/files/${job.index}/model.tflite`, {file: job.model});
     return {
       id: job.id, precision: job.precision, model: `/files/${job.index}/model.tflite`,
-      inputs: job.inputs.map((p, i) => {
-        const {descr, shape, data} = readNpy(p);
+      inputs: job.inputs.map((spec, i) => {
+        const named = typeof spec === 'object' && spec !== null;
+        const {descr, shape, data} = readNpy(named ? spec.file : spec);
         const dtype = {'<f4': 'float32', '<i4': 'int32', '|u1': 'uint8'}[descr] || descr;
         const url = `/files/${job.index}/input_${i}.bin`;
         files.set(url, {bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength)});
-        return {url, dtype, shape};
+        return named ? {url, dtype, shape, name: spec.name} : {url, dtype, shape};
       }),
     };
   });

@@ -34,8 +34,15 @@ async function runJob(litert, job) {
     result.fully_accelerated = model.isFullyAccelerated;
     const details = model.getInputDetails();
     const inputs = [];
-    for (let i = 0; i < job.inputs.length; i++) {
-      const spec = job.inputs[i];
+    // named specs ({name, ...}) follow the signature's order
+    const named = job.inputs.length > 0 && job.inputs.every((s) => s.name);
+    const specs = named ? details.map((d) => {
+      const s = job.inputs.find((x) => x.name === d.name);
+      if (!s) throw new Error(`no input for '${d.name}'`);
+      return s;
+    }) : job.inputs;
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i];
       const buf = await (await fetch(spec.url)).arrayBuffer();
       const Ctor = ARRAYS[spec.dtype];
       if (!Ctor) throw new Error(`input ${i}: dtype ${spec.dtype} cannot cross LiteRT.js`);
