@@ -139,3 +139,51 @@ nomem:
     cg_path_names_free(v, n);
     return cg_error_set(err, CG_NOMEM, "out of memory listing '%s'", dir);
 }
+
+cg_status cg_path_make_temp_dir(const char *prefix, char **out, cg_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    size_t n = strlen(tmp) + strlen(prefix) + 16;
+    char *p = malloc(n);
+    *out = NULL;
+    if (!p)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    snprintf(p, n, "%s/%s-XXXXXX", tmp, prefix);
+    if (!mkdtemp(p)) {
+        cg_status st = cg_error_set(err, CG_IO, "cannot make a folder in %s: %s", tmp,
+                                    strerror(errno));
+        free(p);
+        return st;
+    }
+    *out = p;
+    return CG_OK;
+}
+
+void cg_path_remove_tree(const char *path)
+{
+    struct stat st;
+    if (!path || lstat(path, &st) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        unlink(path);
+        return;
+    }
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(path) + strlen(e->d_name) + 2;
+        char *child = malloc(n);
+        if (!child)
+            continue;
+        snprintf(child, n, "%s/%s", path, e->d_name);
+        cg_path_remove_tree(child);
+        free(child);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}

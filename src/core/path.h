@@ -28,4 +28,11 @@ cg_status cg_path_list(const char *dir, bool (*keep)(const char *path), char ***
                        size_t *count, cg_error *err);
 void cg_path_names_free(char **names, size_t count);
 
+/* A new private folder $TMPDIR/<prefix>-XXXXXX (mkdtemp, mode 0700); the
+ * malloc'd path in *out. */
+cg_status cg_path_make_temp_dir(const char *prefix, char **out, cg_error *err);
+/* Removes path and, for a folder, everything in it, never following a
+ * link (a link is removed, not what it points to). Errors are ignored. */
+void cg_path_remove_tree(const char *path);
+
 #endif
