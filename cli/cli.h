@@ -295,4 +295,45 @@ void cli_rewrite_args_free(cli_rewrite_args *r);
     "DIR/SET/input_K.pb (ONNX test data) or DIR/SET.npz, one sample per SET; DIR/NAME_N.npy,\n" \
     "one sample per N; DIR/NAME.npy, one sample.\n"
 
+/* --against/--source MODEL, --map RULE (repeatable), --runner NAME and
+ * --precision P (cli/against.c): source against converted, and the real
+ * LiteRT as the runner (convgate/iomap.h, convgate/runner.h). */
+#include "convgate/iomap.h"
+#include "convgate/runner.h"
+#define CLI_MAX_RULES 64
+typedef struct cli_against {
+    const char *other_path;       /* --against (compare) or --source (gate) */
+    cg_io_rule rules[CLI_MAX_RULES];
+    size_t rule_count;
+    cg_runner_options runner;     /* kind CG_RUNNER_NONE without --runner */
+    cg_model *other;              /* loaded by cli_against_load */
+    cg_io_map map;
+    bool have_map;
+} cli_against;
+void cli_against_init(cli_against *a);
+/* 1 handled, -1 an error (printed), 0 not one of these options. */
+int cli_against_option(const char *cmd, cli_against *a, const char *opt, const char *arg);
+/* Refuses --map without the other model and --precision without the WebGPU runner. */
+bool cli_against_check(const char *cmd, const cli_against *a, const char *other_option);
+/* Loads the other model (when given) and matches it with model, which is
+ * the map's A side when model_is_a. False (printed) on failure. */
+bool cli_against_load(const char *cmd, cli_against *a, const cg_model *model, bool model_is_a);
+void cli_against_free(cli_against *a);
+/* option values for the switch of the commands that take them */
+#define CLI_OPT_AGAINST 0x1001
+#define CLI_OPT_MAP 0x1002
+#define CLI_OPT_RUNNER 0x1003
+#define CLI_OPT_PRECISION 0x1004
+#define CLI_OPTS_RUNNER                                                                         \
+    {"runner", required_argument, NULL, CLI_OPT_RUNNER},                                        \
+        {"precision", required_argument, NULL, CLI_OPT_PRECISION}
+#define CLI_HELP_RUNNER                                                                         \
+    "  --runner litert-node|litert-webgpu  run the .tflite in the real LiteRT instead\n"         \
+    "                       (LiteRT.js from tools/litert/: XNNPACK on the CPU in Node, or\n"    \
+    "                       the WebGPU delegate in headless Chromium, which also logs\n"       \
+    "                       which ops ran on the GPU); reported as measured. Needs node,\n"    \
+    "                       LiteRT.js (scripts/setup.sh) and, for WebGPU, chromium;\n"          \
+    "                       inputs keep the shapes recorded in the .tflite\n"                  \
+    "  --precision fp32|fp16  the WebGPU delegate's precision (default fp32)\n"
+
 #endif

@@ -1,8 +1,9 @@
 /*
  * convgate compare: the reference runtime against a target path (or
- * outputs made elsewhere) on the same samples, every output compared per
- * sample and over samples (src/verify/parity.c computes, src/report/parity.c
- * renders).
+ * outputs made elsewhere, another model, the real LiteRT) on the same
+ * samples, every output compared per sample and over samples
+ * (src/verify/parity.c computes, src/verify/against.c produces the other
+ * side's outputs, src/report/parity.c renders).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,8 +12,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "convgate/against.h"
 #include "convgate/model.h"
 #include "convgate/parity.h"
+#include "core/path.h"
 #include "report/report.h"
 
 #define CMP_MAX_SETS 100000
@@ -20,7 +23,8 @@
 static void compare_usage(FILE *f)
 {
     fputs(
-        "Usage: convgate compare MODEL (--target T[,T2...] | --outputs-from DIR) [OPTIONS]\n"
+        "Usage: convgate compare MODEL (--target T[,T2...] | --outputs-from DIR |\n"
+        "                        --against CONVERTED | --runner R) [OPTIONS]\n"
         "\n"
         "Runs MODEL on the reference CPU runtime and on the target path (the model\n"
         "placed on T, T2... and run here: executing targets for real, fp16 profiles\n"
@@ -58,6 +62,22 @@ static void compare_usage(FILE *f)
         "                       breakdown from a wrong result\n"
         "  --accumulate fp16|fp32  accumulation of fp16 targets' reductions (default:\n"
         "                       the target profile's)\n"
+        CLI_HELP_RUNNER
+        "\n"
+        "Source against converted:\n"
+        "  --against CONVERTED  compare MODEL (the source, on the reference runtime)\n"
+        "                       with CONVERTED (ONNX or .tflite) on the same inputs: on\n"
+        "                       the reference runtime, on the target path of --target,\n"
+        "                       or in the real LiteRT with --runner. Inputs and outputs\n"
+        "                       pair by name (a .tflite's signature names count), else by\n"
+        "                       position; the NCHW <-> NHWC layout change is found from\n"
+        "                       the shapes (ambiguous shapes need --map), values convert\n"
+        "                       between numeric types; outputs are compared in MODEL's\n"
+        "                       layout\n"
+        "  --map SRC=CONV[:LAYOUT]  pair input/output SRC of MODEL with CONV of\n"
+        "                       CONVERTED; LAYOUT nhwc (channels-first to last), nchw,\n"
+        "                       none, or a permutation (CONV = transpose(SRC, 0,2,3,1));\n"
+        "                       SRC= :LAYOUT keeps the partner and sets the layout\n"
         "\n"
         "Fixed tolerances (they override the noise-floor verdict for their outputs, and\n"
         "the report says so): an element passes when |target - ref| <= atol +\n"
@@ -122,6 +142,7 @@ typedef struct cmp_args {
     cli_inputs in;
     cli_targets targets;
     cli_views views;
+    cli_against against;
 } cmp_args;
 
 static int parse_args(int argc, char **argv, cmp_args *a)
@@ -131,7 +152,9 @@ static int parse_args(int argc, char **argv, cmp_args *a)
         {"inputs", required_argument, NULL, 'i'},       {"random", required_argument, NULL, 'r'},
         {"task", required_argument, NULL, 'k'},         {"threshold", required_argument, NULL, 't'},
         {"outputs-from", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
-        CLI_OPTS_VIEWS, CLI_OPTS_END};
+        CLI_OPTS_VIEWS,
+        {"against", required_argument, NULL, CLI_OPT_AGAINST},
+        {"map", required_argument, NULL, CLI_OPT_MAP}, CLI_OPTS_RUNNER, CLI_OPTS_END};
     cg_parity_options *o = &a->opt;
     int c;
     o->threshold = 0.5;
@@ -163,6 +186,16 @@ static int parse_args(int argc, char **argv, cmp_args *a)
             if (cli_views_option("compare", &a->views, c, optarg) < 0)
                 return CG_EXIT_ERROR;
             break;
+        case CLI_OPT_AGAINST:
+        case CLI_OPT_MAP:
+        case CLI_OPT_RUNNER:
+        case CLI_OPT_PRECISION: {
+            const char *name = c == CLI_OPT_AGAINST ? "against" : c == CLI_OPT_MAP ? "map"
+                               : c == CLI_OPT_RUNNER ? "runner" : "precision";
+            if (cli_against_option("compare", &a->against, name, optarg) < 0)
+                return CG_EXIT_ERROR;
+            break;
+        }
         case 'h': compare_usage(stdout); return -1;
         default: return CG_EXIT_ERROR;
         }
@@ -170,11 +203,19 @@ static int parse_args(int argc, char **argv, cmp_args *a)
     if (!(a->model_path = cli_model_arg("compare", argc, argv, compare_usage)))
         return CG_EXIT_ERROR;
     o->accumulate = a->targets.accumulate - 1;
-    if (!a->targets.arg_count && !o->outputs_from) {
-        cli_error("compare", "give --target T (`convgate targets` lists them) or "
-                  "--outputs-from DIR");
+    bool other = a->against.other_path || a->against.runner.kind != CG_RUNNER_NONE;
+    if (!a->targets.arg_count && !o->outputs_from && !other) {
+        cli_error("compare", "give --target T (`convgate targets` lists them), "
+                  "--outputs-from DIR, --against CONVERTED or --runner R");
         return CG_EXIT_ERROR;
     }
+    if (other && o->outputs_from) {
+        cli_error("compare", "--outputs-from reads the other side's outputs; --against and "
+                  "--runner make them: give one");
+        return CG_EXIT_ERROR;
+    }
+    if (!cli_against_check("compare", &a->against, "against"))
+        return CG_EXIT_ERROR;
     if (a->inputs_dir && a->have_random) {
         cli_error("compare", "give --inputs DIR or --random N, not both");
         return CG_EXIT_ERROR;
@@ -203,8 +244,12 @@ int cmd_compare(int argc, char **argv)
     cg_sample_source *src = NULL;
     cg_parity_report rep;
     cg_error err;
+    cg_against_options ao;
+    cg_against *ag = NULL;
+    char *tmp = NULL, producer[1024] = "";
     int rc;
     memset(&a, 0, sizeof a);
+    memset(&ao, 0, sizeof ao);
     memset(&rep, 0, sizeof rep);
     cli_inputs_init(&a.in);
     cg_error_clear(&err);
@@ -226,6 +271,29 @@ int cmd_compare(int argc, char **argv)
     a.opt.random = &a.in.random;
     a.opt.keep_path = cli_views_wanted(&a.views);
     a.opt.progress = cli_progress();
+    if (st == CG_OK && (a.against.other_path || a.against.runner.kind)) {
+        /* the other side's outputs, made first, then read back like --outputs-from */
+        if (!cli_against_load("compare", &a.against, model, true))
+            goto done;
+        memset(&ao, 0, sizeof ao);
+        ao.model = model;
+        ao.other = a.against.other ? a.against.other : model;
+        ao.map = a.against.have_map ? &a.against.map : NULL;
+        ao.model_is_a = true;
+        ao.runner = a.against.runner.kind ? &a.against.runner : NULL;
+        ao.other_path = a.against.other_path ? a.against.other_path : a.model_path;
+        ao.targets = ao.runner ? NULL : a.targets.list;
+        ao.target_count = ao.runner ? 0 : a.targets.count;
+        ao.random = &a.in.random;
+        ao.accumulate_fp32 = a.targets.accumulate == 2;
+        cg_against_describe(&ao, producer, sizeof producer);
+        if ((st = cg_path_make_temp_dir("convgate-compare", &tmp, &err)) == CG_OK &&
+            (st = cg_against_init(&ao, &ag, &err)) == CG_OK)
+            st = cg_against_write(ag, src, tmp, &err);
+        a.opt.outputs_from = tmp;
+        a.opt.outputs_reduced = ao.runner && ao.runner->kind == CG_RUNNER_LITERT_WEBGPU &&
+                                ao.runner->precision && strcmp(ao.runner->precision, "fp16") == 0;
+    }
     if (st == CG_OK)
         st = cg_parity_run(model, &a.opt, src, &rep, &err);
     cli_progress_clear();
@@ -240,8 +308,12 @@ int cmd_compare(int argc, char **argv)
         snprintf(samples, sizeof samples, "%zu random (seed %" PRIu64 ")", rep.sample_count,
                  a.in.random.seed);
     cg_parity_view view = {a.model_path, a.targets.label, a.targets.list, a.targets.count,
-                           a.opt.outputs_from, samples, !a.inputs_dir, a.in.random.seed,
-                           a.opt.task, a.opt.threshold};
+                           tmp ? NULL : a.opt.outputs_from, samples, !a.inputs_dir,
+                           a.in.random.seed, a.opt.task, a.opt.threshold,
+                           tmp ? producer : NULL};
+    cg_against_view av = {model, ag ? ao.other : NULL, ao.other_path,
+                          a.against.have_map ? &a.against.map : NULL, true, producer,
+                          ag ? cg_against_runner_report(ag) : NULL};
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
     if (cli_views_wanted(&a.views)) {
         json_t *root = cg_report_parity_json(&rep, &view);
@@ -259,6 +331,8 @@ int cmd_compare(int argc, char **argv)
         json_decref(root);
     }
     if (!cli_json_on()) {
+        if (ag)
+            cg_report_against_text(stdout, "against", &av);
         cg_report_parity_text(stdout, &rep, &view);
         goto done;
     }
@@ -267,11 +341,19 @@ int cmd_compare(int argc, char **argv)
             cli_warn("compare", "output '%s' is bit-identical to the fp32 reference although "
                      "the path computes in reduced precision: it probably did not run on %s "
                      "(silent fallback?)", rep.outputs[k].name, a.targets.label);
-    rc = cli_json_emit(rc, cg_report_parity_json(&rep, &view));
+    json_t *result = cg_report_parity_json(&rep, &view);
+    if (ag && result)
+        json_object_set_new(result, "against", cg_report_against_json(&av));
+    rc = cli_json_emit(rc, result);
 done:
     cli_views_finish("compare", &a.views, rc);
     cg_parity_report_free(&rep);
     cg_sample_source_free(src);
+    cg_against_free(ag);
+    if (tmp)
+        cg_path_remove_tree(tmp);
+    free(tmp);
+    cli_against_free(&a.against);
     cg_model_free(model);
     cli_targets_free(&a.targets);
     cli_inputs_free(&a.in);

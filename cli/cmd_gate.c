@@ -11,9 +11,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "convgate/against.h"
 #include "convgate/gate.h"
 #include "convgate/golden.h"
 #include "convgate/model.h"
+#include "core/path.h"
+#include "report/json.h"
 #include "report/report.h"
 #include "core/text.h"
 
@@ -26,6 +29,7 @@ static void gate_usage(FILE *f)
           "                     [--require-full] [--dim SYM=VAL]... [--atol X --rtol Y]\n"
           "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
           "                     [--html FILE] [--model-explorer DIR] [--quiet]\n"
+          "                     [--source SOURCE [--map RULE]...] [--runner R]\n"
           "\n"
           "Runs the three gates in order and stops at the first that fails:\n"
           "  1 converts              the checker passes (convgate check)\n"
@@ -63,6 +67,15 @@ static void gate_usage(FILE *f)
           "  --threshold T       --task segment's mask threshold (default 0.5)\n"
           "  --accumulate fp32   fp16 targets accumulate reductions in fp32 (default: as the\n"
           "                      profile says)\n"
+          "\n"
+          "Converted models and the real LiteRT:\n"
+          "  --source SOURCE     MODEL is a conversion of SOURCE (ONNX or .tflite): gate 3\n"
+          "                      compares MODEL on the target path with SOURCE on the\n"
+          "                      reference runtime, inputs and outputs paired as `compare\n"
+          "                      --against` pairs them (--map RULE as there)\n"
+          CLI_HELP_RUNNER
+          "                      (gate 3's target side; gate 2 stays convgate's prediction,\n"
+          "                      and the measured residency is printed beside it)\n"
           "  --json FILE|-       also write the JSON report (docs/json.md) to FILE, checked\n"
           "                      writable (its folders made) before anything runs (- :\n"
           "                      stdout, text then goes to stderr)\n"
@@ -74,6 +87,72 @@ static void gate_usage(FILE *f)
           "Exit status: 0 all gates pass, 1 a gate failed, 2 usage or input error.\n",
           f);
     fputs("\n" CLI_LIMITS_HELP, f);
+}
+
+/* --source: each sample's expected outputs are SOURCE's on the reference
+ * runtime, brought into MODEL's layout (gate 3 compares against them). */
+static bool source_outputs(cli_against *ag, cg_model *model, cg_sample_set *samples,
+                           cg_against **side, char *producer, size_t cap)
+{
+    cg_against_options o;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!cli_against_load("gate", ag, model, false))
+        return false;
+    memset(&o, 0, sizeof o);
+    o.model = model;
+    o.other = ag->other;
+    o.map = &ag->map;
+    o.other_path = ag->other_path;
+    cg_against_describe(&o, producer, cap);
+    cg_status st = cg_against_init(&o, side, &err);
+    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
+        cg_sample *s = &samples->samples[i];
+        size_t k;
+        if ((st = cg_against_add(*side, s, &k, &err)) == CG_OK)
+            st = cg_against_outputs(*side, k, &s->expected, &s->expected_count, &err);
+    }
+    if (st != CG_OK)
+        cli_error("gate", "--source %s: %s", ag->other_path, err.msg);
+    return st == CG_OK;
+}
+
+/* --runner: every sample in the real LiteRT, the outputs written for gate
+ * 3 into a private folder (*dir). */
+static bool litert_outputs(cli_against *ag, const char *model_path, cg_model *model,
+                           cg_sample_set *samples, cg_against **side, char **dir,
+                           char *measured, size_t cap)
+{
+    cg_against_options o;
+    cg_error err;
+    char folder[4200];
+    cg_error_clear(&err);
+    memset(&o, 0, sizeof o);
+    o.model = o.other = model;
+    o.runner = &ag->runner;
+    o.other_path = model_path;
+    cg_against_describe(&o, measured, cap);
+    cg_status st = cg_against_init(&o, side, &err);
+    if (st == CG_OK)
+        st = cg_path_make_temp_dir("convgate-gate", dir, &err);
+    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
+        size_t k;
+        st = cg_against_add(*side, &samples->samples[i], &k, &err);
+    }
+    if (st == CG_OK)
+        st = cg_against_finish(*side, &err);
+    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
+        cg_named_value *outs;
+        size_t n;
+        if ((st = cg_against_outputs(*side, i, &outs, &n, &err)) != CG_OK)
+            break;
+        snprintf(folder, sizeof folder, "%s/%s", *dir, samples->samples[i].label);
+        st = cg_samples_write_outputs(model, folder, outs, n, NULL, &err);
+        cg_runtime_free_outputs(outs, n);
+    }
+    if (st != CG_OK)
+        cli_error("gate", "--runner %s: %s", cg_runner_kind_name(ag->runner.kind), err.msg);
+    return st == CG_OK;
 }
 
 int cmd_gate(int argc, char **argv)
@@ -92,6 +171,10 @@ int cmd_gate(int argc, char **argv)
                                               {"json", required_argument, NULL, 'j'},
                                               CLI_OPTS_VIEWS,
                                               {"quiet", no_argument, NULL, 0},
+                                              {"source", required_argument, NULL,
+                                               CLI_OPT_AGAINST},
+                                              {"map", required_argument, NULL, CLI_OPT_MAP},
+                                              CLI_OPTS_RUNNER,
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
@@ -105,7 +188,9 @@ int cmd_gate(int argc, char **argv)
     cg_gate_report rep;
     cg_sample_set samples = {0};
     cg_model *model = NULL;
-    char desc[4200];
+    cli_against ag;
+    cg_against *src_side = NULL, *litert = NULL;
+    char desc[4200], producer[1024] = "", measured[1024] = "", *outdir = NULL;
     int rc = CG_EXIT_ERROR, c;
     cg_error err;
     cg_error_clear(&err);
@@ -114,6 +199,7 @@ int cmd_gate(int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
+    cli_against_init(&ag);
 
     bool started = false;
     while ((c = cli_next_option("gate", argc, argv, "h", longopts, &started,
@@ -149,6 +235,16 @@ int cmd_gate(int argc, char **argv)
             if (cli_views_option("gate", &views, c, optarg) < 0)
                 goto done;
             break;
+        case CLI_OPT_AGAINST:
+        case CLI_OPT_MAP:
+        case CLI_OPT_RUNNER:
+        case CLI_OPT_PRECISION:
+            if (cli_against_option("gate", &ag, c == CLI_OPT_AGAINST ? "source"
+                                                : c == CLI_OPT_MAP   ? "map"
+                                                : c == CLI_OPT_RUNNER ? "runner" : "precision",
+                                   optarg) < 0)
+                goto done;
+            break;
         case 'h': gate_usage(stdout); rc = CG_EXIT_OK; goto done;
         default: goto done;
         }
@@ -158,6 +254,13 @@ int cmd_gate(int argc, char **argv)
         goto done;
     if (!cli_targets_required("gate", &tg))
         goto done;
+    if (!cli_against_check("gate", &ag, "source"))
+        goto done;
+    if (golden && ag.other_path) {
+        cli_error("gate", "--golden brings the reference outputs; --source makes them: give "
+                  "one");
+        goto done;
+    }
     if (tol.file && (tol.have_atol || tol.have_rtol)) {
         cli_error("gate", "give --atol/--rtol or --tol FILE, not both");
         goto done;
@@ -173,6 +276,15 @@ int cmd_gate(int argc, char **argv)
     if (!cli_samples_load("gate", model, model_path, golden, inputs, random_n, 3, &in, &samples,
                           desc, sizeof desc))
         goto done;
+    if (ag.other_path && !source_outputs(&ag, model, &samples, &src_side, producer,
+                                         sizeof producer))
+        goto done;
+    if (ag.runner.kind && !litert_outputs(&ag, model_path, model, &samples, &litert, &outdir,
+                                          measured, sizeof measured))
+        goto done;
+    opt.outputs_from = outdir;
+    opt.outputs_reduced = ag.runner.kind == CG_RUNNER_LITERT_WEBGPU && ag.runner.precision &&
+                          strcmp(ag.runner.precision, "fp16") == 0;
     opt.accumulate_fp32 = tg.accumulate == 2;
     opt.targets = tg.list;
     opt.target_count = tg.count;
@@ -191,11 +303,33 @@ int cmd_gate(int argc, char **argv)
     FILE *text = json_stdout ? stderr : stdout;
     cg_gate_report_text(text, &rep);
     cg_text_printf(text, "(samples: %s)\n", desc);
+    cg_against_view sv = {model, ag.other, ag.other_path, ag.have_map ? &ag.map : NULL, false,
+                          producer, NULL};
+    const cg_runner_report *rr = litert ? cg_against_runner_report(litert) : NULL;
+    bool conversion = src_side && rep.matches == CG_GATE_FAIL && rep.bisected &&
+                      !rep.bisect.diverged;
+    if (src_side)
+        cg_report_against_text(text, "gate 3 reference", &sv);
+    if (conversion)
+        cg_text_printf(text, "  the target path follows %s's own reference run: the difference "
+                       "lies between %s and %s (the conversion), not in the target\n",
+                       model_path, ag.other_path, model_path);
+    if (rr)
+        cg_text_printf(text, "gate 3 target side: %s\n", measured);
+    cg_report_runner_text(text, rr, "  ");
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
     if (cli_json_on() || cli_views_wanted(&views)) {
         json_t *root = cg_gate_report_json(&rep);
-        if (root)
+        if (root) {
             cg_json_set(root, "samples_source", cg_json_text(desc));
+            if (src_side) {
+                json_t *sj = cg_report_against_json(&sv);
+                cg_json_set(sj, "conversion_differs", json_boolean(conversion));
+                cg_json_set(root, "source", sj);
+            }
+            if (rr)
+                cg_json_set(root, "runner", cg_report_runner_json(rr));
+        }
         if (cli_views_wanted(&views)) {
             const cg_parity_report *jr = &rep.judged;
             cg_graph_view_output *outs = calloc(jr->output_count + 1, sizeof *outs);
@@ -219,6 +353,12 @@ done:
     cli_views_finish("gate", &views, rc);
     cg_gate_report_free(&rep);
     cg_sample_set_free(&samples);
+    cg_against_free(src_side);
+    cg_against_free(litert);
+    if (outdir)
+        cg_path_remove_tree(outdir);
+    free(outdir);
+    cli_against_free(&ag);
     cli_targets_free(&tg);
     cg_model_free(model);
     cli_inputs_free(&in);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "convgate/against.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
@@ -62,6 +63,9 @@ static void run_usage(FILE *f)
         "  --accumulate fp16|fp32  accumulation of emulated fp16 targets (default fp16)\n"
         "  --profiles DIR       capability profiles directory\n"
         "\n"
+        "The real LiteRT (a .tflite MODEL):\n"
+        CLI_HELP_RUNNER
+        "\n"
         "Timing:\n"
         "  --repeat N           after the first run (which plans memory), run N more\n"
         "                       times on the same inputs and report the median, min\n"
@@ -110,6 +114,7 @@ typedef struct run_args {
     bool fp64; /* --fp64: the float64 reference mode */
     cli_inputs in;
     cli_targets targets;
+    cli_against runner;       /* --runner, --precision */
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -120,7 +125,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"sample", required_argument, NULL, 'n'},     {"random", no_argument, NULL, 'r'},
         {"output-dir", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
         {"repeat", required_argument, NULL, 'R'},     {"max-alloc", required_argument, NULL, 'M'},
-        {"fp64", no_argument, NULL, 'F'},             CLI_OPTS_END};
+        {"fp64", no_argument, NULL, 'F'},             CLI_OPTS_RUNNER,
+        CLI_OPTS_END};
     int c;
     bool started = false;
     while ((c = cli_next_option("run", argc, argv, "hi:o:", longopts, &started,
@@ -144,12 +150,24 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return CG_EXIT_ERROR;
             }
             break;
+        case CLI_OPT_RUNNER:
+        case CLI_OPT_PRECISION:
+            if (cli_against_option("run", &a->runner, c == CLI_OPT_RUNNER ? "runner" : "precision",
+                                   optarg) < 0)
+                return CG_EXIT_ERROR;
+            break;
         case 'h': run_usage(stdout); return -1;
         default: return CG_EXIT_ERROR;
         }
     }
-    if (!(a->model_path = cli_model_arg("run", argc, argv, run_usage)))
+    if (!(a->model_path = cli_model_arg("run", argc, argv, run_usage)) ||
+        !cli_against_check("run", &a->runner, "runner"))
         return CG_EXIT_ERROR;
+    if (a->runner.runner.kind && (a->fp64 || a->targets.arg_count || a->repeat)) {
+        cli_error("run", "--runner runs the model in LiteRT: not with --fp64, --target or "
+                  "--repeat");
+        return CG_EXIT_ERROR;
+    }
     if (a->sample && !a->inputs_dir) {
         cli_error("run", "--sample applies to --inputs DIR");
         return CG_EXIT_ERROR;
@@ -194,6 +212,23 @@ static bool build_sample(run_args *a, const cg_model *model, cg_sample *s)
     return st == CG_OK;
 }
 
+/* The sample in the real LiteRT (--runner); *ag holds the runner's report. */
+static cg_status run_in_litert(run_args *a, const cg_model *model, const cg_sample *s,
+                               cg_against **ag, cg_named_value **outs, size_t *n, cg_error *err)
+{
+    cg_against_options o;
+    size_t k;
+    memset(&o, 0, sizeof o);
+    o.model = o.other = model;
+    o.runner = &a->runner.runner;
+    o.other_path = a->model_path;
+    cg_status st = cg_against_init(&o, ag, err);
+    if (st == CG_OK && (st = cg_against_add(*ag, s, &k, err)) == CG_OK &&
+        (st = cg_against_finish(*ag, err)) == CG_OK)
+        st = cg_against_outputs(*ag, k, outs, n, err);
+    return st;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -220,6 +255,7 @@ int cmd_run(int argc, char **argv)
     size_t out_count = 0;
     char **paths = NULL;
     double *warm = NULL;
+    cg_against *ag = NULL;
     memset(&a, 0, sizeof a);
     memset(&s, 0, sizeof s);
     cli_inputs_init(&a.in);
@@ -236,7 +272,13 @@ int cmd_run(int argc, char **argv)
     if (!(model = cli_model_for("run", a.model_path, &a.in, &a.targets)) ||
         !build_sample(&a, model, &s))
         goto done;
-    if (a.targets.arg_count) {
+    if (a.runner.runner.kind) {
+        if (run_in_litert(&a, model, &s, &ag, &outs, &out_count, &err) != CG_OK) {
+            cli_error("run", "%s", err.msg);
+            rc = err.status == CG_USAGE ? CG_EXIT_ERROR : CG_EXIT_FAIL;
+            goto done;
+        }
+    } else if (a.targets.arg_count) {
         cg_target_path_options o;
         cg_dim_binding dims[CLI_MAX_DIMS];
         memset(&o, 0, sizeof o);
@@ -268,7 +310,7 @@ int cmd_run(int argc, char **argv)
      * after it are timed apart and summarized by their median */
     cg_status st = CG_OK;
     double first_ms = 0, ms = 0;
-    for (uint64_t r = 0; r <= a.repeat && st == CG_OK; r++) {
+    for (uint64_t r = 0; r <= a.repeat && st == CG_OK && !ag; r++) {
         if (r == 1 && !(warm = malloc(a.repeat * sizeof *warm))) {
             cli_error("run", "out of memory");
             goto done;
@@ -305,22 +347,32 @@ int cmd_run(int argc, char **argv)
     }
     char residency[1024] = "";
     const cg_assignment *as = tp ? cg_target_path_assignment(tp) : NULL;
+    const cg_runner_report *rr = ag ? cg_against_runner_report(ag) : NULL;
     if (as)
         cg_assign_residency(as, residency, sizeof residency);
+    if (rr) /* the batch's wall time, LiteRT's start-up included (the runner block says so) */
+        first_ms = ms = rr->seconds * 1e3;
     cg_run_view view = {outs, out_count, paths, tp ? a.targets.label : NULL, residency,
                         as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
                         first_ms, ms, warm, (size_t)a.repeat};
     rc = CG_EXIT_OK;
-    if (cli_json_on())
-        rc = cli_json_emit(rc, cg_report_run_json(&view));
-    else
+    if (cli_json_on()) {
+        json_t *result = cg_report_run_json(&view);
+        if (rr && result)
+            json_object_set_new(result, "runner", cg_report_runner_json(rr));
+        rc = cli_json_emit(rc, result);
+    } else {
         cg_report_run_text(stdout, &view);
+        cg_report_runner_text(stdout, rr, "");
+    }
 done:
     free(warm);
     cg_samples_stems_free(paths, paths ? out_count : 0);
     cg_runtime_free_outputs(outs, out_count);
     cg_target_path_free(tp);
     cg_runtime_free(rt);
+    cg_against_free(ag);
+    cli_against_free(&a.runner);
     cg_sample_clear(&s);
     cg_model_free(model);
     cli_targets_free(&a.targets);

@@ -70,6 +70,12 @@ typedef struct cg_gate_options {
     /* keep the bisected tensor's values (cg_bisect_options.keep_values) */
     bool keep_values;
     cg_progress progress;         /* "gate 3" samples, then bisection's nodes */
+    /* gate 3's target outputs made elsewhere (the real LiteRT, --runner),
+     * read from DIR/SET/STEM.npy per sample (convgate/samples.h) instead of
+     * running the target path; bisection then does not run (it needs the
+     * target path's intermediate values) */
+    const char *outputs_from;
+    bool outputs_reduced;         /* ... computed in reduced precision */
 } cg_gate_options;
 
 typedef struct cg_gate_report {

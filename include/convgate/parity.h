@@ -147,6 +147,7 @@ typedef struct cg_parity_options {
     /* read the target's outputs from this folder (samples.h's layout)
      * instead of running the target path */
     const char *outputs_from;
+    bool outputs_reduced;            /* ... and they were computed in reduced precision */
     cg_tolerance_args tol;           /* cg_tolerances_resolve */
     cg_task task;
     double threshold;                /* segment */

@@ -296,6 +296,19 @@ CG_API CG_NODISCARD cg_status cg_samples_random(const cg_model *model, size_t co
 CG_API CG_NODISCARD cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
                                                        const cg_named_value *outputs, size_t count,
                                                        char ***paths, cg_error *err);
+/* The same with `suffix` appended to every file stem (DIR/STEM_N.npy for
+ * the numbered layout); NULL: none. */
+CG_API CG_NODISCARD cg_status cg_samples_write_outputs_suffixed(
+    const cg_model *model, const char *dir, const char *suffix, const cg_named_value *outputs,
+    size_t count, char ***paths, cg_error *err);
+/* Writes sample i's outputs (graph-output order) into folder dir in the
+ * source's layout, where cg_sample_source_read_outputs reads them back:
+ * DIR/SET/STEM.npy for sets and random samples, DIR/STEM_N.npy for
+ * numbered folders, DIR/STEM.npy for a flat one. */
+CG_API CG_NODISCARD cg_status cg_sample_source_write_outputs(const cg_sample_source *src,
+                                                             const char *dir, size_t i,
+                                                             const cg_named_value *outputs,
+                                                             size_t count, cg_error *err);
 
 #ifdef __cplusplus
 }

@@ -1400,6 +1400,23 @@ cg_status cg_samples_read_set_outputs(const cg_model *model, const char *dir, co
     return st;
 }
 
+cg_status cg_sample_source_write_outputs(const cg_sample_source *src, const char *dir, size_t i,
+                                         const cg_named_value *outputs, size_t count,
+                                         cg_error *err)
+{
+    char folder[SAMPLES_PATH_MAX], suffix[SAMPLES_PATH_MAX];
+    if (i >= src->count)
+        return cg_error_set(err, CG_USAGE, "sample %zu of %zu", i, src->count);
+    bool sets = src->layout == CG_SAMPLES_SETS || src->layout == CG_SAMPLES_RANDOM;
+    if (snprintf(folder, sizeof folder, "%s%s%s", dir, sets ? "/" : "",
+                 sets ? src->names[i] : "") >= (int)sizeof folder ||
+        snprintf(suffix, sizeof suffix, "_%s", src->names[i]) >= (int)sizeof suffix)
+        return cg_error_set(err, CG_LIMIT, "path too long: %s/%s", dir, src->names[i]);
+    return cg_samples_write_outputs_suffixed(src->model, folder,
+                                             src->layout == CG_SAMPLES_NUMBERED ? suffix : NULL,
+                                             outputs, count, NULL, err);
+}
+
 /* --- whole sets ---------------------------------------------------------------------------- */
 
 static cg_status load_all(cg_sample_source *src, cg_sample_set *out, cg_error *err)

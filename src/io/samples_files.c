@@ -130,6 +130,13 @@ cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
                                    const cg_named_value *outputs, size_t count, char ***paths,
                                    cg_error *err)
 {
+    return cg_samples_write_outputs_suffixed(model, dir, NULL, outputs, count, paths, err);
+}
+
+cg_status cg_samples_write_outputs_suffixed(const cg_model *model, const char *dir,
+                                            const char *suffix, const cg_named_value *outputs,
+                                            size_t count, char ***paths, cg_error *err)
+{
     const cg_graph *g = model->graph;
     const char **names = calloc(count + 1, sizeof *names);
     char **stems = NULL, **written = calloc(count + 1, sizeof *written);
@@ -154,7 +161,13 @@ cg_status cg_samples_write_outputs(const cg_model *model, const char *dir,
         const cg_value *v = outputs[i].value;
         if (!v || (v->kind == CG_VALUE_OPTIONAL && !v->has_value))
             continue;
-        if ((st = write_output(dir, stems[i], v, path, sizeof path, err)) == CG_OK &&
+        char stem[CG_SAMPLES_STEM_CAP + 64];
+        if (snprintf(stem, sizeof stem, "%s%s", stems[i], suffix ? suffix : "") >=
+            (int)sizeof stem) {
+            st = cg_error_set(err, CG_LIMIT, "file name too long: %s%s", stems[i], suffix);
+            break;
+        }
+        if ((st = write_output(dir, stem, v, path, sizeof path, err)) == CG_OK &&
             !(written[i] = strdup(path)))
             st = cg_error_set(err, CG_NOMEM, "out of memory");
     }

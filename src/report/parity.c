@@ -293,9 +293,12 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
     cg_text_printf(f, "compare %s on %s%s\n", v->model,
                    v->targets && *v->targets ? v->targets : "-",
                    r->reduced ? " (reduced precision: fp16)" : "");
-    cg_text_printf(f, "target outputs: %s%s\n",
-                   v->outputs_from ? "read from " : "target path run here",
-                   v->outputs_from ? v->outputs_from : "");
+    if (v->producer)
+        cg_text_printf(f, "target outputs: %s\n", v->producer);
+    else
+        cg_text_printf(f, "target outputs: %s%s\n",
+                       v->outputs_from ? "read from " : "target path run here",
+                       v->outputs_from ? v->outputs_from : "");
     cg_text_printf(f, "samples: %s\n", v->samples);
     if (r->by_noise)
         fprintf(f, "judged against the model's noise floor (float64 reference; "
@@ -353,6 +356,8 @@ json_t *cg_report_parity_json(const cg_parity_report *r, const cg_parity_view *v
     cg_json_set(root, "reduced_precision", json_boolean(r->reduced));
     cg_json_set(root, "precision", cg_json_text(cg_precision_name(r->precision)));
     cg_json_set(root, "outputs_from", cg_json_text(v->outputs_from));
+    if (v->producer)
+        cg_json_set(root, "produced_by", cg_json_text(v->producer));
     cg_json_set(root, "pass", json_boolean(r->pass));
     cg_json_set(root, "judged_by_noise_floor", json_boolean(r->by_noise));
     cg_json_set(root, "note", r->note[0] ? cg_json_text(r->note) : json_null());

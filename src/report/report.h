@@ -207,6 +207,8 @@ typedef struct cg_parity_view {
     uint64_t seed;
     cg_task task;
     double threshold;
+    const char *producer;       /* what made the target outputs when it was neither the
+                                   target path nor files (cg_against_describe), or NULL */
 } cg_parity_view;
 
 /* One judged output: "within tolerance" or the verdict's name. */
@@ -346,5 +348,29 @@ json_t *cg_report_inspect_json(const cg_model *model, const cg_inspect_options *
 /* The same for a .tflite model (report/inspect_tflite.c). */
 json_t *cg_report_inspect_tflite_json(const cg_tflite_model *model,
                                       const cg_inspect_options *opt, cg_error *err);
+
+/* --- source against converted, runners (report/against.c) ------------------------------ */
+
+#include "convgate/iomap.h"
+#include "convgate/runner.h"
+
+/* What the other side of a comparison was and how it was fed: the map
+ * between the compared model and the other (NULL when the other is the
+ * model itself), what produced the outputs, what the runner measured. */
+typedef struct cg_against_view {
+    const cg_model *model, *other;
+    const char *other_path;
+    const cg_io_map *map;
+    bool model_is_a;               /* the compared model is the map's A side */
+    const char *producer;          /* cg_against_describe */
+    const cg_runner_report *runner;
+} cg_against_view;
+
+/* label: "against" (compare), "gate 3 reference" (gate --source) */
+void cg_report_against_text(FILE *f, const char *label, const cg_against_view *v);
+json_t *cg_report_against_json(const cg_against_view *v);
+/* The runner's measurements alone (run, gate). */
+void cg_report_runner_text(FILE *f, const cg_runner_report *r, const char *indent);
+json_t *cg_report_runner_json(const cg_runner_report *r);
 
 #endif

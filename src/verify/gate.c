@@ -277,6 +277,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     po.detect = opt->detect;
     po.max_alloc_bytes = opt->max_alloc_bytes;
     po.golden = opt->samples->samples[0].expected != NULL;
+    po.outputs_from = opt->outputs_from;
+    po.outputs_reduced = opt->outputs_reduced;
     if (po.golden && opt->task == CG_TASK_DETECT)
         return cg_error_set(err, CG_USAGE, "gate 3: --task detect matches detections against "
                             "fresh reference runs, not a golden set: use --inputs");
@@ -284,11 +286,27 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         cg_error_prefix(err, "gate 3: ");
         return st;
     }
+    /* the target's outputs made elsewhere (the real LiteRT), read per sample */
+    size_t nout = model->graph->output_count;
+    cg_value **files = opt->outputs_from ? calloc(nout + 1, sizeof *files) : NULL;
+    if (opt->outputs_from && !files)
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
     for (size_t i = 0; i < opt->samples->count && st == CG_OK; i++) {
+        const cg_sample *s = &opt->samples->samples[i];
         cg_progress_report(&opt->progress, "gate 3", "samples", i, opt->samples->count,
-                           opt->samples->samples[i].label);
-        st = cg_judge_add(j, &opt->samples->samples[i], i, NULL, err);
+                           s->label);
+        if (files && (st = cg_samples_read_set_outputs(model, opt->outputs_from, s->label,
+                                                       opt->max_alloc_bytes, files, err)) !=
+                         CG_OK)
+            cg_error_prefix(err, "the target's outputs of %s: ", s->label);
+        if (st == CG_OK)
+            st = cg_judge_add(j, s, i, files, err);
+        for (size_t k = 0; files && k < nout; k++) {
+            cg_value_free(files[k]);
+            files[k] = NULL;
+        }
     }
+    free(files);
     if (st == CG_OK)
         st = cg_judge_finish(j, err);
     cg_judge_free(j);
@@ -329,6 +347,12 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         snprintf(r->matches_detail, sizeof r->matches_detail,
                  "output '%.100s' outside tolerance (%s) on %zu of %zu samples (max_abs %.4g)",
                  o->name, o->tol.source, o->failing_count, r->sample_count, o->merged.max_abs);
+    if (opt->outputs_from) {
+        snprintf(r->bisect_error, sizeof r->bisect_error, "the outputs were made outside "
+                 "convgate (%s); bisection runs the target path, whose intermediate values "
+                 "those runs do not expose", opt->outputs_from);
+        return CG_OK;
+    }
     /* bisect that sample: against the floors, or by the output's tolerance */
     {
         const cg_sample *s = &opt->samples->samples[si];

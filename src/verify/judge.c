@@ -157,6 +157,9 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     }
     for (size_t i = 0; i < opt->target_count; i++)
         j->fp16_targets = j->fp16_targets || opt->targets[i]->precision == CG_PRECISION_FP16;
+    /* outputs made elsewhere in reduced precision (the real LiteRT's WebGPU
+     * delegate at fp16) are judged as an fp16 target's */
+    j->fp16_targets = j->fp16_targets || (opt->outputs_from && opt->outputs_reduced);
     out->precision = j->fp16_targets && (opt->outputs_from || !opt->target_count)
                          ? CG_PRECISION_FP16
                          : CG_PRECISION_FP32;

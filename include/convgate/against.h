@@ -1,0 +1,80 @@
+/*
+ * The other side of a comparison when it is not the compared model's own
+ * target path: another model (a conversion of it, matched by
+ * convgate/iomap.h) on the reference runtime or on a target path, or the
+ * real LiteRT (convgate/runner.h) running a .tflite. For each sample fed to
+ * the compared model, cg_against produces that side's outputs in the
+ * compared model's names, order and layout, so the parity engine
+ * (convgate/parity.h, outputs_from) and gate 3 (expected outputs) compare
+ * them like any other.
+ *
+ *   compare SOURCE --against CONVERTED   model = SOURCE (the map's A side),
+ *                                        other = CONVERTED
+ *   compare MODEL.tflite --runner R      model = other = MODEL
+ *   gate CONVERTED --source SOURCE       model = CONVERTED (the map's B
+ *                                        side), other = SOURCE on the
+ *                                        reference: gate 3's expected outputs
+ */
+#ifndef CONVGATE_AGAINST_H
+#define CONVGATE_AGAINST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "convgate/iomap.h"
+#include "convgate/runner.h"
+#include "convgate/samples.h"
+#include "convgate/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cg_against_options {
+    const cg_model *model;      /* fed by the samples; its outputs are compared */
+    const cg_model *other;      /* what runs (may be model itself) */
+    const cg_io_map *map;       /* model <-> other; NULL when other is model */
+    bool model_is_a;            /* model is the map's A side (else its B side) */
+    /* how `other` runs: with a runner, in the real LiteRT; else on the
+     * target path of `targets`; else on the reference runtime */
+    const cg_runner_options *runner;
+    const char *other_path;     /* for messages */
+    const cg_target *const *targets;
+    size_t target_count;
+    const cg_dim_binding *dims;
+    size_t dim_count;
+    const cg_random_inputs *random;
+    bool accumulate_fp32;
+    size_t max_alloc_bytes;
+} cg_against_options;
+
+typedef struct cg_against cg_against;
+
+/* The options and what they point to must outlive the result. */
+cg_status cg_against_init(const cg_against_options *opt, cg_against **out, cg_error *err);
+/* Sample s (fed to model): run now (reference, target path) or queued
+ * (runner; cg_against_finish runs the queue). Returns its index. */
+cg_status cg_against_add(cg_against *a, const cg_sample *s, size_t *index, cg_error *err);
+cg_status cg_against_finish(cg_against *a, cg_error *err);
+/* Sample i's outputs in model's graph-output order, names and layout; each
+ * index can be taken once (free with cg_runtime_free_outputs). */
+cg_status cg_against_outputs(cg_against *a, size_t i, cg_named_value **outputs, size_t *count,
+                             cg_error *err);
+/* Every sample of src (opened on model) through the other side, its
+ * outputs written into dir in src's layout (cg_sample_source_read_outputs
+ * reads them back). */
+cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir, cg_error *err);
+/* The runner's report (NULL without a runner or before it ran). */
+const cg_runner_report *cg_against_runner_report(const cg_against *a);
+/* Some target path built computes in reduced precision. */
+bool cg_against_reduced(const cg_against *a);
+void cg_against_free(cg_against *a);
+
+/* "CONVERTED on the reference runtime", "CONVERTED on litert-gpu (target
+ * path)", "litert-node (LiteRT.js, measured)": what produced the outputs. */
+void cg_against_describe(const cg_against_options *opt, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
