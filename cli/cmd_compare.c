@@ -15,6 +15,7 @@
 #include "convgate/against.h"
 #include "convgate/model.h"
 #include "convgate/parity.h"
+#include "convgate/tflite.h"
 #include "core/path.h"
 #include "report/report.h"
 
@@ -246,6 +247,8 @@ int cmd_compare(int argc, char **argv)
     cg_error err;
     cg_against_options ao;
     cg_against *ag = NULL;
+    cg_against_verdict *verdicts = NULL;
+    size_t verdict_count = 0;
     char *tmp = NULL, producer[1024] = "";
     int rc;
     memset(&a, 0, sizeof a);
@@ -297,6 +300,8 @@ int cmd_compare(int argc, char **argv)
     if (st == CG_OK)
         st = cg_parity_run(model, &a.opt, src, &rep, &err);
     cli_progress_clear();
+    if (st == CG_OK && ag)
+        st = cg_against_judge(model, src, tmp, rep.reduced, &verdicts, &verdict_count, &err);
     if (st != CG_OK) {
         cli_error("compare", "%s", err.msg);
         goto done;
@@ -334,6 +339,9 @@ int cmd_compare(int argc, char **argv)
         if (ag)
             cg_report_against_text(stdout, "against", &av);
         cg_report_parity_text(stdout, &rep, &view);
+        cg_report_against_verdicts_text(stdout, verdicts, verdict_count,
+                                        ag && ao.other->tflite &&
+                                            cg_tflite_quantized(ao.other->tflite->source));
         goto done;
     }
     for (size_t k = 0; k < rep.output_count; k++)
@@ -342,14 +350,19 @@ int cmd_compare(int argc, char **argv)
                      "the path computes in reduced precision: it probably did not run on %s "
                      "(silent fallback?)", rep.outputs[k].name, a.targets.label);
     json_t *result = cg_report_parity_json(&rep, &view);
-    if (ag && result)
-        json_object_set_new(result, "against", cg_report_against_json(&av));
+    if (ag && result) {
+        json_t *aj = cg_report_against_json(&av);
+        json_object_set_new(aj, "noise_verdicts",
+                            cg_report_against_verdicts_json(verdicts, verdict_count));
+        json_object_set_new(result, "against", aj);
+    }
     rc = cli_json_emit(rc, result);
 done:
     cli_views_finish("compare", &a.views, rc);
     cg_parity_report_free(&rep);
     cg_sample_source_free(src);
     cg_against_free(ag);
+    free(verdicts);
     if (tmp)
         cg_path_remove_tree(tmp);
     free(tmp);

@@ -70,6 +70,30 @@ const cg_runner_report *cg_against_runner_report(const cg_against *a);
 bool cg_against_reduced(const cg_against *a);
 void cg_against_free(cg_against *a);
 
+/* --- verdicts against the compared model's noise floor ------------------------------- */
+
+#include "convgate/noise.h"
+
+/* One output of the compared model judged against its noise floor
+ * (convgate/noise.h): the other side's error against the model's float64
+ * reference, as a multiple of the model's own float32 noise floor. */
+typedef struct cg_against_verdict {
+    const char *output;      /* the model's output (borrowed) */
+    bool judged;             /* else `why` says why not */
+    cg_judgement j;
+    char why[160];
+} cg_against_verdict;
+
+/* Judges the outputs read from dir (src's layout, as cg_against_write left
+ * them) against model's float64 reference and noise floors on the same
+ * samples. Only outputs computed in float32 are judged (precision fp32);
+ * a reduced-precision side has no float32 rerun to tell its cause, so its
+ * outputs are left unjudged with the reason. verdicts: malloc'd, one per
+ * model output. */
+cg_status cg_against_judge(const cg_model *model, cg_sample_source *src, const char *dir,
+                           bool reduced, cg_against_verdict **verdicts, size_t *count,
+                           cg_error *err);
+
 /* "CONVERTED on the reference runtime", "CONVERTED on litert-gpu (target
  * path)", "litert-node (LiteRT.js, measured)": what produced the outputs. */
 void cg_against_describe(const cg_against_options *opt, char *buf, size_t cap);

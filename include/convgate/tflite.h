@@ -426,6 +426,9 @@ CG_API cg_bytes cg_tflite_tensor_data(const cg_tflite_model *m, const cg_tflite_
 CG_API const char *cg_tflite_op_name(const cg_tflite_opcode *oc, char *buf, size_t n);
 /* Custom ops implemented by TensorFlow (SELECT_TF_OPS): custom_code "Flex...". */
 CG_API bool cg_tflite_op_is_flex(const cg_tflite_opcode *oc);
+/* The model computes in integers somewhere: an int8/uint8/int16 tensor with
+ * affine quantization in some subgraph. */
+CG_API bool cg_tflite_quantized(const cg_tflite_model *m);
 /* Element count of a static shape; false on overflow or a negative dim. */
 CG_API bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out);
 

@@ -121,3 +121,36 @@ json_t *cg_report_against_json(const cg_against_view *v)
     cg_json_set(j, "runner", cg_report_runner_json(v->runner));
     return j;
 }
+
+void cg_report_against_verdicts_text(FILE *f, const cg_against_verdict *v, size_t count,
+                                     bool quantized)
+{
+    if (!count)
+        return;
+    fprintf(f, "\nagainst the model's noise floor (its float64 reference on the same samples; "
+               "docs/noise-floor.md):\n");
+    for (size_t i = 0; i < count; i++) {
+        if (v[i].judged)
+            fprintf(f, "  %s: %s: %s\n", v[i].output, cg_verdict_name(v[i].j.verdict),
+                    v[i].j.reason);
+        else
+            fprintf(f, "  %s: not judged: %s\n", v[i].output, v[i].why);
+    }
+    if (quantized)
+        fprintf(f, "  (the other side computes in integers: its difference beyond float32 noise "
+                   "is its quantization, which the tolerance above judges)\n");
+}
+
+json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t count)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < count; i++) {
+        json_t *e = json_object();
+        cg_json_set(e, "output", cg_json_text(v[i].output));
+        cg_json_set(e, "judged", json_boolean(v[i].judged));
+        cg_json_set(e, "verdict", v[i].judged ? cg_report_judgement_json(&v[i].j) : json_null());
+        cg_json_set(e, "why", v[i].judged ? json_null() : cg_json_text(v[i].why));
+        json_array_append_new(arr, e);
+    }
+    return arr;
+}

@@ -369,6 +369,13 @@ typedef struct cg_against_view {
 /* label: "against" (compare), "gate 3 reference" (gate --source) */
 void cg_report_against_text(FILE *f, const char *label, const cg_against_view *v);
 json_t *cg_report_against_json(const cg_against_view *v);
+/* Verdicts of the other side against the compared model's noise floor. */
+#include "convgate/against.h"
+/* quantized: the other side computes in integers (its differences beyond
+ * float32 noise are its quantization; a tolerance judges those). */
+void cg_report_against_verdicts_text(FILE *f, const cg_against_verdict *v, size_t count,
+                                     bool quantized);
+json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t count);
 /* The runner's measurements alone (run, gate). */
 void cg_report_runner_text(FILE *f, const cg_runner_report *r, const char *indent);
 json_t *cg_report_runner_json(const cg_runner_report *r);

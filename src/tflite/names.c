@@ -170,3 +170,16 @@ bool cg_tflite_shape_elements(const int32_t *shape, size_t rank, uint64_t *out)
     *out = n;
     return true;
 }
+
+bool cg_tflite_quantized(const cg_tflite_model *m)
+{
+    for (size_t s = 0; m && s < m->subgraph_count; s++)
+        for (size_t i = 0; i < m->subgraphs[s].tensor_count; i++) {
+            const cg_tflite_tensor *t = &m->subgraphs[s].tensors[i];
+            if (t->quant && t->quant->scale_count &&
+                (t->type == CG_TFLITE_TYPE_INT8 || t->type == CG_TFLITE_TYPE_UINT8 ||
+                 t->type == CG_TFLITE_TYPE_INT16))
+                return true;
+        }
+    return false;
+}

@@ -264,3 +264,85 @@ const cg_runner_report *cg_against_runner_report(const cg_against *a)
 }
 
 bool cg_against_reduced(const cg_against *a) { return a->path && a->sp.reduced; }
+
+/* --- verdicts ------------------------------------------------------------------------ */
+
+cg_status cg_against_judge(const cg_model *model, cg_sample_source *src, const char *dir,
+                           bool reduced, cg_against_verdict **verdicts, size_t *count,
+                           cg_error *err)
+{
+    const cg_graph *g = model->graph;
+    cg_noise *noise = NULL;
+    cg_noise_tally tally;
+    cg_noise_options no;
+    cg_noise_multiples k;
+    size_t n = cg_sample_source_count(src);
+    cg_against_verdict *v = calloc(g->output_count + 1, sizeof *v);
+    cg_value **files = calloc(g->output_count + 1, sizeof *files);
+    cg_named_value *got = calloc(g->output_count + 1, sizeof *got);
+    cg_status st = v && files && got ? CG_OK : cg_error_set(err, CG_NOMEM, "out of memory");
+    memset(&tally, 0, sizeof tally);
+    memset(&no, 0, sizeof no);
+    cg_noise_multiples_default(&k);
+    *verdicts = NULL;
+    *count = 0;
+    for (size_t o = 0; st == CG_OK && o < g->output_count; o++)
+        v[o].output = g->outputs[o].name ? g->outputs[o].name : "";
+    if (st == CG_OK && reduced) {
+        for (size_t o = 0; o < g->output_count; o++)
+            snprintf(v[o].why, sizeof v[o].why, "the other side computes in reduced "
+                     "precision and has no float32 rerun to tell precision from error");
+        goto out;
+    }
+    if (st == CG_OK && (st = cg_noise_init(model, &no, &noise, err)) == CG_OK)
+        st = cg_noise_tally_init(noise, &tally, err);
+    for (size_t i = 0; st == CG_OK && i < n; i++) {
+        cg_sample s;
+        cg_named_value *ref64 = NULL;
+        size_t nref = 0;
+        if ((st = cg_sample_source_load(src, i, &s, err)) != CG_OK)
+            break;
+        if ((st = cg_noise_add_sample(noise, s.inputs, s.input_count, &ref64, &nref, NULL,
+                                      err)) == CG_OK &&
+            (st = cg_sample_source_read_outputs(src, dir, i, files, err)) == CG_OK) {
+            for (size_t o = 0; o < g->output_count; o++) {
+                got[o].name = g->outputs[o].name;
+                got[o].value = files[o];
+            }
+            st = cg_noise_tally_add(noise, &tally, ref64, nref, got, g->output_count, NULL, NULL,
+                                    &k, i, err);
+        }
+        for (size_t o = 0; o < g->output_count; o++) {
+            cg_value_free(files[o]);
+            files[o] = NULL;
+        }
+        cg_runtime_free_outputs(ref64, nref);
+        cg_sample_clear(&s);
+    }
+    for (size_t o = 0; st == CG_OK && o < g->output_count; o++) {
+        const cg_noise_output *no_o = cg_noise_output_get(noise, o);
+        cg_error je;
+        cg_error_clear(&je);
+        if (!no_o || !no_o->v.compared) {
+            snprintf(v[o].why, sizeof v[o].why, "not a numeric output produced on every run");
+            continue;
+        }
+        if (cg_noise_judge_tally(no_o, o, CG_PRECISION_FP32, &tally, NULL, NULL, &k, &v[o].j,
+                                 &je) == CG_OK)
+            v[o].judged = true;
+        else
+            snprintf(v[o].why, sizeof v[o].why, "%.150s", je.msg);
+    }
+out:
+    cg_noise_tally_free(&tally);
+    cg_noise_free(noise);
+    free(files);
+    free(got);
+    if (st != CG_OK) {
+        free(v);
+        return st;
+    }
+    *verdicts = v;
+    *count = g->output_count;
+    return CG_OK;
+}

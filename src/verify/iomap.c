@@ -43,12 +43,12 @@ cg_status cg_io_rule_parse(const char *text, cg_io_rule *out, cg_error *err)
         return cg_error_set(err, CG_USAGE, "--map '%s': expected SOURCE=CONVERTED[:LAYOUT] "
                             "(LAYOUT nhwc, nchw, none or a permutation like 0,2,3,1)", text);
     /* the layout follows the last ':' when what follows is a layout word or
-     * digits and commas (tensor names such as "x:0" keep their ':') */
+     * a list of digits with commas (tensor names such as "x:0" keep their ':') */
     const char *colon = strrchr(eq + 1, ':');
     const char *layout = NULL;
     if (colon) {
         const char *l = colon + 1;
-        bool perm = *l != '\0';
+        bool perm = strchr(l, ',') != NULL; /* "y:0" is a tensor name, "y:0,1" a layout */
         for (const char *c = l; *c; c++)
             perm = perm && ((*c >= '0' && *c <= '9') || *c == ',');
         if (perm || strcmp(l, "nhwc") == 0 || strcmp(l, "nchw") == 0 || strcmp(l, "none") == 0)
@@ -228,6 +228,9 @@ static cg_status pair_layout(cg_io_pair *p, const cg_value_info *va, const cg_va
                     : rule->layout == CG_IO_NCHW ? "NHWC -> NCHW"
                     : p->permuted                ? "permuted (--map)"
                                                  : "same";
+        if (ra == r && rb == r && !fits(da, db, r, p->perm))
+            return cg_error_set(err, CG_USAGE, "--map for %s '%s': %s laid out %s is not '%s' "
+                                "%s", what, va->name, ta, p->layout, vb->name, tb);
         return CG_OK;
     }
     if (ra < 0 || rb < 0) { /* unknown shapes: as they are */
