@@ -250,9 +250,10 @@ cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *ou
         seen[perm[d]] = true;
         dims[d] = src->dims[perm[d]];
     }
-    for (int d = r - 1, st = 1; d >= 0; d--) {
+    int64_t st = 1; /* the dims multiply to numel, which fits */
+    for (int d = r - 1; d >= 0; d--) {
         strides[d] = st;
-        st *= (int)src->dims[d];
+        st *= src->dims[d];
     }
     cg_status s = cg_tensor_alloc(out, src->dtype, r, dims, 0, err);
     if (s != CG_OK)

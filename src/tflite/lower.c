@@ -728,6 +728,11 @@ static bool scope_init(lw_scope *s, lw *l, lw_sink *sink, int32_t sg_index, cons
 static cg_status lower_ops(lw_scope *s, int32_t origin_sg, int32_t origin_op)
 {
     char buf[32];
+    if (s->sg->operator_count > s->lw->ops_budget - s->lw->ops_lowered)
+        return lw_set(s->lw, CG_LIMIT, "the subgraphs call each other so often that the "
+                      "lowered model would hold more than %zu operators (subgraph %d is lowered "
+                      "once per call)", s->lw->ops_budget, (int)s->sg_index);
+    s->lw->ops_lowered += s->sg->operator_count;
     for (size_t i = 0; i < s->sg->operator_count && lw_ok(s); i++) {
         s->op = &s->sg->operators[i];
         s->op_index = (int32_t)i;
@@ -1201,6 +1206,9 @@ cg_status cg_tflite_lower(cg_tflite_model *src, cg_model **out, cg_error *err)
         lw_set(&l, CG_INVALID, "the model has no subgraph");
         goto fail;
     }
+    for (size_t i = 0; i < src->subgraph_count; i++)
+        l.ops_budget += src->subgraphs[i].operator_count;
+    l.ops_budget = l.ops_budget * 16 + 100000; /* every subgraph called a few times over */
     if (src->path && !(m->path = strdup(src->path))) {
         lw_set(&l, CG_NOMEM, "out of memory");
         goto fail;

@@ -41,6 +41,10 @@ typedef struct lw {
     lw_names names;
     cg_tflite_origin *origins;
     size_t origin_count, origin_cap;
+    /* operators lowered over every instance of every subgraph, and the
+     * most allowed: a file whose subgraphs call each other from many places
+     * would otherwise expand exponentially */
+    size_t ops_lowered, ops_budget;
 } lw;
 
 typedef struct lw_sink { /* one ONNX graph under construction */

@@ -61,6 +61,11 @@ static bool arity(lw_scope *s, size_t min_in, size_t max_in, size_t min_out)
             lw_fail(s, CG_INVALID, "its input %zu is omitted (-1) but required", i);
             return false;
         }
+    for (size_t i = 0; i < s->op->output_count; i++)
+        if (s->op->outputs[i] < 0) {
+            lw_fail(s, CG_INVALID, "its output %zu is -1 (outputs cannot be omitted)", i);
+            return false;
+        }
     return true;
 }
 

@@ -112,6 +112,19 @@ static void quantize_multiplier(double m, int32_t *q, int *shift)
     *q = (int32_t)fixed;
 }
 
+/* quantize_multiplier for a real multiplier m, refusing one TFLite cannot
+ * represent (MultiplyByQuantizedMultiplier takes shifts up to 30). */
+static cg_status multiplier(cg_kernel_ctx *k, double m, int32_t *q, int *shift)
+{
+    if (!(m >= 0) || !isfinite(m))
+        return cg_kernel_fail(k, CG_INVALID, "the requantization multiplier is %g", m);
+    quantize_multiplier(m, q, shift);
+    if (*shift > 30)
+        return cg_kernel_fail(k, CG_INVALID, "the requantization multiplier %g is too large "
+                              "(the scales are inconsistent)", m);
+    return CG_OK;
+}
+
 /* --- parameters ------------------------------------------------------------------------ */
 
 typedef struct tq { /* one tensor's quantization, from <p>_scale / <p>_zero_point */
@@ -120,8 +133,17 @@ typedef struct tq { /* one tensor's quantization, from <p>_scale / <p>_zero_poin
     size_t count;
 } tq;
 
-static cg_status tq_get(cg_kernel_ctx *k, const char *p, size_t want, tq *q)
+static bool int_range(cg_dtype dt, int32_t *lo, int32_t *hi);
+
+/* <p>_scale and <p>_zero_point: want (0: any) values or one; zero points
+ * inside the range of dt, the tensor's type (so the arithmetic stays in
+ * int32 as TFLite's does). */
+static cg_status tq_get(cg_kernel_ctx *k, const char *p, size_t want, cg_dtype dt, tq *q)
 {
+    int32_t lo, hi;
+    if (!int_range(dt, &lo, &hi))
+        return cg_kernel_fail(k, CG_INVALID, "%s is %s, not int8, uint8 or int16", p,
+                              cg_dtype_name(dt));
     char sn[32], zn[32];
     size_t ns, nz;
     snprintf(sn, sizeof sn, "%s_scale", p);
@@ -133,8 +155,8 @@ static cg_status tq_get(cg_kernel_ctx *k, const char *p, size_t want, tq *q)
         return cg_kernel_fail(k, CG_INVALID, "%s has %zu values and %s %zu (expected 1%s)", sn,
                               ns, zn, nz, want > 1 ? " or one per output channel" : "");
     for (size_t i = 0; i < ns; i++)
-        if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]) || q->zero_point[i] < INT32_MIN ||
-            q->zero_point[i] > INT32_MAX)
+        if (!(q->scale[i] > 0.0f) || !isfinite(q->scale[i]) || q->zero_point[i] < lo ||
+            q->zero_point[i] > hi)
             return cg_kernel_fail(k, CG_INVALID, "%s[%zu] = %g, %s[%zu] = %lld", sn, i,
                                   (double)q->scale[i], zn, i, (long long)q->zero_point[i]);
     return CG_OK;
@@ -222,7 +244,9 @@ static cg_status channel_multipliers(cg_kernel_ctx *k, const tq *x, const tq *w,
         float ws = w->count > 1 ? w->scale[c] : w->scale[0];
         double m = double_path ? (double)x->scale[0] * (double)ws / (double)y->scale[0]
                                : (double)(x->scale[0] * ws) / (double)y->scale[0];
-        quantize_multiplier(m, &(*mult)[c], &(*shift)[c]);
+        cg_status st = multiplier(k, m, &(*mult)[c], &(*shift)[c]);
+        if (st != CG_OK)
+            return st;
     }
     return CG_OK;
 }
@@ -286,8 +310,9 @@ static cg_status conv(cg_kernel_ctx *k, bool depthwise)
     if (b && (b->dtype != CG_DTYPE_INT32 || b->numel != oc))
         return cg_kernel_fail(k, CG_INVALID, "bias must be int32 with %lld values",
                               (long long)oc);
-    if ((s = geometry(k, st, dl, &same)) != CG_OK || (s = tq_get(k, "x", 1, &qx)) != CG_OK ||
-        (s = tq_get(k, "w", (size_t)oc, &qw)) != CG_OK || (s = tq_get(k, "y", 1, &qy)) != CG_OK)
+    if ((s = geometry(k, st, dl, &same)) != CG_OK || (s = tq_get(k, "x", 1, x->dtype, &qx)) != CG_OK ||
+        (s = tq_get(k, "w", (size_t)oc, w->dtype, &qw)) != CG_OK ||
+        (s = tq_get(k, "y", 1, x->dtype, &qy)) != CG_OK)
         return s;
     if (qx.count != 1 || qy.count != 1)
         return cg_kernel_fail(k, CG_INVALID, "input and output take one scale each");
@@ -382,8 +407,9 @@ cg_status cg_op_tflite_fully_connected(cg_kernel_ctx *k)
         dims[0] = batches;
         dims[1] = units;
     }
-    if ((s = tq_get(k, "x", 1, &qx)) != CG_OK || (s = tq_get(k, "w", (size_t)units, &qw)) != CG_OK ||
-        (s = tq_get(k, "y", 1, &qy)) != CG_OK)
+    if ((s = tq_get(k, "x", 1, x->dtype, &qx)) != CG_OK ||
+        (s = tq_get(k, "w", (size_t)units, w->dtype, &qw)) != CG_OK ||
+        (s = tq_get(k, "y", 1, x->dtype, &qy)) != CG_OK)
         return s;
     if ((s = cg_kernel_output(k, 0, x->dtype, rank, dims, &y)) != CG_OK)
         return s;
@@ -444,8 +470,9 @@ static cg_status binary(cg_kernel_ctx *k, bool mul)
     memset(&c, 0, sizeof c);
     if (!cg_broadcast_shapes(a->rank, a->dims, b->rank, b->dims, &c.rank, c.dims))
         return cg_kernel_fail(k, CG_INVALID, "operand shapes do not broadcast");
-    if ((s = tq_get(k, "a", 1, &qa)) != CG_OK || (s = tq_get(k, "b", 1, &qb)) != CG_OK ||
-        (s = tq_get(k, "y", 1, &qy)) != CG_OK)
+    if ((s = tq_get(k, "a", 1, a->dtype, &qa)) != CG_OK ||
+        (s = tq_get(k, "b", 1, b->dtype, &qb)) != CG_OK ||
+        (s = tq_get(k, "y", 1, a->dtype, &qy)) != CG_OK)
         return s;
     if (qa.count != 1 || qb.count != 1 || qy.count != 1)
         return cg_kernel_fail(k, CG_INVALID, "operands and output take one scale each");
@@ -460,7 +487,9 @@ static cg_status binary(cg_kernel_ctx *k, bool mul)
     if (mul) {
         int32_t m;
         int sh;
-        quantize_multiplier((double)(qa.scale[0] * qb.scale[0] / qy.scale[0]), &m, &sh);
+        if ((s = multiplier(k, (double)(qa.scale[0] * qb.scale[0] / qy.scale[0]), &m, &sh)) !=
+            CG_OK)
+            return s;
         for (int64_t i = 0; i < y->numel; i++, bcast_next(&c)) {
             int32_t v = y_off + mbqm((geti(a, c.ia) + a_off) * (geti(b, c.ib) + b_off), m, sh);
             seti(y, i, clamp32(v, lo, hi));
@@ -477,9 +506,9 @@ static cg_status binary(cg_kernel_ctx *k, bool mul)
         return cg_kernel_fail(k, CG_INVALID, "output scale %g is too small for input scales "
                               "%g and %g (TFLite requires the rescaled output multiplier < 1)",
                               (double)qy.scale[0], (double)qa.scale[0], (double)qb.scale[0]);
-    quantize_multiplier(ra, &ma, &sa);
-    quantize_multiplier(rb, &mb, &sb);
-    quantize_multiplier(ry, &my, &sy);
+    if ((s = multiplier(k, ra, &ma, &sa)) != CG_OK || (s = multiplier(k, rb, &mb, &sb)) != CG_OK ||
+        (s = multiplier(k, ry, &my, &sy)) != CG_OK)
+        return s;
     for (int64_t i = 0; i < y->numel; i++, bcast_next(&c)) {
         int32_t va = (geti(a, c.ia) + a_off) * (1 << left);
         int32_t vb = (geti(b, c.ib) + b_off) * (1 << left);
@@ -526,17 +555,19 @@ cg_status cg_op_tflite_mean(cg_kernel_ctx *k)
         if (!reduced[d] || keep)
             dims[rank++] = reduced[d] ? 1 : x->dims[d];
     }
-    if ((s = tq_get(k, "x", 1, &qx)) != CG_OK || (s = tq_get(k, "y", 1, &qy)) != CG_OK ||
+    if ((s = tq_get(k, "x", 1, x->dtype, &qx)) != CG_OK ||
+        (s = tq_get(k, "y", 1, x->dtype, &qy)) != CG_OK ||
         (s = cg_kernel_output(k, 0, x->dtype, rank, dims, &y)) != CG_OK)
         return s;
     /* the output stride of each input dim (0 along reduced dims) */
-    for (int d = x->rank - 1, o = rank - 1, st = 1; d >= 0; d--) {
+    int64_t st = 1;
+    for (int d = x->rank - 1, o = rank - 1; d >= 0; d--) {
         if (reduced[d] && !keep) {
             ostride[d] = 0;
             continue;
         }
         ostride[d] = reduced[d] ? 0 : st;
-        st *= (int)dims[o];
+        st *= dims[o];
         o--;
     }
     if (count == 0 || x->numel == 0)
@@ -558,7 +589,8 @@ cg_status cg_op_tflite_mean(cg_kernel_ctx *k)
     }
     int32_t m;
     int sh;
-    quantize_multiplier((double)qx.scale[0] / (double)qy.scale[0], &m, &sh);
+    if ((s = multiplier(k, (double)qx.scale[0] / (double)qy.scale[0], &m, &sh)) != CG_OK)
+        return s;
     int shift = 63;
     while (shift > 0 && !(((uint64_t)count >> shift) & 1))
         shift--;
@@ -592,7 +624,7 @@ cg_status cg_op_tflite_quantize(cg_kernel_ctx *k)
     int32_t lo = 0, hi = 0;
     if (!int_range(to, &lo, &hi))
         return cg_kernel_fail(k, CG_INVALID, "'to' is %d, not int8, uint8 or int16", (int)to);
-    if ((s = tq_get(k, "y", 0, &qy)) != CG_OK)
+    if ((s = tq_get(k, "y", 0, to, &qy)) != CG_OK)
         return s;
     int64_t axis = cg_attr_int(k, "axis", 0), inner = 1, len = 1;
     if (qy.count > 1) {
@@ -621,13 +653,14 @@ cg_status cg_op_tflite_quantize(cg_kernel_ctx *k)
     if (x->dtype != CG_DTYPE_INT8 && x->dtype != CG_DTYPE_UINT8 && x->dtype != CG_DTYPE_INT16)
         return cg_kernel_fail(k, CG_INVALID, "input type %s (float, or int8/uint8/int16 to "
                               "requantize)", cg_dtype_name(x->dtype));
-    if ((s = tq_get(k, "x", 1, &qx)) != CG_OK)
+    if ((s = tq_get(k, "x", 1, x->dtype, &qx)) != CG_OK)
         return s;
     if (qx.count != 1 || qy.count != 1)
         return cg_kernel_fail(k, CG_INVALID, "requantization takes one scale on each side");
     int32_t m;
     int sh;
-    quantize_multiplier((double)qx.scale[0] / (double)qy.scale[0], &m, &sh);
+    if ((s = multiplier(k, (double)qx.scale[0] / (double)qy.scale[0], &m, &sh)) != CG_OK)
+        return s;
     for (int64_t i = 0; i < x->numel; i++) {
         int32_t v = mbqm(geti(x, i) - (int32_t)qx.zero_point[0], m, sh) + (int32_t)qy.zero_point[0];
         seti(y, i, clamp32(v, lo, hi));

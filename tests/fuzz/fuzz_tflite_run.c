@@ -1,0 +1,47 @@
+/* libFuzzer target: arbitrary bytes as a .tflite model -> the lowering onto
+ * the IR (cg_tflite_lower) -> the reference runtime's plan -> one run on
+ * random inputs (allocations capped at 64 MiB). Models with a WHILE are
+ * lowered and planned but not run: a loop whose condition never turns false
+ * is the model's semantics (TFLite loops forever too), not a finding. Any
+ * crash, leak, overflow, UB report or other hang is a finding. */
+#include <stdint.h>
+#include <string.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/samples.h"
+#include "convgate/tflite.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const size_t limit = (size_t)64 << 20;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!cg_tflite_detect(data, size))
+        return 0;
+    cg_model *m = NULL;
+    if (cg_model_load_any_bytes(data, size, "fuzz.tflite", NULL, &m, &err) != CG_OK)
+        return 0;
+    bool loops = false;
+    for (size_t i = 0; i < m->graph->node_count; i++)
+        loops = loops || strcmp(m->graph->nodes[i].op_type, "Loop") == 0;
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    ro.max_alloc_bytes = limit;
+    cg_runtime *rt = NULL;
+    cg_sample_set set = {0};
+    if (cg_runtime_init(m, &ro, &rt, &err) == CG_OK && !loops &&
+        cg_samples_random(m, 1, NULL, NULL, 0, limit, &set, &err) == CG_OK) {
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        if (cg_runtime_run(rt, set.samples[0].inputs, set.samples[0].input_count, &outs, &n,
+                           &err) == CG_OK)
+            cg_runtime_free_outputs(outs, n);
+    }
+    cg_sample_set_free(&set);
+    cg_runtime_free(rt);
+    cg_model_free(m);
+    return 0;
+}
