@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "convgate/api.h"
 #include "convgate/iomap.h"
 #include "convgate/runner.h"
 #include "convgate/samples.h"
@@ -51,24 +52,24 @@ typedef struct cg_against_options {
 typedef struct cg_against cg_against;
 
 /* The options and what they point to must outlive the result. */
-cg_status cg_against_init(const cg_against_options *opt, cg_against **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_against_init(const cg_against_options *opt, cg_against **out, cg_error *err);
 /* Sample s (fed to model): run now (reference, target path) or queued
  * (runner; cg_against_finish runs the queue). Returns its index. */
-cg_status cg_against_add(cg_against *a, const cg_sample *s, size_t *index, cg_error *err);
-cg_status cg_against_finish(cg_against *a, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_against_add(cg_against *a, const cg_sample *s, size_t *index, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_against_finish(cg_against *a, cg_error *err);
 /* Sample i's outputs in model's graph-output order, names and layout; each
  * index can be taken once (free with cg_runtime_free_outputs). */
-cg_status cg_against_outputs(cg_against *a, size_t i, cg_named_value **outputs, size_t *count,
+CG_API CG_NODISCARD cg_status cg_against_outputs(cg_against *a, size_t i, cg_named_value **outputs, size_t *count,
                              cg_error *err);
 /* Every sample of src (opened on model) through the other side, its
  * outputs written into dir in src's layout (cg_sample_source_read_outputs
  * reads them back). */
-cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir, cg_error *err);
 /* The runner's report (NULL without a runner or before it ran). */
-const cg_runner_report *cg_against_runner_report(const cg_against *a);
+CG_API const cg_runner_report *cg_against_runner_report(const cg_against *a);
 /* Some target path built computes in reduced precision. */
-bool cg_against_reduced(const cg_against *a);
-void cg_against_free(cg_against *a);
+CG_API bool cg_against_reduced(const cg_against *a);
+CG_API void cg_against_free(cg_against *a);
 
 /* --- verdicts against the compared model's noise floor ------------------------------- */
 
@@ -90,13 +91,13 @@ typedef struct cg_against_verdict {
  * a reduced-precision side has no float32 rerun to tell its cause, so its
  * outputs are left unjudged with the reason. verdicts: malloc'd, one per
  * model output. */
-cg_status cg_against_judge(const cg_model *model, cg_sample_source *src, const char *dir,
+CG_API CG_NODISCARD cg_status cg_against_judge(const cg_model *model, cg_sample_source *src, const char *dir,
                            bool reduced, cg_against_verdict **verdicts, size_t *count,
                            cg_error *err);
 
 /* "CONVERTED on the reference runtime", "CONVERTED on litert-gpu (target
  * path)", "litert-node (LiteRT.js, measured)": what produced the outputs. */
-void cg_against_describe(const cg_against_options *opt, char *buf, size_t cap);
+CG_API void cg_against_describe(const cg_against_options *opt, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

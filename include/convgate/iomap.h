@@ -6,7 +6,8 @@
  * CONVERTED --source SOURCE`).
  *
  * Pairs are made by name (a lowered .tflite answers to its tensor names and
- * to the names its signature gives them), else by position, and `--map`
+ * to the names its signature gives them, cg_tflite_signature_name), else by
+ * position, and `--map`
  * rules override both. Each pair carries the layout change between the two
  * tensors: a permutation with B = transpose(A, perm), found from the
  * declared shapes (identity, channels-first to channels-last, or the
@@ -22,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "convgate/api.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
@@ -46,8 +48,8 @@ typedef struct cg_io_rule {
 enum { CG_IO_SAME = 0, CG_IO_NHWC = 1, CG_IO_NCHW = 2, CG_IO_PERM = 3 };
 
 /* Parses a rule; CG_USAGE naming the problem. Free with cg_io_rule_free. */
-cg_status cg_io_rule_parse(const char *text, cg_io_rule *out, cg_error *err);
-void cg_io_rule_free(cg_io_rule *r);
+CG_API CG_NODISCARD cg_status cg_io_rule_parse(const char *text, cg_io_rule *out, cg_error *err);
+CG_API void cg_io_rule_free(cg_io_rule *r);
 
 typedef struct cg_io_pair {
     size_t a, b;            /* graph input/output index in A and in B */
@@ -68,35 +70,32 @@ typedef struct cg_io_map {
 /* Matches every fed input and every output of a with one of b. CG_USAGE
  * naming the tensor and what to give (--map) when a pair or its layout
  * cannot be decided. */
-cg_status cg_io_map_build(const cg_model *a, const cg_model *b, const cg_io_rule *rules,
+CG_API CG_NODISCARD cg_status cg_io_map_build(const cg_model *a, const cg_model *b, const cg_io_rule *rules,
                           size_t rule_count, cg_io_map *out, cg_error *err);
-void cg_io_map_free(cg_io_map *m);
+CG_API void cg_io_map_free(cg_io_map *m);
 
-/* The names B answers to for its graph input/output i besides the value
- * name: a lowered .tflite's signature name (NULL when none). */
-const char *cg_io_signature_name(const cg_model *m, bool input, size_t i);
 
 /* A tensor from one side in the other's layout and element type: to_b
  * applies the pair's permutation (A -> B), else its inverse (B -> A).
  * `dtype` is the element type wanted. */
-cg_status cg_io_convert(const cg_io_pair *p, bool to_b, const cg_tensor *src, cg_dtype dtype,
+CG_API CG_NODISCARD cg_status cg_io_convert(const cg_io_pair *p, bool to_b, const cg_tensor *src, cg_dtype dtype,
                         cg_tensor *out, cg_error *err);
 
 /* Feeds: B's inputs from A's (to_b) or A's from B's, each converted;
  * outputs (malloc'd array, names borrowed from the target model) free with
  * cg_runtime_free_outputs. */
-cg_status cg_io_map_inputs(const cg_io_map *m, const cg_model *a, const cg_model *b, bool to_b,
+CG_API CG_NODISCARD cg_status cg_io_map_inputs(const cg_io_map *m, const cg_model *a, const cg_model *b, bool to_b,
                            const cg_named_value *in, size_t in_count, cg_named_value **out,
                            size_t *out_count, cg_error *err);
 /* Outputs of one side in the other's graph-output order, layouts and
  * types (to_b: A's outputs become B's). */
-cg_status cg_io_map_outputs(const cg_io_map *m, const cg_model *a, const cg_model *b, bool to_b,
+CG_API CG_NODISCARD cg_status cg_io_map_outputs(const cg_io_map *m, const cg_model *a, const cg_model *b, bool to_b,
                             const cg_named_value *in, size_t in_count, cg_named_value **out,
                             size_t *out_count, cg_error *err);
 
 /* One line per pair for reports: "x [1,3,16,16] -> x:0 [1,16,16,3] (by
  * position, NCHW -> NHWC)". */
-void cg_io_pair_text(const cg_io_pair *p, const cg_model *a, const cg_model *b, bool input,
+CG_API void cg_io_pair_text(const cg_io_pair *p, const cg_model *a, const cg_model *b, bool input,
                      char *buf, size_t cap);
 
 #ifdef __cplusplus

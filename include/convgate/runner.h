@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "convgate/api.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/status.h"
@@ -41,8 +42,8 @@ typedef enum cg_runner_kind {
 } cg_runner_kind;
 
 /* "litert-node" / "litert-webgpu" -> the kind; CG_RUNNER_NONE if unknown. */
-cg_runner_kind cg_runner_kind_parse(const char *name);
-const char *cg_runner_kind_name(cg_runner_kind kind);
+CG_API cg_runner_kind cg_runner_kind_parse(const char *name);
+CG_API const char *cg_runner_kind_name(cg_runner_kind kind);
 
 typedef struct cg_runner_options {
     cg_runner_kind kind;
@@ -76,19 +77,19 @@ typedef struct cg_runner cg_runner;
 /* A runner for model (lowered from the .tflite at model_path). Checks that
  * node, the runner scripts, LiteRT.js's packages and (webgpu) Chromium are
  * there, naming what is missing. */
-cg_status cg_runner_init(const cg_runner_options *opt, const char *model_path,
+CG_API CG_NODISCARD cg_status cg_runner_init(const cg_runner_options *opt, const char *model_path,
                          const cg_model *model, cg_runner **out, cg_error *err);
 /* Queues one sample (the model's graph inputs, by name); returns its index. */
-cg_status cg_runner_add(cg_runner *r, const cg_named_value *inputs, size_t count, size_t *index,
+CG_API CG_NODISCARD cg_status cg_runner_add(cg_runner *r, const cg_named_value *inputs, size_t count, size_t *index,
                         cg_error *err);
 /* Runs every queued sample in one LiteRT process. */
-cg_status cg_runner_run(cg_runner *r, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_runner_run(cg_runner *r, cg_error *err);
 /* Sample i's outputs in the model's graph-output order (named as the
  * model's outputs); free with cg_runtime_free_outputs. */
-cg_status cg_runner_outputs(cg_runner *r, size_t i, cg_named_value **outputs, size_t *count,
+CG_API CG_NODISCARD cg_status cg_runner_outputs(cg_runner *r, size_t i, cg_named_value **outputs, size_t *count,
                             cg_error *err);
-const cg_runner_report *cg_runner_get_report(const cg_runner *r);
-void cg_runner_free(cg_runner *r);
+CG_API const cg_runner_report *cg_runner_get_report(const cg_runner *r);
+CG_API void cg_runner_free(cg_runner *r);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convgate/api.h"
 #include "convgate/dtype.h"
 #include "convgate/status.h"
 
@@ -112,7 +113,7 @@ CG_API void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
 /* A new tensor holding src with its dims permuted: out dim k is src dim
  * perm[k] (numpy's transpose(perm)). perm must be a permutation of
  * 0..rank-1; STRING tensors are refused. */
-cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *out,
+CG_API CG_NODISCARD cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *out,
                             cg_error *err);
 
 /* --- values ----------------------------------------------------------------- */

@@ -24,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "convgate/iomap.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tflite.h"
@@ -215,7 +214,7 @@ cg_status cg_runner_init(const cg_runner_options *opt, const char *model_path,
  * the tensor's name. */
 static const char *litert_name(const cg_model *m, bool input, size_t i)
 {
-    const char *sig = cg_io_signature_name(m, input, i);
+    const char *sig = cg_tflite_signature_name(m, input, i);
     const cg_value_info *vi = input ? &m->graph->inputs[i] : &m->graph->outputs[i];
     return sig ? sig : vi->name ? vi->name : "";
 }

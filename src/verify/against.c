@@ -227,7 +227,7 @@ cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir
     cg_status st = CG_OK;
     for (size_t i = 0; i < n && st == CG_OK; i++) {
         cg_sample s;
-        size_t k;
+        size_t k = 0;
         if ((st = cg_sample_source_load(src, i, &s, err)) != CG_OK)
             break;
         st = cg_against_add(a, &s, &k, err);

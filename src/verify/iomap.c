@@ -100,29 +100,6 @@ cg_status cg_io_rule_parse(const char *text, cg_io_rule *out, cg_error *err)
 
 /* --- names -------------------------------------------------------------------------------- */
 
-const char *cg_io_signature_name(const cg_model *m, bool input, size_t i)
-{
-    if (!m || !m->tflite)
-        return NULL;
-    const cg_tflite_model *tm = m->tflite->source;
-    const cg_tflite_subgraph *g = &tm->subgraphs[0];
-    if (i >= (input ? g->input_count : g->output_count))
-        return NULL;
-    int32_t t = input ? g->inputs[i] : g->outputs[i];
-    for (size_t s = 0; s < tm->signature_count; s++) {
-        const cg_tflite_signature *sig = &tm->signatures[s];
-        if (sig->subgraph_index != 0)
-            continue;
-        const cg_tflite_tensor_map *maps = input ? sig->inputs : sig->outputs;
-        size_t n = input ? sig->input_count : sig->output_count;
-        for (size_t k = 0; k < n; k++)
-            if ((int32_t)maps[k].tensor_index == t && maps[k].name)
-                return maps[k].name;
-        return NULL; /* the first signature of the main subgraph is LiteRT's default */
-    }
-    return NULL;
-}
-
 /* Graph input/output i of m answers to name. For inputs, i indexes fed. */
 static bool answers_to(const cg_model *m, bool input, size_t i, const cg_value_info *vi,
                        const char *name, const char **by)
@@ -131,7 +108,7 @@ static bool answers_to(const cg_model *m, bool input, size_t i, const cg_value_i
         *by = "name";
         return true;
     }
-    const char *sig = cg_io_signature_name(m, input, i);
+    const char *sig = cg_tflite_signature_name(m, input, i);
     if (sig && strcmp(sig, name) == 0) {
         *by = "signature name";
         return true;

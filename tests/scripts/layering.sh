@@ -3,7 +3,7 @@
 # may include headers of its own stage and of earlier stages only,
 #
 #   core -> load -> ir -> check -> tflite -> run -> io -> target -> delegate
-#        -> place -> cost -> verify -> rewrite -> report -> bind -> cli
+#        -> runner -> place -> cost -> verify -> rewrite -> report -> bind -> cli
 #
 # Files are placed by folder (src/<stage>/, cli/); public headers
 # (include/convgate/*.h) by the stage that implements them (table below).
@@ -22,7 +22,7 @@ import os, re, sys
 
 root = sys.argv[1]
 order = ["core", "load", "ir", "check", "tflite", "run", "io", "target", "delegate",
-         "place", "cost", "verify", "rewrite", "report", "bind", "cli"]
+         "runner", "place", "cost", "verify", "rewrite", "report", "bind", "cli"]
 rank = {s: i for i, s in enumerate(order)}
 
 # public header -> the stage that implements it
@@ -40,7 +40,8 @@ public = {
     "cost.h": "cost", "profile.h": "cost",
     "compare.h": "verify", "golden.h": "verify", "bisect.h": "verify", "gate.h": "verify",
     "targetpath.h": "verify", "parity.h": "verify", "conformance.h": "verify",
-    "noise.h": "verify",
+    "noise.h": "verify", "iomap.h": "verify", "against.h": "verify",
+    "runner.h": "runner",
     "rewrite.h": "rewrite",
     "inspect.h": "report",
     "bind.h": "bind",

@@ -11,6 +11,7 @@
 #include "convgate/iomap.h"
 #include "convgate/model.h"
 #include "convgate/tensor.h"
+#include "convgate/tflite.h"
 
 static int failures;
 #define EXPECT(cond, ...)                                                                      \

@@ -20,6 +20,7 @@
 
 #include "convgate/model.h"
 #include "convgate/runtime.h"
+#include "convgate/schema.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tflite.h"
 
@@ -182,6 +183,12 @@ int main(void)
     EXPECT(root != NULL, "expectations.json: %s", je.text);
     if (!root)
         return 1;
+    /* the schema rows spell the domain out (the check stage precedes tflite) */
+    static const char *const domain_ops[] = {"ADD", "CONV_2D", "DEPTHWISE_CONV_2D",
+                                             "FULLY_CONNECTED", "MEAN", "MUL", "QUANTIZE"};
+    for (size_t i = 0; i < sizeof domain_ops / sizeof domain_ops[0]; i++)
+        EXPECT(cg_schema_find(CG_TFLITE_DOMAIN, domain_ops[i], 1) != NULL,
+               "no schema row for %s in %s", domain_ops[i], CG_TFLITE_DOMAIN);
     json_t *fixtures = json_object_get(root, "fixtures");
     const char *key;
     json_t *fx;
