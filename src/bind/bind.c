@@ -630,7 +630,7 @@ static int do_compare(bind_ctx *c, json_t **result)
     else
         snprintf(samples, sizeof samples, "%s", desc);
     cg_parity_view view = {c->path, c->label, c->targets, c->target_count, NULL, samples,
-                           !dir && !c->given.count, c->random.seed, CG_TASK_NONE, 0.5};
+                           !dir && !c->given.count, c->random.seed, CG_TASK_NONE, 0.5, NULL};
     for (size_t k = 0; k < rep.output_count; k++)
         if (rep.outputs[k].fallback_suspect)
             bind_warn(c, "output '%s' is bit-identical to the fp32 reference although the path "
