@@ -232,6 +232,46 @@ static void test_pool_wide(void)
     }
 }
 
+/* A window far larger than the input (kernel and stride 2^36 under
+ * SAME_UPPER: one output whose window holds the 5x5 image amid 2^35 pixels
+ * of padding a side, as a hostile .tflite's AVERAGE_POOL_2D options give)
+ * costs the taps inside the image, not the window's size: the 2-D path,
+ * the N-D path (1-D, and MaxPool with Indices) and the padded divisor. */
+static void test_pool_huge_window(void)
+{
+    static int64_t big[2] = {(int64_t)1 << 36, (int64_t)1 << 36};
+    const int64_t xd2[4] = {1, 1, 5, 5}, xd1[3] = {1, 1, 5};
+    double sum = 0, mx = -INFINITY, sum1 = 0;
+    uint64_t seed = 77;
+    double vals[25], scaled[25];
+    for (int i = 0; i < 25; i++) {
+        vals[i] = pseudo(&seed);
+        scaled[i] = ldexp(vals[i], 72);
+        sum += vals[i];
+        mx = vals[i] > mx ? vals[i] : mx;
+        sum1 += i < 5 ? vals[i] : 0;
+    }
+    for (int mode = 0; mode < 5; mode++) {
+        /* 0 avg 2-D, 1 max 2-D, 2 avg 1-D, 3 max 2-D with Indices, 4 avg 2-D incl. pad */
+        bool one_d = mode == 2;
+        test_case c = {mode == 1 || mode == 3 ? "MaxPool" : "AveragePool", 13, 1,
+                       mode == 3 ? 2 : 1,
+                       {tensor(CG_DTYPE_FLOAT, one_d ? 3 : 4, one_d ? xd1 : xd2,
+                               mode == 4 ? scaled : vals, 0)},
+                       {{0}}, 4, NULL, 0};
+        c.attrs[0] = attr_ints("kernel_shape", big, one_d ? 1 : 2);
+        c.attrs[1] = attr_ints("strides", big, one_d ? 1 : 2);
+        c.attrs[2] = attr_str("auto_pad", "SAME_UPPER");
+        c.attrs[3] = attr_int("count_include_pad", mode == 4);
+        /* with the padding counted the divisor is 2^72 (2^36 taps a side): the
+         * inputs scaled by 2^72 average to the plain values' sum */
+        double want = mode == 0 ? sum / 25 : mode == 2 ? sum1 / 5 : mode == 4 ? sum : mx;
+        char what[64];
+        snprintf(what, sizeof what, "%s over a 2^36 window (case %d)", c.op, mode);
+        expect_values(&c, &want, 1, what);
+    }
+}
+
 static void test_group_norm(void)
 {
     /* 1 x 4 channels x 2 values, 2 groups; opset 18 scales per group,
@@ -271,6 +311,7 @@ int main(void)
     test_other_errors();
     test_depthwise_wide();
     test_pool_wide();
+    test_pool_huge_window();
     test_group_norm();
     return test_done("test_ops_nn");
 }
