@@ -150,6 +150,14 @@ def controls(c):
           "valid control: y = ADD(x, w), a SignatureDef")
     c.add("good_if_nest_30", if_model(30).serialize(), "ok", "check", 0, "-",
           "valid control: IF nested 30 deep (under the cap of 32)")
+    m = Model()
+    g = m.subgraph("main")
+    w = g.tensor("w", [4], "FLOAT32", data=np.arange(4, dtype=np.float32))
+    g.inputs, g.outputs = [], [w]
+    m.signature("serving_default")
+    c.add("good_no_operators", m.serialize(), "ok", "run", 0, "output 'w'",
+          "valid control: no operators, the output a constant (the lowering once passed "
+          "qsort a null array of origins: UBSan)")
 
 
 def framing(c):

@@ -1227,7 +1227,8 @@ cg_status cg_tflite_lower(cg_tflite_model *src, cg_model **out, cg_error *err)
     m->doc_string = src->description;
     if (lower_main(&l) != CG_OK)
         goto fail;
-    qsort(l.origins, l.origin_count, sizeof *l.origins, origin_cmp);
+    if (l.origin_count) /* a model with no operators has none: qsort(NULL) is UB */
+        qsort(l.origins, l.origin_count, sizeof *l.origins, origin_cmp);
     lo->origins = l.origins;
     lo->origin_count = l.origin_count;
     free(l.names.keys);
