@@ -413,6 +413,17 @@ cg_model *cli_model_for(const char *cmd, const char *path, const cli_inputs *in,
     return model;
 }
 
+bool cli_onnx_graph_only(const char *cmd, const char *path, const cg_model *model)
+{
+    if (!model->tflite)
+        return true;
+    cli_error(cmd, "%s is a .tflite: %s edits ONNX graphs and writes ONNX (convgate runs a "
+              ".tflite through its lowering onto the IR, which is not the file LiteRT loads); "
+              "%s its ONNX source instead and check the new conversion with `convgate compare "
+              "SOURCE --against CONVERTED.tflite`", path, cmd, cmd);
+    return false;
+}
+
 void cli_inputs_free(cli_inputs *in)
 {
     for (size_t i = 0; i < in->dim_count; i++)

@@ -206,6 +206,10 @@ bool cli_inputs_check(const char *cmd, const cli_inputs *in, const cg_model *mod
  * NULL). NULL on failure, printed. */
 cg_model *cli_model_for(const char *cmd, const char *path, const cli_inputs *in,
                         cli_targets *t);
+/* False, printed, for a model lowered from a .tflite: for commands that
+ * edit the graph and write ONNX (rewrite, convert), which a .tflite's
+ * lowering is not for (it runs and is judged; it is not what ships). */
+bool cli_onnx_graph_only(const char *cmd, const char *path, const cg_model *model);
 void cli_inputs_free(cli_inputs *in);
 
 /* The options most commands share, for their getopt_long tables (flag 0:

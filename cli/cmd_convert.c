@@ -176,6 +176,7 @@ int cmd_convert(int argc, char **argv)
     }
     rc = CG_EXIT_ERROR;
     if (!(model = cli_model_for("convert", a.model_path, &a.in, &a.tg)) ||
+        !cli_onnx_graph_only("convert", a.model_path, model) ||
         !cli_samples_load("convert", model, a.model_path, NULL, a.rw.inputs, a.rw.random_n, 3, &a.in,
                           &samples, desc, sizeof desc))
         goto done;

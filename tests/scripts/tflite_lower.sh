@@ -7,7 +7,7 @@
 #  - the commands that take an ONNX model take a .tflite: dump-ref and
 #    verify (a golden set), bisect (node names carry the TFLite op), the
 #    float64 mode (noise), save (the lowered model is valid ONNX), a model
-#    on standard input.
+#    on standard input; rewrite and convert refuse it, saying why.
 # Models with unsupported ops are written with tools/tflite_writer.py
 # (python3-flatbuffers); that part is skipped, saying so, without it.
 set -u
@@ -113,6 +113,12 @@ run 0 "$bin" run "$tmp/kws.onnx" --random
 # standard input
 run 0 sh -c "'$bin' run - --random < '$d/ops/while_loop.tflite'"
 check "stdin" has "output 'y'"
+# rewrite and convert edit and write ONNX graphs: a .tflite is refused, saying why
+run 2 "$bin" rewrite "$d/models/cnn.tflite" --target litert-gpu --what-if
+check "rewrite refuses a .tflite" has "is a .tflite: rewrite edits ONNX graphs"
+run 2 "$bin" convert "$d/models/cnn.tflite" --target litert-gpu -o "$tmp/art"
+check "convert refuses a .tflite" has "is a .tflite: convert edits ONNX graphs"
+check "convert wrote nothing" test ! -e "$tmp/art"
 
 if [ "$fails" -ne 0 ]; then
     echo "tflite_lower: $fails checks failed"
