@@ -298,25 +298,26 @@ cg_status cg_against_judge(const cg_model *model, cg_sample_source *src, const c
         st = cg_noise_tally_init(noise, &tally, err);
     for (size_t i = 0; st == CG_OK && i < n; i++) {
         cg_sample s;
-        cg_named_value *ref64 = NULL;
-        size_t nref = 0;
+        cg_noise_runs runs;
+        memset(&runs, 0, sizeof runs);
         if ((st = cg_sample_source_load(src, i, &s, err)) != CG_OK)
             break;
-        if ((st = cg_noise_add_sample(noise, s.inputs, s.input_count, &ref64, &nref, NULL,
-                                      err)) == CG_OK &&
+        if ((st = cg_noise_add_sample(noise, s.inputs, s.input_count, &runs, NULL, err)) ==
+                CG_OK &&
             (st = cg_sample_source_read_outputs(src, dir, i, files, err)) == CG_OK) {
             for (size_t o = 0; o < g->output_count; o++) {
                 got[o].name = g->outputs[o].name;
                 got[o].value = files[o];
             }
-            st = cg_noise_tally_add(noise, &tally, ref64, nref, got, g->output_count, NULL, NULL,
+            st = cg_noise_tally_add(noise, &tally, runs.out[CG_RUN_FP64],
+                                    runs.count[CG_RUN_FP64], got, g->output_count, NULL, NULL,
                                     &k, i, err);
         }
         for (size_t o = 0; o < g->output_count; o++) {
             cg_value_free(files[o]);
             files[o] = NULL;
         }
-        cg_runtime_free_outputs(ref64, nref);
+        cg_noise_runs_free(&runs);
         cg_sample_clear(&s);
     }
     for (size_t o = 0; st == CG_OK && o < g->output_count; o++) {
