@@ -165,6 +165,9 @@ struct cg_target {
     double crossing_fixed_us; /* >= 0 */
     double crossing_gbps;     /* > 0: GB/s (1e9 bytes) */
     cg_partition_rules rules;
+    /* The graph this target partitions: the name of a lowering (convgate/lower.h,
+     * a profile's "preprocess"); NULL is "none", the ONNX graph as written. */
+    const char *lowering;
     /* What the profile says it does not model (printed with every report). */
     const char *const *not_modelled;
     size_t not_modelled_count;

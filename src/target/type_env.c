@@ -144,6 +144,7 @@ typedef struct te_build {
     size_t dim_count;
     bool *binding_used;
     bool probing; /* second run: compare dims instead of recording */
+    bool probe_bound; /* bound symbols still count as dynamic (a runtime's view) */
     int64_t symbol_delta;
     cg_error *err;
     const cg_random_inputs *random; /* NULL: the policy's defaults, seed 0 */
@@ -178,7 +179,7 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
                 /* a bound symbol is fixed, as a deployment fixes it (ORT's
                  * make_dynamic_shape_fixed): it no longer counts as dynamic */
                 b->binding_used[k] = true;
-                *symbolic = false;
+                *symbolic = b->probe_bound;
                 *out = b->dims[k].value;
                 return CG_OK;
             }
@@ -491,15 +492,9 @@ static cg_status add_graph_inputs(te_build *b)
     return CG_OK;
 }
 
-cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
-                            cg_type_env **out, cg_error *err)
-{
-    return cg_type_env_build_with(model, dims, dim_count, NULL, out, err);
-}
-
-cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *dims,
-                                 size_t dim_count, const struct cg_random_inputs *random,
-                                 cg_type_env **out, cg_error *err)
+static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dims,
+                                size_t dim_count, const struct cg_random_inputs *random,
+                                bool probe_bound, cg_type_env **out, cg_error *err)
 {
     *out = NULL;
     if (!model || !model->graph)
@@ -513,7 +508,7 @@ cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *di
                 return cg_error_set(err, CG_USAGE, "type environment: symbol '%s' is bound "
                                     "twice", dims[k].symbol);
     }
-    te_build b = {NULL, model, dims, dim_count, NULL, false, 0, err, random};
+    te_build b = {NULL, model, dims, dim_count, NULL, false, probe_bound, 0, err, random};
     cg_status st;
     b.env = calloc(1, sizeof *b.env);
     b.binding_used = calloc(dim_count + 1, sizeof *b.binding_used);
@@ -582,7 +577,7 @@ cg_status cg_type_env_build_declared(const cg_model *model, cg_type_env **out, c
     *out = NULL;
     if (!model || !model->graph)
         return cg_error_set(err, CG_USAGE, "type environment: the model has no graph");
-    te_build b = {NULL, model, NULL, 0, NULL, false, 0, err, NULL};
+    te_build b = {.model = model, .err = err};
     cg_status st = CG_OK;
     if (!(b.env = calloc(1, sizeof *b.env)))
         return cg_error_set(err, CG_NOMEM, "out of memory building the type environment");
@@ -610,4 +605,23 @@ cg_status cg_type_env_build_declared(const cg_model *model, cg_type_env **out, c
     }
     *out = b.env;
     return CG_OK;
+}
+
+cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *dims,
+                                 size_t dim_count, const struct cg_random_inputs *random,
+                                 cg_type_env **out, cg_error *err)
+{
+    return type_env_build(model, dims, dim_count, random, false, out, err);
+}
+
+cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
+                            cg_type_env **out, cg_error *err)
+{
+    return type_env_build(model, dims, dim_count, NULL, false, out, err);
+}
+
+cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding *dims,
+                                     size_t dim_count, cg_type_env **out, cg_error *err)
+{
+    return type_env_build(model, dims, dim_count, NULL, true, out, err);
 }

@@ -1,0 +1,113 @@
+/*
+ * The graph each runtime partitions.
+ *
+ * A runtime does not partition the ONNX file as written: ONNX Runtime runs
+ * its Level-1 graph optimizations first (Constant nodes become initializers,
+ * Identity/Dropout and no-op nodes go, constants are folded, Conv+BN and
+ * MatMul+Add are fused), a TFLite converter lowers each ONNX op to TFLite
+ * builtins. A lowering is that step: a named transformation (a profile's
+ * "preprocess" key, docs/profiles.md) from the source model to the model the
+ * runtime's partitioner sees, keeping a map from every runtime-side node
+ * back to the source node(s) it stands for and the list of source nodes
+ * that no longer exist on the runtime's side, with the transformation that
+ * removed each.
+ *
+ * Lowerings live in a table (src/lower/lowerings.def); adding one is a row
+ * and a function. "none" is the identity.
+ *
+ * A cg_lowered owns its model but borrows the source's tensor payloads: the
+ * source model must outlive it.
+ */
+#ifndef CONVGATE_LOWER_H
+#define CONVGATE_LOWER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "convgate/model.h"
+#include "convgate/status.h"
+#include "convgate/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+
+/* A source node that does not exist on the runtime's side. */
+typedef struct cg_lower_removed {
+    const char *graph;   /* "" the main graph; "loop1/body" for a control-flow body */
+    size_t node;         /* index in that source graph */
+    const char *name;    /* its name, or "#index" */
+    const char *op_type;
+    const char *domain;  /* "" for ai.onnx */
+    const char *by;      /* the transformation: "EliminateIdentity", "ConstantFolding", ... */
+    const char *into;    /* runtime node it was fused into, or NULL (removed or folded) */
+} cg_lower_removed;
+
+typedef struct cg_lowered {
+    const char *lowering;      /* "none", "ort-basic", ... (static string) */
+    const cg_model *source;
+    const cg_model *model;     /* the graph the runtime partitions (== source for "none") */
+    /* Per main-graph node of model: the source main-graph nodes it stands
+     * for, origin[origin_start[i] .. origin_start[i + 1]). A node created by
+     * the lowering from several source nodes lists them all. */
+    const size_t *origin;
+    const size_t *origin_start; /* model node count + 1 entries */
+    cg_lower_removed *removed;  /* in source order, main graph first */
+    size_t removed_count;
+    /* Runtime nodes with no source node of the same op among their origins
+     * (a Gemm made from MatMul+Add, the Reshapes around it). */
+    size_t added_count;
+    char **notes;               /* what the lowering could not do, and why */
+    size_t note_count;
+    /* private */
+    cg_model *owned;
+    size_t *owned_origins;
+} cg_lowered;
+
+/* The known lowerings, in table order ("none" first). */
+size_t cg_lowering_count(void);
+const char *cg_lowering_name(size_t i);
+const char *cg_lowering_description(size_t i);
+/* True when name is a known lowering. */
+bool cg_lowering_known(const char *name);
+
+/* Applies the lowering called name to src. Shapes come from one reference
+ * run whose symbolic input dims take `dims` (unbound: 1); dims that move
+ * with a symbolic input dim stay unknown to the runtime, bound or not. When
+ * that run fails, only declared shapes are known and a note says so. */
+cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *dims,
+                   size_t dim_count, cg_lowered **out, cg_error *err);
+void cg_lowered_free(cg_lowered *l);
+
+/* The lowering every target of the list declares, NULL when none declares
+ * one ("none"); CG_USAGE naming both when two targets disagree. */
+cg_status cg_lowering_for_targets(const cg_target *const *targets, size_t count,
+                                  const char **out, cg_error *err);
+
+/* Origins of runtime main-graph node i. */
+size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out);
+
+/* --- reports (src/report/lower.c) --------------------------------------------- */
+
+/* Op histogram of a graph: "Identity x47, Conv x20" for the removed nodes
+ * of the main graph (graph == "") or of every graph (graph == NULL),
+ * largest first, at most `max` ops then ", ...". Writes into buf. */
+const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, size_t max,
+                                       char *buf, size_t len);
+/* Removed source nodes of the main graph (graph == "") or of all graphs. */
+size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph);
+
+/* The lowering as a person reads it: node counts before and after, the
+ * removed nodes by op and transformation, added nodes, notes. */
+void cg_lowered_report_text(FILE *f, const cg_lowered *l);
+/* The same as JSON, with both graphs' node inventories (main graph and all
+ * graphs, op histograms keyed "domain:Op" or "Op"). New reference. */
+json_t *cg_lowered_report_json(const cg_lowered *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,178 @@
+/*
+ * The lowering table and cg_lower (include/convgate/lower.h): loads the
+ * source into the editable graph, runs the named lowering, records what it
+ * removed and writes the runtime's graph back as a model.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/lower.h"
+#include "convgate/target.h"
+#include "core/arena.h"
+#include "lower/lower_internal.h"
+#include "target/registry.h"
+
+typedef struct lowering_row {
+    const char *name;
+    cg_lowering_fn fn; /* NULL: the identity */
+    const char *description;
+} lowering_row;
+
+static const lowering_row lowerings[] = {
+    {"none", NULL, "the graph as written: the runtime partitions the ONNX graph itself"},
+#define CG_LOWERING(name, fn, description) {name, fn, description},
+#include "lower/lowerings.def"
+#undef CG_LOWERING
+};
+
+#define LOWERING_COUNT (sizeof lowerings / sizeof lowerings[0])
+
+size_t cg_lowering_count(void) { return LOWERING_COUNT; }
+
+const char *cg_lowering_name(size_t i) { return i < LOWERING_COUNT ? lowerings[i].name : NULL; }
+
+const char *cg_lowering_description(size_t i)
+{
+    return i < LOWERING_COUNT ? lowerings[i].description : NULL;
+}
+
+static const lowering_row *find_lowering(const char *name)
+{
+    for (size_t i = 0; i < LOWERING_COUNT; i++)
+        if (name && strcmp(lowerings[i].name, name) == 0)
+            return &lowerings[i];
+    return NULL;
+}
+
+bool cg_lowering_known(const char *name) { return find_lowering(name) != NULL; }
+
+void cg_lowered_free(cg_lowered *l)
+{
+    if (!l)
+        return;
+    free(l->removed);
+    for (size_t i = 0; i < l->note_count; i++)
+        free(l->notes[i]);
+    free(l->notes);
+    free(l->owned_origins);
+    cg_model_free(l->owned);
+    free(l);
+}
+
+size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out)
+{
+    if (!l || !l->model->graph || i >= l->model->graph->node_count) {
+        *out = NULL;
+        return 0;
+    }
+    *out = l->origin + l->origin_start[i];
+    return l->origin_start[i + 1] - l->origin_start[i];
+}
+
+/* The identity: the runtime partitions the source graph. */
+static cg_status lower_none(cg_lowered *l, cg_error *err)
+{
+    size_t n = l->source->graph ? l->source->graph->node_count : 0;
+    size_t *v = malloc((2 * n + 1) * sizeof *v);
+    if (!v)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = i;
+    for (size_t i = 0; i <= n; i++)
+        v[n + i] = i;
+    l->owned_origins = v;
+    l->origin = v;
+    l->origin_start = v + n;
+    l->model = l->source;
+    return CG_OK;
+}
+
+cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *dims,
+                   size_t dim_count, cg_lowered **out, cg_error *err)
+{
+    *out = NULL;
+    const lowering_row *row = find_lowering(name ? name : "none");
+    if (!row) {
+        char known[256] = "";
+        for (size_t i = 0; i < LOWERING_COUNT; i++) {
+            strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+            strncat(known, lowerings[i].name, sizeof known - strlen(known) - 1);
+        }
+        return cg_error_set(err, CG_USAGE, "unknown lowering '%s' (known: %s)", name, known);
+    }
+    if (!src || !src->graph)
+        return cg_error_set(err, CG_USAGE, "cg_lower: the model has no graph");
+    cg_lowered *l = calloc(1, sizeof *l);
+    if (!l)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    l->lowering = row->name;
+    l->source = src;
+    cg_status st;
+    if (!row->fn) {
+        st = lower_none(l, err);
+    } else {
+        cg_model *mm = calloc(1, sizeof *mm);
+        lg_model m;
+        memset(&m, 0, sizeof m);
+        if (!mm || !(mm->arena = cg_arena_new())) {
+            free(mm);
+            cg_lowered_free(l);
+            return cg_error_set(err, CG_NOMEM, "out of memory");
+        }
+        l->owned = mm;
+        m.source = src;
+        m.arena = mm->arena;
+        m.out = l;
+        cg_type_env *types = NULL;
+        cg_error terr;
+        cg_error_clear(&terr);
+        st = cg_type_env_build_symbolic(src, dims, dim_count, &types, &terr);
+        if (st == CG_NOMEM) {
+            cg_lowered_free(l);
+            return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
+        }
+        if (st != CG_OK) {
+            lg_note(&m, "shapes: only declared shapes are known, the reference run failed (%s)",
+                    terr.msg);
+            types = NULL;
+        }
+        st = lg_load(&m, types, err);
+        cg_type_env_free(types);
+        if (st == CG_OK)
+            st = row->fn(&m, err);
+        if (st == CG_OK && !lg_record_removals(&m))
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+        if (st == CG_OK)
+            st = lg_emit(&m, mm, err);
+        lg_free(&m);
+        l->model = mm;
+    }
+    if (st != CG_OK) {
+        cg_error_prefix(err, "lowering '%s': ", row->name);
+        cg_lowered_free(l);
+        return st;
+    }
+    *out = l;
+    return CG_OK;
+}
+
+cg_status cg_lowering_for_targets(const cg_target *const *targets, size_t count,
+                                  const char **out, cg_error *err)
+{
+    const char *chosen = NULL;
+    const cg_target *by = NULL;
+    for (size_t i = 0; i < count; i++) {
+        const char *lw = targets[i]->lowering ? targets[i]->lowering : "none";
+        if (!chosen) {
+            chosen = lw;
+            by = targets[i];
+        } else if (strcmp(chosen, lw) != 0) {
+            return cg_error_set(err, CG_USAGE,
+                                "targets '%s' and '%s' partition different graphs (preprocess "
+                                "'%s' vs '%s'): place them in separate runs",
+                                by->name, targets[i]->name, chosen, lw);
+        }
+    }
+    *out = chosen ? chosen : "none";
+    return CG_OK;
+}

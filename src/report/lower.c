@@ -1,0 +1,240 @@
+/*
+ * Reports of a lowering (convgate/lower.h): what the runtime's graph
+ * optimizations removed and added, and the node inventory of both graphs,
+ * which tests/scripts/ort_basic.sh compares with ONNX Runtime's own.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/lower.h"
+#include "report/json.h"
+
+typedef struct op_count {
+    char key[160];
+    size_t n;
+} op_count;
+
+typedef struct histogram {
+    op_count *v;
+    size_t n, cap;
+    bool oom;
+} histogram;
+
+static void hist_add(histogram *h, const char *domain, const char *op)
+{
+    char key[160];
+    if (domain && *domain && strcmp(domain, "ai.onnx") != 0)
+        snprintf(key, sizeof key, "%s:%s", domain, op ? op : "?");
+    else
+        snprintf(key, sizeof key, "%s", op ? op : "?");
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->v[i].key, key) == 0) {
+            h->v[i].n++;
+            return;
+        }
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 32;
+        op_count *grown = realloc(h->v, cap * sizeof *grown);
+        if (!grown) {
+            h->oom = true;
+            return;
+        }
+        h->v = grown;
+        h->cap = cap;
+    }
+    snprintf(h->v[h->n].key, sizeof h->v[h->n].key, "%s", key);
+    h->v[h->n++].n = 1;
+}
+
+static int count_cmp(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n < y->n ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+static void hist_graph(histogram *h, const cg_graph *g, bool deep, size_t *nodes)
+{
+    for (size_t i = 0; i < g->node_count; i++) {
+        const cg_node *n = &g->nodes[i];
+        hist_add(h, n->domain, n->op_type);
+        (*nodes)++;
+        if (!deep)
+            continue;
+        for (size_t a = 0; a < n->attr_count; a++) {
+            if (n->attrs[a].g)
+                hist_graph(h, n->attrs[a].g, deep, nodes);
+            for (size_t k = 0; k < n->attrs[a].graphs_count; k++)
+                if (n->attrs[a].graphs[k])
+                    hist_graph(h, n->attrs[a].graphs[k], deep, nodes);
+        }
+    }
+}
+
+static bool in_scope(const cg_lower_removed *r, const char *graph)
+{
+    return !graph || strcmp(r->graph, graph) == 0;
+}
+
+size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->removed_count; i++)
+        n += in_scope(&l->removed[i], graph);
+    return n;
+}
+
+const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, size_t max,
+                                       char *buf, size_t len)
+{
+    histogram h = {0};
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->removed_count; i++)
+        if (in_scope(&l->removed[i], graph))
+            hist_add(&h, l->removed[i].domain, l->removed[i].op_type);
+    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    size_t used = 0;
+    for (size_t i = 0; i < h.n && used + 1 < len; i++) {
+        if (i == max) {
+            snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h.v[i].key, h.v[i].n);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    free(h.v);
+    return buf;
+}
+
+/* "ConstantFolding x12, EliminateIdentity x47" over the removed nodes. */
+static void by_summary(const cg_lowered *l, char *buf, size_t len)
+{
+    histogram h = {0};
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->removed_count; i++)
+        hist_add(&h, NULL, l->removed[i].by);
+    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    size_t used = 0;
+    for (size_t i = 0; i < h.n && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h.v[i].key, h.v[i].n);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    free(h.v);
+}
+
+static size_t node_total(const cg_graph *g)
+{
+    histogram h = {0};
+    size_t n = 0;
+    hist_graph(&h, g, true, &n);
+    free(h.v);
+    return n;
+}
+
+void cg_lowered_report_text(FILE *f, const cg_lowered *l)
+{
+    char buf[1024];
+    size_t before = l->source->graph->node_count, after = l->model->graph->node_count;
+    fprintf(f, "Graph the runtime partitions: preprocess '%s'\n", l->lowering);
+    fprintf(f, "  main graph: %zu nodes -> %zu\n", before, after);
+    size_t all_before = node_total(l->source->graph), all_after = node_total(l->model->graph);
+    if (all_before != before || all_after != after)
+        fprintf(f, "  with control-flow bodies: %zu nodes -> %zu\n", all_before, all_after);
+    size_t main_removed = cg_lowered_removed_count(l, "");
+    fprintf(f, "  removed by the runtime's graph optimizations: %zu", main_removed);
+    if (main_removed)
+        fprintf(f, " (%s)", cg_lowered_removed_summary(l, "", 8, buf, sizeof buf));
+    fputc('\n', f);
+    if (l->removed_count > main_removed)
+        fprintf(f, "  removed in control-flow bodies: %zu (%s)\n", l->removed_count - main_removed,
+                cg_lowered_removed_summary(l, NULL, 8, buf, sizeof buf));
+    if (l->removed_count) {
+        by_summary(l, buf, sizeof buf);
+        fprintf(f, "  by: %s\n", buf);
+    }
+    if (l->added_count)
+        fprintf(f, "  added by them: %zu node(s) with no source node of their op (fusions)\n",
+                l->added_count);
+    for (size_t i = 0; i < l->note_count; i++)
+        fprintf(f, "  note: %s\n", l->notes[i]);
+}
+
+static json_t *hist_json(const cg_graph *g, bool deep, size_t *nodes)
+{
+    histogram h = {0};
+    *nodes = 0;
+    hist_graph(&h, g, deep, nodes);
+    json_t *o = json_object();
+    if (!o || h.oom) {
+        free(h.v);
+        json_decref(o);
+        return NULL;
+    }
+    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    for (size_t i = 0; i < h.n; i++)
+        cg_json_set(o, h.v[i].key, json_integer((json_int_t)h.v[i].n));
+    free(h.v);
+    return o;
+}
+
+static bool inventory_json(json_t *root, const char *key, const cg_graph *g)
+{
+    json_t *inv = json_object();
+    size_t n_main, n_all;
+    json_t *ops = hist_json(g, false, &n_main), *ops_all = hist_json(g, true, &n_all);
+    if (!inv || !ops || !ops_all || cg_json_set(root, key, inv) != 0) {
+        json_decref(inv);
+        json_decref(ops);
+        json_decref(ops_all);
+        return false;
+    }
+    cg_json_set(inv, "nodes", json_integer((json_int_t)n_main));
+    cg_json_set(inv, "ops", ops);
+    cg_json_set(inv, "nodes_all_graphs", json_integer((json_int_t)n_all));
+    cg_json_set(inv, "ops_all_graphs", ops_all);
+    return true;
+}
+
+json_t *cg_lowered_report_json(const cg_lowered *l)
+{
+    json_t *root = json_object(), *removed = json_array(), *notes = json_array();
+    if (!root || !removed || !notes || cg_json_set(root, "removed", removed) != 0 ||
+        cg_json_set(root, "notes", notes) != 0) {
+        json_decref(root);
+        return NULL;
+    }
+    cg_json_set(root, "preprocess", cg_json_text(l->lowering));
+    if (!inventory_json(root, "source", l->source->graph) ||
+        !inventory_json(root, "runtime", l->model->graph)) {
+        json_decref(root);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->removed_count; i++) {
+        const cg_lower_removed *r = &l->removed[i];
+        json_t *o = json_object();
+        if (!o || json_array_append_new(removed, o) != 0) {
+            json_decref(root);
+            return NULL;
+        }
+        cg_json_set(o, "graph", cg_json_text(r->graph));
+        cg_json_set(o, "node", cg_json_text(r->name));
+        cg_json_set(o, "op_type", cg_json_text(r->op_type));
+        if (r->domain[0])
+            cg_json_set(o, "domain", cg_json_text(r->domain));
+        cg_json_set(o, "by", cg_json_text(r->by));
+        cg_json_set(o, "into", r->into ? cg_json_text(r->into) : json_null());
+    }
+    cg_json_set(root, "removed_count", json_integer((json_int_t)l->removed_count));
+    cg_json_set(root, "removed_main_graph",
+                        json_integer((json_int_t)cg_lowered_removed_count(l, "")));
+    cg_json_set(root, "added", json_integer((json_int_t)l->added_count));
+    for (size_t i = 0; i < l->note_count; i++)
+        json_array_append_new(notes, cg_json_text(l->notes[i]));
+    return root;
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Writes src/lower/ort_cpu_kernels.inc: the kernels ONNX Runtime's CPU
+execution provider registers, as (domain, op, since_version range, type),
+from the provider's registration tables at a given ORT revision.
+
+ConstantFolding (onnxruntime/core/optimizer/constant_folding.cc) folds a
+node only when the CPU EP has a kernel for it, and the CPU EP inlines the
+ONNX function body of an op it has no kernel for; both read this table.
+
+  tools/gen_ort_cpu_kernels.py ORT_GIT_DIR REVISION > src/lower/ort_cpu_kernels.inc
+
+ORT_GIT_DIR is a git directory of microsoft/onnxruntime (or a mirror such as
+intel/onnxruntime); REVISION the commit (v1.22.0 is f217402897). Only the
+`class ...KERNEL_CLASS_NAME(kCpuExecutionProvider, ...)` declarations are
+read. Preprocessor blocks are evaluated for the x86-64 Linux release build
+onnxruntime-node ships: MLAS_F16VEC_INTRINSICS_SUPPORTED (ARM64 only) and
+the ENABLE_TRAINING*/USE_* options are undefined, the DISABLE_* options too.
+"""
+import re
+import subprocess
+import sys
+
+FILES = [
+    ("onnxruntime/core/providers/cpu/cpu_execution_provider.cc", None),
+    ("onnxruntime/contrib_ops/cpu/cpu_contrib_kernels.cc", None),
+]
+DOMAINS = {"kOnnxDomain": "", "kMLDomain": "ai.onnx.ml", "kMSDomain": "com.microsoft"}
+TYPES = {
+    "float": 1, "uint8_t": 2, "int8_t": 3, "uint16_t": 4, "int16_t": 5, "int32_t": 6,
+    "int64_t": 7, "string": 8, "std::string": 8, "bool": 9, "MLFloat16": 10, "double": 11,
+    "uint32_t": 12, "uint64_t": 13, "BFloat16": 16, "Float8E4M3FN": 17, "Float8E4M3FNUZ": 18,
+    "Float8E5M2": 19, "Float8E5M2FNUZ": 20, "UInt4x2": 21, "Int4x2": 22,
+}
+DEFINED = set()  # every macro the conditions test is undefined in that build
+
+
+def cond_true(line):
+    line = line.strip()
+    m = re.match(r"#\s*ifdef\s+(\w+)", line)
+    if m:
+        return m.group(1) in DEFINED
+    m = re.match(r"#\s*ifndef\s+(\w+)", line)
+    if m:
+        return m.group(1) not in DEFINED
+    m = re.match(r"#\s*if\s+(.*)", line)
+    expr = m.group(1)
+    expr = re.sub(r"defined\s*\(\s*(\w+)\s*\)", lambda k: "True" if k.group(1) in DEFINED else "False", expr)
+    expr = re.sub(r"defined\s+(\w+)", lambda k: "True" if k.group(1) in DEFINED else "False", expr)
+    expr = expr.replace("&&", " and ").replace("||", " or ").replace("!", " not ")
+    expr = re.sub(r"//.*", "", expr)
+    expr = re.sub(r"\b(?!True\b|False\b|and\b|or\b|not\b)[A-Za-z_]\w*\b", "False", expr)
+    try:
+        return bool(eval(expr))
+    except Exception:
+        return False
+
+
+def rows(text):
+    out = []
+    stack = []  # (active, taken)
+    active = True
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    lines = []
+    for line in text.split("\n"):  # a declaration may span lines
+        if lines and lines[-1].lstrip().startswith("class ONNX_OPERATOR") and ";" not in lines[-1]:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    for line in lines:
+        s = line.strip()
+        if re.match(r"#\s*if", s):
+            t = cond_true(s)
+            stack.append((active, t))
+            active = active and t
+            continue
+        if re.match(r"#\s*elif", s):
+            parent, taken = stack[-1]
+            t = not taken and cond_true("#if " + s.split(None, 1)[1] if " " in s else "#if 0")
+            stack[-1] = (parent, taken or t)
+            active = parent and t
+            continue
+        if re.match(r"#\s*else", s):
+            parent, taken = stack[-1]
+            active = parent and not taken
+            stack[-1] = (parent, True)
+            continue
+        if re.match(r"#\s*endif", s):
+            parent, _ = stack.pop()
+            active = parent
+            continue
+        if not active or not s.startswith("class ONNX_OPERATOR"):
+            continue
+        m = re.match(r"class (ONNX_OPERATOR_\w*KERNEL_CLASS_NAME)\(\s*kCpuExecutionProvider\s*,\s*(\w+)\s*,(.*)\)\s*;", s)
+        if not m:
+            continue
+        kind, dom, args = m.group(1), m.group(2), [a.strip() for a in m.group(3).split(",")]
+        if dom not in DOMAINS:
+            continue
+        versioned = "VERSIONED" in kind
+        typed = "TYPED" in kind
+        start = int(args[0])
+        end = int(args[1]) if versioned else 0
+        rest = args[2:] if versioned else args[1:]
+        ty = TYPES.get(rest[0], -1) if typed else -1
+        op = rest[-1]
+        out.append((DOMAINS[dom], op, start, end, ty))
+    return out
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    git, rev = sys.argv[1], sys.argv[2]
+    allrows = []
+    for path, _ in FILES:
+        text = subprocess.run(["git", "--git-dir", git, "show", "%s:%s" % (rev, path)],
+                              check=True, capture_output=True, text=True).stdout
+        allrows += rows(text)
+    allrows = sorted(set(allrows))
+    print("/* Generated by tools/gen_ort_cpu_kernels.py from ONNX Runtime %s:" % rev)
+    print(" * %s. Do not edit." % ", ".join(p for p, _ in FILES))
+    print(" * X(domain, op, since_start, since_end (0: open), type (ONNX dtype, -1: any)) */")
+    for d, op, s, e, t in allrows:
+        print('X("%s", "%s", %d, %d, %d)' % (d, op, s, e, t))
+
+
+main()
