@@ -46,6 +46,13 @@ typedef struct cg_lower_removed {
     const char *into;    /* runtime node it was fused into, or NULL (removed or folded) */
 } cg_lower_removed;
 
+/* An op and how many runtime-side nodes have it. */
+typedef struct cg_lower_op_count {
+    const char *domain; /* "" for ai.onnx */
+    const char *op_type;
+    size_t count;
+} cg_lower_op_count;
+
 typedef struct cg_lowered {
     const char *lowering;      /* "none", "ort-basic", ... (static string) */
     const cg_model *source;
@@ -62,6 +69,19 @@ typedef struct cg_lowered {
     size_t added_count;
     char **notes;               /* what the lowering could not do, and why */
     size_t note_count;
+    /* Runtime-side ops (all graphs) the runtime's own CPU fallback has no
+     * kernel for: when such a node is left to the CPU, ONNX Runtime's CPU EP
+     * replaces it by its ONNX function body (HardSwish -> HardSigmoid, Mul)
+     * or refuses the model. Empty for lowerings without that notion. */
+    cg_lower_op_count *cpu_missing;
+    size_t cpu_missing_count;
+    /* A transformation edited some graph (the Constant-to-initializer step
+     * of graph construction does not count). ONNX Runtime saves an
+     * optimized model's control-flow bodies as read when no transformer
+     * changed anything (its main graph then needs no proto sync:
+     * graph.cc:4078-4089; any change re-resolves the model, which marks the
+     * nodes holding subgraphs, and so the main graph, for sync). */
+    bool edited;
     /* private */
     cg_model *owned;
     size_t *owned_origins;

@@ -193,7 +193,11 @@ static bool type_from_info(const cg_value_info *vi, lg_type *t)
 
 /* --- index ------------------------------------------------------------------------- */
 
-void lg_touch(lg_graph *g) { g->stale = true; }
+void lg_touch(lg_graph *g)
+{
+    g->stale = true;
+    g->modified = true;
+}
 
 static lg_index_entry *idx_find(lg_graph *g, const char *name)
 {
@@ -1150,6 +1154,27 @@ static cg_status load_graph(lg_model *m, lg_graph *g, const cg_graph *src, lg_gr
     return CG_OK;
 }
 
+/* Clears the modified marks of g and its bodies. */
+void lg_clear_modified(lg_graph *g)
+{
+    g->modified = false;
+    for (size_t n = 0; n < g->node_count; n++)
+        for (size_t a = 0; a < g->nodes[n].attr_count && g->nodes[n].bodies; a++)
+            if (g->nodes[n].bodies[a])
+                lg_clear_modified(g->nodes[n].bodies[a]);
+}
+
+bool lg_any_modified(const lg_graph *g)
+{
+    if (g->modified)
+        return true;
+    for (size_t n = 0; n < g->node_count; n++)
+        for (size_t a = 0; a < g->nodes[n].attr_count && g->nodes[n].bodies; a++)
+            if (g->nodes[n].bodies[a] && lg_any_modified(g->nodes[n].bodies[a]))
+                return true;
+    return false;
+}
+
 cg_status lg_load(lg_model *m, const cg_type_env *types, cg_error *err)
 {
     m->err = err;
@@ -1158,7 +1183,10 @@ cg_status lg_load(lg_model *m, const cg_type_env *types, cg_error *err)
     m->main = lg_alloc(m, 1, sizeof *m->main);
     if (!m->main)
         return cg_error_set(err, CG_NOMEM, "out of memory lowering the model");
-    return load_graph(m, m->main, m->source->graph, NULL, "", types, 0);
+    cg_status st = load_graph(m, m->main, m->source->graph, NULL, "", types, 0);
+    if (st == CG_OK)
+        lg_clear_modified(m->main);
+    return st;
 }
 
 static void free_graph(lg_graph *g)

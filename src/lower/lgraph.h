@@ -112,6 +112,7 @@ struct lg_graph {
     size_t *type_table;
     size_t type_table_cap;
     uint64_t name_counter;        /* for generated names */
+    bool modified;                /* edited since loading (or lg_clear_modified) */
 };
 
 struct lg_model {
@@ -141,8 +142,11 @@ cg_status lg_emit(lg_model *m, cg_model *out, cg_error *err);
 /* The index entry of name in g (NULL when the name is not used or defined
  * in g). Rebuilds the index when stale. */
 const lg_index_entry *lg_lookup(lg_graph *g, const char *name);
-/* Marks g's index stale (after any edit of g). */
+/* Marks g's index stale and g modified (after any edit of g). */
 void lg_touch(lg_graph *g);
+/* Clears the modified marks of g and its bodies; whether any is set. */
+void lg_clear_modified(lg_graph *g);
+bool lg_any_modified(const lg_graph *g);
 
 /* Number of explicit uses plus body uses; whether the name is a graph output. */
 size_t lg_use_count(lg_graph *g, const char *name);

@@ -54,6 +54,7 @@ void cg_lowered_free(cg_lowered *l)
     for (size_t i = 0; i < l->note_count; i++)
         free(l->notes[i]);
     free(l->notes);
+    free(l->cpu_missing);
     free(l->owned_origins);
     cg_model_free(l->owned);
     free(l);

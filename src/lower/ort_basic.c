@@ -124,14 +124,27 @@ bool cg_ort_cpu_has_kernel(const char *domain, const char *op, int since)
 
 /* --- what ONNX shape inference knows -------------------------------------------------- */
 
-/* Ops whose output shape depends on input values that are not inputs of
- * fixed meaning: shape inference cannot give it. */
+/* Ops whose output shape shape inference cannot give from input shapes
+ * (sequences, optionals, string ops). */
 static const char *const ob_data_dependent[] = {
-    "NonZero", "NonMaxSuppression", "Unique", "Compress", "StringSplit", "If", "Loop",
-    "Scan", "SequenceAt", "ConcatFromSequence", "SplitToSequence", "SequenceConstruct",
-    "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength", "SequenceMap",
-    "Optional", "OptionalGetElement", "OptionalHasElement", "TfIdfVectorizer",
-    "RegexFullMatch", "StringConcat", "ImageDecoder"};
+    "SequenceAt", "ConcatFromSequence", "SplitToSequence",
+    "SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength",
+    "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement", "TfIdfVectorizer",
+    "StringSplit", "RegexFullMatch", "StringConcat", "ImageDecoder"};
+
+/* Ops whose output dims depend on input values but whose output rank ONNX
+ * inference still gives: data-dependent sizes (NonZero, ...) and ops whose
+ * shape input is not a constant but keep their input's rank (TopK with a
+ * computed k, Slice with computed starts, ...). Reshape, Squeeze, Unsqueeze
+ * and ConstantOfShape are not here: with a computed shape input their
+ * output has no shape at all. If, Loop and Scan outputs take their rank
+ * from the bodies, whose shapes ORT infers (convgate keeps no body shapes:
+ * the rank comes from the reference run). */
+static const char *const ob_rank_known[] = {
+    "If", "Loop", "Scan", "NonZero", "NonMaxSuppression", "Unique", "Compress", "TopK", "Slice", "Pad", "Tile",
+    "Resize", "Upsample", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+    "CenterCropPad", "Split", "OneHot", "Range", "Expand"};
 
 /* Inputs that fix an op's output shape: inference knows the shape only when
  * they are constants. Bit i: input i. */
@@ -418,6 +431,10 @@ static void refresh_shapes(ob_ctx *c, lg_graph *g)
                                         sizeof ob_data_dependent / sizeof ob_data_dependent[0]);
         bool partial = false;
         unsigned mask = onnx ? shape_input_mask(n->op_type) : 0;
+        bool keeps_rank = onnx && in_list(n->op_type, ob_rank_known,
+                                          sizeof ob_rank_known / sizeof ob_rank_known[0]);
+        if (keeps_rank && !mask)
+            partial = true; /* data-dependent sizes */
         for (size_t i = 0; i < n->input_count && !no_shape; i++) {
             const char *in = n->inputs[i];
             if (!in[0])
@@ -427,7 +444,10 @@ static void refresh_shapes(ob_ctx *c, lg_graph *g)
             bool in_none = !t || !t->has_shape || (st && st->no_shape);
             bool in_partial = !in_none && st;
             if (i < 32 && (mask & (1u << i)) && !lg_constant(g, in, true)) {
-                no_shape = true;
+                if (keeps_rank)
+                    partial = true;
+                else
+                    no_shape = true;
             } else if (reshape && i == 0) {
                 partial = in_none || in_partial; /* the constant shape gives the rank */
             } else if (in_none) {
@@ -3263,6 +3283,39 @@ static void note_unmodelled(ob_ctx *c)
         lg_note(m, "not modelled: ORT's LabelEncoderFusion on %zu LabelEncoder nodes", n);
 }
 
+/* Records the live ops (all graphs) ORT's CPU EP has no kernel for. */
+static void record_cpu_missing(ob_ctx *c, lg_graph *g)
+{
+    cg_lowered *l = c->m->out;
+    for (size_t ni = 0; ni < g->node_count && !c->m->oom; ni++) {
+        const lg_node *n = &g->nodes[ni];
+        if (n->dead)
+            continue;
+        for (size_t a = 0; a < n->attr_count && n->bodies; a++)
+            if (n->bodies[a])
+                record_cpu_missing(c, n->bodies[a]);
+        if (cg_ort_cpu_has_kernel(n->domain, n->op_type, (int)n->since))
+            continue;
+        size_t k = 0;
+        while (k < l->cpu_missing_count && !(strcmp(l->cpu_missing[k].op_type, n->op_type) == 0 &&
+                                             strcmp(l->cpu_missing[k].domain, n->domain) == 0))
+            k++;
+        if (k == l->cpu_missing_count) {
+            cg_lower_op_count *grown = realloc(l->cpu_missing, (k + 1) * sizeof *grown);
+            if (!grown) {
+                c->m->oom = true;
+                return;
+            }
+            l->cpu_missing = grown;
+            l->cpu_missing[k].domain = n->domain;
+            l->cpu_missing[k].op_type = n->op_type;
+            l->cpu_missing[k].count = 0;
+            l->cpu_missing_count++;
+        }
+        l->cpu_missing[k].count++;
+    }
+}
+
 /* --- the lowering -------------------------------------------------------------------------- */
 
 typedef struct ob_step {
@@ -3288,6 +3341,9 @@ cg_status cg_lower_ort_basic(lg_model *m, cg_error *err)
     c.m = m;
     c.err = err;
     constants_to_initializers(&c, m->main);
+    /* the Graph constructor edits the proto it read: that is no "change"
+     * to the saved model (see cg_lowered.edited) */
+    lg_clear_modified(m->main);
     for (int step = 0; step < OB_MAX_STEPS && !m->oom && !c.failed; step++) {
         bool changed = false;
         for (size_t t = 0; t < sizeof ob_steps / sizeof ob_steps[0] && !m->oom && !c.failed; t++)
@@ -3295,8 +3351,11 @@ cg_status cg_lower_ort_basic(lg_model *m, cg_error *err)
         if (!changed)
             break;
     }
-    if (!m->oom && !c.failed)
+    m->out->edited = lg_any_modified(m->main);
+    if (!m->oom && !c.failed) {
         note_unmodelled(&c);
+        record_cpu_missing(&c, m->main);
+    }
     for (size_t i = 0; i < c.opaque_count; i++) {
         free(c.opaque[i]->v);
         free(c.opaque[i]);

@@ -152,8 +152,7 @@ void cg_lowered_report_text(FILE *f, const cg_lowered *l)
         fprintf(f, " (%s)", cg_lowered_removed_summary(l, "", 8, buf, sizeof buf));
     fputc('\n', f);
     if (l->removed_count > main_removed)
-        fprintf(f, "  removed in control-flow bodies: %zu (%s)\n", l->removed_count - main_removed,
-                cg_lowered_removed_summary(l, NULL, 8, buf, sizeof buf));
+        fprintf(f, "  removed in control-flow bodies: %zu\n", l->removed_count - main_removed);
     if (l->removed_count) {
         by_summary(l, buf, sizeof buf);
         fprintf(f, "  by: %s\n", buf);
@@ -161,6 +160,12 @@ void cg_lowered_report_text(FILE *f, const cg_lowered *l)
     if (l->added_count)
         fprintf(f, "  added by them: %zu node(s) with no source node of their op (fusions)\n",
                 l->added_count);
+    for (size_t i = 0; i < l->cpu_missing_count; i++) {
+        const cg_lower_op_count *m = &l->cpu_missing[i];
+        fprintf(f, "  note: no CPU kernel for %s%s%s (%zu node%s): left to the CPU, the runtime "
+                "replaces it by its ONNX function body or refuses the model\n",
+                m->domain, m->domain[0] ? ":" : "", m->op_type, m->count, m->count == 1 ? "" : "s");
+    }
     for (size_t i = 0; i < l->note_count; i++)
         fprintf(f, "  note: %s\n", l->notes[i]);
 }
@@ -234,7 +239,19 @@ json_t *cg_lowered_report_json(const cg_lowered *l)
     cg_json_set(root, "removed_main_graph",
                         json_integer((json_int_t)cg_lowered_removed_count(l, "")));
     cg_json_set(root, "added", json_integer((json_int_t)l->added_count));
+    cg_json_set(root, "edited", json_boolean(l->edited));
     for (size_t i = 0; i < l->note_count; i++)
         json_array_append_new(notes, cg_json_text(l->notes[i]));
+    json_t *missing = json_object();
+    if (!missing || cg_json_set(root, "cpu_missing", missing) != 0) {
+        json_decref(root);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->cpu_missing_count; i++) {
+        char key[160];
+        const cg_lower_op_count *m = &l->cpu_missing[i];
+        snprintf(key, sizeof key, "%s%s%s", m->domain, m->domain[0] ? ":" : "", m->op_type);
+        cg_json_set(missing, key, json_integer((json_int_t)m->count));
+    }
     return root;
 }
