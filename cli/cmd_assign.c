@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "convgate/assign.h"
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "convgate/profile.h"
 #include "convgate/tflite.h"
@@ -174,6 +175,7 @@ int cmd_assign(int argc, char **argv)
     cg_reference_profile ref;
     cli_views views = {0};
     cg_model *model = NULL;
+    cg_lowered *lowered = NULL;
     assign_setting *settings = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -260,11 +262,21 @@ int cmd_assign(int argc, char **argv)
             goto done;
         }
         setting_label(s);
-        if (!place_setting(path, model, &in, &tg, s))
+        if (i == 0) {
+            /* the graph the targets partition (a profile's "preprocess") */
+            const char *lowering;
+            if (cg_lowering_for_targets(tg.list, tg.count, &lowering, &err) != CG_OK ||
+                cg_lower(model, lowering, s->dims, s->dim_count, &lowered, &err) != CG_OK) {
+                cli_error("assign", "%s: %s", path, err.msg);
+                goto done;
+            }
+        }
+        if (!place_setting(path, lowered->model, &in, &tg, s))
             goto done;
+        s->placement->lowered = lowered;
     }
     if (timed && settings[0].types) {
-        if (cg_profile_quick_estimate(model, settings[0].types, &in.random,
+        if (cg_profile_quick_estimate(lowered->model, settings[0].types, &in.random,
                                       settings[0].placement->main, &estimate, &ref, &err) == CG_OK)
             settings[0].placement->time = &estimate;
         else
@@ -302,8 +314,8 @@ int cmd_assign(int argc, char **argv)
         }
     }
     if (cli_views_wanted(&views)) {
-        cg_graph_view gv = {model, settings[0].placement->main, ref.node_ms, NULL, NULL, 0,
-                            tg.list, tg.count};
+        cg_graph_view gv = {lowered->model, settings[0].placement->main, ref.node_ms, NULL, NULL,
+                            0, tg.list, tg.count};
         char title[4300];
         snprintf(title, sizeof title, "convgate assign %s --target %s", path, tg.label);
         rc = cli_views_write("assign", &views, rc, root, title, &gv);
@@ -326,6 +338,7 @@ done:
     }
     free(settings);
     cli_targets_free(&tg);
+    cg_lowered_free(lowered);
     cg_model_free(model);
     cli_inputs_free(&in);
     return rc;

@@ -14,6 +14,7 @@
 #include "convgate/against.h"
 #include "convgate/gate.h"
 #include "convgate/golden.h"
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "core/path.h"
 #include "report/json.h"
@@ -335,7 +336,9 @@ int cmd_gate(int argc, char **argv)
             cg_graph_view_output *outs = calloc(jr->output_count + 1, sizeof *outs);
             for (size_t o = 0; outs && o < jr->output_count; o++)
                 outs[o] = (cg_graph_view_output){jr->outputs[o].name, &jr->outputs[o].merged};
-            cg_graph_view gv = {model, rep.assignment, rep.node_ms,
+            /* the placement indexes the graph the targets partition */
+            const cg_model *placed = rep.lowered ? rep.lowered->model : model;
+            cg_graph_view gv = {placed, rep.assignment, rep.node_ms,
                                 rep.bisected ? &rep.bisect : NULL, outs, jr->output_count,
                                 tg.list, tg.count};
             char title[4300];

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "convgate/assign.h"
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "convgate/profile.h"
 #include "report/report.h"
@@ -134,6 +135,7 @@ int cmd_profile(int argc, char **argv)
     cg_cost_assumptions assume;
     cg_model *model = NULL;
     cg_type_env *types = NULL;
+    cg_lowered *lowered = NULL;
     cg_assignment *a = NULL;
     cg_named_value *feeds = NULL;
     cg_reference_profile ref;
@@ -180,21 +182,31 @@ int cmd_profile(int argc, char **argv)
     }
     if (!(model = cli_model_for("profile", path, &in, &tg)))
         goto done;
-    /* the type environment gives the input shapes (and the placement its types) */
-    cg_progress progress = cli_progress();
-    if (cg_type_env_build_with(model, in.dims, in.dim_count, &in.random, &types, &err) != CG_OK ||
-        cg_profile_feeds_make(model, types, &in.random, &feeds, &feed_count, &err) != CG_OK ||
-        (!tg.count && cg_profile_reference(model, feeds, feed_count, runs, true, &progress, &ref,
-                                           &err) != CG_OK)) {
+    /* the graph the targets partition (a profile's "preprocess") is what runs */
+    const char *lowering = "none";
+    if (tg.count &&
+        (cg_lowering_for_targets(tg.list, tg.count, &lowering, &err) != CG_OK ||
+         cg_lower(model, lowering, in.dims, in.dim_count, &lowered, &err) != CG_OK)) {
         cli_error("profile", "%s: %s", path, err.msg);
         goto done;
     }
-    cg_profile_view r = {path, model, &assume, &ref, NULL, NULL, &est, false, verdict, top,
+    const cg_model *placed = lowered ? lowered->model : model;
+    /* the type environment gives the input shapes (and the placement its types) */
+    cg_progress progress = cli_progress();
+    if (cg_type_env_build_with(placed, in.dims, in.dim_count, &in.random, &types, &err) !=
+            CG_OK ||
+        cg_profile_feeds_make(placed, types, &in.random, &feeds, &feed_count, &err) != CG_OK ||
+        (!tg.count && cg_profile_reference(placed, feeds, feed_count, runs, true, &progress,
+                                           &ref, &err) != CG_OK)) {
+        cli_error("profile", "%s: %s", path, err.msg);
+        goto done;
+    }
+    cg_profile_view r = {path, placed, &assume, &ref, NULL, NULL, &est, false, verdict, top,
                          NULL, 0};
     if (tg.count) {
         char base[1024], timed[1024];
-        if (cg_assign(model, types, tg.list, tg.count, &a, &err) != CG_OK ||
-            cg_profile_target(model, types, a, feeds, feed_count, runs, &progress, &ref, &tp,
+        if (cg_assign(placed, types, tg.list, tg.count, &a, &err) != CG_OK ||
+            cg_profile_target(placed, types, a, feeds, feed_count, runs, &progress, &ref, &tp,
                               &err) != CG_OK ||
             cg_profile_estimate(a, &ref, &tp, &assume, &est, &r.any_profiled, &err) != CG_OK) {
             cli_error("profile", "%s: %s", path, err.msg);
@@ -206,11 +218,22 @@ int cmd_profile(int argc, char **argv)
         cg_cost_verdict_text(&est, a, timed, sizeof timed);
         snprintf(verdict, sizeof verdict, "%s; %s", base, timed);
     }
-    const char *notes[16];
+    const char *notes[17];
     r.note_count = cg_type_env_note_count(types);
     r.note_count = r.note_count > 16 ? 16 : r.note_count;
     for (size_t i = 0; i < r.note_count; i++)
         notes[i] = cg_type_env_note(types, i);
+    char lowered_note[768];
+    if (lowered && strcmp(lowered->lowering, "none") != 0) {
+        char removed[512];
+        snprintf(lowered_note, sizeof lowered_note, "timed on the graph the targets partition "
+                 "(preprocess '%s'): %zu nodes of the file -> %zu; removed by the runtime's "
+                 "graph optimizations: %zu (%s)", lowered->lowering,
+                 model->graph->node_count, placed->graph->node_count,
+                 cg_lowered_removed_count(lowered, ""),
+                 cg_lowered_removed_summary(lowered, "", 6, removed, sizeof removed));
+        notes[r.note_count++] = lowered_note;
+    }
     r.notes = notes;
     rc = CG_EXIT_OK;
     cli_progress_clear();
@@ -225,6 +248,7 @@ done:
     cg_profile_feeds_free(feeds, feed_count);
     cg_assignment_free(a);
     cg_type_env_free(types);
+    cg_lowered_free(lowered);
     cli_targets_free(&tg);
     cg_model_free(model);
     cli_inputs_free(&in);

@@ -55,6 +55,12 @@ typedef struct cg_placement {
      * TFLite ops and state each target's residency as LiteRT's delegates log
      * it. Set by the caller. */
     bool tflite_ops;
+    /* The lowering that made `model` from the file the user gave (the graph
+     * the targets partition: convgate/lower.h), or NULL when the model is
+     * the file's graph. The report shows what the runtime's graph
+     * optimizations removed apart from what runs on the CPU. Set by the
+     * caller, borrowed. */
+    const struct cg_lowered *lowered;
 } cg_placement;
 
 CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg_type_env *types,

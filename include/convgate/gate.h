@@ -93,6 +93,12 @@ typedef struct cg_gate_report {
     double time_coverage;    /* share of reference CPU time on targets, [0, 1]; <0 unknown */
     char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU" */
     char verdict_text[512];  /* cg_assign_verdict's sentence */
+    /* The graph the targets partition (convgate/lower.h): its preprocess
+     * ("none": the file's graph), the nodes the runtime's graph
+     * optimizations removed (main graph) and "Identity x47, ..." */
+    char preprocess[32];
+    size_t removed_by_runtime;
+    char removed_detail[256];
     char runs_detail[600];
 
     cg_gate_state matches;
@@ -112,11 +118,14 @@ typedef struct cg_gate_report {
     /* What the per-node views (HTML report, Model Explorer overlays) draw:
      * gate 2's placement (NULL when gate 2 did not place the graph; it
      * borrows the model and the options' targets, which must outlive the
-     * report) and the reference run's time per node in ms (NULL when that
-     * run failed). Owned by the report. */
+     * report), the reference run's time per node in ms (NULL when that
+     * run failed), both indexed by the nodes of `lowered->model`, the graph
+     * the targets partition (convgate/lower.h; NULL when gate 2 did not get
+     * that far). Owned by the report. */
     struct cg_type_env *types;
     cg_assignment *assignment;
     double *node_ms;
+    struct cg_lowered *lowered;
 } cg_gate_report;
 
 /* Runs the gates on `model` (loaded from model_path). CG_OK whenever the

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "convgate/assign.h"
+#include "convgate/lower.h"
 #include "convgate/profile.h"
 #include "report/report.h"
 #include "target/registry.h"
@@ -241,11 +242,30 @@ static void ar_delegate_line(const cg_assignment *a, size_t t, char *buf, size_t
              on, a->targets[t]->name, n - on);
 }
 
+/* "Graph partitioned: ..." and the removed nodes, for a lowered model. */
+static void ar_lowered_text(FILE *f, const cg_lowered *l)
+{
+    char buf[512];
+    size_t removed = cg_lowered_removed_count(l, "");
+    fprintf(f, "Graph partitioned: preprocess '%s': %zu nodes of the file -> %zu on the runtime's "
+            "side\n", l->lowering, l->source->graph->node_count, l->model->graph->node_count);
+    fprintf(f, "  removed by the runtime's graph optimizations: %zu", removed);
+    if (removed)
+        fprintf(f, " (%s)", cg_lowered_removed_summary(l, "", 6, buf, sizeof buf));
+    fputc('\n', f);
+    if (l->removed_count > removed)
+        fprintf(f, "  removed in control-flow bodies: %zu\n", l->removed_count - removed);
+    if (l->added_count)
+        fprintf(f, "  added by them (fusions): %zu\n", l->added_count);
+}
+
 void cg_assign_report_text(FILE *f, const cg_placement *p)
 {
     const cg_assignment *a = p->main;
     char text[1024];
 
+    if (p->lowered && strcmp(p->lowered->lowering, "none") != 0)
+        ar_lowered_text(f, p->lowered);
     if (p->tflite_ops) {
         cg_assign_residency_in(a, "TFLite ops", text, sizeof text);
         fprintf(f, "%s (main subgraph)\n", text);
@@ -279,8 +299,18 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
             fputc('\n', f);
         }
     }
-    if ((p->types && cg_type_env_note_count(p->types)) || p->types_error) {
+    bool lowered_notes = p->lowered && (p->lowered->note_count || p->lowered->cpu_missing_count);
+    if ((p->types && cg_type_env_note_count(p->types)) || p->types_error || lowered_notes) {
         fprintf(f, "Notes:\n");
+        for (size_t i = 0; p->lowered && i < p->lowered->note_count; i++)
+            fprintf(f, "  preprocess: %s\n", p->lowered->notes[i]);
+        for (size_t i = 0; p->lowered && i < p->lowered->cpu_missing_count; i++) {
+            const cg_lower_op_count *m = &p->lowered->cpu_missing[i];
+            fprintf(f, "  preprocess: the runtime's CPU fallback has no kernel for %s%s%s (%zu "
+                    "node%s): on the CPU it runs the op's ONNX function body instead, or refuses "
+                    "the model\n", m->domain, m->domain[0] ? ":" : "", m->op_type, m->count,
+                    m->count == 1 ? "" : "s");
+        }
         if (p->types_error)
             cg_text_printf(f, "  tensor types unknown (rules that need one refuse the node): %s\n",
                            p->types_error);
@@ -491,6 +521,13 @@ json_t *cg_assign_report_json(const cg_placement *p)
         ok = ar_push(bodies, jb) && ar_set(jb, "path", cg_json_text(p->bodies[i].path)) &&
              ar_set(jb, "depth", json_integer(p->bodies[i].depth)) &&
              ar_json_assignment(jb, p->bodies[i].assignment, true);
+    }
+    if (ok && p->lowered) {
+        json_t *lw = cg_lowered_report_json(p->lowered);
+        ok = ar_set(root, "preprocess", lw) &&
+             ar_set(root, "nodes_in_file", json_integer((json_int_t)p->lowered->source->graph->node_count)) &&
+             ar_set(root, "removed_by_runtime",
+                    json_integer((json_int_t)cg_lowered_removed_count(p->lowered, "")));
     }
     ok = ok && ar_set(root, "notes", notes = json_array()) &&
          ar_set(root, "types_error",

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "convgate/gate.h"
 #include "core/text.h"
@@ -24,6 +25,11 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
                        r->boundaries == 1 ? "y" : "ies");
         if (r->time_coverage >= 0)
             fprintf(f, ", %.1f%% of reference time on target", 100.0 * r->time_coverage);
+        if (r->preprocess[0] && strcmp(r->preprocess, "none") != 0)
+            cg_text_printf(f, "\n       graph partitioned: preprocess '%s'; removed by the "
+                           "runtime's graph optimizations: %zu%s%s%s", r->preprocess,
+                           r->removed_by_runtime, r->removed_by_runtime ? " (" : "",
+                           r->removed_detail, r->removed_by_runtime ? ")" : "");
         cg_text_printf(f, "\n       %s", r->runs_detail);
     }
     fputc('\n', f);
@@ -113,6 +119,8 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
     if (r->runs != CG_GATE_NOT_RUN) {
         cg_json_set(g2, "residency", cg_json_text(r->residency));
         cg_json_set(g2, "nodes", json_integer((json_int_t)r->node_count));
+        cg_json_set(g2, "preprocess", cg_json_text(r->preprocess));
+        cg_json_set(g2, "removed_by_runtime", json_integer((json_int_t)r->removed_by_runtime));
         cg_json_set(g2, "nodes_on_target", json_integer((json_int_t)r->nodes_on_targets));
         cg_json_set(g2, "partitions", json_integer((json_int_t)r->partitions));
         cg_json_set(g2, "boundaries", json_integer((json_int_t)r->boundaries));

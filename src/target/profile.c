@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "convgate/lower.h"
 #include "convgate/schema.h"
 #include "ir/walk.h"
 #include "core/file.h"
@@ -141,6 +142,7 @@ typedef struct pf_profile {
     size_t op_count;
     /* storage behind target's const pointers */
     char **no_single, **stop, **not_modelled;
+    char *lowering; /* "preprocess", or NULL */
 } pf_profile;
 
 /* --- freeing ------------------------------------------------------------------- */
@@ -207,6 +209,7 @@ static void profile_free(pf_profile *p)
     strings_free(p->no_single, p->target.rules.no_single_op_count);
     strings_free(p->stop, p->target.rules.stop_op_count);
     strings_free(p->not_modelled, p->target.not_modelled_count);
+    free(p->lowering);
     for (size_t i = 0; i < p->source_count; i++) {
         free((char *)p->sources[i].repo);
         free((char *)p->sources[i].path);
@@ -1203,7 +1206,7 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
     static const char *const keys[] = {"format_version", "name", "runtime", "version",
                                        "description", "sources", "fallback", "precision",
                                        "layout", "crossing", "partition", "limits",
-                                       "not_modelled", "ops", NULL};
+                                       "not_modelled", "ops", "preprocess", NULL};
     cg_status st = expect_object(ps, root, "$");
     if (st == CG_OK)
         st = check_keys(ps, root, "$", keys);
@@ -1238,6 +1241,12 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
             st = perr(ps, "$.fallback", "'%s' is not \"cpu\" or \"fail\"", fallback);
     }
     free(fallback);
+    if (st == CG_OK)
+        st = get_string(ps, root, "$", "preprocess", false, &p->lowering);
+    if (st == CG_OK && p->lowering && !cg_lowering_known(p->lowering))
+        st = perr(ps, "$.preprocess", "'%s' is not a known preprocess (`convgate lower --help`)",
+                  p->lowering);
+    p->target.lowering = p->lowering;
     if (st == CG_OK)
         st = parse_sources(ps, root, p);
     if (st == CG_OK)

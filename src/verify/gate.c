@@ -8,6 +8,7 @@
  * the first failing sample. The report is rendered in src/report/gate.c.
  */
 #include "convgate/gate.h"
+#include "convgate/lower.h"
 #include "convgate/tflite.h"
 
 #include <inttypes.h>
@@ -148,15 +149,13 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
 {
     cg_type_env *types = NULL;
     cg_assignment *a = NULL;
+    cg_lowered *lowered = NULL;
     cg_error terr;
     cg_status st;
     char label[128], msg[1024];
-    const cg_graph *g = model->graph;
     cg_error_clear(&terr);
     r->runs = CG_GATE_FAIL;
-    r->node_count = g->node_count;
     r->time_coverage = -1;
-    cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
     /* placed at sample 0's shapes: its fed tensors size the symbolic and
      * unnamed dims, as gate 3's target paths will be */
     cg_dim_binding binds[CG_PARITY_MAX_DIMS];
@@ -168,6 +167,21 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         nb = opt->dim_count < CG_PARITY_MAX_DIMS ? opt->dim_count : CG_PARITY_MAX_DIMS;
         memcpy(binds, opt->dims, nb * sizeof *binds);
     }
+    /* placement is judged on the graph the targets partition */
+    const char *lowering;
+    if ((st = cg_lowering_for_targets(opt->targets, opt->target_count, &lowering, err)) !=
+            CG_OK ||
+        (st = cg_lower(model, lowering, binds, nb, &lowered, err)) != CG_OK) {
+        cg_error_prefix(err, "gate 2: ");
+        return st;
+    }
+    model = lowered->model;
+    const cg_graph *g = model->graph;
+    r->node_count = g->node_count;
+    snprintf(r->preprocess, sizeof r->preprocess, "%s", lowered->lowering);
+    r->removed_by_runtime = cg_lowered_removed_count(lowered, "");
+    cg_lowered_removed_summary(lowered, "", 6, r->removed_detail, sizeof r->removed_detail);
+    cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
     st = cg_type_env_build_with(model, binds, nb, opt->random, &types, &terr);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
@@ -227,9 +241,11 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->runs = CG_GATE_PASS;
     snprintf(r->runs_detail, sizeof r->runs_detail, "%.500s", r->verdict_text);
 done:
-    /* kept for the per-node views; freed with the report */
+    /* kept for the per-node views (they index the lowered graph); freed
+     * with the report */
     r->assignment = a;
     r->types = types;
+    r->lowered = lowered;
     return st;
 }
 
@@ -401,6 +417,7 @@ void cg_gate_report_free(cg_gate_report *r)
     cg_bisect_result_free(&r->bisect);
     cg_assignment_free(r->assignment);
     cg_type_env_free(r->types);
+    cg_lowered_free(r->lowered);
     free(r->node_ms);
     memset(r, 0, sizeof *r);
 }
