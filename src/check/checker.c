@@ -1115,8 +1115,10 @@ static void visit_node(checker *ck, const cg_node *n, size_t index, scope *sc,
         bool defined = own_scope_only ? set_has(&sc->names, in) : scope_has_any(sc, in);
         if (!defined)
             ERR(ck, "topo-order",
-                "input '%s' is not a graph input, initializer, or output of an earlier node%s", in,
-                own_scope_only ? " or function input" : " (or outer-scope value)");
+                "input '%s' is not a graph input, initializer, or output of an earlier node%s "
+                "(nodes out of order are sorted when they form no cycle: this one is undefined "
+                "or part of a cycle)",
+                in, own_scope_only ? " or function input" : " (or outer-scope value)");
     }
     /* Before the outputs are added: a subgraph may not see the node's own
      * outputs, and must not collide with them either. */
@@ -1152,6 +1154,11 @@ static void check_graph(checker *ck, const cg_graph *g, const scope *parent, con
     ck->depth++;
     if (str_empty(g->name))
         ERR(ck, "graph-name", "graph has an empty name");
+    if (g->reordered_nodes)
+        WARN(ck, "topo-order",
+             "the nodes are not in topological order (%zu moved): convgate sorted them, as ONNX "
+             "Runtime does; ONNX requires the order and onnx.checker rejects the model",
+             g->reordered_nodes);
     for (size_t i = 0; i < g->input_count; i++)
         check_value_info(ck, &g->inputs[i], gc, "input", i);
     for (size_t i = 0; i < g->output_count; i++)
@@ -1181,10 +1188,18 @@ static void check_graph(checker *ck, const cg_graph *g, const scope *parent, con
             ck->oom = true;
         check_tensor(ck, t, what);
         if (ck->ir_version <= 3) {
-            if (!set_has(&sc.names, t->name))
-                ERR(ck, "init-not-input",
-                    "initializer '%s' is not a graph input (required for IR version <= 3)",
-                    t->name);
+            /* onnx.checker makes this an error; ONNX Runtime loads such a
+             * model (the initializer is a constant) and writes them itself
+             * when constant folding adds an initializer to an IR 3 model */
+            if (!set_has(&sc.names, t->name)) {
+                WARN(ck, "init-not-input",
+                     "initializer '%s' is not a graph input (IR version <= 3 wants every "
+                     "initializer listed as an input; onnx.checker rejects this, ONNX Runtime "
+                     "accepts it)",
+                     t->name);
+                if (!set_add(&sc.names, t->name))
+                    ck->oom = true;
+            }
         } else if (!set_add(&sc.names, t->name)) {
             ck->oom = true;
         }

@@ -67,9 +67,19 @@ static void test_counts_match_formals(void)
 
 static void test_lookup(void)
 {
+    const cg_schema *s0;
     EXPECT(cg_schema_max_opset("") == 21, "max ai.onnx opset %d", cg_schema_max_opset(""));
     EXPECT(cg_schema_max_opset("ai.onnx") == 21, "alias: %d", cg_schema_max_opset("ai.onnx"));
-    EXPECT(cg_schema_max_opset("ai.onnx.ml") == 3, "ml: %d", cg_schema_max_opset("ai.onnx.ml"));
+    /* ai.onnx.ml 5: ONNX Runtime writes it into every model it saves */
+    EXPECT(cg_schema_max_opset("ai.onnx.ml") == 5, "ml: %d", cg_schema_max_opset("ai.onnx.ml"));
+    s0 = cg_schema_find("ai.onnx.ml", "LabelEncoder", 5);
+    EXPECT(s0 && s0->since_version == 4, "LabelEncoder@ml5 -> %d", s0 ? s0->since_version : -1);
+    s0 = cg_schema_find("ai.onnx.ml", "TreeEnsemble", 4);
+    EXPECT(s0 == NULL, "TreeEnsemble exists before ai.onnx.ml 5");
+    s0 = cg_schema_find("ai.onnx.ml", "TreeEnsemble", 5);
+    EXPECT(s0 && s0->since_version == 5 && cg_schema_find_attr(s0, "tree_roots") &&
+               cg_schema_find_attr(s0, "tree_roots")->required,
+           "TreeEnsemble@ml5");
     EXPECT(cg_schema_known_domain("ai.onnx.preview.training"), "preview.training");
     EXPECT(!cg_schema_known_domain("com.example"), "custom domain known");
 
