@@ -95,6 +95,10 @@ def mutants(root):
     yield "not_topological", m
 
     m = load(root, "test_celu_expanded")
+    m.graph.node[0].input.append(m.graph.node[-1].output[0])
+    yield "cycle", m
+
+    m = load(root, "test_celu_expanded")
     m.graph.node[1].output[0] = m.graph.node[0].output[0]
     yield "not_ssa", m
 

@@ -240,6 +240,10 @@ struct cg_graph { /* GraphProto */
     cg_tensor_annotation *quant_annotations;
     size_t quant_annotation_count;
     cg_bytes unknown;
+    /* Not part of the proto: nodes the loader moved to put the graph in
+     * topological order (ONNX Runtime accepts out-of-order nodes and sorts
+     * them; the loader does the same and the checker warns). 0: as written. */
+    size_t reordered_nodes;
 };
 
 typedef struct cg_function { /* FunctionProto */

@@ -30,4 +30,9 @@ cg_status cg_register_tensor(rd_ctx *c, cg_tensor_proto *t);
  * model->base_dir, mapping each distinct file once. */
 cg_status cg_resolve_external(rd_ctx *c, cg_model *model);
 
+/* Sorts every graph of m whose nodes are acyclic but out of topological
+ * order (stably) and records how many nodes moved in the graph's
+ * reordered_nodes; cyclic graphs are left as they are (src/load/topo.c). */
+cg_status cg_sort_topological(cg_model *m, cg_error *err);
+
 #endif

@@ -101,6 +101,8 @@ static cg_status parse_into(cg_model *m, const uint8_t *data, size_t size, const
     cg_status st = cg_read_model(&c, data, size, m);
     if (st == CG_OK && c.opt.load_external_data)
         st = cg_resolve_external(&c, m);
+    if (st == CG_OK)
+        st = cg_sort_topological(m, err);
     free(c.tensors);
     return st;
 }

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/check.h"
 #include "convgate/model.h"
+#include "core/arena.h"
+#include "load/load_internal.h"
 #include "load/pbwire.h"
 #include "testlib.h"
 
@@ -196,6 +199,85 @@ static void test_external_from_bytes(void)
     cg_model_free(holder);
 }
 
+/* Out-of-order but acyclic graphs are sorted at load (stably) and the
+ * checker warns; a real cycle is left as written and stays an error. */
+static void test_topological_sort(void)
+{
+    char path[512];
+    cg_model *m = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    snprintf(path, sizeof path, "%s/tests/data/bad/graph/not_topological.onnx", CG_SOURCE_DIR);
+    EXPECT(cg_model_load(path, NULL, &m, &err) == CG_OK, "%s", err.msg);
+    if (m) {
+        const cg_graph *g = m->graph;
+        EXPECT(g->node_count == 2 && strcmp(g->nodes[0].name, "first") == 0 &&
+                   strcmp(g->nodes[1].name, "second") == 0 && g->reordered_nodes == 2,
+               "sorted order: %s, %s (moved %zu)", g->nodes[0].name, g->nodes[1].name,
+               g->reordered_nodes);
+        cg_check_report r;
+        EXPECT(cg_check_model(m, NULL, &r, &err) == CG_OK && r.error_count == 0 &&
+                   r.warning_count == 1 && r.count == 1 &&
+                   strcmp(r.problems[0].rule, "topo-order") == 0 &&
+                   strstr(r.problems[0].message, "sorted them") != NULL,
+               "one topo-order warning, no error");
+        cg_check_report_free(&r);
+        cg_model_free(m);
+    }
+    m = NULL;
+    snprintf(path, sizeof path, "%s/tests/data/bad/graph/cycle.onnx", CG_SOURCE_DIR);
+    EXPECT(cg_model_load(path, NULL, &m, &err) == CG_OK, "%s", err.msg);
+    if (m) {
+        EXPECT(m->graph->reordered_nodes == 0 && strcmp(m->graph->nodes[0].name, "a") == 0,
+               "a cycle is left as written");
+        cg_check_report r;
+        EXPECT(cg_check_model(m, NULL, &r, NULL) == CG_INVALID && r.error_count >= 1 &&
+                   strcmp(r.problems[0].rule, "topo-order") == 0,
+               "a cycle is a topo-order error");
+        cg_check_report_free(&r);
+        cg_model_free(m);
+    }
+
+    /* In memory: a node whose If body reads a value produced after it must
+     * move after the producer; the independent node keeps its place. */
+    cg_model mm;
+    memset(&mm, 0, sizeof mm);
+    mm.arena = cg_arena_new();
+    EXPECT(mm.arena != NULL, "arena");
+    if (!mm.arena)
+        return;
+    static const char *body_in[1] = {"t"}, *body_out[1] = {"u"};
+    static cg_node body_node;
+    body_node = (cg_node){.inputs = body_in, .input_count = 1, .outputs = body_out,
+                          .output_count = 1, .op_type = "Identity", .name = "inner"};
+    static cg_value_info body_outputs[1];
+    body_outputs[0] = (cg_value_info){.name = "u"};
+    static cg_graph body;
+    body = (cg_graph){.name = "then", .nodes = &body_node, .node_count = 1,
+                      .outputs = body_outputs, .output_count = 1};
+    static cg_attr then_attr;
+    then_attr = (cg_attr){.name = "then_branch", .type = CG_ATTR_GRAPH, .has_type = true,
+                          .g = &body};
+    static const char *if_in[1] = {"c"}, *if_out[1] = {"y"}, *p_in[1] = {"x"}, *p_out[1] = {"t"},
+                      *z_in[1] = {"x"}, *z_out[1] = {"z"};
+    cg_node nodes[3] = {
+        {.inputs = if_in, .input_count = 1, .outputs = if_out, .output_count = 1,
+         .op_type = "If", .name = "if", .attrs = &then_attr, .attr_count = 1},
+        {.inputs = z_in, .input_count = 1, .outputs = z_out, .output_count = 1,
+         .op_type = "Relu", .name = "independent"},
+        {.inputs = p_in, .input_count = 1, .outputs = p_out, .output_count = 1,
+         .op_type = "Relu", .name = "producer"}};
+    cg_graph g = {.name = "main", .nodes = nodes, .node_count = 3};
+    mm.graph = &g;
+    EXPECT(cg_sort_topological(&mm, &err) == CG_OK, "%s", err.msg);
+    EXPECT(strcmp(g.nodes[0].name, "independent") == 0 &&
+               strcmp(g.nodes[1].name, "producer") == 0 && strcmp(g.nodes[2].name, "if") == 0 &&
+               g.reordered_nodes == 3,
+           "body reads count as dependencies: %s, %s, %s", g.nodes[0].name, g.nodes[1].name,
+           g.nodes[2].name);
+    cg_arena_free(mm.arena);
+}
+
 int main(void)
 {
     test_varint();
@@ -204,5 +286,6 @@ int main(void)
     test_malformed();
     test_serialize_stable();
     test_external_from_bytes();
+    test_topological_sort();
     return test_done("test_load");
 }
