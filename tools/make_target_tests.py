@@ -70,6 +70,19 @@ RULES = base("rules", ops={
     "Neg": {"inputs": [{"index": 0, "max_rank": 1, "when": {"opset_at_least": 14}}]},
 })
 
+# target parameters, condition lists, constant values, dims-of-input
+PARAMS = base("params", parameters={
+    "level": {"default": 3, "min": 1, "max": 5, "note": "test level"}},
+    ops={
+    "Softmax": {"requires": {"parameter": "level", "min": 2},
+                "inputs": [{"index": 0, "ranks": [2],
+                            "when": [{"opset_at_least": 13}, {"parameter": "level", "max": 3}]}]},
+    "Clip": {"inputs": [{"index": 1, "values": [0, -1]},
+                        {"index": 2, "values": [6], "when": {"input": 1, "value_in": [0]}}]},
+    "AveragePool": {"attributes": [{"name": "kernel_shape",
+                                    "equals_dims_of": {"input": 0, "from": 2}}]},
+})
+
 LIMITS = base("limits", layout="nhwc", crossing={"fixed_us": 7.5, "bandwidth_gbps": 3},
               limits={
     "max_rank": 4, "max_dim": {"value": 100, "note": "test max dim"},
@@ -99,6 +112,10 @@ BAD = {
     "bad_layout.json": base("bad", layout="hwc"),
     "bad_crossing.json": base("bad", crossing={"fixed_us": 20}),
     "bad_bandwidth.json": base("bad", crossing={"fixed_us": 20, "bandwidth_gbps": 0}),
+    "bad_param.json": base("bad", ops={"Relu": {"requires": {"parameter": "api", "min": 2}}}),
+    "bad_param_default.json": base("bad", parameters={
+        "api": {"default": 9, "min": 1, "max": 5}}),
+    "bad_preprocess.json": base("bad", preprocess="magic"),
 }
 
 
@@ -191,6 +208,43 @@ def models():
     unary("when_ranks_ok", "Identity", [2, 3, 4], elem=F16)
     unary("when_opset", "Neg", [2, 3], opset=14)
     unary("when_opset_ok", "Neg", [2, 3], opset=13)
+    # params.json and the shipped ORT EP profiles' rules
+    unary("softmax_3d", "Softmax", [2, 3, 4], opset=13)
+    unary("softmax_2d", "Softmax", [2, 3], opset=13)
+    unary("elu", "Elu", [2, 3], opset=13)
+    unary("softmax_4d_axis1", "Softmax", [1, 2, 3, 4], opset=13, axis=1)
+    for nm, lo, hi in (("clip_relu6", 0, 6), ("clip_relu1", -1, 1), ("clip_0_5", 0, 5),
+                       ("clip_2_6", 2, 6)):
+        save(nm, [h.make_node("Clip", ["x", "lo", "hi"], ["y"], name="n")],
+             [vi("x", F32, [2])], [vi("y", F32, [2])],
+             [init("lo", np.array(lo, f)), init("hi", np.array(hi, f))])
+    save("clip_runtime_min", [h.make_node("Clip", ["x", "lo", "hi"], ["y"], name="n")],
+         [vi("x", F32, [2]), vi("lo", F32, [])], [vi("y", F32, [2])],
+         [init("hi", np.array(6, f))])
+    unary("clip6_relu1", "Clip", [2], opset=6, min=-1.0, max=1.0)
+    unary("clip6_0_1", "Clip", [2], opset=6, min=0.0, max=1.0)
+    save("matmul_2d_const", [h.make_node("MatMul", ["a", "b"], ["y"], name="n")],
+         [vi("a", F32, [2, 3])], [vi("y", F32, [2, 4])], [init("b", np.ones((3, 4), f))])
+    save("matmul_2d_runtime", [h.make_node("MatMul", ["a", "b"], ["y"], name="n")],
+         [vi("a", F32, [2, 3]), vi("b", F32, [3, 4])], [vi("y", F32, [2, 4])])
+    save("matmul_3d", [h.make_node("MatMul", ["a", "b"], ["y"], name="n")],
+         [vi("a", F32, [2, 2, 3]), vi("b", F32, [2, 3, 4])], [vi("y", F32, [2, 2, 4])])
+    save("matmul_1d", [h.make_node("MatMul", ["a", "b"], ["y"], name="n")],
+         [vi("a", F32, [3])], [vi("y", F32, [4])], [init("b", np.ones((3, 4), f))])
+    save("unsqueeze13", [h.make_node("Unsqueeze", ["x", "axes"], ["y"], name="n")],
+         [vi("x", F32, [2, 3])], [vi("y", F32, [1, 2, 3])], [init("axes", np.array([0]))],
+         opset=13)
+    for nm, ks in (("convtranspose_ks", [3, 3]), ("convtranspose_no_ks", None)):
+        attrs = {"kernel_shape": ks} if ks else {}
+        save(nm, [h.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", pads=[0, 0, 0, 0],
+                              **attrs)],
+             [vi("x", F32, [1, 1, 4, 4])], [vi("y", F32, [1, 1, 6, 6])],
+             [init("w", np.ones((1, 1, 3, 3), f))])
+    save("batchnorm_4d", [h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                                      name="n")],
+         [vi("x", F32, [1, 2, 3, 3])], [vi("y", F32, [1, 2, 3, 3])],
+         [init("s", np.ones(2, f)), init("b", np.zeros(2, f)), init("m", np.zeros(2, f)),
+          init("v", np.ones(2, f))])
     # limits.json
     unary("lim_rank", "Relu", [1, 1, 1, 1, 2])
     unary("lim_dim", "Relu", [1, 200])
@@ -233,6 +287,7 @@ def main():
             fh.write(obj if isinstance(obj, str) else json.dumps(obj, indent=2) + "\n")
 
     dump("rules.json", RULES)
+    dump("params.json", PARAMS)
     dump("limits.json", LIMITS)
     for name, obj in BAD.items():
         dump(os.path.join("bad", name), obj)

@@ -334,6 +334,11 @@ void cg_assign_report_text(FILE *f, const cg_placement *p)
         cg_text_printf(f, "Prediction for %s, not a run: from profile %s %s (rules from %s)",
                        tg->name, tg->name, tg->version ? tg->version : "?",
                        tg->source ? tg->source : "?");
+        if (cg_profile_param_count(tg)) {
+            char params[256];
+            cg_text_printf(f, "; parameters: %s, set with --target NAME@VALUE",
+                           cg_profile_params_text(tg, params, sizeof params));
+        }
         if (tg->not_modelled_count) {
             fprintf(f, "; not modelled:\n");
             for (size_t i = 0; i < tg->not_modelled_count; i++)
@@ -471,6 +476,22 @@ static bool ar_json_assignment(json_t *o, const cg_assignment *a, bool full)
     return true;
 }
 
+/* "parameters": {"android_api": 29, ...} of a profiled target with parameters. */
+static bool ar_json_params(json_t *jt, const cg_target *t)
+{
+    if (!cg_profile_param_count(t))
+        return true;
+    json_t *o = json_object();
+    if (!ar_set(jt, "parameters", o))
+        return false;
+    for (size_t i = 0; i < cg_profile_param_count(t); i++) {
+        cg_profile_param_info in;
+        if (cg_profile_param(t, i, &in) && !ar_set(o, in.name, json_integer((json_int_t)in.value)))
+            return false;
+    }
+    return true;
+}
+
 static const char *ar_fallback_name(cg_fallback_policy f)
 {
     return f == CG_FALLBACK_FAIL ? "fail" : "cpu";
@@ -502,6 +523,7 @@ json_t *cg_assign_report_json(const cg_placement *p)
              ar_set(jt, "precision",
                     cg_json_text(tg->precision == CG_PRECISION_FP16 ? "fp16" : "fp32")) &&
              ar_set(jt, "nodes", json_integer((json_int_t)cg_assign_count_owned(a, (int)t))) &&
+             ar_json_params(jt, tg) &&
              ar_set(jt, "not_modelled", nm = json_array());
         for (size_t i = 0; ok && i < tg->not_modelled_count; i++)
             ok = ar_push(nm, cg_json_text(tg->not_modelled[i]));

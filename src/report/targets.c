@@ -3,6 +3,7 @@
  * (kind, runtime version, fallback policy, precision, where its rules come
  * from) and the full JSON with sources and what each profile leaves out.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,6 +87,23 @@ json_t *cg_report_target_json(const cg_target *t)
     if (cg_profile_is(t))
         cg_json_set(o, "op_count", json_integer((json_int_t)cg_profile_op_count(t)));
     cg_json_set(o, "not_modelled", strings_json(t->not_modelled, t->not_modelled_count));
+    cg_json_set(o, "preprocess", cg_json_text(t->lowering ? t->lowering : "none"));
+    if (cg_profile_param_count(t)) {
+        json_t *params = json_object();
+        for (size_t k = 0; params && k < cg_profile_param_count(t); k++) {
+            cg_profile_param_info in;
+            if (!cg_profile_param(t, k, &in))
+                continue;
+            json_t *po = json_object();
+            cg_json_set(po, "default", json_integer((json_int_t)in.dflt));
+            cg_json_set(po, "min", json_integer((json_int_t)in.min));
+            cg_json_set(po, "max", json_integer((json_int_t)in.max));
+            if (in.note)
+                cg_json_set(po, "note", cg_json_text(in.note));
+            cg_json_set(params, in.name, po);
+        }
+        cg_json_set(o, "parameters", params);
+    }
     return o;
 }
 
@@ -108,6 +126,15 @@ void cg_report_targets_text(FILE *f, const cg_target_registry *reg)
                            cg_profile_source_count(t) - 1);
         else
             cg_text_printf(f, "%s\n", t->source ? t->source : "");
+        if (t->lowering)
+            cg_text_printf(f, "%-19s graph partitioned: preprocess '%s'\n", "", t->lowering);
+        for (size_t k = 0; k < cg_profile_param_count(t); k++) {
+            cg_profile_param_info in;
+            if (cg_profile_param(t, k, &in))
+                cg_text_printf(f, "%-19s parameter %s=%" PRId64 " (default; %" PRId64 "..%" PRId64
+                               "): --target %s@VALUE\n", "", in.name, in.dflt, in.min, in.max,
+                               t->name);
+        }
     }
 }
 

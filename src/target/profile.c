@@ -11,8 +11,10 @@
  * checked (unknown type of a value it needs) refuses the node and says why.
  */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +22,19 @@
 #include <unistd.h>
 
 #include "convgate/lower.h"
+#include "convgate/runtime.h"
 #include "convgate/schema.h"
 #include "ir/walk.h"
 #include "core/file.h"
+#include "run/kernel.h"
 #include "target/registry.h"
 
 static_assert(CG_DTYPE_COUNT <= 32, "dtype sets are 32-bit masks");
 
 #define PATH_MAX_LEN 256
 #define RANK_SET_MAX 8
+#define PF_MAX_PARAMS 4
+#define PF_MAX_VALUES 64 /* elements a value rule reads from a constant */
 
 /* --- the parsed form --------------------------------------------------------- */
 
@@ -54,9 +60,13 @@ typedef enum pf_cond_kind {
     COND_INPUT_DTYPES, /* input i has one of the dtypes */
     COND_INPUT_RANKS,  /* input i has one of the ranks */
     COND_ATTR_IN,      /* attribute (or its default) is one of the values */
-    COND_OPSET_MIN     /* the node's opset is at least `opset` */
+    COND_OPSET_MIN,    /* the node's opset is at least `opset` */
+    COND_PARAM,        /* a target parameter is within [pmin, pmax] */
+    COND_INPUT_VALUE   /* input i is a constant whose every element is one of the values */
 } pf_cond_kind;
 
+/* One condition; `next` chains the conditions of a "when" array, which all
+ * must hold. */
 typedef struct pf_cond {
     pf_cond_kind kind;
     int input;
@@ -67,7 +77,19 @@ typedef struct pf_cond {
     int64_t opset;
     char *attr;
     pf_values values;
+    int param;              /* COND_PARAM: index into the profile's parameters */
+    bool has_pmin, has_pmax;
+    int64_t pmin, pmax;
+    struct pf_cond *next;   /* owned */
 } pf_cond;
+
+/* A target parameter ("android_api"): its default and range; a target
+ * "name@value" binds it (cg_profile_bind). */
+typedef struct pf_param {
+    char *name;
+    int64_t dflt, min, max;
+    char *note;
+} pf_param;
 
 typedef struct pf_io_rule {
     int index;          /* -1: every input / output */
@@ -78,6 +100,8 @@ typedef struct pf_io_rule {
     int is_const;       /* -1 none, 1 must be constant, 0 must not be */
     int present;        /* -1 none, 1 must be present, 0 must be absent */
     bool not_graph_input;
+    bool has_values;    /* a constant whose every element is one of `values` */
+    pf_values values;
     pf_cond when;
     char *note;
 } pf_io_rule;
@@ -95,6 +119,8 @@ typedef struct pf_attr_rule {
     bool all_equal;
     bool required;
     int last_axis_of; /* -1: none; else the axis must name input N's last dim */
+    int dims_of;      /* -1: none; else the list must equal input N's dims from dims_skip on */
+    int dims_skip;
     bool has_default;
     pf_values dflt;
     pf_cond when;
@@ -106,6 +132,7 @@ typedef enum pf_broadcast { BC_NUMPY = 0, BC_NONE, BC_TFLITE_GPU } pf_broadcast;
 typedef struct pf_op {
     char *domain; /* "" for ai.onnx */
     char *op_type;
+    pf_cond requires; /* conditions the op needs at all (target parameters) */
     int64_t since, until; /* 0: open */
     int min_inputs, max_inputs, min_outputs, max_outputs, max_runtime_inputs; /* -1: none */
     uint32_t zero_ok_inputs; /* bit i: input i is exempt from the zero-sized-dims limit */
@@ -140,6 +167,8 @@ typedef struct pf_profile {
     pf_limits limits;
     pf_op *ops;
     size_t op_count;
+    pf_param params[PF_MAX_PARAMS];
+    size_t param_count;
     /* storage behind target's const pointers */
     char **no_single, **stop, **not_modelled;
     char *lowering; /* "preprocess", or NULL */
@@ -160,6 +189,13 @@ static void cond_free(pf_cond *c)
 {
     free(c->attr);
     values_free(&c->values);
+    for (pf_cond *n = c->next, *next; n; n = next) {
+        next = n->next;
+        free(n->attr);
+        values_free(&n->values);
+        free(n);
+    }
+    c->next = NULL;
 }
 
 static void op_free(pf_op *op)
@@ -167,8 +203,10 @@ static void op_free(pf_op *op)
     free(op->domain);
     free(op->op_type);
     free(op->note);
+    cond_free(&op->requires);
     for (size_t i = 0; i < op->input_count; i++) {
         cond_free(&op->inputs[i].when);
+        values_free(&op->inputs[i].values);
         free(op->inputs[i].note);
     }
     for (size_t i = 0; i < op->output_count; i++) {
@@ -210,6 +248,10 @@ static void profile_free(pf_profile *p)
     strings_free(p->stop, p->target.rules.stop_op_count);
     strings_free(p->not_modelled, p->target.not_modelled_count);
     free(p->lowering);
+    for (size_t i = 0; i < p->param_count; i++) {
+        free(p->params[i].name);
+        free(p->params[i].note);
+    }
     for (size_t i = 0; i < p->source_count; i++) {
         free((char *)p->sources[i].repo);
         free((char *)p->sources[i].path);
@@ -239,6 +281,7 @@ static void profile_free(pf_profile *p)
 typedef struct pf_parser {
     const char *file;
     cg_error *err;
+    const pf_profile *profile; /* its parameters name COND_PARAM conditions */
 } pf_parser;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -547,16 +590,13 @@ static cg_status parse_ranks(pf_parser *ps, const json_t *j, const char *path, i
 /* "when": {"input": i, "const": bool} | {"input": i, "dtypes": [...]} |
  * {"input": i, "ranks": [...]} | {"attribute": name, "in": [...]} |
  * {"opset_at_least": n} */
-static cg_status parse_cond(pf_parser *ps, const json_t *obj, const char *path, pf_cond *out)
+/* One condition object (see parse_cond). */
+static cg_status parse_cond_one(pf_parser *ps, const json_t *j, const char *p, pf_cond *out)
 {
-    static const char *const keys[] = {"input", "const", "dtypes", "ranks", "attribute", "in",
-                                       "opset_at_least", NULL};
-    char p[PATH_MAX_LEN];
-    child(p, path, "when");
-    json_t *j = json_object_get(obj, "when");
+    static const char *const keys[] = {"input", "const", "dtypes", "ranks", "value_in",
+                                       "attribute", "in", "opset_at_least", "parameter", "min",
+                                       "max", NULL};
     memset(out, 0, sizeof *out);
-    if (!j)
-        return CG_OK;
     cg_status st = expect_object(ps, j, p);
     if (st == CG_OK)
         st = check_keys(ps, j, p, keys);
@@ -564,16 +604,44 @@ static cg_status parse_cond(pf_parser *ps, const json_t *obj, const char *path, 
         return st;
     size_t forms = (json_object_get(j, "input") != NULL) +
                    (json_object_get(j, "attribute") != NULL) +
-                   (json_object_get(j, "opset_at_least") != NULL);
+                   (json_object_get(j, "opset_at_least") != NULL) +
+                   (json_object_get(j, "parameter") != NULL);
     if (forms != 1)
-        return perr(ps, p, "needs exactly one of 'input' (with 'const', 'dtypes' or 'ranks'), "
-                    "'attribute' (with 'in') or 'opset_at_least'");
+        return perr(ps, p, "needs exactly one of 'input' (with 'const', 'dtypes', 'ranks' or "
+                    "'value_in'), 'attribute' (with 'in'), 'opset_at_least' or 'parameter' "
+                    "(with 'min' and/or 'max')");
     if (json_object_get(j, "opset_at_least")) {
         if (json_object_size(j) != 1)
             return perr(ps, p, "'opset_at_least' stands alone");
         out->kind = COND_OPSET_MIN;
         out->opset = 1;
         return get_int(ps, j, p, "opset_at_least", 1, 1000, &out->opset);
+    }
+    if (json_object_get(j, "parameter")) {
+        char *name = NULL;
+        if ((st = get_string(ps, j, p, "parameter", true, &name)) != CG_OK)
+            return st;
+        out->kind = COND_PARAM;
+        out->param = -1;
+        for (size_t i = 0; ps->profile && i < ps->profile->param_count; i++)
+            if (strcmp(ps->profile->params[i].name, name) == 0)
+                out->param = (int)i;
+        if (out->param < 0) {
+            st = perr(ps, p, "parameter '%s' is not declared in $.parameters", name);
+            free(name);
+            return st;
+        }
+        free(name);
+        out->has_pmin = json_object_get(j, "min") != NULL;
+        out->has_pmax = json_object_get(j, "max") != NULL;
+        if (!out->has_pmin && !out->has_pmax)
+            return perr(ps, p, "a parameter condition needs 'min' and/or 'max'");
+        if ((st = get_int(ps, j, p, "min", INT64_MIN / 2, INT64_MAX / 2, &out->pmin)) != CG_OK ||
+            (st = get_int(ps, j, p, "max", INT64_MIN / 2, INT64_MAX / 2, &out->pmax)) != CG_OK)
+            return st;
+        if (out->has_pmin && out->has_pmax && out->pmin > out->pmax)
+            return perr(ps, p, "min %" PRId64 " > max %" PRId64, out->pmin, out->pmax);
+        return CG_OK;
     }
     if (json_object_get(j, "attribute")) {
         if (json_object_size(j) != 2 || !json_object_get(j, "in"))
@@ -592,13 +660,21 @@ static cg_status parse_cond(pf_parser *ps, const json_t *obj, const char *path, 
         return st;
     out->input = (int)input;
     size_t preds = (json_object_get(j, "const") != NULL) + (json_object_get(j, "dtypes") != NULL) +
-                   (json_object_get(j, "ranks") != NULL);
-    if (preds != 1 || json_object_get(j, "in"))
-        return perr(ps, p, "an input condition takes exactly one of 'const', 'dtypes' and "
-                    "'ranks'");
+                   (json_object_get(j, "ranks") != NULL) +
+                   (json_object_get(j, "value_in") != NULL);
+    if (preds != 1 || json_object_get(j, "in") || json_object_get(j, "min") ||
+        json_object_get(j, "max"))
+        return perr(ps, p, "an input condition takes exactly one of 'const', 'dtypes', 'ranks' "
+                    "and 'value_in'");
     if (json_object_get(j, "const")) {
         out->kind = COND_INPUT_CONST;
         return get_bool(ps, j, p, "const", &out->is_const);
+    }
+    if (json_object_get(j, "value_in")) {
+        char vp[PATH_MAX_LEN];
+        child(vp, p, "value_in");
+        out->kind = COND_INPUT_VALUE;
+        return parse_values(ps, json_object_get(j, "value_in"), vp, true, &out->values);
     }
     if (json_object_get(j, "ranks")) {
         char rp[PATH_MAX_LEN];
@@ -610,13 +686,60 @@ static cg_status parse_cond(pf_parser *ps, const json_t *obj, const char *path, 
     return get_dtypes(ps, j, p, "dtypes", &out->dtypes);
 }
 
+/* A condition (object) or an array of them, which all must hold. */
+static cg_status parse_cond_json(pf_parser *ps, const json_t *j, const char *p, pf_cond *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_array(j))
+        return parse_cond_one(ps, j, p, out);
+    size_t n = json_array_size(j);
+    if (n == 0)
+        return perr(ps, p, "an empty condition list");
+    pf_cond *tail = out;
+    for (size_t i = 0; i < n; i++) {
+        char ep[PATH_MAX_LEN];
+        child_index(ep, p, i);
+        pf_cond *c = i == 0 ? out : calloc(1, sizeof *c);
+        if (!c) {
+            cond_free(out);
+            return cg_error_set(ps->err, CG_NOMEM, "out of memory reading %s", ps->file);
+        }
+        if (i) {
+            tail->next = c;
+            tail = c;
+        }
+        cg_status st = parse_cond_one(ps, json_array_get(j, i), ep, c);
+        if (st != CG_OK) {
+            cond_free(out);
+            return st;
+        }
+    }
+    return CG_OK;
+}
+
+/* "when": a condition object, or an array of them that all must hold:
+ * {"input": i, "const": bool} | {"input": i, "dtypes": [...]} |
+ * {"input": i, "ranks": [...]} | {"input": i, "value_in": [...]} |
+ * {"attribute": name, "in": [...]} | {"opset_at_least": n} |
+ * {"parameter": name, "min": a, "max": b}. */
+static cg_status parse_cond(pf_parser *ps, const json_t *obj, const char *path, pf_cond *out)
+{
+    char p[PATH_MAX_LEN];
+    child(p, path, "when");
+    json_t *j = json_object_get(obj, "when");
+    memset(out, 0, sizeof *out);
+    if (!j)
+        return CG_OK;
+    return parse_cond_json(ps, j, p, out);
+}
+
 /* One entry of an op's "inputs" or "outputs" array. */
 static cg_status parse_io_rule(pf_parser *ps, const json_t *j, const char *path, bool is_input,
                                pf_io_rule *r)
 {
     static const char *const in_keys[] = {"index", "dtypes", "min_rank", "max_rank", "ranks",
-                                          "const", "present", "not_graph_input", "when", "note",
-                                          "source", NULL};
+                                          "const", "present", "not_graph_input", "values",
+                                          "when", "note", "source", NULL};
     static const char *const out_keys[] = {"index", "dtypes", "min_rank", "max_rank", "ranks",
                                            "note", "source", NULL};
     memset(r, 0, sizeof *r);
@@ -668,6 +791,13 @@ static cg_status parse_io_rule(pf_parser *ps, const json_t *j, const char *path,
         if ((st = get_bool(ps, j, path, "not_graph_input", &r->not_graph_input)) != CG_OK ||
             (st = parse_cond(ps, j, path, &r->when)) != CG_OK)
             return st;
+        json_t *vals = json_object_get(j, "values");
+        if (vals) {
+            child(p, path, "values");
+            r->has_values = true;
+            if ((st = parse_values(ps, vals, p, true, &r->values)) != CG_OK)
+                return st;
+        }
     }
     char *source = NULL;
     if ((st = get_string(ps, j, path, "note", false, &r->note)) != CG_OK ||
@@ -675,7 +805,7 @@ static cg_status parse_io_rule(pf_parser *ps, const json_t *j, const char *path,
         return st;
     free(source); /* documentation only: validated, not needed to evaluate */
     if (!r->dtypes && r->min_rank < 0 && r->max_rank < 0 && !r->rank_in_count &&
-        r->is_const < 0 && r->present < 0 && !r->not_graph_input)
+        r->is_const < 0 && r->present < 0 && !r->not_graph_input && !r->has_values)
         return perr(ps, path, "states no rule");
     return CG_OK;
 }
@@ -685,9 +815,11 @@ static cg_status parse_attr_rule(pf_parser *ps, const json_t *j, const char *pat
 {
     static const char *const keys[] = {"name", "in", "min", "max", "equals", "absent_or_equals",
                                        "absent", "all_equal", "required", "last_axis_of_input",
-                                       "default", "when", "note", "source", NULL};
+                                       "equals_dims_of", "default", "when", "note", "source",
+                                       NULL};
     memset(r, 0, sizeof *r);
     r->last_axis_of = -1;
+    r->dims_of = -1;
     cg_status st = expect_object(ps, j, path);
     if (st == CG_OK)
         st = check_keys(ps, j, path, keys);
@@ -729,6 +861,21 @@ static cg_status parse_attr_rule(pf_parser *ps, const json_t *j, const char *pat
         (st = parse_cond(ps, j, path, &r->when)) != CG_OK ||
         (st = get_string(ps, j, path, "note", false, &r->note)) != CG_OK)
         return st;
+    json_t *dof = json_object_get(j, "equals_dims_of");
+    if (dof) {
+        /* {"input": N, "from": K}: the list equals input N's dims K.. */
+        static const char *const dkeys[] = {"input", "from", NULL};
+        child(p, path, "equals_dims_of");
+        int64_t in = -1, from = 0;
+        if ((st = expect_object(ps, dof, p)) != CG_OK || (st = check_keys(ps, dof, p, dkeys)) != CG_OK ||
+            (st = get_int(ps, dof, p, "input", 0, 1 << 20, &in)) != CG_OK ||
+            (st = get_int(ps, dof, p, "from", 0, CG_MAX_RANK, &from)) != CG_OK)
+            return st;
+        if (in < 0)
+            return perr(ps, p, "missing 'input'");
+        r->dims_of = (int)in;
+        r->dims_skip = (int)from;
+    }
     char *source = NULL;
     if ((st = get_string(ps, j, path, "source", false, &source)) != CG_OK)
         return st;
@@ -739,7 +886,7 @@ static cg_status parse_attr_rule(pf_parser *ps, const json_t *j, const char *pat
                               r->all_equal || r->required || r->last_axis_of >= 0))
         return perr(ps, path, "'absent' cannot be combined with a value rule");
     if (!r->has_in && !r->has_equals && !r->has_min && !r->has_max && !r->must_be_absent &&
-        !r->all_equal && !r->required && r->last_axis_of < 0)
+        !r->all_equal && !r->required && r->last_axis_of < 0 && r->dims_of < 0)
         return perr(ps, path, "states no rule");
     return CG_OK;
 }
@@ -774,7 +921,7 @@ static cg_status parse_op(pf_parser *ps, const char *key, const json_t *j, const
     static const char *const keys[] = {"since", "until", "min_inputs", "max_inputs",
                                        "min_outputs", "max_outputs", "max_runtime_inputs",
                                        "zero_sized_inputs_ok", "inputs", "outputs", "attributes",
-                                       "broadcast", "note", "source", NULL};
+                                       "broadcast", "requires", "note", "source", NULL};
     memset(op, 0, sizeof *op);
     op->min_inputs = op->max_inputs = op->min_outputs = op->max_outputs = -1;
     op->max_runtime_inputs = -1;
@@ -808,6 +955,12 @@ static cg_status parse_op(pf_parser *ps, const char *key, const json_t *j, const
         return perr(ps, path, "min_outputs %d > max_outputs %d", op->min_outputs,
                     op->max_outputs);
     char p[PATH_MAX_LEN];
+    json_t *req = json_object_get(j, "requires");
+    if (req) {
+        child(p, path, "requires");
+        if ((st = parse_cond_json(ps, req, p, &op->requires)) != CG_OK)
+            return st;
+    }
     json_t *zok = json_object_get(j, "zero_sized_inputs_ok");
     if (zok) {
         child(p, path, "zero_sized_inputs_ok");
@@ -1201,12 +1354,61 @@ static bool name_ok(const char *s)
 
 static const cg_target_vtable profile_vtable;
 
+/* "parameters": {"name": {"default": d, "min": a, "max": b, "note": ..., "source": ...}} */
+static cg_status parse_parameters(pf_parser *ps, const json_t *root, pf_profile *p)
+{
+    static const char *const keys[] = {"default", "min", "max", "note", "source", NULL};
+    json_t *params = json_object_get(root, "parameters");
+    if (!params)
+        return CG_OK;
+    cg_status st = expect_object(ps, params, "$.parameters");
+    if (st != CG_OK)
+        return st;
+    if (json_object_size(params) > PF_MAX_PARAMS)
+        return perr(ps, "$.parameters", "%zu parameters, at most %d", json_object_size(params),
+                    PF_MAX_PARAMS);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v)
+    {
+        char path[PATH_MAX_LEN];
+        child(path, "$.parameters", key);
+        bool ok = *key != '\0';
+        for (const char *c = key; *c; c++)
+            ok = ok && ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_');
+        if (!ok)
+            return perr(ps, path, "parameter names are lower-case letters, digits and '_'");
+        if ((st = expect_object(ps, v, path)) != CG_OK || (st = check_keys(ps, v, path, keys)) != CG_OK)
+            return st;
+        pf_param *pp = &p->params[p->param_count];
+        if (!json_object_get(v, "default") || !json_object_get(v, "min") ||
+            !json_object_get(v, "max"))
+            return perr(ps, path, "needs 'default', 'min' and 'max'");
+        if ((st = get_int(ps, v, path, "min", INT64_MIN / 2, INT64_MAX / 2, &pp->min)) != CG_OK ||
+            (st = get_int(ps, v, path, "max", INT64_MIN / 2, INT64_MAX / 2, &pp->max)) != CG_OK ||
+            (st = get_int(ps, v, path, "default", INT64_MIN / 2, INT64_MAX / 2, &pp->dflt)) !=
+                CG_OK)
+            return st;
+        if (pp->min > pp->max || pp->dflt < pp->min || pp->dflt > pp->max)
+            return perr(ps, path, "needs min <= default <= max");
+        char *source = NULL;
+        if ((st = get_string(ps, v, path, "note", false, &pp->note)) != CG_OK ||
+            (st = get_string(ps, v, path, "source", false, &source)) != CG_OK)
+            return st;
+        free(source);
+        if (!(pp->name = strdup(key)))
+            return cg_error_set(ps->err, CG_NOMEM, "out of memory reading %s", ps->file);
+        p->param_count++;
+    }
+    return CG_OK;
+}
+
 static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
 {
     static const char *const keys[] = {"format_version", "name", "runtime", "version",
                                        "description", "sources", "fallback", "precision",
                                        "layout", "crossing", "partition", "limits",
-                                       "not_modelled", "ops", "preprocess", NULL};
+                                       "not_modelled", "ops", "preprocess", "parameters", NULL};
     cg_status st = expect_object(ps, root, "$");
     if (st == CG_OK)
         st = check_keys(ps, root, "$", keys);
@@ -1258,6 +1460,9 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
     if (st == CG_OK)
         st = parse_limits(ps, root, &p->limits);
     if (st == CG_OK)
+        st = parse_parameters(ps, root, p);
+    ps->profile = p;
+    if (st == CG_OK)
         st = get_strings(ps, root, "$", "not_modelled", true, &p->not_modelled,
                          &p->target.not_modelled_count);
     p->target.not_modelled = (const char *const *)p->not_modelled;
@@ -1270,7 +1475,7 @@ cg_status cg_profile_load(const char *path, cg_target **out, cg_error *err)
 {
     *out = NULL;
     json_error_t jerr;
-    pf_parser ps = {path, err};
+    pf_parser ps = {path, err, NULL};
     pf_profile *p = NULL;
     cg_status st;
     /* opened as a regular file only: a FIFO named as a profile must not block */
@@ -1392,6 +1597,7 @@ typedef struct pf_eval {
     const cg_support_query *q;
     const cg_schema *schema;
     reason_buf rb;
+    const int64_t *params; /* the target's parameter values, p->param_count of them */
 } pf_eval;
 
 /* "Conv 'conv3'" (or "Conv (output 'y')" for an unnamed node). */
@@ -1587,10 +1793,107 @@ static const cg_value_type *input_type(const pf_eval *ev, size_t i)
     return cg_type_env_get(ev->q->types, n->inputs[i]);
 }
 
+/* The elements of a constant value of the node's graph (an initializer, or
+ * a Constant node's value) as doubles; false when name has no value the
+ * graph holds as data (computed at run time, or too large to read here). */
+static bool const_values(const pf_eval *ev, const char *name, double *out, size_t cap,
+                         size_t *n)
+{
+    const cg_graph *g = ev->q->graph;
+    const cg_tensor_proto *tp = NULL;
+    for (size_t i = 0; g && i < g->initializer_count && !tp; i++)
+        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
+            tp = &g->initializers[i];
+    float f;
+    int64_t iv;
+    const float *fv = NULL;
+    const int64_t *ivs = NULL;
+    size_t count = 0;
+    for (size_t k = 0; g && !tp && !fv && !ivs && k < g->node_count; k++) {
+        const cg_node *c = &g->nodes[k];
+        if (!c->op_type || strcmp(c->op_type, "Constant") != 0 || c->output_count != 1 ||
+            !c->outputs[0] || strcmp(c->outputs[0], name) != 0 || c->attr_count != 1)
+            continue;
+        const cg_attr *a = &c->attrs[0];
+        const char *an = a->name ? a->name : "";
+        if (!strcmp(an, "value"))
+            tp = a->t;
+        else if (!strcmp(an, "value_float"))
+            f = a->f, fv = &f, count = 1;
+        else if (!strcmp(an, "value_floats"))
+            fv = a->floats, count = a->floats_count;
+        else if (!strcmp(an, "value_int"))
+            iv = a->i, ivs = &iv, count = 1;
+        else if (!strcmp(an, "value_ints"))
+            ivs = a->ints, count = a->ints_count;
+    }
+    if (fv || ivs) {
+        if (count > cap)
+            return false;
+        for (size_t i = 0; i < count; i++)
+            out[i] = fv ? (double)fv[i] : (double)ivs[i];
+        *n = count;
+        return true;
+    }
+    if (!tp)
+        return false;
+    cg_value *v = NULL;
+    if (cg_value_from_tensor_proto(tp, &v, NULL) != CG_OK || !v)
+        return false;
+    bool ok = v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING &&
+              v->tensor.numel >= 0 && (size_t)v->tensor.numel <= cap;
+    for (int64_t i = 0; ok && i < v->tensor.numel; i++)
+        out[i] = cg_tensor_get_f64(&v->tensor, i);
+    if (ok)
+        *n = (size_t)v->tensor.numel;
+    cg_value_free(v);
+    return ok;
+}
+
+/* Every element of the constant name is one of vs (numbers). */
+static bool values_all_in(const pf_eval *ev, const char *name, const pf_values *vs)
+{
+    double vals[PF_MAX_VALUES];
+    size_t n = 0;
+    if (!const_values(ev, name, vals, PF_MAX_VALUES, &n) || n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool hit = false;
+        for (size_t k = 0; k < vs->count && !hit; k++) {
+            const pf_value *e = &vs->v[k];
+            double want = e->kind == PV_INT ? (double)e->i : e->kind == PV_FLOAT ? e->f : NAN;
+            hit = vals[i] == want; /* NaN never equals */
+        }
+        if (!hit)
+            return false;
+    }
+    return true;
+}
+
+static bool cond_holds_one(const pf_eval *ev, const pf_cond *c);
+
 static bool cond_holds(const pf_eval *ev, const pf_cond *c)
+{
+    for (; c; c = c->next)
+        if (!cond_holds_one(ev, c))
+            return false;
+    return true;
+}
+
+static bool cond_holds_one(const pf_eval *ev, const pf_cond *c)
 {
     switch (c->kind) {
     case COND_NONE: return true;
+    case COND_PARAM: {
+        int64_t v = ev->params ? ev->params[c->param] : ev->p->params[c->param].dflt;
+        return (!c->has_pmin || v >= c->pmin) && (!c->has_pmax || v <= c->pmax);
+    }
+    case COND_INPUT_VALUE: {
+        const cg_node *n = ev->q->node;
+        if ((size_t)c->input >= n->input_count || !present(n->inputs[c->input]))
+            return false;
+        return values_all_in(ev, n->inputs[c->input], &c->values);
+    }
     case COND_INPUT_CONST: {
         const cg_value_type *t = input_type(ev, (size_t)c->input);
         bool is_const = t && t->is_const;
@@ -1628,34 +1931,60 @@ static bool cond_holds(const pf_eval *ev, const pf_cond *c)
     return true;
 }
 
-static void rb_cond(pf_eval *ev, const pf_cond *c)
+/* The text of one condition ("input 1 is constant"). */
+static void rb_cond_one(pf_eval *ev, const pf_cond *c)
 {
     switch (c->kind) {
     case COND_NONE: return;
     case COND_INPUT_CONST:
-        rb_add(&ev->rb, " (rule applies when input %d is %sconstant)", c->input,
-               c->is_const ? "" : "not ");
+        rb_add(&ev->rb, "input %d is %sconstant", c->input, c->is_const ? "" : "not ");
         return;
     case COND_INPUT_DTYPES:
-        rb_add(&ev->rb, " (rule applies when input %d has dtype in ", c->input);
+        rb_add(&ev->rb, "input %d has dtype in ", c->input);
         rb_dtypes(&ev->rb, c->dtypes);
-        rb_add(&ev->rb, ")");
         return;
     case COND_INPUT_RANKS:
-        rb_add(&ev->rb, " (rule applies when input %d has rank in {", c->input);
+        rb_add(&ev->rb, "input %d has rank in {", c->input);
         for (size_t k = 0; k < c->rank_count; k++)
             rb_add(&ev->rb, "%s%d", k ? ", " : "", c->ranks[k]);
-        rb_add(&ev->rb, "})");
+        rb_add(&ev->rb, "}");
+        return;
+    case COND_INPUT_VALUE:
+        rb_add(&ev->rb, "input %d is a constant with values in ", c->input);
+        rb_values(&ev->rb, &c->values, "{", "}");
         return;
     case COND_OPSET_MIN:
-        rb_add(&ev->rb, " (rule applies from opset %" PRId64 ")", c->opset);
+        rb_add(&ev->rb, "opset >= %" PRId64, c->opset);
         return;
     case COND_ATTR_IN:
-        rb_add(&ev->rb, " (rule applies when %s in ", c->attr);
+        rb_add(&ev->rb, "%s in ", c->attr);
         rb_values(&ev->rb, &c->values, "{", "}");
-        rb_add(&ev->rb, ")");
+        return;
+    case COND_PARAM: {
+        const char *name = ev->p->params[c->param].name;
+        if (c->has_pmin && c->has_pmax)
+            rb_add(&ev->rb, "%s in [%" PRId64 ", %" PRId64 "]", name, c->pmin, c->pmax);
+        else if (c->has_pmin)
+            rb_add(&ev->rb, "%s >= %" PRId64, name, c->pmin);
+        else
+            rb_add(&ev->rb, "%s <= %" PRId64, name, c->pmax);
         return;
     }
+    }
+}
+
+/* " (rule applies when A and B)" for a rule's condition chain. */
+static void rb_cond(pf_eval *ev, const pf_cond *c)
+{
+    if (!c || c->kind == COND_NONE)
+        return;
+    rb_add(&ev->rb, " (rule applies when ");
+    for (const pf_cond *k = c; k; k = k->next) {
+        if (k != c)
+            rb_add(&ev->rb, " and ");
+        rb_cond_one(ev, k);
+    }
+    rb_add(&ev->rb, ")");
 }
 
 /* Refuses because a rule needs the type of a value that is unknown. */
@@ -1856,6 +2185,23 @@ static bool check_io_rule(pf_eval *ev, const pf_io_rule *r, bool is_input, size_
             goto fail;
         }
     }
+    if (r->has_values && !values_all_in(ev, name, &r->values)) {
+        rb_node(ev);
+        rb_io(ev, is_input, i);
+        rb_add(&ev->rb, " must be a constant with every value in ");
+        rb_values(&ev->rb, &r->values, "{", "}");
+        double vals[8];
+        size_t nv = 0;
+        if (const_values(ev, name, vals, 8, &nv) && nv) {
+            rb_add(&ev->rb, " ('%s' is", name);
+            for (size_t k = 0; k < nv; k++)
+                rb_add(&ev->rb, "%s%g", k ? ", " : " ", vals[k]);
+            rb_add(&ev->rb, ")");
+        } else {
+            rb_add(&ev->rb, " ('%s' is not a constant the graph holds)", name);
+        }
+        goto fail;
+    }
     if (!r->dtypes && r->min_rank < 0 && r->max_rank < 0 && !r->rank_in_count)
         return true;
     if (!t || !t->known)
@@ -2037,6 +2383,29 @@ static bool check_attr_rule(pf_eval *ev, const pf_attr_rule *r)
             goto fail;
         }
     }
+    if (r->dims_of >= 0 && v.kind != AV_ABSENT && !v.from_default) {
+        const cg_value_type *t = input_type(ev, (size_t)r->dims_of);
+        if (!t || !t->known) {
+            const cg_node *nd = ev->q->node;
+            size_t ix = (size_t)r->dims_of;
+            return fail_unknown(ev, true, ix, ix < nd->input_count ? nd->inputs[ix] : "",
+                                "its dims rule");
+        }
+        bool ok = t->rank >= r->dims_skip && n == (size_t)(t->rank - r->dims_skip);
+        for (size_t k = 0; ok && k < n; k++) {
+            size_t slen;
+            pf_value e = av_elem(&v, k, &slen);
+            ok = e.kind == PV_INT && e.i == t->dims[r->dims_skip + (int)k];
+        }
+        if (!ok) {
+            rb_node(ev);
+            rb_add(&ev->rb, "attribute %s=", r->name);
+            rb_av(&ev->rb, &v);
+            rb_add(&ev->rb, " does not match dims %d.. of input %d ", r->dims_skip, r->dims_of);
+            rb_dims(&ev->rb, t);
+            goto fail;
+        }
+    }
     if (r->all_equal && n > 1) {
         size_t l0;
         pf_value e0 = av_elem(&v, 0, &l0);
@@ -2136,11 +2505,14 @@ static const pf_op *find_op(const pf_profile *p, const char *domain, const char 
     return bsearch(&key, p->ops, p->op_count, sizeof *p->ops, op_cmp);
 }
 
+static const pf_profile *profile_of(const cg_target *t);
+static const int64_t *params_of(const cg_target *t);
+
 static bool profile_supports(const cg_target *t, const cg_support_query *q, char *reason,
                              size_t reason_len)
 {
-    const pf_profile *p = t->impl;
-    pf_eval ev = {p, NULL, q, NULL, {reason, reason_len, 0}};
+    const pf_profile *p = profile_of(t);
+    pf_eval ev = {p, NULL, q, NULL, {reason, reason_len, 0}, params_of(t)};
     if (reason && reason_len)
         reason[0] = '\0';
     const cg_node *n = q->node;
@@ -2168,6 +2540,22 @@ static bool profile_supports(const cg_target *t, const cg_support_query *q, char
             rb_add(&ev.rb, ">= %" PRId64, op->since);
         else
             rb_add(&ev.rb, "<= %" PRId64, op->until);
+        rb_note(&ev, op->note);
+        return false;
+    }
+    if (!cond_holds(&ev, &op->requires)) {
+        rb_node(&ev);
+        rb_add(&ev.rb, "%s needs ", n->op_type);
+        for (const pf_cond *c = &op->requires; c; c = c->next) {
+            if (c != &op->requires)
+                rb_add(&ev.rb, " and ");
+            rb_cond_one(&ev, c);
+        }
+        rb_add(&ev.rb, " on %s (this target:", t->name);
+        for (size_t k = 0; k < p->param_count; k++)
+            rb_add(&ev.rb, " %s=%" PRId64, p->params[k].name,
+                   ev.params ? ev.params[k] : p->params[k].dflt);
+        rb_add(&ev.rb, ")");
         rb_note(&ev, op->note);
         return false;
     }
@@ -2230,33 +2618,208 @@ static const cg_target_vtable profile_vtable = {
     profile_supports, NULL, NULL, NULL, profile_destroy,
 };
 
+/* --- parameters: a profile bound to values ("nnapi@27") ------------------------------- */
+
+/* The profile's target with its own name and parameter values; the rules
+ * stay the profile's (borrowed: the registry frees bound targets first). */
+typedef struct pf_bound {
+    cg_target target;
+    const pf_profile *p;
+    int64_t values[PF_MAX_PARAMS];
+    bool set[PF_MAX_PARAMS]; /* given in the name; else the default */
+} pf_bound;
+
+static void bound_destroy(cg_target *t)
+{
+    if (!t)
+        return;
+    pf_bound *b = t->impl;
+    free((char *)b->target.name);
+    free(b);
+}
+
+static const cg_target_vtable bound_vtable = {
+    profile_supports, NULL, NULL, NULL, bound_destroy,
+};
+
+static const pf_profile *profile_of(const cg_target *t)
+{
+    if (t && t->vt == &profile_vtable)
+        return t->impl;
+    if (t && t->vt == &bound_vtable)
+        return ((const pf_bound *)t->impl)->p;
+    return NULL;
+}
+
+/* The parameter values of t: a bound target's, else NULL (the defaults). */
+static const int64_t *params_of(const cg_target *t)
+{
+    static const int64_t none[PF_MAX_PARAMS];
+    if (t && t->vt == &bound_vtable)
+        return ((const pf_bound *)t->impl)->values;
+    const pf_profile *p = profile_of(t);
+    if (!p || !p->param_count)
+        return none;
+    return NULL;
+}
+
+cg_status cg_profile_bind(const cg_target *base, const char *spec, cg_target **out,
+                          cg_error *err)
+{
+    *out = NULL;
+    const pf_profile *p = profile_of(base);
+    if (!p || base->vt != &profile_vtable)
+        return cg_error_set(err, CG_USAGE, "target '%s' takes no parameters ('%s@%s')",
+                            base ? base->name : "?", base ? base->name : "?", spec);
+    if (!p->param_count)
+        return cg_error_set(err, CG_USAGE, "profile '%s' declares no parameters, so '%s@%s' "
+                            "means nothing", base->name, base->name, spec);
+    pf_bound *b = calloc(1, sizeof *b);
+    if (!b)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    b->p = p;
+    for (size_t k = 0; k < p->param_count; k++)
+        b->values[k] = p->params[k].dflt;
+    /* "29" for a single-parameter profile, else "name=value[,name=value]" */
+    const char *item = spec;
+    cg_status st = CG_OK;
+    while (st == CG_OK && *item) {
+        const char *end = strchr(item, ',');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        const char *eq = memchr(item, '=', len);
+        size_t k = 0;
+        const char *num = item;
+        if (eq) {
+            size_t nlen = (size_t)(eq - item);
+            while (k < p->param_count && !(strlen(p->params[k].name) == nlen &&
+                                           memcmp(p->params[k].name, item, nlen) == 0))
+                k++;
+            num = eq + 1;
+        } else if (p->param_count != 1) {
+            k = p->param_count; /* ambiguous */
+        }
+        char buf[32], *stop;
+        size_t vlen = (size_t)(item + len - num);
+        if (k == p->param_count) {
+            char names[256] = "";
+            for (size_t i = 0; i < p->param_count; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, p->params[i].name, sizeof names - strlen(names) - 1);
+            }
+            st = cg_error_set(err, CG_USAGE, "'%s@%s': '%.*s' %s (%s has: %s; write "
+                              "%s@NAME=VALUE)", base->name, spec, (int)len, item,
+                              eq ? "names no parameter" : "is ambiguous", base->name, names,
+                              base->name);
+            break;
+        }
+        if (vlen == 0 || vlen >= sizeof buf) {
+            st = cg_error_set(err, CG_USAGE, "'%s@%s': %s needs an integer value", base->name,
+                              spec, p->params[k].name);
+            break;
+        }
+        memcpy(buf, num, vlen);
+        buf[vlen] = '\0';
+        errno = 0;
+        long long v = strtoll(buf, &stop, 10);
+        if (errno || *stop || v < p->params[k].min || v > p->params[k].max) {
+            st = cg_error_set(err, CG_USAGE, "'%s@%s': %s must be an integer in [%" PRId64
+                              ", %" PRId64 "], got '%s'", base->name, spec, p->params[k].name,
+                              p->params[k].min, p->params[k].max, buf);
+            break;
+        }
+        b->values[k] = v;
+        b->set[k] = true;
+        item = end ? end + 1 : item + len;
+    }
+    size_t nlen = strlen(base->name) + strlen(spec) + 2;
+    char *name = st == CG_OK ? malloc(nlen) : NULL;
+    if (st == CG_OK && !name)
+        st = cg_error_set(err, CG_NOMEM, "out of memory");
+    if (st != CG_OK) {
+        free(b);
+        return st;
+    }
+    snprintf(name, nlen, "%s@%s", base->name, spec);
+    b->target = *base;
+    b->target.name = name;
+    b->target.vt = &bound_vtable;
+    b->target.impl = b;
+    *out = &b->target;
+    return CG_OK;
+}
+
+size_t cg_profile_param_count(const cg_target *t)
+{
+    const pf_profile *p = profile_of(t);
+    return p ? p->param_count : 0;
+}
+
+bool cg_profile_param(const cg_target *t, size_t i, cg_profile_param_info *out)
+{
+    const pf_profile *p = profile_of(t);
+    if (!p || i >= p->param_count)
+        return false;
+    const int64_t *v = params_of(t);
+    out->name = p->params[i].name;
+    out->value = v ? v[i] : p->params[i].dflt;
+    out->dflt = p->params[i].dflt;
+    out->min = p->params[i].min;
+    out->max = p->params[i].max;
+    out->note = p->params[i].note;
+    out->is_default = !(t->vt == &bound_vtable && ((const pf_bound *)t->impl)->set[i]);
+    return true;
+}
+
+const char *cg_profile_params_text(const cg_target *t, char *buf, size_t len)
+{
+    const pf_profile *p = profile_of(t);
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; p && i < p->param_count && used + 1 < len; i++) {
+        cg_profile_param_info in;
+        cg_profile_param(t, i, &in);
+        int w = snprintf(buf + used, len - used, "%s%s=%" PRId64 " (%s)", i ? ", " : "",
+                         in.name, in.value, in.is_default ? "the profile's default" : "chosen");
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    return buf;
+}
+
 /* --- accessors (src/target/registry.h) ------------------------------------------------ */
 
-bool cg_profile_is(const cg_target *t) { return t && t->vt == &profile_vtable; }
+bool cg_profile_is(const cg_target *t) { return profile_of(t) != NULL; }
 
 size_t cg_profile_source_count(const cg_target *t)
 {
-    return cg_profile_is(t) ? ((const pf_profile *)t->impl)->source_count : 0;
+    const pf_profile *p = profile_of(t);
+    return p ? p->source_count : 0;
 }
 
 const cg_profile_source *cg_profile_source_at(const cg_target *t, size_t i)
 {
-    if (!cg_profile_is(t) || i >= ((const pf_profile *)t->impl)->source_count)
+    const pf_profile *p = profile_of(t);
+    if (!p || i >= p->source_count)
         return NULL;
-    return &((const pf_profile *)t->impl)->sources[i];
+    return &p->sources[i];
 }
 
 const char *cg_profile_path(const cg_target *t)
 {
-    return cg_profile_is(t) ? ((const pf_profile *)t->impl)->path : NULL;
+    const pf_profile *p = profile_of(t);
+    return p ? p->path : NULL;
 }
 
 const char *cg_profile_runtime(const cg_target *t)
 {
-    return cg_profile_is(t) ? ((const pf_profile *)t->impl)->runtime : NULL;
+    const pf_profile *p = profile_of(t);
+    return p ? p->runtime : NULL;
 }
 
 size_t cg_profile_op_count(const cg_target *t)
 {
-    return cg_profile_is(t) ? ((const pf_profile *)t->impl)->op_count : 0;
+    const pf_profile *p = profile_of(t);
+    return p ? p->op_count : 0;
 }

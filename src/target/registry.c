@@ -30,6 +30,10 @@ struct cg_target_registry {
     cg_target **targets;
     size_t count, cap;
     char *profile_dir; /* the directory the profiles were read from */
+    /* targets bound to parameter values ("nnapi@27"), made on first lookup;
+     * they borrow their profile's rules, so they are freed first */
+    cg_target **bound;
+    size_t bound_count;
 };
 
 static void target_destroy(cg_target *t)
@@ -42,6 +46,9 @@ void cg_target_registry_free(cg_target_registry *reg)
 {
     if (!reg)
         return;
+    for (size_t i = 0; i < reg->bound_count; i++)
+        reg->bound[i]->vt->destroy(reg->bound[i]);
+    free(reg->bound);
     for (size_t i = 0; i < reg->count; i++)
         target_destroy(reg->targets[i]);
     free(reg->targets);
@@ -69,6 +76,33 @@ const cg_target *cg_target_registry_find(const cg_target_registry *reg, const ch
     for (size_t i = 0; i < reg->count; i++)
         if (strcmp(reg->targets[i]->name, name) == 0)
             return reg->targets[i];
+    const char *at = strchr(name, '@');
+    if (at) {
+        /* "profile@params": made once and kept with the registry (the cache
+         * is the only state a lookup changes, hence the cast) */
+        cg_target_registry *mreg = (cg_target_registry *)reg;
+        for (size_t i = 0; i < reg->bound_count; i++)
+            if (strcmp(reg->bound[i]->name, name) == 0)
+                return reg->bound[i];
+        size_t blen = (size_t)(at - name);
+        for (size_t i = 0; i < reg->count; i++) {
+            const cg_target *base = reg->targets[i];
+            if (strlen(base->name) != blen || strncmp(base->name, name, blen) != 0)
+                continue;
+            cg_target *t = NULL;
+            if (cg_profile_bind(base, at + 1, &t, err) != CG_OK)
+                return NULL;
+            cg_target **grown = realloc(mreg->bound, (reg->bound_count + 1) * sizeof *grown);
+            if (!grown) {
+                t->vt->destroy(t);
+                cg_error_set(err, CG_NOMEM, "out of memory");
+                return NULL;
+            }
+            mreg->bound = grown;
+            mreg->bound[mreg->bound_count++] = t;
+            return t;
+        }
+    }
     char known[768];
     size_t n = 0;
     known[0] = '\0';

@@ -42,6 +42,30 @@ const char *cg_profile_runtime(const cg_target *t);
 /* Number of op entries in the supported-op list. */
 size_t cg_profile_op_count(const cg_target *t);
 
+/* --- target parameters ("parameters" in a profile, docs/profiles.md) ----------- */
+
+/* A new target: profile `base` with parameters bound by spec, "29" for a
+ * single-parameter profile or "name=value[,name=value]"; named
+ * "<base>@<spec>". It borrows base's rules: destroy it (t->vt->destroy)
+ * before base. CG_USAGE naming the parameter and its range on a bad spec. */
+cg_status cg_profile_bind(const cg_target *base, const char *spec, cg_target **out,
+                          cg_error *err);
+
+typedef struct cg_profile_param_info {
+    const char *name;
+    int64_t value;      /* this target's */
+    int64_t dflt, min, max;
+    const char *note;   /* NULL when absent */
+    bool is_default;    /* the value is the profile's default */
+} cg_profile_param_info;
+
+size_t cg_profile_param_count(const cg_target *t);
+/* "android_api=29 (the profile's default)" for every parameter of t ("" when
+ * none). Returns buf. */
+const char *cg_profile_params_text(const cg_target *t, char *buf, size_t len);
+/* false when t has no parameter i */
+bool cg_profile_param(const cg_target *t, size_t i, cg_profile_param_info *out);
+
 /* --- type environment details ------------------------------------------------- */
 
 /* Bit d set: dim d of the value depends on a symbolic dim of the graph

@@ -145,7 +145,7 @@ static void test_rules(void)
     supported(t, "broadcast_gpu_ok");
     refused(t, "when_ranks", N("Identity 'n'", "float16", "when input 0 has rank in {2}"));
     supported(t, "when_ranks_ok");
-    refused(t, "when_opset", N("Neg 'n'", "rank 2", "from opset 14"));
+    refused(t, "when_opset", N("Neg 'n'", "rank 2", "when opset >= 14"));
     supported(t, "when_opset_ok");
     t->vt->destroy(t);
 }
@@ -206,6 +206,9 @@ static void test_bad_profiles(void)
         {"bad_layout.json", "$.layout: 'hwc' is not"},
         {"bad_crossing.json", "$.crossing: needs both"},
         {"bad_bandwidth.json", "$.crossing.bandwidth_gbps: 0 is not a bandwidth"},
+        {"bad_param.json", "$.ops.Relu.requires: parameter 'api' is not declared"},
+        {"bad_param_default.json", "$.parameters.api: needs min <= default <= max"},
+        {"bad_preprocess.json", "$.preprocess: 'magic' is not a known preprocess"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
@@ -226,6 +229,132 @@ static void test_bad_profiles(void)
     cg_error_clear(&err);
     cg_target *t = NULL;
     EXPECT(cg_profile_load(DATA "/missing.json", &t, &err) == CG_IO, "missing file: %s", err.msg);
+}
+
+/* Target parameters ("nnapi@27"), condition lists, constant-value rules and
+ * the dims-of-input attribute rule, on the test profile params.json. */
+static void test_params(void)
+{
+    cg_target *t = load_profile("params.json");
+    if (!t)
+        return;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_profile_param_info info;
+    EXPECT(cg_profile_param_count(t) == 1 && cg_profile_param(t, 0, &info) &&
+              !strcmp(info.name, "level") && info.value == 3 && info.is_default,
+          "the default level");
+    /* level 3 (default): Softmax-13 must be 2-D; level 4 lifts it; level 1 lacks the op */
+    refused(t, "softmax_3d",
+            N("Softmax 'n'", "rank 3", "{2}", "when opset >= 13 and level <= 3"));
+    supported(t, "softmax_2d");
+    cg_target *four = NULL, *one = NULL, *bad = NULL;
+    EXPECT(cg_profile_bind(t, "level=4", &four, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_profile_bind(t, "1", &one, &err) == CG_OK, "%s", err.msg);
+    if (four) {
+        EXPECT(!strcmp(four->name, "params@level=4") && cg_profile_param(four, 0, &info) &&
+                  info.value == 4 && !info.is_default, "bound name and value");
+        supported(four, "softmax_3d");
+    }
+    if (one)
+        refused(one, "softmax_2d", N("Softmax 'n'", "Softmax needs level >= 2 on params@1",
+                                     "(this target: level=1)"));
+    cg_error_clear(&err);
+    EXPECT(cg_profile_bind(t, "9", &bad, &err) == CG_USAGE && !bad &&
+              strstr(err.msg, "level must be an integer in [1, 5], got '9'"), "range: %s",
+          err.msg);
+    cg_error_clear(&err);
+    EXPECT(cg_profile_bind(t, "api=2", &bad, &err) == CG_USAGE &&
+              strstr(err.msg, "'api=2' names no parameter") && strstr(err.msg, "has: level"),
+          "unknown name: %s", err.msg);
+    /* constant values */
+    supported(t, "clip_relu6");
+    supported(t, "clip_relu1");
+    refused(t, "clip_0_5", N("Clip 'n'", "input 2 (max) must be a constant with every value in "
+                             "{6} ('hi' is 5)", "when input 1 is a constant with values in {0}"));
+    refused(t, "clip_2_6", N("Clip 'n'", "input 1 (min) must be a constant with every value in "
+                             "{0, -1} ('lo' is 2)"));
+    refused(t, "clip_runtime_min", N("Clip 'n'", "('lo' is not a constant the graph holds)"));
+    /* kernel_shape [2,2] against input 0's dims 2.. [4,4] */
+    refused(t, "all_equal", N("AveragePool 'n'", "kernel_shape=[2,2]",
+                              "does not match dims 2.. of input 0"));
+    if (four)
+        four->vt->destroy(four);
+    if (one)
+        one->vt->destroy(one);
+    t->vt->destroy(t);
+    cg_target *plain = load_profile("rules.json");
+    if (plain) {
+        cg_error_clear(&err);
+        EXPECT(cg_profile_bind(plain, "1", &bad, &err) == CG_USAGE &&
+                  strstr(err.msg, "declares no parameters"), "no parameters: %s", err.msg);
+        plain->vt->destroy(plain);
+    }
+}
+
+/* The per-node rules of the ORT 1.22 EP profiles that follow the EP sources
+ * at v1.22.0 (f217402897), through the registry (nnapi@API binds the level). */
+static void test_shipped_ort_rules(void)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_target_registry *reg = NULL;
+    EXPECT(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
+    if (!reg)
+        return;
+    const cg_target *nnapi = cg_target_registry_find(reg, "nnapi", &err);
+    const cg_target *n28 = cg_target_registry_find(reg, "nnapi@28", &err);
+    const cg_target *n27 = cg_target_registry_find(reg, "nnapi@android_api=27", &err);
+    const cg_target *nn = cg_target_registry_find(reg, "coreml-nn", &err);
+    const cg_target *ml = cg_target_registry_find(reg, "coreml-mlprogram", &err);
+    EXPECT(nnapi && n28 && n27 && nn && ml, "targets: %s", err.msg);
+    EXPECT(cg_target_registry_find(reg, "nnapi@28", &err) == n28, "a bound target is made once");
+    cg_error_clear(&err);
+    EXPECT(!cg_target_registry_find(reg, "nnapi@26", &err) &&
+              strstr(err.msg, "android_api must be an integer in [27, 35]"), "%s", err.msg);
+    if (!nnapi || !n28 || !n27 || !nn || !ml) {
+        cg_target_registry_free(reg);
+        return;
+    }
+    cg_profile_param_info info;
+    EXPECT(cg_profile_param(nnapi, 0, &info) && !strcmp(info.name, "android_api") &&
+              info.value == 29 && info.is_default, "nnapi's stated default");
+    /* NNAPI Softmax: rank/axis limits only below feature level 3 (API 29) */
+    supported(nnapi, "softmax_3d");
+    supported(nnapi, "softmax_4d_axis1");
+    refused(n28, "softmax_3d", N("Softmax 'n'", "rank 3", "{2, 4}", "android_api <= 28"));
+    refused(n28, "softmax_4d_axis1", N("Softmax 'n'", "axis=1", "last axis of input 0"));
+    refused(n27, "softmax_2d", N("Softmax needs android_api >= 28"));
+    /* an op-level requirement the unbound target's default fails names the default */
+    refused(nnapi, "elu", N("Elu 'n'", "Elu needs android_api >= 30 on nnapi",
+                            "(this target: android_api=29)"));
+    /* NNAPI MatMul: 2-D with constant B, or batched (> 2-D) from API 29 */
+    supported(nnapi, "matmul_2d_const");
+    refused(nnapi, "matmul_2d_runtime", N("MatMul 'n'", "input 1 (B) must be a constant"));
+    supported(nnapi, "matmul_3d");
+    refused(n28, "matmul_3d", N("MatMul 'n'", "rank 3", "android_api <= 28"));
+    refused(nnapi, "matmul_1d", N("MatMul 'n'", "rank 1", ">= 2"));
+    /* NNAPI Clip: RELU6 or RELU1 only */
+    supported(nnapi, "clip_relu6");
+    supported(nnapi, "clip_relu1");
+    refused(nnapi, "clip_0_5", N("Clip 'n'", "every value in {6}", "('hi' is 5)"));
+    supported(nnapi, "clip6_relu1");
+    refused(nnapi, "clip6_0_1", N("Clip 'n'", "attribute max=1", "{6}", "when min in {0}"));
+    /* CoreML NeuralNetwork: no Unsqueeze; MatMul 2-D with constant B */
+    refused(nn, "unsqueeze13", N("op Unsqueeze not in coreml-nn's supported-op list"));
+    supported(nn, "matmul_2d_const");
+    refused(nn, "matmul_3d", N("MatMul 'n'", "rank 3", "{2}"));
+    refused(nn, "matmul_2d_runtime", N("MatMul 'n'", "must be a constant"));
+    /* CoreML MLProgram: Unsqueeze, ConvTranspose with a matching kernel_shape,
+     * BatchNormalization; Clip's min must be constant */
+    supported(ml, "unsqueeze13");
+    supported(ml, "convtranspose_ks");
+    supported(ml, "convtranspose_no_ks");
+    supported(ml, "batchnorm_4d");
+    supported(ml, "matmul_2d_runtime");
+    supported(ml, "clip_relu6");
+    refused(ml, "clip_runtime_min", N("Clip 'n'", "input 1 (min) must be a constant initializer"));
+    cg_target_registry_free(reg);
 }
 
 static void test_registry(void)
@@ -378,6 +507,8 @@ int main(void)
     test_rules();
     test_limits();
     test_bad_profiles();
+    test_params();
+    test_shipped_ort_rules();
     test_registry();
     test_shipped();
     test_type_env();
