@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The graph each runtime partitions, end to end (docs/placement.md): assign,
+# gate and profile place the ORT EP targets on ONNX Runtime's Level-1 graph,
+# report the nodes its optimizations removed apart from the CPU's share, and
+# never count an Identity on a weight or a Constant node as unsupported.
+# Models: tests/data/lower (tools/make_lower_tests.py); resnet50 from $CG_ZOO
+# when it is there (torchvision's export carries 47 Identity nodes on
+# weights). Usage: assign_preprocess.sh CONVGATE SOURCE_DIR
+set -u
+CG=${1:?convgate binary}
+SRC=${2:?source dir}
+D="$SRC/tests/data/lower"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect FILE REGEX WHAT
+    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
+}
+refute() { # refute FILE REGEX WHAT
+    ! grep -Eq -- "$2" "$1" || { fail "$3: /$2/ in $1"; grep -E -- "$2" "$1" | head -5; }
+}
+
+# torch_like: Identity on the conv weight, a Constant, Conv+BN, Dropout, MatMul+Add
+for t in coreml-mlprogram nnapi coreml-nn; do
+    "$CG" assign "$D/torch_like.onnx" --target "$t" --no-time >"$T/a.txt" 2>&1 ||
+        fail "assign torch_like on $t: exit $?"
+    expect "$T/a.txt" "^Graph partitioned: preprocess 'ort-basic': 10 nodes of the file -> 5" "$t: the ORT-basic graph"
+    expect "$T/a.txt" "removed by the runtime's graph optimizations: 6 \(" "$t: removed count"
+    refute "$T/a.txt" "^  (Identity|Constant|BatchNormalization|Dropout) '" "$t: a removed node listed as unsupported"
+done
+expect "$T/a.txt" "Identity x1" "the removed Identity by op"
+
+"$CG" assign "$D/torch_like.onnx" --target nnapi --no-time --json >"$T/a.json" 2>&1 ||
+    fail "assign --json: exit $?"
+expect "$T/a.json" '"removed_by_runtime": 6' "JSON removed_by_runtime"
+expect "$T/a.json" '"preprocess": \{' "JSON preprocess report"
+expect "$T/a.json" '"nodes_in_file": 10' "JSON nodes_in_file"
+expect "$T/a.json" '"android_api": 29' "JSON target parameters"
+
+# the target parameter: the default is printed, @API sets it
+"$CG" assign "$D/torch_like.onnx" --target nnapi --no-time >"$T/p.txt" 2>&1
+expect "$T/p.txt" "parameters: android_api=29 \(the profile's default\)" "nnapi's default API level"
+"$CG" assign "$D/torch_like.onnx" --target nnapi@27 --no-time >"$T/p.txt" 2>&1 ||
+    fail "nnapi@27: exit $?"
+expect "$T/p.txt" "nodes on nnapi@27" "the bound target's name"
+expect "$T/p.txt" "Conv needs android_api >= 28 on nnapi@27" "Conv below feature level 2"
+"$CG" assign "$D/torch_like.onnx" --target nnapi@26 >"$T/p.txt" 2>&1 && fail "nnapi@26 accepted"
+expect "$T/p.txt" "android_api must be an integer in \[27, 35\]" "parameter range"
+
+# targets of different runtimes partition different graphs
+"$CG" assign "$D/torch_like.onnx" --target nnapi,litert-gpu --no-time >"$T/m.txt" 2>&1 &&
+    fail "nnapi with litert-gpu accepted"
+expect "$T/m.txt" "partition different graphs" "mixed preprocess refused"
+
+# 'lower' itself
+"$CG" lower "$D/fold.onnx" --target coreml-mlprogram >"$T/l.txt" 2>&1 || fail "lower: exit $?"
+expect "$T/l.txt" "main graph: 9 nodes -> 2" "lower: node counts"
+expect "$T/l.txt" "ConstantFolding x" "lower: by transformation"
+"$CG" lower "$D/fold.onnx" --preprocess ort-basic -o "$T/fold_ort.onnx" >/dev/null 2>&1 ||
+    fail "lower -o: exit $?"
+"$CG" check "$T/fold_ort.onnx" >/dev/null 2>&1 || fail "the written ORT-basic graph does not check"
+
+# gate 2 states the graph it placed
+"$CG" gate "$D/torch_like.onnx" --target coreml-mlprogram >"$T/g.txt" 2>&1
+expect "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
+
+# nodes out of topological order: sorted with a warning, then placed
+"$CG" check "$D/unsorted.onnx" >"$T/c.txt" 2>&1 || fail "unsorted: check exit $?"
+expect "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
+"$CG" assign "$D/unsorted.onnx" --target nnapi --no-time >"$T/u.txt" 2>&1 || fail "unsorted: assign exit $?"
+
+# resnet50 (torchvision): its 47 Identity nodes never reach the CPU
+zoo="${CG_ZOO:-}"
+if [ -n "$zoo" ] && [ -f "$zoo/resnet50.onnx" ]; then
+    "$CG" assign "$zoo/resnet50.onnx" --target coreml-mlprogram --no-time >"$T/r.txt" 2>&1 ||
+        fail "resnet50: exit $?"
+    expect "$T/r.txt" "169 nodes of the file -> 122" "resnet50: 169 -> 122"
+    expect "$T/r.txt" "removed by the runtime's graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
+    expect "$T/r.txt" "^121/122 nodes on coreml-mlprogram, 1 on CPU" "resnet50: residency"
+    refute "$T/r.txt" "^  Identity '" "resnet50: an Identity on the CPU"
+else
+    echo "note: \$CG_ZOO/resnet50.onnx not present; the resnet50 case did not run"
+fi
+
+[ "$fails" -eq 0 ] && echo "assign_preprocess: ok" && exit 0
+echo "assign_preprocess: $fails failure(s)"
+exit 1

@@ -1,0 +1,278 @@
+/*
+ * Lowerings (convgate/lower.h): the ORT-basic graph of the models
+ * tools/make_lower_tests.py writes to tests/data/lower (each checked against
+ * the optimized model onnxruntime-node 1.22 writes: the same node inventory),
+ * the map back to the source nodes, the removed list with the
+ * transformation that removed each node, and that the runtime's graph
+ * computes what the source computes (fused weights included).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/lower.h"
+#include "convgate/runtime.h"
+#include "convgate/target.h"
+#include "convgate/samples.h"
+#include "convgate/tensor_io.h"
+#include "run/kernel.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            failures++;                                                                    \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, "\n");                                                         \
+        }                                                                                  \
+    } while (0)
+
+#define DATA CG_SOURCE_DIR "/tests/data/lower"
+
+static cg_model *load(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.onnx", DATA, name);
+    cg_error err;
+    cg_error_clear(&err);
+    cg_model *m = NULL;
+    CHECK(cg_model_load(path, NULL, &m, &err) == CG_OK, "%s: %s", path, err.msg);
+    return m;
+}
+
+/* "Conv,Relu,Flatten" for the main graph's nodes, in order. */
+static const char *ops_of(const cg_model *m, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < m->graph->node_count && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                         m->graph->nodes[i].op_type);
+        used += w > 0 && (size_t)w < len - used ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+static const cg_lower_removed *removed(const cg_lowered *l, const char *node)
+{
+    for (size_t i = 0; i < l->removed_count; i++)
+        if (strcmp(l->removed[i].name, node) == 0)
+            return &l->removed[i];
+    return NULL;
+}
+
+/* The source node index of the node called name. */
+static size_t source_index(const cg_model *m, const char *name)
+{
+    for (size_t i = 0; i < m->graph->node_count; i++)
+        if (m->graph->nodes[i].name && strcmp(m->graph->nodes[i].name, name) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Runs m on one seeded random float input called `input` of the given shape;
+ * the first output's value (caller frees) or NULL. */
+static cg_value *run_once(const cg_model *m, const char *input, int rank, const int64_t *dims)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_tensor t;
+    memset(&t, 0, sizeof t);
+    cg_rng rng;
+    cg_rng_seed(&rng, 7);
+    cg_value *in = NULL, *out = NULL;
+    cg_runtime *rt = NULL;
+    cg_named_value *outs = NULL;
+    size_t n = 0;
+    if (cg_tensor_alloc(&t, CG_DTYPE_FLOAT, rank, dims, 0, &err) != CG_OK ||
+        cg_random_fill(&t, NULL, &rng, &err) != CG_OK ||
+        cg_value_from_tensor(&t, &in, &err) != CG_OK) {
+        CHECK(0, "input: %s", err.msg);
+        cg_tensor_release(&t);
+        return NULL;
+    }
+    cg_named_value feed = {input, in};
+    if (cg_runtime_init(m, NULL, &rt, &err) == CG_OK &&
+        cg_runtime_run(rt, &feed, 1, &outs, &n, &err) == CG_OK && n >= 1) {
+        out = outs[0].value;
+        outs[0].value = NULL;
+    }
+    CHECK(out != NULL, "run: %s", err.msg);
+    cg_runtime_free_outputs(outs, n);
+    cg_runtime_free(rt);
+    cg_value_free(in);
+    return out;
+}
+
+/* The lowered model computes the source's output (float32, tolerance 1e-4
+ * relative to the largest magnitude: fused weights round differently). */
+static void same_output(const cg_lowered *l, const char *input, int rank, const int64_t *dims)
+{
+    cg_value *a = run_once(l->source, input, rank, dims);
+    cg_value *b = run_once(l->model, input, rank, dims);
+    if (a && b) {
+        const cg_tensor *ta = &a->tensor, *tb = &b->tensor;
+        CHECK(ta->numel == tb->numel && ta->rank == tb->rank, "output shapes differ");
+        double worst = 0, scale = 1;
+        for (int64_t i = 0; ta->numel == tb->numel && i < ta->numel; i++) {
+            double x = cg_tensor_get_f64(ta, i), y = cg_tensor_get_f64(tb, i);
+            scale = fmax(scale, fabs(x));
+            worst = fmax(worst, fabs(x - y));
+        }
+        CHECK(worst <= 1e-4 * scale, "max |diff| %g (scale %g)", worst, scale);
+    }
+    cg_value_free(a);
+    cg_value_free(b);
+}
+
+static void test_torch_like(void)
+{
+    cg_model *m = load("torch_like");
+    cg_lowered *l = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!m)
+        return;
+    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    if (l) {
+        char ops[256];
+        /* the inventory onnxruntime-node 1.22 writes at level 'basic' */
+        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Conv,Relu,Flatten,Reshape,Gemm") == 0,
+              "ops: %s", ops);
+        const cg_lower_removed *r;
+        CHECK((r = removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
+              "Identity on the weight");
+        CHECK((r = removed(l, "bn")) && !strcmp(r->by, "ConvBNFusion") && r->into &&
+                  !strcmp(r->into, "conv"),
+              "BatchNormalization fused into conv");
+        CHECK((r = removed(l, "dropout")) && !strcmp(r->by, "EliminateDropout"), "Dropout");
+        CHECK((r = removed(l, "shape_node")) &&
+                  !strcmp(r->by, "Graph (Constant node to initializer)"),
+              "Constant node");
+        CHECK((r = removed(l, "matmul")) && !strcmp(r->by, "MatMulAddFusion") &&
+                  removed(l, "add"),
+              "MatMul + Add");
+        CHECK(cg_lowered_removed_count(l, "") == 6 && l->added_count == 1, "removed %zu, added %zu",
+              cg_lowered_removed_count(l, ""), l->added_count);
+        char sum[256];
+        cg_lowered_removed_summary(l, "", 8, sum, sizeof sum);
+        CHECK(strstr(sum, "Identity x1") && strstr(sum, "BatchNormalization x1"), "%s", sum);
+        /* the fused Conv stands for the source conv and bn; the Gemm for matmul and add */
+        const size_t *o;
+        size_t n = cg_lowered_origins(l, 0, &o);
+        CHECK(n == 2 && o[0] == source_index(m, "conv") && o[1] == source_index(m, "bn"),
+              "conv origins (%zu)", n);
+        n = cg_lowered_origins(l, 4, &o);
+        CHECK(n == 2 && o[0] == source_index(m, "matmul") && o[1] == source_index(m, "add"),
+              "gemm origins (%zu)", n);
+        CHECK(l->edited && l->cpu_missing_count == 0, "edited, every op has a CPU kernel");
+        int64_t dims[4] = {1, 3, 6, 6};
+        same_output(l, "x", 4, dims);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
+static void test_fold(void)
+{
+    cg_model *m = load("fold");
+    cg_lowered *l = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!m)
+        return;
+    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    if (l) {
+        char ops[256];
+        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Reshape,Div") == 0, "ops: %s", ops);
+        const cg_lower_removed *r;
+        CHECK((r = removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
+        CHECK((r = removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
+        CHECK((r = removed(l, "add_zero")) && !strcmp(r->by, "NoopElimination"), "x + 0");
+        CHECK((r = removed(l, "cast_same")) && !strcmp(r->by, "CastElimination"), "Cast");
+        CHECK((r = removed(l, "mul")) && !strcmp(r->by, "DivMulFusion") && r->into &&
+                  !strcmp(r->into, "div"),
+              "1/x * y");
+        int64_t dims[3] = {2, 3, 4};
+        same_output(l, "x", 3, dims);
+    }
+    cg_lowered_free(l);
+    /* "none" is the identity: the source itself, every node its own origin */
+    CHECK(cg_lower(m, "none", NULL, 0, &l, &err) == CG_OK && l->model == m &&
+              l->removed_count == 0,
+          "none");
+    if (l) {
+        const size_t *o;
+        CHECK(cg_lowered_origins(l, 3, &o) == 1 && o[0] == 3, "identity origins");
+    }
+    cg_lowered_free(l);
+    l = NULL;
+    cg_error_clear(&err);
+    CHECK(cg_lower(m, "magic", NULL, 0, &l, &err) == CG_USAGE && !l &&
+              strstr(err.msg, "unknown lowering 'magic'") && strstr(err.msg, "ort-basic"),
+          "%s", err.msg);
+    cg_model_free(m);
+}
+
+static void test_if_const(void)
+{
+    cg_model *m = load("if_const");
+    cg_lowered *l = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!m)
+        return;
+    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    if (l) {
+        char ops[256];
+        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Add,Relu") == 0, "ops: %s", ops);
+        const cg_lower_removed *r = removed(l, "if");
+        CHECK(r && !strcmp(r->by, "ConstantFolding"), "If inlined");
+        int64_t dims[1] = {2};
+        same_output(l, "x", 1, dims);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
+/* Targets that partition different graphs cannot be placed together. */
+static void test_targets(void)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_target_registry *reg = NULL;
+    CHECK(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
+    if (!reg)
+        return;
+    const cg_target *nnapi = cg_target_registry_find(reg, "nnapi", &err);
+    const cg_target *ml = cg_target_registry_find(reg, "coreml-mlprogram", &err);
+    const cg_target *gpu = cg_target_registry_find(reg, "litert-gpu", &err);
+    const char *lw = NULL;
+    if (nnapi && ml && gpu) {
+        const cg_target *ort[2] = {nnapi, ml}, *mixed[2] = {nnapi, gpu};
+        CHECK(cg_lowering_for_targets(ort, 2, &lw, &err) == CG_OK && !strcmp(lw, "ort-basic"),
+              "ORT EPs share ort-basic");
+        cg_error_clear(&err);
+        CHECK(cg_lowering_for_targets(mixed, 2, &lw, &err) == CG_USAGE &&
+                  strstr(err.msg, "partition different graphs"),
+              "mixing runtimes: %s", err.msg);
+    }
+    cg_target_registry_free(reg);
+}
+
+int main(void)
+{
+    test_torch_like();
+    test_fold();
+    test_if_const();
+    test_targets();
+    if (failures) {
+        fprintf(stderr, "test_lower: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_lower: ok\n");
+    return 0;
+}
