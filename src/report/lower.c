@@ -94,7 +94,8 @@ const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, s
     for (size_t i = 0; i < l->removed_count; i++)
         if (in_scope(&l->removed[i], graph))
             hist_add(&h, l->removed[i].domain, l->removed[i].op_type);
-    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    if (h.n)
+        qsort(h.v, h.n, sizeof *h.v, count_cmp);
     size_t used = 0;
     for (size_t i = 0; i < h.n && used + 1 < len; i++) {
         if (i == max) {
@@ -117,7 +118,8 @@ static void by_summary(const cg_lowered *l, char *buf, size_t len)
     buf[0] = '\0';
     for (size_t i = 0; i < l->removed_count; i++)
         hist_add(&h, NULL, l->removed[i].by);
-    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    if (h.n)
+        qsort(h.v, h.n, sizeof *h.v, count_cmp);
     size_t used = 0;
     for (size_t i = 0; i < h.n && used + 1 < len; i++) {
         int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h.v[i].key, h.v[i].n);
@@ -181,7 +183,8 @@ static json_t *hist_json(const cg_graph *g, bool deep, size_t *nodes)
         json_decref(o);
         return NULL;
     }
-    qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    if (h.n)
+        qsort(h.v, h.n, sizeof *h.v, count_cmp);
     for (size_t i = 0; i < h.n; i++)
         cg_json_set(o, h.v[i].key, json_integer((json_int_t)h.v[i].n));
     free(h.v);
