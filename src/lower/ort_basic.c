@@ -664,7 +664,8 @@ static bool array_load(const cg_tensor_proto *tp, ob_array *a)
     if (ok) {
         a->dtype = (int32_t)val->tensor.dtype;
         a->rank = tp->rank;
-        memcpy(a->dims, tp->dims, tp->rank * sizeof *tp->dims);
+        if (tp->rank)
+            memcpy(a->dims, tp->dims, tp->rank * sizeof *tp->dims);
         a->numel = val->tensor.numel;
         a->v = malloc((size_t)(a->numel ? a->numel : 1) * sizeof *a->v);
         ok = a->v != NULL;
@@ -775,8 +776,10 @@ static ob_effect rule_slice(ob_ctx *c, lg_graph *g, size_t ni)
             starts = malloc((cs ? cs : 1) * sizeof *starts);
             ends = malloc((cs ? cs : 1) * sizeof *ends);
             if (starts && ends) {
-                memcpy(starts, s, cs * sizeof *s);
-                memcpy(ends, e, cs * sizeof *e);
+                if (cs) {
+                    memcpy(starts, s, cs * sizeof *s);
+                    memcpy(ends, e, cs * sizeof *e);
+                }
                 ns = ne = cs;
                 ok = true;
             }
@@ -856,7 +859,8 @@ static ob_effect rule_unsqueeze(ob_ctx *c, lg_graph *g, size_t ni)
         return EFF_NONE;
     }
     *nt = *tp;
-    memcpy(nd, dims, out_rank * sizeof *nd);
+    if (out_rank)
+        memcpy(nd, dims, out_rank * sizeof *nd);
     nt->dims = nd;
     nt->rank = out_rank;
     nt->name = name;
@@ -1633,7 +1637,8 @@ static ob_effect rule_pad(ob_ctx *c, lg_graph *g, size_t ni)
         const int64_t *pv;
         if (!lg_attr_ints(n, "pads", &pv, &np) || !(pads = malloc((np ? np : 1) * sizeof *pads)))
             return EFF_NONE;
-        memcpy(pads, pv, np * sizeof *pads);
+        if (np)
+            memcpy(pads, pv, np * sizeof *pads);
     }
     bool ok = np >= 4 && np % 2 == 0 && pads[0] == 0 && pads[1] == 0 && pads[np / 2] == 0 &&
               pads[np / 2 + 1] == 0;
@@ -1653,7 +1658,7 @@ static ob_effect rule_pad(ob_ctx *c, lg_graph *g, size_t ni)
         c->m->oom = true;
         return EFF_NONE;
     }
-    if (lg_attr_ints(tn, "pads", &cur, &ncur) && ncur == 2 * spatial)
+    if (lg_attr_ints(tn, "pads", &cur, &ncur) && ncur == 2 * spatial && ncur)
         memcpy(newp, cur, ncur * sizeof *cur);
     for (size_t k = 0; k < spatial; k++) {
         newp[k] += pads[2 + k];
@@ -1916,7 +1921,8 @@ static bool tf_constant_sharing(ob_ctx *c, lg_graph *g)
         for (size_t j = 0; j < key_count && match == SIZE_MAX; j++)
             if (keys[j].dtype == k.dtype && keys[j].rank == k.rank && keys[j].numel == k.numel &&
                 keys[j].len == k.len && memcmp(keys[j].bytes, k.bytes, k.len) == 0 &&
-                memcmp(keys[j].tp->dims, tp->dims, tp->rank * sizeof *tp->dims) == 0)
+                (tp->rank == 0 ||
+                 memcmp(keys[j].tp->dims, tp->dims, tp->rank * sizeof *tp->dims) == 0))
                 match = j;
         if (match == SIZE_MAX) {
             keys[key_count++] = k;
