@@ -1333,6 +1333,26 @@ static bool attach_init(lg_graph *g, size_t ni, size_t slot, cg_tensor_proto *tp
     return true;
 }
 
+/* Whether t holds one value per output channel of the Conv weight w, laid
+ * out as ConvAddFusion and ConvMulFusion accept it: [M, 1, 1...] (rank of
+ * w less one) or [1, M, 1...] (rank of w). */
+static bool per_output_channel(const cg_tensor_proto *w, const cg_tensor_proto *t)
+{
+    size_t axis;
+    if (t->rank == w->rank)
+        axis = 1;
+    else if (t->rank + 1 == w->rank)
+        axis = 0;
+    else
+        return false;
+    if (t->dims[axis] != w->dims[0])
+        return false;
+    for (size_t i = 0; i < t->rank; i++)
+        if (i != axis && t->dims[i] != 1)
+            return false;
+    return true;
+}
+
 /* ConvAddFusion (conv_add_fusion.cc:15-103). */
 static ob_effect rule_conv_add(ob_ctx *c, lg_graph *g, size_t ni)
 {
@@ -1344,20 +1364,9 @@ static ob_effect rule_conv_add(ob_ctx *c, lg_graph *g, size_t ni)
         return EFF_NONE;
     const cg_tensor_proto *w = lg_constant(g, conv->inputs[1], true);
     const cg_tensor_proto *b = lg_constant(g, add->inputs[1], true);
-    if (!is_float_type(w->data_type) || w->data_type != b->data_type || w->rank <= 2)
+    if (!is_float_type(w->data_type) || w->data_type != b->data_type || w->rank <= 2 ||
+        !per_output_channel(w, b))
         return EFF_NONE;
-    size_t axis;
-    if (b->rank == w->rank)
-        axis = 1;
-    else if (b->rank + 1 == w->rank)
-        axis = 0;
-    else
-        return EFF_NONE;
-    if (b->dims[axis] != w->dims[0])
-        return EFF_NONE;
-    for (size_t i = 0; i < b->rank; i++)
-        if (i != axis && b->dims[i] != 1)
-            return EFF_NONE;
     ob_array add_b, conv_b;
     if (!array_load(b, &add_b))
         return EFF_NONE;
@@ -1408,20 +1417,8 @@ static ob_effect rule_conv_mul(ob_ctx *c, lg_graph *g, size_t ni)
     const cg_tensor_proto *s = lg_constant(g, mul->inputs[1], true);
     if (!is_float_type(w->data_type) || w->data_type != s->data_type || w->rank <= 2)
         return EFF_NONE;
-    if (s->rank != 0) {
-        size_t axis;
-        if (s->rank == w->rank)
-            axis = 1;
-        else if (s->rank + 1 == w->rank)
-            axis = 0;
-        else
-            return EFF_NONE;
-        if (s->dims[axis] != w->dims[0])
-            return EFF_NONE;
-        for (size_t i = 0; i < s->rank; i++)
-            if (i != axis && s->dims[i] != 1)
-                return EFF_NONE;
-    }
+    if (s->rank != 0 && !per_output_channel(w, s))
+        return EFF_NONE;
     bool has_b = conv->input_count == 3 && conv->inputs[2][0];
     const cg_tensor_proto *cb = has_b ? lg_constant(g, conv->inputs[2], true) : NULL;
     if (cb && (cb->data_type != s->data_type || cb->rank != 1 || cb->dims[0] != w->dims[0]))
