@@ -12,8 +12,8 @@
  * that no longer exist on the runtime's side, with the transformation that
  * removed each.
  *
- * Lowerings live in a table (src/lower/lowerings.def); adding one is a row
- * and a function. "none" is the identity.
+ * Lowerings live in a table (src/target/lowerings.def, where profiles'
+ * "preprocess" is checked); adding one is a row and a function in src/lower. "none" is the identity.
  *
  * A cg_lowered owns its model but borrows the source's tensor payloads: the
  * source model must outlive it.
@@ -21,11 +21,10 @@
 #ifndef CONVGATE_LOWER_H
 #define CONVGATE_LOWER_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
+#include "convgate/api.h"
 #include "convgate/model.h"
 #include "convgate/status.h"
 #include "convgate/target.h"
@@ -88,44 +87,39 @@ typedef struct cg_lowered {
 } cg_lowered;
 
 /* The known lowerings, in table order ("none" first). */
-size_t cg_lowering_count(void);
-const char *cg_lowering_name(size_t i);
-const char *cg_lowering_description(size_t i);
+CG_API size_t cg_lowering_count(void);
+CG_API const char *cg_lowering_name(size_t i);
+CG_API const char *cg_lowering_description(size_t i);
 /* True when name is a known lowering. */
-bool cg_lowering_known(const char *name);
+CG_API bool cg_lowering_known(const char *name);
 
 /* Applies the lowering called name to src. Shapes come from one reference
  * run whose symbolic input dims take `dims` (unbound: 1); dims that move
  * with a symbolic input dim stay unknown to the runtime, bound or not. When
  * that run fails, only declared shapes are known and a note says so. */
-cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *dims,
-                   size_t dim_count, cg_lowered **out, cg_error *err);
-void cg_lowered_free(cg_lowered *l);
+CG_API CG_NODISCARD cg_status cg_lower(const cg_model *src, const char *name,
+                                       const cg_dim_binding *dims, size_t dim_count,
+                                       cg_lowered **out, cg_error *err);
+CG_API void cg_lowered_free(cg_lowered *l);
 
 /* The lowering every target of the list declares, NULL when none declares
  * one ("none"); CG_USAGE naming both when two targets disagree. */
-cg_status cg_lowering_for_targets(const cg_target *const *targets, size_t count,
-                                  const char **out, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_lowering_for_targets(const cg_target *const *targets,
+                                                      size_t count, const char **out,
+                                                      cg_error *err);
 
 /* Origins of runtime main-graph node i. */
-size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out);
-
-/* --- reports (src/report/lower.c) --------------------------------------------- */
+CG_API size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out);
 
 /* Op histogram of a graph: "Identity x47, Conv x20" for the removed nodes
  * of the main graph (graph == "") or of every graph (graph == NULL),
  * largest first, at most `max` ops then ", ...". Writes into buf. */
-const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, size_t max,
-                                       char *buf, size_t len);
+CG_API const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph,
+                                              size_t max, char *buf, size_t len);
 /* Removed source nodes of the main graph (graph == "") or of all graphs. */
-size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph);
+CG_API size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph);
 
-/* The lowering as a person reads it: node counts before and after, the
- * removed nodes by op and transformation, added nodes, notes. */
-void cg_lowered_report_text(FILE *f, const cg_lowered *l);
-/* The same as JSON, with both graphs' node inventories (main graph and all
- * graphs, op histograms keyed "domain:Op" or "Op"). New reference. */
-json_t *cg_lowered_report_json(const cg_lowered *l);
+/* Its reports (text and JSON) are src/report/report.h's cg_lowered_report_*. */
 
 #ifdef __cplusplus
 }

@@ -3,12 +3,14 @@
  * source into the editable graph, runs the named lowering, records what it
  * removed and writes the runtime's graph back as a model.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convgate/lower.h"
 #include "convgate/target.h"
 #include "core/arena.h"
+#include "ir/walk.h"
 #include "lower/lower_internal.h"
 #include "target/registry.h"
 
@@ -21,7 +23,7 @@ typedef struct lowering_row {
 static const lowering_row lowerings[] = {
     {"none", NULL, "the graph as written: the runtime partitions the ONNX graph itself"},
 #define CG_LOWERING(name, fn, description) {name, fn, description},
-#include "lower/lowerings.def"
+#include "target/lowerings.def"
 #undef CG_LOWERING
 };
 
@@ -68,6 +70,100 @@ size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out)
     }
     *out = l->origin + l->origin_start[i];
     return l->origin_start[i + 1] - l->origin_start[i];
+}
+
+/* --- the op histogram (lower_internal.h) --------------------------------------------- */
+
+void lower_hist_add(lower_hist *h, const char *domain, const char *key)
+{
+    char k[sizeof h->v[0].key];
+    if (!cg_domain_is_default(domain))
+        snprintf(k, sizeof k, "%s:%s", domain, key ? key : "?");
+    else
+        snprintf(k, sizeof k, "%s", key ? key : "?");
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->v[i].key, k) == 0) {
+            h->v[i].n++;
+            return;
+        }
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 32;
+        lower_hist_entry *grown = realloc(h->v, cap * sizeof *grown);
+        if (!grown) {
+            h->oom = true;
+            return;
+        }
+        h->v = grown;
+        h->cap = cap;
+    }
+    memcpy(h->v[h->n].key, k, sizeof k);
+    h->v[h->n++].n = 1;
+}
+
+static int hist_cmp(const void *a, const void *b)
+{
+    const lower_hist_entry *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n < y->n ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+void lower_hist_sort(lower_hist *h)
+{
+    if (h->n)
+        qsort(h->v, h->n, sizeof *h->v, hist_cmp);
+}
+
+void lower_hist_text(const lower_hist *h, size_t max, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < h->n && used + 1 < len; i++) {
+        if (i == max) {
+            snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h->v[i].key,
+                         h->v[i].n);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+}
+
+void lower_hist_free(lower_hist *h)
+{
+    free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+/* --- what was removed ----------------------------------------------------------------- */
+
+static bool in_scope(const cg_lower_removed *r, const char *graph)
+{
+    return !graph || strcmp(r->graph, graph) == 0;
+}
+
+size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->removed_count; i++)
+        n += in_scope(&l->removed[i], graph);
+    return n;
+}
+
+const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, size_t max,
+                                       char *buf, size_t len)
+{
+    lower_hist h = {0};
+    for (size_t i = 0; i < l->removed_count; i++)
+        if (in_scope(&l->removed[i], graph))
+            lower_hist_add(&h, l->removed[i].domain, l->removed[i].op_type);
+    lower_hist_sort(&h);
+    lower_hist_text(&h, max, buf, len);
+    lower_hist_free(&h);
+    return buf;
 }
 
 /* The identity: the runtime partitions the source graph. */

@@ -1,6 +1,7 @@
 /*
  * What the lowerings (src/lower) share beyond include/convgate/lower.h: the
- * signature of a lowering and the table of them (lowerings.def).
+ * signature of a lowering (the table of them is src/target/lowerings.def)
+ * and an op histogram.
  */
 #ifndef CG_LOWER_INTERNAL_H
 #define CG_LOWER_INTERNAL_H
@@ -14,11 +15,30 @@
 typedef cg_status (*cg_lowering_fn)(lg_model *m, cg_error *err);
 
 #define CG_LOWERING(name, fn, description) cg_status fn(lg_model *m, cg_error *err);
-#include "lower/lowerings.def"
+#include "target/lowerings.def"
 #undef CG_LOWERING
 
 /* True when ONNX Runtime 1.22's CPU execution provider registers a kernel
  * for (domain, op) at since_version `since` (src/lower/ort_cpu_kernels.inc). */
 bool cg_ort_cpu_has_kernel(const char *domain, const char *op, int since);
+
+/* Counts by key ("domain:Op", "Op" for the default domain, or any text),
+ * for the lowering's summaries and inventories. A zeroed lower_hist is
+ * empty; oom is set when an add could not grow it. */
+typedef struct lower_hist_entry {
+    char key[160];
+    size_t n;
+} lower_hist_entry;
+typedef struct lower_hist {
+    lower_hist_entry *v;
+    size_t n, cap;
+    bool oom;
+} lower_hist;
+void lower_hist_add(lower_hist *h, const char *domain, const char *key);
+/* Most first, then by key. */
+void lower_hist_sort(lower_hist *h);
+/* "Identity x47, Conv x20": at most max entries, then ", ...". */
+void lower_hist_text(const lower_hist *h, size_t max, char *buf, size_t len);
+void lower_hist_free(lower_hist *h);
 
 #endif

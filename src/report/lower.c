@@ -8,58 +8,14 @@
 #include <string.h>
 
 #include "convgate/lower.h"
-#include "report/json.h"
+#include "lower/lower_internal.h"
+#include "report/report.h"
 
-typedef struct op_count {
-    char key[160];
-    size_t n;
-} op_count;
-
-typedef struct histogram {
-    op_count *v;
-    size_t n, cap;
-    bool oom;
-} histogram;
-
-static void hist_add(histogram *h, const char *domain, const char *op)
-{
-    char key[160];
-    if (domain && *domain && strcmp(domain, "ai.onnx") != 0)
-        snprintf(key, sizeof key, "%s:%s", domain, op ? op : "?");
-    else
-        snprintf(key, sizeof key, "%s", op ? op : "?");
-    for (size_t i = 0; i < h->n; i++)
-        if (strcmp(h->v[i].key, key) == 0) {
-            h->v[i].n++;
-            return;
-        }
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 32;
-        op_count *grown = realloc(h->v, cap * sizeof *grown);
-        if (!grown) {
-            h->oom = true;
-            return;
-        }
-        h->v = grown;
-        h->cap = cap;
-    }
-    snprintf(h->v[h->n].key, sizeof h->v[h->n].key, "%s", key);
-    h->v[h->n++].n = 1;
-}
-
-static int count_cmp(const void *a, const void *b)
-{
-    const op_count *x = a, *y = b;
-    if (x->n != y->n)
-        return x->n < y->n ? 1 : -1;
-    return strcmp(x->key, y->key);
-}
-
-static void hist_graph(histogram *h, const cg_graph *g, bool deep, size_t *nodes)
+static void hist_graph(lower_hist *h, const cg_graph *g, bool deep, size_t *nodes)
 {
     for (size_t i = 0; i < g->node_count; i++) {
         const cg_node *n = &g->nodes[i];
-        hist_add(h, n->domain, n->op_type);
+        lower_hist_add(h, n->domain, n->op_type);
         (*nodes)++;
         if (!deep)
             continue;
@@ -73,69 +29,23 @@ static void hist_graph(histogram *h, const cg_graph *g, bool deep, size_t *nodes
     }
 }
 
-static bool in_scope(const cg_lower_removed *r, const char *graph)
-{
-    return !graph || strcmp(r->graph, graph) == 0;
-}
-
-size_t cg_lowered_removed_count(const cg_lowered *l, const char *graph)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < l->removed_count; i++)
-        n += in_scope(&l->removed[i], graph);
-    return n;
-}
-
-const char *cg_lowered_removed_summary(const cg_lowered *l, const char *graph, size_t max,
-                                       char *buf, size_t len)
-{
-    histogram h = {0};
-    buf[0] = '\0';
-    for (size_t i = 0; i < l->removed_count; i++)
-        if (in_scope(&l->removed[i], graph))
-            hist_add(&h, l->removed[i].domain, l->removed[i].op_type);
-    if (h.n)
-        qsort(h.v, h.n, sizeof *h.v, count_cmp);
-    size_t used = 0;
-    for (size_t i = 0; i < h.n && used + 1 < len; i++) {
-        if (i == max) {
-            snprintf(buf + used, len - used, ", ...");
-            break;
-        }
-        int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h.v[i].key, h.v[i].n);
-        if (w < 0)
-            break;
-        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
-    }
-    free(h.v);
-    return buf;
-}
-
 /* "ConstantFolding x12, EliminateIdentity x47" over the removed nodes. */
 static void by_summary(const cg_lowered *l, char *buf, size_t len)
 {
-    histogram h = {0};
-    buf[0] = '\0';
+    lower_hist h = {0};
     for (size_t i = 0; i < l->removed_count; i++)
-        hist_add(&h, NULL, l->removed[i].by);
-    if (h.n)
-        qsort(h.v, h.n, sizeof *h.v, count_cmp);
-    size_t used = 0;
-    for (size_t i = 0; i < h.n && used + 1 < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%s x%zu", i ? ", " : "", h.v[i].key, h.v[i].n);
-        if (w < 0)
-            break;
-        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
-    }
-    free(h.v);
+        lower_hist_add(&h, NULL, l->removed[i].by);
+    lower_hist_sort(&h);
+    lower_hist_text(&h, SIZE_MAX, buf, len);
+    lower_hist_free(&h);
 }
 
 static size_t node_total(const cg_graph *g)
 {
-    histogram h = {0};
+    lower_hist h = {0};
     size_t n = 0;
     hist_graph(&h, g, true, &n);
-    free(h.v);
+    lower_hist_free(&h);
     return n;
 }
 
@@ -174,20 +84,19 @@ void cg_lowered_report_text(FILE *f, const cg_lowered *l)
 
 static json_t *hist_json(const cg_graph *g, bool deep, size_t *nodes)
 {
-    histogram h = {0};
+    lower_hist h = {0};
     *nodes = 0;
     hist_graph(&h, g, deep, nodes);
     json_t *o = json_object();
     if (!o || h.oom) {
-        free(h.v);
+        lower_hist_free(&h);
         json_decref(o);
         return NULL;
     }
-    if (h.n)
-        qsort(h.v, h.n, sizeof *h.v, count_cmp);
+    lower_hist_sort(&h);
     for (size_t i = 0; i < h.n; i++)
         cg_json_set(o, h.v[i].key, json_integer((json_int_t)h.v[i].n));
-    free(h.v);
+    lower_hist_free(&h);
     return o;
 }
 

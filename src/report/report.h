@@ -21,6 +21,7 @@
 #include "convgate/cost.h"
 #include "convgate/gate.h"
 #include "convgate/inspect.h"
+#include "convgate/lower.h"
 #include "convgate/noise.h"
 #include "convgate/profile.h"
 #include "convgate/runtime.h"
@@ -34,6 +35,15 @@ json_t *cg_assign_report_json(const cg_placement *p);
 /* The gate report and its bisect part (report/gate.c, report/bisect.c). */
 json_t *cg_gate_report_json(const cg_gate_report *r);
 json_t *cg_bisect_report_json(const cg_bisect_result *b);
+
+/* --- a lowering (convgate/lower.h; report/lower.c) ---------------------------------- */
+
+/* The lowering as a person reads it: node counts before and after, the
+ * removed nodes by op and transformation, added nodes, notes. */
+void cg_lowered_report_text(FILE *f, const cg_lowered *l);
+/* The same as JSON, with both graphs' node inventories (main graph and all
+ * graphs, op histograms keyed "domain:Op" or "Op"). */
+json_t *cg_lowered_report_json(const cg_lowered *l);
 
 /* --- metrics: the one metrics object (report/metrics.c) ----------------------------- */
 

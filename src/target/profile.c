@@ -21,7 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "convgate/lower.h"
 #include "convgate/runtime.h"
 #include "convgate/schema.h"
 #include "ir/walk.h"
@@ -1403,6 +1402,20 @@ static cg_status parse_parameters(pf_parser *ps, const json_t *root, pf_profile 
     return CG_OK;
 }
 
+/* A name src/target/lowerings.def lists, or "none". */
+static bool lowering_known(const char *name)
+{
+    static const char *const names[] = {"none",
+#define CG_LOWERING(name, fn, description) name,
+#include "target/lowerings.def"
+#undef CG_LOWERING
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
 static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
 {
     static const char *const keys[] = {"format_version", "name", "runtime", "version",
@@ -1445,7 +1458,7 @@ static cg_status parse_root(pf_parser *ps, const json_t *root, pf_profile *p)
     free(fallback);
     if (st == CG_OK)
         st = get_string(ps, root, "$", "preprocess", false, &p->lowering);
-    if (st == CG_OK && p->lowering && !cg_lowering_known(p->lowering))
+    if (st == CG_OK && p->lowering && !lowering_known(p->lowering))
         st = perr(ps, "$.preprocess", "'%s' is not a known preprocess (`convgate lower --help`)",
                   p->lowering);
     p->target.lowering = p->lowering;
@@ -2778,7 +2791,8 @@ const char *cg_profile_params_text(const cg_target *t, char *buf, size_t len)
         buf[0] = '\0';
     for (size_t i = 0; p && i < p->param_count && used + 1 < len; i++) {
         cg_profile_param_info in;
-        cg_profile_param(t, i, &in);
+        if (!cg_profile_param(t, i, &in))
+            break;
         int w = snprintf(buf + used, len - used, "%s%s=%" PRId64 " (%s)", i ? ", " : "",
                          in.name, in.value, in.is_default ? "the profile's default" : "chosen");
         if (w < 0)

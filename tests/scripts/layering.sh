@@ -2,7 +2,7 @@
 # The include graph against the layering of docs/ARCHITECTURE.md: a file
 # may include headers of its own stage and of earlier stages only,
 #
-#   core -> load -> ir -> check -> tflite -> run -> io -> target -> delegate
+#   core -> load -> ir -> check -> tflite -> run -> io -> target -> lower -> delegate
 #        -> runner -> place -> cost -> verify -> rewrite -> report -> bind -> cli
 #
 # Files are placed by folder (src/<stage>/, cli/); public headers
@@ -21,7 +21,7 @@ exec /usr/bin/python3 - "$src" <<'PY'
 import os, re, sys
 
 root = sys.argv[1]
-order = ["core", "load", "ir", "check", "tflite", "run", "io", "target", "delegate",
+order = ["core", "load", "ir", "check", "tflite", "run", "io", "target", "lower", "delegate",
          "runner", "place", "cost", "verify", "rewrite", "report", "bind", "cli"]
 rank = {s: i for i, s in enumerate(order)}
 
@@ -36,6 +36,7 @@ public = {
     "runtime.h": "run",
     "tensor_io.h": "io", "samples.h": "io",
     "target.h": "target",
+    "lower.h": "lower",
     "partition.h": "place", "assign.h": "place",
     "cost.h": "cost", "profile.h": "cost",
     "compare.h": "verify", "golden.h": "verify", "bisect.h": "verify", "gate.h": "verify",
