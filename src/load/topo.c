@@ -16,44 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strmap.h"
 #include "load/load_internal.h"
-
-typedef struct topo_map {
-    const char **keys;
-    size_t *vals;      /* producing node index */
-    size_t cap;        /* power of two */
-} topo_map;
-
-static uint64_t topo_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static size_t topo_get(const topo_map *m, const char *k)
-{
-    for (size_t i = (size_t)topo_hash(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->keys[i])
-            return SIZE_MAX;
-        if (strcmp(m->keys[i], k) == 0)
-            return m->vals[i];
-    }
-}
-
-/* Records the first producer of k. */
-static void topo_put(topo_map *m, const char *k, size_t v)
-{
-    size_t i = (size_t)topo_hash(k) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], k) == 0)
-            return;
-        i = (i + 1) & (m->cap - 1);
-    }
-    m->keys[i] = k;
-    m->vals[i] = v;
-}
 
 /* Calls fn for every name a subgraph (and its subgraphs) reads; names it
  * defines itself are included too, harmlessly: a name defined in the body
@@ -83,7 +47,7 @@ static void body_reads(const cg_graph *b, void (*fn)(void *, const char *), void
 }
 
 typedef struct topo_edges {
-    const topo_map *map;
+    const cg_strmap *map; /* output name -> its first producer */
     size_t node;          /* the consumer */
     size_t *indeg;
     size_t **succ;        /* per producer: consumers (with repeats) */
@@ -93,7 +57,7 @@ typedef struct topo_edges {
 
 static void add_edge(topo_edges *e, size_t from)
 {
-    if (from == SIZE_MAX || from == e->node || e->oom)
+    if (from == CG_STRMAP_NONE || from == e->node || e->oom)
         return;
     if (e->succ_count[from] == e->succ_cap[from]) {
         size_t cap = e->succ_cap[from] ? e->succ_cap[from] * 2 : 4;
@@ -112,7 +76,7 @@ static void add_edge(topo_edges *e, size_t from)
 static void edge_from_name(void *user, const char *name)
 {
     topo_edges *e = user;
-    add_edge(e, topo_get(e->map, name));
+    add_edge(e, cg_strmap_get(e->map, name));
 }
 
 /* Sorts g's nodes when they are out of order and acyclic. */
@@ -136,11 +100,8 @@ static cg_status sort_graph(cg_arena *arena, cg_graph *g, int depth, cg_error *e
     size_t outs = 0;
     for (size_t i = 0; i < n; i++)
         outs += g->nodes[i].output_count;
-    topo_map map = {NULL, NULL, 1};
-    while (map.cap < 2 * outs + 2)
-        map.cap *= 2;
-    map.keys = calloc(map.cap, sizeof *map.keys);
-    map.vals = calloc(map.cap, sizeof *map.vals);
+    cg_strmap map = {0};
+    bool map_ok = cg_strmap_reserve(&map, outs);
     topo_edges e;
     memset(&e, 0, sizeof e);
     e.map = &map;
@@ -151,7 +112,7 @@ static cg_status sort_graph(cg_arena *arena, cg_graph *g, int depth, cg_error *e
     size_t *order = malloc(n * sizeof *order);
     size_t *heap = malloc(n * sizeof *heap);
     cg_status st = CG_OK;
-    if (!map.keys || !map.vals || !e.indeg || !e.succ || !e.succ_count || !e.succ_cap ||
+    if (!map_ok || !e.indeg || !e.succ || !e.succ_count || !e.succ_cap ||
         !order || !heap) {
         st = cg_error_set(err, CG_NOMEM, "out of memory ordering the graph's nodes");
         goto done;
@@ -159,14 +120,14 @@ static cg_status sort_graph(cg_arena *arena, cg_graph *g, int depth, cg_error *e
     for (size_t i = 0; i < n; i++)
         for (size_t o = 0; o < g->nodes[i].output_count; o++)
             if (g->nodes[i].outputs[o] && g->nodes[i].outputs[o][0])
-                topo_put(&map, g->nodes[i].outputs[o], i);
+                cg_strmap_add(&map, g->nodes[i].outputs[o], i); /* reserved: cannot fail */
     bool in_order = true;
     for (size_t i = 0; i < n && !e.oom; i++) {
         const cg_node *nd = &g->nodes[i];
         e.node = i;
         for (size_t k = 0; k < nd->input_count; k++)
             if (nd->inputs[k] && nd->inputs[k][0])
-                add_edge(&e, topo_get(&map, nd->inputs[k]));
+                add_edge(&e, cg_strmap_get(&map, nd->inputs[k]));
         for (size_t a = 0; a < nd->attr_count; a++) {
             if (nd->attrs[a].g)
                 body_reads(nd->attrs[a].g, edge_from_name, &e, 0);
@@ -249,8 +210,7 @@ done:
     free(e.succ_count);
     free(e.succ_cap);
     free(e.indeg);
-    free(map.keys);
-    free(map.vals);
+    cg_strmap_free(&map);
     free(order);
     free(heap);
     return st;

@@ -12,6 +12,7 @@
 #include "convgate/runtime.h"
 #include "convgate/schema.h"
 #include "core/arena.h"
+#include "ir/walk.h"
 #include "lower/lgraph.h"
 #include "run/kernel.h"
 #include "run/exec.h"
@@ -24,19 +25,11 @@ typedef struct lg_typed {
 
 /* --- small helpers --------------------------------------------------------------- */
 
-static uint64_t lg_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static bool str_eq(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
 
 static const char *canon_domain(const char *d)
 {
-    return (!d || strcmp(d, "ai.onnx") == 0) ? "" : d;
+    return cg_domain_is_default(d) ? "" : d;
 }
 
 char *lg_strdup(lg_model *m, const char *s)
@@ -85,33 +78,8 @@ void lg_note(lg_model *m, const char *fmt, ...)
 
 static lg_typed *type_lookup(lg_graph *g, const char *name)
 {
-    if (!g->type_table_cap)
-        return NULL;
-    size_t mask = g->type_table_cap - 1;
-    for (size_t i = (size_t)lg_hash(name) & mask;; i = (i + 1) & mask) {
-        size_t s = g->type_table[i];
-        if (!s)
-            return NULL;
-        if (strcmp(g->types[s - 1].name, name) == 0)
-            return &g->types[s - 1];
-    }
-}
-
-static bool type_rehash(lg_graph *g, size_t cap)
-{
-    size_t *t = calloc(cap, sizeof *t);
-    if (!t)
-        return false;
-    for (size_t e = 0; e < g->type_count; e++) {
-        size_t i = (size_t)lg_hash(g->types[e].name) & (cap - 1);
-        while (t[i])
-            i = (i + 1) & (cap - 1);
-        t[i] = e + 1;
-    }
-    free(g->type_table);
-    g->type_table = t;
-    g->type_table_cap = cap;
-    return true;
+    size_t i = cg_strmap_get(&g->type_index, name);
+    return i == CG_STRMAP_NONE ? NULL : &g->types[i];
 }
 
 const lg_type *lg_type_get(lg_graph *g, const char *name)
@@ -140,18 +108,11 @@ bool lg_type_set(lg_graph *g, const char *name, const lg_type *t)
         g->types = grown;
         g->type_cap = cap;
     }
-    if ((g->type_count + 1) * 2 > g->type_table_cap &&
-        !type_rehash(g, g->type_table_cap ? g->type_table_cap * 2 : 128))
-        return false;
     char *copy = lg_strdup(g->model, name);
-    if (!copy)
+    if (!copy || cg_strmap_add(&g->type_index, copy, g->type_count) == CG_STRMAP_NONE)
         return false;
     g->types[g->type_count].name = copy;
-    g->types[g->type_count].t = *t;
-    size_t i = (size_t)lg_hash(name) & (g->type_table_cap - 1);
-    while (g->type_table[i])
-        i = (i + 1) & (g->type_table_cap - 1);
-    g->type_table[i] = ++g->type_count;
+    g->types[g->type_count++].t = *t;
     return true;
 }
 
@@ -201,16 +162,8 @@ void lg_touch(lg_graph *g)
 
 static lg_index_entry *idx_find(lg_graph *g, const char *name)
 {
-    if (!g->table_cap || !name)
-        return NULL;
-    size_t mask = g->table_cap - 1;
-    for (size_t i = (size_t)lg_hash(name) & mask;; i = (i + 1) & mask) {
-        size_t s = g->table[i];
-        if (!s)
-            return NULL;
-        if (strcmp(g->entries[s - 1].name, name) == 0)
-            return &g->entries[s - 1];
-    }
+    size_t i = cg_strmap_get(&g->entry_index, name);
+    return i == CG_STRMAP_NONE ? NULL : &g->entries[i];
 }
 
 static lg_index_entry *idx_add(lg_graph *g, const char *name)
@@ -226,30 +179,13 @@ static lg_index_entry *idx_add(lg_graph *g, const char *name)
         g->entries = grown;
         g->entry_cap = cap;
     }
-    if ((g->entry_count + 1) * 2 > g->table_cap) {
-        size_t cap = g->table_cap ? g->table_cap * 2 : 128;
-        size_t *t = calloc(cap, sizeof *t);
-        if (!t)
-            return NULL;
-        for (size_t k = 0; k < g->entry_count; k++) {
-            size_t i = (size_t)lg_hash(g->entries[k].name) & (cap - 1);
-            while (t[i])
-                i = (i + 1) & (cap - 1);
-            t[i] = k + 1;
-        }
-        free(g->table);
-        g->table = t;
-        g->table_cap = cap;
-    }
-    e = &g->entries[g->entry_count];
+    if (cg_strmap_add(&g->entry_index, name, g->entry_count) == CG_STRMAP_NONE)
+        return NULL;
+    e = &g->entries[g->entry_count++];
     memset(e, 0, sizeof *e);
     e->name = name;
     e->producer = SIZE_MAX;
     e->init = SIZE_MAX;
-    size_t i = (size_t)lg_hash(name) & (g->table_cap - 1);
-    while (g->table[i])
-        i = (i + 1) & (g->table_cap - 1);
-    g->table[i] = ++g->entry_count;
     return e;
 }
 
@@ -258,8 +194,7 @@ static void idx_clear(lg_graph *g)
     for (size_t i = 0; i < g->entry_count; i++)
         free(g->entries[i].uses);
     g->entry_count = 0;
-    if (g->table)
-        memset(g->table, 0, g->table_cap * sizeof *g->table);
+    cg_strmap_free(&g->entry_index);
 }
 
 static bool idx_use(lg_index_entry *e, size_t node, size_t input)
@@ -1199,11 +1134,10 @@ static void free_graph(lg_graph *g)
                 free_graph(g->nodes[n].bodies[a]);
     idx_clear(g);
     free(g->entries);
-    free(g->table);
     free(g->nodes);
     free(g->inits);
     free(g->types);
-    free(g->type_table);
+    cg_strmap_free(&g->type_index);
 }
 
 void lg_free(lg_model *m)

@@ -27,6 +27,7 @@
 #include "convgate/lower.h"
 #include "convgate/model.h"
 #include "convgate/target.h"
+#include "core/strmap.h"
 
 typedef struct lg_graph lg_graph;
 
@@ -104,13 +105,11 @@ struct lg_graph {
     bool stale;
     lg_index_entry *entries;
     size_t entry_count, entry_cap;
-    size_t *table;                /* index + 1 into entries; table_cap a power of two */
-    size_t table_cap;
+    cg_strmap entry_index;        /* name -> index into entries */
     /* types by name */
     struct lg_typed *types;
     size_t type_count, type_cap;
-    size_t *type_table;
-    size_t type_table_cap;
+    cg_strmap type_index;         /* name -> index into types */
     uint64_t name_counter;        /* for generated names */
     bool modified;                /* edited since loading (or lg_clear_modified) */
 };

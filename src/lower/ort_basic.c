@@ -54,6 +54,7 @@
 #include "convgate/runtime.h"
 #include "convgate/schema.h"
 #include "core/arena.h"
+#include "core/strmap.h"
 #include "lower/lgraph.h"
 #include "lower/lower_internal.h"
 #include "run/exec.h"
@@ -191,9 +192,10 @@ typedef struct ob_shape_state {
 } ob_shape_state;
 
 /* Per graph: the values shape inference knows less of than the reference
- * run (open addressing on name; table_cap a power of two). */
+ * run. */
 typedef struct ob_opaque {
     lg_graph *g;
+    cg_strmap index; /* name -> index into v */
     ob_shape_state *v;
     size_t count, cap;
 } ob_opaque;
@@ -226,49 +228,28 @@ static ob_opaque *opaque_of(ob_ctx *c, lg_graph *g)
     return o;
 }
 
-static uint64_t ob_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static const ob_shape_state *state_find(const ob_opaque *o, const char *name)
 {
-    if (!o->cap)
-        return NULL;
-    for (size_t i = (size_t)ob_hash(name) & (o->cap - 1);; i = (i + 1) & (o->cap - 1)) {
-        if (!o->v[i].name)
-            return NULL;
-        if (strcmp(o->v[i].name, name) == 0)
-            return &o->v[i];
-    }
+    size_t i = cg_strmap_get(&o->index, name);
+    return i == CG_STRMAP_NONE ? NULL : &o->v[i];
 }
 
 static bool state_put(ob_opaque *o, const char *name, bool no_shape, uint32_t mask)
 {
-    if ((o->count + 1) * 2 > o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 64;
-        ob_shape_state *v = calloc(cap, sizeof *v);
-        if (!v)
+    size_t i = cg_strmap_get(&o->index, name);
+    if (i == CG_STRMAP_NONE) {
+        if (o->count == o->cap) {
+            size_t cap = o->cap ? o->cap * 2 : 64;
+            ob_shape_state *v = realloc(o->v, cap * sizeof *v);
+            if (!v)
+                return false;
+            o->v = v;
+            o->cap = cap;
+        }
+        if (cg_strmap_add(&o->index, name, o->count) == CG_STRMAP_NONE)
             return false;
-        for (size_t k = 0; k < o->cap; k++)
-            if (o->v[k].name) {
-                size_t i = (size_t)ob_hash(o->v[k].name) & (cap - 1);
-                while (v[i].name)
-                    i = (i + 1) & (cap - 1);
-                v[i] = o->v[k];
-            }
-        free(o->v);
-        o->v = v;
-        o->cap = cap;
+        i = o->count++;
     }
-    size_t i = (size_t)ob_hash(name) & (o->cap - 1);
-    while (o->v[i].name && strcmp(o->v[i].name, name) != 0)
-        i = (i + 1) & (o->cap - 1);
-    if (!o->v[i].name)
-        o->count++;
     o->v[i].name = name;
     o->v[i].no_shape = no_shape;
     o->v[i].known_mask = mask;
@@ -394,8 +375,7 @@ static void refresh_shapes(ob_ctx *c, lg_graph *g)
     ob_opaque *o = opaque_of(c, g);
     if (!o)
         return;
-    if (o->cap)
-        memset(o->v, 0, o->cap * sizeof *o->v);
+    cg_strmap_free(&o->index);
     o->count = 0;
     size_t *order = NULL, count = 0;
     if (!lg_topo_order(g, &order, &count)) {
@@ -1353,20 +1333,33 @@ static bool per_output_channel(const cg_tensor_proto *w, const cg_tensor_proto *
     return true;
 }
 
+/* The Add or Mul (op; opsets 7, 13, 14) that Conv ni feeds alone, when its
+ * second input is a constant of the float type of the Conv's weight and
+ * the weight is at least 3-D, as ConvAddFusion and ConvMulFusion start
+ * (conv_add_fusion.cc:15-40, conv_mul_fusion.cc:15-40). NULL otherwise. */
+static lg_node *conv_then_const(lg_graph *g, size_t ni, const char *op, size_t *next,
+                                const cg_tensor_proto **w, const cg_tensor_proto **k)
+{
+    static const int versions[] = {7, 13, 14};
+    lg_node *conv = &g->nodes[ni];
+    lg_node *n = conv_next(g, conv, op, versions, 3, next);
+    if (!n || n->input_count < 2 || !(*k = lg_constant(g, n->inputs[1], true)))
+        return NULL;
+    *w = lg_constant(g, conv->inputs[1], true);
+    if (!is_float_type((*w)->data_type) || (*w)->data_type != (*k)->data_type ||
+        (*w)->rank <= 2)
+        return NULL;
+    return n;
+}
+
 /* ConvAddFusion (conv_add_fusion.cc:15-103). */
 static ob_effect rule_conv_add(ob_ctx *c, lg_graph *g, size_t ni)
 {
-    static const int add_versions[] = {7, 13, 14};
     size_t ai;
+    const cg_tensor_proto *w, *b;
+    if (!conv_then_const(g, ni, "Add", &ai, &w, &b) || !per_output_channel(w, b))
+        return EFF_NONE;
     lg_node *conv = &g->nodes[ni];
-    lg_node *add = conv_next(g, conv, "Add", add_versions, 3, &ai);
-    if (!add || add->input_count < 2 || !lg_constant(g, add->inputs[1], true))
-        return EFF_NONE;
-    const cg_tensor_proto *w = lg_constant(g, conv->inputs[1], true);
-    const cg_tensor_proto *b = lg_constant(g, add->inputs[1], true);
-    if (!is_float_type(w->data_type) || w->data_type != b->data_type || w->rank <= 2 ||
-        !per_output_channel(w, b))
-        return EFF_NONE;
     ob_array add_b, conv_b;
     if (!array_load(b, &add_b))
         return EFF_NONE;
@@ -1407,18 +1400,11 @@ static ob_effect rule_conv_add(ob_ctx *c, lg_graph *g, size_t ni)
 /* ConvMulFusion (conv_mul_fusion.cc:15-112). */
 static ob_effect rule_conv_mul(ob_ctx *c, lg_graph *g, size_t ni)
 {
-    static const int mul_versions[] = {7, 13, 14};
     size_t mi;
+    const cg_tensor_proto *w, *s;
+    if (!conv_then_const(g, ni, "Mul", &mi, &w, &s) || (s->rank != 0 && !per_output_channel(w, s)))
+        return EFF_NONE;
     lg_node *conv = &g->nodes[ni];
-    lg_node *mul = conv_next(g, conv, "Mul", mul_versions, 3, &mi);
-    if (!mul || mul->input_count < 2 || !lg_constant(g, mul->inputs[1], true))
-        return EFF_NONE;
-    const cg_tensor_proto *w = lg_constant(g, conv->inputs[1], true);
-    const cg_tensor_proto *s = lg_constant(g, mul->inputs[1], true);
-    if (!is_float_type(w->data_type) || w->data_type != s->data_type || w->rank <= 2)
-        return EFF_NONE;
-    if (s->rank != 0 && !per_output_channel(w, s))
-        return EFF_NONE;
     bool has_b = conv->input_count == 3 && conv->inputs[2][0];
     const cg_tensor_proto *cb = has_b ? lg_constant(g, conv->inputs[2], true) : NULL;
     if (cb && (cb->data_type != s->data_type || cb->rank != 1 || cb->dims[0] != w->dims[0]))
@@ -2031,35 +2017,30 @@ static bool cse_supported(const lg_node *n)
 
 /* The value a name stands for after CSE: the representative's name. */
 typedef struct cse_map {
-    const char **from, **to;
+    cg_strmap index; /* a merged node's output -> index into to */
+    const char **to;
     size_t n, cap;
 } cse_map;
 
 static const char *cse_resolve(const cse_map *m, const char *name)
 {
-    for (size_t i = m->n; i-- > 0;)
-        if (strcmp(m->from[i], name) == 0)
-            return m->to[i];
-    return name;
+    size_t i = cg_strmap_get(&m->index, name);
+    return i == CG_STRMAP_NONE ? name : m->to[i];
 }
 
 static bool cse_put(cse_map *m, const char *from, const char *to)
 {
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        const char **f = realloc(m->from, cap * sizeof *f);
-        if (!f)
-            return false;
-        m->from = f;
         const char **t = realloc(m->to, cap * sizeof *t);
         if (!t)
             return false;
         m->to = t;
         m->cap = cap;
     }
-    m->from[m->n] = from;
-    m->to[m->n] = to;
-    m->n++;
+    if (!cg_strmap_set(&m->index, from, m->n))
+        return false;
+    m->to[m->n++] = to;
     return true;
 }
 
@@ -2175,7 +2156,7 @@ static bool tf_cse(ob_ctx *c, lg_graph *g)
             }
         }
     }
-    free(map.from);
+    cg_strmap_free(&map.index);
     free(map.to);
     free(reps);
     free(hashes);
@@ -2493,7 +2474,7 @@ static bool fold_if(ob_ctx *c, lg_graph *g, size_t ni)
         }
     }
     free(order);
-    free(ren.from);
+    cg_strmap_free(&ren.index);
     free(ren.to);
     if (!ok) {
         c->m->oom = true;
@@ -3361,6 +3342,7 @@ cg_status cg_lower_ort_basic(lg_model *m, cg_error *err)
     }
     for (size_t i = 0; i < c.opaque_count; i++) {
         free(c.opaque[i]->v);
+        cg_strmap_free(&c.opaque[i]->index);
         free(c.opaque[i]);
     }
     free(c.opaque);

@@ -16,19 +16,7 @@
 #include "convgate/target.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
-#include "run/kernel.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
+#include "testlib.h"
 
 #define DATA CG_SOURCE_DIR "/tests/data/lower"
 
@@ -36,11 +24,7 @@ static cg_model *load(const char *name)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.onnx", DATA, name);
-    cg_error err;
-    cg_error_clear(&err);
-    cg_model *m = NULL;
-    CHECK(cg_model_load(path, NULL, &m, &err) == CG_OK, "%s: %s", path, err.msg);
-    return m;
+    return test_load_model(path);
 }
 
 /* "Conv,Relu,Flatten" for the main graph's nodes, in order. */
@@ -84,25 +68,22 @@ static cg_value *run_once(const cg_model *m, const char *input, int rank, const 
     cg_rng rng;
     cg_rng_seed(&rng, 7);
     cg_value *in = NULL, *out = NULL;
-    cg_runtime *rt = NULL;
     cg_named_value *outs = NULL;
     size_t n = 0;
     if (cg_tensor_alloc(&t, CG_DTYPE_FLOAT, rank, dims, 0, &err) != CG_OK ||
         cg_random_fill(&t, NULL, &rng, &err) != CG_OK ||
         cg_value_from_tensor(&t, &in, &err) != CG_OK) {
-        CHECK(0, "input: %s", err.msg);
+        EXPECT(0, "input: %s", err.msg);
         cg_tensor_release(&t);
         return NULL;
     }
     cg_named_value feed = {input, in};
-    if (cg_runtime_init(m, NULL, &rt, &err) == CG_OK &&
-        cg_runtime_run(rt, &feed, 1, &outs, &n, &err) == CG_OK && n >= 1) {
+    if (test_model_run(m, 0, &feed, 1, &outs, &n, &err) == CG_OK && n >= 1) {
         out = outs[0].value;
         outs[0].value = NULL;
     }
-    CHECK(out != NULL, "run: %s", err.msg);
+    EXPECT(out != NULL, "run: %s", err.msg);
     cg_runtime_free_outputs(outs, n);
-    cg_runtime_free(rt);
     cg_value_free(in);
     return out;
 }
@@ -115,14 +96,14 @@ static void same_output(const cg_lowered *l, const char *input, int rank, const 
     cg_value *b = run_once(l->model, input, rank, dims);
     if (a && b) {
         const cg_tensor *ta = &a->tensor, *tb = &b->tensor;
-        CHECK(ta->numel == tb->numel && ta->rank == tb->rank, "output shapes differ");
+        EXPECT(ta->numel == tb->numel && ta->rank == tb->rank, "output shapes differ");
         double worst = 0, scale = 1;
         for (int64_t i = 0; ta->numel == tb->numel && i < ta->numel; i++) {
             double x = cg_tensor_get_f64(ta, i), y = cg_tensor_get_f64(tb, i);
             scale = fmax(scale, fabs(x));
             worst = fmax(worst, fabs(x - y));
         }
-        CHECK(worst <= 1e-4 * scale, "max |diff| %g (scale %g)", worst, scale);
+        EXPECT(worst <= 1e-4 * scale, "max |diff| %g (scale %g)", worst, scale);
     }
     cg_value_free(a);
     cg_value_free(b);
@@ -136,39 +117,39 @@ static void test_torch_like(void)
     cg_error_clear(&err);
     if (!m)
         return;
-    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
     if (l) {
         char ops[256];
         /* the inventory onnxruntime-node 1.22 writes at level 'basic' */
-        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Conv,Relu,Flatten,Reshape,Gemm") == 0,
+        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Conv,Relu,Flatten,Reshape,Gemm") == 0,
               "ops: %s", ops);
         const cg_lower_removed *r;
-        CHECK((r = removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
+        EXPECT((r = removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
               "Identity on the weight");
-        CHECK((r = removed(l, "bn")) && !strcmp(r->by, "ConvBNFusion") && r->into &&
+        EXPECT((r = removed(l, "bn")) && !strcmp(r->by, "ConvBNFusion") && r->into &&
                   !strcmp(r->into, "conv"),
               "BatchNormalization fused into conv");
-        CHECK((r = removed(l, "dropout")) && !strcmp(r->by, "EliminateDropout"), "Dropout");
-        CHECK((r = removed(l, "shape_node")) &&
+        EXPECT((r = removed(l, "dropout")) && !strcmp(r->by, "EliminateDropout"), "Dropout");
+        EXPECT((r = removed(l, "shape_node")) &&
                   !strcmp(r->by, "Graph (Constant node to initializer)"),
               "Constant node");
-        CHECK((r = removed(l, "matmul")) && !strcmp(r->by, "MatMulAddFusion") &&
+        EXPECT((r = removed(l, "matmul")) && !strcmp(r->by, "MatMulAddFusion") &&
                   removed(l, "add"),
               "MatMul + Add");
-        CHECK(cg_lowered_removed_count(l, "") == 6 && l->added_count == 1, "removed %zu, added %zu",
+        EXPECT(cg_lowered_removed_count(l, "") == 6 && l->added_count == 1, "removed %zu, added %zu",
               cg_lowered_removed_count(l, ""), l->added_count);
         char sum[256];
         cg_lowered_removed_summary(l, "", 8, sum, sizeof sum);
-        CHECK(strstr(sum, "Identity x1") && strstr(sum, "BatchNormalization x1"), "%s", sum);
+        EXPECT(strstr(sum, "Identity x1") && strstr(sum, "BatchNormalization x1"), "%s", sum);
         /* the fused Conv stands for the source conv and bn; the Gemm for matmul and add */
         const size_t *o;
         size_t n = cg_lowered_origins(l, 0, &o);
-        CHECK(n == 2 && o[0] == source_index(m, "conv") && o[1] == source_index(m, "bn"),
+        EXPECT(n == 2 && o[0] == source_index(m, "conv") && o[1] == source_index(m, "bn"),
               "conv origins (%zu)", n);
         n = cg_lowered_origins(l, 4, &o);
-        CHECK(n == 2 && o[0] == source_index(m, "matmul") && o[1] == source_index(m, "add"),
+        EXPECT(n == 2 && o[0] == source_index(m, "matmul") && o[1] == source_index(m, "add"),
               "gemm origins (%zu)", n);
-        CHECK(l->edited && l->cpu_missing_count == 0, "edited, every op has a CPU kernel");
+        EXPECT(l->edited && l->cpu_missing_count == 0, "edited, every op has a CPU kernel");
         int64_t dims[4] = {1, 3, 6, 6};
         same_output(l, "x", 4, dims);
     }
@@ -184,16 +165,16 @@ static void test_fold(void)
     cg_error_clear(&err);
     if (!m)
         return;
-    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
     if (l) {
         char ops[256];
-        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Reshape,Div") == 0, "ops: %s", ops);
+        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Reshape,Div") == 0, "ops: %s", ops);
         const cg_lower_removed *r;
-        CHECK((r = removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
-        CHECK((r = removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
-        CHECK((r = removed(l, "add_zero")) && !strcmp(r->by, "NoopElimination"), "x + 0");
-        CHECK((r = removed(l, "cast_same")) && !strcmp(r->by, "CastElimination"), "Cast");
-        CHECK((r = removed(l, "mul")) && !strcmp(r->by, "DivMulFusion") && r->into &&
+        EXPECT((r = removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
+        EXPECT((r = removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
+        EXPECT((r = removed(l, "add_zero")) && !strcmp(r->by, "NoopElimination"), "x + 0");
+        EXPECT((r = removed(l, "cast_same")) && !strcmp(r->by, "CastElimination"), "Cast");
+        EXPECT((r = removed(l, "mul")) && !strcmp(r->by, "DivMulFusion") && r->into &&
                   !strcmp(r->into, "div"),
               "1/x * y");
         int64_t dims[3] = {2, 3, 4};
@@ -201,17 +182,17 @@ static void test_fold(void)
     }
     cg_lowered_free(l);
     /* "none" is the identity: the source itself, every node its own origin */
-    CHECK(cg_lower(m, "none", NULL, 0, &l, &err) == CG_OK && l->model == m &&
+    EXPECT(cg_lower(m, "none", NULL, 0, &l, &err) == CG_OK && l->model == m &&
               l->removed_count == 0,
           "none");
     if (l) {
         const size_t *o;
-        CHECK(cg_lowered_origins(l, 3, &o) == 1 && o[0] == 3, "identity origins");
+        EXPECT(cg_lowered_origins(l, 3, &o) == 1 && o[0] == 3, "identity origins");
     }
     cg_lowered_free(l);
     l = NULL;
     cg_error_clear(&err);
-    CHECK(cg_lower(m, "magic", NULL, 0, &l, &err) == CG_USAGE && !l &&
+    EXPECT(cg_lower(m, "magic", NULL, 0, &l, &err) == CG_USAGE && !l &&
               strstr(err.msg, "unknown lowering 'magic'") && strstr(err.msg, "ort-basic"),
           "%s", err.msg);
     cg_model_free(m);
@@ -225,12 +206,12 @@ static void test_if_const(void)
     cg_error_clear(&err);
     if (!m)
         return;
-    CHECK(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
     if (l) {
         char ops[256];
-        CHECK(strcmp(ops_of(l->model, ops, sizeof ops), "Add,Relu") == 0, "ops: %s", ops);
+        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Add,Relu") == 0, "ops: %s", ops);
         const cg_lower_removed *r = removed(l, "if");
-        CHECK(r && !strcmp(r->by, "ConstantFolding"), "If inlined");
+        EXPECT(r && !strcmp(r->by, "ConstantFolding"), "If inlined");
         int64_t dims[1] = {2};
         same_output(l, "x", 1, dims);
     }
@@ -244,7 +225,7 @@ static void test_targets(void)
     cg_error err;
     cg_error_clear(&err);
     cg_target_registry *reg = NULL;
-    CHECK(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_target_registry_load(CG_SOURCE_DIR "/profiles", &reg, &err) == CG_OK, "%s", err.msg);
     if (!reg)
         return;
     const cg_target *nnapi = cg_target_registry_find(reg, "nnapi", &err);
@@ -253,10 +234,10 @@ static void test_targets(void)
     const char *lw = NULL;
     if (nnapi && ml && gpu) {
         const cg_target *ort[2] = {nnapi, ml}, *mixed[2] = {nnapi, gpu};
-        CHECK(cg_lowering_for_targets(ort, 2, &lw, &err) == CG_OK && !strcmp(lw, "ort-basic"),
+        EXPECT(cg_lowering_for_targets(ort, 2, &lw, &err) == CG_OK && !strcmp(lw, "ort-basic"),
               "ORT EPs share ort-basic");
         cg_error_clear(&err);
-        CHECK(cg_lowering_for_targets(mixed, 2, &lw, &err) == CG_USAGE &&
+        EXPECT(cg_lowering_for_targets(mixed, 2, &lw, &err) == CG_USAGE &&
                   strstr(err.msg, "partition different graphs"),
               "mixing runtimes: %s", err.msg);
     }
@@ -269,10 +250,5 @@ int main(void)
     test_fold();
     test_if_const();
     test_targets();
-    if (failures) {
-        fprintf(stderr, "test_lower: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_lower: ok\n");
-    return 0;
+    return test_done("test_lower");
 }
