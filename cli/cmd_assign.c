@@ -264,9 +264,8 @@ int cmd_assign(int argc, char **argv)
         setting_label(s);
         if (i == 0) {
             /* the graph the targets partition (a profile's "preprocess") */
-            const char *lowering;
-            if (cg_lowering_for_targets(tg.list, tg.count, &lowering, &err) != CG_OK ||
-                cg_lower(model, lowering, s->dims, s->dim_count, &lowered, &err) != CG_OK) {
+            if (cg_lower_for_targets(model, tg.list, tg.count, s->dims, s->dim_count, &lowered,
+                                     &err) != CG_OK) {
                 cli_error("assign", "%s: %s", path, err.msg);
                 goto done;
             }

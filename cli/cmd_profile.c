@@ -183,10 +183,9 @@ int cmd_profile(int argc, char **argv)
     if (!(model = cli_model_for("profile", path, &in, &tg)))
         goto done;
     /* the graph the targets partition (a profile's "preprocess") is what runs */
-    const char *lowering = "none";
     if (tg.count &&
-        (cg_lowering_for_targets(tg.list, tg.count, &lowering, &err) != CG_OK ||
-         cg_lower(model, lowering, in.dims, in.dim_count, &lowered, &err) != CG_OK)) {
+        cg_lower_for_targets(model, tg.list, tg.count, in.dims, in.dim_count, &lowered, &err) !=
+            CG_OK) {
         cli_error("profile", "%s: %s", path, err.msg);
         goto done;
     }

@@ -102,11 +102,19 @@ CG_API CG_NODISCARD cg_status cg_lower(const cg_model *src, const char *name,
                                        cg_lowered **out, cg_error *err);
 CG_API void cg_lowered_free(cg_lowered *l);
 
-/* The lowering every target of the list declares, NULL when none declares
- * one ("none"); CG_USAGE naming both when two targets disagree. */
+/* The lowering every target of the list declares ("none" when none
+ * declares one); CG_USAGE naming both when two targets disagree. */
 CG_API CG_NODISCARD cg_status cg_lowering_for_targets(const cg_target *const *targets,
                                                       size_t count, const char **out,
                                                       cg_error *err);
+/* The graph the targets partition: cg_lower with the lowering
+ * cg_lowering_for_targets picks (what assign, profile, gate 2 and the
+ * bindings place). */
+CG_API CG_NODISCARD cg_status cg_lower_for_targets(const cg_model *src,
+                                                   const cg_target *const *targets,
+                                                   size_t count, const cg_dim_binding *dims,
+                                                   size_t dim_count, cg_lowered **out,
+                                                   cg_error *err);
 
 /* Origins of runtime main-graph node i. */
 CG_API size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out);

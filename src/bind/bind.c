@@ -22,6 +22,7 @@
 #include "convgate/assign.h"
 #include "convgate/gate.h"
 #include "convgate/golden.h"
+#include "convgate/lower.h"
 #include "convgate/parity.h"
 #include "convgate/profile.h"
 #include "convgate/samples.h"
@@ -414,6 +415,7 @@ static int do_assign(bind_ctx *c, json_t **result)
 {
     cg_type_env *types = NULL;
     cg_placement *p = NULL;
+    cg_lowered *lowered = NULL;
     cg_cost_estimate est;
     cg_error err;
     char types_error[CG_ERROR_MSG_MAX], why[1024];
@@ -421,25 +423,33 @@ static int do_assign(bind_ctx *c, json_t **result)
     cg_error_clear(&err);
     if (rc || (rc = bind_common(c, true)) != 0)
         return rc;
-    /* as convgate assign: without types (the reference cannot run), rules
-     * that need one refuse the node */
-    if (cg_type_env_build_with(c->model, c->dims, c->dim_count, &c->random, &types, &err) !=
+    /* as convgate assign: the graph the targets partition is placed, and
+     * without types (the reference cannot run), rules that need one refuse
+     * the node */
+    if (cg_lower_for_targets(c->model, c->targets, c->target_count, c->dims, c->dim_count,
+                             &lowered, &err) != CG_OK)
+        return bind_error(c, "%s", err.msg);
+    const cg_model *placed = lowered->model;
+    if (cg_type_env_build_with(placed, c->dims, c->dim_count, &c->random, &types, &err) !=
         CG_OK) {
-        if (err.status == CG_NOMEM)
-            return bind_error(c, "%s", err.msg);
+        if (err.status == CG_NOMEM) {
+            rc = bind_error(c, "%s", err.msg);
+            goto done;
+        }
         snprintf(types_error, sizeof types_error, "%s", err.msg);
         bind_warn(c, "no tensor types, assigning without them (rules that need a type refuse "
                   "the node): %s", err.msg);
         cg_error_clear(&err);
     }
-    if (cg_placement_build(c->model, types, c->targets, c->target_count, &p, &err) != CG_OK) {
+    if (cg_placement_build(placed, types, c->targets, c->target_count, &p, &err) != CG_OK) {
         rc = bind_error(c, "%s", err.msg);
         goto done;
     }
+    p->lowered = lowered;
     if (!types)
         p->types_error = types_error;
     if (types && !opt_bool(c, "no_time", false)) {
-        if (cg_profile_quick_estimate(c->model, types, &c->random, p->main, &est, NULL, &err) ==
+        if (cg_profile_quick_estimate(placed, types, &c->random, p->main, &est, NULL, &err) ==
             CG_OK)
             p->time = &est;
         else
@@ -461,6 +471,7 @@ static int do_assign(bind_ctx *c, json_t **result)
 done:
     cg_placement_free(p);
     cg_type_env_free(types);
+    cg_lowered_free(lowered);
     return rc;
 }
 

@@ -273,3 +273,12 @@ cg_status cg_lowering_for_targets(const cg_target *const *targets, size_t count,
     *out = chosen ? chosen : "none";
     return CG_OK;
 }
+
+cg_status cg_lower_for_targets(const cg_model *src, const cg_target *const *targets,
+                               size_t count, const cg_dim_binding *dims, size_t dim_count,
+                               cg_lowered **out, cg_error *err)
+{
+    const char *lowering;
+    cg_status st = cg_lowering_for_targets(targets, count, &lowering, err);
+    return st != CG_OK ? st : cg_lower(src, lowering, dims, dim_count, out, err);
+}

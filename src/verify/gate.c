@@ -168,10 +168,8 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         memcpy(binds, opt->dims, nb * sizeof *binds);
     }
     /* placement is judged on the graph the targets partition */
-    const char *lowering;
-    if ((st = cg_lowering_for_targets(opt->targets, opt->target_count, &lowering, err)) !=
-            CG_OK ||
-        (st = cg_lower(model, lowering, binds, nb, &lowered, err)) != CG_OK) {
+    if ((st = cg_lower_for_targets(model, opt->targets, opt->target_count, binds, nb, &lowered,
+                                   err)) != CG_OK) {
         cg_error_prefix(err, "gate 2: ");
         return st;
     }

@@ -65,6 +65,20 @@ expect "$T/l.txt" "ConstantFolding x" "lower: by transformation"
 "$CG" gate "$D/torch_like.onnx" --target coreml-mlprogram >"$T/g.txt" 2>&1
 expect "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
 
+# the per-node views draw the graph that was placed (the placement indexes
+# its 5 nodes, not the file's 10)
+for cmd in gate assign; do
+    rm -rf "$T/me"
+    "$CG" "$cmd" "$D/torch_like.onnx" --target coreml-mlprogram --html "$T/v.html" \
+        --model-explorer "$T/me" >"$T/v.txt" 2>&1 || fail "$cmd --html --model-explorer: exit $?"
+    /usr/bin/python3 - "$T/me/convgate_owner.json" >"$T/o.txt" 2>&1 <<'PY' || fail "$cmd: owner overlay"
+import json, sys
+nodes = json.load(open(sys.argv[1]))["torch_like"]["results"]
+print(len(nodes), sorted(nodes))
+PY
+    expect "$T/o.txt" "^5 \[" "$cmd: the owner overlay's nodes are the placed graph's"
+done
+
 # nodes out of topological order: sorted with a warning, then placed
 "$CG" check "$D/unsorted.onnx" >"$T/c.txt" 2>&1 || fail "unsorted: check exit $?"
 expect "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
