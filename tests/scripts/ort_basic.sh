@@ -76,8 +76,11 @@ done
 
 # ORT's optimized models, from the cache or one node run for the new ones.
 todo=()
-cut -f2 "$list" | xargs -d '\n' sha256sum | cut -d' ' -f1 | paste "$list" - >"$work/keyed.tsv"
-while IFS=$'\t' read -r name path sum; do
+# (a row number keys each model's own files: identical files, such as
+# test_MaxPool1d and test_MaxPool1d_stride, share a sha256 but not a job)
+cut -f2 "$list" | xargs -d '\n' sha256sum | cut -d' ' -f1 | paste "$list" - |
+    awk -F'\t' -v OFS='\t' '{ print $0, NR }' >"$work/keyed.tsv"
+while IFS=$'\t' read -r name path sum _; do
     if [ ! -f "$cache/$ort_version/$sum.onnx" ] && [ ! -f "$cache/$ort_version/$sum.error" ]; then
         ln -sf "$path" "$work/in/$sum.onnx"
         todo+=("$work/in/$sum.onnx")
@@ -92,16 +95,16 @@ fi
 # convgate's side: the lowering, and ORT's model loaded, checked and placed
 # (one model per job, in parallel; each writes its own row).
 one_model() {
-    local bin=$1 src=$2 cache=$3 work=$4 name=$5 path=$6 sum=$7
-    local ort="$cache/$sum.onnx" mine="$work/$sum.mine.json" theirs="$work/$sum.ort.json"
+    local bin=$1 src=$2 cache=$3 work=$4 name=$5 path=$6 sum=$7 row=$8
+    local ort="$cache/$sum.onnx" mine="$work/$row.mine.json" theirs="$work/$row.ort.json"
     local dims check=- assign=- kind=zoo
-    case "$path" in */model.onnx) kind="$work/$sum.inspect.json"
+    case "$path" in */model.onnx) kind="$work/$row.inspect.json"
         "$bin" inspect --json "$path" >"$kind" 2>/dev/null ;; esac
     dims=$(awk -v f="$name" '$1 == f { for (i = 2; i <= NF; i++) printf " --dim %s", $i }' \
         "$src/tests/data/ort_basic/dims.txt")
     # shellcheck disable=SC2086
-    "$bin" lower "$path" --preprocess ort-basic --json $dims >"$mine" 2>"$work/$sum.err" ||
-        cp "$work/$sum.err" "$mine"
+    "$bin" lower "$path" --preprocess ort-basic --json $dims >"$mine" 2>"$work/$row.err" ||
+        cp "$work/$row.err" "$mine"
     if [ -f "$ort" ]; then
         "$bin" lower "$ort" --preprocess none --json >"$theirs" 2>/dev/null
         "$bin" check "$ort" >/dev/null 2>&1; check=$?
@@ -109,11 +112,11 @@ one_model() {
         "$bin" assign "$ort" --target nnapi --no-time $dims >/dev/null 2>&1; assign=$?
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mine" "$theirs" "$cache/$sum.error" \
-        "$check" "$assign" "$kind" >"$work/$sum.row"
+        "$check" "$assign" "$kind" >"$work/$row.row"
 }
 export -f one_model
 tr '\t' '\n' <"$work/keyed.tsv" |
-    xargs -d '\n' -n 3 -P "$jobs" bash -c 'one_model "$@"' _ "$bin" "$src" "$cache/$ort_version" "$work"
+    xargs -d '\n' -n 4 -P "$jobs" bash -c 'one_model "$@"' _ "$bin" "$src" "$cache/$ort_version" "$work"
 cat "$work"/*.row >"$work/models.tsv"
 
 "$py" "$src/tests/scripts/ort_basic_compare.py" "$work"
