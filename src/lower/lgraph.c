@@ -1008,7 +1008,9 @@ static cg_status load_graph(lg_model *m, lg_graph *g, const cg_graph *src, lg_gr
     for (size_t i = 0; i < src->sparse_initializer_count; i++) {
         const cg_sparse_tensor_proto *sp = &src->sparse_initializers[i];
         cg_value *v = NULL;
-        cg_status st = cg_value_from_sparse_proto(sp, &v, m->err);
+        /* held to the runtime's default allocation limit: the dense form can
+         * be far larger than the file */
+        cg_status st = cg_value_from_sparse_proto(sp, CG_DEFAULT_MAX_ALLOC, &v, m->err);
         if (st != CG_OK)
             return st;
         size_t bytes = 0;

@@ -3152,7 +3152,7 @@ static cg_tensor_proto *constant_tensor(ob_ctx *c, const lg_node *n)
     }
     if (strcmp(an, "sparse_value") == 0 && a->sparse_tensor) {
         cg_value *v = NULL;
-        if (cg_value_from_sparse_proto(a->sparse_tensor, &v, NULL) != CG_OK)
+        if (cg_value_from_sparse_proto(a->sparse_tensor, CG_DEFAULT_MAX_ALLOC, &v, NULL) != CG_OK)
             return NULL;
         cg_tensor_proto *tp = proto_from_value(m, v, name);
         cg_value_free(v);
