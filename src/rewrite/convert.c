@@ -24,6 +24,7 @@
 #include "convgate/assign.h"
 #include "convgate/check.h"
 #include "convgate/golden.h"
+#include "convgate/noise.h"
 #include "convgate/rewrite.h"
 #include "core/file.h"
 #include "core/path.h"
@@ -164,24 +165,37 @@ static uint64_t initializer_bytes(const cg_model *m)
 }
 
 /* The source's reference outputs on every sample, frozen as DIR/golden
- * (made for the result: its model hash is model.onnx's). */
+ * (made for the result: its model hash is model.onnx's), with each output's
+ * noise floors (format 2, as dump-ref writes them): the source runs on the
+ * float64, fp32 and fp16-storage references, so `verify DIR` and `gate
+ * --golden` judge the result against the source's own noise. A source the
+ * float64 reference cannot run (CG_UNSUPPORTED) gets a set without floors,
+ * judged by the fixed tolerance (verify's note says so). */
 static cg_status write_golden(const cg_model *source, cg_convert_result *r, const char *golden,
                               cg_error *err)
 {
     const cg_sample_set *samples = r->opt->rewrite.samples;
     cg_golden_writer *w = NULL;
     cg_runtime *rt = NULL;
+    cg_noise *noise = NULL;
+    cg_noise_options no;
     cg_runtime_options ro;
     cg_status st;
+    memset(&no, 0, sizeof no);
+    no.max_alloc_bytes = r->opt->rewrite.max_alloc_bytes;
+    no.fp16 = true;
     cg_runtime_options_default(&ro);
     ro.max_alloc_bytes = r->opt->rewrite.max_alloc_bytes;
-    if ((st = cg_runtime_init(source, &ro, &rt, err)) != CG_OK ||
+    st = cg_noise_init(source, &no, &noise, err);
+    if (st == CG_UNSUPPORTED)
+        st = cg_runtime_init(source, &ro, &rt, err);
+    if (st != CG_OK ||
         (st = cg_golden_writer_init(golden, r->result_path, r->rewrite.model, true, &w, err)) !=
             CG_OK)
         goto done;
     cg_golden_writer_set_created(w, r->created);
     for (size_t i = 0; i < samples->count && st == CG_OK; i++)
-        if ((st = cg_golden_writer_run(w, rt, NULL, &samples->samples[i], NULL, NULL, NULL,
+        if ((st = cg_golden_writer_run(w, rt, noise, &samples->samples[i], NULL, NULL, NULL,
                                        err)) != CG_OK)
             cg_error_prefix(err, "the source model: ");
     if (st == CG_OK)
@@ -189,6 +203,7 @@ static cg_status write_golden(const cg_model *source, cg_convert_result *r, cons
 done:
     cg_golden_writer_free(w);
     cg_runtime_free(rt);
+    cg_noise_free(noise);
     return st;
 }
 

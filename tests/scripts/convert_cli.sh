@@ -77,8 +77,14 @@ check "README: the numbers and the recipe" grep -q "## Recipe" "$a/README.md"
 check "README: how to verify" grep -qF "convgate verify ." "$a/README.md"
 check "ORT config" grep -qx "ai.onnx;13;Add,Div,Mul,ReduceMean,Sqrt" "$a/deploy/ort_required_operators.config"
 check "TFLM resolver" grep -qF "resolver.AddMean()" "$a/deploy/tflm_op_resolver.cc"
-cg gate "$a/model.onnx" --target litert-gpu --golden "$a/golden"
+# the golden set records the source's noise floors (format 2), and verify
+# and gate 3 judge the result against them, not by a fixed tolerance
+gm() { "$py" -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$a/golden/manifest.json" "$1"; }
+check "golden: format 2" gm 'm["format_version"] == 2'
+check "golden: every output of every set has its fp32 and fp16 floors" gm 'all(isinstance(o["noise"]["fp32_floor"], float) and isinstance(o["noise"]["fp16_floor"], float) and o["noise"]["fp32_floor"] <= o["noise"]["fp16_floor"] and o["noise"]["scale"] > 0 for s in m["sets"] for o in s["outputs"])'
+cg gate "$a/model.onnx" --target litert-gpu --golden "$a/golden" --json "$tmp/gate.json"
 check "the result passes gate 3 on litert-gpu against the source's golden outputs" rc 0
+check "gate --golden: judged by the recorded floors, at fp16 precision" "$py" -c 'import json,sys; m=json.load(open(sys.argv[1]))["result"]["matches"]; sys.exit(0 if m["judged_by_noise_floor"] and all(o["verdict"]["verdict"] == "matches at fp16 precision" for o in m["outputs"]) else 1)' "$tmp/gate.json"
 
 cg verify "$a"
 check "verify DIR: exit 0" rc 0
@@ -86,6 +92,7 @@ check "verify DIR: files checked" out_has "files match manifest.json"
 cg verify "$a" --target litert-gpu --json
 check "verify DIR --target: exit 0" rc 0
 check "verify DIR --json: artifact and verify" "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]; sys.exit(0 if r["artifact"]["files_checked"] == 9 and r["verify"]["pass"] else 1)' "$tmp/out"
+check "verify DIR --json: judged by the golden set's floors" "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]["verify"]; sys.exit(0 if r["judged_by_noise_floor"] and not r["note"] else 1)' "$tmp/out"
 
 # tampering: each a fresh copy, each refused (exit 2) naming the file
 tamper() {
