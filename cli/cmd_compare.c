@@ -326,7 +326,8 @@ int cmd_compare(int argc, char **argv)
         for (size_t k = 0; outs && k < rep.output_count; k++)
             outs[k] = (cg_graph_view_output){rep.outputs[k].name, &rep.outputs[k].merged};
         cg_graph_view gv = {model, rep.path ? cg_target_path_assignment(rep.path) : NULL, NULL,
-                            NULL, outs, rep.output_count, a.targets.list, a.targets.count};
+                            NULL, outs, rep.output_count, a.targets.list, a.targets.count,
+                            NULL};
         char title[4300];
         snprintf(title, sizeof title, "convgate compare %s --target %s", a.model_path,
                  a.targets.label);

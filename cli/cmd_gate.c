@@ -336,11 +336,11 @@ int cmd_gate(int argc, char **argv)
             cg_graph_view_output *outs = calloc(jr->output_count + 1, sizeof *outs);
             for (size_t o = 0; outs && o < jr->output_count; o++)
                 outs[o] = (cg_graph_view_output){jr->outputs[o].name, &jr->outputs[o].merged};
-            /* the placement indexes the graph the targets partition */
-            const cg_model *placed = rep.lowered ? rep.lowered->model : model;
-            cg_graph_view gv = {placed, rep.assignment, rep.node_ms,
+            /* the file's nodes; the placement and the times index the
+             * graph the targets partition, mapped back by the view */
+            cg_graph_view gv = {model, rep.assignment, rep.node_ms,
                                 rep.bisected ? &rep.bisect : NULL, outs, jr->output_count,
-                                tg.list, tg.count};
+                                tg.list, tg.count, rep.lowered};
             char title[4300];
             snprintf(title, sizeof title, "convgate gate %s --target %s", model_path, tg.label);
             rc = outs ? cli_views_write("gate", &views, rc, root, title, &gv)

@@ -121,6 +121,9 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
         cg_json_set(g2, "nodes", json_integer((json_int_t)r->node_count));
         cg_json_set(g2, "preprocess", cg_json_text(r->preprocess));
         cg_json_set(g2, "removed_by_runtime", json_integer((json_int_t)r->removed_by_runtime));
+        if (r->lowered)
+            cg_json_set(g2, "nodes_in_file",
+                        json_integer((json_int_t)r->lowered->source->graph->node_count));
         cg_json_set(g2, "nodes_on_target", json_integer((json_int_t)r->nodes_on_targets));
         cg_json_set(g2, "partitions", json_integer((json_int_t)r->partitions));
         cg_json_set(g2, "boundaries", json_integer((json_int_t)r->boundaries));

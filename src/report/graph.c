@@ -9,11 +9,20 @@
  * Errors per tensor come from a bisection (every watched tensor) and from
  * the compared graph outputs; a tensor both name keeps the bisection's
  * figure, which is the one measured on the sample that failed.
+ *
+ * With a lowering (the graph the targets partition is not the file's), the
+ * view still draws the file's nodes, the graph the user opens: each takes
+ * what was measured on the runtime node it stands for, found through the
+ * lowering's origin record (cg_lowered_origins), and a node the runtime's
+ * optimizations removed is owned by "removed", with the transformation and
+ * the runtime node it was fused into, if any. Only the lowering's generic
+ * record is read (origins, removed), so any lowering draws the same way.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "convgate/assign.h"
+#include "convgate/lower.h"
 #include "report/report.h"
 
 #define GV_LABEL 256
@@ -123,37 +132,111 @@ typedef struct gv_refusal {
     bool dropped;
 } gv_refusal;
 
-static json_t *gv_nodes_json(const cg_graph_view *v, const gv_errors *errs)
+#define GV_NONE ((size_t)-1)
+
+/* The graph drawn: the file's (the lowering's source when there is one). */
+static const cg_graph *gv_file(const cg_graph_view *v)
 {
-    const cg_graph *g = v->model->graph;
+    return v->lowered ? v->lowered->source->graph : v->model->graph;
+}
+
+/* The file's node n as the runtime sees it: the runtime node it stands for
+ * (GV_NONE when none: removed, or no placement), its removal record (main
+ * graph) if the runtime's optimizations removed it, and its reference time
+ * (the time of each runtime node goes to its first origin). Without a
+ * lowering every node stands for itself. */
+typedef struct gv_source {
+    size_t runtime;
+    const cg_lower_removed *removed;
+    double ms;
+    bool timed;
+} gv_source;
+
+/* One gv_source per node of the file's graph (model nodes when not
+ * lowered). A file node that several runtime nodes stand for (MatMul+Add
+ * made into Reshape, Gemm, Reshape) takes the one of its own op, else the
+ * first; NULL when out of memory. */
+static gv_source *gv_sources_build(const cg_graph_view *v)
+{
+    const cg_lowered *l = v->lowered;
+    size_t n = gv_file(v)->node_count;
+    gv_source *src = calloc(n ? n : 1, sizeof *src);
+    if (!src)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        src[i] = (gv_source){l ? GV_NONE : i, NULL, !l && v->node_ms ? v->node_ms[i] : 0,
+                             !l && v->node_ms};
+    if (!l)
+        return src;
+    const cg_graph *lg = l->model->graph, *g = gv_file(v);
+    for (size_t i = 0; i < lg->node_count; i++) {
+        const size_t *o = NULL;
+        size_t k = cg_lowered_origins(l, i, &o);
+        for (size_t j = 0; j < k; j++) {
+            if (o[j] >= n)
+                continue;
+            gv_source *s = &src[o[j]];
+            const char *op = lg->nodes[i].op_type, *sop = g->nodes[o[j]].op_type;
+            bool same = op && sop && strcmp(op, sop) == 0;
+            if (s->runtime == GV_NONE ||
+                (same && strcmp(lg->nodes[s->runtime].op_type ? lg->nodes[s->runtime].op_type
+                                                               : "",
+                                sop) != 0))
+                s->runtime = i;
+            if (j == 0 && v->node_ms) {
+                s->ms += v->node_ms[i];
+                s->timed = true;
+            }
+        }
+    }
+    for (size_t r = 0; r < l->removed_count; r++)
+        if (l->removed[r].graph && !l->removed[r].graph[0] && l->removed[r].node < n)
+            src[l->removed[r].node].removed = &l->removed[r];
+    return src;
+}
+
+/* The owner's name of runtime node i ("cpu" or a target), or NULL. */
+static const char *gv_owner(const cg_assignment *a, size_t i)
+{
+    if (!a || i == GV_NONE)
+        return NULL;
+    return a->owner[i] == CG_OWNER_CPU ? "cpu" : a->targets[a->owner[i]]->name;
+}
+
+static json_t *gv_nodes_json(const cg_graph_view *v, const gv_errors *errs,
+                             const gv_source *src)
+{
+    const cg_graph *g = gv_file(v);
+    /* the placement indexes the graph the targets partition */
+    const cg_graph *pg = v->lowered ? v->lowered->model->graph : g;
     const cg_assignment *a = v->assignment;
     json_t *nodes = json_array();
-    gv_refusal *why = calloc(g->node_count ? g->node_count : 1, sizeof *why);
-    char label[GV_LABEL];
+    gv_refusal *why = calloc(pg->node_count ? pg->node_count : 1, sizeof *why);
+    char label[GV_LABEL], text[2 * GV_LABEL + 96];
     if (!nodes || !why)
         goto fail;
     for (size_t i = 0; a && i < a->unsupported_count; i++)
-        if (a->unsupported[i].node < g->node_count)
+        if (a->unsupported[i].node < pg->node_count)
             why[a->unsupported[i].node] = (gv_refusal){&a->unsupported[i], false};
     for (size_t i = 0; a && i < a->dropped_count; i++)
-        if (a->dropped[i].node < g->node_count && !why[a->dropped[i].node].u)
+        if (a->dropped[i].node < pg->node_count && !why[a->dropped[i].node].u)
             why[a->dropped[i].node] = (gv_refusal){&a->dropped[i], true};
     for (size_t n = 0; n < g->node_count; n++) {
         const cg_node *nd = &g->nodes[n];
+        const gv_source *s = &src[n];
+        size_t rt = s->runtime;
         json_t *o = json_object(), *ins = NULL, *outs = NULL;
-        int owner = a ? a->owner[n] : CG_OWNER_CPU;
+        const char *owner = s->removed && a ? "removed" : gv_owner(a, rt);
         const gv_error *worst = NULL;
         if (!gv_push(nodes, o) || !gv_set(o, "name", cg_json_text(cg_assign_node_label(
                                                           g, n, label, sizeof label))) ||
             !gv_set(o, "named", json_boolean(nd->name && nd->name[0])) ||
             !gv_set(o, "op", cg_json_text(nd->op_type ? nd->op_type : "?")) ||
             !gv_set(o, "domain", cg_json_text(nd->domain ? nd->domain : "")) ||
-            !gv_set(o, "owner", a ? cg_json_text(owner == CG_OWNER_CPU
-                                                     ? "cpu"
-                                                     : a->targets[owner]->name)
-                                  : json_null()) ||
-            !gv_set(o, "partition", json_integer(a ? a->partition_of[n] : -1)) ||
-            !gv_set(o, "ms", v->node_ms ? cg_json_number(v->node_ms[n]) : json_null()) ||
+            !gv_set(o, "owner", owner ? cg_json_text(owner) : json_null()) ||
+            !gv_set(o, "partition",
+                    json_integer(a && rt != GV_NONE ? a->partition_of[rt] : -1)) ||
+            !gv_set(o, "ms", s->timed ? cg_json_number(s->ms) : json_null()) ||
             !gv_set(o, "inputs", ins = json_array()) || !gv_set(o, "outputs", outs = json_array()))
             goto fail;
         for (size_t i = 0; i < nd->input_count; i++)
@@ -168,9 +251,19 @@ static json_t *gv_nodes_json(const cg_graph_view *v, const gv_errors *errs)
         }
         if (!gv_set(o, "error", worst ? gv_error_json(worst) : json_null()))
             goto fail;
-        const gv_refusal *r = &why[n];
-        if (r->u) {
-            if (!gv_set(o, "reason", cg_json_text(cg_assign_bare_reason(g, n, r->u->reason))) ||
+        const gv_refusal *r = rt != GV_NONE ? &why[rt] : NULL;
+        if (s->removed) {
+            const cg_lower_removed *rm = s->removed;
+            if (rm->into)
+                snprintf(text, sizeof text, "fused into '%s' by %s", rm->into, rm->by);
+            else
+                snprintf(text, sizeof text, "removed by %s", rm->by);
+            if (!gv_set(o, "reason", cg_json_text(text)) ||
+                !gv_set(o, "rule", json_string("removed by the runtime")) ||
+                !gv_set(o, "refused_by", json_null()))
+                goto fail;
+        } else if (r && r->u) {
+            if (!gv_set(o, "reason", cg_json_text(cg_assign_bare_reason(pg, rt, r->u->reason))) ||
                 !gv_set(o, "rule", json_string(r->dropped ? "partition rule" : "refused")) ||
                 !gv_set(o, "refused_by", cg_json_text(a->targets[r->u->target]->name)))
                 goto fail;
@@ -178,6 +271,16 @@ static json_t *gv_nodes_json(const cg_graph_view *v, const gv_errors *errs)
                    !gv_set(o, "refused_by", json_null())) {
             goto fail;
         }
+        /* with a lowering: the transformation that removed it, and the
+         * runtime node it runs as (a fused node's owner is "removed"; runs_on
+         * says where the node it was fused into runs) */
+        if (v->lowered &&
+            (!gv_set(o, "removed_by", s->removed ? cg_json_text(s->removed->by) : json_null()) ||
+             !gv_set(o, "runtime_node",
+                     rt != GV_NONE ? cg_json_text(cg_assign_node_label(pg, rt, label, sizeof label))
+                                   : json_null()) ||
+             !gv_set(o, "runs_on", gv_owner(a, rt) ? cg_json_text(gv_owner(a, rt)) : json_null())))
+            goto fail;
     }
     free(why);
     return nodes;
@@ -222,7 +325,10 @@ fail:
     return NULL;
 }
 
-static json_t *gv_partitions_json(const cg_assignment *a)
+/* The partitions over the view's nodes: a file node is in the partition of
+ * the runtime node it stands for (a node fused into a partition's node is
+ * drawn inside it). */
+static json_t *gv_partitions_json(const cg_assignment *a, const gv_source *src, size_t n)
 {
     json_t *arr = json_array();
     for (size_t p = 0; arr && a && p < a->partition_count; p++) {
@@ -231,8 +337,9 @@ static json_t *gv_partitions_json(const cg_assignment *a)
         bool ok = gv_push(arr, o) && gv_set(o, "id", json_integer(pp->id)) &&
                   gv_set(o, "target", cg_json_text(a->targets[pp->target]->name)) &&
                   gv_set(o, "nodes", nodes = json_array());
-        for (size_t k = 0; ok && k < pp->node_count; k++)
-            ok = gv_push(nodes, json_integer((json_int_t)pp->nodes[k]));
+        for (size_t k = 0; ok && k < n; k++)
+            if (src[k].runtime != GV_NONE && a->partition_of[src[k].runtime] == pp->id)
+                ok = gv_push(nodes, json_integer((json_int_t)k));
         if (!ok) {
             json_decref(arr);
             return NULL;
@@ -272,20 +379,27 @@ fail:
 
 json_t *cg_report_graph_json(const cg_graph_view *v)
 {
-    const cg_graph *g = v->model->graph;
+    const cg_graph *g = gv_file(v);
     gv_errors errs = {NULL, 0};
+    gv_source *src = NULL;
     json_t *root = json_object(), *bounds = NULL, *targets = NULL, *tensors = NULL;
-    if (!root || !gv_errors_build(v, &errs))
+    if (!root || !gv_errors_build(v, &errs) || !(src = gv_sources_build(v)))
         goto fail;
     const cg_assignment *a = v->assignment;
+    const cg_lowered *l = v->lowered;
     if (!gv_set(root, "graph", cg_json_text(g->name ? g->name : "")) ||
         !gv_set(root, "placed", json_boolean(a != NULL)) ||
         !gv_set(root, "timed", json_boolean(v->node_ms != NULL)) ||
         !gv_set(root, "owner_colours", gv_colours_json(v)) ||
+        !gv_set(root, "lowering", l ? cg_json_text(l->lowering) : json_null()) ||
+        !gv_set(root, "nodes_partitioned",
+                json_integer((json_int_t)(l ? l->model : v->model)->graph->node_count)) ||
+        !gv_set(root, "removed_by_runtime",
+                json_integer(l ? (json_int_t)cg_lowered_removed_count(l, "") : 0)) ||
         !gv_set(root, "inputs", gv_values_json(g, true)) ||
         !gv_set(root, "outputs", gv_values_json(g, false)) ||
-        !gv_set(root, "nodes", gv_nodes_json(v, &errs)) ||
-        !gv_set(root, "partitions", gv_partitions_json(a)) ||
+        !gv_set(root, "nodes", gv_nodes_json(v, &errs, src)) ||
+        !gv_set(root, "partitions", gv_partitions_json(a, src, g->node_count)) ||
         !gv_set(root, "boundaries", bounds = json_array()) ||
         !gv_set(root, "tensors", tensors = json_array()) ||
         !gv_set(root, "targets", targets = json_array()))
@@ -300,9 +414,11 @@ json_t *cg_report_graph_json(const cg_graph_view *v)
         if (!gv_push(targets, cg_report_target_json(v->targets[t])))
             goto fail;
     free(errs.items);
+    free(src);
     return root;
 fail:
     free(errs.items);
+    free(src);
     json_decref(root);
     return NULL;
 }

@@ -15,7 +15,14 @@
  * node is keyed by its name and an unnamed one by its first output.
  *
  *   convgate_owner.json          the owner of each node (a target or "CPU"),
- *                                each result coloured as in the HTML report
+ *                                each result coloured as in the HTML report;
+ *                                a node the runtime's optimizations removed
+ *                                is "removed", or "<owner> (fused)" when
+ *                                fused into a node placed there
+ *
+ * The view's nodes are the file's (report/graph.c maps a lowering's nodes
+ * back through its origin record), so every key names a node of the model
+ * the user opens, whatever the runtime renamed or fused.
  *   convgate_reference_ms.json   reference time per node, on a gradient
  *   convgate_max_abs_error.json  the largest |target - reference| at the
  *                                node's outputs, by decade thresholds; a
@@ -121,8 +128,16 @@ static bool me_node(me_data *d, json_t *node, json_t *colours)
         return true; /* no name, no output: Model Explorer has nothing to key it by */
     const char *owner = json_string_value(json_object_get(node, "owner"));
     if (owner) {
-        const char *bg = json_string_value(json_object_get(colours, owner));
-        const char *label = strcmp(owner, "cpu") == 0 ? "CPU" : owner;
+        /* a node the runtime's optimizations removed: "removed", or, fused
+         * into a runtime node, that node's owner marked "(fused)" */
+        const char *runs_on = json_string_value(json_object_get(node, "runs_on"));
+        bool removed = strcmp(owner, "removed") == 0;
+        const char *shown = removed && runs_on ? runs_on : owner;
+        const char *bg = removed && !runs_on ? "#ffffff"
+                                             : json_string_value(json_object_get(colours, shown));
+        char label[300];
+        snprintf(label, sizeof label, "%s%s", strcmp(shown, "cpu") == 0 ? "CPU" : shown,
+                 removed && runs_on ? " (fused)" : "");
         if (!json_object_get(d->owner_r, key) &&
             cg_json_set(d->owner_r, key, me_result(cg_json_text(label), bg)) != 0)
             return false;

@@ -142,7 +142,7 @@ typedef struct cg_graph_view_output {
 
 /* What the HTML report and the Model Explorer overlays draw, all borrowed. */
 typedef struct cg_graph_view {
-    const cg_model *model;
+    const cg_model *model;            /* the file's model: the nodes drawn */
     const cg_assignment *assignment;  /* NULL: not placed */
     const double *node_ms;            /* reference time per node, or NULL */
     const cg_bisect_result *bisect;   /* the error at every watched tensor, or NULL */
@@ -151,11 +151,18 @@ typedef struct cg_graph_view {
     size_t output_count;
     const cg_target *const *targets;  /* whose sources and not-modelled lists to show */
     size_t target_count;
+    /* The graph the targets partition, when a lowering made one (NULL: the
+     * model itself): assignment and node_ms then index its nodes, and the
+     * view maps them back to the file's (lowered->source) through the
+     * lowering's origin record. */
+    const cg_lowered *lowered;
 } cg_graph_view;
 
-/* {graph, placed, timed, owner_colours: {owner: "#rrggbb"}, inputs, outputs,
+/* {graph, placed, timed, owner_colours: {owner: "#rrggbb"}, lowering,
+ * nodes_partitioned, removed_by_runtime, inputs, outputs,
  * nodes: [{name, named, op, domain, owner, partition, ms, inputs, outputs,
- * error, reason, rule, refused_by}],
+ * error, reason, rule, refused_by, (lowered:) removed_by, runtime_node,
+ * runs_on}],
  * partitions: [{id, target, nodes}], boundaries, tensors: [error], targets}
  * where an error is {tensor, source, pass, max_abs, max_rel, mean_abs,
  * cosine, mismatches, count}. NULL when out of memory. */

@@ -14,7 +14,10 @@
  * log entry of level error (CSP violations land there) and no dialog; the
  * verdict word and reason in the DOM are the JSON report's; the node count
  * shown, the rows of the node table and the nodes drawn are the JSON
- * report's node count; collapsing and expanding every partition and a
+ * report's node count (the file's, nodes_in_file, when a runtime's lowering
+ * made the graph partitioned); the rows owned by "removed", the removed
+ * count shown and the removed nodes drawn are the JSON report's
+ * removed_by_runtime; collapsing and expanding every partition and a
  * search by name work; with --hostile, the hostile node name is on the page
  * as text and nothing it spells ran. Prints the render time and keeps a
  * full-page screenshot. Exit 0 when every check passes, 1 otherwise.
@@ -88,12 +91,16 @@ async function main() {
   const R = report.result;
   /* gate: the verdict and node count of its JSON; assign: its node count;
    * compare and bisect: the page must load clean and say something */
-  const gate = report.command === 'gate';
+  const gate = report.command === 'gate', assign = report.command === 'assign';
+  /* the page draws the file's nodes; with a runtime's lowering the JSON
+   * counts the graph partitioned (nodes) and the file's (nodes_in_file) */
+  const placed = gate ? (R.runs_where_intended || {}) : (assign ? R : {});
   const expect = {
     verdict: gate ? R.verdict : null,
     reason: gate ? R.reason : null,
-    nodes: gate ? (R.runs_where_intended && R.runs_where_intended.nodes)
-                : (report.command === 'assign' ? R.nodes_total : null),
+    nodes: typeof placed.nodes_in_file === 'number' ? placed.nodes_in_file
+         : gate ? placed.nodes : (assign ? R.nodes_total : null),
+    removed: gate || assign ? (placed.removed_by_runtime || 0) : null,
   };
   if (gate && typeof expect.nodes !== 'number') throw new Error(args.json + ': no node count (gate 2 did not run)');
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'convgate-chromium-'));
@@ -163,6 +170,8 @@ async function main() {
         graph: window.__cgGraph || null,
         word: t('#verdict-word'), reason: t('#verdict-reason'), count: t('#node-count'),
         rows: document.querySelectorAll('#nodes-table tbody tr').length,
+        removedRows: document.querySelectorAll('#nodes-table tbody tr[data-owner="removed"]').length,
+        removedShown: t('#removed-count'),
         drawn: document.querySelectorAll('#graph-box g.node[data-node]').length,
         collapsed: document.querySelectorAll('#graph-box g.node.collapsed').length,
         external: [...document.querySelectorAll('script[src], link[rel=stylesheet], img[src^=http], iframe')].length,
@@ -183,6 +192,12 @@ async function main() {
     check(page.drawn + page.collapsed > 0, 'no node drawn');
     check(page.external === 0, 'the page refers to an external resource');
     check(page.scripts === 2, `${page.scripts} script elements (expected the data block and the one script)`);
+    if (expect.removed !== null) {
+      check(page.removedRows === expect.removed,
+            `${page.removedRows} rows owned by 'removed', the JSON report has ${expect.removed} nodes removed by the runtime`);
+      check(expect.removed === 0 || page.removedShown === String(expect.removed),
+            `removed count shown '${page.removedShown}' is not the JSON report's ${expect.removed}`);
+    }
     if (expect.nodes <= 200)
       check(page.drawn + page.graph.hidden === expect.nodes,
             `${page.drawn} nodes drawn and ${page.graph.hidden} constants hidden, the JSON report has ${expect.nodes} nodes`);
@@ -205,6 +220,7 @@ async function main() {
       const box = document.getElementById('show-constants');
       if (box && !box.checked) box.click();
       const drawnExpanded = document.querySelectorAll('#graph-box g.node[data-node]').length;
+      const removedDrawn = document.querySelectorAll('#graph-box g.node.removed[data-node]').length;
       const expanded = window.__cgGraph;
       const s = document.getElementById('search');
       const firstName = document.querySelector('#nodes-table tbody tr td.mono').textContent;
@@ -218,10 +234,12 @@ async function main() {
       const hits = count.textContent;
       s.value = ''; s.dispatchEvent(new Event('input'));
       for (let t = 0; t < 300 && count.textContent; t++) await wait(50);
-      return {collapsed, drawnCollapsed, drawnExpanded, visibleRows, hits, firstName, expanded};
+      return {collapsed, drawnCollapsed, drawnExpanded, removedDrawn, visibleRows, hits, firstName, expanded};
     })()`);
     expandedGraph = inter.expanded;
     check(inter.drawnExpanded === expect.nodes, `expand all drew ${inter.drawnExpanded} nodes, not ${expect.nodes}`);
+    if (expect.removed !== null)
+      check(inter.removedDrawn === expect.removed, `${inter.removedDrawn} removed nodes drawn, the JSON report has ${expect.removed}`);
     check(inter.collapsed >= 1 && inter.drawnCollapsed < inter.drawnExpanded,
           `collapse all left ${inter.drawnCollapsed} nodes and ${inter.collapsed} collapsed boxes`);
     check(inter.visibleRows >= 1 && inter.visibleRows < expect.nodes || expect.nodes === 1,

@@ -65,8 +65,8 @@ expect "$T/l.txt" "ConstantFolding x" "lower: by transformation"
 "$CG" gate "$D/torch_like.onnx" --target coreml-mlprogram >"$T/g.txt" 2>&1
 expect "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
 
-# the per-node views draw the graph that was placed (the placement indexes
-# its 5 nodes, not the file's 10)
+# the per-node views draw the file's 10 nodes with the placement of the
+# graph placed (5 nodes) mapped back to them
 for cmd in gate assign; do
     rm -rf "$T/me"
     "$CG" "$cmd" "$D/torch_like.onnx" --target coreml-mlprogram --html "$T/v.html" \
@@ -76,7 +76,10 @@ import json, sys
 nodes = json.load(open(sys.argv[1]))["torch_like"]["results"]
 print(len(nodes), sorted(nodes))
 PY
-    expect "$T/o.txt" "^5 \[" "$cmd: the owner overlay's nodes are the placed graph's"
+    # the file's nodes (what the user opens in Model Explorer), mapped back
+    # from the placed graph's through the lowering's origins
+    expect "$T/o.txt" "^10 \['add', 'bn', 'conv'" "$cmd: the owner overlay keys the file's nodes"
+    refute "$T/o.txt" "MatMulAddFusion" "$cmd: a runtime-only node name in the overlay"
 done
 
 # nodes out of topological order: sorted with a warning, then placed

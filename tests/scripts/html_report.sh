@@ -6,6 +6,10 @@
 #    and node count are the JSON report's, partitions collapse and expand,
 #    search finds a node; a screenshot of each is kept in
 #    BUILD/tests/html_report/ for people to look at;
+#  - gate tests/data/lower/torch_like on nnapi (ONNX Runtime's Level-1
+#    graph: 10 nodes in the file, 5 partitioned, 6 removed): the page draws
+#    the file's 10 nodes, and the removed ones, in the table, the figures
+#    and the graph, are as many as the JSON report's removed_by_runtime;
 #  - a model whose node name is an HTML/script injection: the file holds
 #    no raw markup from it, and in the browser the name is text and nothing
 #    it spells runs;
@@ -65,6 +69,12 @@ gate rmsnorm_litert_gpu 1 "$SRC/examples/rmsnorm_fp16.onnx" --target litert-gpu 
 static_checks rmsnorm_litert_gpu
 grep -q '"first_divergent"' "$OUT/rmsnorm_litert_gpu.json" || fail "rmsnorm: no bisection in the JSON"
 check rmsnorm_litert_gpu
+
+gate torch_like_nnapi 0 "$SRC/tests/data/lower/torch_like.onnx" --target nnapi --random 1
+static_checks torch_like_nnapi
+grep -q '"removed_by_runtime": 6' "$OUT/torch_like_nnapi.json" || fail "torch_like: removed_by_runtime is not 6"
+grep -q '"nodes_in_file": 10' "$OUT/torch_like_nnapi.json" || fail "torch_like: nodes_in_file is not 10"
+check torch_like_nnapi
 
 # a node name that is markup and script, an output name with quotes and &
 HOSTILE='</script><script>window.__pwned=true</script><img src=x onerror="window.__pwned=true"><b class="pwn">&amp;'

@@ -7,6 +7,10 @@
 #  - gate RMSNorm on litert-gpu: the bisection's error per node, "inf" at the
 #    ReduceMean whose sum of squares overflows fp16;
 #  - assign writes owner and time but no error file; bisect writes errors;
+#  - a lowered placement (tests/data/lower/torch_like on nnapi: ONNX
+#    Runtime fuses MatMul+Add into a Gemm named 'matmul/MatMulAddFusion')
+#    is keyed by the file's node names: every node of the file, the fused
+#    ones "nnapi (fused)", the removed Identity "removed";
 #  - the validator rejects broken files (so this test can fail).
 # Usage: model_explorer.sh CONVGATE SOURCE_DIR
 set -u
@@ -62,6 +66,25 @@ valid "$CNN" "$T/assign/convgate_reference_ms.json"
     --model-explorer "$T/bisect" >/dev/null 2>&1
 [ $? = 1 ] || fail "bisect rmsnorm: expected exit 1"
 valid "$RMS" "$T/bisect/convgate_max_abs_error.json" --expect-key mean_sq=inf
+
+TL=$SRC/tests/data/lower/torch_like.onnx
+for cmd in gate assign; do
+    if [ $cmd = gate ]; then
+        "$CG" gate "$TL" --target nnapi --random 1 --model-explorer "$T/tl_$cmd" >"$T/tl.out" 2>&1 ||
+            fail "gate torch_like on nnapi: exit $?"
+    else
+        "$CG" assign "$TL" --target nnapi --model-explorer "$T/tl_$cmd" >"$T/tl.out" 2>&1 ||
+            fail "assign torch_like on nnapi: exit $?"
+    fi
+    valid "$TL" "$T/tl_$cmd/convgate_owner.json" --expect-key matmul="nnapi (fused)" \
+        --expect-key add="nnapi (fused)" --expect-key bn="nnapi (fused)" \
+        --expect-key identity_w=removed --expect-key dropout=removed --expect-key relu=nnapi
+    valid "$TL" "$T/tl_$cmd/convgate_reference_ms.json"
+    n=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(g["results"]) for g in d.values()))' \
+        "$T/tl_$cmd/convgate_owner.json")
+    [ "$n" = 10 ] || fail "torch_like $cmd: $n owners, expected the file's 10 nodes"
+done
+valid "$TL" "$T/tl_gate/convgate_max_abs_error.json" --expect-key add=0.0
 
 # the validator must refuse what Model Explorer would not read
 B=$T/bad

@@ -6,6 +6,11 @@
  *    the bisection's error at each tensor, "inf" at the ReduceMean;
  *  - the HTML page escapes a hostile title and data, carries the CSP hash;
  *  - Model Explorer files are written, one per overlay with data;
+ *  - a lowered placement (ORT's Level-1 graph of tests/data/lower/
+ *    torch_like.onnx on nnapi) is drawn on the file's nodes: the 6 nodes
+ *    ORT removes are owned by "removed" (the fused MatMul and Add say where
+ *    the Gemm they became runs), every other node takes its runtime node's
+ *    owner and partition, and the overlays key the file's node names only;
  *  - cg_bind_call: each command's envelope, tensors out, arrays in, and the
  *    errors (unknown command, option, target; bad JSON; a tensor whose
  *    bytes do not match its shape).
@@ -18,7 +23,9 @@
 #include <unistd.h>
 
 #include "convgate/bind.h"
+#include "convgate/assign.h"
 #include "convgate/gate.h"
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "report/report.h"
 #include "target/registry.h"
@@ -70,7 +77,7 @@ static void test_views(const cg_target_registry *reg)
     EXPECT(cg_gate_run(rms, path, &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.bisected && rep.assignment && rep.node_ms, "gate 3 fails, bisected");
     cg_graph_view_output outs[1] = {{rep.judged.outputs[0].name, &rep.judged.outputs[0].merged}};
-    cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, outs, 1, t, 1};
+    cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, outs, 1, t, 1, rep.lowered};
     json_t *view = cg_report_graph_json(&gv);
     EXPECT(view != NULL, "graph view");
     EXPECT(json_array_size(json_object_get(view, "nodes")) == 6, "6 nodes");
@@ -146,6 +153,107 @@ static void test_views(const cg_target_registry *reg)
     cg_gate_report_free(&rep);
     cg_sample_set_free(&samples);
     cg_model_free(rms);
+}
+
+/* The string at key of obj, or "" (never NULL, for strcmp). */
+static const char *str_at(json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+static void test_views_lowered(const cg_target_registry *reg)
+{
+    char path[1024];
+    cg_model *m = load("tests/data/lower/torch_like.onnx", path, sizeof path);
+    const cg_target *t[1] = {cg_target_registry_find(reg, "nnapi", NULL)};
+    cg_lowered *l = NULL;
+    cg_placement *p = NULL;
+    cg_type_env *types = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    if (!m || !t[0] || cg_lower_for_targets(m, t, 1, NULL, 0, &l, &err) != CG_OK ||
+        cg_type_env_build(l->model, NULL, 0, &types, &err) != CG_OK ||
+        cg_placement_build(l->model, types, t, 1, &p, &err) != CG_OK) {
+        EXPECT(0, "setup: %s", err.msg);
+        cg_placement_free(p);
+        cg_type_env_free(types);
+        cg_lowered_free(l);
+        cg_model_free(m);
+        return;
+    }
+    EXPECT(l->model->graph->node_count == 5 && cg_lowered_removed_count(l, "") == 6,
+           "ORT's graph: 5 nodes, 6 removed");
+    /* times of the runtime's 5 nodes: each goes to its first origin */
+    const double ms[5] = {1, 2, 4, 8, 16};
+    cg_graph_view gv = {m, p->main, ms, NULL, NULL, 0, t, 1, l};
+    json_t *view = cg_report_graph_json(&gv);
+    json_t *nodes = json_object_get(view, "nodes");
+    EXPECT(json_array_size(nodes) == 10, "the file's 10 nodes drawn");
+    double total = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        total += json_number_value(json_object_get(json_array_get(nodes, i), "ms"));
+    EXPECT(total == 31, "the runtime's time, all of it and once: %g ms", total);
+    EXPECT(json_integer_value(json_object_get(view, "removed_by_runtime")) == 6 &&
+               json_integer_value(json_object_get(view, "nodes_partitioned")) == 5 &&
+               strcmp(str_at(view, "lowering"), "ort-basic") == 0,
+           "the lowering's figures");
+    size_t removed = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        removed += strcmp(str_at(json_array_get(nodes, i), "owner"), "removed") == 0;
+    EXPECT(removed == 6, "%zu nodes owned by 'removed'", removed);
+    json_t *conv = view_node(view, "conv"), *bn = view_node(view, "bn");
+    json_t *mm = view_node(view, "matmul"), *id = view_node(view, "identity_w");
+    EXPECT(conv && strcmp(str_at(conv, "owner"), "nnapi") == 0 &&
+               json_integer_value(json_object_get(conv, "partition")) == 0,
+           "conv on nnapi, partition 0");
+    EXPECT(bn && strcmp(str_at(bn, "owner"), "removed") == 0 &&
+               strcmp(str_at(bn, "removed_by"), "ConvBNFusion") == 0 &&
+               strcmp(str_at(bn, "runs_on"), "nnapi") == 0 &&
+               strstr(str_at(bn, "reason"), "fused into 'conv'"),
+           "bn fused into the Conv, which runs on nnapi");
+    EXPECT(mm && strcmp(str_at(mm, "owner"), "removed") == 0 &&
+               strcmp(str_at(mm, "runtime_node"), "matmul/MatMulAddFusion") == 0 &&
+               strcmp(str_at(mm, "runs_on"), "nnapi") == 0 &&
+               json_integer_value(json_object_get(mm, "partition")) == 0,
+           "matmul: fused into the Gemm, drawn in its partition");
+    EXPECT(id && strcmp(str_at(id, "owner"), "removed") == 0 &&
+               json_is_null(json_object_get(id, "runs_on")) &&
+               json_integer_value(json_object_get(id, "partition")) == -1,
+           "identity_w: removed, runs nowhere");
+    /* the partition lists the file's nodes: conv, bn, relu, flatten,
+     * reshape, matmul, add (the Dropout, Identity and Constant are gone) */
+    json_t *parts = json_object_get(view, "partitions");
+    EXPECT(json_array_size(parts) == 1 &&
+               json_array_size(json_object_get(json_array_get(parts, 0), "nodes")) == 7,
+           "one partition of 7 file nodes");
+
+    /* Model Explorer: keyed by the file's names, never the runtime's */
+    char me[] = "/tmp/convgate_test_views_XXXXXX", fp[1200];
+    size_t written = 0;
+    EXPECT(mkdtemp(me) != NULL, "mkdtemp");
+    EXPECT(cg_report_model_explorer_write(me, view, &written, &err) == CG_OK && written == 2,
+           "%s (%zu files)", err.msg, written);
+    snprintf(fp, sizeof fp, "%s/convgate_owner.json", me);
+    json_error_t je;
+    json_t *d = json_load_file(fp, 0, &je);
+    json_t *res = json_object_get(json_object_get(d, "torch_like"), "results");
+    EXPECT(json_object_size(res) == 10, "an owner for each of the file's nodes");
+    EXPECT(!json_object_get(res, "matmul/MatMulAddFusion"), "no runtime-only name");
+    EXPECT(strcmp(str_at(json_object_get(res, "matmul"), "value"), "nnapi (fused)") == 0 &&
+               strcmp(str_at(json_object_get(res, "identity_w"), "value"), "removed") == 0 &&
+               strcmp(str_at(json_object_get(res, "relu"), "value"), "nnapi") == 0,
+           "fused, removed and placed nodes");
+    json_decref(d);
+    unlink(fp);
+    snprintf(fp, sizeof fp, "%s/convgate_reference_ms.json", me);
+    unlink(fp);
+    rmdir(me);
+    json_decref(view);
+    cg_placement_free(p);
+    cg_type_env_free(types);
+    cg_lowered_free(l);
+    cg_model_free(m);
 }
 
 /* The envelope of a bind result, parsed. */
@@ -263,6 +371,7 @@ int main(void)
         test_fatal("registry: %s", err.msg);
     }
     test_views(reg);
+    test_views_lowered(reg);
     test_bind();
     cg_target_registry_free(reg);
     return test_done("test_views");

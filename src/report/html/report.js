@@ -96,6 +96,22 @@
     if (owner === 'removed') return '#ffffff';
     return ownerColour[owner] || CPU_COLOUR;
   }
+  /* A node's fill: its owner's colour; a node the runtime fused into
+   * another is drawn (dashed) in the colour of where that node runs */
+  function nodeColour(nd) {
+    return nd.owner === 'removed' && nd.runs_on ? colourOf(nd.runs_on) : colourOf(nd.owner);
+  }
+  /* The owner as the table and the tooltips say it. */
+  function nodeOwnerLabel(nd) {
+    if (nd.owner !== 'removed') return ownerLabel(nd.owner);
+    return nd.runs_on ? 'removed by the runtime (fused into \u2018' + nd.runtime_node + '\u2019 on ' + ownerLabel(nd.runs_on) + ')'
+                      : 'removed by the runtime';
+  }
+  /* The refusal, or what removed the node. */
+  function nodeWhy(nd) {
+    if (!nd.reason) return '';
+    return nd.owner === 'removed' ? nd.reason : nd.rule + ' by ' + nd.refused_by + ': ' + nd.reason;
+  }
   function ownerLabel(owner) {
     if (owner == null) return 'not placed';
     if (owner === 'cpu') return 'CPU';
@@ -196,6 +212,8 @@
       G.nodes.forEach(function (n) { counts[n.owner] = (counts[n.owner] || 0) + 1; });
       ownerNames.forEach(function (o) { if (counts[o]) fig(counts[o] + '/' + total, 'on ' + o); });
       fig(String(counts.cpu || 0), 'on CPU');
+      if (G.lowering && G.lowering !== 'none')
+        fig(String(counts.removed || 0), 'removed by the runtime (\u2018' + G.lowering + '\u2019, ' + G.nodes_partitioned + ' nodes partitioned)', 'removed-count');
       fig(String(G.partitions.length), G.partitions.length === 1 ? 'partition' : 'partitions');
       fig(String(G.boundaries.length), G.boundaries.length === 1 ? 'boundary crossing' : 'boundary crossings');
     }
@@ -249,6 +267,7 @@
     var run = null;
     for (var v = 0; v < n; v++) {
       if (constNode[v] && groupOf[v] < 0) continue; /* drawn alone, when shown */
+      if (G.nodes[v].owner === 'removed' && groupOf[v] < 0) { run = null; continue; } /* not the CPU's: drawn alone */
       var cpuLike = groupOf[v] < 0;
       if (cpuLike && run && run.nodes.length < CPU_RUN_MAX) {
         run.nodes.push(v);
@@ -504,15 +523,16 @@
         g.addEventListener('click', function () { grp.expanded = true; drawGraph(); });
       } else {
         var nd = G.nodes[it.node];
-        fill = colourOf(nd.owner);
-        if (nd.owner === 'removed') textFill = '#37474f';
+        fill = nodeColour(nd);
+        if (nd.owner === 'removed' && !nd.runs_on) textFill = '#37474f';
         var cls = 'node';
         if (nd.error && !nd.error.pass) cls += ' diverged';
         if (state.matches[it.node]) cls += ' match';
         if (state.selected === it.node) cls += ' selected';
+        if (nd.owner === 'removed') cls += ' removed';
         g = svg('g', {'class': cls, 'data-node': it.node});
-        title = nd.op + ' \u2018' + nd.name + '\u2019 \u2014 ' + ownerLabel(nd.owner) +
-                (nd.reason ? '\n' + nd.rule + ' by ' + nd.refused_by + ': ' + nd.reason : '') +
+        title = nd.op + ' \u2018' + nd.name + '\u2019 \u2014 ' + nodeOwnerLabel(nd) +
+                (nd.reason ? '\n' + nodeWhy(nd) : '') +
                 (nd.ms != null ? '\nreference ' + fmt(num(nd.ms), 3) + ' ms' : '') +
                 (nd.error ? '\nmax_abs ' + fmt(nd.error.max_abs) + ' at \u2018' + nd.error.tensor + '\u2019' : '');
         (function (v) { g.addEventListener('click', function () { select(v, false); }); })(it.node);
@@ -589,7 +609,9 @@
     owners.forEach(function (o) {
       var i = el('i', {cls: o === 'removed' ? 'removed' : ''});
       i.style.background = o === 'removed' ? '#fff' : colourOf(o);
-      legend.appendChild(el('span', null, i, ownerLabel(o)));
+      legend.appendChild(el('span', null, i, o === 'removed'
+        ? 'removed by the runtime\u2019s graph optimizations (dashed; filled with the colour of where it runs when fused into another node)'
+        : ownerLabel(o)));
     });
     if (G.placed) legend.appendChild(el('span', null, el('i', {cls: 'crossing'}), 'boundary crossing'));
     legend.appendChild(el('span', {cls: 'muted', text: 'Click a partition to expand it; click its label to collapse.'}));
@@ -637,9 +659,9 @@
       {h: '#', num: true, get: function (v) { return v; }},
       {h: 'node', get: function (v, nd) { return nd.name; }, mono: true},
       {h: 'op', get: function (v, nd) { return nd.op; }},
-      {h: 'owner', get: function (v, nd) { return ownerLabel(nd.owner); }, swatch: true},
+      {h: 'owner', get: function (v, nd) { return nodeOwnerLabel(nd); }, swatch: true},
       {h: 'partition', num: true, get: function (v, nd) { return nd.partition >= 0 ? nd.partition : ''; }},
-      {h: 'refusal (rule: reason)', get: function (v, nd) { return nd.reason ? nd.rule + ' by ' + nd.refused_by + ': ' + nd.reason : ''; }},
+      {h: 'refusal (rule: reason) or removal', get: function (v, nd) { return nodeWhy(nd); }},
       {h: 'reference ms', num: true, get: function (v, nd) { return nd.ms == null ? '' : num(nd.ms); }, fmt: function (x) { return x === '' ? '' : fmt(x, 3); }},
       {h: 'max_abs error', num: true, err: true, get: function (v, nd) { return nd.error ? num(nd.error.max_abs) : ''; }, fmt: function (x) { return x === '' ? '' : fmt(x); }},
       {h: 'at tensor', mono: true, get: function (v, nd) { return nd.error ? nd.error.tensor + (nd.error.source === 'bisect' ? '' : ' (output)') : ''; }}
@@ -672,10 +694,10 @@
       var frag = document.createDocumentFragment();
       idx.forEach(function (v) {
         var nd = G.nodes[v];
-        var tr = el('tr', {'data-node': v, cls: nd.error && !nd.error.pass ? 'bad' : ''});
+        var tr = el('tr', {'data-node': v, 'data-owner': nd.owner == null ? '' : nd.owner, cls: nd.error && !nd.error.pass ? 'bad' : ''});
         cols.forEach(function (c) {
           var raw = c.get(v, nd), td = el('td', {cls: (c.num ? 'num' : '') + (c.mono ? ' mono' : '') + (c.err ? ' err' : '') + (c.swatch ? ' owner' : '')});
-          if (c.swatch) { var sw = el('span', {cls: 'swatch'}); sw.style.background = colourOf(nd.owner); td.appendChild(sw); }
+          if (c.swatch) { var sw = el('span', {cls: 'swatch' + (nd.owner === 'removed' ? ' removed' : '')}); sw.style.background = nodeColour(nd); td.appendChild(sw); }
           td.appendChild(document.createTextNode(c.fmt ? c.fmt(raw) : String(raw)));
           tr.appendChild(td);
         });
