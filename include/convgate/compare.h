@@ -137,6 +137,7 @@ typedef struct cg_task_metrics {
     uint64_t rows, top1_agree;
     double top5_overlap; /* summed over rows */
     uint64_t inter, uni, fg_ref, fg_got;
+    uint64_t mask_pixels; /* segment without a class axis: mask pixels compared */
     /* segment with a class axis */
     bool multiclass;
     int64_t classes;
@@ -159,6 +160,9 @@ CG_API double cg_task_iou(const cg_task_metrics *m);  /* 1 when both masks are e
  * multi-class mask). */
 CG_API double cg_task_pixel_agreement(const cg_task_metrics *m);
 CG_API double cg_task_mean_iou(const cg_task_metrics *m);
+/* The decisions compared: rows (classify), pixels (a multi-class mask),
+ * mask pixels (a binary mask); what `flips` counts among. */
+CG_API uint64_t cg_task_decisions(const cg_task_metrics *m);
 
 /* --- detection (src/verify/task.c) --------------------------------------------------- */
 

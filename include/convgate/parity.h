@@ -40,6 +40,11 @@ extern "C" {
 /* --- a target path that follows the samples' shapes -------------------------------- */
 
 #define CG_PARITY_MAX_DIMS 64
+/* --task classify/segment against the floors: a target may change at most
+ * CG_TASK_FLIP_FACTOR x the decisions a correct run of its precision
+ * changes, plus CG_TASK_FLIP_SLACK of all decisions (at least one). */
+#define CG_TASK_FLIP_FACTOR 2
+#define CG_TASK_FLIP_SLACK 0.01
 
 /* A target path rebuilt whenever a sample binds the symbolic input dims to
  * other sizes (fixed-shape delegates compile for one shape). */
@@ -102,6 +107,14 @@ typedef struct cg_parity_output {
     bool task_fp16_measured;
     bool task_flips_noise;
     double task_limit;
+    /* The task's part of the verdict (an output judged against the floor,
+     * docs/gate3.md "Tasks"): task_judged when it applies; task_pass when
+     * every change is within the noise (task_flips_noise) and the target
+     * changes at most task_allowed decisions, CG_TASK_FLIP_FACTOR x what
+     * the correct run of its precision changes (task_correct_flips) plus
+     * CG_TASK_FLIP_SLACK of the decisions (at least 1). */
+    bool task_judged, task_pass;
+    uint64_t task_correct_flips, task_allowed;
     /* reduced precision, a float output, and every sample bit-identical to
      * the fp32 reference: it probably did not run there */
     bool fallback_suspect;

@@ -127,6 +127,14 @@ static void task_noise_text(FILE *f, const char *ind, const cg_parity_output *o)
         cg_text_printf(f, "; the target's largest reference gap %.3g is %s the noise (limit %.3g)",
                        t->max_margin, o->task_flips_noise ? "within" : "beyond", o->task_limit);
     fputc('\n', f);
+    if (o->task_judged)
+        cg_text_printf(f, "%s  task verdict: %s: %" PRIu64 " changed, at most %" PRIu64
+                          " allowed (%dx the correct run's %" PRIu64 " + %g of %" PRIu64
+                          ")%s\n",
+                       ind, o->task_pass ? "PASS" : "FAIL", t->flips, o->task_allowed,
+                       CG_TASK_FLIP_FACTOR, o->task_correct_flips, CG_TASK_FLIP_SLACK,
+                       cg_task_decisions(t),
+                       o->task_flips_noise ? "" : "; a change is beyond the noise");
 }
 
 void cg_report_task_text(FILE *f, const char *ind, const cg_parity_output *o)
@@ -136,10 +144,14 @@ void cg_report_task_text(FILE *f, const char *ind, const cg_parity_output *o)
         if (!t->applicable || !t->rows)
             cg_text_printf(f, "%stask classify: not applicable (needs a float output whose last "
                               "axis has >= 2 classes)\n", ind);
-        else
+        else {
+            /* the newline outside cg_text_printf, which escapes its strings */
             cg_text_printf(f, "%stask classify: top-1 agreement %" PRIu64 "/%" PRIu64 " (%.2f%%), "
-                              "top-5 overlap %.2f%%%s", ind, t->top1_agree, t->rows,
-                           100.0 * cg_task_top1(t), 100.0 * cg_task_top5(t), t->flips ? "" : "\n");
+                              "top-5 overlap %.2f%%", ind, t->top1_agree, t->rows,
+                           100.0 * cg_task_top1(t), 100.0 * cg_task_top5(t));
+            if (!t->flips)
+                fputc('\n', f);
+        }
         if (t->applicable && t->rows && t->flips)
             cg_text_printf(f, "; top-1 differs on %" PRIu64 " row%s, largest reference gap %.3g\n",
                            t->flips, t->flips == 1 ? "" : "s", t->max_margin);
@@ -190,6 +202,13 @@ static json_t *task_noise_json(const cg_parity_output *o)
                 o->task_fp16_measured ? task_side_json(&o->task_fp16) : json_null());
     cg_json_set(j, "limit", cg_json_number(o->task_limit));
     cg_json_set(j, "within_noise", json_boolean(o->task_flips_noise));
+    cg_json_set(j, "decisions", json_integer((json_int_t)cg_task_decisions(&o->task_target64)));
+    cg_json_set(j, "judged", json_boolean(o->task_judged));
+    cg_json_set(j, "correct_flips",
+                o->task_judged ? json_integer((json_int_t)o->task_correct_flips) : json_null());
+    cg_json_set(j, "allowed",
+                o->task_judged ? json_integer((json_int_t)o->task_allowed) : json_null());
+    cg_json_set(j, "pass", o->task_judged ? json_boolean(o->task_pass) : json_null());
     return j;
 }
 

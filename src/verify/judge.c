@@ -18,6 +18,7 @@
  * floors and errors of the boxes and scores are those of matched pairs, and
  * a box that one side has and the other has not is a flipped decision.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -822,6 +823,49 @@ static cg_status judge_detect(cg_judge *j, cg_error *err)
     return CG_OK;
 }
 
+/* --task classify/segment as part of an output's verdict (docs/gate3.md
+ * "Tasks"): against float64, the target must change no decision by more
+ * than the noise (task_flips_noise) and change at most
+ * CG_TASK_FLIP_FACTOR x what the correct run of its precision changes
+ * (fp16 storage for an fp16 target, else the fp32 reference) plus
+ * CG_TASK_FLIP_SLACK of the decisions. A failing task fails the output;
+ * an output that passed elementwise becomes a wrong result: its values
+ * are each within the noise but they move decisions the way no correct
+ * run of that precision does. */
+static void judge_task(cg_parity_report *r, cg_parity_output *o)
+{
+    const cg_task_metrics *t = &o->task_target64;
+    bool fp16 = r->precision == CG_PRECISION_FP16 && o->task_fp16_measured;
+    const cg_task_metrics *c = fp16 ? &o->task_fp16 : &o->task_fp32;
+    if (!t->applicable || !c->applicable)
+        return;
+    uint64_t n = cg_task_decisions(t);
+    uint64_t slack = (uint64_t)ceil(CG_TASK_FLIP_SLACK * (double)n);
+    o->task_judged = true;
+    o->task_correct_flips = c->flips;
+    o->task_allowed = CG_TASK_FLIP_FACTOR * c->flips + (slack ? slack : 1);
+    o->task_pass = o->task_flips_noise && t->flips <= o->task_allowed;
+    if (o->task_pass)
+        return;
+    const char *what = t->task == CG_TASK_CLASSIFY ? "rows change top-1"
+                       : t->multiclass              ? "pixels change class"
+                                                    : "mask pixels flip";
+    size_t len = strlen(o->verdict.reason);
+    snprintf(o->verdict.reason + len, sizeof o->verdict.reason - len,
+             "; task %s: %" PRIu64 " of %" PRIu64 " %s against float64, a correct %s run %" PRIu64
+             " (allowed %" PRIu64 ")%s",
+             t->task == CG_TASK_CLASSIFY ? "classify" : "segment", t->flips, n, what,
+             fp16 ? "fp16" : "fp32", c->flips, o->task_allowed,
+             o->task_flips_noise ? "" : ", and a change beyond the noise");
+    if (cg_verdict_passes(o->verdict.verdict)) {
+        o->verdict.verdict = CG_VERDICT_WRONG;
+        o->verdict.by_flips = true;
+    }
+    o->pass = false;
+    for (size_t i = 0; i < r->sample_count; i++)
+        o->samples[i].pass = false;
+}
+
 cg_status cg_judge_finish(cg_judge *j, cg_error *err)
 {
     cg_parity_report *r = j->r;
@@ -864,6 +908,8 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
             o->task_limit = cg_noise_limit(&fl->v, r->precision, NULL);
             o->task_flips_noise = o->task_target64.flips == 0 ||
                                   o->task_target64.max_margin <= o->task_limit;
+            if (o->by_noise)
+                judge_task(r, o);
         }
     }
     if (r->detect.on && j->noise) {

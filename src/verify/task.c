@@ -168,6 +168,7 @@ void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tens
             double r = cg_tensor_get_f64(ref, i);
             bool a = r > m->threshold;
             bool b = cg_tensor_get_f64(got, i) > m->threshold;
+            m->mask_pixels++;
             m->inter += a && b;
             m->uni += a || b;
             m->fg_ref += a;
@@ -176,6 +177,13 @@ void cg_task_metrics_add(cg_task_metrics *m, const cg_tensor *ref, const cg_tens
                 note_flip(m, fabs(r - m->threshold));
         }
     }
+}
+
+uint64_t cg_task_decisions(const cg_task_metrics *m)
+{
+    if (m->task == CG_TASK_CLASSIFY)
+        return m->rows;
+    return m->multiclass ? m->pixels : m->mask_pixels;
 }
 
 double cg_task_top1(const cg_task_metrics *m)

@@ -11,7 +11,11 @@
 #    under --task detect (and elementwise is a precision breakdown, not wrong);
 #  - a segmenter with near-tied classes on an fp16 target: the pixels it
 #    changes against float64 stand beside those fp16 storage changes,
-#    within the noise; a pixel forced to another class is beyond it;
+#    within the noise, and the task verdict passes; a pixel forced to
+#    another class is beyond it; outputs whose two near-tied classes are
+#    swapped (a channel-order bug, each value within the fp16 noise) pass
+#    elementwise but change every pixel, more than fp16 storage allows: the
+#    task verdict fails the output;
 #  - an fp16 conversion bisected --against its source: compared as values
 #    (no dtype mismatch), within its floors (the CNN) or a precision
 #    breakdown (the LayerNorm);
@@ -114,6 +118,7 @@ run detectgolden 2 gate "$F/detect_tie.onnx" --target litert-gpu --golden "$T/no
 # (the fp16 target changes many pixels' class, as fp16 storage alone does, each within the fp16 noise)
 run seg 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment --json
 json "$T/seg.out" 'o["target"]["flips"] > 10 and o["fp16_storage"]["flips"] > 10 and o["fp32_reference"]["flips"] < o["target"]["flips"] and o["within_noise"] and float(o["target"]["max_margin"]) <= float(o["limit"])'
+json "$T/seg.out" 'o["judged"] and o["pass"] and o["correct_flips"] == o["fp16_storage"]["flips"] and o["allowed"] == 2 * o["correct_flips"] + 3 and o["decisions"] == 256'
 run segg 0 gate "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment
 has segg.out "against float64, pixels whose class changed: target [1-9][0-9]*; a correct run: fp32 reference [0-9]+, fp16 storage [1-9][0-9]*; mean IoU: .* within the noise"
 # one pixel's class forced far from any tie: beyond the noise (and elementwise a wrong result)
@@ -128,6 +133,24 @@ PYEOF
 run segbad 1 compare "$F/segment_tie.onnx" --inputs "$T/seg_in" --outputs-from "$T/seg_out" --task segment
 has segbad.out "FAIL \\(wrong result\\)"
 has segbad.out "the target's largest reference gap [0-9.]+ is beyond the noise"
+has segbad.out "task verdict: FAIL: .*; a change is beyond the noise"
+# classes 0 and 1 swapped in every pixel, as an fp16 target made them: every
+# value within the fp16 noise, every pixel's class changed (fp16 storage
+# changes a third): the task fails the output, a wrong result
+mkdir -p "$T/swap_out/s"
+"$CG" run "$F/segment_tie.onnx" -i "x=$T/seg_in/s/x.npy" -o "$T/swap_out/s" >/dev/null || fail "run segment_tie"
+$PY - "$T/swap_out/s/logits.npy" <<'PYEOF'
+import sys
+import numpy as np
+y = np.load(sys.argv[1]); y[:, [0, 1]] = y[:, [1, 0]]; np.save(sys.argv[1], y)
+PYEOF
+run segswap 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment --json
+json "$T/segswap.out" 'o["judged"] and not o["pass"] and o["within_noise"] and o["target"]["flips"] == 256 and o["target"]["flips"] > o["allowed"] and float(r["outputs"][0]["verdict"]["ratio"]) < 1 and r["outputs"][0]["verdict"]["verdict"] == "wrong result" and not r["pass"]'
+run segswapt 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment
+has segswapt.out "task segment: 256 of 256 pixels change class against float64, a correct fp16 run [0-9]+ \\(allowed [0-9]+\\)"
+has segswapt.out "task verdict: FAIL: 256 changed"
+# the same outputs without --task: elementwise they pass at fp16 precision
+run segswapn 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out"
 
 # --- an fp16 conversion against its source ------------------------------------------------------
 run conv 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs"
