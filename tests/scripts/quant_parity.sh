@@ -10,6 +10,15 @@
 #     model exposes must be bit-identical to ORT's;
 #   - the float output (mask) must lie within one quantization step of ORT's
 #     (the last block's step: x_scale * w_scale, times Sigmoid's slope 1/4).
+# And on a real dynamically quantized model, $CG_ZOO/resnet18_dynquant.onnx
+# (torchvision's ResNet-18 through quantize_dynamic's layout: 20 ConvInteger
+# blocks) when the zoo is there, on a seeded ImageNet-normalized image, with
+# every DynamicQuantizeLinear's outputs exposed as graph outputs:
+#   - every quantized tensor and scale bit-identical to ORT's (the float
+#     kernels feeding the quantizers: Mul, Add, Relu, MaxPool);
+#   - the logits within one quantization step of ORT's: the last quantized
+#     block's accumulator step, x_scale * w_scale (the logits follow it
+#     through a Relu, the average pool and the float Gemm).
 # Needs node, bench/node_modules and numpy; without them the test FAILS,
 # naming what is missing, unless CG_ALLOW_SKIP_PARITY=1 (then exit 77).
 set -u
@@ -70,5 +79,73 @@ for n in names:
                                           "" if good else " (must be bit-identical)"))
     ok = ok and good
 print("quant_parity: %s" % ("PASS" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+[ "$rc" = 0 ] || exit "$rc"
+
+# --- resnet18_dynquant from the zoo ------------------------------------------------------------
+zoo=${CG_ZOO:-$src/zoo}
+rn="$zoo/resnet18_dynquant.onnx"
+if [ ! -f "$rn" ]; then
+    echo "quant_parity: $rn not present; the resnet18_dynquant case did not run"
+    exit 0
+fi
+/usr/bin/python3 - "$rn" "$work" <<'PY' || { echo "quant_parity: FAILED: preparing resnet18_dynquant" >&2; exit 1; }
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto
+model, work = sys.argv[1], sys.argv[2]
+m = onnx.load(model)
+for n in m.graph.node:
+    if n.op_type == "DynamicQuantizeLinear":
+        m.graph.output.append(helper.make_tensor_value_info(n.output[0], TensorProto.UINT8, None))
+        m.graph.output.append(helper.make_tensor_value_info(n.output[1], TensorProto.FLOAT, None))
+onnx.save(m, work + "/rn_exposed.onnx")
+rng = np.random.default_rng(1)
+mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+np.save(work + "/rn_image.npy", ((rng.random((1, 3, 224, 224)) - mean) / std).astype(np.float32))
+PY
+if ! node "$src/bench/ort_session.js" --run --runs 1 --input "image=$work/rn_image.npy" \
+        --save-outputs "$work/rn_ort" "$work/rn_exposed.onnx" >"$work/ort.log" 2>&1; then
+    cat "$work/ort.log" >&2
+    unavailable "onnxruntime could not run resnet18_dynquant"
+fi
+if ! "$bin" run "$work/rn_exposed.onnx" -i "image=$work/rn_image.npy" -o "$work/rn_cg" \
+        >"$work/cg.log" 2>&1; then
+    cat "$work/cg.log" >&2
+    echo "quant_parity: FAILED: convgate run resnet18_dynquant" >&2
+    exit 1
+fi
+/usr/bin/python3 - "$work" "$rn" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+work, model = sys.argv[1], sys.argv[2]
+m = onnx.load(model)
+inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+quant = [n for n in m.graph.node if n.op_type == "DynamicQuantizeLinear"]
+ok, differ = True, 0
+for n in quant:
+    for t in n.output[:2]:
+        a, b = np.load("%s/rn_ort/%s.npy" % (work, t)), np.load("%s/rn_cg/%s.npy" % (work, t))
+        if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+            d = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.shape == b.shape else None
+            print("resnet18_dynquant %s: %s of %d differ (must be bit-identical)"
+                  % (t, "all" if d is None else int((d > 0).sum()), a.size))
+            differ += 1
+ok = differ == 0
+print("resnet18_dynquant: %d quantized tensors and scales, %d differ from ORT" % (2 * len(quant), differ))
+# the last block: its ConvInteger's weight scale and input quantizer's scale
+last = quant[-1]
+conv = next(n for n in m.graph.node if n.op_type == "ConvInteger" and n.input[0] == last.output[0])
+w_scale = next(n for n in m.graph.node if n.op_type == "Mul" and n.input[0] == last.output[1]).input[1]
+step = float(np.load("%s/rn_ort/%s.npy" % (work, last.output[1]))) * float(np.max(inits[w_scale]))
+a, b = np.load(work + "/rn_ort/logits.npy"), np.load(work + "/rn_cg/logits.npy")
+d = float(np.abs(a.astype(np.float64) - b).max())
+good = d <= step
+print("resnet18_dynquant logits: max |convgate - ORT| %.3g, one quantization step %.3g: %s"
+      % (d, step, "within" if good else "BEYOND"))
+ok = ok and good
+print("quant_parity resnet18_dynquant: %s" % ("PASS" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
 PY
