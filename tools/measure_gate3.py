@@ -26,7 +26,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZOO_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
               "vit_b_16", "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer",
               "ch_ppocr_mobile_v2.0_cls_infer", "silero_vad_legacy", "silero_vad_v5",
-              "silero_vad_v6"]
+              "silero_vad_v6", "ssdlite320_mobilenet_v3_large"]
+# Detectors: judged with --task detect, on a seeded image in [0, 1) (torchvision's
+# detection models normalize inside the graph); bench/parity.sh has no contract for them.
+DETECTORS = {"ssdlite320_mobilenet_v3_large": ("image", (1, 3, 320, 320))}
 EXAMPLES = {"tiny_cnn": "examples/tiny_cnn_inputs", "rmsnorm_fp16": "examples/rmsnorm_fp16_inputs"}
 TARGETS = ["xnnpack", "litert-gpu"]
 
@@ -47,6 +50,14 @@ def fmt(x):
 def inputs_for(convgate, zoo, name, work):
     if name in EXAMPLES:
         return os.path.join(REPO, EXAMPLES[name]), os.path.join(REPO, "examples", name + ".onnx")
+    if name in DETECTORS:
+        import numpy as np
+        input_name, shape = DETECTORS[name]
+        d = os.path.join(work, "gen", name, "in", "sample_0")
+        os.makedirs(d)
+        np.save(os.path.join(d, input_name + ".npy"),
+                np.random.default_rng(1).random(shape).astype(np.float32))
+        return os.path.dirname(d), os.path.join(zoo, name + ".onnx")
     keep = os.path.join(work, "gen")
     r = subprocess.run(["bash", os.path.join(REPO, "bench", "parity.sh"), "--zoo", zoo,
                         "--seed", "1", "--keep", keep, "--inputs-only", convgate, name + ".onnx"],
@@ -131,6 +142,8 @@ def main():
                 print("| %s | - | - | - | %s |" % (name, e))
                 continue
             extra = ["--range", "sr=16000,16000"] if name.startswith("silero") else []
+            if name in DETECTORS:
+                extra = ["--task", "detect"]
             for t in TARGETS:
                 try:
                     rec = row(name, t, gate(convgate, model, t, inputs, extra, work))
