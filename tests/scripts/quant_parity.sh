@@ -16,6 +16,8 @@
 # every DynamicQuantizeLinear's outputs exposed as graph outputs:
 #   - every quantized tensor and scale bit-identical to ORT's (the float
 #     kernels feeding the quantizers: Mul, Add, Relu, MaxPool);
+#   - the global average pool after the last block bit-identical (its
+#     float sum in ORT's order, MlasPoolGlobalKernel);
 #   - the logits within one quantization step of ORT's: the last quantized
 #     block's accumulator step, x_scale * w_scale (the logits follow it
 #     through a Relu, the average pool and the float Gemm).
@@ -100,6 +102,8 @@ for n in m.graph.node:
     if n.op_type == "DynamicQuantizeLinear":
         m.graph.output.append(helper.make_tensor_value_info(n.output[0], TensorProto.UINT8, None))
         m.graph.output.append(helper.make_tensor_value_info(n.output[1], TensorProto.FLOAT, None))
+    if n.op_type == "GlobalAveragePool":
+        m.graph.output.append(helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None))
 onnx.save(m, work + "/rn_exposed.onnx")
 rng = np.random.default_rng(1)
 mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
@@ -124,17 +128,20 @@ work, model = sys.argv[1], sys.argv[2]
 m = onnx.load(model)
 inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
 quant = [n for n in m.graph.node if n.op_type == "DynamicQuantizeLinear"]
+pools = [n for n in m.graph.node if n.op_type == "GlobalAveragePool"]
 ok, differ = True, 0
-for n in quant:
-    for t in n.output[:2]:
-        a, b = np.load("%s/rn_ort/%s.npy" % (work, t)), np.load("%s/rn_cg/%s.npy" % (work, t))
+for n in quant + pools:
+    for t in n.output[:2] if n.op_type == "DynamicQuantizeLinear" else n.output[:1]:
+        f = t.replace("/", "_")  # as both runners name the files
+        a, b = np.load("%s/rn_ort/%s.npy" % (work, f)), np.load("%s/rn_cg/%s.npy" % (work, f))
         if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
             d = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.shape == b.shape else None
             print("resnet18_dynquant %s: %s of %d differ (must be bit-identical)"
                   % (t, "all" if d is None else int((d > 0).sum()), a.size))
             differ += 1
 ok = differ == 0
-print("resnet18_dynquant: %d quantized tensors and scales, %d differ from ORT" % (2 * len(quant), differ))
+print("resnet18_dynquant: %d quantized tensors and scales and %d average pool, %d differ from ORT"
+      % (2 * len(quant), len(pools), differ))
 # the last block: its ConvInteger's weight scale and input quantizer's scale
 last = quant[-1]
 conv = next(n for n in m.graph.node if n.op_type == "ConvInteger" and n.input[0] == last.output[0])

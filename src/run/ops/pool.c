@@ -180,16 +180,20 @@ static cg_status global_pool(cg_kernel_ctx *k, pool_mode mode)
                     m = (xp[i] > m || xp[i] != xp[i]) ? xp[i] : m;
                 yf[pl] = m;
             } else if (mode == POOL_AVG) {
-                /* four float lanes vectorize; the final sum is in double */
+                /* in float and in ONNX Runtime's order (MlasPoolGlobalKernel
+                 * of ORT 1.22): four lanes, reduced (0 + 2) + (1 + 3) as
+                 * MlasReduceAddFloat32x4 does, then the tail, then one
+                 * division: a pooled value that feeds a quantizer must round
+                 * as ORT's does (docs/gate3.md, quantized models) */
                 float s4[4] = {0, 0, 0, 0};
                 int64_t i = 0;
                 for (; i + 4 <= in_n; i += 4)
                     for (int j = 0; j < 4; j++)
                         s4[j] += xp[i + j];
-                double s = (double)s4[0] + s4[1] + s4[2] + s4[3];
+                float s = (s4[0] + s4[2]) + (s4[1] + s4[3]);
                 for (; i < in_n; i++)
                     s += xp[i];
-                yf[pl] = (float)(s / (double)in_n);
+                yf[pl] = s / (float)in_n;
             } else {
                 double s = 0;
                 for (int64_t i = 0; i < in_n; i++)
