@@ -21,6 +21,13 @@
 #   - the logits within one quantization step of ORT's: the last quantized
 #     block's accumulator step, x_scale * w_scale (the logits follow it
 #     through a Relu, the average pool and the float Gemm).
+# And the float pools that feed quantizers in ORT's rounding: a graph made
+# here of AveragePool (3x3 pad 1; stride 2; count_include_pad; 5x5; 2x2
+# stride 2) and GlobalAveragePool on 1x8x20x20 seeded normal values, each
+# into a DynamicQuantizeLinear: every pooled value, quantized tensor and
+# scale bit-identical to ORT's (MlasPool2DVectorKernel divides; the
+# reference multiplied by the reciprocal and was 1 ulp off on up to 739 of
+# 3200 values).
 # Needs node, bench/node_modules and numpy; without them the test FAILS,
 # naming what is missing, unless CG_ALLOW_SKIP_PARITY=1 (then exit 77).
 set -u
@@ -85,6 +92,54 @@ sys.exit(0 if ok else 1)
 PY
 rc=$?
 [ "$rc" = 0 ] || exit "$rc"
+
+# --- the float pools feeding quantizers -------------------------------------------------------
+/usr/bin/python3 - "$work/pool.onnx" "$work/pool_x.npy" <<'PY' || { echo "quant_parity: FAILED: making the pool graph" >&2; exit 1; }
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto as T
+out, inp = sys.argv[1], sys.argv[2]
+x = helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 20, 20])
+nodes, outs = [], []
+def pool(tag, op, **attrs):
+    nodes.append(helper.make_node(op, ["x"], [tag], **attrs))
+    nodes.append(helper.make_node("DynamicQuantizeLinear", [tag], [tag + "_q", tag + "_s", tag + "_z"]))
+    outs.append(helper.make_tensor_value_info(tag, T.FLOAT, None))
+    outs.append(helper.make_tensor_value_info(tag + "_q", T.UINT8, None))
+    outs.append(helper.make_tensor_value_info(tag + "_s", T.FLOAT, None))
+pool("ap3", "AveragePool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+pool("ap3s2", "AveragePool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
+pool("ap3inc", "AveragePool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+pool("ap5", "AveragePool", kernel_shape=[5, 5], pads=[2, 2, 2, 2])
+pool("ap2", "AveragePool", kernel_shape=[2, 2], strides=[2, 2])
+pool("gap", "GlobalAveragePool")
+g = helper.make_graph(nodes, "pool_quant", [x], outs)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.save(m, out)
+np.save(inp, (np.random.default_rng(7).standard_normal((1, 8, 20, 20)) * 2).astype(np.float32))
+PY
+if ! node "$src/bench/ort_session.js" --run --runs 1 --input "x=$work/pool_x.npy" \
+        --save-outputs "$work/pool_ort" "$work/pool.onnx" >"$work/ort.log" 2>&1; then
+    cat "$work/ort.log" >&2
+    unavailable "onnxruntime could not run the pool graph"
+fi
+if ! "$bin" run "$work/pool.onnx" -i "x=$work/pool_x.npy" -o "$work/pool_cg" >"$work/cg.log" 2>&1; then
+    cat "$work/cg.log" >&2
+    echo "quant_parity: FAILED: convgate run of the pool graph" >&2
+    exit 1
+fi
+/usr/bin/python3 - "$work" <<'PY' || exit 1
+import os, sys, numpy as np
+work = sys.argv[1]
+names = sorted(os.listdir(work + "/pool_ort"))
+bad = []
+for f in names:
+    a, b = np.load(work + "/pool_ort/" + f), np.load(work + "/pool_cg/" + f)
+    if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+        bad.append("%s (%s of %d)" % (f[:-4], int((a != b).sum()) if a.shape == b.shape else "all", a.size))
+print("pools: %d tensors, %d differ from ORT%s" % (len(names), len(bad), (": " + ", ".join(bad)) if bad else ""))
+sys.exit(1 if bad or len(names) != 18 else 0)
+PY
 
 # --- resnet18_dynquant from the zoo ------------------------------------------------------------
 zoo=${CG_ZOO:-$src/zoo}
