@@ -6,24 +6,7 @@
 set -u
 bin=${1:?usage: calc_cli.sh CONVGATE_BINARY SOURCE_DIR}
 : "${2:?usage: calc_cli.sh CONVGATE_BINARY SOURCE_DIR}"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-run() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
-# out_json 'python expression over j' : true when it holds for the JSON output
-out_json() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
 # --- latency ---------------------------------------------------------------------------
 "$bin" latency --help >"$tmp/out" 2>&1
@@ -32,7 +15,7 @@ check "latency --help states the no-overlap assumption" out_has "nothing overlap
 check "latency --help gives the formula" out_has "1 / ((1 - f) + f/S + beta)"
 
 ex1=(--baseline-ms 100 --accelerated-ms 80 --speedup 8 --boundaries 2 --boundary-ms 2.5)
-run latency "${ex1[@]}"
+cg latency "${ex1[@]}"
 check "example 1: exit 0" rc 0
 check "example 1: accelerated 80/8 = 10" grep -qE '^accelerated +80 ms / 8 += 10 ms$' "$tmp/out"
 check "example 1: remainder 100-80 = 20" grep -qE '^remainder +100 - 80 += 20 ms$' "$tmp/out"
@@ -42,7 +25,7 @@ check "example 1: speedup 2.857x" out_has "(speedup 2.857x; the accelerated part
 check "example 1: Amdahl line" out_has "Amdahl: f=0.8 S=8 beta=0.05 -> 1/((1-f)+f/S+beta) = 2.857"
 check "example 1: both forms printed" out_has "(B/mixed = 2.857;"
 
-run latency "${ex1[@]}" --json
+cg latency "${ex1[@]}" --json
 check "example 1 --json: exit 0" rc 0
 check "example 1 --json: inputs echoed" out_json 'j["baseline_ms"] == 100 and j["accelerated_ms"] == 80 and j["speedup_factor"] == 8 and j["boundaries"] == 2 and j["boundary_ms"] == 2.5'
 check "example 1 --json: the terms" out_json 'j["accelerated_time_ms"] == 10 and j["remainder_ms"] == 20 and j["boundary_cost_ms"] == 5 and j["mixed_ms"] == 35'
@@ -51,7 +34,7 @@ check "example 1 --json: Amdahl" out_json 'j["amdahl"]["f"] == 0.8 and j["amdahl
 check "example 1 --json: key order" out_json 'list(j) == ["baseline_ms", "accelerated_ms", "speedup_factor", "boundaries", "boundary_ms", "accelerated_time_ms", "remainder_ms", "boundary_cost_ms", "mixed_ms", "end_to_end_speedup", "amdahl"] and list(j["amdahl"]) == ["f", "S", "beta", "speedup"]'
 check "example 1 --json: no 17-digit noise" bash -c "! grep -q 0.80000000000000004 '$tmp/out'"
 
-run latency --baseline-ms 60 --accelerated-ms 45 --speedup 5 --boundaries 1 --boundary-ms 6
+cg latency --baseline-ms 60 --accelerated-ms 45 --speedup 5 --boundaries 1 --boundary-ms 6
 check "example 2: exit 0" rc 0
 check "example 2: 45/5 = 9" grep -qE '^accelerated +45 ms / 5 += +9 ms$' "$tmp/out"
 check "example 2: 60-45 = 15" grep -qE '^remainder +60 - 45 += 15 ms$' "$tmp/out"
@@ -60,20 +43,20 @@ check "example 2: mixed 30 ms" grep -qE '^mixed latency +30 ms ' "$tmp/out"
 check "example 2: speedup 2.000x" out_has "(speedup 2.000x;"
 check "example 2: Amdahl 2.000" out_has "f=0.75 S=5 beta=0.1 -> 1/((1-f)+f/S+beta) = 2.000"
 
-run latency --baseline-ms 60 --accelerated-ms 45 --speedup 5 --boundaries 1 --boundary-ms 6 --json
+cg latency --baseline-ms 60 --accelerated-ms 45 --speedup 5 --boundaries 1 --boundary-ms 6 --json
 check "example 2 --json" out_json 'j["mixed_ms"] == 30 and j["end_to_end_speedup"] == 2.0 and abs(j["amdahl"]["speedup"] - 2) < 1e-12 and j["amdahl"]["f"] == 0.75'
 
 # edges: nothing moved, everything moved
-run latency --baseline-ms 10 --accelerated-ms 0 --speedup 3 --boundaries 0 --boundary-ms 0 --json
+cg latency --baseline-ms 10 --accelerated-ms 0 --speedup 3 --boundaries 0 --boundary-ms 0 --json
 check "A=0: speedup 1" out_json 'j["mixed_ms"] == 10 and j["end_to_end_speedup"] == 1'
-run latency --baseline-ms 10 --accelerated-ms 10 --speedup 4 --boundaries 0 --boundary-ms 1 --json
+cg latency --baseline-ms 10 --accelerated-ms 10 --speedup 4 --boundaries 0 --boundary-ms 1 --json
 check "A=B, K=0: speedup S" out_json 'j["mixed_ms"] == 2.5 and j["end_to_end_speedup"] == 4 and j["remainder_ms"] == 0'
 
 # bad inputs: exit 2, the parameter named
 lat_bad() {
     local what=$1 needle=$2
     shift 2
-    run latency "$@"
+    cg latency "$@"
     check "$what: exit 2" rc 2
     check "$what: message names it" err_has "$needle"
     check "$what: nothing on stdout" test ! -s "$tmp/out"
@@ -96,7 +79,7 @@ check "queue --help exits 0" test $? -eq 0
 check "queue --help explains the fluid model" out_has "Q(t) = max(0, Q0 + (L - M) t)"
 check "queue --help explains Poisson arrivals" out_has "Poisson"
 
-run queue --backlog 4 --lambda 4 --mu 3
+cg queue --backlog 4 --lambda 4 --mu 3
 check "L>M: exit 0" rc 0
 check "L>M: net rate +1" out_has "net rate +1/s"
 check "L>M: Q(0) = 4" grep -qE '^  0 +4$' "$tmp/out"
@@ -105,10 +88,10 @@ check "L>M: Q(1) = 5" grep -qE '^  1 +5$' "$tmp/out"
 check "L>M: grows without bound" out_has "grows without bound, at L - M = 1 per second"
 check "L>M: no M/M/1 figures" bash -c "! grep -q 'mean residence' '$tmp/out'"
 
-run queue --backlog 4 --lambda 4 --mu 3 --json
+cg queue --backlog 4 --lambda 4 --mu 3 --json
 check "L>M --json" out_json '[r["backlog"] for r in j["fluid"]] == [4, 4.5, 5] and [r["t"] for r in j["fluid"]] == [0, 0.5, 1] and j["net_rate"] == 1 and j["stable"] is False and j["mm1"] is None and j["growth_rate"] == 1 and j["drain_time"] is None'
 
-run queue --backlog 4 --lambda 2 --mu 3
+cg queue --backlog 4 --lambda 2 --mu 3
 check "L<M: exit 0" rc 0
 check "L<M: Q(1) = 3" grep -qE '^  1 +3$' "$tmp/out"
 check "L<M: drains at 4 s" out_has "the backlog empties at t = 4 s"
@@ -117,35 +100,35 @@ check "L<M: mean in system 2" grep -qE '^  mean in system +L/\(M-L\) +2$' "$tmp/
 check "L<M: mean residence 1 s" grep -qE '^  mean residence +1/\(M-L\) +1 s$' "$tmp/out"
 check "L<M: mean wait" grep -qE '^  mean wait in queue +rho/\(M-L\) +0.666667 s$' "$tmp/out"
 
-run queue --backlog 4 --lambda 2 --mu 3 --json
+cg queue --backlog 4 --lambda 2 --mu 3 --json
 check "L<M --json" out_json 'j["fluid"][-1] == {"t": 1, "backlog": 3} and j["stable"] and j["mm1"]["mean_residence"] == 1 and j["mm1"]["mean_in_system"] == 2 and j["mm1"]["rho"] == 2/3 and j["mm1"]["mean_wait"] == 2/3 and j["drain_time"] == 4 and j["simulation"] is None'
 
-run queue --lambda 3 --mu 3 --backlog 2
+cg queue --lambda 3 --mu 3 --backlog 2
 check "L=M: holds at Q0" grep -qE '^  1 +2$' "$tmp/out"
 check "L=M: no steady state" out_has "L = M:"
 
-run queue --lambda 0 --mu 3 --backlog 2 --time 1 --step 0.3 --json
+cg queue --lambda 0 --mu 3 --backlog 2 --time 1 --step 0.3 --json
 check "grid ends at T" out_json '[r["t"] for r in j["fluid"]] == [0, 0.3, 0.6, 0.8999999999999999, 1] or [r["t"] for r in j["fluid"]] == [0, 0.3, 0.6, 0.9, 1]'
 check "fluid clamps at 0" out_json 'j["fluid"][-1]["backlog"] == 0 and abs(j["fluid"][1]["backlog"] - 1.1) < 1e-12'
 
-run queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42
+cg queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42
 check "simulate: exit 0" rc 0
 check "simulate: columns" out_has "simulated    rel. diff"
 check "simulate: summary" out_has "simulated: 200000 customers from an empty system, seed 42"
-run queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42 --json
+cg queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42 --json
 check "simulate --json: within 5% of the formulas" out_json 'abs(j["simulation"]["mean_residence"] - 1) < 0.05 and abs(j["simulation"]["time_avg_in_system"] - 2) < 0.1 and abs(j["simulation"]["utilisation"] - 2/3) < 0.02'
 check "simulate --json: relative differences consistent" out_json 'abs(j["simulation"]["relative_difference"]["mean_residence"] - (j["simulation"]["mean_residence"] - 1)) < 1e-12'
 check "simulate --json: seed and count" out_json 'j["simulation"]["customers"] == 200000 and j["simulation"]["seed"] == "42"'
 cp "$tmp/out" "$tmp/a.json"
-run queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42 --json
+cg queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 42 --json
 check "same seed, same output" cmp -s "$tmp/a.json" "$tmp/out"
-run queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 43 --json
+cg queue --backlog 4 --lambda 2 --mu 3 --simulate 200000 --seed 43 --json
 check "other seed, other output" bash -c "! cmp -s '$tmp/a.json' '$tmp/out'"
 
 q_bad() {
     local what=$1 needle=$2
     shift 2
-    run queue "$@"
+    cg queue "$@"
     check "$what: exit 2" rc 2
     check "$what: message names it" err_has "$needle"
     check "$what: nothing on stdout" test ! -s "$tmp/out"
@@ -163,8 +146,4 @@ q_bad "seed negative" "--seed" --lambda 1 --mu 3 --simulate 10 --seed -5
 q_bad "seed without simulate" "--seed only applies" --lambda 1 --mu 3 --seed 5
 q_bad "missing mu" "missing --mu" --lambda 1
 
-if [ "$fails" -ne 0 ]; then
-    echo "calc_cli: $fails check(s) failed" >&2
-    exit 1
-fi
-echo "calc_cli: ok"
+finish

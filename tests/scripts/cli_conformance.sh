@@ -6,21 +6,9 @@
 set -u
 bin=${1:?usage: cli_conformance.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: cli_conformance.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 suite="$src/tests/data/io/conf_suite"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-run() { "$bin" conformance "$suite" --timeout 2 "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-has() { grep -qF -- "$1" "$tmp/out"; }
+run() { cg conformance "$suite" --timeout 2 "$@"; }
 
 run
 check "exit 1 when a test fails (no manifest)" rc 1
@@ -81,8 +69,4 @@ check "single test dir: named by its suite" has "PASS conf_suite/test_pass_add"
 "$bin" conformance "$tmp/nowhere" >"$tmp/out" 2>&1
 check "missing directory: exit 2" test $? -eq 2
 
-if [ "$fails" -ne 0 ]; then
-    echo "cli_conformance: $fails check(s) failed" >&2
-    exit 1
-fi
-echo "cli_conformance: ok"
+finish

@@ -6,23 +6,10 @@
 set -u
 bin=${1:?usage: cli_run.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: cli_run.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 d="$src/tests/data/io"
 model="$d/cli_model.onnx"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-run() { "$bin" run "$model" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
+run() { cg run "$model" "$@"; }
 
 "$bin" run --help >"$tmp/out" 2>&1
 check "--help exits 0" test $? -eq 0
@@ -95,8 +82,4 @@ run -i "@$d/cli_inputs.npz" -o "$tmp/o2"
 check "planted link: error" rc 2
 check "link target untouched" test ! -e "$tmp/target"
 
-if [ "$fails" -ne 0 ]; then
-    echo "cli_run: $fails check(s) failed" >&2
-    exit 1
-fi
-echo "cli_run: ok"
+finish

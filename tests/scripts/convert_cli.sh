@@ -14,26 +14,9 @@ bin=${1:?usage: convert_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: convert_cli.sh CONVGATE_BINARY SOURCE_DIR}
 bin=$(readlink -f "$bin")
 src=$(cd "$src" && pwd)
-py=/usr/bin/python3
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 model="$src/examples/rmsnorm_fp16.onnx"
 inputs="$src/examples/rmsnorm_fp16_inputs"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        sed 's/^/  stdout: /' "$tmp/out" | head -30 >&2
-        sed 's/^/  stderr: /' "$tmp/err" >&2
-        fails=$((fails + 1))
-    fi
-}
-cg() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
 # man EXPR: a python expression over m (DIR/manifest.json) must be true
 man() { "$py" -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1/manifest.json" "$2"; }
 flip() {
@@ -142,8 +125,4 @@ cg convert "$src/tests/data/bad/version/ir_version_99.onnx" --target litert-gpu 
 check "failing source: exit 1" rc 1
 check "failing source: nothing written" test ! -e "$tmp/bad/manifest.json"
 
-if [ "$fails" -gt 0 ]; then
-    echo "convert_cli: $fails check(s) failed" >&2
-    exit 1
-fi
-echo "convert_cli: all checks passed"
+finish

@@ -8,27 +8,10 @@
 set -u
 bin=${1:?usage: golden_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: golden_cli.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 model="$src/examples/tiny_cnn.onnx"
 other="$src/tests/data/io/cli_model.onnx"
 ex="$src/examples/tiny_cnn_inputs"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        sed 's/^/  stdout: /' "$tmp/out" >&2
-        sed 's/^/  stderr: /' "$tmp/err" >&2
-        fails=$((fails + 1))
-    fi
-}
-cg() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
 # flips every bit of the byte at offset $2 of file $1
 flip() {
     local b
@@ -247,12 +230,4 @@ fi
 cg verify "$model" --golden "$tmp/g" --target no-such-target
 check "unknown target: exit 2" rc 2
 
-if [ "$fails" -ne 0 ]; then
-    echo "golden_cli: $fails check(s) failed" >&2
-    exit 1
-fi
-if [ "$xnn_skipped" = 1 ]; then
-    echo "golden_cli: passed, but the xnnpack part was skipped (no xnnpack target)"
-    exit 77
-fi
-echo "golden_cli: all checks passed"
+finish "$([ "$xnn_skipped" = 1 ] && echo "the xnnpack part (no xnnpack target)")"

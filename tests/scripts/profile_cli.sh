@@ -10,31 +10,15 @@
 set -u
 bin=${1:?usage: profile_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: profile_cli.sh CONVGATE_BINARY SOURCE_DIR}
-py=/usr/bin/python3
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 model=$src/examples/tiny_cnn.onnx
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-run() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
-out_json() { "$py" -c 'import json, math, sys; j = json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
 
-run profile --help
+cg profile --help
 check "--help exits 0" rc 0
 check "--help states the assumption defaults" out_has "conv=4"
 
 # --- reference only ------------------------------------------------------------------------
-run profile "$model" --runs 3 --json
+cg profile "$model" --runs 3 --json
 check "reference profile exits 0" rc 0
 check "18 nodes timed, none negative" out_json 'len(j["nodes"]) == 18 and all(n["ms"] >= 0 for n in j["nodes"]) and sum(n["ms"] for n in j["nodes"]) > 0'
 check "cold and warm reported apart" out_json 'j["reference"]["init_ms"] > 0 and j["reference"]["first_run_ms"] > 0 and j["reference"]["wall_ms"] > 0 and j["runs"] == 3'
@@ -45,7 +29,7 @@ xnn=1
 if [ $xnn = 1 ]; then
     ok=0
     for attempt in 1 2 3; do
-        run profile "$model" --target xnnpack --runs 15 --json
+        cg profile "$model" --target xnnpack --runs 15 --json
         check "xnnpack profile exits 0 (attempt $attempt)" rc 0
         cp "$tmp/out" "$tmp/xnn.json"
         if out_json 'j["agreement_bound"] == 0.2 and j["within_bound"] and abs(j["estimate_over_measured"] - 1) <= 0.2'; then
@@ -64,51 +48,43 @@ if [ $xnn = 1 ]; then
     check "the mixed run measured" out_json 'j["measured"]["mixed_ms"] > 0 and j["measured"]["init_ms"] > 0'
     check "verdict with time coverage" out_json 'j["verdict"]["time_coverage"] > 0.5 and "of reference time inside partitions" in j["verdict"]["text"]'
 
-    run profile "$model" --target xnnpack --runs 3
+    cg profile "$model" --target xnnpack --runs 3
     check "text report exits 0" rc 0
     check "text: estimate and measurement side by side" out_has "estimate / measured = "
     check "text: crossing listed" out_has "P0 <- 'image' [1,3,64,64] 49152 B NCHW->NHWC"
 fi
 
 # --- a profiled target: assumptions from the command line ----------------------------------------
-run profile "$model" --target coreml-mlprogram --runs 3 --speedup all=3 --speedup conv=6 --boundary-us 50 --bandwidth-gbps 2 --json
+cg profile "$model" --target coreml-mlprogram --runs 3 --speedup all=3 --speedup conv=6 --boundary-us 50 --bandwidth-gbps 2 --json
 check "profiled target exits 0" rc 0
 check "profiled target takes part of the model" out_json '0 < j["coverage"]["nodes_on_target"] < 18 and len(j["partitions"]) >= 1'
 check "assumptions echoed" out_json 'j["assumptions"]["speedup"]["conv"] == 6 and j["assumptions"]["speedup"]["pool"] == 3 and j["assumptions"]["boundary_us"] == 50 and j["assumptions"]["bandwidth_gbps"] == 2'
 check "profiled partitions are not measured; assumed = sum(ms / speedup)" out_json 'all(not p["measured"] for p in j["partitions"]) and abs(sum(p["assumed_ms"] for p in j["partitions"]) - sum(n["ms"] / (6 if n["class"] == "conv" else 3) for n in j["nodes"] if n["owner"] == "coreml-mlprogram")) < 1e-4 and j["measured"] is None and j["estimate"]["assumed"]'
-run profile "$model" --target coreml-mlprogram --runs 2 --speedup all=3
+cg profile "$model" --target coreml-mlprogram --runs 2 --speedup all=3
 check "text: assumptions printed as such" out_has "ASSUMPTIONS (not measurements)"
 check "text: partitions marked assumed" out_has "ASSUMED:"
 
 # --- assign's time-weighted verdict --------------------------------------------------------------
-run assign "$model" --target coreml-mlprogram --json
+cg assign "$model" --target coreml-mlprogram --json
 check "assign exits 0" rc 0
 check "assign verdict carries time" out_json 'j["verdict"]["time_coverage"] is not None and 0 < j["verdict"]["time_coverage"] <= 1 and j["verdict"]["estimate_ms"] > 0 and "reference time inside partitions" in j["verdict"]["text"]'
-run assign "$model" --target coreml-mlprogram --json --no-time
+cg assign "$model" --target coreml-mlprogram --json --no-time
 check "assign --no-time: node counts only" out_json 'j["verdict"]["time_coverage"] is None and j["verdict"]["estimate_ms"] is None'
-run assign "$model" --target coreml-mlprogram
+cg assign "$model" --target coreml-mlprogram
 check "assign text verdict with time" out_has "of reference time inside partitions"
 
 # --- bad options ---------------------------------------------------------------------------------
-run profile "$model" --runs 0
+cg profile "$model" --runs 0
 check "--runs 0 exits 2" rc 2
 check "--runs 0 names the option" err_has "--runs"
-run profile "$model" --speedup vector=2
+cg profile "$model" --speedup vector=2
 check "unknown op class exits 2" rc 2
 check "unknown op class named" err_has "unknown op class 'vector'"
-run profile "$model" --bandwidth-gbps 0
+cg profile "$model" --bandwidth-gbps 0
 check "zero bandwidth exits 2" rc 2
-run profile "$model" --target no-such-target
+cg profile "$model" --target no-such-target
 check "unknown target exits 2" rc 2
-run profile /nonexistent.onnx
+cg profile /nonexistent.onnx
 check "missing model exits 2" rc 2
 
-if [ $fails -ne 0 ]; then
-    echo "profile_cli: $fails check(s) failed" >&2
-    exit 1
-fi
-if [ $xnn = 0 ]; then
-    echo "profile_cli: passed, but the xnnpack part was skipped (no xnnpack target)"
-    exit 77
-fi
-echo "profile_cli: ok"
+finish "$([ $xnn = 0 ] && echo "the xnnpack part (no xnnpack target)")"

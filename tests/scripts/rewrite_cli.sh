@@ -12,27 +12,9 @@
 set -u
 bin=${1:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: rewrite_cli.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 data="$src/tests/data/rewrite"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        sed 's/^/  stdout: /' "$tmp/out" | head -40 >&2
-        sed 's/^/  stderr: /' "$tmp/err" >&2
-        fails=$((fails + 1))
-    fi
-}
-cg() { "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc"; }
-rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
-out_has() { grep -qF -- "$1" "$tmp/out"; }
-err_has() { grep -qF -- "$1" "$tmp/err"; }
 # json EXPR: a python expression over r (the --json result) must be true
-json() { "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1"; }
 have_onnx=0
 "$py" -c 'import onnx' 2>/dev/null && have_onnx=1
 onnx_checks() { [ $have_onnx = 0 ] || "$py" -c 'import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]))' "$1"; }
@@ -51,10 +33,10 @@ while read -r case target name; do
     out="$tmp/$case.onnx"
     cg rewrite "$data/$case.onnx" --target "$target" -o "$out" --json
     check "$case: exit 0" rc 0
-    check "$case: partial before ($target)" json 'r["before"]["cpu"] > 0'
-    check "$case: full after ($target)" json 'r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
-    check "$case: $name applied" json "any(s['name'] == '$name' and s['outcome'] == 'applied' for s in r['steps'])"
-    check "$case: $name verified (exact or within the fp32 floor)" json "all(c['exact'] or c['judgement']['verdict'] == 'matches (fp32 noise)' for s in r['steps'] if s['name'] == '$name' for c in s['checks'])"
+    check "$case: partial before ($target)" out_json 'r["before"]["cpu"] > 0'
+    check "$case: full after ($target)" out_json 'r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
+    check "$case: $name applied" out_json "any(s['name'] == '$name' and s['outcome'] == 'applied' for s in r['steps'])"
+    check "$case: $name verified (exact or within the fp32 floor)" out_json "all(c['exact'] or c['judgement']['verdict'] == 'matches (fp32 noise)' for s in r['steps'] if s['name'] == '$name' for c in s['checks'])"
     cg check "$out"
     check "$case: the result passes convgate check" rc 0
     check "$case: the result passes onnx.checker" onnx_checks "$out"
@@ -87,19 +69,19 @@ check "hardswish: Clip, no Where" "$py" -c 'import onnx,sys; ops=[n.op_type for 
 # a rewrite that would change results is refused
 cg rewrite "$data/where_mask_inf.onnx" --target nnapi -o "$tmp/inf.onnx" --json
 check "-inf mask: exit 1 (a rewrite refused)" rc 1
-check "-inf mask: where-to-arithmetic refused" json 'any(s["name"] == "where-to-arithmetic" and s["outcome"] == "refused" and "wrong result" in s["detail"] for s in r["steps"])'
-check "-inf mask: still partial" json 'r["after"]["cpu"] > 0 and r["applied"] == 0'
+check "-inf mask: where-to-arithmetic refused" out_json 'any(s["name"] == "where-to-arithmetic" and s["outcome"] == "refused" and "wrong result" in s["detail"] for s in r["steps"])'
+check "-inf mask: still partial" out_json 'r["after"]["cpu"] > 0 and r["applied"] == 0'
 cg rewrite "$data/where_mask_inf.onnx" --target nnapi -o "$tmp/inf.onnx"
 check "-inf mask text: says refused and why" out_has "refused: output 'y': wrong result"
 
 # an approximation only when opted in
 cg rewrite "$data/gelu.onnx" --target litert-gpu -o "$tmp/gelu.onnx" --json
 check "gelu: exit 0" rc 0
-check "gelu: not opted in" json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "not opted in" for s in r["steps"])'
-check "gelu: Erf stays on the CPU" json 'r["after"]["cpu"] > 0'
+check "gelu: not opted in" out_json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "not opted in" for s in r["steps"])'
+check "gelu: Erf stays on the CPU" out_json 'r["after"]["cpu"] > 0'
 cg rewrite "$data/gelu.onnx" --target litert-gpu -o "$tmp/gelu.onnx" --opt-in gelu-tanh --json
-check "gelu opted in: full residency" json 'r["after"]["cpu"] == 0'
-check "gelu opted in: the change is measured and stated" json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "applied" and not s["exact"] and 0 < s["checks"][0]["max_abs"] < 1e-3 and "accepted: opted in" in s["detail"] for s in r["steps"])'
+check "gelu opted in: full residency" out_json 'r["after"]["cpu"] == 0'
+check "gelu opted in: the change is measured and stated" out_json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "applied" and not s["exact"] and 0 < s["checks"][0]["max_abs"] < 1e-3 and "accepted: opted in" in s["detail"] for s in r["steps"])'
 
 # fp16 precision: gate 3 on litert-gpu fails before, passes after
 while read -r model inputs name; do
@@ -107,7 +89,7 @@ while read -r model inputs name; do
     check "$model: gate 3 fails before" rc 1
     cg rewrite "$src/$model" --target litert-gpu --inputs "$src/$inputs" -o "$tmp/p.onnx" --json
     check "$model: rewrite exit 0" rc 0
-    check "$model: $name applied, the target path's error falls" json "any(s['name'] == '$name' and s['outcome'] == 'applied' and float(s['target_error_after']) < float(s['target_error_before']) for s in r['steps'])"
+    check "$model: $name applied, the target path's error falls" out_json "any(s['name'] == '$name' and s['outcome'] == 'applied' and float(s['target_error_after']) < float(s['target_error_before']) for s in r['steps'])"
     cg gate "$tmp/p.onnx" --target litert-gpu --inputs "$src/$inputs"
     check "$model: gate passes after" rc 0
     check "$model: the result passes onnx.checker" onnx_checks "$tmp/p.onnx"
@@ -119,13 +101,13 @@ tests/data/fp16/global_mean.onnx tests/data/fp16/global_mean_inputs fp16-hierarc
 EOF
 # on an fp32 target the precision rewrites do not apply
 cg rewrite "$src/examples/rmsnorm_fp16.onnx" --target tflite-xnnpack --inputs "$src/examples/rmsnorm_fp16_inputs" --what-if --json
-check "fp32 target: precision rewrites not applicable" json 'all(s["outcome"] == "not applicable" for s in r["steps"] if s["kind"] == "precision")'
+check "fp32 target: precision rewrites not applicable" out_json 'all(s["outcome"] == "not applicable" for s in r["steps"] if s["kind"] == "precision")'
 
 # --what-if writes nothing and estimates after each applied step
 cg rewrite "$src/examples/tiny_cnn.onnx" --target litert-gpu --dim batch=1 --what-if --json
 check "what-if: exit 0" rc 0
-check "what-if: no output" json 'r["output"] is None'
-check "what-if: bn-folding applied with residency, partitions and latency after it" json 'any(s["name"] == "bn-folding" and s["outcome"] == "applied" and s["after"]["on_target"] > r["before"]["on_target"] and s["after"]["partitions"] >= 1 and isinstance(s["after"]["mixed_ms"], float) for s in r["steps"])'
+check "what-if: no output" out_json 'r["output"] is None'
+check "what-if: bn-folding applied with residency, partitions and latency after it" out_json 'any(s["name"] == "bn-folding" and s["outcome"] == "applied" and s["after"]["on_target"] > r["before"]["on_target"] and s["after"]["partitions"] >= 1 and isinstance(s["after"]["mixed_ms"], float) for s in r["steps"])'
 cg rewrite "$src/examples/tiny_cnn.onnx" --target litert-gpu --dim batch=1 --what-if
 check "what-if text: after it" out_has "after it:"
 check "what-if text: mixed latency" out_has "mixed latency"
@@ -137,17 +119,9 @@ zoo=${CG_ZOO:-$src/zoo}
 if [ -f "$zoo/mobilenet_v3_small.onnx" ]; then
     cg rewrite "$zoo/mobilenet_v3_small.onnx" --target litert-gpu --random 1 -o "$tmp/mv3.onnx" --json
     check "mobilenet_v3_small: exit 0" rc 0
-    check "mobilenet_v3_small: partial -> full on litert-gpu" json 'r["before"]["cpu"] > 100 and r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
-    check "mobilenet_v3_small: hard-activations kept on the second pass" json 'any(s["name"] == "hard-activations" and s["outcome"] == "applied" and "kept on pass 2" in s["detail"] for s in r["steps"])'
-    check "mobilenet_v3_small: every step verified" json 'all(c["exact"] or c["judgement"]["verdict"] == "matches (fp32 noise)" for s in r["steps"] if s["outcome"] == "applied" for c in s["checks"])'
+    check "mobilenet_v3_small: partial -> full on litert-gpu" out_json 'r["before"]["cpu"] > 100 and r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
+    check "mobilenet_v3_small: hard-activations kept on the second pass" out_json 'any(s["name"] == "hard-activations" and s["outcome"] == "applied" and "kept on pass 2" in s["detail"] for s in r["steps"])'
+    check "mobilenet_v3_small: every step verified" out_json 'all(c["exact"] or c["judgement"]["verdict"] == "matches (fp32 noise)" for s in r["steps"] if s["outcome"] == "applied" for c in s["checks"])'
 fi
 
-if [ $have_onnx = 0 ]; then
-    echo "rewrite_cli: python3-onnx missing: onnx.checker not run" >&2
-    [ "$fails" = 0 ] && exit 77
-fi
-if [ "$fails" -gt 0 ]; then
-    echo "rewrite_cli: $fails check(s) failed" >&2
-    exit 1
-fi
-echo "rewrite_cli: all checks passed"
+finish "$([ $have_onnx = 0 ] && echo "onnx.checker (python3-onnx missing)")"

@@ -8,20 +8,8 @@
 set -u
 bin=${1:?usage: tflite_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: tflite_cli.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 d="$src/tests/data/tflite"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-out_has() { grep -qF -- "$1" "$tmp/out"; }
 
 n=0
 while IFS= read -r f; do
@@ -139,8 +127,4 @@ check "assign tflm: names the op" out_has "FlexAddV2"
 check "assign .tflite --dim: usage error" test $? -eq 2
 check "assign .tflite --dim: says why" out_has "static shapes it stores"
 
-if [ "$fails" -gt 0 ]; then
-    echo "tflite_cli: $fails failures"
-    exit 1
-fi
-echo "tflite_cli: ok ($n fixtures)"
+finish

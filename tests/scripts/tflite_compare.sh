@@ -14,66 +14,46 @@
 set -u
 bin=${1:?usage: tflite_compare.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: tflite_compare.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 d="$src/tests/data/tflite"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-has() { grep -qF -- "$1" "$tmp/out"; }
-run() { # expected-exit command...
-    local want=$1
-    shift
-    "$@" >"$tmp/out" 2>&1
-    local rc=$?
-    check "exit $rc (wanted $want): $*" test "$rc" -eq "$want"
-    [ "$rc" -eq "$want" ] || sed 's/^/  | /' "$tmp/out" | tail -20 >&2
-}
 
 # the true twins, both directions
-run 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite"
+expect_exit 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite"
 check "cnn: NCHW -> NHWC found" has "x [1, 3, 16, 16] -> x [1, 16, 16, 3] (by name, NCHW -> NHWC)"
 check "cnn: fp32 noise verdict" has "probs: matches (fp32 noise)"
-run 0 "$bin" compare "$d/models/cnn.tflite" --against "$d/twins/cnn.onnx"
+expect_exit 0 "$bin" compare "$d/models/cnn.tflite" --against "$d/twins/cnn.onnx"
 check "cnn reversed: NHWC -> NCHW" has "(by name, NHWC -> NCHW)"
-run 0 "$bin" compare "$d/twins/kws_if.onnx" --against "$d/models/kws_if.tflite" --random 8 --seed 3
+expect_exit 0 "$bin" compare "$d/twins/kws_if.onnx" --against "$d/models/kws_if.tflite" --random 8 --seed 3
 check "kws: same layout" has "x [1, 49, 10] -> x [1, 49, 10] (by name, same)"
 
 # the int8 CNN against its float source: its calibration input (the NCHW
 # twin input), a justified quantization tolerance; the float32 default fails
 mkdir -p "$tmp/i8"
 cp "$d/twins/int8_cnn/input_0.npy" "$tmp/i8/x.npy"
-run 0 "$bin" compare "$d/twins/int8_cnn.onnx" --against "$d/models/int8_cnn.tflite" \
+expect_exit 0 "$bin" compare "$d/twins/int8_cnn.onnx" --against "$d/models/int8_cnn.tflite" \
     --inputs "$tmp/i8" --tol "$d/twins/int8_cnn.tol.json"
 check "int8: justification printed" has "justification: int8 conversion against its float source"
 check "int8: quantization named" has "the other side computes in integers"
-run 1 "$bin" compare "$d/twins/int8_cnn.onnx" --against "$d/models/int8_cnn.tflite" \
+expect_exit 1 "$bin" compare "$d/twins/int8_cnn.onnx" --against "$d/models/int8_cnn.tflite" \
     --inputs "$tmp/i8"
 
 # the wrong twin (kernels' H and W swapped in the first conv)
-run 1 "$bin" compare "$d/twins/cnn_wrong.onnx" --against "$d/models/cnn.tflite"
+expect_exit 1 "$bin" compare "$d/twins/cnn_wrong.onnx" --against "$d/models/cnn.tflite"
 check "wrong twin: verdict FAIL" has "verdict: FAIL"
 check "wrong twin: wrong result beyond the noise floor" has "probs: wrong result"
-run 1 "$bin" compare "$d/models/cnn.tflite" --against "$d/twins/cnn_wrong.onnx" --random 2
+expect_exit 1 "$bin" compare "$d/models/cnn.tflite" --against "$d/twins/cnn_wrong.onnx" --random 2
 
 # --map
-run 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:nhwc
+expect_exit 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:nhwc
 check "--map pairs" has "(by --map, NCHW -> NHWC)"
-run 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:0,2,3,1
-run 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:none
+expect_exit 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:0,2,3,1
+expect_exit 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:none
 check "--map layout refused" has "laid out same is not 'x' [1, 16, 16, 3]"
-run 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=nope
+expect_exit 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=nope
 check "--map unknown name" has "the converted model has no input 'nope'"
-run 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:0,0,1,2
+expect_exit 2 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --map x=x:0,0,1,2
 check "--map bad permutation" has "is not a permutation"
-run 2 "$bin" compare "$d/twins/cnn.onnx" --map x=x:nhwc --target xnnpack
+expect_exit 2 "$bin" compare "$d/twins/cnn.onnx" --map x=x:nhwc --target xnnpack
 check "--map needs --against" has "--map applies with --against"
 
 # JSON: the pairs and the verdicts
@@ -94,21 +74,17 @@ assert r["pass"] is True
 PY
 
 # gate CONVERTED --source SOURCE
-run 0 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu
+expect_exit 0 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu
 check "gate: source named" has "gate 3 reference: $d/twins/cnn.onnx on the reference runtime"
-run 1 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn_wrong.onnx" --target litert-gpu
+expect_exit 1 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn_wrong.onnx" --target litert-gpu
 check "gate: the conversion blamed" has "(the conversion), not in the target"
-run 2 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu \
+expect_exit 2 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu \
     --golden "$tmp/nothing"
 check "gate: --golden and --source refused" has "give one"
 
 # ONNX against ONNX
-run 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/twins/cnn.onnx" --random 2
+expect_exit 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/twins/cnn.onnx" --random 2
 check "onnx/onnx: bit-identical" has "bit-identical"
-run 1 "$bin" compare "$d/twins/cnn.onnx" --against "$d/twins/cnn_wrong.onnx" --random 2
+expect_exit 1 "$bin" compare "$d/twins/cnn.onnx" --against "$d/twins/cnn_wrong.onnx" --random 2
 
-if [ "$fails" -ne 0 ]; then
-    echo "tflite_compare: $fails checks failed"
-    exit 1
-fi
-echo "tflite_compare: ok"
+finish

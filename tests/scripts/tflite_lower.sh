@@ -13,28 +13,8 @@
 set -u
 bin=${1:?usage: tflite_lower.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: tflite_lower.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 d="$src/tests/data/tflite"
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-has() { grep -qF -- "$1" "$tmp/out"; }
-run() { # expected-exit command...
-    local want=$1
-    shift
-    "$@" >"$tmp/out" 2>&1
-    local rc=$?
-    check "exit $rc (wanted $want): $*" test "$rc" -eq "$want"
-    [ "$rc" -eq "$want" ] || sed 's/^/  | /' "$tmp/out" | tail -20 >&2
-}
 
 if $py -c 'import flatbuffers, numpy' 2>/dev/null; then
     $py - "$src/tools" "$tmp" <<'PY'
@@ -73,24 +53,24 @@ one(d + "/slice_dyn.tflite", "STRIDED_SLICE",
     consts={2: np.int32([2, 2]), 3: np.int32([1, 1])})
 PY
     check "writing the models" test $? -eq 0
-    run 2 "$bin" run "$tmp/l2pool.tflite" --random
+    expect_exit 2 "$bin" run "$tmp/l2pool.tflite" --random
     check "unknown op named" has "subgraph 0 'main' > operator #0 (L2_POOL_2D): L2_POOL_2D is not lowered onto the reference runtime"
-    run 2 "$bin" run "$tmp/qavgpool.tflite" --random
+    expect_exit 2 "$bin" run "$tmp/qavgpool.tflite" --random
     check "quantized variant named" has "operator #0 (AVERAGE_POOL_2D): quantized AVERAGE_POOL_2D"
-    run 2 "$bin" compare "$tmp/slice_dyn.tflite" --target xnnpack
+    expect_exit 2 "$bin" compare "$tmp/slice_dyn.tflite" --target xnnpack
     check "constant operand named" has "operator #0 (STRIDED_SLICE): its begin (tensor 1 'x1') is not a constant"
-    run 0 "$bin" check "$tmp/l2pool.tflite"
+    expect_exit 0 "$bin" check "$tmp/l2pool.tflite"
 else
     echo "tflite_lower: python3-flatbuffers or numpy missing: the unsupported-op models are not written"
 fi
 
 # dump-ref and verify take a .tflite; the golden set pins its hash
-run 0 "$bin" dump-ref "$d/models/cnn.tflite" --random 2 -o "$tmp/golden"
-run 0 "$bin" verify "$d/models/cnn.tflite" --golden "$tmp/golden"
-run 0 "$bin" verify "$d/models/cnn.tflite" --golden "$tmp/golden" --target litert-gpu
+expect_exit 0 "$bin" dump-ref "$d/models/cnn.tflite" --random 2 -o "$tmp/golden"
+expect_exit 0 "$bin" verify "$d/models/cnn.tflite" --golden "$tmp/golden"
+expect_exit 0 "$bin" verify "$d/models/cnn.tflite" --golden "$tmp/golden" --target litert-gpu
 cp "$d/models/cnn.tflite" "$tmp/other.tflite"
 printf 'x' >>"$tmp/other.tflite"
-run 2 "$bin" verify "$tmp/other.tflite" --golden "$tmp/golden"
+expect_exit 2 "$bin" verify "$tmp/other.tflite" --golden "$tmp/golden"
 check "verify: another file's golden set" has "sha256"
 # bisect: node names carry the TFLite op and its index
 "$bin" bisect "$d/models/cnn.tflite" --target litert-gpu --random --json >"$tmp/b.json"
@@ -102,26 +82,22 @@ text = json.dumps(r)
 assert r["last_matching"]["node"] == "SOFTMAX#5", r["last_matching"]
 PY
 # the float64 reference mode (noise floors) on a float and an int8 model
-run 0 "$bin" noise "$d/models/int8_cnn.tflite" --random 2
+expect_exit 0 "$bin" noise "$d/models/int8_cnn.tflite" --random 2
 check "noise on int8" has "fp32 noise floor"
-run 0 "$bin" run "$d/models/kws_if.tflite" --random --fp64
+expect_exit 0 "$bin" run "$d/models/kws_if.tflite" --random --fp64
 check "fp64 output" has "float64"
 # save: the lowered model is ONNX that loads back and checks clean
-run 0 "$bin" save "$d/models/kws_if.tflite" -o "$tmp/kws.onnx"
-run 0 "$bin" check "$tmp/kws.onnx"
-run 0 "$bin" run "$tmp/kws.onnx" --random
+expect_exit 0 "$bin" save "$d/models/kws_if.tflite" -o "$tmp/kws.onnx"
+expect_exit 0 "$bin" check "$tmp/kws.onnx"
+expect_exit 0 "$bin" run "$tmp/kws.onnx" --random
 # standard input
-run 0 sh -c "'$bin' run - --random < '$d/ops/while_loop.tflite'"
+expect_exit 0 sh -c "'$bin' run - --random < '$d/ops/while_loop.tflite'"
 check "stdin" has "output 'y'"
 # rewrite and convert edit and write ONNX graphs: a .tflite is refused, saying why
-run 2 "$bin" rewrite "$d/models/cnn.tflite" --target litert-gpu --what-if
+expect_exit 2 "$bin" rewrite "$d/models/cnn.tflite" --target litert-gpu --what-if
 check "rewrite refuses a .tflite" has "is a .tflite: rewrite edits ONNX graphs"
-run 2 "$bin" convert "$d/models/cnn.tflite" --target litert-gpu -o "$tmp/art"
+expect_exit 2 "$bin" convert "$d/models/cnn.tflite" --target litert-gpu -o "$tmp/art"
 check "convert refuses a .tflite" has "is a .tflite: convert edits ONNX graphs"
 check "convert wrote nothing" test ! -e "$tmp/art"
 
-if [ "$fails" -ne 0 ]; then
-    echo "tflite_lower: $fails checks failed"
-    exit 1
-fi
-echo "tflite_lower: ok"
+finish

@@ -10,8 +10,8 @@
 set -u
 bin=${1:?usage: tflite_runner.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: tflite_runner.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 d="$src/tests/data/tflite"
-py=/usr/bin/python3
 if ! command -v node >/dev/null 2>&1; then
     echo "tflite_runner: skipped: node is not installed (scripts/setup.sh installs it)"
     exit 77
@@ -26,26 +26,6 @@ if ! $py -c 'import numpy' 2>/dev/null; then
     exit 77
 fi
 export CONVGATE_LITERT="$src/tools/litert"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {
-    local what=$1
-    shift
-    if ! "$@"; then
-        echo "FAILED: $what" >&2
-        fails=$((fails + 1))
-    fi
-}
-has() { grep -qF -- "$1" "$tmp/out"; }
-run() { # expected-exit command...
-    local want=$1
-    shift
-    "$@" >"$tmp/out" 2>&1
-    local rc=$?
-    check "exit $rc (wanted $want): $*" test "$rc" -eq "$want"
-    [ "$rc" -eq "$want" ] || sed 's/^/  | /' "$tmp/out" | tail -20 >&2
-}
 same() { # a.npy b.npy: within 1e-5 of b's scale
     $py - "$1" "$2" <<'PY'
 import sys, numpy as np
@@ -57,12 +37,12 @@ PY
 }
 
 # run: LiteRT's outputs, as recorded when the fixtures were made
-run 0 "$bin" run "$d/models/cnn.tflite" --runner litert-node \
+expect_exit 0 "$bin" run "$d/models/cnn.tflite" --runner litert-node \
     -i "x=$d/models/cnn/input_0.npy" -o "$tmp/cnn"
 check "run: measured" has "measured by @litertjs/core"
 check "run: cnn output as recorded" same "$tmp/cnn/probs.npy" "$d/models/cnn/litert_0.npy"
 # two inputs, fed by their signature names
-run 0 "$bin" run "$d/ops/batch_matmul.tflite" --runner litert-node \
+expect_exit 0 "$bin" run "$d/ops/batch_matmul.tflite" --runner litert-node \
     -i "x1=$d/ops/batch_matmul/input_1.npy" -i "x0=$d/ops/batch_matmul/input_0.npy" -o "$tmp/bm"
 check "run: batch_matmul as recorded" same "$tmp/bm/y0.npy" "$d/ops/batch_matmul/litert_0.npy"
 "$bin" run "$d/models/kws_if.tflite" --runner litert-node --random --json >"$tmp/r.json"
@@ -75,31 +55,31 @@ assert r["accelerator"] == "wasm (XNNPACK)" and r["residency"] is None, r
 PY
 
 # compare: the reference against LiteRT (CPU)
-run 0 "$bin" compare "$d/models/cnn.tflite" --runner litert-node --random 3
+expect_exit 0 "$bin" compare "$d/models/cnn.tflite" --runner litert-node --random 3
 check "compare: producer named" has "target outputs: the model in the real LiteRT: litert-node"
-run 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --runner litert-node
+expect_exit 0 "$bin" compare "$d/twins/cnn.onnx" --against "$d/models/cnn.tflite" --runner litert-node
 check "compare --against --runner: NCHW -> NHWC" has "(by name, NCHW -> NHWC)"
-run 1 "$bin" compare "$d/twins/cnn_wrong.onnx" --against "$d/models/cnn.tflite" \
+expect_exit 1 "$bin" compare "$d/twins/cnn_wrong.onnx" --against "$d/models/cnn.tflite" \
     --runner litert-node --random 2
 # XNNPACK requantizes in fp32 where TFLite's reference (convgate) uses fixed
 # point: the int8 CNN's logits differ by up to 2 LSB (scale 0.00432)
-run 0 "$bin" compare "$d/models/int8_cnn.tflite" --runner litert-node --random 8 \
+expect_exit 0 "$bin" compare "$d/models/int8_cnn.tflite" --runner litert-node --random 8 \
     --atol 0.0087 --rtol 0
 
 # errors that say what to install
 mkdir -p "$tmp/nonode" "$tmp/withnode" "$tmp/fake"
-run 2 env PATH="$tmp/nonode" "$bin" run "$d/models/cnn.tflite" --runner litert-node --random
+expect_exit 2 env PATH="$tmp/nonode" "$bin" run "$d/models/cnn.tflite" --runner litert-node --random
 check "no node" has "node is not installed"
 cp "$src/tools/litert/run_node.mjs" "$tmp/fake/"
-run 2 env CONVGATE_LITERT="$tmp/fake" "$bin" run "$d/models/cnn.tflite" --runner litert-node \
+expect_exit 2 env CONVGATE_LITERT="$tmp/fake" "$bin" run "$d/models/cnn.tflite" --runner litert-node \
     --random
 check "no LiteRT.js" has "LiteRT.js is not installed in $tmp/fake/node_modules"
-run 2 "$bin" run "$d/twins/cnn.onnx" --runner litert-node --random
+expect_exit 2 "$bin" run "$d/twins/cnn.onnx" --runner litert-node --random
 check "ONNX refused" has "litert-node runs .tflite models"
-run 2 "$bin" run "$d/models/cnn.tflite" --runner litert-node --random --precision fp16
+expect_exit 2 "$bin" run "$d/models/cnn.tflite" --runner litert-node --random --precision fp16
 check "--precision needs webgpu" has "--precision applies to --runner litert-webgpu"
 ln -s "$(command -v node)" "$tmp/withnode/node"
-run 2 env PATH="$tmp/withnode" CG_CHROMIUM= "$bin" run "$d/models/cnn.tflite" \
+expect_exit 2 env PATH="$tmp/withnode" CG_CHROMIUM= "$bin" run "$d/models/cnn.tflite" \
     --runner litert-webgpu --random
 check "no chromium" has "chromium is not installed"
 
@@ -118,7 +98,7 @@ res = w["residency"]
 assert (res["gpu_ops"], res["cpu_ops"], res["fully_accelerated"]) == (7, 1, False), res
 assert [(x["op"], x["reason"]) for x in res["rejected"]] == [("IF", "Operation is not supported.")], res
 PY
-    run 0 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu \
+    expect_exit 0 "$bin" gate "$d/models/cnn.tflite" --source "$d/twins/cnn.onnx" --target litert-gpu \
         --runner litert-webgpu --precision fp16 --random 2
     check "gate --runner: measured residency" has "6 ops on the GPU, 0 on the CPU (fully accelerated)"
     check "gate --runner: fp16 tolerance" has "atol 0.0025"
@@ -126,8 +106,4 @@ else
     echo "tflite_runner: chromium is not installed: the WebGPU runner is not checked"
 fi
 
-if [ "$fails" -ne 0 ]; then
-    echo "tflite_runner: $fails checks failed"
-    exit 1
-fi
-echo "tflite_runner: ok"
+finish
