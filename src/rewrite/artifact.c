@@ -5,7 +5,8 @@
  * Trust: everything in DIR is data from disk. The manifest must be a
  * convgate artifact of a format this version reads; every file it lists
  * must have a safe relative path (no "..", no absolute path, [A-Za-z0-9._-]
- * components), be a regular file (no link planted in its place) and have
+ * components), be a regular file reached without following a link (none
+ * planted in its place or in place of a folder above it) and have
  * the listed size and sha256; model.onnx must be listed and be the result
  * the manifest names. Any failure is CG_SECURITY (or CG_INVALID for a
  * malformed manifest) naming the file, never a pass. Only then is the
@@ -17,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "convgate/golden.h"
 #include "convgate/rewrite.h"
 #include "core/file.h"
 #include "io/io_internal.h"
+#include "verify/golden_internal.h"
 
 #define ARTIFACT_MANIFEST_MAX ((size_t)64 << 20)
 #define ARTIFACT_PATH_MAX 4096
@@ -75,29 +76,33 @@ void cg_artifact_report_free(cg_artifact_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Checks one listed file: a regular file of the listed size and hash. */
+/* Checks one listed file: a regular file of the listed size and hash,
+ * reached from dir one component at a time without following a link (a
+ * linked folder above it is refused like a link in the file's place), and
+ * hashed from the descriptor that was checked. */
 static cg_status check_file(const char *dir, json_t *f, size_t i, cg_error *err)
 {
     const char *path = get_str(f, "path"), *sha = get_str(f, "sha256");
     json_t *bytes = json_object_get(f, "bytes");
-    char full[ARTIFACT_PATH_MAX], hex[CG_SHA256_HEX];
+    char hex[CG_SHA256_HEX];
     uint64_t size = 0;
-    struct stat stt;
+    cg_error local;
+    cg_error_clear(&local);
     if (!path || !sha || !json_is_integer(bytes) || json_integer_value(bytes) < 0)
         return cg_error_set(err, CG_INVALID, "artifact '%s': manifest.json files[%zu] needs "
                             "path, sha256 and bytes", dir, i);
     if (!safe_path(path))
         return cg_error_set(err, CG_SECURITY, "artifact '%s': manifest.json lists an unsafe "
                             "path '%s'", dir, path);
-    if (snprintf(full, sizeof full, "%s/%s", dir, path) >= (int)sizeof full)
-        return cg_error_set(err, CG_LIMIT, "artifact '%s': path '%s' too long", dir, path);
-    if (lstat(full, &stt) != 0)
-        return cg_error_set(err, CG_SECURITY, "artifact '%s': '%s' is missing (%s)", dir, path,
-                            strerror(errno));
-    if (!S_ISREG(stt.st_mode))
-        return cg_error_set(err, CG_SECURITY, "artifact '%s': '%s' is not a regular file (a link "
-                            "or a folder where the manifest lists a file)", dir, path);
-    cg_status st = cg_sha256_file(full, hex, &size, err);
+    int fd = cg_file_open_beneath(dir, path, path, &local);
+    int open_errno = errno;
+    if (fd < 0) {
+        if (open_errno == ENOENT && local.status != CG_SECURITY)
+            return cg_error_set(err, CG_SECURITY, "artifact '%s': '%s' is missing", dir, path);
+        return cg_error_set(err, CG_SECURITY, "artifact '%s': '%s' is not a regular file "
+                            "reached without a link (%s)", dir, path, local.msg);
+    }
+    cg_status st = cg_sha256_fd(fd, path, hex, &size, err);
     if (st != CG_OK)
         return st;
     if (size != (uint64_t)json_integer_value(bytes) || strcmp(hex, sha) != 0)

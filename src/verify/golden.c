@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "convgate/golden.h"
+#include "verify/golden_internal.h"
 #include "convgate/noise.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
@@ -63,9 +64,8 @@ cg_status cg_sha256_hex(const void *data, size_t size, char hex[CG_SHA256_HEX], 
     return CG_OK;
 }
 
-/* The sha256 of what fd holds (closed here); path names it in messages. */
-static cg_status sha256_fd(int fd, const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
-                           cg_error *err)
+cg_status cg_sha256_fd(int fd, const char *path, char hex[CG_SHA256_HEX], uint64_t *bytes,
+                       cg_error *err)
 {
     cg_status st = CG_OK;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -119,7 +119,7 @@ cg_status cg_sha256_file(const char *path, char hex[CG_SHA256_HEX], uint64_t *by
     int fd = cg_file_open_read(path, NULL, err);
     if (fd < 0)
         return err ? err->status : CG_IO;
-    return sha256_fd(fd, path, hex, bytes, err);
+    return cg_sha256_fd(fd, path, hex, bytes, err);
 }
 
 /* --- names and paths ---------------------------------------------------------- */
@@ -729,7 +729,7 @@ static cg_status check_file(const cg_golden *g, const cg_golden_tensor *t, cg_er
         return cg_error_set(err, local.status == CG_IO ? CG_SECURITY : local.status,
                             "golden set '%s': tensor '%s': %s", g->dir, t->name, local.msg);
     }
-    if (sha256_fd(fd, t->file, hex, NULL, &local) != CG_OK)
+    if (cg_sha256_fd(fd, t->file, hex, NULL, &local) != CG_OK)
         return cg_error_set(err, local.status, "golden set '%s': %s", g->dir, local.msg);
     if (strcmp(hex, t->sha256) != 0)
         return cg_error_set(err, CG_SECURITY, "golden set '%s': file '%s' (tensor '%s') was "

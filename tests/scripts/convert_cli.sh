@@ -94,6 +94,28 @@ tamper "README" README.md sh -c "echo extra >> '$tmp/t/README.md'"
 tamper "deploy list" deploy/tflm_op_resolver.cc sh -c "echo '// x' >> '$tmp/t/deploy/tflm_op_resolver.cc'"
 tamper "removed golden manifest" golden/manifest.json rm "$tmp/t/golden/manifest.json"
 tamper "linked model" model.onnx sh -c "rm '$tmp/t/model.onnx' && ln -s '$a/model.onnx' '$tmp/t/model.onnx'"
+# a link in place of a folder above a listed file: the bytes behind it are
+# the same, and still refused (a folder is no more trusted than a file)
+for folder in golden deploy; do
+    rm -rf "$tmp/t" && cp -r "$a" "$tmp/t"
+    rm -rf "$tmp/t/$folder" && ln -s "$a/$folder" "$tmp/t/$folder"
+    cg verify "$tmp/t"
+    check "linked folder $folder: exit 2" rc 2
+    check "linked folder $folder: names it as a link" err_has "'$folder' in '$folder/"
+    check "linked folder $folder: says link" err_has "symbolic link"
+done
+# a listed path with '..' that leads to a real, correctly hashed file
+rm -rf "$tmp/t" && cp -r "$a" "$tmp/t"
+"$py" - "$tmp/t/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+readme = next(f for f in m["files"] if f["path"] == "README.md")
+m["files"].append(dict(readme, path="golden/../README.md"))
+json.dump(m, open(sys.argv[1], "w"))
+PY
+cg verify "$tmp/t"
+check "'..' in a listed path: exit 2" rc 2
+check "'..' in a listed path: refused as unsafe" err_has "unsafe path 'golden/../README.md'"
 rm -rf "$tmp/t" && cp -r "$a" "$tmp/t"
 sed -i 's/"format_version": 1,/"format_version": 99,/' "$tmp/t/manifest.json"
 cg verify "$tmp/t"
