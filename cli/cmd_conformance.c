@@ -121,6 +121,7 @@ static int parse_args(int argc, char **argv, conf_args *a)
         }
     }
     if (!a->dir) {
+        cli_error("conformance", "no test directory given");
         conf_usage(stderr);
         return CG_EXIT_ERROR;
     }

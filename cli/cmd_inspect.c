@@ -43,8 +43,9 @@ int cmd_inspect(int argc, char **argv)
     bool json = false;
     cg_inspect_options opt = {10};
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jt:h", longopts, NULL)) != -1) {
+    bool started = false;
+    while ((c = cli_next_option("inspect", argc, argv, "jt:h", longopts, &started, NULL, NULL,
+                                NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 't': {
@@ -61,14 +62,13 @@ int cmd_inspect(int argc, char **argv)
         default: inspect_usage(stderr); return CG_EXIT_ERROR;
         }
     }
-    if (optind != argc - 1) {
-        inspect_usage(stderr);
+    const char *path = cli_model_arg("inspect", argc, argv, inspect_usage);
+    if (!path)
         return CG_EXIT_ERROR;
-    }
     cg_error err;
     cg_error_clear(&err);
     cli_model model;
-    if (!cli_load_any_quiet(argv[optind], NULL, &model, &err)) {
+    if (!cli_load_any_quiet(path, NULL, &model, &err)) {
         cli_error("inspect", "%s", err.msg);
         return CG_EXIT_ERROR;
     }

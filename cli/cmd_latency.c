@@ -79,8 +79,9 @@ int cmd_latency(int argc, char **argv)
     bool have_b = false, have_a = false, have_s = false, have_k = false,
          have_c = false;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    bool started = false;
+    while ((c = cli_next_option("latency", argc, argv, "h", longopts, &started, NULL, NULL,
+                                NULL)) != -1) {
         switch (c) {
         case 'B':
             if (!cli_parse_real("latency", "baseline-ms", optarg, &in.baseline_ms))

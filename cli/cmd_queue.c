@@ -103,8 +103,9 @@ int cmd_queue(int argc, char **argv)
     uint64_t customers = 0;
     bool have_l = false, have_m = false, have_seed = false;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    bool started = false;
+    while ((c = cli_next_option("queue", argc, argv, "h", longopts, &started, NULL, NULL,
+                                NULL)) != -1) {
         switch (c) {
         case 'L':
             if (!cli_parse_real("queue", "lambda", optarg, &q.lambda))

@@ -397,4 +397,17 @@ json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t coun
 void cg_report_runner_text(FILE *f, const cg_runner_report *r, const char *indent);
 json_t *cg_report_runner_json(const cg_runner_report *r);
 
+/* --- save (report/save.c) ---------------------------------------------------------------- */
+
+/* What `save` wrote: the model file and, with external data, its weights file. */
+typedef struct cg_save_view {
+    const char *model;         /* the model read */
+    const char *output;        /* the model written */
+    uint64_t output_bytes;
+    const char *external_data; /* the weights file written beside it, or NULL */
+    uint64_t external_bytes;
+} cg_save_view;
+
+json_t *cg_report_save_json(const cg_save_view *v);
+
 #endif
