@@ -24,42 +24,8 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "testlib.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
-
-static cg_model *load_model(const char *path)
-{
-    cg_error err;
-    cg_error_clear(&err);
-    cg_model *m = NULL;
-    if (cg_model_load(path, NULL, &m, &err) != CG_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
-        failures++;
-    }
-    return m;
-}
-
-static cg_value *tensor_value(cg_dtype dt, int rank, const int64_t *dims)
-{
-    cg_value *v = NULL;
-    cg_error err;
-    cg_error_clear(&err);
-    if (cg_value_alloc_tensor(dt, rank, dims, &v, &err) != CG_OK) {
-        fprintf(stderr, "alloc: %s\n", err.msg);
-        exit(1);
-    }
-    return v;
-}
 
 static cg_runtime *runtime(const cg_model *m, bool f64, const uint8_t *prec, cg_error *err)
 {
@@ -89,33 +55,33 @@ static void test_rounding(void)
             continue;
         double want16 = cg_fp16_to_f32(cg_f32_to_fp16(f));
         double got16 = cg_fp16_round(f);
-        CHECK(want16 == got16 || (isnan(want16) && isnan(got16)), "fp16 of %a: %a vs %a",
+        EXPECT(want16 == got16 || (isnan(want16) && isnan(got16)), "fp16 of %a: %a vs %a",
               (double)f, got16, want16);
         double wantb = cg_bf16_to_f32(cg_f32_to_bf16(f));
         double gotb = cg_bf16_round(f);
-        CHECK(wantb == gotb, "bf16 of %a: %a vs %a", (double)f, gotb, wantb);
-        CHECK(cg_f64_to_fp16(f) == cg_f32_to_fp16(f), "bits of %a", (double)f);
+        EXPECT(wantb == gotb, "bf16 of %a: %a vs %a", (double)f, gotb, wantb);
+        EXPECT(cg_f64_to_fp16(f) == cg_f32_to_fp16(f), "bits of %a", (double)f);
     }
     /* just above the half-way point between 1 and 1 + 2^-10: as a float it
      * is exactly half-way (the 2^-40 is lost) and would go to even (1) */
     double x = 1.0 + 0x1p-11 + 0x1p-40;
-    CHECK(cg_fp16_round(x) == 1.0 + 0x1p-10, "one rounding: %a", cg_fp16_round(x));
-    CHECK(cg_fp16_to_f32(cg_f32_to_fp16((float)x)) == 1.0, "the float path rounds twice");
-    CHECK(cg_fp16_to_f32(cg_f64_to_fp16(x)) == 1.0 + 0x1p-10, "bits of one rounding");
+    EXPECT(cg_fp16_round(x) == 1.0 + 0x1p-10, "one rounding: %a", cg_fp16_round(x));
+    EXPECT(cg_fp16_to_f32(cg_f32_to_fp16((float)x)) == 1.0, "the float path rounds twice");
+    EXPECT(cg_fp16_to_f32(cg_f64_to_fp16(x)) == 1.0 + 0x1p-10, "bits of one rounding");
     double b = 1.0 + 0x1p-8 + 0x1p-40; /* the same for bf16's 8 bits */
-    CHECK(cg_bf16_round(b) == 1.0 + 0x1p-7, "bf16 one rounding: %a", cg_bf16_round(b));
+    EXPECT(cg_bf16_round(b) == 1.0 + 0x1p-7, "bf16 one rounding: %a", cg_bf16_round(b));
     /* range ends */
-    CHECK(cg_fp16_round(65519.99) == 65504.0, "just below the overflow point");
-    CHECK(isinf(cg_fp16_round(65520.0)) && cg_fp16_round(-65520.0) < 0, "overflow to inf");
-    CHECK(cg_fp16_round(0x1p-25) == 0.0 && signbit(cg_fp16_round(-0x1p-25)), "tie to zero");
-    CHECK(cg_fp16_round(0x1.8p-25) == 0x1p-24, "smallest subnormal");
-    CHECK(cg_fp16_round(3 * 0x1p-25) == 2 * 0x1p-24, "subnormal tie to even");
-    CHECK(isnan(cg_fp16_round(NAN)) && isinf(cg_fp16_round(INFINITY)), "non-finite kept");
+    EXPECT(cg_fp16_round(65519.99) == 65504.0, "just below the overflow point");
+    EXPECT(isinf(cg_fp16_round(65520.0)) && cg_fp16_round(-65520.0) < 0, "overflow to inf");
+    EXPECT(cg_fp16_round(0x1p-25) == 0.0 && signbit(cg_fp16_round(-0x1p-25)), "tie to zero");
+    EXPECT(cg_fp16_round(0x1.8p-25) == 0x1p-24, "smallest subnormal");
+    EXPECT(cg_fp16_round(3 * 0x1p-25) == 2 * 0x1p-24, "subnormal tie to even");
+    EXPECT(isnan(cg_fp16_round(NAN)) && isinf(cg_fp16_round(INFINITY)), "non-finite kept");
     /* the tensor setter rounds once too */
     int64_t one = 1;
-    cg_value *h = tensor_value(CG_DTYPE_FLOAT16, 1, &one);
+    cg_value *h = test_value(CG_DTYPE_FLOAT16, 1, &one, NULL);
     cg_tensor_set_f64(&h->tensor, 0, x);
-    CHECK(cg_tensor_get_f64(&h->tensor, 0) == 1.0 + 0x1p-10, "cg_tensor_set_f64 into fp16");
+    EXPECT(cg_tensor_get_f64(&h->tensor, 0) == 1.0 + 0x1p-10, "cg_tensor_set_f64 into fp16");
     cg_value_free(h);
 }
 
@@ -123,14 +89,14 @@ static void test_rounding(void)
 
 static void test_promote(void)
 {
-    cg_model *m = load_model(CG_SOURCE_DIR "/tests/data/noise/promote.onnx");
+    cg_model *m = test_load_model("tests/data/noise/promote.onnx");
     if (!m)
         return;
     cg_error err;
     cg_runtime *rt = runtime(m, true, NULL, &err);
-    CHECK(rt, "init: %s", err.msg);
+    EXPECT(rt, "init: %s", err.msg);
     int64_t dims[2] = {2, 3};
-    cg_value *x = tensor_value(CG_DTYPE_FLOAT, 2, dims);
+    cg_value *x = test_value(CG_DTYPE_FLOAT, 2, dims, NULL);
     /* values fp16 would round: 1/3 and friends */
     for (int i = 0; i < 6; i++)
         ((float *)x->tensor.data)[i] = (float)(i + 1) / 3.0f;
@@ -139,34 +105,34 @@ static void test_promote(void)
     cg_error_clear(&err);
     if (rt && cg_runtime_run(rt, &in, 1, &out, &n, &err) == CG_OK) {
         const cg_tensor *y = &out[0].value->tensor;
-        CHECK(y->dtype == CG_DTYPE_DOUBLE, "output dtype %s", cg_dtype_name(y->dtype));
+        EXPECT(y->dtype == CG_DTYPE_DOUBLE, "output dtype %s", cg_dtype_name(y->dtype));
         for (int i = 0; i < 6 && y->dtype == CG_DTYPE_DOUBLE; i++) {
             double want = (double)((float *)x->tensor.data)[i] + (double)0.1f;
-            CHECK(((double *)y->data)[i] == want, "y[%d] = %.17g, want %.17g (no fp16 "
+            EXPECT(((double *)y->data)[i] == want, "y[%d] = %.17g, want %.17g (no fp16 "
                   "rounding, 0.1f exact)", i, ((double *)y->data)[i], want);
         }
         cg_runtime_free_outputs(out, n);
     } else {
-        CHECK(0, "run: %s", err.msg);
+        EXPECT(0, "run: %s", err.msg);
     }
     /* a DOUBLE input where the model declares float */
-    cg_value *xd = tensor_value(CG_DTYPE_DOUBLE, 2, dims);
+    cg_value *xd = test_value(CG_DTYPE_DOUBLE, 2, dims, NULL);
     for (int i = 0; i < 6; i++)
         ((double *)xd->tensor.data)[i] = (double)(i + 1) / 3.0;
     in.value = xd;
     cg_error_clear(&err);
     if (rt && cg_runtime_run(rt, &in, 1, &out, &n, &err) == CG_OK) {
         const double *y = out[0].value->tensor.data;
-        CHECK(y[0] == 1.0 / 3.0 + (double)0.1f, "double input kept exactly: %.17g", y[0]);
+        EXPECT(y[0] == 1.0 / 3.0 + (double)0.1f, "double input kept exactly: %.17g", y[0]);
         cg_runtime_free_outputs(out, n);
     } else {
-        CHECK(0, "run with a double input: %s", err.msg);
+        EXPECT(0, "run with a double input: %s", err.msg);
     }
     cg_runtime_free(rt);
     /* the float32 runtime still refuses a DOUBLE input for a float input */
     rt = runtime(m, false, NULL, &err);
     cg_error_clear(&err);
-    CHECK(rt && cg_runtime_run(rt, &in, 1, &out, &n, &err) == CG_INVALID &&
+    EXPECT(rt && cg_runtime_run(rt, &in, 1, &out, &n, &err) == CG_INVALID &&
               strstr(err.msg, "element type"), "fp32 mode refuses double: %s", err.msg);
     cg_runtime_free(rt);
 
@@ -174,12 +140,12 @@ static void test_promote(void)
     uint8_t prec[16];
     memset(prec, CG_NODE_PREC_FP16, sizeof prec);
     rt = runtime(m, true, prec, &err);
-    CHECK(rt, "fp16 storage init: %s", err.msg);
+    EXPECT(rt, "fp16 storage init: %s", err.msg);
     in.value = x;
     cg_error_clear(&err);
     if (rt && cg_runtime_run(rt, &in, 1, &out, &n, &err) == CG_OK) {
         const cg_tensor *y = &out[0].value->tensor;
-        CHECK(y->dtype == CG_DTYPE_DOUBLE, "fp16 storage output dtype %s",
+        EXPECT(y->dtype == CG_DTYPE_DOUBLE, "fp16 storage output dtype %s",
               cg_dtype_name(y->dtype));
         bool all16 = true, exact = true;
         for (int i = 0; i < 6; i++) {
@@ -187,16 +153,16 @@ static void test_promote(void)
             all16 = all16 && cg_fp16_round(v) == v;
             exact = exact && v == (double)((float *)x->tensor.data)[i] + (double)0.1f;
         }
-        CHECK(all16 && !exact, "every stored value is an fp16 value");
+        EXPECT(all16 && !exact, "every stored value is an fp16 value");
         cg_runtime_free_outputs(out, n);
     } else {
-        CHECK(0, "fp16 storage run: %s", err.msg);
+        EXPECT(0, "fp16 storage run: %s", err.msg);
     }
     cg_runtime_free(rt);
     /* fp16 accumulation is a float32 feature */
     memset(prec, CG_NODE_PREC_FP16_ACC16, sizeof prec);
     rt = runtime(m, true, prec, &err);
-    CHECK(!rt && err.status == CG_USAGE && strstr(err.msg, "float64"), "acc16 refused: %s",
+    EXPECT(!rt && err.status == CG_USAGE && strstr(err.msg, "float64"), "acc16 refused: %s",
           err.msg);
     cg_runtime_free(rt);
     cg_value_free(x);
@@ -211,7 +177,7 @@ static void test_rmsnorm(void)
     const char *dir = CG_SOURCE_DIR "/tests/data/fp16/";
     char path[512];
     snprintf(path, sizeof path, "%srmsnorm_overflow.onnx", dir);
-    cg_model *m = load_model(path);
+    cg_model *m = test_load_model(path);
     if (!m)
         return;
     snprintf(path, sizeof path, "%srmsnorm_overflow_inputs/sample_0/x.npy", dir);
@@ -221,7 +187,7 @@ static void test_rmsnorm(void)
     memset(&xt, 0, sizeof xt);
     cg_value *x = NULL;
     if (cg_npy_load(path, 0, &xt, &err) != CG_OK || cg_value_from_tensor(&xt, &x, &err) != CG_OK) {
-        CHECK(0, "%s: %s", path, err.msg);
+        EXPECT(0, "%s: %s", path, err.msg);
         cg_model_free(m);
         return;
     }
@@ -230,17 +196,17 @@ static void test_rmsnorm(void)
     cg_value *eps = NULL, *gain = NULL;
     for (size_t i = 0; i < g->initializer_count; i++) {
         cg_value **dst = strcmp(g->initializers[i].name, "eps") == 0 ? &eps : &gain;
-        CHECK(cg_value_from_tensor_proto(&g->initializers[i], dst, &err) == CG_OK, "%s",
+        EXPECT(cg_value_from_tensor_proto(&g->initializers[i], dst, &err) == CG_OK, "%s",
               err.msg);
     }
     cg_named_value in = {"x", x}, *o64 = NULL, *o32 = NULL;
     size_t n64 = 0, n32 = 0;
     cg_runtime *r64 = runtime(m, true, NULL, &err), *r32 = runtime(m, false, NULL, &err);
-    CHECK(r64 && r32, "init: %s", err.msg);
+    EXPECT(r64 && r32, "init: %s", err.msg);
     if (r64 && r32 && eps && gain && cg_runtime_run(r64, &in, 1, &o64, &n64, &err) == CG_OK &&
         cg_runtime_run(r32, &in, 1, &o32, &n32, &err) == CG_OK) {
         const cg_tensor *y64 = &o64[0].value->tensor, *y32 = &o32[0].value->tensor;
-        CHECK(y64->dtype == CG_DTYPE_DOUBLE && y32->dtype == CG_DTYPE_FLOAT, "dtypes");
+        EXPECT(y64->dtype == CG_DTYPE_DOUBLE && y32->dtype == CG_DTYPE_FLOAT, "dtypes");
         const float *xv = x->tensor.data;
         double max_formula = 0, max_fp32 = 0;
         int64_t d = x->tensor.dims[2], rows = x->tensor.numel / d;
@@ -258,12 +224,12 @@ static void test_rmsnorm(void)
                 max_fp32 = e32 > max_fp32 ? e32 : max_fp32;
             }
         }
-        CHECK(max_formula < 1e-14, "float64 run vs the formula in double: rel %.3g",
+        EXPECT(max_formula < 1e-14, "float64 run vs the formula in double: rel %.3g",
               max_formula);
-        CHECK(max_fp32 > 1e-9 && max_fp32 < 1e-5, "float32 run is float32 away: %.3g",
+        EXPECT(max_fp32 > 1e-9 && max_fp32 < 1e-5, "float32 run is float32 away: %.3g",
               max_fp32);
     } else {
-        CHECK(0, "runs: %s", err.msg);
+        EXPECT(0, "runs: %s", err.msg);
     }
     cg_runtime_free_outputs(o64, n64);
     cg_runtime_free_outputs(o32, n32);
@@ -280,10 +246,5 @@ int main(void)
     test_rounding();
     test_promote();
     test_rmsnorm();
-    if (failures) {
-        fprintf(stderr, "test_fp64: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_fp64: all passed\n");
-    return 0;
+    return test_done("test_fp64");
 }

@@ -12,17 +12,8 @@
 #include "convgate/model.h"
 #include "convgate/tensor.h"
 #include "convgate/tflite.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 #define DATA CG_SOURCE_DIR "/tests/data/tflite/"
 
@@ -154,6 +145,5 @@ int main(void)
     cg_model_free(onnx);
     cg_model_free(onnx2);
     cg_model_free(tfl);
-    printf("test_iomap: %d failures\n", failures);
-    return failures ? 1 : 0;
+    return test_done("test_iomap");
 }

@@ -24,46 +24,7 @@
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
-
-static cg_model *load_model(const char *path)
-{
-    cg_error err;
-    cg_error_clear(&err);
-    cg_model *m = NULL;
-    if (cg_model_load(path, NULL, &m, &err) != CG_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", path, err.msg);
-        failures++;
-    }
-    return m;
-}
-
-/* A tensor over caller-owned data. */
-static cg_tensor view(cg_dtype dt, int rank, const int64_t *dims, void *data)
-{
-    cg_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dt;
-    t.rank = rank;
-    t.numel = 1;
-    for (int d = 0; d < rank; d++) {
-        t.dims[d] = dims[d];
-        t.numel *= dims[d];
-    }
-    t.data = data;
-    return t;
-}
+#include "testlib.h"
 
 /* --- statistics ------------------------------------------------------------------------ */
 
@@ -72,44 +33,44 @@ static void test_stats(void)
     double ref[8] = {1, -1, 2, -2, 1, -1, 2, -2};
     double got[8] = {1, -1 + 1e-6, 2, -2, 1 + 1e-3, -1, 2, -2 + 1e-9};
     int64_t n = 8;
-    cg_tensor r = view(CG_DTYPE_DOUBLE, 1, &n, ref), g = view(CG_DTYPE_DOUBLE, 1, &n, got);
+    cg_tensor r = test_view(CG_DTYPE_DOUBLE, 1, &n, ref), g = test_view(CG_DTYPE_DOUBLE, 1, &n, got);
     cg_noise_stats s;
     cg_error err;
     cg_error_clear(&err);
     cg_noise_stats_init(&s);
-    CHECK(cg_noise_stats_add(&s, &r, &g, &err) == CG_OK, "%s", err.msg);
-    CHECK(fabs(s.m.max_abs - 1e-3) < 1e-15, "max %g", s.m.max_abs);
-    CHECK(s.m.mismatches == 3 && s.dist.zero == 5, "differing %llu zero %llu",
+    EXPECT(cg_noise_stats_add(&s, &r, &g, &err) == CG_OK, "%s", err.msg);
+    EXPECT(fabs(s.m.max_abs - 1e-3) < 1e-15, "max %g", s.m.max_abs);
+    EXPECT(s.m.mismatches == 3 && s.dist.zero == 5, "differing %llu zero %llu",
           (unsigned long long)s.m.mismatches, (unsigned long long)s.dist.zero);
-    CHECK(cg_noise_scale(&s) == 2.0, "scale (largest |ref|) %g", cg_noise_scale(&s));
-    CHECK(fabs(cg_noise_rel(&s) - 1e-3 / 2.0) < 1e-12, "rel %g", cg_noise_rel(&s));
-    CHECK(cg_noise_quantile(&s, 0.5) == 0.0, "median is an exact zero");
+    EXPECT(cg_noise_scale(&s) == 2.0, "scale (largest |ref|) %g", cg_noise_scale(&s));
+    EXPECT(fabs(cg_noise_rel(&s) - 1e-3 / 2.0) < 1e-12, "rel %g", cg_noise_rel(&s));
+    EXPECT(cg_noise_quantile(&s, 0.5) == 0.0, "median is an exact zero");
     double q85 = cg_noise_quantile(&s, 0.85); /* the 7th of 8: 1e-6 */
-    CHECK(q85 >= 1e-6 && q85 <= 1e-6 * 1.19 + 1e-12, "p85 %g within one bin of 1e-6", q85);
-    CHECK(cg_noise_quantile(&s, 1.0) == s.m.max_abs, "p100 is the max");
+    EXPECT(q85 >= 1e-6 && q85 <= 1e-6 * 1.19 + 1e-12, "p85 %g within one bin of 1e-6", q85);
+    EXPECT(cg_noise_quantile(&s, 1.0) == s.m.max_abs, "p100 is the max");
     /* merging a second sample; then an inf against a finite reference */
     got[3] = INFINITY;
-    CHECK(cg_noise_stats_add(&s, &r, &g, &err) == CG_OK, "%s", err.msg);
-    CHECK(s.dist.count == 16 && s.dist.nonfinite == 1 && isinf(s.m.max_abs), "inf kept: %g",
+    EXPECT(cg_noise_stats_add(&s, &r, &g, &err) == CG_OK, "%s", err.msg);
+    EXPECT(s.dist.count == 16 && s.dist.nonfinite == 1 && isinf(s.m.max_abs), "inf kept: %g",
           s.m.max_abs);
-    CHECK(isinf(cg_noise_quantile(&s, 1.0)), "p100 inf");
+    EXPECT(isinf(cg_noise_quantile(&s, 1.0)), "p100 inf");
     /* shapes must agree */
     int64_t four = 4;
-    cg_tensor short_t = view(CG_DTYPE_DOUBLE, 1, &four, got);
-    CHECK(cg_noise_stats_add(&s, &r, &short_t, &err) == CG_INVALID, "shape mismatch refused");
+    cg_tensor short_t = test_view(CG_DTYPE_DOUBLE, 1, &four, got);
+    EXPECT(cg_noise_stats_add(&s, &r, &short_t, &err) == CG_INVALID, "shape mismatch refused");
 }
 
 /* --- decisions ------------------------------------------------------------------------- */
 
 static void test_decision_map(void)
 {
-    cg_model *m = load_model(CG_SOURCE_DIR "/tests/data/noise/decisions.onnx");
+    cg_model *m = test_load_model("tests/data/noise/decisions.onnx");
     if (!m)
         return;
     cg_decision_map dm;
     cg_error err;
     cg_error_clear(&err);
-    CHECK(cg_decision_map_build(m->graph, NULL, &dm, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_decision_map_build(m->graph, NULL, &dm, &err) == CG_OK, "%s", err.msg);
     static const struct {
         const char *name;
         bool discontinuous;
@@ -119,12 +80,12 @@ static void test_decision_map(void)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         size_t nodes[8];
         size_t c = cg_decision_upstream(&dm, want[i].name, nodes, 8);
-        CHECK((c > 0) == want[i].discontinuous, "%s: %zu decisions upstream", want[i].name, c);
+        EXPECT((c > 0) == want[i].discontinuous, "%s: %zu decisions upstream", want[i].name, c);
         if (!strcmp(want[i].name, "deq"))
-            CHECK(c == 1 && !strcmp(m->graph->nodes[nodes[0]].op_type, "QuantizeLinear"),
+            EXPECT(c == 1 && !strcmp(m->graph->nodes[nodes[0]].op_type, "QuantizeLinear"),
                   "deq depends on the quantizer");
     }
-    CHECK(dm.decision_count == 5, "ArgMax, Greater, Round, TopK, QuantizeLinear: %zu",
+    EXPECT(dm.decision_count == 5, "ArgMax, Greater, Round, TopK, QuantizeLinear: %zu",
           dm.decision_count);
     cg_decision_map_free(&dm);
     cg_model_free(m);
@@ -163,20 +124,20 @@ static void test_flips(void)
     double xv[6] = {0.5, 0.5000001, 0.1, 3.0, 1.0, 2.0};
     int64_t xd[2] = {2, 3}, od = 2;
     int64_t ref_idx[2] = {1, 0}, got_idx[2] = {0, 0};
-    cg_tensor x = view(CG_DTYPE_DOUBLE, 2, xd, xv);
-    cg_tensor ro = view(CG_DTYPE_INT64, 1, &od, ref_idx), go = view(CG_DTYPE_INT64, 1, &od, got_idx);
+    cg_tensor x = test_view(CG_DTYPE_DOUBLE, 2, xd, xv);
+    cg_tensor ro = test_view(CG_DTYPE_INT64, 1, &od, ref_idx), go = test_view(CG_DTYPE_INT64, 1, &od, got_idx);
     const cg_tensor *ins[1] = {&x}, *outs[1] = {&ro};
-    CHECK(cg_decision_flips(&am, ins, 1, outs, 1, 0, &go, 1e-8, 1e-4, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&am, ins, 1, outs, 1, 0, &go, 1e-8, 1e-4, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.decisions == 2 && f.flips == 1 && fabs(f.max_margin - 1e-7) < 1e-12,
+    EXPECT(f.decisions == 2 && f.flips == 1 && fabs(f.max_margin - 1e-7) < 1e-12,
           "one flip, margin 1e-7: %llu %g", (unsigned long long)f.flips, f.max_margin);
-    CHECK(f.noise_fp32 == 1 && f.noise_fp16 == 1, "within 16 x 1e-8");
-    CHECK(!strcmp(f.node, "argmax") && f.worst_index == 0, "named: %s", f.node);
+    EXPECT(f.noise_fp32 == 1 && f.noise_fp16 == 1, "within 16 x 1e-8");
+    EXPECT(!strcmp(f.node, "argmax") && f.worst_index == 0, "named: %s", f.node);
     /* the clear row flipping is not noise */
     got_idx[1] = 2;
-    CHECK(cg_decision_flips(&am, ins, 1, outs, 1, 0, &go, 1e-8, 1e-4, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&am, ins, 1, outs, 1, 0, &go, 1e-8, 1e-4, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.flips == 2 && f.noise_fp32 == 1 && fabs(f.max_margin - 1.0) < 1e-12 &&
+    EXPECT(f.flips == 2 && f.noise_fp32 == 1 && fabs(f.max_margin - 1.0) < 1e-12 &&
               f.worst_index == 1, "margin 1 beyond: %g", f.max_margin);
 
     /* Less(a, b) with a broadcast b */
@@ -184,53 +145,53 @@ static void test_flips(void)
     double a[4] = {0.3, 0.30000001, 0.9, 0.1}, b[1] = {0.3};
     uint8_t rl[4] = {0, 0, 0, 1}, gl[4] = {1, 0, 0, 0};
     int64_t four = 4, one = 1;
-    cg_tensor ta = view(CG_DTYPE_DOUBLE, 1, &four, a), tb = view(CG_DTYPE_DOUBLE, 1, &one, b);
-    cg_tensor trl = view(CG_DTYPE_BOOL, 1, &four, rl), tgl = view(CG_DTYPE_BOOL, 1, &four, gl);
+    cg_tensor ta = test_view(CG_DTYPE_DOUBLE, 1, &four, a), tb = test_view(CG_DTYPE_DOUBLE, 1, &one, b);
+    cg_tensor trl = test_view(CG_DTYPE_BOOL, 1, &four, rl), tgl = test_view(CG_DTYPE_BOOL, 1, &four, gl);
     const cg_tensor *lin[2] = {&ta, &tb}, *lout[1] = {&trl};
-    CHECK(cg_decision_flips(&lt, lin, 2, lout, 1, 0, &tgl, 1e-9, 1e-4, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&lt, lin, 2, lout, 1, 0, &tgl, 1e-9, 1e-4, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.flips == 2 && f.min_margin == 0.0 && fabs(f.max_margin - 0.2) < 1e-12 &&
+    EXPECT(f.flips == 2 && f.min_margin == 0.0 && fabs(f.max_margin - 0.2) < 1e-12 &&
               f.noise_fp32 == 1, "tie at 0, margin 0.2: %g %g", f.min_margin, f.max_margin);
 
     /* Round: 2.5000001 -> 3 in the reference, 2 on the target */
     cg_node rn = node_of("Round", "round", NULL, 0);
     double rv[2] = {2.5000001, 7.2}, rr[2] = {3, 7}, rg[2] = {2, 7};
     int64_t two = 2;
-    cg_tensor trv = view(CG_DTYPE_DOUBLE, 1, &two, rv), trr = view(CG_DTYPE_DOUBLE, 1, &two, rr);
-    cg_tensor trg = view(CG_DTYPE_DOUBLE, 1, &two, rg);
+    cg_tensor trv = test_view(CG_DTYPE_DOUBLE, 1, &two, rv), trr = test_view(CG_DTYPE_DOUBLE, 1, &two, rr);
+    cg_tensor trg = test_view(CG_DTYPE_DOUBLE, 1, &two, rg);
     const cg_tensor *rin[1] = {&trv}, *rout[1] = {&trr};
-    CHECK(cg_decision_flips(&rn, rin, 1, rout, 1, 0, &trg, 1e-8, 1e-3, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&rn, rin, 1, rout, 1, 0, &trg, 1e-8, 1e-3, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.flips == 1 && fabs(f.max_margin - 1e-7) < 1e-12 && f.noise_fp32 == 1,
+    EXPECT(f.flips == 1 && fabs(f.max_margin - 1e-7) < 1e-12 && f.noise_fp32 == 1,
           "round margin %g", f.max_margin);
 
     /* QuantizeLinear, scale 0.5: x = 1.2499 is 0.0001 below the 2.5 boundary */
     cg_node qn = node_of("QuantizeLinear", "quant", NULL, 0);
     double qx[2] = {1.2499, 3.0}, qs[1] = {0.5};
     uint8_t qr[2] = {2, 6}, qg[2] = {3, 9};
-    cg_tensor tqx = view(CG_DTYPE_DOUBLE, 1, &two, qx), tqs = view(CG_DTYPE_DOUBLE, 1, &one, qs);
-    cg_tensor tqr = view(CG_DTYPE_UINT8, 1, &two, qr), tqg = view(CG_DTYPE_UINT8, 1, &two, qg);
+    cg_tensor tqx = test_view(CG_DTYPE_DOUBLE, 1, &two, qx), tqs = test_view(CG_DTYPE_DOUBLE, 1, &one, qs);
+    cg_tensor tqr = test_view(CG_DTYPE_UINT8, 1, &two, qr), tqg = test_view(CG_DTYPE_UINT8, 1, &two, qg);
     const cg_tensor *qin[2] = {&tqx, &tqs}, *qout[1] = {&tqr};
-    CHECK(cg_decision_flips(&qn, qin, 2, qout, 1, 0, &tqg, 1e-5, 1e-3, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&qn, qin, 2, qout, 1, 0, &tqg, 1e-5, 1e-3, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.flips == 2 && f.max_steps == 3 && f.noise_fp32 == 1 && f.noise_fp16 == 1 &&
+    EXPECT(f.flips == 2 && f.max_steps == 3 && f.noise_fp32 == 1 && f.noise_fp16 == 1 &&
               fabs(f.min_margin - 1e-4) < 1e-9 && fabs(f.max_margin - 0.25) < 1e-12,
           "quantizer margins %g..%g steps %lld", f.min_margin, f.max_margin,
           (long long)f.max_steps);
 
     /* TopK's values are not a decision output */
     cg_node tk = node_of("TopK", "topk", NULL, 0);
-    CHECK(cg_decision_flips(&tk, rin, 1, rout, 1, 0, &trg, 0, 0, &k, &f, &err) == CG_USAGE,
+    EXPECT(cg_decision_flips(&tk, rin, 1, rout, 1, 0, &trg, 0, 0, &k, &f, &err) == CG_USAGE,
           "TopK output 0 refused");
     /* a different number of selections: the extra ones are flips */
     cg_node nms = node_of("NonMaxSuppression", "nms", NULL, 0);
     int64_t sel_r[6] = {0, 0, 1, 0, 0, 2}, sel_g[3] = {0, 0, 1};
     int64_t dr[2] = {2, 3}, dg[2] = {1, 3};
-    cg_tensor tsr = view(CG_DTYPE_INT64, 2, dr, sel_r), tsg = view(CG_DTYPE_INT64, 2, dg, sel_g);
+    cg_tensor tsr = test_view(CG_DTYPE_INT64, 2, dr, sel_r), tsg = test_view(CG_DTYPE_INT64, 2, dg, sel_g);
     const cg_tensor *nout[1] = {&tsr};
-    CHECK(cg_decision_flips(&nms, NULL, 0, nout, 1, 0, &tsg, 0, 0, &k, &f, &err) == CG_OK,
+    EXPECT(cg_decision_flips(&nms, NULL, 0, nout, 1, 0, &tsg, 0, 0, &k, &f, &err) == CG_OK,
           "%s", err.msg);
-    CHECK(f.flips == 3 && !f.margin_known, "one box missing: %llu flips",
+    EXPECT(f.flips == 3 && !f.margin_known, "one box missing: %llu flips",
           (unsigned long long)f.flips);
 }
 
@@ -238,7 +199,7 @@ static void test_flips(void)
 
 static void test_floors(void)
 {
-    cg_model *m = load_model(CG_SOURCE_DIR "/tests/data/noise/decisions.onnx");
+    cg_model *m = test_load_model("tests/data/noise/decisions.onnx");
     if (!m)
         return;
     cg_noise_options o;
@@ -247,43 +208,43 @@ static void test_floors(void)
     cg_noise *n = NULL;
     cg_error err;
     cg_error_clear(&err);
-    CHECK(cg_noise_init(m, &o, &n, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_noise_init(m, &o, &n, &err) == CG_OK, "%s", err.msg);
     if (!n) {
         cg_model_free(m);
         return;
     }
     int64_t dims[3] = {1, 4, 8};
     cg_value *x = NULL;
-    CHECK(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, dims, &x, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, dims, &x, &err) == CG_OK, "%s", err.msg);
     cg_rng rng;
     cg_rng_seed(&rng, 7);
-    CHECK(cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK, "%s", err.msg);
     cg_named_value in = {"x", x};
     cg_noise_runs runs;
     cg_noise_decision_values dec;
-    CHECK(cg_noise_add_sample(n, &in, 1, &runs, &dec, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_noise_add_sample(n, &in, 1, &runs, &dec, &err) == CG_OK, "%s", err.msg);
     cg_named_value *ref = runs.out[CG_RUN_FP64];
     size_t nref = runs.count[CG_RUN_FP64];
-    CHECK(runs.count[CG_RUN_FP32] == nref && runs.count[CG_RUN_FP16] == nref &&
+    EXPECT(runs.count[CG_RUN_FP32] == nref && runs.count[CG_RUN_FP16] == nref &&
               runs.out[CG_RUN_FP32][0].value->tensor.dtype == CG_DTYPE_FLOAT,
           "the fp32 and fp16-storage outputs come back too");
-    CHECK(cg_noise_sample_count(n) == 1 && nref == 9, "one sample, 9 outputs");
-    CHECK(nref && ref[0].value->tensor.dtype == CG_DTYPE_DOUBLE, "fp64 reference outputs");
+    EXPECT(cg_noise_sample_count(n) == 1 && nref == 9, "one sample, 9 outputs");
+    EXPECT(nref && ref[0].value->tensor.dtype == CG_DTYPE_DOUBLE, "fp64 reference outputs");
     const cg_noise_output *lo = cg_noise_output_get(n, 0);
-    CHECK(lo && !strcmp(lo->v.name, "logits") && !lo->discontinuous, "logits continuous");
+    EXPECT(lo && !strcmp(lo->v.name, "logits") && !lo->discontinuous, "logits continuous");
     double f32 = lo->v.fp32.m.max_abs, f16 = lo->v.fp16.m.max_abs, sc = cg_noise_scale(&lo->v.fp32);
-    CHECK(f32 > 0 && f32 < 1e-6 * sc, "fp32 floor %g of scale %g", f32, sc);
-    CHECK(f16 > 100 * f32 && f16 < 1e-2 * sc, "fp16 floor %g", f16);
+    EXPECT(f32 > 0 && f32 < 1e-6 * sc, "fp32 floor %g of scale %g", f32, sc);
+    EXPECT(f16 > 100 * f32 && f16 < 1e-2 * sc, "fp16 floor %g", f16);
     /* the decision values: the quantizer's input and its constant scale */
-    CHECK(cg_noise_decision_value(&dec, "logits") && cg_noise_decision_value(&dec, "qs") &&
+    EXPECT(cg_noise_decision_value(&dec, "logits") && cg_noise_decision_value(&dec, "qs") &&
               cg_noise_decision_value(&dec, "q"), "decision values kept");
     const cg_noise_value *lv = cg_noise_value_find(n, "logits");
-    CHECK(lv && lv->compared && lv->fp32.m.max_abs == f32, "the decision input's floor");
-    CHECK(cg_noise_output_get(n, 7)->discontinuous, "q discontinuous");
+    EXPECT(lv && lv->compared && lv->fp32.m.max_abs == f32, "the decision input's floor");
+    EXPECT(cg_noise_output_get(n, 7)->discontinuous, "q discontinuous");
 
     /* the fp32 reference judged against the floors is (trivially) fp32 noise */
     cg_noise_tally t;
-    CHECK(cg_noise_tally_init(n, &t, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_noise_tally_init(n, &t, &err) == CG_OK, "%s", err.msg);
     cg_runtime *rt = NULL;
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
@@ -292,9 +253,9 @@ static void test_floors(void)
     ro.observe_user = &cap;
     cg_named_value *got = NULL;
     size_t ngot = 0;
-    CHECK(cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
+    EXPECT(cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
               cg_runtime_run(rt, &in, 1, &got, &ngot, &err) == CG_OK, "%s", err.msg);
-    CHECK(cg_noise_tally_add(n, &t, ref, nref, got, ngot, &dec, &cap.values, NULL, 0, &err) ==
+    EXPECT(cg_noise_tally_add(n, &t, ref, nref, got, ngot, &dec, &cap.values, NULL, 0, &err) ==
               CG_OK, "%s", err.msg);
     for (size_t i = 0; i < nref; i++) {
         cg_judge_input ji;
@@ -304,8 +265,8 @@ static void test_floors(void)
         ji.error = &t.errors[i].m;
         ji.flips = t.flips_compared[i] ? &t.flips[i] : NULL;
         cg_judgement j;
-        CHECK(cg_noise_judge(&ji, NULL, &j, &err) == CG_OK, "%s", err.msg);
-        CHECK(j.verdict == CG_VERDICT_MATCH_FP32 && j.ratio <= 1.0, "%s: %s (%s)", ji.floor->v.name,
+        EXPECT(cg_noise_judge(&ji, NULL, &j, &err) == CG_OK, "%s", err.msg);
+        EXPECT(j.verdict == CG_VERDICT_MATCH_FP32 && j.ratio <= 1.0, "%s: %s (%s)", ji.floor->v.name,
               cg_verdict_name(j.verdict), j.reason);
     }
     cg_noise_tally_free(&t);
@@ -373,56 +334,56 @@ static void test_verdicts(void)
     cg_judgement j;
     /* resnet50-like logits: scale 15, fp32 floor 2e-5, fp16 floor 0.036 */
     cg_noise_output fl = floor_of(2e-5, 0.036, 15.0);
-    CHECK(judge(CG_PRECISION_FP32, &fl, 6.9e-5, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
+    EXPECT(judge(CG_PRECISION_FP32, &fl, 6.9e-5, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
               fabs(j.ratio - 3.45) < 1e-9 && strstr(j.reason, "3.45x the fp32 noise floor"),
           "3.45x: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP32, &fl, 1e-2, NULL, NULL, &j) == CG_VERDICT_WRONG &&
+    EXPECT(judge(CG_PRECISION_FP32, &fl, 1e-2, NULL, NULL, &j) == CG_VERDICT_WRONG &&
               strstr(j.reason, "500x"), "fp32 far above: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP32, &fl, INFINITY, NULL, NULL, &j) == CG_VERDICT_WRONG &&
+    EXPECT(judge(CG_PRECISION_FP32, &fl, INFINITY, NULL, NULL, &j) == CG_VERDICT_WRONG &&
               strstr(j.reason, "inf/NaN"), "inf on an fp32 target: %s", j.reason);
     /* fp16: within the storage floor; beyond it, the reruns decide */
-    CHECK(judge(CG_PRECISION_FP16, &fl, 0.028, NULL, NULL, &j) == CG_VERDICT_MATCH_FP16 &&
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 0.028, NULL, NULL, &j) == CG_VERDICT_MATCH_FP16 &&
               j.against == CG_PRECISION_FP16, "0.78x fp16: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP16, &fl, 3.0, NULL, NULL, &j) == (cg_verdict)-1 &&
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 3.0, NULL, NULL, &j) == (cg_verdict)-1 &&
               strstr(j.reason, "fp32 rerun"), "no rerun: %s", j.reason);
     double acc_ok = 0.03, fp32_ok = 3e-5, fp32_bad = 3.0;
-    CHECK(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_ok, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_ok, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
               strstr(j.reason, "fp16 accumulation"), "accumulation: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP16, &fl, INFINITY, &acc_ok, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
+    EXPECT(judge(CG_PRECISION_FP16, &fl, INFINITY, &acc_ok, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
               strstr(j.reason, "inf/NaN"), "overflow: %s", j.reason);
     double acc_bad = 2.0;
-    CHECK(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, &fp32_ok, &j) == CG_VERDICT_PRECISION &&
               strstr(j.reason, "fp16 arithmetic"), "fp32 fixes it: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, &fp32_bad, &j) == CG_VERDICT_WRONG,
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, &fp32_bad, &j) == CG_VERDICT_WRONG,
           "still wrong in fp32: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, NULL, &j) == (cg_verdict)-1,
+    EXPECT(judge(CG_PRECISION_FP16, &fl, 3.0, &acc_bad, NULL, &j) == (cg_verdict)-1,
           "acc32 alone cannot convict: %s", j.reason);
     /* fp16 storage breaks the output (LayerNorm of values ~300): even at the
      * floor it is a precision breakdown, found by the fp32 rerun */
     cg_noise_output broken = floor_of(1e-6, 0.4, 1.0);
     double fp32_at_floor = 1e-6;
-    CHECK(judge(CG_PRECISION_FP16, &broken, 0.4, &acc_bad, &fp32_at_floor, &j) ==
+    EXPECT(judge(CG_PRECISION_FP16, &broken, 0.4, &acc_bad, &fp32_at_floor, &j) ==
               CG_VERDICT_PRECISION && strstr(j.reason, "fp16 storage alone"), "storage: %s",
           j.reason);
     /* the limit a decision's margin is noise within: k x the floor of the
      * precision, never below one unit of it at the output's scale */
-    CHECK(fabs(cg_noise_limit(&fl.v, CG_PRECISION_FP32, NULL) - 100 * 2e-5) < 1e-12 &&
+    EXPECT(fabs(cg_noise_limit(&fl.v, CG_PRECISION_FP32, NULL) - 100 * 2e-5) < 1e-12 &&
               fabs(cg_noise_limit(&fl.v, CG_PRECISION_FP16, NULL) - 8 * 0.036) < 1e-12,
           "limits %g %g", cg_noise_limit(&fl.v, CG_PRECISION_FP32, NULL),
           cg_noise_limit(&fl.v, CG_PRECISION_FP16, NULL));
     cg_noise_output tiny = floor_of(0, 0, 4.0);
-    CHECK(cg_noise_limit(&tiny.v, CG_PRECISION_FP32, NULL) == 100 * 0x1p-24 * 4.0 &&
+    EXPECT(cg_noise_limit(&tiny.v, CG_PRECISION_FP32, NULL) == 100 * 0x1p-24 * 4.0 &&
               cg_noise_limit(&tiny.v, CG_PRECISION_FP16, NULL) == 8 * 0x1p-11 * 4.0,
           "unit limits %g %g", cg_noise_limit(&tiny.v, CG_PRECISION_FP32, NULL),
           cg_noise_limit(&tiny.v, CG_PRECISION_FP16, NULL));
     /* an exact zero floor is floored at u x scale; an all-zero output */
     cg_noise_output exact = floor_of(0, 0, 1.0);
-    CHECK(judge(CG_PRECISION_FP32, &exact, 1e-7, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
+    EXPECT(judge(CG_PRECISION_FP32, &exact, 1e-7, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
               fabs(j.floor - 0x1p-24) < 1e-20, "unit floor: %s", j.reason);
     cg_noise_output zero = floor_of(0, 0, 0.0);
-    CHECK(judge(CG_PRECISION_FP32, &zero, 0.0, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
+    EXPECT(judge(CG_PRECISION_FP32, &zero, 0.0, NULL, NULL, &j) == CG_VERDICT_MATCH_FP32 &&
               j.ratio == 0, "all zeros: %s", j.reason);
-    CHECK(judge(CG_PRECISION_FP32, &zero, 1e-9, NULL, NULL, &j) == CG_VERDICT_WRONG,
+    EXPECT(judge(CG_PRECISION_FP32, &zero, 1e-9, NULL, NULL, &j) == CG_VERDICT_WRONG,
           "anything against exact zeros: %s", j.reason);
     /* decisions: flips within the noise pass, beyond it they do not */
     cg_flip_stats f;
@@ -442,20 +403,20 @@ static void test_verdicts(void)
     in.flips = &f;
     cg_error err;
     cg_error_clear(&err);
-    CHECK(cg_noise_judge(&in, NULL, &j, &err) == CG_OK && j.verdict == CG_VERDICT_MATCH_FP32 &&
+    EXPECT(cg_noise_judge(&in, NULL, &j, &err) == CG_OK && j.verdict == CG_VERDICT_MATCH_FP32 &&
               j.by_flips && strstr(j.reason, "1 of 25600 decisions flipped") &&
               strstr(j.reason, "'peak'"), "a near tie: %s", j.reason);
     f.noise_fp32 = 0;
     f.max_margin = 0.5;
-    CHECK(cg_noise_judge(&in, NULL, &j, &err) == CG_OK && j.verdict == CG_VERDICT_WRONG,
+    EXPECT(cg_noise_judge(&in, NULL, &j, &err) == CG_OK && j.verdict == CG_VERDICT_WRONG,
           "a clear decision flipped: %s", j.reason);
     /* contract */
     cg_noise_output none;
     memset(&none, 0, sizeof none);
     none.v.name = "s";
     in.floor = &none;
-    CHECK(cg_noise_judge(&in, NULL, &j, &err) == CG_USAGE, "no floor");
-    CHECK(strcmp(cg_verdict_name(CG_VERDICT_MATCH_FP32), "matches (fp32 noise)") == 0 &&
+    EXPECT(cg_noise_judge(&in, NULL, &j, &err) == CG_USAGE, "no floor");
+    EXPECT(strcmp(cg_verdict_name(CG_VERDICT_MATCH_FP32), "matches (fp32 noise)") == 0 &&
               cg_verdict_passes(CG_VERDICT_MATCH_FP16) && !cg_verdict_passes(CG_VERDICT_PRECISION),
           "names");
 }
@@ -467,10 +428,5 @@ int main(void)
     test_flips();
     test_floors();
     test_verdicts();
-    if (failures) {
-        fprintf(stderr, "test_noise: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_noise: all passed\n");
-    return 0;
+    return test_done("test_noise");
 }

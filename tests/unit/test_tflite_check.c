@@ -6,17 +6,8 @@
 #include <string.h>
 
 #include "convgate/tflite.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 /* y = ADD(x, w) with w a [4] float constant; outputs may be rewired. */
 typedef struct fixture {
@@ -293,10 +284,5 @@ int main(void)
     check(&f, "mutating-inputs", "1 mutating_variable_inputs flags for 2 inputs",
           "mutating flags");
 
-    if (failures) {
-        fprintf(stderr, "%d failures\n", failures);
-        return 1;
-    }
-    printf("test_tflite_check: ok\n");
-    return 0;
+    return test_done("test_tflite_check");
 }

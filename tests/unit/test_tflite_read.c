@@ -8,17 +8,8 @@
 #include <string.h>
 
 #include "convgate/tflite.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 #define FIXTURES CG_SOURCE_DIR "/tests/data/tflite/reader/"
 
@@ -371,10 +362,5 @@ int main(void)
     test_names();
     test_crafted();
     test_mutations();
-    if (failures) {
-        fprintf(stderr, "%d failures\n", failures);
-        return 1;
-    }
-    printf("test_tflite_read: ok\n");
-    return 0;
+    return test_done("test_tflite_read");
 }

@@ -23,17 +23,8 @@
 #include "convgate/schema.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tflite.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 #define ROOT CG_SOURCE_DIR "/tests/data/tflite/"
 
@@ -198,8 +189,7 @@ int main(void)
         run_fixture(key, fx, &ran, &refused);
     }
     EXPECT(ran >= 86 && refused == 1, "%zu fixtures ran, %zu refused", ran, refused);
-    printf("test_tflite_run: %zu fixtures match LiteRT, %zu refused by both, %d failures\n", ran,
-           refused, failures);
+    printf("test_tflite_run: %zu fixtures match LiteRT, %zu refused by both\n", ran, refused);
     json_decref(root);
-    return failures ? 1 : 0;
+    return test_done("test_tflite_run");
 }

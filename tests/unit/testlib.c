@@ -67,6 +67,21 @@ void test_tensor_free(cg_tensor *t)
     free(t);
 }
 
+cg_tensor test_view(cg_dtype dt, int rank, const int64_t *dims, void *data)
+{
+    cg_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.rank = rank;
+    t.numel = 1;
+    for (int d = 0; d < rank; d++) {
+        t.dims[d] = dims[d];
+        t.numel *= dims[d];
+    }
+    t.data = data;
+    return t;
+}
+
 cg_value *test_value(cg_dtype dt, int rank, const int64_t *dims, const double *vals)
 {
     cg_value *v = NULL;

@@ -63,6 +63,8 @@ _Noreturn void test_fatal(const char *fmt, ...);
 /* A heap tensor of dt with vals[i] (converted) or zeros when vals is NULL. */
 cg_tensor *test_tensor(cg_dtype dt, int rank, const int64_t *dims, const double *vals);
 void test_tensor_free(cg_tensor *t);
+/* A tensor over caller-owned data (nothing to free). */
+cg_tensor test_view(cg_dtype dt, int rank, const int64_t *dims, void *data);
 /* A tensor value (caller frees with cg_value_free). */
 cg_value *test_value(cg_dtype dt, int rank, const int64_t *dims, const double *vals);
 
