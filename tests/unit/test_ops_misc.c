@@ -4,7 +4,10 @@
  * fail with a status whose message names the node; bidirectional and
  * reverse recurrent runs must agree with forward runs on reversed input;
  * Einsum must handle diagonals and broadcast ellipses and stay exact on
- * int64; nearest Resize must copy int64 exactly; DFT must invert.
+ * int64; nearest Resize must copy int64 exactly; DFT must invert; the
+ * window generators must give ONNX's values at sizes 0, 1 and 2 (a
+ * one-sample symmetric window is NaN, as ONNX's function body and ONNX
+ * Runtime 1.22 give).
  *
  * Each case builds a one-node model in memory and runs it through the
  * public runtime API.
@@ -258,6 +261,44 @@ static void test_det(void)
     test_case_free(&n);
 }
 
+/* Hann/Hamming/Blackman at sizes 0, 1 and 2, periodic and symmetric:
+ * the values ONNX Runtime 1.22 gives (float32), within float rounding. */
+static void test_windows(void)
+{
+    static const struct {
+        const char *op;
+        double a0, a1, a2;
+    } w[3] = {{"HannWindow", 0.5, 0.5, 0.0},
+              {"HammingWindow", 25.0 / 46.0, 21.0 / 46.0, 0.0},
+              {"BlackmanWindow", 0.42, 0.5, 0.08}};
+    for (int k = 0; k < 3; k++) {
+        double edge = w[k].a0 - w[k].a1 + w[k].a2, mid = w[k].a0 + w[k].a1 + w[k].a2;
+        for (int periodic = 0; periodic <= 1; periodic++) {
+            for (int64_t size = 0; size <= 2; size++) {
+                /* size 1: periodic N = 1 gives the edge value, symmetric N = 0
+                 * NaN; size 2: periodic edge then the middle, symmetric N = 1
+                 * the edge twice */
+                double want[2] = {size == 1 && !periodic ? NAN : edge, periodic ? mid : edge};
+                double sz = (double)size;
+                test_case n = {w[k].op, 17, 1, 1, {NULL}, {{0}}, 0, NULL, 0};
+                n.attrs[n.nattr++] = attr_int("periodic", periodic);
+                n.in[0] = test_tensor(CG_DTYPE_INT64, 0, NULL, &sz);
+                int64_t cnt = -1;
+                double *v = test_case_values(&n, 0, &cnt, w[k].op);
+                EXPECT(v && cnt == size, "%s periodic=%d size %lld: %lld values", w[k].op,
+                       periodic, (long long)size, (long long)cnt);
+                for (int64_t i = 0; v && i < cnt && i < 2; i++) {
+                    bool ok = isnan(want[i]) ? isnan(v[i]) : fabs(v[i] - want[i]) < 1e-6;
+                    EXPECT(ok, "%s periodic=%d size %lld: y[%lld] = %g, ONNX gives %g", w[k].op,
+                           periodic, (long long)size, (long long)i, v[i], want[i]);
+                }
+                free(v);
+                test_case_free(&n);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_nms_errors();
@@ -269,5 +310,6 @@ int main(void)
     test_resize();
     test_dft_roundtrip();
     test_det();
+    test_windows();
     return test_done("test_ops_misc");
 }

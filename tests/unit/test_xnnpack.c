@@ -166,9 +166,11 @@ static void free_feeds(cg_named_value *feeds, size_t n)
 /* The random inputs of this test: the policy of convgate/samples.h with
  * every integer input held at 0, as the test always fed them (index-like
  * inputs of conformance models; at the default 0..1 a window size of 1
- * makes the symmetric Hann/Hamming/Blackman windows divide 0 by 0, where
- * the XNNPACK partition gives inf and the reference NaN: a known delegate
- * difference on that degenerate input, not what this test measures). */
+ * makes the expanded symmetric Hann/Hamming/Blackman windows compute
+ * 0 * inf = NaN, which this XNNPACK's binary operators (min/max-clamped
+ * kernels, even at -inf..inf) turn into -inf where the reference keeps
+ * NaN: a known delegate difference on NaN inputs, not what this test
+ * measures). */
 static cg_input_range int_zero[64];
 static cg_random_inputs test_policy(const cg_model *m)
 {

@@ -212,7 +212,11 @@ cg_status cg_op_stft(cg_kernel_ctx *k)
 }
 
 /* Window generators: y[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
- * with N = size (periodic) or size - 1 (symmetric). */
+ * with N = size (periodic) or size - 1 (symmetric). A symmetric window of
+ * one sample has N = 0: ONNX defines these ops by a function body whose
+ * angle is n * (2 pi / N) = 0 * inf, so its one value is NaN (onnx's
+ * reference implementation and ONNX Runtime 1.22 give NaN too; numpy's
+ * hanning(1) convention of 1 is not ONNX's). */
 static cg_status sig_window(cg_kernel_ctx *k, double a0, double a1, double a2)
 {
     const cg_tensor *S;
@@ -233,7 +237,7 @@ static cg_status sig_window(cg_kernel_ctx *k, double a0, double a1, double a2)
     for (int64_t i = 0; i < size; i++) {
         double v;
         if (N <= 0)
-            v = 1.0; /* a one-sample symmetric window */
+            v = NAN; /* a one-sample symmetric window, as the function body gives */
         else
             v = a0 - a1 * cos(2.0 * SIG_PI * (double)i / N) + a2 * cos(4.0 * SIG_PI * (double)i / N);
         cg_tensor_set_f64(Y, i, v);
