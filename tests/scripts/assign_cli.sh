@@ -7,20 +7,16 @@
 # init failure of a no-fallback target (exit 2), and usage errors.
 # Usage: assign_cli.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
 PY=/usr/bin/python3
 if ! "$PY" -c 'import onnx' 2>/dev/null; then
     echo "skip: /usr/bin/python3 has no onnx"
     exit 77
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() { # expect FILE REGEX WHAT
-    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+T=$tmp
 
 "$PY" - "$T" <<'EOF' || { echo "model generation failed"; exit 1; }
 import sys
@@ -85,17 +81,17 @@ mkprofile "$P/small.json" smalldims cpu fp32 '{}' '{"Relu": {}, "Erf": {}}' '{"m
 rc=$?
 [ $rc -eq 0 ] || fail "chain: exit $rc ($(cat "$T/err"))"
 head -1 "$T/out" | grep -Eq '^4/5 nodes on test-xnnpack, 1 on CPU$' || fail "residency line first: $(head -1 "$T/out")"
-expect "$T/out" '^Partitions \(2\):' "two partitions"
-expect "$T/out" "^  #0 test-xnnpack: 2 nodes: Relu x2" "partition 0 histogram"
-expect "$T/out" '^      r1, r2$' "partition 0 node names"
-expect "$T/out" '^Boundaries \(2 crossings' "two crossings"
-expect "$T/out" "'t2'  #0 test-xnnpack -> CPU  float32 \[2,3,8,8\]  1536 B  layout NHWC->NCHW" "t2 out of the NHWC partition"
-expect "$T/out" "'t3'  CPU -> #1 test-xnnpack  float32 \[2,3,8,8\]  1536 B  layout NCHW->NHWC" "t3 into it"
-expect "$T/out" "^  Erf 'erf': op Erf not in test-xnnpack's supported-op list  \[test-xnnpack\]" "refusal reason"
-expect "$T/out" '^Verdict: partial residency: 4/5 nodes on targets in 2 partitions, 2 boundary crossings, 1 node on the CPU' "verdict"
-expect "$T/out" 'of reference time inside partitions' "time-weighted verdict"
-expect "$T/out" '^Prediction for test-xnnpack, not a run: from profile test-xnnpack 0.1' "prediction source"
-expect "$T/out" '^  - everything outside this test' "not_modelled list"
+file_matches "$T/out" '^Partitions \(2\):' "two partitions"
+file_matches "$T/out" "^  #0 test-xnnpack: 2 nodes: Relu x2" "partition 0 histogram"
+file_matches "$T/out" '^      r1, r2$' "partition 0 node names"
+file_matches "$T/out" '^Boundaries \(2 crossings' "two crossings"
+file_matches "$T/out" "'t2'  #0 test-xnnpack -> CPU  float32 \[2,3,8,8\]  1536 B  layout NHWC->NCHW" "t2 out of the NHWC partition"
+file_matches "$T/out" "'t3'  CPU -> #1 test-xnnpack  float32 \[2,3,8,8\]  1536 B  layout NCHW->NHWC" "t3 into it"
+file_matches "$T/out" "^  Erf 'erf': op Erf not in test-xnnpack's supported-op list  \[test-xnnpack\]" "refusal reason"
+file_matches "$T/out" '^Verdict: partial residency: 4/5 nodes on targets in 2 partitions, 2 boundary crossings, 1 node on the CPU' "verdict"
+file_matches "$T/out" 'of reference time inside partitions' "time-weighted verdict"
+file_matches "$T/out" '^Prediction for test-xnnpack, not a run: from profile test-xnnpack 0.1' "prediction source"
+file_matches "$T/out" '^  - everything outside this test' "not_modelled list"
 # sections in the promised order
 order=$(grep -nE '^(Partitions|Boundaries|Unsupported|Dropped|Verdict)' "$T/out" | cut -d: -f2 | cut -c1-4 | tr '\n' ' ')
 [ "$order" = "Part Boun Unsu Drop Verd " ] || fail "section order: $order"
@@ -103,10 +99,10 @@ order=$(grep -nE '^(Partitions|Boundaries|Unsupported|Dropped|Verdict)' "$T/out"
 # --- fp16 target: dtype conversions at its crossings, then the NHWC target next
 "$CG" assign "$T/chain.onnx" --target test-gpu,test-xnnpack --profiles "$P" >"$T/out" 2>"$T/err" ||
     fail "fp16: exit $? ($(cat "$T/err"))"
-expect "$T/out" '^4/5 nodes on test-gpu, 0/5 nodes on test-xnnpack, 1 on CPU' "priority: the first target takes the Relus"
-expect "$T/out" "'t2'  #0 test-gpu -> CPU  float32 \[1,3,8,8\]  768 B  dtype float16->float32" "fp16 out"
-expect "$T/out" "'t3'  CPU -> #1 test-gpu  float32 \[1,3,8,8\]  768 B  dtype float32->float16" "fp16 in"
-expect "$T/out" "symbol 'N' not bound: used 1" "the unbound symbol is noted"
+file_matches "$T/out" '^4/5 nodes on test-gpu, 0/5 nodes on test-xnnpack, 1 on CPU' "priority: the first target takes the Relus"
+file_matches "$T/out" "'t2'  #0 test-gpu -> CPU  float32 \[1,3,8,8\]  768 B  dtype float16->float32" "fp16 out"
+file_matches "$T/out" "'t3'  CPU -> #1 test-gpu  float32 \[1,3,8,8\]  768 B  dtype float32->float16" "fp16 in"
+file_matches "$T/out" "symbol 'N' not bound: used 1" "the unbound symbol is noted"
 
 # --- JSON
 "$CG" assign "$T/chain.onnx" --target test-xnnpack --profiles "$P" --json >"$T/json" 2>"$T/err" ||
@@ -134,10 +130,10 @@ EOF
 
 # --- partition rules: min_nodes 3 drops both 2-node partitions
 "$CG" assign "$T/chain.onnx" --target bigpart --profiles "$P" >"$T/out" 2>&1 || fail "min_nodes: exit $?"
-expect "$T/out" '^0/5 nodes on bigpart, 5 on CPU' "min_nodes residency"
-expect "$T/out" '^Dropped by partition rules \(4\):' "four dropped"
-expect "$T/out" "^  Relu 'r1': min_nodes: its partition has 2 nodes, bigpart needs >= 3  \[bigpart\]" "min_nodes rule"
-expect "$T/out" '^Verdict: no residency' "nothing placed"
+file_matches "$T/out" '^0/5 nodes on bigpart, 5 on CPU' "min_nodes residency"
+file_matches "$T/out" '^Dropped by partition rules \(4\):' "four dropped"
+file_matches "$T/out" "^  Relu 'r1': min_nodes: its partition has 2 nodes, bigpart needs >= 3  \[bigpart\]" "min_nodes rule"
+file_matches "$T/out" '^Verdict: no residency' "nothing placed"
 
 # --- no fallback: the report, then exit 2 naming the first refused node
 "$CG" assign "$T/chain.onnx" --target micro --profiles "$P" >"$T/out" 2>"$T/err"
@@ -145,7 +141,7 @@ rc=$?
 [ $rc -eq 2 ] || fail "fallback fail: exit $rc, expected 2"
 grep -Fxq "convgate assign: micro: node 'erf' (Erf) is not supported and Test Runtime micro has no fallback: op Erf not in micro's supported-op list" "$T/err" ||
     fail "init failure message: $(cat "$T/err")"
-expect "$T/out" '^Verdict: init failure' "init failure verdict"
+file_matches "$T/out" '^Verdict: init failure' "init failure verdict"
 
 # --- shape settings: max_dim 4 refuses everything at N=8, nothing at N=2
 "$CG" assign "$T/chain.onnx" --target smalldims --profiles "$P" --dims N=2 --dims N=8 \
@@ -154,13 +150,13 @@ head -1 "$T/out" | grep -q '^0/5 nodes on smalldims' || fail "N=2 has dims of 8 
 mkprofile "$P/small.json" smalldims cpu fp32 '{}' '{"Relu": {}, "Erf": {}}' '{"max_dim": 8}'
 "$CG" assign "$T/chain.onnx" --target smalldims --profiles "$P" --dims N=2 --dims N=9 \
     >"$T/out" 2>"$T/err" || fail "--dims: exit $? ($(cat "$T/err"))"
-expect "$T/out" '^5/5 nodes on smalldims, 0 on CPU' "N=2 fits"
-expect "$T/out" '^Verdict: full residency: all 5 nodes on smalldims in one partition' "full residency"
-expect "$T/out" '^Shape settings \(2' "settings section"
-expect "$T/out" '^  N=2: 5/5 nodes on smalldims, 0 on CPU; 1 partition, 0 crossings' "N=2 line"
-expect "$T/out" '^  N=9: 0/5 nodes on smalldims, 5 on CPU; 0 partitions, 0 crossings' "N=9 line"
-expect "$T/out" '^Nodes that change owner with shape \(5\):' "five owner changes"
-expect "$T/out" "^  Relu 'r1': N=2: smalldims; N=9: CPU \(.*9.*8" "r1 changes owner, with the reason"
+file_matches "$T/out" '^5/5 nodes on smalldims, 0 on CPU' "N=2 fits"
+file_matches "$T/out" '^Verdict: full residency: all 5 nodes on smalldims in one partition' "full residency"
+file_matches "$T/out" '^Shape settings \(2' "settings section"
+file_matches "$T/out" '^  N=2: 5/5 nodes on smalldims, 0 on CPU; 1 partition, 0 crossings' "N=2 line"
+file_matches "$T/out" '^  N=9: 0/5 nodes on smalldims, 5 on CPU; 0 partitions, 0 crossings' "N=9 line"
+file_matches "$T/out" '^Nodes that change owner with shape \(5\):' "five owner changes"
+file_matches "$T/out" "^  Relu 'r1': N=2: smalldims; N=9: CPU \(.*9.*8" "r1 changes owner, with the reason"
 "$CG" assign "$T/chain.onnx" --target smalldims --profiles "$P" --dims N=2 --dims N=9 --json \
     >"$T/json" 2>"$T/err" || fail "--dims --json: exit $?"
 "$PY" - "$T/json" <<'EOF' || fail "JSON shape settings"
@@ -177,12 +173,12 @@ EOF
 # --- control flow: the If stays on the CPU, its branches are assigned on their own
 "$CG" assign "$T/if.onnx" --target test-xnnpack --profiles "$P" >"$T/out" 2>"$T/err" ||
     fail "if: exit $? ($(cat "$T/err"))"
-expect "$T/out" '^2/3 nodes on test-xnnpack, 1 on CPU' "If main graph"
-expect "$T/out" "^  If 'branch': control flow: If stays on the CPU" "If reason"
-expect "$T/out" "'t1'  #0 test-xnnpack -> CPU" "the branch's outer read is a crossing"
-expect "$T/out" '^Control-flow bodies \(2' "bodies listed"
-expect "$T/out" '^  branch/then_branch: 1/2 nodes on test-xnnpack, 1 on CPU' "then body"
-expect "$T/out" '^  branch/else_branch: 1/1 nodes on test-xnnpack, 0 on CPU' "else body"
+file_matches "$T/out" '^2/3 nodes on test-xnnpack, 1 on CPU' "If main graph"
+file_matches "$T/out" "^  If 'branch': control flow: If stays on the CPU" "If reason"
+file_matches "$T/out" "'t1'  #0 test-xnnpack -> CPU" "the branch's outer read is a crossing"
+file_matches "$T/out" '^Control-flow bodies \(2' "bodies listed"
+file_matches "$T/out" '^  branch/then_branch: 1/2 nodes on test-xnnpack, 1 on CPU' "then body"
+file_matches "$T/out" '^  branch/else_branch: 1/1 nodes on test-xnnpack, 0 on CPU' "else body"
 
 # --- usage errors
 "$CG" assign "$T/chain.onnx" --profiles "$P" >/dev/null 2>"$T/err"
@@ -204,8 +200,4 @@ if [ -f "$SRC/examples/tiny_cnn.onnx" ]; then
         fail "tiny_cnn JSON"
 fi
 
-if [ $fails -ne 0 ]; then
-    echo "assign_cli: $fails failure(s)"
-    exit 1
-fi
-echo "assign_cli: ok"
+finish

@@ -7,63 +7,56 @@
 # when it is there (torchvision's export carries 47 Identity nodes on
 # weights). Usage: assign_preprocess.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
 D="$SRC/tests/data/lower"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() { # expect FILE REGEX WHAT
-    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
-}
-refute() { # refute FILE REGEX WHAT
-    ! grep -Eq -- "$2" "$1" || { fail "$3: /$2/ in $1"; grep -E -- "$2" "$1" | head -5; }
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+T=$tmp
 
 # torch_like: Identity on the conv weight, a Constant, Conv+BN, Dropout, MatMul+Add
 for t in coreml-mlprogram nnapi coreml-nn; do
     "$CG" assign "$D/torch_like.onnx" --target "$t" --no-time >"$T/a.txt" 2>&1 ||
         fail "assign torch_like on $t: exit $?"
-    expect "$T/a.txt" "^Graph partitioned: preprocess 'ort-basic': 10 nodes of the file -> 5" "$t: the ORT-basic graph"
-    expect "$T/a.txt" "removed by the runtime's graph optimizations: 6 \(" "$t: removed count"
-    refute "$T/a.txt" "^  (Identity|Constant|BatchNormalization|Dropout) '" "$t: a removed node listed as unsupported"
+    file_matches "$T/a.txt" "^Graph partitioned: preprocess 'ort-basic': 10 nodes of the file -> 5" "$t: the ORT-basic graph"
+    file_matches "$T/a.txt" "removed by the runtime's graph optimizations: 6 \(" "$t: removed count"
+    file_lacks "$T/a.txt" "^  (Identity|Constant|BatchNormalization|Dropout) '" "$t: a removed node listed as unsupported"
 done
-expect "$T/a.txt" "Identity x1" "the removed Identity by op"
+file_matches "$T/a.txt" "Identity x1" "the removed Identity by op"
 
 "$CG" assign "$D/torch_like.onnx" --target nnapi --no-time --json >"$T/a.json" 2>&1 ||
     fail "assign --json: exit $?"
-expect "$T/a.json" '"removed_by_runtime": 6' "JSON removed_by_runtime"
-expect "$T/a.json" '"preprocess": \{' "JSON preprocess report"
-expect "$T/a.json" '"nodes_in_file": 10' "JSON nodes_in_file"
-expect "$T/a.json" '"android_api": 29' "JSON target parameters"
+file_matches "$T/a.json" '"removed_by_runtime": 6' "JSON removed_by_runtime"
+file_matches "$T/a.json" '"preprocess": \{' "JSON preprocess report"
+file_matches "$T/a.json" '"nodes_in_file": 10' "JSON nodes_in_file"
+file_matches "$T/a.json" '"android_api": 29' "JSON target parameters"
 
 # the target parameter: the default is printed, @API sets it
 "$CG" assign "$D/torch_like.onnx" --target nnapi --no-time >"$T/p.txt" 2>&1
-expect "$T/p.txt" "parameters: android_api=29 \(the profile's default\)" "nnapi's default API level"
+file_matches "$T/p.txt" "parameters: android_api=29 \(the profile's default\)" "nnapi's default API level"
 "$CG" assign "$D/torch_like.onnx" --target nnapi@27 --no-time >"$T/p.txt" 2>&1 ||
     fail "nnapi@27: exit $?"
-expect "$T/p.txt" "nodes on nnapi@27" "the bound target's name"
-expect "$T/p.txt" "Conv needs android_api >= 28 on nnapi@27" "Conv below feature level 2"
+file_matches "$T/p.txt" "nodes on nnapi@27" "the bound target's name"
+file_matches "$T/p.txt" "Conv needs android_api >= 28 on nnapi@27" "Conv below feature level 2"
 "$CG" assign "$D/torch_like.onnx" --target nnapi@26 >"$T/p.txt" 2>&1 && fail "nnapi@26 accepted"
-expect "$T/p.txt" "android_api must be an integer in \[27, 35\]" "parameter range"
+file_matches "$T/p.txt" "android_api must be an integer in \[27, 35\]" "parameter range"
 
 # targets of different runtimes partition different graphs
 "$CG" assign "$D/torch_like.onnx" --target nnapi,litert-gpu --no-time >"$T/m.txt" 2>&1 &&
     fail "nnapi with litert-gpu accepted"
-expect "$T/m.txt" "partition different graphs" "mixed preprocess refused"
+file_matches "$T/m.txt" "partition different graphs" "mixed preprocess refused"
 
 # 'lower' itself
 "$CG" lower "$D/fold.onnx" --target coreml-mlprogram >"$T/l.txt" 2>&1 || fail "lower: exit $?"
-expect "$T/l.txt" "main graph: 9 nodes -> 2" "lower: node counts"
-expect "$T/l.txt" "ConstantFolding x" "lower: by transformation"
+file_matches "$T/l.txt" "main graph: 9 nodes -> 2" "lower: node counts"
+file_matches "$T/l.txt" "ConstantFolding x" "lower: by transformation"
 "$CG" lower "$D/fold.onnx" --preprocess ort-basic -o "$T/fold_ort.onnx" >/dev/null 2>&1 ||
     fail "lower -o: exit $?"
 "$CG" check "$T/fold_ort.onnx" >/dev/null 2>&1 || fail "the written ORT-basic graph does not check"
 
 # gate 2 states the graph it placed
 "$CG" gate "$D/torch_like.onnx" --target coreml-mlprogram >"$T/g.txt" 2>&1
-expect "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
+file_matches "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
 
 # the per-node views draw the file's 10 nodes with the placement of the
 # graph placed (5 nodes) mapped back to them
@@ -78,13 +71,13 @@ print(len(nodes), sorted(nodes))
 PY
     # the file's nodes (what the user opens in Model Explorer), mapped back
     # from the placed graph's through the lowering's origins
-    expect "$T/o.txt" "^10 \['add', 'bn', 'conv'" "$cmd: the owner overlay keys the file's nodes"
-    refute "$T/o.txt" "MatMulAddFusion" "$cmd: a runtime-only node name in the overlay"
+    file_matches "$T/o.txt" "^10 \['add', 'bn', 'conv'" "$cmd: the owner overlay keys the file's nodes"
+    file_lacks "$T/o.txt" "MatMulAddFusion" "$cmd: a runtime-only node name in the overlay"
 done
 
 # nodes out of topological order: sorted with a warning, then placed
 "$CG" check "$D/unsorted.onnx" >"$T/c.txt" 2>&1 || fail "unsorted: check exit $?"
-expect "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
+file_matches "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
 "$CG" assign "$D/unsorted.onnx" --target nnapi --no-time >"$T/u.txt" 2>&1 || fail "unsorted: assign exit $?"
 
 # resnet50 (torchvision): its 47 Identity nodes never reach the CPU
@@ -92,14 +85,12 @@ zoo="${CG_ZOO:-}"
 if [ -n "$zoo" ] && [ -f "$zoo/resnet50.onnx" ]; then
     "$CG" assign "$zoo/resnet50.onnx" --target coreml-mlprogram --no-time >"$T/r.txt" 2>&1 ||
         fail "resnet50: exit $?"
-    expect "$T/r.txt" "169 nodes of the file -> 122" "resnet50: 169 -> 122"
-    expect "$T/r.txt" "removed by the runtime's graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
-    expect "$T/r.txt" "^121/122 nodes on coreml-mlprogram, 1 on CPU" "resnet50: residency"
-    refute "$T/r.txt" "^  Identity '" "resnet50: an Identity on the CPU"
+    file_matches "$T/r.txt" "169 nodes of the file -> 122" "resnet50: 169 -> 122"
+    file_matches "$T/r.txt" "removed by the runtime's graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
+    file_matches "$T/r.txt" "^121/122 nodes on coreml-mlprogram, 1 on CPU" "resnet50: residency"
+    file_lacks "$T/r.txt" "^  Identity '" "resnet50: an Identity on the CPU"
 else
     echo "note: \$CG_ZOO/resnet50.onnx not present; the resnet50 case did not run"
 fi
 
-[ "$fails" -eq 0 ] && echo "assign_preprocess: ok" && exit 0
-echo "assign_preprocess: $fails failure(s)"
-exit 1
+finish

@@ -85,7 +85,7 @@ failed=0
 skipped=0
 out="$scratch_parent/output"
 
-fail() {
+case_failed() {
     failed=$((failed + 1))
     echo "FAIL  $1"
     echo "      $2"
@@ -115,7 +115,7 @@ while IFS=$'\t' read -r file item command expect regex description; do
         gen:*)
             path="$scratch/${file#gen:}"
             if ! generate "${file#gen:}"; then
-                fail "$label" "could not generate the input" "$description"
+                case_failed "$label" "could not generate the input" "$description"
                 continue
             fi
             arg="$path"
@@ -150,17 +150,17 @@ while IFS=$'\t' read -r file item command expect regex description; do
         skipped=$((skipped + 1))
         echo "skip  $label: 'convgate $command' is not built yet"
     elif [ "$rc" = 99 ]; then
-        fail "$label" "harness could not set up the run (cd or ulimit)" "$description"
+        case_failed "$label" "harness could not set up the run (cd or ulimit)" "$description"
     elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-        fail "$label" "hang: no exit within ${time_limit}s" "$description"
+        case_failed "$label" "hang: no exit within ${time_limit}s" "$description"
     elif [ "$rc" -ge 128 ]; then
-        fail "$label" "crash: killed by signal $((rc - 128))" "$description"
+        case_failed "$label" "crash: killed by signal $((rc - 128))" "$description"
     elif grep -qE "Sanitizer|runtime error:" "$out"; then
-        fail "$label" "sanitizer report (exit $rc)" "$description"
+        case_failed "$label" "sanitizer report (exit $rc)" "$description"
     elif [ "$rc" != "$expect" ]; then
-        fail "$label" "exit $rc, expected $expect" "$description"
+        case_failed "$label" "exit $rc, expected $expect" "$description"
     elif [ "$regex" != "-" ] && ! grep -qiE -- "$regex" <<< "$msg"; then
-        fail "$label" "message does not match /$regex/" "$description"
+        case_failed "$label" "message does not match /$regex/" "$description"
     else
         passed=$((passed + 1))
         echo "ok    $label"

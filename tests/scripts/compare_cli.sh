@@ -6,22 +6,13 @@
 # exit codes. Models and data are made by /usr/bin/python3 (onnx + numpy);
 # without them the test is skipped (77).
 set -u
-CG=$1
-SRC=$2
+bin=${1:?usage: compare_cli.sh CONVGATE_BINARY SOURCE_DIR}
+SRC=${2:?usage: compare_cli.sh CONVGATE_BINARY SOURCE_DIR}
 PY=/usr/bin/python3
 $PY -c "import onnx, numpy" 2>/dev/null || { echo "skip: python3 onnx/numpy missing"; exit 77; }
-W=$(mktemp -d /tmp/cg_compare_cli.XXXXXX)
-trap 'rm -rf "$W"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect RC CMD...: runs CMD, output in $W/out, checks the exit status
-expect() {
-    local want=$1; shift
-    "$@" >"$W/out" 2>&1
-    local rc=$?
-    [ "$rc" = "$want" ] || { fail "exit $rc, expected $want: $*"; cat "$W/out"; }
-}
-has() { grep -qF -- "$1" "$W/out" || { fail "output lacks '$1'"; cat "$W/out"; }; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+W=$tmp
 
 # Model: y = Softmax(x), z = ReduceMean(x*x) (a sum of squares: overflows fp16
 # for |x| >= 256). Input sets a (folder), b (.npz), c (folder, a NaN in x).
@@ -66,44 +57,44 @@ $PY "$W/mk.py" "$W" || { echo "model generation failed"; exit 1; }
 M=$W/model.onnx
 
 # help and usage errors
-expect 0 "$CG" compare --help; has "--outputs-from DIR"; has "2.5e-3"
-expect 2 "$CG" compare "$M"; has "give --target T"
-expect 2 "$CG" compare "$M" --target nosuch
-expect 2 "$CG" compare "$M" --target xnnpack --range x=3,1; has "LO <= HI"
-expect 2 "$CG" compare "$M" --target xnnpack --range nosuch=0,1; has "--range nosuch: the model has no input of that name; its inputs are: x"
-expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --random 2
-expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/nosuch"
-expect 2 "$CG" compare "$M" --target xnnpack --atol 1 --tol "$W/tol.json"
+expect_exit 0 "$CG" compare --help; expect_out "--outputs-from DIR"; expect_out "2.5e-3"
+expect_exit 2 "$CG" compare "$M"; expect_out "give --target T"
+expect_exit 2 "$CG" compare "$M" --target nosuch
+expect_exit 2 "$CG" compare "$M" --target xnnpack --range x=3,1; expect_out "LO <= HI"
+expect_exit 2 "$CG" compare "$M" --target xnnpack --range nosuch=0,1; expect_out "--range nosuch: the model has no input of that name; its inputs are: x"
+expect_exit 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --random 2
+expect_exit 2 "$CG" compare "$M" --target xnnpack --inputs "$W/nosuch"
+expect_exit 2 "$CG" compare "$M" --target xnnpack --atol 1 --tol "$W/tol.json"
 
 # files from elsewhere, numpy's outputs: judged against the noise floor (the
 # default) they match, the NaN of set c included (the float64 reference has it
 # too); under a fixed tolerance the NaN fails without --nan-equal (NaN never
 # equals by default) and passes with it
-expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good"
-has "output y: PASS (matches (fp32 noise))"; has "the fp32 noise floor"; has "NaN ref 8 target 8"
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4
-has "output y: FAIL (outside tolerance)"; has "failing samples: 1 of 3: c"
-has "overrides the noise-floor verdict"
-expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --nan-equal
-has "output z: PASS"; has "samples: 3 from"
+expect_exit 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good"
+expect_out "output y: PASS (matches (fp32 noise))"; expect_out "the fp32 noise floor"; expect_out "NaN ref 8 target 8"
+expect_exit 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4
+expect_out "output y: FAIL (outside tolerance)"; expect_out "failing samples: 1 of 3: c"
+expect_out "overrides the noise-floor verdict"
+expect_exit 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --nan-equal
+expect_out "output z: PASS"; expect_out "samples: 3 from"
 # one element off by 0.01 in set b (an .npz set): a wrong result, far beyond
 # the fp32 floor, and the report says where
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
-has "output y: FAIL (wrong result)"; has "worst: sample b at [1,3]"; has "mismatches 1/48"
-has "1e-02..1e-01:1"; has "failing samples: 1 of 3: b"
+expect_exit 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
+expect_out "output y: FAIL (wrong result)"; expect_out "worst: sample b at [1,3]"; expect_out "mismatches 1/48"
+expect_out "1e-02..1e-01:1"; expect_out "failing samples: 1 of 3: b"
 # a tolerance file: per-output tolerance with its justification printed
 cat >"$W/tol.json" <<'EOF2'
 {"outputs": {"y": {"atol": 0.02, "rtol": 0, "justification": "softmax probabilities: 2e-2 is below any decision margin we use"}},
  "default": {"atol": 1e-6, "rtol": 1e-5, "nan_equal": true, "justification": "tight default"}}
 EOF2
-expect 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --tol "$W/tol.json"
-has "justification: softmax probabilities"; has "justification: tight default"; has "atol 0.02 rtol 0"
+expect_exit 0 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --tol "$W/tol.json"
+expect_out "justification: softmax probabilities"; expect_out "justification: tight default"; expect_out "atol 0.02 rtol 0"
 echo '{"outputs": {"nosuch": {"atol": 1}}}' >"$W/tol_bad.json"
-expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --tol "$W/tol_bad.json"
-has "no output 'nosuch'"
+expect_exit 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --tol "$W/tol_bad.json"
+expect_out "no output 'nosuch'"
 
 # JSON report: every metric, the verdict and the floors
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --json
+expect_exit 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad" --json
 $PY - "$W/out" <<'PYEOF' || fail "JSON report"
 import json, sys
 env = json.load(open(sys.argv[1]))
@@ -124,7 +115,7 @@ assert len(o["y"]["per_sample"]) == 3 and r["task"]["kind"] == "none"
 assert [p["pass"] for p in o["y"]["per_sample"]] == [True, False, True], o["y"]["per_sample"]
 PYEOF
 # under a fixed tolerance, a NaN against NaN is inf and is kept in the JSON
-expect 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --json
+expect_exit 1 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/good" --atol 1e-5 --rtol 1e-4 --json
 $PY - "$W/out" <<'PYEOF' || fail "JSON report under a tolerance"
 import json, sys
 r = json.load(open(sys.argv[1]))["result"]
@@ -135,33 +126,33 @@ PYEOF
 
 # a missing output file is an error, not a pass
 rm "$W/bad/a/z.npy"
-expect 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
-has "no file for output 'z'"
+expect_exit 2 "$CG" compare "$M" --target xnnpack --inputs "$W/in" --outputs-from "$W/bad"
+expect_out "no file for output 'z'"
 
 # the target path, run here: xnnpack executes for real, fp32 tolerance
-expect 0 "$CG" compare "$M" --target xnnpack --random 3 --seed 7 --task classify
-has "top-1 agreement 6/6"; has "verdict: PASS"
-expect 0 "$CG" compare "$M" --target xnnpack --random 2 --task segment --threshold 0.1
-has "mask IoU 1.000000"
+expect_exit 0 "$CG" compare "$M" --target xnnpack --random 3 --seed 7 --task classify
+expect_out "top-1 agreement 6/6"; expect_out "verdict: PASS"
+expect_exit 0 "$CG" compare "$M" --target xnnpack --random 2 --task segment --threshold 0.1
+expect_out "mask IoU 1.000000"
 
 # fp16 profile: the sum of squares of x in [300, 400) overflows fp16 to inf;
 # Softmax stays on the CPU (litert-gpu keeps one partition), so y is
 # bit-identical to the fp32 reference and is flagged as a silent fallback
 # a precision breakdown (fp16 storage: fine in fp32), not a wrong kernel
-expect 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300,400
-has "reduced precision: fp16"; has "atol 0.0025 rtol 0.001"; has "Inf ref 0 target 4"
-has "output z: FAIL (precision breakdown)"; has "inf/NaN where the fp64 reference is finite"
-has "probably did not run on litert-gpu"
+expect_exit 1 "$CG" compare "$M" --target litert-gpu --random 2 --range x=300,400
+expect_out "reduced precision: fp16"; expect_out "atol 0.0025 rtol 0.001"; expect_out "Inf ref 0 target 4"
+expect_out "output z: FAIL (precision breakdown)"; expect_out "inf/NaN where the fp64 reference is finite"
+expect_out "probably did not run on litert-gpu"
 # in range the same path passes within the fp16 tolerance
-expect 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1,1
-has "output z: PASS (matches"
+expect_exit 0 "$CG" compare "$M" --target litert-gpu --random 2 --range x=-1,1
+expect_out "output z: PASS (matches"
 
 # outputs dumped by `convgate run` are bit-identical: an fp16 target that
 # reports them gets the silent-fallback warning, in JSON too
 mkdir -p "$W/dump"
 "$CG" run "$M" -i x="$W/in/a/x.npy" -o "$W/dump/a" >/dev/null || fail "convgate run"
 mkdir -p "$W/ina" && cp -r "$W/in/a" "$W/ina/"
-expect 0 "$CG" compare "$M" --target litert-gpu --inputs "$W/ina" --outputs-from "$W/dump" --json
+expect_exit 0 "$CG" compare "$M" --target litert-gpu --inputs "$W/ina" --outputs-from "$W/dump" --json
 $PY - "$W/out" <<'PYEOF' || fail "silent fallback JSON"
 import json, sys
 text = open(sys.argv[1]).read()
@@ -172,8 +163,4 @@ assert all(o["silent_fallback_suspect"] and o["bit_identical"] for o in r["outpu
 assert len(env["warnings"]) == 2 and env["status"] == "ok"
 PYEOF
 
-if [ "$fails" != 0 ]; then
-    echo "compare_cli: $fails failure(s)"
-    exit 1
-fi
-echo "compare_cli: ok"
+finish

@@ -27,23 +27,12 @@
 # tools/make_wrong_rewrite.py).
 # Usage: gate3_cases.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run NAME EXPECTED_RC ARGS...: stdout in $T/NAME.out, stderr in $T/NAME.err
-run() {
-    local name=$1 want=$2
-    shift 2
-    "$CG" "$@" >"$T/$name.out" 2>"$T/$name.err"
-    local rc=$?
-    [ "$rc" = "$want" ] || { fail "$name: exit $rc, expected $want"; head -30 "$T/$name.out" "$T/$name.err"; }
-}
-has() { grep -Eq -- "$2" "$T/$1" || { fail "$1 lacks /$2/"; sed 's/^/    /' "$T/$1" | head -40; }; }
-lacks() { ! grep -Eq -- "$2" "$T/$1" || { fail "$1 has /$2/"; grep -E -- "$2" "$T/$1" | head -5; }; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+PY=$py
+T=$tmp
 # json FILE EXPR: the envelope's result r satisfies the Python expression (o: the
 # first task output's figures against float64, when there is one)
 json() {
@@ -64,63 +53,63 @@ xnn=0
 
 # --- the crafted fp16 breakdowns: precision, naming the reduction -----------------
 for c in rmsnorm_overflow rmsnorm_pow layernorm_precision global_mean; do
-    run "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json"
-    has "$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
-    has "$c.out" "first tensor beyond its noise floor: '[a-z_]+' .*\\(ReduceMean"
-    has "$c.out" "^VERDICT: FAIL  gate 3.*ReduceMean.*: precision breakdown"
-    lacks "$c.out" "wrong"
+    run_named "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json"
+    file_matches "$T/$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
+    file_matches "$T/$c.out" "first tensor beyond its noise floor: '[a-z_]+' .*\\(ReduceMean"
+    file_matches "$T/$c.out" "^VERDICT: FAIL  gate 3.*ReduceMean.*: precision breakdown"
+    file_lacks "$T/$c.out" "wrong"
     json "$T/$c.json" 'r["matches"]["outputs"][0]["verdict"]["verdict"] == "precision breakdown" and r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["bisect"]["triage"] == "precision breakdown"'
 done
 # the sums that overflow say so; the Pow's rounding is fp16 storage, within its floor
 for c in rmsnorm_overflow rmsnorm_pow global_mean; do
-    has "$c.out" "fp16 overflow in ReduceMean"
+    file_matches "$T/$c.out" "fp16 overflow in ReduceMean"
 done
-has rmsnorm_pow.out "last matching tensor: 'x_sq' from node 'square' \\(Pow"
+file_matches "$T/rmsnorm_pow.out" "last matching tensor: 'x_sq' from node 'square' \\(Pow"
 json "$T/rmsnorm_pow.json" 'r["matches"]["bisect"]["last_matching"]["tensor"] == "x_sq" and float(r["matches"]["bisect"]["last_matching"]["max_abs"]) > 1'
 # every metric in the JSON, inf spelled out (the overflowed sum)
 json "$T/rmsnorm_overflow.json" 'r["matches"]["bisect"]["first_divergent"]["max_abs"] == "inf" and r["matches"]["bisect"]["first_divergent"]["inf_target"] == 2'
 json "$T/rmsnorm_overflow.json" 'all(k in r["matches"]["outputs"][0] for k in ("max_abs", "mean_abs", "max_rel", "rmse", "nmse", "cosine", "pearson", "max_ulp", "hist", "worst", "verdict", "noise", "judged_by", "within_tolerance"))'
 json "$T/rmsnorm_overflow.json" 'float(r["matches"]["outputs"][0]["verdict"]["ratio"]) > 100 and r["matches"]["outputs"][0]["noise"]["fp16_floor"]["max_abs"] > 0'
 # with fp32 accumulation the same path matches at fp16 precision
-run rms32 0 gate "$F/rmsnorm_overflow.onnx" --target litert-gpu --inputs "$F/rmsnorm_overflow_inputs" --accumulate fp32
-has rms32.out "matches at fp16 precision"
+run_named rms32 0 gate "$F/rmsnorm_overflow.onnx" --target litert-gpu --inputs "$F/rmsnorm_overflow_inputs" --accumulate fp32
+file_matches "$T/rms32.out" "matches at fp16 precision"
 
 # --- the wrong-on-purpose rewrite: a wrong result ------------------------------------------
-run wrong 1 bisect "$B/swish_original.onnx" --against "$B/swish_rewritten.onnx" --json
+run_named wrong 1 bisect "$B/swish_original.onnx" --against "$B/swish_rewritten.onnx" --json
 json "$T/wrong.out" 'r["verdict"] == "wrong result" and r["first_divergent"]["node"] == "silu_sig" and float(r["first_divergent"]["judgement"]["ratio"]) > 1e4'
 mkdir -p "$T/rw"
 "$CG" run "$B/swish_rewritten.onnx" -i "x=$SRC/tests/data/noise/swish_inputs/s1/x.npy" -o "$T/rw/s1" >/dev/null || fail "run the rewrite"
-run wrongc 1 compare "$B/swish_original.onnx" --inputs "$SRC/tests/data/noise/swish_inputs" --outputs-from "$T/rw"
-has wrongc.out "FAIL \\(wrong result\\)"
+run_named wrongc 1 compare "$B/swish_original.onnx" --inputs "$SRC/tests/data/noise/swish_inputs" --outputs-from "$T/rw"
+file_matches "$T/wrongc.out" "FAIL \\(wrong result\\)"
 
 # --- the example CNN: within fp32 noise on xnnpack, at fp16 precision on litert-gpu ------------
 if [ "$xnn" = 1 ]; then
-    run cnn 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs"
-    has cnn.out "matches \\(fp32 noise\\): [0-9.]+x the fp32 noise floor"
+    run_named cnn 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs"
+    file_matches "$T/cnn.out" "matches \\(fp32 noise\\): [0-9.]+x the fp32 noise floor"
 fi
-run cnn16 0 gate "$SRC/examples/tiny_cnn.onnx" --target litert-gpu --inputs "$SRC/examples/tiny_cnn_inputs"
-has cnn16.out "matches at fp16 precision: [0-9.e-]+x the fp16 storage floor"
+run_named cnn16 0 gate "$SRC/examples/tiny_cnn.onnx" --target litert-gpu --inputs "$SRC/examples/tiny_cnn_inputs"
+file_matches "$T/cnn16.out" "matches at fp16 precision: [0-9.e-]+x the fp16 storage floor"
 
 # --- near-tied detections that swap places on an fp16 target --------------------------------
-run det 1 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs"
-has det.out "output 'boxes' precision breakdown"
-lacks det.out "wrong"
-run detect 0 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect --json "$T/detect.json"
-has detect.out "6 reference boxes, 6 target boxes, 6 matched .*0 missing, 0 extra"
+run_named det 1 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs"
+file_matches "$T/det.out" "output 'boxes' precision breakdown"
+file_lacks "$T/det.out" "wrong"
+run_named detect 0 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect --json "$T/detect.json"
+file_matches "$T/detect.out" "6 reference boxes, 6 target boxes, 6 matched .*0 missing, 0 extra"
 json "$T/detect.json" 'r["matches"]["task"]["detect"]["matched"] == 6 and r["matches"]["task"]["detect"]["pass"] and r["matches"]["outputs"][0]["noise"]["detection"] and float(r["matches"]["outputs"][0]["max_abs"]) >= 20'
-run detectc 0 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,scores,labels
-has detectc.out "detections: matches at fp16 precision"
-run detectbad 2 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,nosuch
-has detectbad.err "no output 'nosuch'"
-run detectgolden 2 gate "$F/detect_tie.onnx" --target litert-gpu --golden "$T/nowhere" --task detect
+run_named detectc 0 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,scores,labels
+file_matches "$T/detectc.out" "detections: matches at fp16 precision"
+run_named detectbad 2 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,nosuch
+file_matches "$T/detectbad.err" "no output 'nosuch'"
+run_named detectgolden 2 gate "$F/detect_tie.onnx" --target litert-gpu --golden "$T/nowhere" --task detect
 
 # --- a segmenter whose classes are near-tied per pixel: judged against what a correct run changes
 # (the fp16 target changes many pixels' class, as fp16 storage alone does, each within the fp16 noise)
-run seg 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment --json
+run_named seg 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment --json
 json "$T/seg.out" 'o["target"]["flips"] > 10 and o["fp16_storage"]["flips"] > 10 and o["fp32_reference"]["flips"] < o["target"]["flips"] and o["within_noise"] and float(o["target"]["max_margin"]) <= float(o["limit"])'
 json "$T/seg.out" 'o["judged"] and o["pass"] and o["correct_flips"] == o["fp16_storage"]["flips"] and o["allowed"] == 2 * o["correct_flips"] + 3 and o["decisions"] == 256'
-run segg 0 gate "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment
-has segg.out "against float64, pixels whose class changed: target [1-9][0-9]*; a correct run: fp32 reference [0-9]+, fp16 storage [1-9][0-9]*; mean IoU: .* within the noise"
+run_named segg 0 gate "$F/segment_tie.onnx" --target litert-gpu --inputs "$F/segment_tie_inputs" --task segment
+file_matches "$T/segg.out" "against float64, pixels whose class changed: target [1-9][0-9]*; a correct run: fp32 reference [0-9]+, fp16 storage [1-9][0-9]*; mean IoU: .* within the noise"
 # one pixel's class forced far from any tie: beyond the noise (and elementwise a wrong result)
 mkdir -p "$T/seg_in/s" "$T/seg_out/s"
 cp "$F/segment_tie_inputs/sample_0/x.npy" "$T/seg_in/s/x.npy"
@@ -130,10 +119,10 @@ import sys
 import numpy as np
 y = np.load(sys.argv[1]); y[0, 2, 3, 3] = 10.0; np.save(sys.argv[1], y)
 PYEOF
-run segbad 1 compare "$F/segment_tie.onnx" --inputs "$T/seg_in" --outputs-from "$T/seg_out" --task segment
-has segbad.out "FAIL \\(wrong result\\)"
-has segbad.out "the target's largest reference gap [0-9.]+ is beyond the noise"
-has segbad.out "task verdict: FAIL: .*; a change is beyond the noise"
+run_named segbad 1 compare "$F/segment_tie.onnx" --inputs "$T/seg_in" --outputs-from "$T/seg_out" --task segment
+file_matches "$T/segbad.out" "FAIL \\(wrong result\\)"
+file_matches "$T/segbad.out" "the target's largest reference gap [0-9.]+ is beyond the noise"
+file_matches "$T/segbad.out" "task verdict: FAIL: .*; a change is beyond the noise"
 # classes 0 and 1 swapped in every pixel, as an fp16 target made them: every
 # value within the fp16 noise, every pixel's class changed (fp16 storage
 # changes a third): the task fails the output, a wrong result
@@ -144,25 +133,25 @@ import sys
 import numpy as np
 y = np.load(sys.argv[1]); y[:, [0, 1]] = y[:, [1, 0]]; np.save(sys.argv[1], y)
 PYEOF
-run segswap 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment --json
+run_named segswap 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment --json
 json "$T/segswap.out" 'o["judged"] and not o["pass"] and o["within_noise"] and o["target"]["flips"] == 256 and o["target"]["flips"] > o["allowed"] and float(r["outputs"][0]["verdict"]["ratio"]) < 1 and r["outputs"][0]["verdict"]["verdict"] == "wrong result" and not r["pass"]'
-run segswapt 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment
-has segswapt.out "task segment: 256 of 256 pixels change class against float64, a correct fp16 run [0-9]+ \\(allowed [0-9]+\\)"
-has segswapt.out "task verdict: FAIL: 256 changed"
+run_named segswapt 1 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out" --task segment
+file_matches "$T/segswapt.out" "task segment: 256 of 256 pixels change class against float64, a correct fp16 run [0-9]+ \\(allowed [0-9]+\\)"
+file_matches "$T/segswapt.out" "task verdict: FAIL: 256 changed"
 # the same outputs without --task: elementwise they pass at fp16 precision
-run segswapn 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out"
+run_named segswapn 0 compare "$F/segment_tie.onnx" --target litert-gpu --inputs "$T/seg_in" --outputs-from "$T/swap_out"
 
 # --- an fp16 conversion against its source ------------------------------------------------------
-run conv 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs"
-has conv.out "18 compared, 0 beyond the noise floor"
-lacks conv.out "DTYPE MISMATCH"
-run convj 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs" --json
+run_named conv 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs"
+file_matches "$T/conv.out" "18 compared, 0 beyond the noise floor"
+file_lacks "$T/conv.out" "DTYPE MISMATCH"
+run_named convj 0 bisect "$SRC/examples/tiny_cnn.onnx" --against "$F/tiny_cnn_fp16.onnx" --inputs "$SRC/examples/tiny_cnn_inputs" --json
 json "$T/convj.out" 'r["divergent"] == 0 and r["last_matching"]["dtype_mismatch"] is False'
-run ln16 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs" --json
+run_named ln16 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs" --json
 json "$T/ln16.out" 'r["verdict"] == "precision breakdown" and r["triage"] == "precision breakdown" and r["first_divergent"]["precision"] == "fp16" and not r["first_divergent"]["dtype_mismatch"]'
-run ln16t 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs"
-has ln16t.out "triage: precision breakdown \\(rerun in float64"
-lacks ln16t.out "wrong"
+run_named ln16t 1 bisect "$F/layernorm_precision.onnx" --against "$F/layernorm_precision_fp16.onnx" --inputs "$F/layernorm_precision_inputs"
+file_matches "$T/ln16t.out" "triage: precision breakdown \\(rerun in float64"
+file_lacks "$T/ln16t.out" "wrong"
 
 # --- a golden set and outputs made elsewhere in fp16 (a device run) -----------------------------
 # the floors are recorded with the golden set; the emulation of the same
@@ -178,19 +167,18 @@ done
 for s in a b; do
     "$CG" run "$SRC/examples/tiny_cnn.onnx" --target litert-gpu -i "image=$T/cnn_in/$s/image.npy" -o "$T/dev_cnn/$s" >/dev/null || fail "run cnn $s"
 done
-run vrms 1 verify "$SRC/examples/rmsnorm_fp16.onnx" --golden "$T/g_rms" --outputs-from "$T/dev_rms" --target litert-gpu
-has vrms.out "precision breakdown: .*the fp16 emulation of this placement breaks down too"
-lacks vrms.out "wrong"
-run vcnn 0 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
-has vcnn.out "matches at fp16 precision"
+run_named vrms 1 verify "$SRC/examples/rmsnorm_fp16.onnx" --golden "$T/g_rms" --outputs-from "$T/dev_rms" --target litert-gpu
+file_matches "$T/vrms.out" "precision breakdown: .*the fp16 emulation of this placement breaks down too"
+file_lacks "$T/vrms.out" "wrong"
+run_named vcnn 0 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
+file_matches "$T/vcnn.out" "matches at fp16 precision"
 # a device whose output is off by 0.5 somewhere: the emulation matches, so it is wrong
 $PY - "$T/dev_cnn/b/logits.npy" <<'PYEOF'
 import sys
 import numpy as np
 x = np.load(sys.argv[1]); x.flat[3] += 0.5; np.save(sys.argv[1], x)
 PYEOF
-run vbad 1 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
-has vbad.out "wrong result: .*the fp16 emulation of this placement matches"
+run_named vbad 1 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
+file_matches "$T/vbad.out" "wrong result: .*the fp16 emulation of this placement matches"
 
-[ "$fails" = 0 ] && echo "gate3_cases: ok" || echo "gate3_cases: $fails failure(s)"
-[ "$fails" = 0 ]
+finish

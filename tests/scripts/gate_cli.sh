@@ -10,82 +10,70 @@
 #  - usage errors exit 2.
 # Usage: gate_cli.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() { # expect FILE REGEX WHAT
-    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
-}
-run() { # run NAME EXPECTED_RC ARGS...
-    local name=$1 want=$2
-    shift 2
-    "$CG" "$@" >"$T/$name.out" 2>"$T/$name.err"
-    local rc=$?
-    [ "$rc" = "$want" ] || { fail "$name: exit $rc, expected $want"; cat "$T/$name.err"; }
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+T=$tmp
 D=$SRC/tests/data/bisect
 
-run pass 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --json "$T/pass.json"
-expect "$T/pass.out" '^GATE 1 converts: PASS' "gate 1 line"
-expect "$T/pass.out" '18/18 nodes on xnnpack, 0 on CPU, 1 partition' "residency line"
-expect "$T/pass.out" 'matches \(fp32 noise\) on 2 samples' "two input sets, within fp32 noise"
-expect "$T/pass.out" 'the fp32 noise floor \(max \|d\|' "ratio to the floor"
-expect "$T/pass.out" '^VERDICT: PASS' "verdict"
-expect "$T/pass.json" '"pass": true' "json pass"
+run_named pass 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --json "$T/pass.json"
+file_matches "$T/pass.out" '^GATE 1 converts: PASS' "gate 1 line"
+file_matches "$T/pass.out" '18/18 nodes on xnnpack, 0 on CPU, 1 partition' "residency line"
+file_matches "$T/pass.out" 'matches \(fp32 noise\) on 2 samples' "two input sets, within fp32 noise"
+file_matches "$T/pass.out" 'the fp32 noise floor \(max \|d\|' "ratio to the floor"
+file_matches "$T/pass.out" '^VERDICT: PASS' "verdict"
+file_matches "$T/pass.json" '"pass": true' "json pass"
 
-run tflm 1 gate "$SRC/examples/tiny_cnn.onnx" --target tflm
-expect "$T/tflm.out" '^GATE 2 runs where intended: FAIL' "gate 2 fails"
-expect "$T/tflm.out" 'GATE 3 matches +not run' "gate 3 not run"
-expect "$T/tflm.out" 'VERDICT: FAIL  gate 2.*BatchNormalization' "names the refused node"
+run_named tflm 1 gate "$SRC/examples/tiny_cnn.onnx" --target tflm
+file_matches "$T/tflm.out" '^GATE 2 runs where intended: FAIL' "gate 2 fails"
+file_matches "$T/tflm.out" 'GATE 3 matches +not run' "gate 3 not run"
+file_matches "$T/tflm.out" 'VERDICT: FAIL  gate 2.*BatchNormalization' "names the refused node"
 
-run full 1 gate "$D/rmsnorm_fp16.onnx" --target xnnpack --require-full
-expect "$T/full.out" 'VERDICT: FAIL  gate 2' "require-full"
+run_named full 1 gate "$D/rmsnorm_fp16.onnx" --target xnnpack --require-full
+file_matches "$T/full.out" 'VERDICT: FAIL  gate 2' "require-full"
 
 # judged against the noise floor (the default): a precision breakdown, and the
 # bisection names the reduction whose sum overflows, not the fp16 rounding of x*x
-run rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --json -
-expect "$T/rms.err" '^GATE 3 matches: FAIL  output .y.: precision breakdown' "gate 3 fails as a precision breakdown"
-expect "$T/rms.err" "first tensor beyond its noise floor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
-expect "$T/rms.err" "last matching tensor: 'sq'" "the rounded squares are within their fp16 floor"
-expect "$T/rms.err" 'triage: precision breakdown' "triage"
-expect "$T/rms.err" "fp16 overflow in ReduceMean 'mean_sq'" "the cause named"
-expect "$T/rms.err" 'VERDICT: FAIL  gate 3.*ReduceMean.*precision breakdown' "verdict line"
+run_named rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --json -
+file_matches "$T/rms.err" '^GATE 3 matches: FAIL  output .y.: precision breakdown' "gate 3 fails as a precision breakdown"
+file_matches "$T/rms.err" "first tensor beyond its noise floor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
+file_matches "$T/rms.err" "last matching tensor: 'sq'" "the rounded squares are within their fp16 floor"
+file_matches "$T/rms.err" 'triage: precision breakdown' "triage"
+file_matches "$T/rms.err" "fp16 overflow in ReduceMean 'mean_sq'" "the cause named"
+file_matches "$T/rms.err" 'VERDICT: FAIL  gate 3.*ReduceMean.*precision breakdown' "verdict line"
 grep -q 'wrong' "$T/rms.err" && fail "a precision breakdown must not say wrong"
-expect "$T/rms.out" '"op_type": "ReduceMean"' "json op_type"
-expect "$T/rms.out" '"triage": "precision breakdown"' "json triage"
-expect "$T/rms.out" '"verdict": "precision breakdown"' "json verdict"
+file_matches "$T/rms.out" '"op_type": "ReduceMean"' "json op_type"
+file_matches "$T/rms.out" '"triage": "precision breakdown"' "json triage"
+file_matches "$T/rms.out" '"verdict": "precision breakdown"' "json verdict"
 # a fixed tolerance overrides the floors: the same tensor, judged by it
-run rmstol 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01
-expect "$T/rmstol.out" "outside tolerance \\(--atol/--rtol\\)" "tolerance named"
-expect "$T/rmstol.out" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect by tolerance"
+run_named rmstol 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01
+file_matches "$T/rmstol.out" "outside tolerance \\(--atol/--rtol\\)" "tolerance named"
+file_matches "$T/rmstol.out" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect by tolerance"
 
-run rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp32
-expect "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
-expect "$T/rms32.out" 'matches at fp16 precision' "within the fp16 floor"
+run_named rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp32
+file_matches "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
+file_matches "$T/rms32.out" 'matches at fp16 precision' "within the fp16 floor"
 
-run wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
-expect "$T/wrong.out" "first tensor beyond its noise floor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"
-expect "$T/wrong.out" "input 0: 'h' float32\\[2,32\\]" "its input"
-expect "$T/wrong.out" "last matching tensor: 'h'" "last match"
-expect "$T/wrong.out" 'triage: wrong result \(wrong kernel or rewrite\)' "triage"
-expect "$T/wrong.out" 'x the fp32 noise floor' "the ratio"
-run wrongj 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx" --json
-expect "$T/wrongj.out" '"node": "silu_sig"' "json node"
-expect "$T/wrongj.out" '"triage": "wrong result \(wrong kernel or rewrite\)"' "json triage"
-expect "$T/wrongj.out" '"verdict": "wrong result"' "json verdict"
+run_named wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
+file_matches "$T/wrong.out" "first tensor beyond its noise floor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"
+file_matches "$T/wrong.out" "input 0: 'h' float32\\[2,32\\]" "its input"
+file_matches "$T/wrong.out" "last matching tensor: 'h'" "last match"
+file_matches "$T/wrong.out" 'triage: wrong result \(wrong kernel or rewrite\)' "triage"
+file_matches "$T/wrong.out" 'x the fp32 noise floor' "the ratio"
+run_named wrongj 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx" --json
+file_matches "$T/wrongj.out" '"node": "silu_sig"' "json node"
+file_matches "$T/wrongj.out" '"triage": "wrong result \(wrong kernel or rewrite\)"' "json triage"
+file_matches "$T/wrongj.out" '"verdict": "wrong result"' "json verdict"
 
-run same 0 bisect "$D/swish_original.onnx" --against "$D/swish_original.onnx"
-expect "$T/same.out" 'no intermediate tensor diverges' "self"
-run cnn 0 bisect "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --sample 1
+run_named same 0 bisect "$D/swish_original.onnx" --against "$D/swish_original.onnx"
+file_matches "$T/same.out" 'no intermediate tensor diverges' "self"
+run_named cnn 0 bisect "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$SRC/examples/tiny_cnn_inputs" --sample 1
 
-run usage1 2 gate "$SRC/examples/tiny_cnn.onnx"
-run usage2 2 gate "$SRC/examples/tiny_cnn.onnx" --target nosuch
-run usage3 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 2 --inputs "$SRC/examples/tiny_cnn_inputs"
-run usage4 2 bisect "$SRC/examples/tiny_cnn.onnx"
-run usage5 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$T/nowhere"
+run_named usage1 2 gate "$SRC/examples/tiny_cnn.onnx"
+run_named usage2 2 gate "$SRC/examples/tiny_cnn.onnx" --target nosuch
+run_named usage3 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 2 --inputs "$SRC/examples/tiny_cnn_inputs"
+run_named usage4 2 bisect "$SRC/examples/tiny_cnn.onnx"
+run_named usage5 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$T/nowhere"
 
-[ "$fails" = 0 ] && echo "gate_cli: ok" || echo "gate_cli: $fails failure(s)"
-[ "$fails" = 0 ]
+finish

@@ -17,8 +17,9 @@
 #    other than the SVG namespace.
 # Skips (77) without chromium or node. Usage: html_report.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
+CG=$bin
 CHROMIUM=${CG_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then
     echo "SKIP: no chromium (scripts/setup.sh installs Debian's chromium package)"
@@ -31,9 +32,8 @@ fi
 OUT=$(pwd)/html_report
 rm -rf "$OUT"
 mkdir -p "$OUT"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { # check NAME [--hostile TEXT]
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+browser_check() { # browser_check NAME [--hostile TEXT]
     local name=$1
     shift
     node "$SRC/tests/browser/check_report.js" --chromium "$CHROMIUM" --html "$OUT/$name.html" \
@@ -62,13 +62,13 @@ gate() { # gate NAME EXPECTED_RC ARGS...
 gate tiny_cnn_xnnpack 0 "$SRC/examples/tiny_cnn.onnx" --target xnnpack \
     --inputs "$SRC/examples/tiny_cnn_inputs"
 static_checks tiny_cnn_xnnpack
-check tiny_cnn_xnnpack
+browser_check tiny_cnn_xnnpack
 
 gate rmsnorm_litert_gpu 1 "$SRC/examples/rmsnorm_fp16.onnx" --target litert-gpu \
     --inputs "$SRC/examples/rmsnorm_fp16_inputs"
 static_checks rmsnorm_litert_gpu
 grep -q '"first_divergent"' "$OUT/rmsnorm_litert_gpu.json" || fail "rmsnorm: no bisection in the JSON"
-check rmsnorm_litert_gpu
+browser_check rmsnorm_litert_gpu
 
 gate torch_like_nnapi 0 "$SRC/tests/data/lower/torch_like.onnx" --target nnapi --random 1
 static_checks torch_like_nnapi
@@ -99,14 +99,10 @@ then
     if grep -q '<script>window.__pwned\|<img\|<b class\|<svg onload\|<i>second' "$OUT/hostile.html"; then
         fail "hostile: raw markup from the model in the HTML file"
     fi
-    check hostile --hostile "$HOSTILE"
+    browser_check hostile --hostile "$HOSTILE"
 else
     fail "hostile: could not build the model (python3-onnx)"
 fi
 
 echo "screenshots: $OUT/*.png"
-if [ "$fails" -ne 0 ]; then
-    echo "$fails failure(s)"
-    exit 1
-fi
-echo "html_report: all checks passed"
+finish

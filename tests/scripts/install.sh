@@ -8,10 +8,7 @@ set -u
 bin=${1:?usage: install.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: install.sh CONVGATE_BINARY SOURCE_DIR}
 build=$(dirname "$bin")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAILED: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
 prefix="$tmp/prefix"
 if ! cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1; then
@@ -142,8 +139,6 @@ else
     echo "note: help2man absent, man pages not checked"
 fi
 
-if [ $fails -ne 0 ]; then
-    echo "install: $fails failure(s)"
-    exit 1
-fi
-echo "install: binary, library, headers, profiles, pkg-config and man pages work from $prefix"
+[ "$fails" -ne 0 ] ||
+    echo "install: binary, library, headers, profiles, pkg-config and man pages work from $prefix"
+finish

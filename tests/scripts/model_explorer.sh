@@ -14,18 +14,17 @@
 #  - the validator rejects broken files (so this test can fail).
 # Usage: model_explorer.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
+CG=$bin
 PY=/usr/bin/python3
 if ! $PY -c 'import onnx' 2>/dev/null; then
     echo "SKIP: no python3-onnx (scripts/setup.sh installs it)"
     exit 77
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+T=$tmp
 V="$SRC/tests/model_explorer/validate_node_data.py"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 valid() { # valid MODEL FILE [--expect-key K=V]...
     $PY "$V" "$@" || fail "$2 does not validate"
 }
@@ -102,8 +101,4 @@ invalid "$RMS" "$B/grad.json" "a gradient without stops 0 and 1"
 echo '{"rmsnorm_fp16": {"results": {"mean_sq": {"value": 1, "colour": "red"}}}}' >"$B/field.json"
 invalid "$RMS" "$B/field.json" "an unknown result field"
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails failure(s)"
-    exit 1
-fi
-echo "model_explorer: all checks passed"
+finish

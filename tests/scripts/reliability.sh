@@ -43,7 +43,7 @@ expect_rc() {
     if crashed; then no "crash or hang (exit $rc), expected exit $1"; return 1; fi
     [ "$rc" = "$1" ] || { no "exit $rc, expected $1"; return 1; }
 }
-expect_out() { grep -qiE -- "$1" "$out" || { no "output does not match /$1/"; return 1; }; }
+out_matches() { grep -qiE -- "$1" "$out" || { no "output does not match /$1/"; return 1; }; }
 
 case_() {
     local name=$1
@@ -63,7 +63,7 @@ case_() {
 # A graph input whose name is absent crashed `run` (NULL strcmp).
 t_run_unnamed_input() {
     run_cg run "$data/unnamed_input.onnx" --random
-    expect_rc 2 && expect_out "input 1 has no name"
+    expect_rc 2 && out_matches "input 1 has no name"
 }
 
 # ConvTranspose over an empty spatial axis: SIGFPE on an empty last axis,
@@ -71,11 +71,11 @@ t_run_unnamed_input() {
 # in = 0); an output axis of 0 or less is refused, as ORT does.
 t_convtranspose_empty_axis() {
     run_cg run "$data/convt_empty_h.onnx" --random
-    expect_rc 0 && expect_out "float32 \[1,1,1,4\]" || return 1
+    expect_rc 0 && out_matches "float32 \[1,1,1,4\]" || return 1
     run_cg run "$data/convt_empty_w.onnx" --random
-    expect_rc 0 && expect_out "float32 \[1,1,4,1\]" || return 1
+    expect_rc 0 && out_matches "float32 \[1,1,4,1\]" || return 1
     run_cg run "$data/convt_empty_out.onnx" --random
-    expect_rc 1 && expect_out "output extent 0 on spatial axis 0"
+    expect_rc 1 && out_matches "output extent 0 on spatial axis 0"
 }
 
 # Saving a model onto itself (SIGBUS, model left at 0 bytes), external data
@@ -101,7 +101,7 @@ t_save_over_source() {
     run_cg run "$d/m.onnx" --random --dim batch=1
     expect_rc 0 || { no "a model saved inline over itself does not run"; return 1; }
     run_cg save "$d/m.onnx" -o "$d/out.onnx" --external-data out.onnx
-    expect_rc 2 && expect_out "output model's own name" || return 1
+    expect_rc 2 && out_matches "output model's own name" || return 1
     [ ! -e "$d/out.onnx" ] || { no "out.onnx was written"; return 1; }
 }
 
@@ -116,7 +116,7 @@ t_mapped_file_shrinks() {
     local bg=$!
     run_cg run "$d/model.onnx"
     wait "$bg"
-    expect_rc 2 && expect_out "w\.bin' shrank while"
+    expect_rc 2 && out_matches "w\.bin' shrank while"
 }
 
 # Writes are atomic: over a file size limit (ulimit -f, like a full disk)
@@ -128,7 +128,7 @@ t_atomic_writes() {
     cp "$m" "$d/good.onnx"
     ( ulimit -f 64; exec "$cg" save "$m" -o "$d/good.onnx" ) > "$out" 2>&1
     rc=$?
-    expect_rc 2 && expect_out "failed|too large" || return 1
+    expect_rc 2 && out_matches "failed|too large" || return 1
     cmp -s "$m" "$d/good.onnx" || { no "save replaced a good model with a truncated one"; return 1; }
     ls "$d" | grep -q '\.tmp\.' && { no "a temporary file was left behind"; return 1; }
     run_cg run "$m" --random --dim batch=1 -o "$d/o"
@@ -198,9 +198,9 @@ t_many_items() {
 # inside the image is bounded up front.
 t_pool_huge_kernel() {
     CG_TIMEOUT=10 run_cg run "$data/pool_huge_kernel.onnx" --random
-    expect_rc 0 && expect_out "float32 \[1,1,4,4\]" || return 1
+    expect_rc 0 && out_matches "float32 \[1,1,4,4\]" || return 1
     CG_TIMEOUT=10 run_cg run "$data/pool_huge_work.onnx" --random
-    expect_rc 1 && expect_out "window taps"
+    expect_rc 1 && out_matches "window taps"
 }
 
 # A FIFO anywhere convgate opens a file blocked forever.
@@ -209,9 +209,9 @@ t_fifo_inputs() {
     mkdir -p "$d/ext" "$d/gold"
     mkfifo "$d/model.onnx" "$d/x.npy" "$d/tol.json" "$d/gold/manifest.json" "$d/ext/w.bin"
     CG_TIMEOUT=10 run_cg check "$d/model.onnx"
-    expect_rc 2 && expect_out "FIFO" || return 1
+    expect_rc 2 && out_matches "FIFO" || return 1
     CG_TIMEOUT=10 run_cg run "$m" -i "input=$d/x.npy"
-    expect_rc 2 && expect_out "FIFO" || return 1
+    expect_rc 2 && out_matches "FIFO" || return 1
     CG_TIMEOUT=10 run_cg compare "$m" --target xnnpack --tol "$d/tol.json"
     crashed && { no "compare --tol FIFO"; return 1; }
     [ "$rc" = 2 ] || { no "compare --tol FIFO: exit $rc"; return 1; }
@@ -230,7 +230,7 @@ for t in m.graph.initializer:
 open(sys.argv[1], "wb").write(m.SerializeToString())
 PY
     CG_TIMEOUT=10 run_cg check "$d/ext/m.onnx"
-    expect_rc 2 && expect_out "FIFO|not a regular file"
+    expect_rc 2 && out_matches "FIFO|not a regular file"
 }
 
 # --- budgets -----------------------------------------------------------------
@@ -240,17 +240,17 @@ PY
 t_time_limit() {
     local m="$data/loop_forever.onnx" c
     CG_TIMEOUT=20 run_cg run "$m" --time-limit 2
-    expect_rc 1 && expect_out "node 'forever' \(Loop\).*time limit of 2 s" || return 1
+    expect_rc 1 && out_matches "node 'forever' \(Loop\).*time limit of 2 s" || return 1
     for c in gate compare bisect profile assign; do
         CG_TIMEOUT=30 run_cg "$c" "$m" --target xnnpack --time-limit 2
         crashed && { no "$c --time-limit 2: exit $rc"; return 1; }
-        expect_out "time limit of 2 s" || { no "$c did not stop at the time limit"; return 1; }
+        out_matches "time limit of 2 s" || { no "$c did not stop at the time limit"; return 1; }
     done
     CG_TIMEOUT=30 run_cg convert "$m" --target xnnpack -o "$tmp/tlc" --random 1 --time-limit 2
     crashed && { no "convert --time-limit 2: exit $rc"; return 1; }
-    expect_out "time limit of 2 s" || { no "convert did not stop at the time limit"; return 1; }
+    out_matches "time limit of 2 s" || { no "convert did not stop at the time limit"; return 1; }
     CG_TIMEOUT=20 run_cg dump-ref "$m" -o "$tmp/tl" --random 1 --time-limit 2
-    [ "$rc" != 0 ] && ! crashed && expect_out "time limit of 2 s" || return 1
+    [ "$rc" != 0 ] && ! crashed && out_matches "time limit of 2 s" || return 1
     run_cg dump-ref "$src/examples/tiny_cnn.onnx" -o "$tmp/tl2" --random 1 --dim batch=1
     expect_rc 0 || return 1
     run_cg verify "$src/examples/tiny_cnn.onnx" --golden "$tmp/tl2" --time-limit 100
@@ -263,15 +263,15 @@ t_time_limit() {
 t_max_memory() {
     # 512 MiB filled before the refusal: ~20 s under ASan on a busy machine
     CG_TIMEOUT=120 run_cg run "$data/alloc_8x512m.onnx" --max-memory 1G
-    expect_rc 1 && expect_out "node 'big1' \(ConstantOfShape\).*memory budget" || return 1
+    expect_rc 1 && out_matches "node 'big1' \(ConstantOfShape\).*memory budget" || return 1
     run_cg run "$data/alloc_8x512m.onnx" --max-memory lots
-    expect_rc 2 && expect_out "--max-memory expects BYTES"
+    expect_rc 2 && out_matches "--max-memory expects BYTES"
 }
 
 # Densifying a sparse initializer ignored --max-alloc (4 GiB from 1 value).
 t_sparse_densify_limit() {
     run_cg run "$data/sparse_4g.onnx" --max-alloc 1M
-    expect_rc 2 && expect_out "sparse tensor 'S'.*exceed the limit"
+    expect_rc 2 && out_matches "sparse tensor 'S'.*exceed the limit"
 }
 
 # A small .npz of many short strings took gigabytes: every string's heap
@@ -283,7 +283,7 @@ t_npz_strings() {
     ( $vmem_limit; exec timeout 30 "$cg" run "$data/strings_identity.onnx" -i "x=$tmp/s.npz" \
         --max-alloc 256M ) > "$out" 2>&1
     rc=$?
-    expect_rc 2 && expect_out "exceed the limit"
+    expect_rc 2 && out_matches "exceed the limit"
 }
 
 # --- wrong results -----------------------------------------------------------
@@ -292,10 +292,10 @@ t_npz_strings() {
 # declared and int64[4] or float32[8] is produced.
 t_declared_outputs() {
     run_cg run "$data/out_dtype.onnx" --random
-    expect_rc 1 && expect_out "declares element type float32, the graph produced int64" ||
+    expect_rc 1 && out_matches "declares element type float32, the graph produced int64" ||
         return 1
     run_cg run "$data/out_shape.onnx" --random
-    expect_rc 0 && expect_out "warning: graph output 'y': the model declares shape \[4\], the graph produced \[8\]" ||
+    expect_rc 0 && out_matches "warning: graph output 'y': the model declares shape \[4\], the graph produced \[8\]" ||
         return 1
     local f
     for f in out_dtype out_shape; do
@@ -310,7 +310,7 @@ t_declared_outputs() {
 # Strings were cut at an embedded NUL: Equal("a\0b", "a\0c") was true.
 t_strings_with_nul() {
     run_cg run "$data/equal_strings.onnx" -i "a=$data/equal_a.pb" -i "b=$data/equal_b.pb"
-    expect_rc 0 && expect_out "output 'eq': bool \[1\]  min 0  max 0"
+    expect_rc 0 && out_matches "output 'eq': bool \[1\]  min 0  max 0"
 }
 
 # Model strings with terminal escape codes were printed raw: a model could
@@ -366,13 +366,13 @@ t_golden_symlinks() {
     rm -rf "${g:?}/$set"
     ln -s "$tmp/gold.real/$set" "$g/$set"
     run_cg verify "$m" --golden "$g"
-    expect_rc 2 && expect_out "symbolic link" || return 1
+    expect_rc 2 && out_matches "symbolic link" || return 1
     rm -f "$g/$set"
     cp -r "$tmp/gold.real/$set" "$g/$set"
     rm -f "$g/manifest.json"
     ln -s "$tmp/gold.real/manifest.json" "$g/manifest.json"
     run_cg verify "$m" --golden "$g"
-    expect_rc 2 && expect_out "symbolic link"
+    expect_rc 2 && out_matches "symbolic link"
 }
 
 # --- sanitizer-only -----------------------------------------------------------

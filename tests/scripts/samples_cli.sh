@@ -7,24 +7,13 @@
 # Models are made by /usr/bin/python3 (onnx + numpy); without them: skip (77).
 # Usage: samples_cli.sh CONVGATE SOURCE_DIR
 set -u
-CG=${1:?convgate binary}
+bin=${1:?convgate binary}
 SRC=${2:?source dir}
 PY=/usr/bin/python3
 $PY -c "import onnx, numpy" 2>/dev/null || { echo "skip: python3 onnx/numpy missing"; exit 77; }
-T=$(mktemp -d /tmp/cg_samples_cli.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect RC CMD...: runs CMD (stdout in $T/out, stderr in $T/err), checks the exit status
-expect() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    [ "$rc" = "$want" ] || { fail "exit $rc, expected $want: $*"; head -20 "$T/err" "$T/out"; }
-}
-out_has() { grep -qF -- "$1" "$T/out" || { fail "stdout lacks '$1'"; head -20 "$T/out"; }; }
-err_has() { grep -qF -- "$1" "$T/err" || { fail "stderr lacks '$1'"; head -20 "$T/err"; }; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+CG=$bin
+T=$tmp
 # json FILE 'python over env' : the envelope of FILE satisfies the expression
 json() { $PY -c 'import json, sys; env = json.load(open(sys.argv[1])); r = env["result"]; sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" || fail "JSON $1: $2"; }
 
@@ -92,19 +81,19 @@ TWO=$T/two.onnx
 
 # --- one input-folder rule: every command reads the same three layouts -----------------
 for layout in flat numbered sets; do
-    expect 0 "$CG" compare "$TWO" --target xnnpack --inputs "$T/$layout"
-    out_has "verdict: PASS"
-    expect 0 "$CG" dump-ref "$TWO" --inputs "$T/$layout" -o "$T/g_$layout"
+    expect_cg 0 compare "$TWO" --target xnnpack --inputs "$T/$layout"
+    expect_out "verdict: PASS"
+    expect_cg 0 dump-ref "$TWO" --inputs "$T/$layout" -o "$T/g_$layout"
     [ -f "$T/g_$layout/manifest.json" ] || fail "dump-ref --inputs $layout wrote no golden set"
-    expect 0 "$CG" gate "$TWO" --target xnnpack --inputs "$T/$layout"
-    expect 0 "$CG" bisect "$TWO" --target xnnpack --inputs "$T/$layout"
+    expect_cg 0 gate "$TWO" --target xnnpack --inputs "$T/$layout"
+    expect_cg 0 bisect "$TWO" --target xnnpack --inputs "$T/$layout"
 done
-out_has "no intermediate tensor diverges"
-expect 0 "$CG" run "$TWO" --inputs "$T/flat"
-out_has "output 'a:0': float32 [3,4]"
-expect 2 "$CG" run "$TWO" --inputs "$T/sets"
-err_has "holds 2 samples: pick one with --sample N or NAME"
-expect 0 "$CG" run "$TWO" --inputs "$T/sets" --sample s2
+expect_out "no intermediate tensor diverges"
+expect_cg 0 run "$TWO" --inputs "$T/flat"
+expect_out "output 'a:0': float32 [3,4]"
+expect_cg 2 run "$TWO" --inputs "$T/sets"
+expect_err "holds 2 samples: pick one with --sample N or NAME"
+expect_cg 0 run "$TWO" --inputs "$T/sets" --sample s2
 # a flat set is named after its folder; numbered sets by N
 json_file=$T/flat.json
 "$CG" verify "$TWO" --golden "$T/g_flat" --json >"$json_file" 2>"$T/err" || fail "verify flat golden"
@@ -115,73 +104,73 @@ json "$json_file" '[s["name"] for s in r["sets"]] == ["0", "1"]'
 # --- one output-name-to-file rule: run -o then compare --outputs-from pairs right ------
 # "a:0" and "a/0" both keep to "a_0": the second is a_0_2, by the same rule on
 # both sides, so the pairing is exact (before: compare read a_0.npy for both)
-expect 0 "$CG" run "$TWO" --inputs "$T/flat" -o "$T/dev/deep/er"
+expect_cg 0 run "$TWO" --inputs "$T/flat" -o "$T/dev/deep/er"
 [ -f "$T/dev/deep/er/a_0.npy" ] && [ -f "$T/dev/deep/er/a_0_2.npy" ] ||
     fail "-o made its parent folders and wrote a_0.npy and a_0_2.npy"
 # --outputs-from needs no --target (before: "--target is required")
-expect 0 "$CG" compare "$TWO" --inputs "$T/flat" --outputs-from "$T/dev/deep/er"
-out_has "output a/0: PASS"; out_has "verdict: PASS"
+expect_cg 0 compare "$TWO" --inputs "$T/flat" --outputs-from "$T/dev/deep/er"
+expect_out "output a/0: PASS"; expect_out "verdict: PASS"
 cp "$T/dev/deep/er/a_0.npy" "$T/dev/deep/er/a_0_2.npy"
-expect 1 "$CG" compare "$TWO" --inputs "$T/flat" --outputs-from "$T/dev/deep/er"
-out_has "output a/0: FAIL"
-expect 0 "$CG" compare --help
-out_has "input:0 -> input_0.npy"
+expect_cg 1 compare "$TWO" --inputs "$T/flat" --outputs-from "$T/dev/deep/er"
+expect_out "output a/0: FAIL"
+expect_cg 0 compare --help
+expect_out "input:0 -> input_0.npy"
 
 # --- one random-input policy -------------------------------------------------------------
 # token ids are never negative by default: integers are 0 or 1, documented
-expect 0 "$CG" run "$T/ids.onnx" --random --json
+expect_cg 0 run "$T/ids.onnx" --random --json
 json "$T/out" 'r["outputs"][0]["min"] >= 0 and r["outputs"][0]["max"] <= 5'
-expect 0 "$CG" run --help
-out_has "integers 0 or 1"
+expect_cg 0 run --help
+expect_out "integers 0 or 1"
 # --range on every command that feeds a model, per input or for all
-expect 0 "$CG" run "$T/ids.onnx" --random --range ids=9,9 --json
+expect_cg 0 run "$T/ids.onnx" --random --range ids=9,9 --json
 json "$T/out" 'r["outputs"][0]["min"] == 27 and r["outputs"][0]["max"] == 29'
 for cmd in "compare --target xnnpack" "gate --target xnnpack" "bisect --target xnnpack" \
            "profile --runs 1" "assign --target xnnpack"; do
-    expect 0 "$CG" $cmd "$T/ids.onnx" --range ids=2,4
-    expect 2 "$CG" $cmd "$T/ids.onnx" --range idz=2,4
-    err_has "--range idz: the model has no input of that name; its inputs are: ids"
+    expect_cg 0 $cmd "$T/ids.onnx" --range ids=2,4
+    expect_cg 2 $cmd "$T/ids.onnx" --range idz=2,4
+    expect_err "--range idz: the model has no input of that name; its inputs are: ids"
 done
-expect 0 "$CG" dump-ref "$T/ids.onnx" --random 1 --range 9,9 -o "$T/g_ids"
+expect_cg 0 dump-ref "$T/ids.onnx" --random 1 --range 9,9 -o "$T/g_ids"
 # the same seed gives the same inputs to run, dump-ref (sample 0) and gate
 "$CG" run "$TWO" --random --seed 11 --dim N=2 -o "$T/r11" >/dev/null 2>&1 || fail "run --seed 11"
-expect 0 "$CG" dump-ref "$TWO" --random 1 --seed 11 --dim N=2 -o "$T/g11"
+expect_cg 0 dump-ref "$TWO" --random 1 --seed 11 --dim N=2 -o "$T/g11"
 cmp -s "$T/r11/a_0.npy" "$T/g11/random-0/outputs/a_0.npy" || fail "run and dump-ref sample 0 differ"
 # an unknown --dim symbol is an error naming the model's (before: ignored)
 for cmd in "run --random" "compare --target xnnpack" "gate --target xnnpack" \
            "bisect --target xnnpack" "profile --runs 1" "assign --target xnnpack"; do
-    expect 2 "$CG" $cmd "$TWO" --dim n=2
-    err_has "--dim n: no input has a dim of that name; the model's symbolic dims are: N"
+    expect_cg 2 $cmd "$TWO" --dim n=2
+    expect_err "--dim n: no input has a dim of that name; the model's symbolic dims are: N"
 done
 
 # --shape NAME=DxD... sizes an input whose dims have no names, everywhere --dim is
 U="$T/unnamed.onnx"
-expect 1 "$CG" run "$U" --random
-expect 0 "$CG" run "$U" --random --shape x=2x32 --json
+expect_cg 1 run "$U" --random
+expect_cg 0 run "$U" --random --shape x=2x32 --json
 json "$T/out" 'r["outputs"][0]["shape"] == [1, 64]'
 for cmd in "compare --target xnnpack" "gate --target xnnpack" "bisect --target xnnpack" \
            "profile --runs 1" "assign --target xnnpack" "noise"; do
-    expect 0 "$CG" $cmd "$U" --shape x=4x16
+    expect_cg 0 $cmd "$U" --shape x=4x16
 done
-expect 0 "$CG" dump-ref "$U" --random 1 --shape x=8x8 -o "$T/g_unnamed"
-expect 2 "$CG" run "$U" --random --shape y=2x32
-err_has "--shape y: the model has no input of that name; its inputs are: x"
-expect 2 "$CG" run "$U" --random --shape x=2x4x8
-err_has "--shape x: 3 dims given, but input 'x' has rank 2"
-expect 2 "$CG" run "$U" --random --shape x=0x64
-err_has "--shape x: dim 0 is '0'"
-expect 2 "$CG" run "$TWO" --random --shape x=2x5
-err_has "--shape x: dim 1 is 4 in the model, not 5"
-expect 0 "$CG" run "$TWO" --random --shape x=3x4 --json
+expect_cg 0 dump-ref "$U" --random 1 --shape x=8x8 -o "$T/g_unnamed"
+expect_cg 2 run "$U" --random --shape y=2x32
+expect_err "--shape y: the model has no input of that name; its inputs are: x"
+expect_cg 2 run "$U" --random --shape x=2x4x8
+expect_err "--shape x: 3 dims given, but input 'x' has rank 2"
+expect_cg 2 run "$U" --random --shape x=0x64
+expect_err "--shape x: dim 0 is '0'"
+expect_cg 2 run "$TWO" --random --shape x=2x5
+expect_err "--shape x: dim 1 is 4 in the model, not 5"
+expect_cg 0 run "$TWO" --random --shape x=3x4 --json
 json "$T/out" 'r["outputs"][0]["shape"] == [3, 4]'
 
 # --- tolerance files: one parser, a typo refused everywhere ---------------------------------
 echo '{"outputs": {"a:O": {"atol": 1}}}' >"$T/typo.json"
-expect 2 "$CG" compare "$TWO" --target xnnpack --inputs "$T/sets" --tol "$T/typo.json"
-err_has "the model has no output 'a:O'"
+expect_cg 2 compare "$TWO" --target xnnpack --inputs "$T/sets" --tol "$T/typo.json"
+expect_err "the model has no output 'a:O'"
 # before: verify ignored the typo and passed
-expect 2 "$CG" verify "$TWO" --golden "$T/g_sets" --tol "$T/typo.json"
-err_has "the model has no output 'a:O'"
+expect_cg 2 verify "$TWO" --golden "$T/g_sets" --tol "$T/typo.json"
+expect_err "the model has no output 'a:O'"
 
 # --- a golden set covers every model output (before: verify passed a partial one) ---------
 cp -r "$T/g_sets" "$T/g_part"
@@ -197,31 +186,31 @@ for s in s1 s2; do
     "$CG" run "$TWO" -i "x=$T/sets/$s/x.npy" -o "$T/dev2/$s" >/dev/null 2>&1
     $PY -c 'import numpy as np, sys; p = sys.argv[1]; np.save(p, np.load(p) + 1000)' "$T/dev2/$s/a_0_2.npy"
 done
-expect 2 "$CG" verify "$TWO" --golden "$T/g_part" --outputs-from "$T/dev2"
-err_has "golden set 's1' has no output 'a/0' of the model"
-expect 2 "$CG" gate "$TWO" --target xnnpack --golden "$T/g_part"
-err_has "has no output 'a/0'"
+expect_cg 2 verify "$TWO" --golden "$T/g_part" --outputs-from "$T/dev2"
+expect_err "golden set 's1' has no output 'a/0' of the model"
+expect_cg 2 gate "$TWO" --target xnnpack --golden "$T/g_part"
+expect_err "has no output 'a/0'"
 
 # --- JSON: one envelope, inf encoded, never a dropped key ------------------------------------
 # gate --json: the fp16 sum of squares overflows: max_abs is inf (before: the key was dropped)
-expect 1 "$CG" gate "$T/sq.onnx" --target litert-gpu --inputs "$T/big" --json "$T/gate.json"
+expect_cg 1 gate "$T/sq.onnx" --target litert-gpu --inputs "$T/big" --json "$T/gate.json"
 json "$T/gate.json" 'env["command"] == "gate" and env["status"] == "fail" and env["exit_code"] == 1'
 $PY -c 'import json, sys; o = json.load(open(sys.argv[1])); o = o.get("result", o)["matches"]["outputs"][0]; sys.exit(0 if o.get("max_abs") == "inf" else 1)' "$T/gate.json" ||
     fail "gate --json: max_abs of the overflowing output is not \"inf\""
 # an unwritable --json PATH fails before the gate runs (before: after the whole gate)
 touch "$T/file"
-expect 2 "$CG" gate "$T/sq.onnx" --target litert-gpu --json "$T/file/report.json"
-err_has "--json $T/file/report.json"
+expect_cg 2 gate "$T/sq.onnx" --target litert-gpu --json "$T/file/report.json"
+expect_err "--json $T/file/report.json"
 grep -q "GATE 1" "$T/out" && fail "gate ran before its unwritable --json failed"
 # ...and a writable one in missing folders is made
-expect 1 "$CG" gate "$T/sq.onnx" --target litert-gpu --random 1 --range 300,400 --json "$T/j/k/g.json"
+expect_cg 1 gate "$T/sq.onnx" --target litert-gpu --random 1 --range 300,400 --json "$T/j/k/g.json"
 [ -f "$T/j/k/g.json" ] || fail "--json PATH: folders not made"
 # errors print JSON too when --json is given
-expect 2 "$CG" compare "$TWO" --target nosuch --json
+expect_cg 2 compare "$TWO" --target nosuch --json
 json "$T/out" 'env["status"] == "error" and env["exit_code"] == 2 and r is None and "nosuch" in env["errors"][0]["message"]'
-expect 2 "$CG" run "$T/nosuch.onnx" --json
+expect_cg 2 run "$T/nosuch.onnx" --json
 json "$T/out" 'env["command"] == "run" and env["status"] == "error" and len(env["errors"]) == 1'
-expect 0 "$CG" check "$TWO" --json
+expect_cg 0 check "$TWO" --json
 json "$T/out" 'env["command"] == "check" and env["status"] == "ok" and r["ok"] is True'
 for cmd in "inspect" "targets"; do
     "$CG" $cmd $([ "$cmd" = inspect ] && echo "$TWO") --json >"$T/out" 2>"$T/err" || fail "$cmd --json"
@@ -229,14 +218,10 @@ for cmd in "inspect" "targets"; do
 done
 # a name that is not UTF-8 is escaped as \xNN, never dropped (before: run dropped
 # "name", assign --json failed)
-expect 0 "$CG" run "$T/odd.onnx" --random --json
+expect_cg 0 run "$T/odd.onnx" --random --json
 json "$T/out" 'r["outputs"][0]["name"] == "o\\xFF\\xFE"'
-expect 0 "$CG" assign "$T/odd.onnx" --target xnnpack --json
+expect_cg 0 assign "$T/odd.onnx" --target xnnpack --json
 json "$T/out" 'env["status"] == "ok" and r is not None'
 grep -qF 'o\\xFF\\xFE' "$T/out" || fail "assign --json: escaped name missing"
 
-if [ "$fails" -ne 0 ]; then
-    echo "samples_cli: $fails failure(s)"
-    exit 1
-fi
-echo "samples_cli: ok"
+finish

@@ -10,6 +10,8 @@
 #
 # check WHAT CMD...   CMD must succeed; otherwise "FAILED: WHAT", the last
 #                     output and error, and one more failure counted
+# fail WHAT           one more failure counted, "FAILED: WHAT" (for checks
+#                     that are not one command: `cmd || fail "..."`)
 # cg ARGS...          run "$bin" ARGS; status in $tmp/rc
 # rc N                the last cg exited N
 # out_has S / has S   stdout of the last command holds the fixed string S
@@ -17,6 +19,13 @@
 # out_json EXPR       Python EXPR over j (or r), the "result" of the JSON on
 #                     stdout (json, math and sys imported)
 # expect_exit N CMD.. run CMD (both streams to $tmp/out), check it exits N
+# expect_cg N ARGS... cg ARGS (stdout and stderr apart), check it exits N
+# expect_out S...     check that stdout of the last command holds each S
+# expect_err S...     the same for its stderr
+# run_named NAME N ARGS...  run "$bin" ARGS, stdout in $tmp/NAME.out and
+#                     stderr in $tmp/NAME.err, check it exits N
+# file_matches FILE ERE [WHAT]  FILE has a line matching ERE (else the file
+#                     is shown); file_lacks FILE ERE [WHAT]: it has none
 # finish [SKIPPED]    the verdict: exit 1 after a failure; 77 when SKIPPED
 #                     (what was not checked) is given; 0 otherwise
 set -u
@@ -36,6 +45,11 @@ check() {
         [ -f "$tmp/err" ] && sed 's/^/  stderr: /' "$tmp/err" | head -60 >&2
         fails=$((fails + 1))
     fi
+    return 0
+}
+fail() {
+    echo "FAILED: $*" >&2
+    fails=$((fails + 1))
     return 0
 }
 cg() {
@@ -59,6 +73,43 @@ expect_exit() {
     local got=$?
     echo "$got" >"$tmp/rc"
     check "exit $got (wanted $want): $*" test "$got" -eq "$want"
+}
+expect_cg() {
+    local want=$1
+    shift
+    cg "$@"
+    check "exit $(cat "$tmp/rc") (wanted $want): convgate $*" rc "$want"
+}
+expect_out() {
+    local s
+    for s in "$@"; do check "stdout has '$s'" out_has "$s"; done
+}
+expect_err() {
+    local s
+    for s in "$@"; do check "stderr has '$s'" err_has "$s"; done
+}
+run_named() {
+    local name=$1 want=$2
+    shift 2
+    "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        fail "$name: exit $got, expected $want: convgate $*"
+        head -30 "$tmp/$name.out" "$tmp/$name.err" >&2
+    fi
+    return 0
+}
+file_matches() {
+    grep -Eq -- "$2" "$1" && return 0
+    fail "${3:-$1}: /$2/ not in $1"
+    sed 's/^/    /' "$1" 2>/dev/null | head -40 >&2
+    return 0
+}
+file_lacks() {
+    grep -Eq -- "$2" "$1" || return 0
+    fail "${3:-$1}: /$2/ in $1"
+    grep -E -- "$2" "$1" | head -5 >&2
+    return 0
 }
 finish() {
     if [ "$fails" -ne 0 ]; then
