@@ -107,23 +107,33 @@ static cg_status parse_into(cg_model *m, const uint8_t *data, size_t size, const
     return st;
 }
 
-cg_status cg_model_load(const char *path, const cg_load_options *opt, cg_model **out,
-                        cg_error *err)
+/* A model holder over the file at path, mapped (at most CG_PROTOBUF_MAX
+ * bytes), with its path and folder; nothing parsed yet. On failure *out
+ * may hold the partial holder (cg_model_free it). */
+static cg_status model_mapped(const char *path, cg_model **out, cg_error *err)
 {
-    *out = NULL;
-    cg_model *m = model_new();
+    cg_model *m = *out = model_new();
     if (!m)
         return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
     cg_status st = cg_map_path_limited(path, CG_PROTOBUF_MAX, &m->mappings, err);
     if (st != CG_OK)
-        goto fail;
+        return st;
     m->file_size = m->mappings->size;
     m->path = strdup(path);
     m->base_dir = dir_of(path);
-    if (!m->path || !m->base_dir) {
-        st = cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
+    if (!m->path || !m->base_dir)
+        return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
+    return CG_OK;
+}
+
+cg_status cg_model_load(const char *path, const cg_load_options *opt, cg_model **out,
+                        cg_error *err)
+{
+    *out = NULL;
+    cg_model *m = NULL;
+    cg_status st = model_mapped(path, &m, err);
+    if (st != CG_OK)
         goto fail;
-    }
     if (m->file_size == 0) {
         st = cg_error_set(err, CG_PARSE, "%s: empty file is not an ONNX model", path);
         goto fail;
@@ -206,19 +216,10 @@ cg_status cg_tensor_proto_load(const char *path, cg_model **holder, cg_tensor_pr
 {
     *holder = NULL;
     *out = NULL;
-    cg_model *m = model_new();
-    if (!m)
-        return cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
-    cg_status st = cg_map_path_limited(path, CG_PROTOBUF_MAX, &m->mappings, err);
+    cg_model *m = NULL;
+    cg_status st = model_mapped(path, &m, err);
     if (st != CG_OK)
         goto fail;
-    m->file_size = m->mappings->size;
-    m->path = strdup(path);
-    m->base_dir = dir_of(path);
-    if (!m->path || !m->base_dir) {
-        st = cg_error_set(err, CG_NOMEM, "%s: out of memory", path);
-        goto fail;
-    }
     st = parse_tensor_into(m, m->mappings->addr, m->mappings->size, path, out, err);
     if (st != CG_OK)
         goto fail;

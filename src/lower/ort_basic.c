@@ -1073,6 +1073,25 @@ static ob_effect rule_relu_clip(ob_ctx *c, lg_graph *g, size_t ni)
     return EFF_REMOVED;
 }
 
+/* The four attributes of a Gemm the fusions below write (every one set,
+ * as ORT's fused node carries them all). */
+static void gemm_attrs(cg_attr attrs[4], int64_t ta, int64_t tb, float alpha, float beta)
+{
+    static const char *const names[4] = {"transA", "transB", "alpha", "beta"};
+    memset(attrs, 0, 4 * sizeof *attrs);
+    for (int i = 0; i < 4; i++) {
+        attrs[i].name = names[i];
+        attrs[i].has_type = true;
+        attrs[i].type = i < 2 ? CG_ATTR_INT : CG_ATTR_FLOAT;
+        attrs[i].has_i = i < 2;
+        attrs[i].has_f = i >= 2;
+    }
+    attrs[0].i = ta;
+    attrs[1].i = tb;
+    attrs[2].f = alpha;
+    attrs[3].f = beta;
+}
+
 /* GemmSumFusion (gemm_sum_fusion.cc:15-160): Gemm(A,B) -> Sum(., C) becomes
  * Gemm(A,B,C). */
 static ob_effect rule_gemm_sum(ob_ctx *c, lg_graph *g, size_t ni)
@@ -1106,20 +1125,7 @@ static ob_effect rule_gemm_sum(ob_ctx *c, lg_graph *g, size_t ni)
     lg_attr_int(n, "transB", &tb);
     lg_attr_float(n, "alpha", &alpha);
     cg_attr attrs[4];
-    memset(attrs, 0, sizeof attrs);
-    const char *names[4] = {"transA", "transB", "alpha", "beta"};
-    for (int i = 0; i < 4; i++) {
-        attrs[i].name = names[i];
-        attrs[i].has_type = true;
-    }
-    attrs[0].type = attrs[1].type = CG_ATTR_INT;
-    attrs[0].i = ta;
-    attrs[1].i = tb;
-    attrs[0].has_i = attrs[1].has_i = true;
-    attrs[2].type = attrs[3].type = CG_ATTR_FLOAT;
-    attrs[2].f = alpha;
-    attrs[3].f = 1.f;
-    attrs[2].has_f = attrs[3].has_f = true;
+    gemm_attrs(attrs, ta, tb, alpha, 1.f);
     const char *ins[3] = {n->inputs[0], n->inputs[1], other};
     char label[256];
     snprintf(label, sizeof label, "%s/GemmSumFusion/", n->name);
@@ -1212,20 +1218,7 @@ static ob_effect rule_gemm_transpose(ob_ctx *c, lg_graph *g, size_t ni)
         oi = SIZE_MAX;
     }
     cg_attr attrs[4];
-    memset(attrs, 0, sizeof attrs);
-    const char *names[4] = {"transA", "transB", "alpha", "beta"};
-    for (int i = 0; i < 4; i++) {
-        attrs[i].name = names[i];
-        attrs[i].has_type = true;
-    }
-    attrs[0].type = attrs[1].type = CG_ATTR_INT;
-    attrs[0].i = ta;
-    attrs[1].i = tb;
-    attrs[0].has_i = attrs[1].has_i = true;
-    attrs[2].type = attrs[3].type = CG_ATTR_FLOAT;
-    attrs[2].f = alpha;
-    attrs[3].f = beta;
-    attrs[2].has_f = attrs[3].has_f = true;
+    gemm_attrs(attrs, ta, tb, alpha, beta);
     char label[256];
     snprintf(label, sizeof label, "%s/GemmTransposeFusion/", n->name);
     size_t k = lg_add_node(g, "Gemm", n->domain, label, ins, in_count, outs, out_count, attrs, 4);

@@ -611,6 +611,18 @@ cg_node *lw_unary(lw_scope *s, const char *op_type, const char *x, const char *y
     return n;
 }
 
+cg_node *lw_binary(lw_scope *s, const char *op_type, const char *a, const char *b,
+                   const char *y, const char *part)
+{
+    cg_node *n = lw_node(s, op_type, NULL, 2, 1, part);
+    if (n) {
+        n->inputs[0] = a;
+        n->inputs[1] = b;
+        n->outputs[0] = y;
+    }
+    return n;
+}
+
 static cg_attr *new_attr(lw_scope *s, cg_node *n, const char *name, cg_attr_type type)
 {
     if (!n || !lw_ok(s))

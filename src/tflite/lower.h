@@ -129,6 +129,9 @@ cg_node *lw_node(lw_scope *s, const char *op_type, const char *domain, size_t ni
 /* One-input one-output ONNX node x -> y. */
 cg_node *lw_unary(lw_scope *s, const char *op_type, const char *x, const char *y,
                   const char *part);
+/* Two-input one-output ONNX node (a, b) -> y. */
+cg_node *lw_binary(lw_scope *s, const char *op_type, const char *a, const char *b,
+                   const char *y, const char *part);
 void lw_attr_int(lw_scope *s, cg_node *n, const char *name, int64_t v);
 void lw_attr_ints(lw_scope *s, cg_node *n, const char *name, const int64_t *v, size_t count);
 void lw_attr_float(lw_scope *s, cg_node *n, const char *name, float v);

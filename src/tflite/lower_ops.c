@@ -336,12 +336,7 @@ static cg_status op_binary(lw_scope *s, const lw_rule *r)
         return lw_status(s);
     const char *a = lw_in(s, 0), *b = lw_in(s, 1), *y = lw_out(s, 0);
     const char *pre = pre_act(s, act, y);
-    cg_node *n = lw_node(s, r->onnx, NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = a;
-        n->inputs[1] = b;
-        n->outputs[0] = pre;
-    }
+    lw_binary(s, r->onnx, a, b, pre, NULL);
     if (act != CG_TFLITE_ACT_NONE)
         emit_act(s, act, pre, y, out_dtype(s));
     return lw_status(s);
@@ -354,12 +349,8 @@ static cg_status op_not_equal(lw_scope *s, const lw_rule *r)
     if (!arity(s, 2, 2, 1))
         return lw_status(s);
     const char *eq = lw_tmp(s, "equal");
-    cg_node *n = lw_node(s, "Equal", NULL, 2, 1, "equal");
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->outputs[0] = eq;
-    }
+    const char *in0 = lw_in(s, 0), *in1 = lw_in(s, 1);
+    lw_binary(s, "Equal", in0, in1, eq, "equal");
     lw_unary(s, "Not", eq, lw_out(s, 0), NULL);
     return lw_status(s);
 }
@@ -370,11 +361,7 @@ static cg_status op_square(lw_scope *s, const lw_rule *r)
     if (!arity(s, 1, 1, 1))
         return lw_status(s);
     const char *x = lw_in(s, 0);
-    cg_node *n = lw_node(s, "Mul", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = n->inputs[1] = x;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    lw_binary(s, "Mul", x, x, lw_out(s, 0), NULL);
     return lw_status(s);
 }
 
@@ -397,17 +384,9 @@ static cg_status op_squared_difference(lw_scope *s, const lw_rule *r)
     if (!arity(s, 2, 2, 1))
         return lw_status(s);
     const char *d = lw_tmp(s, "difference");
-    cg_node *n = lw_node(s, "Sub", NULL, 2, 1, "difference");
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->outputs[0] = d;
-    }
-    n = lw_node(s, "Mul", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = n->inputs[1] = d;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *in1 = lw_in(s, 1);
+    lw_binary(s, "Sub", in0, in1, d, "difference");
+    lw_binary(s, "Mul", d, d, lw_out(s, 0), NULL);
     return lw_status(s);
 }
 
@@ -421,12 +400,8 @@ static cg_status op_floor_div(lw_scope *s, const lw_rule *r)
         return lw_fail(s, CG_UNSUPPORTED, "FLOOR_DIV on integers (floor division) is not "
                        "lowered");
     const char *q = lw_tmp(s, "quotient");
-    cg_node *n = lw_node(s, "Div", NULL, 2, 1, "quotient");
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->outputs[0] = q;
-    }
+    const char *in0 = lw_in(s, 0), *in1 = lw_in(s, 1);
+    lw_binary(s, "Div", in0, in1, q, "quotient");
     lw_unary(s, "Floor", q, lw_out(s, 0), NULL);
     return lw_status(s);
 }
@@ -469,12 +444,8 @@ static cg_status op_prelu(lw_scope *s, const lw_rule *r)
     (void)r;
     if (!arity(s, 2, 2, 1))
         return lw_status(s);
-    cg_node *n = lw_node(s, "PRelu", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *in1 = lw_in(s, 1), *out = lw_out(s, 0);
+    lw_binary(s, "PRelu", in0, in1, out, NULL);
     return lw_status(s);
 }
 
@@ -493,12 +464,7 @@ static cg_status op_softmax(lw_scope *s, const lw_rule *r)
     if (beta != 1.0f) {
         const char *b = lw_init_scalar(s, "beta", out_dtype(s), beta);
         const char *xb = lw_tmp(s, "scaled");
-        cg_node *n = lw_node(s, "Mul", NULL, 2, 1, "beta");
-        if (n) {
-            n->inputs[0] = x;
-            n->inputs[1] = b;
-            n->outputs[0] = xb;
-        }
+        lw_binary(s, "Mul", x, b, xb, "beta");
         x = xb;
     }
     lw_attr_int(s, lw_unary(s, "Softmax", x, lw_out(s, 0), NULL), "axis", -1);
@@ -576,6 +542,30 @@ static bool padding_ok(lw_scope *s, int8_t padding)
     return false;
 }
 
+/* The strides, dilations, padding and fused activation of CONV_2D and
+ * DEPTHWISE_CONV_2D are ones the lowering handles (else s has failed). */
+static bool conv_options_ok(lw_scope *s, int32_t stride_h, int32_t stride_w, int32_t dil_h,
+                            int32_t dil_w, int8_t padding, int act)
+{
+    return strides_ok(s, stride_h, stride_w, "strides") &&
+           strides_ok(s, dil_h, dil_w, "dilations") && padding_ok(s, padding) &&
+           act_ok(s, act, false);
+}
+
+/* The Conv or ConvTranspose node (x, w, b) -> y of the convolutions. */
+static cg_node *conv_node(lw_scope *s, const char *op_type, const char *x, const char *w,
+                          const char *b, const char *y)
+{
+    cg_node *n = lw_node(s, op_type, NULL, 3, 1, NULL);
+    if (n) {
+        n->inputs[0] = x;
+        n->inputs[1] = w;
+        n->inputs[2] = b;
+        n->outputs[0] = y;
+    }
+    return n;
+}
+
 /* CONV_2D: filter OHWI; groups = input channels / filter input channels. */
 static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
 {
@@ -588,9 +578,8 @@ static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
     if (!need_opts(s, CG_TFLITE_OPT_Conv2DOptions, &o))
         return lw_status(s);
     const cg_tflite_conv2d_options *c = &o->u.conv2d;
-    if (!strides_ok(s, c->stride_h, c->stride_w, "strides") ||
-        !strides_ok(s, c->dilation_h_factor, c->dilation_w_factor, "dilations") ||
-        !padding_ok(s, c->padding) || !act_ok(s, c->fused_activation_function, false))
+    if (!conv_options_ok(s, c->stride_h, c->stride_w, c->dilation_h_factor,
+                         c->dilation_w_factor, c->padding, c->fused_activation_function))
         return lw_status(s);
     const cg_tflite_tensor *x = lw_in_t(s, 0), *w = lw_in_t(s, 1);
     if (!lw_static_shape(s, w, "filter", 4))
@@ -606,13 +595,7 @@ static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
     const char *xc = to_nchw(s, lw_in(s, 0), "to_nchw");
     const char *wc = permuted(s, 1, "filter_oihw", perm, 4);
     const char *b = lw_in(s, 2), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv");
-    cg_node *n = lw_node(s, "Conv", NULL, 3, 1, NULL);
-    if (n) {
-        n->inputs[0] = xc;
-        n->inputs[1] = wc;
-        n->inputs[2] = b;
-        n->outputs[0] = pre;
-    }
+    cg_node *n = conv_node(s, "Conv", xc, wc, b, pre);
     conv_attrs(s, n, c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
                c->padding);
     if (group > 1)
@@ -634,9 +617,8 @@ static cg_status op_depthwise(lw_scope *s, const lw_rule *r)
     if (!need_opts(s, CG_TFLITE_OPT_DepthwiseConv2DOptions, &o))
         return lw_status(s);
     const cg_tflite_depthwise_options *c = &o->u.depthwise;
-    if (!strides_ok(s, c->stride_h, c->stride_w, "strides") ||
-        !strides_ok(s, c->dilation_h_factor, c->dilation_w_factor, "dilations") ||
-        !padding_ok(s, c->padding) || !act_ok(s, c->fused_activation_function, false))
+    if (!conv_options_ok(s, c->stride_h, c->stride_w, c->dilation_h_factor,
+                         c->dilation_w_factor, c->padding, c->fused_activation_function))
         return lw_status(s);
     const cg_tflite_tensor *x = lw_in_t(s, 0), *w = lw_in_t(s, 1);
     if (!lw_static_shape(s, w, "filter", 4) || !lw_static_shape(s, x, "input", 4))
@@ -649,13 +631,7 @@ static cg_status op_depthwise(lw_scope *s, const lw_rule *r)
     const char *xc = to_nchw(s, lw_in(s, 0), "to_nchw");
     const char *wc = permuted(s, 1, "filter_oihw", perm, 4);
     const char *b = lw_in(s, 2), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv");
-    cg_node *n = lw_node(s, "Conv", NULL, 3, 1, NULL);
-    if (n) {
-        n->inputs[0] = xc;
-        n->inputs[1] = wc;
-        n->inputs[2] = b;
-        n->outputs[0] = pre;
-    }
+    cg_node *n = conv_node(s, "Conv", xc, wc, b, pre);
     conv_attrs(s, n, c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
                c->padding);
     lw_attr_int(s, n, "group", x->shape[3]);
@@ -728,13 +704,7 @@ static cg_status op_transpose_conv(lw_scope *s, const lw_rule *r)
     const char *xc = to_nchw(s, lw_in(s, 2), "to_nchw");
     const char *wc = permuted(s, 1, "filter_iohw", perm, 4);
     const char *b = lw_in(s, 3), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv_transpose");
-    cg_node *n = lw_node(s, "ConvTranspose", NULL, 3, 1, NULL);
-    if (n) {
-        n->inputs[0] = xc;
-        n->inputs[1] = wc;
-        n->inputs[2] = b;
-        n->outputs[0] = pre;
-    }
+    cg_node *n = conv_node(s, "ConvTranspose", xc, wc, b, pre);
     int64_t st2[2] = {c->stride_h, c->stride_w};
     lw_attr_ints(s, n, "strides", st2, 2);
     lw_attr_ints(s, n, "pads", pads, 4);
@@ -770,12 +740,7 @@ static cg_status op_fully_connected(lw_scope *s, const lw_rule *r)
         int64_t shape[2] = {-1, w->shape[1]};
         const char *sh = lw_init_i64(s, "flat_shape", shape, 2);
         const char *xf = lw_tmp(s, "flat");
-        cg_node *n = lw_node(s, "Reshape", NULL, 2, 1, "flatten");
-        if (n) {
-            n->inputs[0] = xv;
-            n->inputs[1] = sh;
-            n->outputs[0] = xf;
-        }
+        lw_binary(s, "Reshape", xv, sh, xf, "flatten");
         xv = xf;
     }
     static const int perm[2] = {1, 0};
@@ -783,19 +748,9 @@ static cg_status op_fully_connected(lw_scope *s, const lw_rule *r)
     const char *b = lw_in(s, 2), *y = lw_out(s, 0);
     const char *pre = pre_act(s, act, y);
     const char *mm = b && b[0] ? lw_tmp(s, "matmul") : pre;
-    cg_node *n = lw_node(s, "MatMul", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = xv;
-        n->inputs[1] = wt;
-        n->outputs[0] = mm;
-    }
+    lw_binary(s, "MatMul", xv, wt, mm, NULL);
     if (b && b[0]) {
-        n = lw_node(s, "Add", NULL, 2, 1, "bias");
-        if (n) {
-            n->inputs[0] = mm;
-            n->inputs[1] = b;
-            n->outputs[0] = pre;
-        }
+        lw_binary(s, "Add", mm, b, pre, "bias");
     }
     if (act != CG_TFLITE_ACT_NONE)
         emit_act(s, act, pre, y, out_dtype(s));
@@ -826,12 +781,7 @@ static cg_status op_batch_matmul(lw_scope *s, const lw_rule *r)
         perm[t->rank - 1] = (int)t->rank - 2;
         v[i] = permuted(s, (size_t)i, i ? "y_adjoint" : "x_adjoint", perm, (int)t->rank);
     }
-    cg_node *n = lw_node(s, "MatMul", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = v[0];
-        n->inputs[1] = v[1];
-        n->outputs[0] = lw_out(s, 0);
-    }
+    lw_binary(s, "MatMul", v[0], v[1], lw_out(s, 0), NULL);
     return lw_status(s);
 }
 
@@ -903,12 +853,8 @@ static cg_status op_reduce(lw_scope *s, const lw_rule *r)
         axes = lw_tmp(s, "axes");
         lw_attr_int(s, lw_unary(s, "Cast", lw_in(s, 1), axes, "axes"), "to", CG_DTYPE_INT64);
     }
-    cg_node *n = lw_node(s, r->onnx, NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = axes;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    cg_node *n = lw_binary(s, r->onnx, in0, axes, out, NULL);
     lw_attr_int(s, n, "keepdims", o && o->u.b ? 1 : 0);
     lw_attr_int(s, n, "noop_with_empty_axes", 1);
     return lw_status(s);
@@ -988,12 +934,8 @@ static cg_status op_reshape(lw_scope *s, const lw_rule *r)
             v[i] = o->u.ints.values[i];
         shape = lw_init_i64(s, "shape", v, o->u.ints.count);
     }
-    cg_node *n = lw_node(s, "Reshape", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = shape;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    cg_node *n = lw_binary(s, "Reshape", in0, shape, out, NULL);
     lw_attr_int(s, n, "allowzero", 1);
     return lw_status(s);
 }
@@ -1207,12 +1149,7 @@ static cg_status op_strided_slice(lw_scope *s, const lw_rule *r)
     slice_node(s, lw_in(s, 0), sl, starts, ends, steps, nb, NULL);
     if (nsq) {
         const char *ax = lw_init_i64(s, "shrink_axes", squeeze, nsq);
-        cg_node *n = lw_node(s, "Squeeze", NULL, 2, 1, "shrink");
-        if (n) {
-            n->inputs[0] = sl;
-            n->inputs[1] = ax;
-            n->outputs[0] = y;
-        }
+        lw_binary(s, "Squeeze", sl, ax, y, "shrink");
     }
 done:
     free(b);
@@ -1230,12 +1167,8 @@ static cg_status op_gather(lw_scope *s, const lw_rule *r)
     if (o && o->u.gather.batch_dims != 0)
         return lw_fail(s, CG_UNSUPPORTED, "GATHER with batch_dims %d is not lowered",
                        (int)o->u.gather.batch_dims);
-    cg_node *n = lw_node(s, "Gather", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *in1 = lw_in(s, 1), *out = lw_out(s, 0);
+    cg_node *n = lw_binary(s, "Gather", in0, in1, out, NULL);
     lw_attr_int(s, n, "axis", o ? o->u.gather.axis : 0);
     return lw_status(s);
 }
@@ -1246,12 +1179,8 @@ static cg_status op_gather_nd(lw_scope *s, const lw_rule *r)
     if (!arity(s, 2, 2, 1))
         return lw_status(s);
     const char *idx = as_i64(s, 1, "indices");
-    cg_node *n = lw_node(s, "GatherND", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = idx;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    lw_binary(s, "GatherND", in0, idx, out, NULL);
     return lw_status(s);
 }
 
@@ -1269,12 +1198,8 @@ static cg_status op_expand_dims(lw_scope *s, const lw_rule *r)
     }
     const char *ax = lw_init_i64(s, "axes", a, 1);
     free(a);
-    cg_node *node = lw_node(s, "Unsqueeze", NULL, 2, 1, NULL);
-    if (node) {
-        node->inputs[0] = lw_in(s, 0);
-        node->inputs[1] = ax;
-        node->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    lw_binary(s, "Unsqueeze", in0, ax, out, NULL);
     return lw_status(s);
 }
 
@@ -1294,12 +1219,8 @@ static cg_status op_squeeze(lw_scope *s, const lw_rule *r)
             v[i] = o->u.ints.values[i];
         ax = lw_init_i64(s, "axes", v, o->u.ints.count);
     }
-    cg_node *n = lw_node(s, "Squeeze", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = ax;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    lw_binary(s, "Squeeze", in0, ax, out, NULL);
     return lw_status(s);
 }
 
@@ -1342,33 +1263,15 @@ static cg_status op_resize(lw_scope *s, const lw_rule *r)
     return lw_status(s);
 }
 
-static cg_status op_tile(lw_scope *s, const lw_rule *r)
+/* TILE (multiples) and BROADCAST_TO (shape): the ONNX op of the row on the
+ * data and the second operand as int64. */
+static cg_status op_shape_operand(lw_scope *s, const lw_rule *r)
 {
-    (void)r;
     if (!arity(s, 2, 2, 1))
         return lw_status(s);
-    const char *m = as_i64(s, 1, "multiples");
-    cg_node *n = lw_node(s, "Tile", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = m;
-        n->outputs[0] = lw_out(s, 0);
-    }
-    return lw_status(s);
-}
-
-static cg_status op_broadcast_to(lw_scope *s, const lw_rule *r)
-{
-    (void)r;
-    if (!arity(s, 2, 2, 1))
-        return lw_status(s);
-    const char *shape = as_i64(s, 1, "shape");
-    cg_node *n = lw_node(s, "Expand", NULL, 2, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = shape;
-        n->outputs[0] = lw_out(s, 0);
-    }
+    const char *operand = as_i64(s, 1, r->code == CG_TFLITE_OP_TILE ? "multiples" : "shape");
+    const char *in0 = lw_in(s, 0), *out = lw_out(s, 0);
+    lw_binary(s, r->onnx, in0, operand, out, NULL);
     return lw_status(s);
 }
 
@@ -1400,12 +1303,7 @@ static cg_status op_pack(lw_scope *s, const lw_rule *r)
         return lw_fail(s, CG_NOMEM, "out of memory");
     for (size_t i = 0; i < n && lw_ok(s); i++) {
         parts[i] = lw_tmp(s, "unsqueezed");
-        cg_node *u = lw_node(s, "Unsqueeze", NULL, 2, 1, "unsqueeze");
-        if (u) {
-            u->inputs[0] = lw_in(s, i);
-            u->inputs[1] = ax;
-            u->outputs[0] = parts[i];
-        }
+        lw_binary(s, "Unsqueeze", lw_in(s, i), ax, parts[i], "unsqueeze");
     }
     cg_node *c = lw_node(s, "Concat", NULL, n, 1, NULL);
     for (size_t i = 0; c && i < n; i++)
@@ -1439,12 +1337,7 @@ static cg_status op_unpack(lw_scope *s, const lw_rule *r)
     lw_attr_int(s, sp, "axis", axis);
     lw_attr_int(s, sp, "num_outputs", (int64_t)n);
     for (size_t i = 0; i < n && lw_ok(s); i++) {
-        cg_node *q = lw_node(s, "Squeeze", NULL, 2, 1, "squeeze");
-        if (q) {
-            q->inputs[0] = parts[i];
-            q->inputs[1] = ax;
-            q->outputs[0] = lw_out(s, i);
-        }
+        lw_binary(s, "Squeeze", parts[i], ax, lw_out(s, i), "squeeze");
     }
     free(parts);
     return lw_status(s);
@@ -1804,8 +1697,8 @@ static const lw_rule rules[] = {
     ROW(GATHER_ND, op_gather_nd, NULL, LW_MOVE),
     ROW(EXPAND_DIMS, op_expand_dims, NULL, LW_MOVE),
     ROW(SQUEEZE, op_squeeze, NULL, LW_MOVE),
-    ROW(TILE, op_tile, NULL, LW_MOVE),
-    ROW(BROADCAST_TO, op_broadcast_to, NULL, LW_MOVE),
+    ROW(TILE, op_shape_operand, "Tile", LW_MOVE),
+    ROW(BROADCAST_TO, op_shape_operand, "Expand", LW_MOVE),
     ROW(SHAPE, op_shape, NULL, LW_MOVE),
     ROW(PACK, op_pack, NULL, LW_MOVE),
     ROW(UNPACK, op_unpack, NULL, LW_MOVE),

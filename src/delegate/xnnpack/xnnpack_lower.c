@@ -1276,19 +1276,30 @@ static cg_status define_filter_bias(xnng_build *b, const cg_node *n, int64_t m, 
     return CG_OK;
 }
 
+/* The operands of Conv and ConvTranspose: X (at run time), W, the bias when
+ * has_bias, and the one output's type. */
+static cg_status conv_operands(xnng_build *b, const cg_node *n, bool has_bias, xnng_operand *x,
+                               xnng_operand *w, xnng_operand *bias, const cg_value_type **out)
+{
+    cg_status st;
+    if ((st = operand(b, n, 0, true, x)) != CG_OK || (st = operand(b, n, 1, true, w)) != CG_OK)
+        return st;
+    if (has_bias && (st = operand(b, n, 2, true, bias)) != CG_OK)
+        return st;
+    if ((st = not_all_static(b, n, x, 1)) != CG_OK)
+        return st;
+    if ((st = output_type(b, n, 0, out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+        return st;
+    return CG_OK;
+}
+
 static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x, w, bias;
     bool has_bias = has_input(n, 2);
-    cg_status st;
-    if ((st = operand(b, n, 0, true, &x)) != CG_OK || (st = operand(b, n, 1, true, &w)) != CG_OK)
-        return st;
-    if (has_bias && (st = operand(b, n, 2, true, &bias)) != CG_OK)
-        return st;
-    if ((st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = conv_operands(b, n, has_bias, &x, &w, &bias, &out);
+    if (st != CG_OK)
         return st;
     if (x.rank != 4)
         return xnng_refuse(b, n, "input rank %d: XNNPACK's convolution_2d is 2-D only", x.rank);
@@ -1361,15 +1372,9 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
 {
     xnng_operand x, w, bias;
     bool has_bias = has_input(n, 2);
-    cg_status st;
-    if ((st = operand(b, n, 0, true, &x)) != CG_OK || (st = operand(b, n, 1, true, &w)) != CG_OK)
-        return st;
-    if (has_bias && (st = operand(b, n, 2, true, &bias)) != CG_OK)
-        return st;
-    if ((st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = conv_operands(b, n, has_bias, &x, &w, &bias, &out);
+    if (st != CG_OK)
         return st;
     if (x.rank != 4)
         return xnng_refuse(b, n, "input rank %d: XNNPACK's deconvolution_2d is 2-D only",
