@@ -13,11 +13,8 @@
 #include "cli.h"
 #include "convgate/golden.h"
 #include "convgate/model.h"
-#include "convgate/noise.h"
-#include "convgate/runtime.h"
 #include "convgate/samples.h"
-#include "report/json.h"
-#include "core/text.h"
+#include "report/report.h"
 
 #define DUMP_MAX_RANDOM 100000
 
@@ -53,6 +50,13 @@ static void dump_usage(FILE *f)
     fputs("\n" CLI_LIMITS_HELP, f);
 }
 
+/* The line of each set as it is written (text mode). */
+static void print_set(void *user, const char *name, size_t inputs, size_t outputs)
+{
+    (void)user;
+    cg_report_dump_set_text(stdout, name, inputs, outputs);
+}
+
 int cmd_dump_ref(int argc, char **argv)
 {
     static const struct option longopts[] = {CLI_OPTS_INPUTS,
@@ -64,21 +68,18 @@ int cmd_dump_ref(int argc, char **argv)
                                               CLI_OPTS_END};
     const char *inputs_dir = NULL, *golden_dir = NULL;
     uint64_t random_count = 0;
-    bool force = false, floors = true;
     int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
     cg_model *model = NULL;
-    cg_runtime *rt = NULL;
-    cg_noise *noise = NULL;
-    cg_golden_writer *w = NULL;
     cg_sample_source *src = NULL;
-    cg_sample s;
-    size_t out_count = 0;
-    json_t *sets = json_array();
+    cg_golden_dump_options opt;
+    cg_golden_dump_report rep;
     cg_error err;
     cg_error_clear(&err);
     cli_inputs_init(&in);
-    memset(&s, 0, sizeof s);
+    memset(&opt, 0, sizeof opt);
+    memset(&rep, 0, sizeof rep);
+    opt.floors = true;
 
     bool started = false;
     while ((c = cli_next_option("dump-ref", argc, argv, "ho:", longopts, &started,
@@ -86,8 +87,8 @@ int cmd_dump_ref(int argc, char **argv)
         switch (c) {
         case 'i': inputs_dir = optarg; break;
         case 'o': golden_dir = optarg; break;
-        case 'f': force = true; break;
-        case 'N': floors = false; break;
+        case 'f': opt.force = true; break;
+        case 'N': opt.floors = false; break;
         case 'r':
             if (!cli_parse_count(optarg, DUMP_MAX_RANDOM, &random_count) || !random_count) {
                 cli_error("dump-ref", "--random needs a set count from 1 to %d", DUMP_MAX_RANDOM);
@@ -115,76 +116,30 @@ int cmd_dump_ref(int argc, char **argv)
     }
     if (!(model = cli_model_for("dump-ref", model_path, &in, NULL)))
         goto done;
-    cg_runtime_options ro;
-    cg_runtime_options_default(&ro);
-    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     cg_status st = inputs_dir ? cg_sample_source_open_dir(model, inputs_dir, 0, &src, &err)
                               : cg_sample_source_open_random(model, (size_t)random_count,
                                                              &in.random, in.dims, in.dim_count,
                                                              0, &src, &err);
-    cg_noise_options no;
-    memset(&no, 0, sizeof no);
-    no.fp16 = true;
-    if (st == CG_OK && floors && (st = cg_noise_init(model, &no, &noise, &err)) != CG_OK) {
-        cli_error("dump-ref", "%s", err.msg);
-        rc = st == CG_UNSUPPORTED || st == CG_RUNTIME ? CG_EXIT_FAIL : CG_EXIT_ERROR;
-        goto done;
-    }
-    if (st == CG_OK && !floors && (st = cg_runtime_init(model, &ro, &rt, &err)) != CG_OK) {
-        cli_error("dump-ref", "%s", err.msg);
-        rc = st == CG_UNSUPPORTED || st == CG_RUNTIME ? CG_EXIT_FAIL : CG_EXIT_ERROR;
-        goto done;
-    }
-    if (st != CG_OK ||
-        cg_golden_writer_init(golden_dir, model_path, model, force, &w, &err) != CG_OK) {
+    if (st != CG_OK) {
         cli_error("dump-ref", "%s", err.msg);
         goto done;
     }
-    for (size_t i = 0; i < cg_sample_source_count(src); i++) {
-        const char *written = NULL;
-        if (cg_sample_source_load(src, i, &s, &err) != CG_OK) {
-            cli_error("dump-ref", "%s", err.msg);
-            goto done;
-        }
-        bool ran;
-        if (cg_golden_writer_run(w, rt, noise, &s, &written, &out_count, &ran, &err) != CG_OK) {
-            cli_error("dump-ref", "%s", err.msg);
-            /* the model failing on the set is exit 1; a bad input or the writer, 2 */
-            rc = !ran && err.status != CG_USAGE ? CG_EXIT_FAIL : CG_EXIT_ERROR;
-            goto done;
-        }
-        if (!cli_json_on())
-            cg_text_printf(stdout, "set '%s': %zu input%s, %zu output%s\n", written, s.input_count,
-                           s.input_count == 1 ? "" : "s", out_count, out_count == 1 ? "" : "s");
-        json_t *js = json_object();
-        cg_json_set(js, "name", cg_json_text(written));
-        cg_json_set(js, "inputs", json_integer((json_int_t)s.input_count));
-        cg_json_set(js, "outputs", json_integer((json_int_t)out_count));
-        json_array_append_new(sets, js);
-        cg_sample_clear(&s);
-    }
-    if (cg_golden_writer_finish(w, &err) != CG_OK) {
+    opt.model_path = model_path;
+    opt.on_set = cli_json_on() ? NULL : print_set;
+    if (cg_golden_dump(model, src, golden_dir, &opt, &rep, &err) != CG_OK) {
         cli_error("dump-ref", "%s", err.msg);
+        /* the model failing to run is exit 1; a bad input or the writer, 2 */
+        rc = rep.model_failed ? CG_EXIT_FAIL : CG_EXIT_ERROR;
         goto done;
     }
     rc = CG_EXIT_OK;
-    if (cli_json_on()) {
-        json_t *root = json_object();
-        cg_json_set(root, "model", cg_json_text(model_path));
-        cg_json_set(root, "golden", cg_json_text(golden_dir));
-        cg_json_set(root, "sets", json_incref(sets));
-        rc = cli_json_emit(rc, root);
-    } else {
-        cg_text_printf(stdout, "wrote %zu set%s to %s/manifest.json\n", cg_sample_source_count(src),
-                       cg_sample_source_count(src) == 1 ? "" : "s", golden_dir);
-    }
+    if (cli_json_on())
+        rc = cli_json_emit(rc, cg_report_dump_json(model_path, golden_dir, &rep));
+    else
+        cg_report_dump_text(stdout, golden_dir, &rep);
 done:
-    json_decref(sets);
-    cg_sample_clear(&s);
+    cg_golden_dump_report_free(&rep);
     cg_sample_source_free(src);
-    cg_golden_writer_free(w);
-    cg_runtime_free(rt);
-    cg_noise_free(noise);
     cg_model_free(model);
     cli_inputs_free(&in);
     return rc;

@@ -5,12 +5,14 @@
  * CLI uses) plus the tensors a command produced. Built for a foreign
  * function interface: only pointers, integers and strings cross it.
  *
- *   command   "inspect", "check", "assign", "run", "compare", "gate", "bisect"
+ *   command   "inspect", "check", "assign", "run", "compare", "gate", "bisect",
+ *             "dump-ref"
  *   options   JSON object, keys named as the CLI's options (docs/python.md):
  *             target ("a,b" or ["a", "b"]), profiles, dim ({"N": 1}), seed,
  *             range ({"*": [lo, hi], "NAME": [lo, hi]}), random, inputs (a
  *             folder), golden, atol, rtol, accumulate ("fp16"/"fp32"),
- *             require_full, no_time, watch (["tensor", ...]), triage; an
+ *             require_full, no_time, watch (["tensor", ...]), triage, output,
+ *             force, floors (dump-ref); an
  *             option the command does not take is an error
  *   inputs    tensors of one or more samples, grouped by their sample label
  *             (samples in order of first appearance); none: the command's

@@ -147,6 +147,46 @@ CG_API void cg_golden_writer_set_created(cg_golden_writer *w, const char *create
 CG_API CG_NODISCARD cg_status cg_golden_writer_finish(cg_golden_writer *w, cg_error *err);
 CG_API void cg_golden_writer_free(cg_golden_writer *w);
 
+/* --- freezing a model's reference outputs (dump-ref, convert) ------------------------- */
+
+/* What cg_golden_dump does besides running the sets. */
+typedef struct cg_golden_dump_options {
+    const char *model_path;     /* the model file hashed into the manifest */
+    const cg_model *run_model;  /* the model run for the outputs; NULL: the model frozen */
+    bool force;                 /* write into a non-empty folder */
+    bool floors;                /* each output's noise floors on each set (format 2) */
+    bool floors_optional;       /* with floors: none (and no error) for a model the float64
+                                 * reference cannot run (CG_UNSUPPORTED) */
+    size_t max_alloc_bytes;     /* per runtime; 0: the default */
+    const char *created;        /* the manifest's `created`; NULL: now */
+    /* after each set is written (may be NULL): its name, inputs and outputs */
+    void (*on_set)(void *user, const char *name, size_t inputs, size_t outputs);
+    void *user;
+} cg_golden_dump_options;
+
+typedef struct cg_golden_dump_set {
+    char *name;
+    size_t inputs, outputs;
+} cg_golden_dump_set;
+
+typedef struct cg_golden_dump_report {
+    cg_golden_dump_set *sets; /* the sets written, in order */
+    size_t set_count;
+    bool model_failed; /* the model could not be run (set-up or a set), not the writer or
+                        * an input: the check's failure (exit 1), not a usage error */
+} cg_golden_dump_report;
+
+/* Runs every sample of src on the reference of opt->run_model (the float64,
+ * fp32 and fp16-storage references with opt->floors) and writes its inputs
+ * and outputs as a golden set in dir, for `model` at opt->model_path, then
+ * the manifest. Fills *out also on failure (the sets written so far);
+ * release it with cg_golden_dump_report_free. */
+CG_API CG_NODISCARD cg_status cg_golden_dump(const cg_model *model, cg_sample_source *src,
+                                             const char *dir,
+                                             const cg_golden_dump_options *opt,
+                                             cg_golden_dump_report *out, cg_error *err);
+CG_API void cg_golden_dump_report_free(cg_golden_dump_report *r);
+
 /* --- golden sets as samples ----------------------------------------------------------- */
 
 /* Set `set` of g as a sample of model: its inputs (checked against the

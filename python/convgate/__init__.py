@@ -300,6 +300,13 @@ class Model:
         report.tensors."""
         return self._call("bisect", samples=inputs, target=target, **options)
 
+    def dump_ref(self, output, samples=None, **options):
+        """Freezes the reference's outputs on samples ({name: array}, a list
+        of them, inputs=DIR or random=N; default 1 random) as a golden set in
+        the folder `output` (force=True to write into a non-empty one;
+        floors=False skips the noise floors), as `convgate dump-ref` does."""
+        return self._call("dump-ref", samples=samples, output=output, **options)
+
 
 def load(path):
     """Loads an ONNX model: convgate.load("model.onnx")."""

@@ -67,6 +67,35 @@ class SameReportsAsTheCli(unittest.TestCase):
         self.assertEqual(dict(r), cli)
         self.assertEqual((r["verdict"], r.exit_code, r.status), ("FAIL", 1, "fail"))
 
+    def test_dump_ref(self):
+        # the same loop as the CLI's: the same sets, files and manifest (but
+        # its creation time), and the set verifies
+        with tempfile.TemporaryDirectory() as d:
+            for i, name in enumerate(("one", "two")):
+                os.makedirs(os.path.join(d, "in", name))
+                a = np.load(os.path.join(EX, "tiny_cnn_inputs", f"image_{i}.npy"))
+                np.save(os.path.join(d, "in", name, "image.npy"), a)
+            py_dir, cli_dir = os.path.join(d, "py"), os.path.join(d, "cli")
+            with convgate.load(CNN) as m:
+                r = m.dump_ref(py_dir, inputs=os.path.join(d, "in"))
+            cli = cli_json("dump-ref", CNN, "--inputs", os.path.join(d, "in"), "-o", cli_dir)
+            self.assertEqual(r.exit_code, 0)
+            self.assertEqual(r["sets"], cli["result"]["sets"])
+            self.assertEqual([s["name"] for s in r["sets"]], ["one", "two"])
+            self.assertEqual(r["golden"], py_dir)
+            man = []
+            for g in (py_dir, cli_dir):
+                with open(os.path.join(g, "manifest.json")) as f:
+                    man.append(json.load(f))
+                man[-1].pop("created")
+            self.assertEqual(man[0], man[1])
+            v = subprocess.run([BIN, "verify", CNN, "--golden", py_dir], capture_output=True)
+            self.assertEqual(v.returncode, 0, v.stderr)
+            with convgate.load(CNN) as m:
+                with self.assertRaises(convgate.ConvgateError) as e:
+                    m.dump_ref(py_dir, inputs=os.path.join(d, "in"))
+            self.assertIn("--force", str(e.exception))
+
 
 class Arrays(unittest.TestCase):
     """numpy in and out."""

@@ -813,6 +813,59 @@ done:
     return rc;
 }
 
+/* dump-ref: the reference's outputs on the samples frozen as a golden set
+ * (cg_golden_dump, the loop the CLI runs). */
+static int do_dump_ref(bind_ctx *c, json_t **result)
+{
+    cg_sample_set set = {0};
+    cg_sample_source *src = NULL;
+    cg_golden_dump_report rep;
+    cg_golden_dump_options o;
+    cg_error err;
+    char desc[4200];
+    bool owned = true;
+    int bad = 0;
+    memset(&rep, 0, sizeof rep);
+    memset(&o, 0, sizeof o);
+    cg_error_clear(&err);
+    int rc = bind_check_keys(c, "output force floors dim seed range random inputs");
+    if (rc || (rc = bind_common(c, false)) != 0)
+        goto done;
+    const char *golden = opt_string(c, "output", &bad);
+    if ((rc = bad) != 0)
+        goto done;
+    if (!golden) {
+        rc = bind_error(c, "output=GOLDEN (the folder to write) is needed");
+        goto done;
+    }
+    if (strcmp(c->path, "-") == 0) {
+        rc = bind_error(c, "the model must be a file (its sha256 goes into the manifest)");
+        goto done;
+    }
+    if ((rc = bind_sample_set(c, 1, &set, desc, sizeof desc, &owned)) != 0)
+        goto done;
+    if (cg_sample_source_open_set(c->model, &set, &src, &err) != CG_OK) {
+        rc = bind_error(c, "%s", err.msg);
+        goto done;
+    }
+    o.model_path = c->path;
+    o.force = opt_bool(c, "force", false);
+    o.floors = opt_bool(c, "floors", true);
+    if (cg_golden_dump(c->model, src, golden, &o, &rep, &err) != CG_OK) {
+        bind_error(c, "%s", err.msg);
+        rc = rep.model_failed ? 1 : 2;
+        goto done;
+    }
+    if (!(*result = cg_report_dump_json(c->path, golden, &rep)))
+        rc = bind_error(c, "out of memory");
+done:
+    cg_golden_dump_report_free(&rep);
+    cg_sample_source_free(src);
+    if (owned)
+        cg_sample_set_free(&set);
+    return rc;
+}
+
 /* --- the entry points ------------------------------------------------------------------ */
 
 static const struct {
@@ -821,6 +874,7 @@ static const struct {
 } bind_commands[] = {
     {"inspect", do_inspect}, {"check", do_check}, {"assign", do_assign}, {"run", do_run},
     {"compare", do_compare}, {"gate", do_gate},   {"bisect", do_bisect},
+    {"dump-ref", do_dump_ref},
 };
 
 cg_bind_result *cg_bind_call(const char *command, const cg_model *model, const char *path,
@@ -845,7 +899,7 @@ cg_bind_result *cg_bind_call(const char *command, const cg_model *model, const c
         k++;
     if (k == nk) {
         bind_error(&c, "unknown command '%s' (inspect, check, assign, run, compare, gate, "
-                   "bisect)", c.command);
+                   "bisect, dump-ref)", c.command);
     } else if (!model || !model->graph) {
         bind_error(&c, "no model");
     } else if (!(c.opts = options ? json_loads(options, JSON_REJECT_DUPLICATES, &jerr)

@@ -20,6 +20,7 @@
 #include "convgate/compare.h"
 #include "convgate/cost.h"
 #include "convgate/gate.h"
+#include "convgate/golden.h"
 #include "convgate/inspect.h"
 #include "convgate/lower.h"
 #include "convgate/noise.h"
@@ -396,6 +397,15 @@ json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t coun
 /* The runner's measurements alone (run, gate). */
 void cg_report_runner_text(FILE *f, const cg_runner_report *r, const char *indent);
 json_t *cg_report_runner_json(const cg_runner_report *r);
+
+/* --- dump-ref (report/dump.c) ------------------------------------------------------------ */
+
+/* {model, golden, sets: [{name, inputs, outputs}]} */
+json_t *cg_report_dump_json(const char *model_path, const char *golden,
+                            const cg_golden_dump_report *r);
+/* One line a set ("set 'a': 1 input, 2 outputs") and the total. */
+void cg_report_dump_set_text(FILE *f, const char *name, size_t inputs, size_t outputs);
+void cg_report_dump_text(FILE *f, const char *golden, const cg_golden_dump_report *r);
 
 /* --- save (report/save.c) ---------------------------------------------------------------- */
 

@@ -24,7 +24,6 @@
 #include "convgate/assign.h"
 #include "convgate/check.h"
 #include "convgate/golden.h"
-#include "convgate/noise.h"
 #include "convgate/rewrite.h"
 #include "core/file.h"
 #include "core/path.h"
@@ -174,36 +173,25 @@ static uint64_t initializer_bytes(const cg_model *m)
 static cg_status write_golden(const cg_model *source, cg_convert_result *r, const char *golden,
                               cg_error *err)
 {
-    const cg_sample_set *samples = r->opt->rewrite.samples;
-    cg_golden_writer *w = NULL;
-    cg_runtime *rt = NULL;
-    cg_noise *noise = NULL;
-    cg_noise_options no;
-    cg_runtime_options ro;
-    cg_status st;
-    memset(&no, 0, sizeof no);
-    no.max_alloc_bytes = r->opt->rewrite.max_alloc_bytes;
-    no.fp16 = true;
-    cg_runtime_options_default(&ro);
-    ro.max_alloc_bytes = r->opt->rewrite.max_alloc_bytes;
-    st = cg_noise_init(source, &no, &noise, err);
-    if (st == CG_UNSUPPORTED)
-        st = cg_runtime_init(source, &ro, &rt, err);
-    if (st != CG_OK ||
-        (st = cg_golden_writer_init(golden, r->result_path, r->rewrite.model, true, &w, err)) !=
-            CG_OK)
-        goto done;
-    cg_golden_writer_set_created(w, r->created);
-    for (size_t i = 0; i < samples->count && st == CG_OK; i++)
-        if ((st = cg_golden_writer_run(w, rt, noise, &samples->samples[i], NULL, NULL, NULL,
-                                       err)) != CG_OK)
-            cg_error_prefix(err, "the source model: ");
-    if (st == CG_OK)
-        st = cg_golden_writer_finish(w, err);
-done:
-    cg_golden_writer_free(w);
-    cg_runtime_free(rt);
-    cg_noise_free(noise);
+    cg_sample_source *src = NULL;
+    cg_golden_dump_report rep;
+    cg_golden_dump_options o;
+    memset(&o, 0, sizeof o);
+    memset(&rep, 0, sizeof rep);
+    o.model_path = r->result_path;
+    o.run_model = source;
+    o.force = true;
+    o.floors = true; /* the source's noise floors, where it has a float64 reference */
+    o.floors_optional = true;
+    o.max_alloc_bytes = r->opt->rewrite.max_alloc_bytes;
+    o.created = r->created;
+    cg_status st = cg_sample_source_open_set(source, r->opt->rewrite.samples, &src, err);
+    if (st == CG_OK &&
+        (st = cg_golden_dump(r->rewrite.model, src, golden, &o, &rep, err)) != CG_OK &&
+        rep.model_failed)
+        cg_error_prefix(err, "the source model: ");
+    cg_golden_dump_report_free(&rep);
+    cg_sample_source_free(src);
     return st;
 }
 
