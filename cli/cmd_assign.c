@@ -79,12 +79,13 @@ static void setting_label(assign_setting *s)
 
 /* Types and placement of one setting (without types when the reference
  * cannot run: rules that need a type then refuse the node). */
-static bool place_setting(const char *path, const cg_model *model, const cli_inputs *in,
+static bool place_setting(const char *path, const cg_lowered *lowered, const cli_inputs *in,
                           const cli_targets *tg, assign_setting *s)
 {
+    const cg_model *model = lowered->model;
     cg_error err;
     cg_error_clear(&err);
-    if (cg_type_env_build_with(model, s->dims, s->dim_count, &in->random, &s->types, &err) !=
+    if (cg_lowered_types(lowered, s->dims, s->dim_count, &in->random, &s->types, &err) !=
         CG_OK) {
         if (err.status == CG_NOMEM) {
             cli_error("assign", "%s", err.msg);
@@ -271,13 +272,20 @@ int cmd_assign(int argc, char **argv)
                 goto done;
             }
         }
-        if (!place_setting(path, lowered->model, &in, &tg, s))
+        if (!place_setting(path, lowered, &in, &tg, s))
             goto done;
         s->placement->lowered = lowered;
     }
     if (timed && settings[0].types) {
-        if (cg_profile_quick_estimate(lowered->model, settings[0].types, &in.random,
-                                      settings[0].placement->main, &estimate, &ref, &err) == CG_OK)
+        /* a graph of ops the reference does not run (TFLite's) is timed by its source */
+        cg_status st = lowered->declared_types
+                           ? cg_profile_quick_estimate_lowered(
+                                 lowered, settings[0].dims, settings[0].dim_count, &in.random,
+                                 settings[0].placement->main, &estimate, &ref, &err)
+                           : cg_profile_quick_estimate(lowered->model, settings[0].types,
+                                                       &in.random, settings[0].placement->main,
+                                                       &estimate, &ref, &err);
+        if (st == CG_OK)
             settings[0].placement->time = &estimate;
         else
             cli_warn("assign", "%s: no time-weighted verdict (the verdict counts nodes): %s",

@@ -69,34 +69,6 @@ CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg
                                                  cg_error *err);
 CG_API void cg_placement_free(cg_placement *p);
 
-/* --- ONNX models on LiteRT targets --------------------------------------------- */
-
-/* A source node a converter leaves no op for, and why ("no op after
- * conversion (tf.identity)", "folded into the Conv before it", ...). */
-typedef struct cg_litert_removed {
-    size_t node;         /* index into the source main graph */
-    const char *why;     /* static string */
-} cg_litert_removed;
-
-typedef struct cg_litert_lowered {
-    cg_model *model;     /* TFLite ops (domain "tflite"), typed in value_info, NHWC */
-    size_t *origin;      /* per node of model: its source main-graph node */
-    cg_litert_removed *removed;
-    size_t removed_count;
-} cg_litert_lowered;
-
-/* The TFLite operators a converter (onnx2tf, then TensorFlow's TFLite
- * converter) emits for src's main graph, each cited in
- * src/place/litert_map.c and docs/tflite.md: a graph of the same form as
- * cg_tflite_op_model's, for the tflite:* rules of the LiteRT profiles; type
- * it with cg_type_env_build_declared. `types`: src's type environment (its
- * shapes and constness decide depthwise convs, paddings, folding). The
- * result borrows src, which must outlive it. Ops without a mapping keep
- * their ONNX op type in domain "onnx" (no rule accepts them). */
-CG_API CG_NODISCARD cg_status cg_litert_lower(const cg_model *src, const cg_type_env *types,
-                                              cg_litert_lowered **out, cg_error *err);
-CG_API void cg_litert_lowered_free(cg_litert_lowered *l);
-
 typedef enum cg_verdict_kind {
     CG_VERDICT_FULL = 0,     /* every node on a target, one partition */
     CG_VERDICT_PARTIAL,      /* some nodes on a target, the rest on the CPU (or

@@ -81,6 +81,11 @@ typedef struct cg_lowered {
      * graph.cc:4078-4089; any change re-resolves the model, which marks the
      * nodes holding subgraphs, and so the main graph, for sync). */
     bool edited;
+    /* The lowered graph's ops are not ONNX (onnx-to-tflite: TFLite
+     * builtins), so the reference cannot run it: it declares every value's
+     * type instead, and is typed with cg_type_env_build_declared
+     * (cg_lowered_types picks). */
+    bool declared_types;
     /* private */
     cg_model *owned;
     size_t *owned_origins;
@@ -115,6 +120,23 @@ CG_API CG_NODISCARD cg_status cg_lower_for_targets(const cg_model *src,
                                                    size_t count, const cg_dim_binding *dims,
                                                    size_t dim_count, cg_lowered **out,
                                                    cg_error *err);
+
+/* The type environment of the lowered graph, as placement reads it: a
+ * reference run at `dims` with `random` inputs (cg_type_env_build_with), or
+ * for a lowering with declared_types its declarations. */
+struct cg_random_inputs;
+CG_API CG_NODISCARD cg_status cg_lowered_types(const cg_lowered *l, const cg_dim_binding *dims,
+                                               size_t dim_count,
+                                               const struct cg_random_inputs *random,
+                                               cg_type_env **out, cg_error *err);
+
+/* Times of the runtime's main-graph nodes from the source's (per source
+ * main-graph node, e.g. a timed reference run of the source): each source
+ * node's time is shared evenly by the runtime nodes standing for it; the
+ * time of a node that left no op (folded constants, no-ops) is not counted.
+ * out has one entry per runtime node. For a lowering whose graph the
+ * reference does not run (declared_types). */
+CG_API void cg_lowered_node_times(const cg_lowered *l, const double *source_ms, double *out);
 
 /* Origins of runtime main-graph node i. */
 CG_API size_t cg_lowered_origins(const cg_lowered *l, size_t i, const size_t **out);

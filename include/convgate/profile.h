@@ -248,6 +248,17 @@ CG_API CG_NODISCARD cg_status cg_profile_quick_estimate(const cg_model *model,
                                                         cg_reference_profile *ref_out,
                                                         cg_error *err);
 
+/* cg_profile_quick_estimate for a lowered graph the reference does not run
+ * (convgate/lower.h, declared_types: TFLite ops): the source is timed at
+ * `dims` and each source node's time goes to the runtime nodes standing for
+ * it (cg_lowered_node_times); `a` places l->model, and ref_out's per-node
+ * times index its nodes. */
+struct cg_lowered;
+CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_lowered(
+    const struct cg_lowered *l, const cg_dim_binding *dims, size_t dim_count,
+    const struct cg_random_inputs *random, const cg_assignment *a, cg_cost_estimate *out,
+    cg_reference_profile *ref_out, cg_error *err);
+
 /* --- work: a deterministic stand-in for time (src/cost/work.c) ----------------------------- */
 
 /* Node `node` of g's work: its multiply-accumulates (Conv, ConvTranspose,

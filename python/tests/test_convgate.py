@@ -43,8 +43,8 @@ class SameReportsAsTheCli(unittest.TestCase):
 
     def test_assign(self):
         with convgate.load(CNN) as m:
-            r = m.assign(target="litert-gpu,xnnpack", no_time=True)
-        cli = cli_json("assign", CNN, "--target", "litert-gpu,xnnpack", "--no-time")
+            r = m.assign(target="litert-gpu,tflite-xnnpack", no_time=True)
+        cli = cli_json("assign", CNN, "--target", "litert-gpu,tflite-xnnpack", "--no-time")
         self.assertEqual(dict(r), cli["result"])
         self.assertEqual(r["verdict"]["kind"], "full")
 

@@ -430,8 +430,7 @@ static int do_assign(bind_ctx *c, json_t **result)
                              &lowered, &err) != CG_OK)
         return bind_error(c, "%s", err.msg);
     const cg_model *placed = lowered->model;
-    if (cg_type_env_build_with(placed, c->dims, c->dim_count, &c->random, &types, &err) !=
-        CG_OK) {
+    if (cg_lowered_types(lowered, c->dims, c->dim_count, &c->random, &types, &err) != CG_OK) {
         if (err.status == CG_NOMEM) {
             rc = bind_error(c, "%s", err.msg);
             goto done;
@@ -449,8 +448,13 @@ static int do_assign(bind_ctx *c, json_t **result)
     if (!types)
         p->types_error = types_error;
     if (types && !opt_bool(c, "no_time", false)) {
-        if (cg_profile_quick_estimate(placed, types, &c->random, p->main, &est, NULL, &err) ==
-            CG_OK)
+        cg_status st = lowered->declared_types
+                           ? cg_profile_quick_estimate_lowered(lowered, c->dims, c->dim_count,
+                                                               &c->random, p->main, &est, NULL,
+                                                               &err)
+                           : cg_profile_quick_estimate(placed, types, &c->random, p->main, &est,
+                                                       NULL, &err);
+        if (st == CG_OK)
             p->time = &est;
         else
             bind_warn(c, "no time-weighted verdict (the verdict counts nodes): %s", err.msg);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "convgate/lower.h"
 #include "convgate/profile.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
@@ -1001,6 +1002,45 @@ cg_status cg_profile_estimate(const cg_assignment *a, const cg_reference_profile
     free(crossings);
     if (any_profiled)
         *any_profiled = assumed;
+    return st;
+}
+
+cg_status cg_profile_quick_estimate_lowered(const cg_lowered *l, const cg_dim_binding *dims,
+                                            size_t dim_count, const cg_random_inputs *random,
+                                            const cg_assignment *a, cg_cost_estimate *out,
+                                            cg_reference_profile *ref_out, cg_error *err)
+{
+    cg_named_value *feeds = NULL;
+    size_t feed_count = 0, n = l->model->graph->node_count;
+    cg_type_env *types = NULL;
+    cg_reference_profile ref;
+    memset(&ref, 0, sizeof ref);
+    double *ms = calloc(n + 1, sizeof *ms);
+    cg_status st = ms ? CG_OK : cg_error_set(err, CG_NOMEM, "out of memory timing the model");
+    if (st == CG_OK)
+        st = cg_type_env_build_with(l->source, dims, dim_count, random, &types, err);
+    if (st == CG_OK)
+        st = cg_profile_feeds_make(l->source, types, random, &feeds, &feed_count, err);
+    if (st == CG_OK)
+        st = cg_profile_reference(l->source, feeds, feed_count, 1, false, NULL, &ref, err);
+    if (st == CG_OK) {
+        /* the source's times, on the nodes of the graph the targets partition */
+        cg_lowered_node_times(l, ref.node_ms, ms);
+        free(ref.node_ms);
+        ref.node_ms = ms;
+        ref.node_count = n;
+        ms = NULL;
+        cg_cost_inputs in = {a, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL, NULL};
+        st = cg_cost_estimate_build(&in, out, err);
+    }
+    if (st == CG_OK && ref_out) {
+        *ref_out = ref;
+        memset(&ref, 0, sizeof ref);
+    }
+    free(ms);
+    cg_reference_profile_clear(&ref);
+    cg_profile_feeds_free(feeds, feed_count);
+    cg_type_env_free(types);
     return st;
 }
 

@@ -781,6 +781,12 @@ void lg_remove(lg_graph *g, size_t n, const char *by, size_t into)
     lg_touch(g);
 }
 
+/* The op type a node stands for in the source's op set. */
+static const char *lg_source_op(const lg_node *n)
+{
+    return n->translates ? n->translates : n->op_type;
+}
+
 /* A source node is removed when no live node of its op type stands for it.
  * Nodes are loaded in source order, so node s is where source node s
  * started: its fate names the transformation. */
@@ -792,7 +798,7 @@ static bool record_graph_removals(lg_graph *g)
         bool kept = false;
         for (size_t k = 0; k < g->node_count && !kept; k++) {
             const lg_node *o = &g->nodes[k];
-            if (o->dead || !str_eq(o->op_type, sn->op_type))
+            if (o->dead || !str_eq(lg_source_op(o), sn->op_type))
                 continue;
             for (size_t j = 0; j < o->origin_count && !kept; j++)
                 kept = o->origins[j] == s;
@@ -1185,6 +1191,69 @@ static cg_status emit_node(lg_model *m, lg_graph *g, const lg_node *n, cg_node *
     return CG_OK;
 }
 
+/* A value's static type as a declaration (value_info): unknown dims have
+ * neither a size nor a name, so a declared type environment counts them
+ * as dynamic. NULL when out of memory. */
+static cg_type *declared_type(lg_model *m, const lg_type *t)
+{
+    cg_type *ty = lg_alloc(m, 1, sizeof *ty);
+    if (!ty)
+        return NULL;
+    ty->kind = CG_TYPE_TENSOR;
+    ty->elem_type = t->dtype;
+    ty->has_elem_type = t->has_dtype;
+    if (!t->has_shape)
+        return ty;
+    cg_shape *sh = lg_alloc(m, 1, sizeof *sh);
+    cg_dim *dims = lg_alloc(m, (size_t)t->rank, sizeof *dims);
+    if (!sh || (t->rank && !dims))
+        return NULL;
+    for (int d = 0; d < t->rank; d++) {
+        dims[d].has_value = (t->dim_known >> d) & 1u;
+        dims[d].value = dims[d].has_value ? t->dims[d] : 0;
+    }
+    sh->dims = dims;
+    sh->rank = (size_t)t->rank;
+    ty->shape = sh;
+    return ty;
+}
+
+/* With m->declare_types: every input, output and node output of the main
+ * graph declared with its lg_type. */
+static cg_status declare_graph_types(lg_model *m, lg_graph *g, cg_graph *out)
+{
+    for (size_t i = 0; i < out->input_count; i++) {
+        const lg_type *t = out->inputs[i].name ? lg_type_get(g, out->inputs[i].name) : NULL;
+        if (t && !(out->inputs[i].type = declared_type(m, t)))
+            return cg_error_set(m->err, CG_NOMEM, "out of memory lowering the model");
+    }
+    for (size_t i = 0; i < out->output_count; i++) {
+        const lg_type *t = lg_type_get(g, out->outputs[i].name);
+        if (t && !(out->outputs[i].type = declared_type(m, t)))
+            return cg_error_set(m->err, CG_NOMEM, "out of memory lowering the model");
+    }
+    size_t count = 0;
+    for (size_t n = 0; n < out->node_count; n++)
+        count += out->nodes[n].output_count;
+    cg_value_info *infos = lg_alloc(m, count, sizeof *infos);
+    if (count && !infos)
+        return cg_error_set(m->err, CG_NOMEM, "out of memory lowering the model");
+    size_t vi = 0;
+    for (size_t n = 0; n < out->node_count; n++)
+        for (size_t o = 0; o < out->nodes[n].output_count; o++) {
+            const char *name = out->nodes[n].outputs[o];
+            const lg_type *t = name && name[0] ? lg_type_get(g, name) : NULL;
+            if (!t)
+                continue;
+            infos[vi].name = name;
+            if (!(infos[vi++].type = declared_type(m, t)))
+                return cg_error_set(m->err, CG_NOMEM, "out of memory lowering the model");
+        }
+    out->value_infos = infos;
+    out->value_info_count = vi;
+    return CG_OK;
+}
+
 static cg_status emit_graph(lg_model *m, lg_graph *g, cg_graph *out, bool is_main)
 {
     const cg_graph *src = g->source;
@@ -1225,7 +1294,7 @@ static cg_status emit_graph(lg_model *m, lg_graph *g, cg_graph *out, bool is_mai
             for (size_t j = 0; j < n->origin_count; j++) {
                 orig[k++] = n->origins[j];
                 const cg_node *sn = &src->nodes[n->origins[j]];
-                same_op |= str_eq(sn->op_type, n->op_type);
+                same_op |= str_eq(sn->op_type, lg_source_op(n));
             }
             l->added_count += !same_op;
         }
@@ -1330,6 +1399,8 @@ static cg_status emit_graph(lg_model *m, lg_graph *g, cg_graph *out, bool is_mai
     }
     out->value_infos = infos;
     out->value_info_count = vi;
+    if (is_main && m->declare_types && !m->oom)
+        return declare_graph_types(m, g, out);
     return m->oom ? cg_error_set(m->err, CG_NOMEM, "out of memory lowering the model") : CG_OK;
 }
 

@@ -59,6 +59,10 @@ typedef struct lg_node {
     const char *removed_into;  /* the node it was fused into, or NULL */
     size_t *origins;
     size_t origin_count;
+    /* A lowering into another op set (onnx-to-tflite): the source op type
+     * this node translates (CONV_2D from a Conv), so that its origin of that
+     * op counts as kept, not removed; NULL when op_type is the source's. */
+    const char *translates;
 } lg_node;
 
 typedef struct lg_init {
@@ -119,6 +123,13 @@ struct lg_model {
     cg_arena *arena;
     lg_graph *main;
     cg_lowered *out;              /* where removals and notes are recorded */
+    /* Shapes the lowering was asked for (cg_lower's dims). */
+    const cg_dim_binding *dims;
+    size_t dim_count;
+    /* lg_emit writes every value's type (its lg_type) as the graph's
+     * inputs, outputs and value_info: a lowering into ops the reference
+     * cannot run (onnx-to-tflite) is typed from these declarations. */
+    bool declare_types;
     cg_error *err;
     bool oom;
 };
@@ -215,7 +226,8 @@ void lg_rename_uses(lg_graph *g, const char *old_name, const char *new_name);
  * SIZE_MAX) that node absorbs n's origins. */
 void lg_remove(lg_graph *g, size_t n, const char *by, size_t into);
 /* Fills the lowering's removed list: every source node no live node of its
- * op type stands for (call once, after the last transformation). */
+ * op type (or translating its op type) stands for (call once, after the
+ * last transformation). */
 bool lg_record_removals(lg_model *m);
 /* Sets or replaces an attribute of node n (copied into the arena). */
 bool lg_set_attr(lg_graph *g, size_t n, const cg_attr *a);

@@ -220,6 +220,8 @@ cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *
         m.source = src;
         m.arena = mm->arena;
         m.out = l;
+        m.dims = dims;
+        m.dim_count = dim_count;
         cg_type_env *types = NULL;
         cg_error terr;
         cg_error_clear(&terr);
@@ -241,6 +243,7 @@ cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *
             st = cg_error_set(err, CG_NOMEM, "out of memory");
         if (st == CG_OK)
             st = lg_emit(&m, mm, err);
+        l->declared_types = m.declare_types;
         lg_free(&m);
         l->model = mm;
     }
@@ -251,6 +254,33 @@ cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *
     }
     *out = l;
     return CG_OK;
+}
+
+cg_status cg_lowered_types(const cg_lowered *l, const cg_dim_binding *dims, size_t dim_count,
+                           const struct cg_random_inputs *random, cg_type_env **out,
+                           cg_error *err)
+{
+    if (l->declared_types)
+        return cg_type_env_build_declared(l->model, out, err);
+    return cg_type_env_build_with(l->model, dims, dim_count, random, out, err);
+}
+
+void cg_lowered_node_times(const cg_lowered *l, const double *source_ms, double *out)
+{
+    size_t n = l->model->graph->node_count, ns = l->source->graph->node_count;
+    size_t *shares = calloc(ns + 1, sizeof *shares);
+    for (size_t i = 0; i < n; i++)
+        out[i] = 0;
+    if (!shares)
+        return;
+    for (size_t k = 0; k < l->origin_start[n]; k++)
+        if (l->origin[k] < ns)
+            shares[l->origin[k]]++;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = l->origin_start[i]; k < l->origin_start[i + 1]; k++)
+            if (l->origin[k] < ns)
+                out[i] += source_ms[l->origin[k]] / (double)shares[l->origin[k]];
+    free(shares);
 }
 
 cg_status cg_lowering_for_targets(const cg_target *const *targets, size_t count,

@@ -106,6 +106,40 @@ static cg_status timer_observe(void *user, const cg_node *node, const char *name
  * a target (-1 when the run fails: coverage is then unknown); *node_ms gets
  * the time of each node in ms (malloc'd; NULL when the run fails). */
 static double time_coverage(const cg_model *model, const cg_assignment *a, const cg_sample *s,
+                            size_t max_alloc, double **node_ms);
+
+/* time_coverage of a lowered graph the reference does not run: the source
+ * is timed and each source node's time goes to the ops standing for it. */
+static double lowered_time_coverage(const cg_lowered *l, const cg_assignment *a,
+                                    const cg_sample *s, size_t max_alloc, double **node_ms)
+{
+    const cg_graph *sg = l->source->graph, *g = l->model->graph;
+    cg_assignment none;
+    memset(&none, 0, sizeof none);
+    int *cpu = calloc(sg->node_count + 1, sizeof *cpu);
+    double *src_ms = NULL, *ms = calloc(g->node_count + 1, sizeof *ms), total = 0, on = 0;
+    for (size_t v = 0; cpu && v < sg->node_count; v++)
+        cpu[v] = CG_OWNER_CPU;
+    none.owner = cpu;
+    if (!cpu || !ms || time_coverage(l->source, &none, s, max_alloc, &src_ms) < 0) {
+        free(cpu);
+        free(ms);
+        free(src_ms);
+        return -1;
+    }
+    cg_lowered_node_times(l, src_ms, ms);
+    for (size_t v = 0; v < g->node_count; v++) {
+        total += ms[v];
+        if (a->owner[v] != CG_OWNER_CPU)
+            on += ms[v];
+    }
+    free(cpu);
+    free(src_ms);
+    *node_ms = ms;
+    return total > 0 ? on / total : 0;
+}
+
+static double time_coverage(const cg_model *model, const cg_assignment *a, const cg_sample *s,
                             size_t max_alloc, double **node_ms)
 {
     node_timer t = {model->graph, NULL, {0, 0}};
@@ -180,7 +214,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->removed_by_runtime = cg_lowered_removed_count(lowered, "");
     cg_lowered_removed_summary(lowered, "", 6, r->removed_detail, sizeof r->removed_detail);
     cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
-    st = cg_type_env_build_with(model, binds, nb, opt->random, &types, &terr);
+    st = cg_lowered_types(lowered, binds, nb, opt->random, &types, &terr);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
         goto done;
@@ -208,8 +242,12 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
     cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3, "timed reference run");
     if (opt->samples && opt->samples->count)
-        r->time_coverage = time_coverage(model, a, &opt->samples->samples[0],
-                                         opt->max_alloc_bytes, &r->node_ms);
+        r->time_coverage =
+            lowered->declared_types
+                ? lowered_time_coverage(lowered, a, &opt->samples->samples[0],
+                                        opt->max_alloc_bytes, &r->node_ms)
+                : time_coverage(model, a, &opt->samples->samples[0], opt->max_alloc_bytes,
+                                &r->node_ms);
     if (cg_assign_init_failure(a, types, msg, sizeof msg)) {
         snprintf(r->runs_detail, sizeof r->runs_detail, "%.500s", msg);
         goto done;

@@ -15,16 +15,39 @@
  * stay rounded, and a value leaving it is an fp32 tensor holding fp16
  * values, as a delegate's dequantized output is.
  *
+ * Targets whose runtime partitions a graph of other ops (a lowering with
+ * declared types, onnx-to-tflite: the TFLite ops a converter emits) place
+ * that graph, not the ONNX one this path runs: each such target is replaced
+ * by a proxy that takes exactly the source nodes whose ops it takes in the
+ * placement of the lowered graph (a node folded away goes where the op it
+ * folded into goes; a node that leaves no op goes wherever its neighbours
+ * do), so gate 3 runs on the device what gate 2 placed there.
+ *
  * Invariant: the path owns the type environment, the assignment, the
- * per-node precision array and the runtime, and the runtime borrows the
- * other three, so they are freed after it.
+ * per-node precision array, the proxies and the runtime, and the runtime
+ * borrows the other four, so they are freed after it.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "convgate/assign.h"
+#include "convgate/lower.h"
 #include "convgate/targetpath.h"
+
+/* A target standing for t on the source graph of a lowering it places. */
+typedef struct tp_proxy {
+    cg_target t;              /* t's description, with the proxy's vtable */
+    const cg_graph *graph;    /* the source main graph */
+    const int *owner;         /* per source node: the target index, CG_OWNER_CPU, or
+                                 TP_ANY (no op on the runtime's side) */
+    int index;                /* t's index among the path's targets */
+    const char *lowering;
+} tp_proxy;
+
+#define TP_ANY (-2)
 
 struct cg_target_path {
     const cg_model *model;
@@ -33,6 +56,8 @@ struct cg_target_path {
     cg_type_env *types;
     cg_assignment *assign;
     uint8_t *node_prec;          /* cg_node_precision per main-graph node */
+    tp_proxy *proxies;           /* one per target when they place a lowered graph */
+    int *proxy_owner;            /* their owners, per source node */
     cg_runtime *rt;
     bool reduced;                /* some node has an fp16 precision */
 };
@@ -77,6 +102,88 @@ static cg_status path_observe(void *user, const cg_node *node, const char *name,
     return p->opt.observe(p->opt.observe_user, node, name, value);
 }
 
+static bool proxy_supports(const cg_target *t, const cg_support_query *q, char *reason,
+                           size_t reason_len)
+{
+    const tp_proxy *px = t->impl;
+    if (q->graph != px->graph || q->node < q->graph->nodes ||
+        q->node >= q->graph->nodes + q->graph->node_count) {
+        snprintf(reason, reason_len, "inside a control-flow body, which preprocess '%s' does "
+                 "not lower", px->lowering);
+        return false;
+    }
+    int o = px->owner[q->node - q->graph->nodes];
+    if (o == px->index || o == TP_ANY)
+        return true;
+    snprintf(reason, reason_len, "its ops in the graph %s partitions (preprocess '%s') are not "
+             "on it", t->name, px->lowering);
+    return false;
+}
+
+static const cg_target_vtable proxy_vt = {proxy_supports, NULL, NULL, NULL, NULL};
+
+/* When the targets partition a lowered graph of other ops (declared types),
+ * replaces p->targets by proxies placing the source graph as the lowered
+ * graph is placed. */
+static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
+{
+    const cg_target_path_options *opt = &p->opt;
+    const char *name = NULL;
+    cg_status st = cg_lowering_for_targets(p->targets, opt->target_count, &name, err);
+    if (st != CG_OK || strcmp(name, "none") == 0)
+        return st;
+    cg_lowered *l = NULL;
+    cg_type_env *lt = NULL;
+    cg_assignment *la = NULL;
+    if ((st = cg_lower(p->model, name, opt->dims, opt->dim_count, &l, err)) != CG_OK)
+        return st;
+    if (!l->declared_types) {
+        cg_lowered_free(l);
+        return CG_OK; /* the same ops: the source graph is judged as it is */
+    }
+    const cg_graph *g = p->model->graph;
+    if ((st = cg_lowered_types(l, opt->dims, opt->dim_count, opt->random, &lt, err)) != CG_OK ||
+        (st = cg_assign(l->model, lt, p->targets, opt->target_count, &la, err)) != CG_OK)
+        goto done;
+    p->proxy_owner = malloc((g->node_count + 1) * sizeof *p->proxy_owner);
+    p->proxies = calloc(opt->target_count, sizeof *p->proxies);
+    if (!p->proxy_owner || !p->proxies) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
+        goto done;
+    }
+    for (size_t s = 0; s < g->node_count; s++)
+        p->proxy_owner[s] = TP_ANY;
+    /* a source node goes where all of its ops go (the CPU when they split) */
+    for (size_t i = 0; i < l->model->graph->node_count; i++) {
+        const size_t *o = NULL;
+        size_t n = cg_lowered_origins(l, i, &o);
+        for (size_t k = 0; k < n; k++) {
+            if (o[k] >= g->node_count)
+                continue;
+            int *own = &p->proxy_owner[o[k]];
+            *own = *own == TP_ANY || *own == la->owner[i] ? la->owner[i] : CG_OWNER_CPU;
+        }
+    }
+    for (size_t i = 0; i < opt->target_count; i++) {
+        tp_proxy *px = &p->proxies[i];
+        px->t = *p->targets[i];
+        px->t.vt = &proxy_vt;
+        px->t.impl = px;
+        px->graph = g;
+        px->owner = p->proxy_owner;
+        px->index = (int)i;
+        px->lowering = l->lowering;
+        p->targets[i] = &px->t;
+    }
+done:
+    cg_assignment_free(la);
+    cg_type_env_free(lt);
+    cg_lowered_free(l);
+    if (st != CG_OK)
+        cg_error_prefix(err, "the graph the targets partition: ");
+    return st;
+}
+
 cg_status cg_target_path_init(const cg_model *model, const cg_target_path_options *opt,
                               cg_target_path **out, cg_error *err)
 {
@@ -107,6 +214,10 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     for (size_t i = 0; i < opt->target_count; i++)
         p->targets[i] = opt->targets[i];
     p->opt.targets = p->targets;
+    if ((st = use_lowered_placement(p, err)) != CG_OK) {
+        cg_error_prefix(err, "target path: ");
+        goto fail;
+    }
 
     st = cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &p->types, err);
     if (st != CG_OK) {
@@ -209,5 +320,7 @@ void cg_target_path_free(cg_target_path *p)
     cg_type_env_free(p->types);
     free(p->node_prec);
     free(p->targets);
+    free(p->proxies);
+    free(p->proxy_owner);
     free(p);
 }

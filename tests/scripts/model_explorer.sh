@@ -55,7 +55,7 @@ valid "$RMS" "$T/rms/convgate_owner.json" --expect-key mean_sq=litert-gpu
 valid "$RMS" "$T/rms/convgate_reference_ms.json"
 valid "$RMS" "$T/rms/convgate_max_abs_error.json" --expect-key mean_sq=inf --expect-key square=0.0
 
-"$CG" assign "$CNN" --target litert-gpu,xnnpack --model-explorer "$T/assign" >/dev/null 2>&1 ||
+"$CG" assign "$CNN" --target litert-gpu,tflite-xnnpack --model-explorer "$T/assign" >/dev/null 2>&1 ||
     fail "assign: exit $?"
 valid "$CNN" "$T/assign/convgate_owner.json"
 valid "$CNN" "$T/assign/convgate_reference_ms.json"

@@ -1,40 +1,48 @@
 /*
- * ONNX -> TFLite: the operators a converter emits for an ONNX graph, so
- * that LiteRT targets judge the ops their delegates will really see (the
- * tflite:* rules of the profiles, docs/tflite.md "ONNX models on LiteRT
- * targets"). Each row of the mapping cites the converter rule it follows:
- * onnx2tf (PINTO0309/onnx2tf, onnx2tf/ops/<Op>.py) for how an ONNX op
- * becomes TensorFlow ops, TensorFlow's TFLite converter for how those
+ * "onnx-to-tflite": the graph a LiteRT runtime partitions when the model
+ * was converted from ONNX, i.e. the TFLite operators a converter emits for
+ * an ONNX graph, so that the LiteRT targets (litert-gpu, tflite-xnnpack,
+ * tflm: their "preprocess") judge the ops their delegates will really see
+ * (the tflite:* rules of the profiles, docs/tflite.md "ONNX models on
+ * LiteRT targets"). Each row of the mapping cites the converter rule it
+ * follows: onnx2tf (PINTO0309/onnx2tf, onnx2tf/ops/<Op>.py) for how an ONNX
+ * op becomes TensorFlow ops, TensorFlow's TFLite converter for how those
  * become TFLite builtins (tensorflow/compiler/mlir/lite: legalize_patterns.td
  * and the fusions tested in tests/optimize.mlir).
  *
- * The result is a graph of the same form as cg_tflite_op_model's: nodes in
- * domain "tflite" named after the ONNX node they come from, attributes
- * `version` (1) and the TFLite options the rules read, 4-D values in NHWC
- * (onnx2tf transposes every 4-D tensor), constants as initializers (the
- * source's, borrowed; axes and shapes a converter makes are new), and every
- * value's type in value_info, so it is typed with cg_type_env_build_declared.
- * ONNX nodes that are no op after conversion are not in it: Identity,
- * Dropout and Constant, nodes computed only from constants (folded), a
- * BatchNormalization right after a Conv (folded into its weights), and a
- * Relu / Clip(0,6) / Clip(-1,1) fused into the Conv, Gemm, Add or Mul
- * before it. An ONNX op the mapping does not know keeps its ONNX op type
- * (domain "onnx") and so is refused by every tflite:* rule, naming it.
+ * The result, on the editable graph of lgraph.h, is a graph of the same
+ * form as cg_tflite_op_model's: nodes in domain "tflite" named after the
+ * ONNX node they come from, attributes `version` (1) and the TFLite options
+ * the rules read, 4-D values in NHWC (onnx2tf transposes every 4-D tensor),
+ * constants as initializers (the source's, borrowed; axes and shapes a
+ * converter makes are new), every value's type declared (lg_model
+ * declare_types: the reference cannot run TFLite ops, so the graph is typed
+ * from its declarations). Shapes are those of one reference run at the
+ * lowering's dims (unbound symbols 1): a .tflite stores static shapes (a
+ * dim the source leaves open is -1 only in shape_signature, which LiteRT
+ * resizes to on request), and its delegates judge those, as assign on a
+ * .tflite does (cg_tflite_op_model); a conversion at another shape is
+ * asked for with --dim / --shape (onnx2tf -b / -ois).
  *
- * Invariants: origin[i] is the source node of result node i; removed lists
- * each source node that has no result node, with why. The result borrows
- * the source's tensors and strings: the source must outlive it.
+ * ONNX nodes that are no op after conversion are removed (lg_remove, with
+ * why): Identity, Dropout and Constant, nodes computed only from constants
+ * (folded), a BatchNormalization right after a Conv (folded into its
+ * weights), and a Relu / Clip(0,6) / Clip(-1,1) fused into the Conv, Gemm,
+ * Add or Mul before it (these two are recorded as folded into that op). An
+ * ONNX op the mapping does not know keeps its ONNX op type in domain "onnx"
+ * and so is refused by every tflite:* rule, naming it. Only the main graph
+ * is mapped: a control-flow node (If, Loop) is such an unmapped op.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "convgate/assign.h"
 #include "convgate/tflite.h"
-#include "core/arena.h"
 #include "core/strmap.h"
 #include "ir/walk.h"
+#include "lower/lower_internal.h"
+#include "target/registry.h"
 
 /* 1:1 ops: ONNX op -> TFLite builtin (onnx2tf's op file emits the TF op the
  * converter legalizes to that builtin). */
@@ -52,7 +60,7 @@ static const lm_row one_to_one[] = {
     {"Sigmoid", "LOGISTIC"}, {"Relu", "RELU"},        {"LeakyRelu", "LEAKY_RELU"},
     {"PRelu", "PRELU"},     {"Elu", "ELU"},           {"HardSwish", "HARD_SWISH"},
     {"Gelu", "GELU"},       {"Softmax", "SOFTMAX"},   {"LogSoftmax", "LOG_SOFTMAX"},
-    {"Concat", "CONCATENATION"}, {"Transpose", "TRANSPOSE"}, {"Slice", "STRIDED_SLICE"},
+    {"Concat", "CONCATENATION"}, {"Transpose", "TRANSPOSE"},
     {"Gather", "GATHER"},   {"GatherND", "GATHER_ND"}, {"Split", "SPLIT"},
     {"Tile", "TILE"},       {"Cast", "CAST"},         {"Where", "SELECT_V2"},
     {"Equal", "EQUAL"},     {"Less", "LESS"},         {"LessOrEqual", "LESS_EQUAL"},
@@ -60,34 +68,29 @@ static const lm_row one_to_one[] = {
     {"And", "LOGICAL_AND"}, {"Or", "LOGICAL_OR"},     {"ArgMax", "ARG_MAX"},
     {"ArgMin", "ARG_MIN"},  {"DepthToSpace", "DEPTH_TO_SPACE"},
     {"SpaceToDepth", "SPACE_TO_DEPTH"}, {"ConvTranspose", "TRANSPOSE_CONV"},
-    {"Squeeze", "SQUEEZE"}, {"Unsqueeze", "EXPAND_DIMS"}, {"Expand", "BROADCAST_TO"},
+    {"Unsqueeze", "EXPAND_DIMS"}, {"Expand", "BROADCAST_TO"},
     {"Shape", "SHAPE"},     {"ReduceMean", "MEAN"},   {"ReduceSum", "SUM"},
     {"ReduceMax", "REDUCE_MAX"}, {"ReduceMin", "REDUCE_MIN"}, {"ReduceProd", "REDUCE_PROD"},
     {"Erf", NULL}, /* onnx2tf builds Erf from several ops: not mapped */
 };
 
 typedef struct lm_ctx {
-    const cg_model *src;
-    const cg_graph *g;
-    const cg_type_env *types;
-    cg_model *out;
-    cg_graph *og;
-    size_t node_cap, init_cap, vi_cap;
-    size_t *origin;
-    cg_litert_removed *removed;
-    size_t removed_count;
+    lg_model *m;
+    lg_graph *lg;          /* the main graph: source node i is its node i */
+    const cg_graph *g;     /* the source main graph */
+    cg_type_env *types;    /* the source's types at the lowering's dims (NCHW) */
+    size_t n;              /* source node count */
     cg_strmap alias;       /* removed node's output -> index into alias_to */
     const char **alias_to;
     size_t alias_count;
+    cg_strmap made;        /* names of the constants the mapping made */
+    cg_strmap folded;      /* values the converter folds to constants */
     bool *skip;            /* per source node: removed */
+    const char **why;      /* per source node: why it was removed */
+    size_t *into;          /* per source node: the source node it folded into, or SIZE_MAX */
+    size_t *op;            /* per source node: its (main) TFLite node, or SIZE_MAX */
     const char **act;      /* per source node: fused activation from its consumer */
-    cg_error *err;
 } lm_ctx;
-
-static cg_status lm_nomem(lm_ctx *c)
-{
-    return cg_error_set(c->err, CG_NOMEM, "ONNX->TFLite mapping: out of memory");
-}
 
 static bool is_op(const cg_node *n, const char *op)
 {
@@ -118,14 +121,13 @@ static bool add_alias(lm_ctx *c, const char *from, const char *to)
     return true;
 }
 
-static bool note_removed(lm_ctx *c, size_t node, const char *why)
+/* Source node `node` leaves no op, for `why`; folded into source node
+ * `into` (SIZE_MAX: none), whose op then stands for it too. */
+static bool note_removed(lm_ctx *c, size_t node, const char *why, size_t into)
 {
-    cg_litert_removed *grown = realloc(c->removed, (c->removed_count + 1) * sizeof *grown);
-    if (!grown)
-        return false;
-    c->removed = grown;
-    c->removed[c->removed_count++] = (cg_litert_removed){node, why};
     c->skip[node] = true;
+    c->why[node] = why;
+    c->into[node] = into;
     return true;
 }
 
@@ -134,10 +136,27 @@ static const cg_value_type *vtype(lm_ctx *c, const char *name)
     return name && *name ? cg_type_env_get(c->types, name) : NULL;
 }
 
+/* A constant after conversion: one of the source, or a value the
+ * converter folds (c->folded). */
 static bool is_const(lm_ctx *c, const char *name)
 {
     const cg_value_type *t = vtype(c, name);
-    return t && t->is_const;
+    if (t && t->is_const)
+        return true;
+    name = resolve(c, name);
+    return name && cg_strmap_has(&c->folded, name);
+}
+
+/* Every dim of the value known: its shape is a constant to the converter. */
+static bool static_shape(lm_ctx *c, const char *name)
+{
+    const cg_value_type *t = vtype(c, name);
+    if (!t || !t->known)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] < 0)
+            return false;
+    return true;
 }
 
 /* Number of consumers of name in the source graph (and whether it is a graph output). */
@@ -219,89 +238,57 @@ static const char *activation_of(lm_ctx *c, const cg_node *n)
 
 /* --- building the result ------------------------------------------------------------ */
 
-static cg_type *nhwc_type(lm_ctx *c, const cg_value_type *t, bool nhwc)
+/* The declared type of a value: t (source layout) with a 4-D shape in NHWC. */
+static bool set_type(lm_ctx *c, const char *name, const cg_value_type *t)
 {
-    cg_arena *ar = c->out->arena;
-    cg_type *ty = cg_arena_calloc(ar, 1, sizeof *ty);
-    if (!ty)
-        return NULL;
-    ty->kind = CG_TYPE_TENSOR;
-    if (!t || !t->known)
-        return ty;
-    ty->elem_type = (int32_t)t->dtype;
-    ty->has_elem_type = true;
-    cg_shape *sh = cg_arena_calloc(ar, 1, sizeof *sh);
-    if (!sh || (t->rank && !(sh->dims = cg_arena_calloc(ar, (size_t)t->rank, sizeof *sh->dims))))
-        return NULL;
-    sh->rank = (size_t)t->rank;
     static const int perm[4] = {0, 2, 3, 1};
-    for (int d = 0; d < t->rank; d++) {
-        int from = nhwc && t->rank == 4 ? perm[d] : d;
-        sh->dims[d].value = t->dims[from];
-        sh->dims[d].has_value = t->dims[from] >= 0;
+    lg_type lt;
+    memset(&lt, 0, sizeof lt);
+    if (t && t->known && t->rank <= CG_MAX_RANK) {
+        lt.has_dtype = true;
+        lt.dtype = (int32_t)t->dtype;
+        lt.has_shape = true;
+        lt.rank = t->rank;
+        for (int d = 0; d < t->rank; d++) {
+            int from = t->rank == 4 ? perm[d] : d;
+            lt.dims[d] = t->dims[from];
+            if (t->dims[from] >= 0)
+                lt.dim_known |= 1u << d;
+        }
     }
-    ty->shape = sh;
-    return ty;
+    return lg_type_set(c->lg, name, &lt);
 }
 
-static bool add_value_info(lm_ctx *c, const char *name, cg_type *ty)
+/* A name for a constant or value the mapping makes: base/what, unique. */
+static const char *made_name(lm_ctx *c, const char *base, const char *what)
 {
-    if (!ty)
-        return false;
-    if (c->og->value_info_count == c->vi_cap) {
-        size_t cap = c->vi_cap ? 2 * c->vi_cap : 64;
-        cg_value_info *v = cg_arena_calloc(c->out->arena, cap, sizeof *v);
-        if (!v)
-            return false;
-        if (c->vi_cap)
-            memcpy(v, c->og->value_infos, c->vi_cap * sizeof *v);
-        c->og->value_infos = v;
-        c->vi_cap = cap;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s", base, what);
+    const char *name = lg_strdup(c->m, buf);
+    for (unsigned k = 1; name && cg_strmap_has(&c->made, name) && k < 1000000; k++) {
+        snprintf(buf, sizeof buf, "%s/%s_%u", base, what, k);
+        name = lg_strdup(c->m, buf);
     }
-    c->og->value_infos[c->og->value_info_count++] = (cg_value_info){name, ty, NULL, {NULL, 0}};
-    return true;
+    if (!name || cg_strmap_add(&c->made, name, 0) == CG_STRMAP_NONE)
+        return NULL;
+    return name;
 }
 
-static bool add_init(lm_ctx *c, const cg_tensor_proto *t)
+/* A new constant of the mapping (axes, shapes, scalars). */
+static const char *new_const(lm_ctx *c, const char *base, const char *what, int32_t dtype,
+                             const int64_t *dims, size_t rank, const void *v, size_t bytes)
 {
-    if (c->og->initializer_count == c->init_cap) {
-        size_t cap = c->init_cap ? 2 * c->init_cap : 64;
-        cg_tensor_proto *v = cg_arena_calloc(c->out->arena, cap, sizeof *v);
-        if (!v)
-            return false;
-        if (c->init_cap)
-            memcpy(v, c->og->initializers, c->init_cap * sizeof *v);
-        c->og->initializers = v;
-        c->init_cap = cap;
-    }
-    c->og->initializers[c->og->initializer_count++] = *t;
-    return true;
+    const char *name = made_name(c, base, what);
+    cg_tensor_proto *t = name ? lg_tensor_new(c->m, name, dtype, dims, rank, v, bytes) : NULL;
+    return t && lg_add_init(c->lg, t) ? name : NULL;
 }
 
-/* A new int32 constant (axes, shapes) named after the node. */
+/* A new int32 vector constant named after the node. */
 static const char *new_const_i32(lm_ctx *c, const char *base, const char *what,
                                  const int32_t *v, size_t n)
 {
-    cg_arena *ar = c->out->arena;
-    size_t len = strlen(base) + strlen(what) + 4;
-    char *name = cg_arena_alloc(ar, len);
-    int64_t *dims = cg_arena_calloc(ar, 1, sizeof *dims);
-    uint8_t *data = cg_arena_calloc(ar, n ? n : 1, sizeof *v);
-    if (!name || !dims || !data)
-        return NULL;
-    snprintf(name, len, "%s/%s", base, what);
-    if (n)
-        memcpy(data, v, n * sizeof *v);
-    dims[0] = (int64_t)n;
-    cg_tensor_proto t;
-    memset(&t, 0, sizeof t);
-    t.name = name;
-    t.dims = dims;
-    t.rank = 1;
-    t.data_type = CG_DTYPE_INT32;
-    t.has_data_type = true;
-    t.raw_data = (cg_bytes){data, n * sizeof *v};
-    return add_init(c, &t) ? name : NULL;
+    int64_t dims[1] = {(int64_t)n};
+    return new_const(c, base, what, CG_DTYPE_INT32, dims, 1, v, n * sizeof *v);
 }
 
 typedef struct lm_attrs {
@@ -330,33 +317,26 @@ static void la_str(lm_attrs *as, const char *name, const char *v)
                                    .s = {(const uint8_t *)v, strlen(v)}};
 }
 
-/* Appends a node of op `op` (domain "tflite", or "onnx" when unmapped). */
+/* Appends a node of op `op` (domain "tflite", or "onnx" when unmapped) for
+ * source node `origin`; `translates`: the source op it is the translation
+ * of (NULL for an op the conversion adds, such as a PAD). */
 static bool emit(lm_ctx *c, size_t origin, const char *domain, const char *op, const char *name,
                  const char *const *ins, size_t n_in, const char *const *outs, size_t n_out,
-                 const lm_attrs *as)
+                 const lm_attrs *as, const char *translates)
 {
-    cg_arena *ar = c->out->arena;
-    if (c->og->node_count == c->node_cap)
-        return false; /* sized for 4 nodes per source node: never reached */
-    cg_node *nd = &c->og->nodes[c->og->node_count];
-    nd->op_type = op;
-    nd->domain = domain;
-    nd->name = name;
-    nd->inputs = cg_arena_calloc(ar, n_in ? n_in : 1, sizeof *nd->inputs);
-    nd->outputs = cg_arena_calloc(ar, n_out ? n_out : 1, sizeof *nd->outputs);
-    nd->attrs = cg_arena_calloc(ar, as && as->n ? as->n : 1, sizeof *nd->attrs);
-    if (!nd->inputs || !nd->outputs || !nd->attrs)
+    const char **resolved = malloc((n_in ? n_in : 1) * sizeof *resolved);
+    if (!resolved)
         return false;
     for (size_t i = 0; i < n_in; i++)
-        nd->inputs[i] = ins[i] ? resolve(c, ins[i]) : "";
-    for (size_t i = 0; i < n_out; i++)
-        nd->outputs[i] = outs[i];
-    nd->input_count = n_in;
-    nd->output_count = n_out;
-    if (as && as->n)
-        memcpy(nd->attrs, as->a, as->n * sizeof *nd->attrs);
-    nd->attr_count = as ? as->n : 0;
-    c->origin[c->og->node_count++] = origin;
+        resolved[i] = ins[i] ? resolve(c, ins[i]) : "";
+    size_t k = lg_add_node(c->lg, op, domain, name, resolved, n_in, outs, n_out,
+                           as ? as->a : NULL, as ? as->n : 0);
+    free(resolved);
+    if (k == SIZE_MAX || !lg_add_origins(c->lg, k, origin))
+        return false;
+    c->lg->nodes[k].translates = translates;
+    if (translates)
+        c->op[origin] = k;
     return true;
 }
 
@@ -411,29 +391,17 @@ static const char *padding_of(lm_ctx *c, const cg_node *n, const int64_t *kernel
 static const char *emit_pad(lm_ctx *c, size_t i, const cg_node *n)
 {
     static const int32_t zero_pads[8] = {0};
-    cg_arena *ar = c->out->arena;
+    static const int64_t pad_dims[2] = {4, 2};
     const char *nm = n->name && *n->name ? n->name : n->outputs[0];
-    size_t len = strlen(nm) + 8;
-    char *out = cg_arena_alloc(ar, len), *pname = cg_arena_alloc(ar, len);
-    if (!out || !pname)
+    const char *out = made_name(c, nm, "padded"), *pname = made_name(c, nm, "pad");
+    const char *pads = new_const(c, nm, "paddings", CG_DTYPE_INT32, pad_dims, 2, zero_pads,
+                                 sizeof zero_pads);
+    if (!out || !pname || !pads)
         return NULL;
-    snprintf(out, len, "%s/padded", nm);
-    snprintf(pname, len, "%s/pad", nm);
-    const char *pads = new_const_i32(c, nm, "paddings", zero_pads, 8);
-    if (!pads)
-        return NULL;
-    c->og->initializers[c->og->initializer_count - 1].rank = 2;
-    int64_t *dims = cg_arena_calloc(ar, 2, sizeof *dims);
-    if (!dims)
-        return NULL;
-    dims[0] = 4;
-    dims[1] = 2;
-    c->og->initializers[c->og->initializer_count - 1].dims = dims;
     const char *ins[2] = {n->inputs[0], pads};
     lm_attrs as = {.n = 0};
     la_int(&as, "version", 1);
-    if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, "PAD", pname, ins, 2, (const char *const *)&out, 1,
-              &as))
+    if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, "PAD", pname, ins, 2, &out, 1, &as, NULL))
         return NULL;
     /* the padded value: the input's type with H and W grown by the pads */
     const cg_value_type *x = vtype(c, n->inputs[0]);
@@ -443,27 +411,13 @@ static const char *emit_pad(lm_ctx *c, size_t i, const cg_node *n)
         t.dims[2] += p->ints[0] + p->ints[2];
         t.dims[3] += p->ints[1] + p->ints[3];
     }
-    return add_value_info(c, out, nhwc_type(c, &t, true)) ? out : NULL;
+    return set_type(c, out, &t) ? out : NULL;
 }
 
 /* A float32 scalar constant named base/what. */
 static const char *new_const_f32(lm_ctx *c, const char *base, const char *what, float v)
 {
-    cg_arena *ar = c->out->arena;
-    size_t len = strlen(base) + strlen(what) + 4;
-    char *name = cg_arena_alloc(ar, len);
-    uint8_t *data = cg_arena_alloc(ar, sizeof v);
-    if (!name || !data)
-        return NULL;
-    snprintf(name, len, "%s/%s", base, what);
-    memcpy(data, &v, sizeof v);
-    cg_tensor_proto t;
-    memset(&t, 0, sizeof t);
-    t.name = name;
-    t.data_type = CG_DTYPE_FLOAT;
-    t.has_data_type = true;
-    t.raw_data = (cg_bytes){data, sizeof v};
-    return add_init(c, &t) ? name : NULL;
+    return new_const(c, base, what, CG_DTYPE_FLOAT, NULL, 0, &v, sizeof v);
 }
 
 /* HardSigmoid: onnx2tf HardSigmoid.py writes tf.maximum(0, tf.minimum(1,
@@ -476,24 +430,22 @@ static bool emit_hard_sigmoid(lm_ctx *c, size_t i, const cg_node *n, const char 
                   1.0f, 0.0f};
     const cg_value_type *t = vtype(c, n->outputs[0]);
     const char *prev = n->inputs[0];
-    cg_arena *ar = c->out->arena;
     for (int s = 0; s < 4; s++) {
+        char step[8];
+        snprintf(step, sizeof step, "%d", s);
         const char *cst = new_const_f32(c, name, what[s], k[s]);
-        size_t len = strlen(name) + 16;
-        char *nm = cg_arena_alloc(ar, len), *out = cg_arena_alloc(ar, len);
+        const char *nm = made_name(c, name, ops[s]);
+        const char *out = s == 3 ? n->outputs[0] : made_name(c, name, step);
         if (!cst || !nm || !out)
             return false;
-        snprintf(nm, len, "%s/%s", name, ops[s]);
-        snprintf(out, len, "%s/%d", name, s);
-        const char *o = s == 3 ? n->outputs[0] : out;
         const char *ins[2] = {prev, cst};
         lm_attrs as = {.n = 0};
         la_int(&as, "version", 1);
         if (s < 2)
             la_str(&as, "fused_activation_function", "NONE");
-        if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, ops[s], nm, ins, 2, &o, 1, &as))
+        if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, ops[s], nm, ins, 2, &out, 1, &as, n->op_type))
             return false;
-        if (s < 3 && !add_value_info(c, out, nhwc_type(c, t, true)))
+        if (s < 3 && !set_type(c, out, t))
             return false;
         prev = out;
     }
@@ -506,7 +458,73 @@ static const char *node_name(const cg_node *n, size_t i, lm_ctx *c)
         return n->name;
     char buf[32];
     snprintf(buf, sizeof buf, "#%zu", i);
-    return cg_arena_strdup(c->out->arena, buf);
+    return lg_strdup(c->m, buf);
+}
+
+/* Element k of a constant int list: an initializer input or, before opset
+ * 10, the attribute; false when not known. */
+static bool slice_param(lm_ctx *c, const cg_node *n, size_t input, const char *attr, size_t k,
+                        int64_t *out)
+{
+    if (n->input_count > input && *n->inputs[input]) {
+        const cg_tensor_proto *t = lg_constant(c->lg, n->inputs[input], false);
+        return t && lg_tensor_i64(t, (int64_t)k, out);
+    }
+    const cg_attr *a = attr ? cg_node_attr(n, attr) : NULL;
+    if (!a || k >= a->ints_count)
+        return false;
+    *out = a->ints[k];
+    return true;
+}
+
+/* Slice: onnx2tf Slice.py writes tf.strided_slice, the converter's
+ * STRIDED_SLICE with constant begin, end and strides over every axis (NHWC
+ * for 4-D data). */
+static bool emit_strided_slice(lm_ctx *c, size_t i, const cg_node *n, const char *name,
+                               lm_attrs *as)
+{
+    static const int to_nhwc[4] = {0, 3, 1, 2};
+    const cg_value_type *x = vtype(c, n->inputs[0]);
+    int rank = x && x->known ? x->rank : 0;
+    int32_t begin[CG_MAX_RANK], end[CG_MAX_RANK], stride[CG_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        int from = rank == 4 ? to_nhwc[d] : d;
+        begin[d] = 0;
+        end[d] = x->dims[from] > INT32_MAX ? INT32_MAX : (int32_t)x->dims[from];
+        stride[d] = 1;
+    }
+    const cg_value_type *st = vtype(c, n->input_count > 1 ? n->inputs[1] : NULL);
+    const cg_attr *sa = cg_node_attr(n, "starts");
+    size_t count = st && st->known && st->rank == 1 && st->dims[0] >= 0 ? (size_t)st->dims[0]
+                   : sa                                                  ? sa->ints_count
+                                                                         : 0;
+    for (size_t k = 0; k < count && k < CG_MAX_RANK; k++) {
+        int64_t b, e, axis = (int64_t)k, step = 1;
+        if (!slice_param(c, n, 1, "starts", k, &b) || !slice_param(c, n, 2, "ends", k, &e))
+            continue;
+        (void)slice_param(c, n, 3, "axes", k, &axis);
+        (void)slice_param(c, n, 4, NULL, k, &step);
+        if (axis < 0)
+            axis += rank;
+        if (axis < 0 || axis >= rank)
+            continue;
+        int d = rank == 4 ? (axis == 1 ? 3 : axis >= 2 ? (int)axis - 1 : 0) : (int)axis;
+        begin[d] = (int32_t)(b < INT32_MIN ? INT32_MIN : b > INT32_MAX ? INT32_MAX : b);
+        end[d] = (int32_t)(e < INT32_MIN ? INT32_MIN : e > INT32_MAX ? INT32_MAX : e);
+        stride[d] = (int32_t)(step < INT32_MIN ? INT32_MIN : step > INT32_MAX ? INT32_MAX : step);
+    }
+    const char *ins[4] = {n->inputs[0], new_const_i32(c, name, "begin", begin, (size_t)rank),
+                          new_const_i32(c, name, "end", end, (size_t)rank),
+                          new_const_i32(c, name, "strides", stride, (size_t)rank)};
+    if (!ins[1] || !ins[2] || !ins[3])
+        return false;
+    la_int(as, "begin_mask", 0);
+    la_int(as, "end_mask", 0);
+    la_int(as, "ellipsis_mask", 0);
+    la_int(as, "new_axis_mask", 0);
+    la_int(as, "shrink_axis_mask", 0);
+    return emit(c, i, CG_TFLITE_OPS_DOMAIN, "STRIDED_SLICE", name, ins, 4, n->outputs, 1, as,
+                n->op_type);
 }
 
 /* The TFLite op(s) of source node i. */
@@ -527,7 +545,7 @@ static bool map_node(lm_ctx *c, size_t i)
         return false;
     if (!n->input_count || !n->output_count) /* no data in or out: keep it as it is */
         return emit(c, i, "onnx", n->op_type ? n->op_type : "?", name, n->inputs,
-                    n->input_count, outs, n_out, &as);
+                    n->input_count, outs, n_out, &as, n->op_type);
 
     if (is_op(n, "Conv") || is_op(n, "AveragePool") || is_op(n, "MaxPool")) {
         /* onnx2tf Conv.py: group == 1 -> conv2d, group == in channels ->
@@ -560,7 +578,7 @@ static bool map_node(lm_ctx *c, size_t i)
             la_int(&as, "filter_width", kernel[1]);
             return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                         is_op(n, "MaxPool") ? "MAX_POOL_2D" : "AVERAGE_POOL_2D", name, ins, 1,
-                        outs, 1, &as);
+                        outs, 1, &as, n->op_type);
         }
         la_int(&as, "dilation_h_factor", d && d->ints_count == 2 ? d->ints[0] : 1);
         la_int(&as, "dilation_w_factor", d && d->ints_count == 2 ? d->ints[1] : 1);
@@ -570,7 +588,7 @@ static bool map_node(lm_ctx *c, size_t i)
             op = "DEPTHWISE_CONV_2D";
             la_int(&as, "depth_multiplier", w->dims[0] / group);
         }
-        return emit(c, i, CG_TFLITE_OPS_DOMAIN, op, name, ins, n_in, outs, 1, &as);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, op, name, ins, n_in, outs, 1, &as, n->op_type);
     }
     if (is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
         /* onnx2tf GlobalAveragePool.py: GlobalAveragePooling2D(keepdims=True),
@@ -583,7 +601,7 @@ static bool map_node(lm_ctx *c, size_t i)
         la_int(&as, "keep_dims", 1);
         return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                     is_op(n, "GlobalAveragePool") ? "MEAN" : "REDUCE_MAX", name, ins, 2, outs, 1,
-                    &as);
+                    &as, n->op_type);
     }
     if (is_op(n, "Flatten") || is_op(n, "Reshape")) {
         /* onnx2tf Flatten.py / Reshape.py: tf.reshape with a static shape -> RESHAPE */
@@ -596,7 +614,7 @@ static bool map_node(lm_ctx *c, size_t i)
         if (!sh)
             return false;
         ins[1] = sh;
-        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "RESHAPE", name, ins, 2, outs, 1, &as);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "RESHAPE", name, ins, 2, outs, 1, &as, n->op_type);
     }
     if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
         /* onnx2tf Gemm.py / MatMul.py: tf.matmul; the converter makes a matmul
@@ -606,23 +624,23 @@ static bool map_node(lm_ctx *c, size_t i)
             la_str(&as, "fused_activation_function", act);
             la_str(&as, "weights_format", "DEFAULT");
             return emit(c, i, CG_TFLITE_OPS_DOMAIN, "FULLY_CONNECTED", name, ins, n_in, outs, 1,
-                        &as);
+                        &as, n->op_type);
         }
-        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "BATCH_MATMUL", name, ins, 2, outs, 1, &as);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "BATCH_MATMUL", name, ins, 2, outs, 1, &as, n->op_type);
     }
     if (is_op(n, "Clip")) {
         const char *a = activation_of(c, n);
         if (a)
-            return emit(c, i, CG_TFLITE_OPS_DOMAIN, a, name, ins, 1, outs, 1, &as);
+            return emit(c, i, CG_TFLITE_OPS_DOMAIN, a, name, ins, 1, outs, 1, &as, n->op_type);
         /* onnx2tf Clip.py: tf.clip_by_value -> MINIMUM then MAXIMUM */
-        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "MINIMUM", name, ins, n_in, outs, 1, &as);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "MINIMUM", name, ins, n_in, outs, 1, &as, n->op_type);
     }
     if (is_op(n, "HardSigmoid"))
         return emit_hard_sigmoid(c, i, n, name);
     if (is_op(n, "BatchNormalization")) {
         /* not after a Conv: a MUL and an ADD with folded constants (the
          * converter's batch-norm decomposition); counted as MUL here */
-        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "MUL", name, ins, 2, outs, 1, &as);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "MUL", name, ins, 2, outs, 1, &as, n->op_type);
     }
     if ((is_op(n, "ReduceMean") || is_op(n, "ReduceSum") || is_op(n, "ReduceMax") ||
          is_op(n, "ReduceMin") || is_op(n, "ReduceProd")) &&
@@ -652,10 +670,21 @@ static bool map_node(lm_ctx *c, size_t i)
         la_float(&as, "beta", 1.0f);
     if (is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Sub") || is_op(n, "Div"))
         la_str(&as, "fused_activation_function", act);
-    if (is_op(n, "Slice")) {
-        la_int(&as, "ellipsis_mask", 0);
-        la_int(&as, "new_axis_mask", 0);
-        la_int(&as, "shrink_axis_mask", 0);
+    if (is_op(n, "Slice"))
+        return emit_strided_slice(c, i, n, name, &as);
+    if (is_op(n, "Squeeze")) {
+        /* onnx2tf Squeeze.py: tf.squeeze; the converter's optimize pass turns a
+         * squeeze into a RESHAPE with a constant shape (tests/optimize.mlir
+         * ConvertSqueezeToReshape) */
+        const cg_value_type *y = vtype(c, n->outputs[0]);
+        int32_t shape[CG_MAX_RANK];
+        size_t r = y && y->known ? (size_t)y->rank : 0;
+        for (size_t k = 0; k < r; k++)
+            shape[k] = (int32_t)y->dims[k];
+        if (!(ins[1] = new_const_i32(c, name, "shape", shape, r)))
+            return false;
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "RESHAPE", name, ins, 2, outs, 1, &as,
+                    n->op_type);
     }
     if (is_op(n, "Resize")) {
         const cg_attr *m = cg_node_attr(n, "mode");
@@ -663,7 +692,7 @@ static bool map_node(lm_ctx *c, size_t i)
         ins[1] = NULL;
         return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                     nearest ? "RESIZE_NEAREST_NEIGHBOR" : "RESIZE_BILINEAR", name, ins, 1, outs,
-                    1, &as);
+                    1, &as, n->op_type);
     }
     if (is_op(n, "Pad")) {
         const cg_attr *m = cg_node_attr(n, "mode");
@@ -671,16 +700,16 @@ static bool map_node(lm_ctx *c, size_t i)
         if (reflect)
             la_str(&as, "mode", "REFLECT");
         return emit(c, i, CG_TFLITE_OPS_DOMAIN, reflect ? "MIRROR_PAD" : "PAD", name, ins,
-                    n_in > 2 ? 2 : n_in, outs, 1, &as);
+                    n_in > 2 ? 2 : n_in, outs, 1, &as, n->op_type);
     }
     for (size_t r = 0; r < sizeof one_to_one / sizeof one_to_one[0]; r++)
         if (is_op(n, one_to_one[r].onnx) && one_to_one[r].tflite)
             return emit(c, i, CG_TFLITE_OPS_DOMAIN, one_to_one[r].tflite, name,
-                        n_in == n->input_count ? ins : n->inputs,
-                        n_in == n->input_count ? n_in : n->input_count, outs, n_out, &as);
+                        n->input_count > 4 ? n->inputs : ins,
+                        n->input_count > 4 ? n->input_count : n_in, outs, n_out, &as, n->op_type);
     /* no mapping: keep the ONNX op, which no tflite:* rule accepts */
     return emit(c, i, "onnx", n->op_type ? n->op_type : "?", name, n->inputs, n->input_count,
-                outs, n_out, &as);
+                outs, n_out, &as, n->op_type);
 }
 
 /* Marks what a converter removes or fuses: no ops, folded constants, BN
@@ -695,32 +724,43 @@ static bool plan_removals(lm_ctx *c)
             all_const = all_const && (!*n->inputs[k] || is_const(c, n->inputs[k]));
         if ((is_op(n, "Identity") || is_op(n, "Dropout")) && n->input_count && n->output_count) {
             /* onnx2tf Identity.py / Dropout.py: tf.identity, which the converter removes */
-            if (!note_removed(c, i, "no op after conversion (tf.identity)") ||
+            if (!note_removed(c, i, "no op after conversion (tf.identity)", SIZE_MAX) ||
                 (n->output_count && !add_alias(c, n->outputs[0], n->inputs[0])))
                 return false;
             continue;
         }
-        if (is_op(n, "Constant") || (all_const && n->output_count)) {
+        /* the shape of a tensor whose shape is static is a constant: TF's
+         * ShapeOp folder (tensorflow/compiler/mlir/tensorflow/ir/tf_ops_n_z.cc,
+         * ShapeOp::fold) replaces tf.shape (onnx2tf Shape.py) before the
+         * converter legalizes anything */
+        bool static_shape_op = is_op(n, "Shape") && n->input_count &&
+                               static_shape(c, n->inputs[0]);
+        if (is_op(n, "Constant") || static_shape_op || (all_const && n->output_count)) {
             /* a constant, or computed only from constants: the converter folds it */
-            if (!note_removed(c, i, is_op(n, "Constant") ? "a constant tensor, not an op"
-                                                         : "constant-folded by the converter"))
+            if (!note_removed(c, i,
+                              is_op(n, "Constant") ? "a constant tensor, not an op"
+                              : static_shape_op    ? "constant-folded by the converter (the "
+                                                     "shape of a static tensor)"
+                                                   : "constant-folded by the converter",
+                              SIZE_MAX))
                 return false;
+            for (size_t o = 0; o < n->output_count; o++)
+                if (*n->outputs[o] && cg_strmap_add(&c->folded, n->outputs[o], i) ==
+                                          CG_STRMAP_NONE)
+                    return false;
+            /* the folded value: a constant tensor of its type (its values are
+             * the converter's; placement reads only the type) */
             for (size_t o = 0; o < n->output_count; o++) {
                 const cg_value_type *t = vtype(c, n->outputs[o]);
-                cg_tensor_proto tp;
-                memset(&tp, 0, sizeof tp);
-                tp.name = n->outputs[o];
-                tp.data_type = t && t->known ? (int32_t)t->dtype : CG_DTYPE_FLOAT;
-                tp.has_data_type = true;
-                if (t && t->known && t->rank) {
-                    int64_t *dims = cg_arena_calloc(c->out->arena, (size_t)t->rank, sizeof *dims);
-                    if (!dims)
-                        return false;
-                    memcpy(dims, t->dims, (size_t)t->rank * sizeof *dims);
-                    tp.dims = dims;
-                    tp.rank = (size_t)t->rank;
-                }
-                if (!add_init(c, &tp))
+                bool known = t && t->known && t->rank <= CG_MAX_RANK;
+                cg_tensor_proto *tp =
+                    *n->outputs[o]
+                        ? lg_tensor_new(c->m, n->outputs[o],
+                                        known ? (int32_t)t->dtype : CG_DTYPE_FLOAT,
+                                        known ? t->dims : NULL, known ? (size_t)t->rank : 0,
+                                        NULL, 0)
+                        : NULL;
+                if (*n->outputs[o] && (!tp || !lg_add_init(c->lg, tp)))
                     return false;
             }
             continue;
@@ -735,7 +775,7 @@ static bool plan_removals(lm_ctx *c)
             /* the converter folds the batch norm's scale and shift into the
              * conv's weights and bias (tests/optimize.mlir: fuseMulIntoConv2d,
              * fuseAddIntoConv2d) */
-            if (!note_removed(c, only, "folded into the Conv before it") ||
+            if (!note_removed(c, only, "folded into the Conv before it", i) ||
                 !add_alias(c, next->outputs[0], n->outputs[0]))
                 return false;
             /* an activation after the batch norm fuses into the conv too */
@@ -743,7 +783,7 @@ static bool plan_removals(lm_ctx *c)
             if (consumers(g, next->outputs[0], &after) == 1 && g->nodes[after].output_count &&
                 activation_of(c, &g->nodes[after])) {
                 c->act[i] = activation_of(c, &g->nodes[after]);
-                if (!note_removed(c, after, "fused into the op before it") ||
+                if (!note_removed(c, after, "fused into the op before it", i) ||
                     !add_alias(c, g->nodes[after].outputs[0], n->outputs[0]))
                     return false;
             }
@@ -755,7 +795,7 @@ static bool plan_removals(lm_ctx *c)
             /* tests/optimize.mlir fusedConv2dRelu, fusedDepthwiseConv2dRelu6: a
              * following RELU/RELU6/RELU_N1_TO_1 becomes the op's fused activation */
             c->act[i] = a;
-            if (!note_removed(c, only, "fused into the op before it") ||
+            if (!note_removed(c, only, "fused into the op before it", i) ||
                 !add_alias(c, next->outputs[0], n->outputs[0]))
                 return false;
         }
@@ -763,125 +803,73 @@ static bool plan_removals(lm_ctx *c)
     return true;
 }
 
-cg_status cg_litert_lower(const cg_model *src, const cg_type_env *types, cg_litert_lowered **out,
-                          cg_error *err)
+cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
 {
-    *out = NULL;
-    if (!src || !src->graph)
-        return cg_error_set(err, CG_USAGE, "ONNX->TFLite mapping: the model has no graph");
     lm_ctx c;
     memset(&c, 0, sizeof c);
-    c.src = src;
-    c.g = src->graph;
-    c.types = types;
-    c.err = err;
-    cg_litert_lowered *l = calloc(1, sizeof *l);
-    cg_model *m = calloc(1, sizeof *m);
-    size_t n = c.g->node_count;
-    cg_status st = CG_OK;
-    if (!l || !m || !(m->arena = cg_arena_new())) {
-        free(l);
-        free(m);
-        return lm_nomem(&c);
+    c.m = m;
+    c.lg = m->main;
+    c.g = m->source->graph;
+    c.n = c.g->node_count;
+    m->declare_types = true;
+    /* the shapes a conversion at the lowering's dims stores; without a
+     * reference run, the declared ones */
+    cg_error terr;
+    cg_error_clear(&terr);
+    cg_status st = cg_type_env_build(m->source, m->dims, m->dim_count, &c.types, &terr);
+    if (st == CG_NOMEM)
+        return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
+    if (st != CG_OK) {
+        lg_note(m, "shapes: only declared shapes are known, the reference run failed (%s)",
+                terr.msg);
+        if ((st = cg_type_env_build_declared(m->source, &c.types, err)) != CG_OK)
+            return st;
     }
-    c.out = l->model = m;
-    c.og = m->graph = cg_arena_calloc(m->arena, 1, sizeof *m->graph);
-    c.node_cap = 4 * n + 1; /* HardSigmoid: 4 ops */
-    c.og ? (void)(c.og->nodes = cg_arena_calloc(m->arena, c.node_cap, sizeof *c.og->nodes))
-         : (void)0;
-    c.origin = calloc(c.node_cap, sizeof *c.origin);
+    size_t n = c.n;
     c.skip = calloc(n + 1, sizeof *c.skip);
+    c.why = calloc(n + 1, sizeof *c.why);
+    c.into = calloc(n + 1, sizeof *c.into);
+    c.op = calloc(n + 1, sizeof *c.op);
     c.act = calloc(n + 1, sizeof *c.act);
-    m->opsets = cg_arena_calloc(m->arena, 1, sizeof *m->opsets);
-    if (!c.og || !c.og->nodes || !c.origin || !c.skip || !c.act || !m->opsets) {
-        st = lm_nomem(&c);
-        goto fail;
+    bool ok = c.skip && c.why && c.into && c.op && c.act && plan_removals(&c);
+    for (size_t i = 0; ok && i < n; i++)
+        c.op[i] = SIZE_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = c.skip[i] || map_node(&c, i);
+    /* the source nodes give way to their TFLite ops: a mapped one is kept
+     * (its op translates it), a removed one is recorded with why, folded
+     * into the op of the node it joined */
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t into = c.skip[i] && c.into[i] < n ? c.op[c.into[i]] : SIZE_MAX;
+        lg_remove(c.lg, i, c.skip[i] ? c.why[i] : "translated to TFLite", into);
     }
-    m->opsets[0] = (cg_opset_id){CG_TFLITE_OPS_DOMAIN, 1, true, {NULL, 0}};
-    m->opset_count = 1;
-    m->producer_name = "convgate onnx->tflite mapping";
-    c.og->name = c.g->name;
-    cg_value_info *ins = cg_arena_calloc(m->arena, c.g->input_count + 1, sizeof *ins);
-    if (!ins) {
-        st = lm_nomem(&c);
-        goto fail;
+    /* graph outputs read through removed nodes */
+    for (size_t i = 0; ok && i < c.lg->output_count; i++)
+        c.lg->outputs[i] = resolve(&c, c.lg->outputs[i]);
+    /* declared types: every value the source has, in NHWC (values the
+     * mapping made were typed where it made them) */
+    for (size_t i = 0; ok && i < c.g->input_count; i++) {
+        const char *name = c.g->inputs[i].name;
+        if (name && *name && vtype(&c, name) && !lg_constant(c.lg, name, false))
+            ok = set_type(&c, name, vtype(&c, name));
     }
-    for (size_t i = 0; i < c.g->input_count; i++) {
-        ins[i] = c.g->inputs[i];
-        ins[i].type = nhwc_type(&c, vtype(&c, ins[i].name), true);
-    }
-    c.og->inputs = ins;
-    c.og->input_count = c.g->input_count;
-    for (size_t i = 0; i < c.g->initializer_count; i++)
-        if (!add_init(&c, &c.g->initializers[i])) {
-            st = lm_nomem(&c);
-            goto fail;
+    for (size_t k = n; ok && k < c.lg->node_count; k++)
+        for (size_t o = 0; ok && o < c.lg->nodes[k].output_count; o++) {
+            const char *v = c.lg->nodes[k].outputs[o];
+            if (v && *v && vtype(&c, v))
+                ok = set_type(&c, v, vtype(&c, v));
         }
-    if (!plan_removals(&c)) {
-        st = lm_nomem(&c);
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!c.skip[i] && !map_node(&c, i)) {
-            st = lm_nomem(&c);
-            goto fail;
-        }
-    /* graph outputs read through removed nodes; types of every value */
-    cg_value_info *outs = cg_arena_calloc(m->arena, c.g->output_count + 1, sizeof *outs);
-    if (!outs) {
-        st = lm_nomem(&c);
-        goto fail;
-    }
-    for (size_t i = 0; i < c.g->output_count; i++) {
-        outs[i] = c.g->outputs[i];
-        outs[i].name = resolve(&c, c.g->outputs[i].name);
-        outs[i].type = nhwc_type(&c, vtype(&c, outs[i].name), true);
-    }
-    c.og->outputs = outs;
-    c.og->output_count = c.g->output_count;
-    for (size_t i = 0; i < c.og->input_count; i++)
-        if (!add_value_info(&c, c.og->inputs[i].name,
-                            nhwc_type(&c, vtype(&c, c.og->inputs[i].name), true))) {
-            st = lm_nomem(&c);
-            goto fail;
-        }
-    for (size_t i = 0; i < c.og->node_count; i++)
-        for (size_t o = 0; o < c.og->nodes[i].output_count; o++) {
-            const char *v = c.og->nodes[i].outputs[o];
-            if (v && *v && !cg_type_env_get(c.types, v))
-                continue; /* made by the mapping (typed where it was made) */
-            if (v && *v && !add_value_info(&c, v, nhwc_type(&c, vtype(&c, v), true))) {
-                st = lm_nomem(&c);
-                goto fail;
-            }
-        }
-    l->origin = c.origin;
-    l->removed = c.removed;
-    l->removed_count = c.removed_count;
     free(c.skip);
+    free(c.why);
+    free(c.into);
+    free(c.op);
     free(c.act);
     free(c.alias_to);
     cg_strmap_free(&c.alias);
-    *out = l;
+    cg_strmap_free(&c.made);
+    cg_strmap_free(&c.folded);
+    cg_type_env_free(c.types);
+    if (!ok || m->oom)
+        return cg_error_set(err, CG_NOMEM, "ONNX->TFLite mapping: out of memory");
     return CG_OK;
-fail:
-    free(c.origin);
-    free(c.removed);
-    free(c.skip);
-    free(c.act);
-    free(c.alias_to);
-    cg_strmap_free(&c.alias);
-    cg_model_free(m);
-    free(l);
-    return st;
-}
-
-void cg_litert_lowered_free(cg_litert_lowered *l)
-{
-    if (!l)
-        return;
-    cg_model_free(l->model);
-    free(l->origin);
-    free(l->removed);
-    free(l);
 }
