@@ -89,6 +89,7 @@ typedef struct cg_lowered {
     /* private */
     cg_model *owned;
     size_t *owned_origins;
+    cg_model *owned_ops;        /* a .tflite's operators the model borrows from */
 } cg_lowered;
 
 /* The known lowerings, in table order ("none" first). */

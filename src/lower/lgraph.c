@@ -152,6 +152,8 @@ static bool type_from_info(const cg_value_info *vi, lg_type *t)
     return true;
 }
 
+bool lg_type_from_info(const cg_value_info *vi, lg_type *t) { return type_from_info(vi, t); }
+
 /* --- index ------------------------------------------------------------------------- */
 
 void lg_touch(lg_graph *g)
@@ -798,7 +800,7 @@ static bool record_graph_removals(lg_graph *g)
         bool kept = false;
         for (size_t k = 0; k < g->node_count && !kept; k++) {
             const lg_node *o = &g->nodes[k];
-            if (o->dead || !str_eq(lg_source_op(o), sn->op_type))
+            if (o->dead || !(o->keeps_origins || str_eq(lg_source_op(o), sn->op_type)))
                 continue;
             for (size_t j = 0; j < o->origin_count && !kept; j++)
                 kept = o->origins[j] == s;
@@ -1294,7 +1296,7 @@ static cg_status emit_graph(lg_model *m, lg_graph *g, cg_graph *out, bool is_mai
             for (size_t j = 0; j < n->origin_count; j++) {
                 orig[k++] = n->origins[j];
                 const cg_node *sn = &src->nodes[n->origins[j]];
-                same_op |= str_eq(sn->op_type, lg_source_op(n));
+                same_op |= n->keeps_origins || str_eq(sn->op_type, lg_source_op(n));
             }
             l->added_count += !same_op;
         }

@@ -63,6 +63,9 @@ typedef struct lg_node {
      * this node translates (CONV_2D from a Conv), so that its origin of that
      * op counts as kept, not removed; NULL when op_type is the source's. */
     const char *translates;
+    /* Stands for every one of its origins (a .tflite's operator and the IR
+     * nodes it was lowered to): none of them counts as removed. */
+    bool keeps_origins;
 } lg_node;
 
 typedef struct lg_init {
@@ -201,6 +204,8 @@ const lg_type *lg_type_get(lg_graph *g, const char *name);
 /* Sets (replaces) the type of name; false when out of memory. */
 bool lg_type_set(lg_graph *g, const char *name, const lg_type *t);
 void lg_type_from_tensor(const cg_tensor_proto *tp, lg_type *t);
+/* The declared type of a value_info; false when it declares no tensor type. */
+bool lg_type_from_info(const cg_value_info *vi, lg_type *t);
 
 /* --- edits ------------------------------------------------------------------------ */
 

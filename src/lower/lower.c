@@ -59,6 +59,7 @@ void cg_lowered_free(cg_lowered *l)
     free(l->cpu_missing);
     free(l->owned_origins);
     cg_model_free(l->owned);
+    cg_model_free(l->owned_ops);
     free(l);
 }
 

@@ -803,8 +803,64 @@ static bool plan_removals(lm_ctx *c)
     return true;
 }
 
+/* A model lowered from a .tflite: its runtime partitions the file's own
+ * operators (cg_tflite_op_model, as assign on a .tflite judges them), each
+ * standing for the IR nodes the file's lowering made of it
+ * (cg_tflite_node_origin). */
+static cg_status lower_tflite_file(lg_model *m, cg_error *err)
+{
+    const cg_model *src = m->source;
+    lg_graph *g = m->main;
+    cg_model *ops = NULL;
+    cg_status st = cg_tflite_op_model(src->tflite->source, &ops, err);
+    if (st != CG_OK)
+        return st;
+    m->out->owned_ops = ops; /* the lowered graph borrows its names, attributes, tensors */
+    m->declare_types = true;
+    const cg_graph *og = ops->graph;
+    size_t n = g->node_count;
+    size_t *at = calloc(og->node_count + 1, sizeof *at);
+    if (!at)
+        return cg_error_set(err, CG_NOMEM, "out of memory lowering the model");
+    /* the file's constants replace the IR's */
+    for (size_t i = 0; i < g->init_count; i++)
+        g->inits[i].dead = true;
+    for (size_t i = 0; i < og->initializer_count; i++)
+        (void)lg_add_init(g, &og->initializers[i]);
+    lg_type t;
+    for (size_t i = 0; i < og->value_info_count; i++)
+        if (og->value_infos[i].name && lg_type_from_info(&og->value_infos[i], &t))
+            (void)lg_type_set(g, og->value_infos[i].name, &t);
+    for (size_t i = 0; i < og->input_count; i++)
+        if (og->inputs[i].name && lg_type_from_info(&og->inputs[i], &t))
+            (void)lg_type_set(g, og->inputs[i].name, &t);
+    for (size_t i = 0; i < og->output_count; i++)
+        if (og->outputs[i].name && lg_type_from_info(&og->outputs[i], &t))
+            (void)lg_type_set(g, og->outputs[i].name, &t);
+    for (size_t k = 0; k < og->node_count && !m->oom; k++) {
+        const cg_node *op = &og->nodes[k];
+        at[k] = lg_add_node(g, op->op_type, op->domain, op->name, op->inputs, op->input_count,
+                            op->outputs, op->output_count, op->attrs, op->attr_count);
+        if (at[k] != SIZE_MAX)
+            g->nodes[at[k]].keeps_origins = true;
+    }
+    for (size_t s = 0; s < n && !m->oom; s++) {
+        const cg_tflite_origin *o = cg_tflite_node_origin(src, &src->graph->nodes[s]);
+        size_t into = o && o->subgraph == 0 && o->op >= 0 && (size_t)o->op < og->node_count
+                          ? at[o->op]
+                          : SIZE_MAX;
+        lg_remove(g, s, "lowered onto the IR from this operator of the .tflite", into);
+    }
+    free(at);
+    if (m->oom)
+        return cg_error_set(err, CG_NOMEM, "out of memory lowering the model");
+    return CG_OK;
+}
+
 cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
 {
+    if (m->source->tflite)
+        return lower_tflite_file(m, err);
     lm_ctx c;
     memset(&c, 0, sizeof c);
     c.m = m;

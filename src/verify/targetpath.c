@@ -21,7 +21,8 @@
  * by a proxy that takes exactly the source nodes whose ops it takes in the
  * placement of the lowered graph (a node folded away goes where the op it
  * folded into goes; a node that leaves no op goes wherever its neighbours
- * do), so gate 3 runs on the device what gate 2 placed there.
+ * do), so gate 3 runs on the device what gate 2 placed there; what the
+ * conversion folded computes in fp32, as the converter computed it.
  *
  * Invariant: the path owns the type environment, the assignment, the
  * per-node precision array, the proxies and the runtime, and the runtime
@@ -58,6 +59,8 @@ struct cg_target_path {
     uint8_t *node_prec;          /* cg_node_precision per main-graph node */
     tp_proxy *proxies;           /* one per target when they place a lowered graph */
     int *proxy_owner;            /* their owners, per source node */
+    bool *folded;                /* per source node: the conversion folded it (no op of its
+                                    own): it computes in fp32, as the converter did */
     cg_runtime *rt;
     bool reduced;                /* some node has an fp16 precision */
 };
@@ -151,8 +154,18 @@ static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
         st = cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
         goto done;
     }
+    p->folded = calloc(g->node_count + 1, sizeof *p->folded);
+    if (!p->folded) {
+        st = cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
+        goto done;
+    }
     for (size_t s = 0; s < g->node_count; s++)
         p->proxy_owner[s] = TP_ANY;
+    /* what the conversion folded (a batch norm into its conv's weights, a
+     * constant subgraph) was computed once, in fp32, by the converter */
+    for (size_t r = 0; r < l->removed_count; r++)
+        if (!l->removed[r].graph[0] && l->removed[r].node < g->node_count)
+            p->folded[l->removed[r].node] = true;
     /* a source node goes where all of its ops go (the CPU when they split) */
     for (size_t i = 0; i < l->model->graph->node_count; i++) {
         const size_t *o = NULL;
@@ -241,7 +254,8 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
         int owner = p->assign->owner[i];
         const cg_target *t = owner >= 0 && (size_t)owner < opt->target_count ? p->targets[owner]
                                                                              : NULL;
-        cg_node_precision prec = target_node_precision(t, opt);
+        cg_node_precision prec = p->folded && p->folded[i] ? CG_NODE_PREC_FP32
+                                                            : target_node_precision(t, opt);
         p->node_prec[i] = (uint8_t)prec;
         if (prec != CG_NODE_PREC_FP32)
             p->reduced = true;
@@ -322,5 +336,6 @@ void cg_target_path_free(cg_target_path *p)
     free(p->targets);
     free(p->proxies);
     free(p->proxy_owner);
+    free(p->folded);
     free(p);
 }

@@ -417,6 +417,42 @@ static void test_twin(void)
     cg_model_free(src);
 }
 
+/* A model loaded from a .tflite: the runtime partitions the file's own
+ * operators, each standing for the IR nodes it was lowered to, none removed
+ * (gate 2 on a .tflite then counts what assign on it counts). */
+static void test_tflite_file(void)
+{
+    cg_model *src = NULL, *tv = NULL;
+    cg_tflite_model *tfl = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    const char *path = CG_SOURCE_DIR "/tests/data/tflite/models/cnn.tflite";
+    EXPECT(cg_model_load_any(path, NULL, &src, &err) == CG_OK, "%s", err.msg);
+    cg_lowered *l = src ? lower(src) : NULL;
+    EXPECT(cg_tflite_load(path, NULL, &tfl, &err) == CG_OK, "%s", err.msg);
+    EXPECT(tfl && cg_tflite_op_model(tfl, &tv, &err) == CG_OK, "%s", err.msg);
+    if (l && tv) {
+        char a[512], b[512];
+        EXPECT(strcmp(ops_of(l->model, a, sizeof a), ops_of(tv, b, sizeof b)) == 0,
+               "lowered %s, the file has %s", a, b);
+        EXPECT(l->removed_count == 0 && l->added_count == 0, "removed %zu, added %zu",
+               l->removed_count, l->added_count);
+        size_t covered = 0;
+        for (size_t i = 0; i < l->model->graph->node_count; i++) {
+            const size_t *o = NULL;
+            covered += cg_lowered_origins(l, i, &o);
+        }
+        EXPECT(covered == src->graph->node_count, "origins cover %zu of %zu IR nodes", covered,
+               src->graph->node_count);
+        char why[512];
+        EXPECT(on_gpu(l, why, sizeof why) == 6, "litert-gpu: %s", why);
+    }
+    cg_model_free(tv);
+    cg_tflite_free(tfl);
+    cg_lowered_free(l);
+    cg_model_free(src);
+}
+
 /* The LiteRT profiles declare the lowering: assign, gate 2 and the
  * bindings place the converter's ops for them. */
 static void test_profiles_declare(const cg_target_registry *reg)
@@ -449,6 +485,7 @@ int main(void)
         test_elementwise_family();
         test_shape_family();
         test_twin();
+        test_tflite_file();
     }
     cg_target_registry_free(reg);
     return test_done("litert_map");
