@@ -121,9 +121,9 @@ def _library():
     if _lib is not None:
         return _lib
     lib = ctypes.CDLL(library_path())
-    lib.cg_model_load.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
-                                  ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]
-    lib.cg_model_load.restype = ctypes.c_int
+    lib.cg_model_load_any.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
+                                      ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]
+    lib.cg_model_load_any.restype = ctypes.c_int
     lib.cg_model_free.argtypes = [ctypes.c_void_p]
     lib.cg_model_free.restype = None
     lib.cg_bind_call.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_char_p,
@@ -191,15 +191,16 @@ def _samples(samples):
 
 
 class Model:
-    """An ONNX model loaded by libconvgate (weights memory-mapped, not copied)."""
+    """An ONNX or .tflite model loaded by libconvgate (weights memory-mapped, not copied)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
         self._lib = _library()
         self._handle = ctypes.c_void_p()
         err = _Error()
-        if self._lib.cg_model_load(_text(self.path), None, ctypes.byref(self._handle),
-                                   ctypes.byref(err)) != 0:
+        # ONNX or .tflite (recognised by its "TFL3" identifier), as the CLI loads it
+        if self._lib.cg_model_load_any(_text(self.path), None, ctypes.byref(self._handle),
+                                       ctypes.byref(err)) != 0:
             self._handle = None
             raise ConvgateError(err.msg.decode("utf-8", "replace"))
 
@@ -309,5 +310,5 @@ class Model:
 
 
 def load(path):
-    """Loads an ONNX model: convgate.load("model.onnx")."""
+    """Loads an ONNX or .tflite model: convgate.load("model.onnx"), convgate.load("m.tflite")."""
     return Model(path)

@@ -28,6 +28,41 @@ def cli_json(*args):
     return json.loads(p.stdout)
 
 
+TFL = os.path.join(SRC, "tests", "data", "tflite", "models")
+TFL_CNN = os.path.join(TFL, "cnn.tflite")
+
+
+class TfliteModels(unittest.TestCase):
+    """A .tflite loads as the CLI loads it (#10): inspect and check read the
+    file, assign judges its own operators, run executes its lowering."""
+
+    def test_inspect_and_check_are_the_clis(self):
+        with convgate.load(TFL_CNN) as m:
+            ins = m.inspect()
+            chk = m.check()
+        self.assertEqual(dict(ins), cli_json("inspect", TFL_CNN)["result"])
+        self.assertEqual(dict(chk), cli_json("check", TFL_CNN)["result"])
+        self.assertEqual(chk.exit_code, 0)
+
+    def test_assign_counts_tflite_operators(self):
+        with convgate.load(TFL_CNN) as m:
+            r = m.assign(target="litert-gpu", no_time=True)
+            with self.assertRaises(convgate.ConvgateError):
+                m.assign(target="litert-gpu", dim={"N": 2})
+        self.assertEqual(dict(r), cli_json("assign", TFL_CNN, "--target", "litert-gpu")["result"])
+        self.assertEqual(r["nodes_total"], 6)  # the file's 6 operators, not its lowering
+        self.assertEqual(r["nodes_on_target"], 6)
+
+    def test_run_matches_litert(self):
+        x = np.load(os.path.join(TFL, "cnn", "input_0.npy"))
+        want = np.load(os.path.join(TFL, "cnn", "litert_0.npy"))  # LiteRT.js's output
+        with convgate.load(TFL_CNN) as m:
+            r = m.run({"x": x})
+        got = r.outputs["probs"]
+        self.assertEqual(got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+
+
 class SameReportsAsTheCli(unittest.TestCase):
     """The binding renders with the CLI's code: the dicts are its --json results."""
 

@@ -27,6 +27,7 @@
 #include "convgate/profile.h"
 #include "convgate/samples.h"
 #include "convgate/targetpath.h"
+#include "convgate/tflite.h"
 #include "report/report.h"
 
 #define BIND_MAX_TARGETS 16
@@ -387,7 +388,10 @@ static int do_inspect(bind_ctx *c, json_t **result)
     if (bad)
         return bad;
     cg_inspect_options io = {10};
-    if (!(*result = cg_report_inspect_json(c->model, &io, &err)))
+    /* a .tflite shows the file (as convgate inspect does), not its lowering */
+    if (!(*result = c->model->tflite
+                        ? cg_report_inspect_tflite_json(c->model->tflite->source, &io, &err)
+                        : cg_report_inspect_json(c->model, &io, &err)))
         return bind_error(c, "%s", err.msg[0] ? err.msg : "out of memory");
     return 0;
 }
@@ -400,7 +404,8 @@ static int do_check(bind_ctx *c, json_t **result)
     int bad = bind_check_keys(c, "");
     if (bad)
         return bad;
-    cg_status st = cg_check_model(c->model, NULL, &rep, &err);
+    cg_status st = c->model->tflite ? cg_tflite_check(c->model->tflite->source, NULL, &rep, &err)
+                                    : cg_check_model(c->model, NULL, &rep, &err);
     if (st == CG_NOMEM || st == CG_USAGE) {
         cg_check_report_free(&rep);
         return bind_error(c, "%s", err.msg);
@@ -409,6 +414,43 @@ static int do_check(bind_ctx *c, json_t **result)
     int rc = rep.error_count ? 1 : 0;
     cg_check_report_free(&rep);
     return *result ? rc : bind_error(c, "out of memory");
+}
+
+/* assign on a .tflite: its own operators, as LiteRT's delegates see them
+ * (cg_tflite_op_model), typed from the file, as convgate assign does. */
+static int do_assign_tflite(bind_ctx *c, json_t **result)
+{
+    cg_model *ops = NULL;
+    cg_type_env *types = NULL;
+    cg_placement *p = NULL;
+    cg_error err;
+    char why[1024];
+    int rc = 0;
+    cg_error_clear(&err);
+    if (c->dim_count) {
+        rc = bind_error(c, "a .tflite is placed with the static shapes it stores; dim does not "
+                        "apply");
+        goto done;
+    }
+    if (cg_tflite_op_model(c->model->tflite->source, &ops, &err) != CG_OK ||
+        cg_type_env_build_declared(ops, &types, &err) != CG_OK ||
+        cg_placement_build(ops, types, c->targets, c->target_count, &p, &err) != CG_OK) {
+        rc = bind_error(c, "%s", err.msg);
+        goto done;
+    }
+    p->tflite_ops = true;
+    if (cg_assign_init_failure(p->main, types, why, sizeof why))
+        rc = bind_error(c, "%s", why);
+    if (!(*result = cg_assign_report_json(p))) {
+        rc = bind_error(c, "out of memory");
+        goto done;
+    }
+    cg_json_set(*result, "model", cg_json_text(c->path));
+done:
+    cg_placement_free(p);
+    cg_type_env_free(types);
+    cg_model_free(ops);
+    return rc;
 }
 
 static int do_assign(bind_ctx *c, json_t **result)
@@ -423,6 +465,8 @@ static int do_assign(bind_ctx *c, json_t **result)
     cg_error_clear(&err);
     if (rc || (rc = bind_common(c, true)) != 0)
         return rc;
+    if (c->model->tflite)
+        return do_assign_tflite(c, result);
     /* as convgate assign: the graph the targets partition is placed, and
      * without types (the reference cannot run), rules that need one refuse
      * the node */
