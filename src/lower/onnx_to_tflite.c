@@ -588,6 +588,20 @@ static bool map_node(lm_ctx *c, size_t i)
             op = "DEPTHWISE_CONV_2D";
             la_int(&as, "depth_multiplier", w->dims[0] / group);
         }
+        if ((n_in < 3 || !*n->inputs[2]) && w && w->known && w->rank == 4 && w->dims[0] > 0 &&
+            w->dims[0] <= (1 << 20)) {
+            /* no bias: the converter gives the conv a zero one (prepare_tf.cc
+             * ConvertTFConvOp: "a splat zero tensor ... for the bias") */
+            int64_t oc = w->dims[0];
+            float *zero = calloc((size_t)oc, sizeof *zero);
+            ins[2] = zero ? new_const(c, name, "bias", CG_DTYPE_FLOAT, &oc, 1, zero,
+                                      (size_t)oc * sizeof *zero)
+                          : NULL;
+            free(zero);
+            if (!ins[2])
+                return false;
+            n_in = 3;
+        }
         return emit(c, i, CG_TFLITE_OPS_DOMAIN, op, name, ins, n_in, outs, 1, &as, n->op_type);
     }
     if (is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {

@@ -223,12 +223,14 @@ static void test_depthwise_pad_relu6(void)
         /* onnx2tf Conv.py: group == in channels -> depthwise_conv2d; pads that
          * are not TF's SAME (stride 2: SAME pads 0 before, 1 after) -> tf.pad
          * then VALID; Clip(0, 6) after it: optimize.mlir
-         * fusedDepthwiseConv2dRelu6 */
+         * fusedDepthwiseConv2dRelu6; no bias: prepare_tf.cc ConvertTFConvOp
+         * gives it a zero one */
         expect_ops(l, "PAD,DEPTHWISE_CONV_2D", "depthwise");
         const cg_node *dw = node_of(l->model, "DEPTHWISE_CONV_2D");
         EXPECT(strcmp(attr_s(dw, "padding"), "VALID") == 0, "padding %s", attr_s(dw, "padding"));
         EXPECT(strcmp(attr_s(dw, "fused_activation_function"), "RELU6") == 0, "activation %s",
                attr_s(dw, "fused_activation_function"));
+        EXPECT(dw && dw->input_count == 3, "a conv without bias gets a zero one");
         EXPECT(l->added_count == 1, "the PAD is added by the conversion: %zu", l->added_count);
         EXPECT(removed(l, "clip") && l->removed_count == 1, "removed %zu", l->removed_count);
         char why[512];
