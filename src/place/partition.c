@@ -490,6 +490,44 @@ const char *cg_assign_bare_reason(const cg_graph *g, size_t node, const char *re
 }
 
 /* Records target t's refusal of node v unless an earlier target refused it. */
+/* Whether target tg takes every node of control-flow node nd's subgraphs
+ * (recursively, to depth 16) by the rules it judges main-graph nodes by;
+ * why gets the first refusal ("subgraph 'then_branch': Op 'x': ..."). */
+static bool pt_bodies_supported(const pt_state *st, const cg_target *tg, const cg_node *nd,
+                                int depth, char *why, size_t cap)
+{
+    if (depth > 16) {
+        snprintf(why, cap, "subgraphs nested deeper than 16 levels");
+        return false;
+    }
+    for (size_t a = 0; a < nd->attr_count; a++) {
+        const cg_attr *at = &nd->attrs[a];
+        size_t ng = at->g ? 1 : at->graphs_count;
+        for (size_t k = 0; k < ng; k++) {
+            const cg_graph *b = at->g ? at->g : at->graphs[k];
+            for (size_t i = 0; b && i < b->node_count; i++) {
+                const cg_node *bn = &b->nodes[i];
+                cg_support_query q = {st->model, b, bn,
+                                      cg_model_opset(st->model, bn->domain ? bn->domain : ""),
+                                      st->types};
+                char r[PT_REASON_MAX / 2];
+                r[0] = '\0';
+                bool ok = tg->vt->supports(tg, &q, r, sizeof r) &&
+                          (!cg_node_is_control_flow(bn) ||
+                           pt_bodies_supported(st, tg, bn, depth + 1, r, sizeof r));
+                if (!ok) {
+                    r[sizeof r - 1] = '\0';
+                    snprintf(why, cap, "subgraph '%s': %s '%s': %s", at->name ? at->name : "?",
+                             bn->op_type ? bn->op_type : "?", bn->name ? bn->name : "?",
+                             r[0] ? cg_assign_bare_reason(b, i, r) : "not supported");
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
 static bool pt_refuse(pt_state *st, size_t v, int t, const char *reason)
 {
     if (st->refused_by[v] >= 0)
@@ -644,19 +682,30 @@ static cg_status pt_round(pt_state *st, int t, cg_error *err)
         const cg_node *nd = &g->nodes[v];
         if (st->unit[v] >= 0)
             continue; /* kept by an earlier target */
-        if (cg_node_is_control_flow(nd)) {
-            snprintf(reason, sizeof reason,
-                     "control flow: %s stays on the CPU; its subgraphs are assigned on their own",
-                     nd->op_type);
-            if (!pt_refuse(st, v, t, reason))
-                goto nomem;
-            continue;
-        }
         cg_support_query q = {st->model, g, nd,
                               cg_model_opset(st->model, nd->domain ? nd->domain : ""),
                               st->types};
         reason[0] = '\0';
-        if (!tg->vt->supports(tg, &q, reason, sizeof reason)) {
+        if (cg_node_is_control_flow(nd)) {
+            /* If/Loop/Scan go to a target whose profile lists the op, with
+             * their subgraphs, when every node in them passes the same
+             * rules; else they stay on the CPU and their subgraphs are
+             * assigned on their own */
+            char why[PT_REASON_MAX - 128];
+            why[0] = '\0';
+            bool ok = tg->vt->supports(tg, &q, why, sizeof why) &&
+                      pt_bodies_supported(st, tg, nd, 1, why, sizeof why);
+            if (!ok) {
+                why[sizeof why - 1] = '\0';
+                snprintf(reason, sizeof reason,
+                         "control flow: %s stays on the CPU (%s); its subgraphs are assigned "
+                         "on their own", nd->op_type,
+                         why[0] ? cg_assign_bare_reason(g, v, why) : "not supported");
+                if (!pt_refuse(st, v, t, reason))
+                    goto nomem;
+                continue;
+            }
+        } else if (!tg->vt->supports(tg, &q, reason, sizeof reason)) {
             reason[sizeof reason - 1] = '\0';
             if (!pt_refuse(st, v, t, reason[0] ? reason : "not supported (no reason given)"))
                 goto nomem;
