@@ -3,8 +3,8 @@
 # on the model zoo.  For each model: seeded inputs of a realistic range are
 # written as .npy (bench/compare_npy.py gen), both runtimes run on those same
 # files, and every output is compared: a model passes iff, for each output,
-# dtype and shape agree and max|diff| <= 1e-4 * max(max|ort|, 1), and for a
-# classifier (the torchvision nets, PaddleOCR cls) the argmax agrees too.
+# dtype and shape agree and max|diff| <= 1e-4 (float16: 2^-10) * max(max|ort|,
+# 1), and for a classifier (the torchvision nets, PaddleOCR cls) argmax too.
 # A model convgate cannot run is a FAIL with convgate's message.
 #
 #   bench/parity.sh [--zoo DIR] [--seed S] [--keep DIR] [--inputs-only] CONVGATE [MODEL...]
@@ -83,7 +83,10 @@ fi
 # for torchvision; PaddleOCR det at 640x640 with ImageNet normalization, rec
 # at 48x320 and cls at 48x192 scaled to [-1, 1); Silero VAD v5/v6 take 512
 # samples at 16 kHz with a [2, 1, 128] state, the legacy model 1536 samples
-# (what @ricky0123/vad-web feeds it) with [2, 1, 64] h and c.
+# (what @ricky0123/vad-web feeds it) with [2, 1, 64] h and c.  The slow
+# families of tools/export_zoo.py: SSDlite takes [0, 1) images at 320x320
+# (it normalizes itself), the LSTM/GRU 200 frames of 80 features and the
+# transformer 2048 tokens of 256, both in [-1, 1).
 # expose=1: compare a copy with the classifier head's input as an extra
 # output, because the head's weights are all zero (see compare_npy.py).
 contract() {
@@ -91,8 +94,13 @@ contract() {
     classifier=0
     expose=0
     case "$1" in
-        resnet18|resnet50|mobilenet_v2|mobilenet_v3_small|squeezenet1_1)
+        resnet18|resnet50|mobilenet_v2|mobilenet_v3_small|squeezenet1_1|efficientnet_b0|\
+        resnet18_dynquant)
             specs=(image=float32:1x3x224x224:imagenet); classifier=1 ;;
+        resnet18_fp16) specs=(image=float16:1x3x224x224:imagenet); classifier=1 ;;
+        ssdlite320_mobilenet_v3_large) specs=(image=float32:1x3x320x320:u01) ;;
+        lstm_gru) specs=(features=float32:1x200x80:pm1) ;;
+        transformer_s2048) specs=(tokens=float32:1x2048x256:pm1) ;;
         vit_b_16) specs=(image=float32:1x3x224x224:imagenet); classifier=1; expose=1 ;;
         ch_PP-OCRv4_det_infer) specs=(x=float32:1x3x640x640:imagenet) ;;
         ch_PP-OCRv4_rec_infer) specs=(x=float32:1x3x48x320:pm1) ;;
