@@ -542,6 +542,28 @@ bool cli_samples_load(const char *cmd, const cg_model *model, const char *model_
     return true;
 }
 
+bool cli_parse_threads(const char *cmd, const char *text, int *out)
+{
+    uint64_t v;
+    if (!text || !cli_parse_count(text, 256, &v) || v < 1) {
+        cli_error(cmd, "--threads expects a thread count from 1 to 256, got '%s'",
+                  text ? text : "");
+        return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
+bool cli_parse_simd(const char *cmd, const char *text, cg_simd *out)
+{
+    if (!text || !cg_simd_parse(text, out)) {
+        cli_error(cmd, "--simd expects auto, portable, avx2 or avx512, got '%s'",
+                  text ? text : "");
+        return false;
+    }
+    return true;
+}
+
 bool cli_parse_names(const char *cmd, const char *opt, const char *arg, char **list,
                      size_t *count, size_t max)
 {

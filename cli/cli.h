@@ -128,6 +128,7 @@ void cli_model_free(cli_model *m);
  * as "convgate CMD: ..." and return false. */
 #include <stdbool.h>
 #include <stdint.h>
+#include "convgate/runtime.h"
 #include "convgate/target.h"
 bool cli_parse_double(const char *s, double *out);
 /* BYTES with an optional K/M/G (binary) suffix, > 0. */
@@ -150,6 +151,10 @@ bool cli_parse_count(const char *s, uint64_t max, uint64_t *out);
 bool cli_parse_real(const char *cmd, const char *opt, const char *text, double *out);
 bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_t *count,
                    size_t max);
+/* --threads N: 1 <= N <= 256 (the reference kernels' threads, the
+ * caller's included). --simd LEVEL: auto, portable, avx2 or avx512. */
+bool cli_parse_threads(const char *cmd, const char *text, int *out);
+bool cli_parse_simd(const char *cmd, const char *text, cg_simd *out);
 bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
                          size_t arg_count, const cg_target **out, size_t *count, size_t max);
 

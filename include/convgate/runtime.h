@@ -45,6 +45,23 @@ typedef enum cg_node_precision {
     CG_NODE_PREC_FP16_ACC16 = 2  /* fp16 storage and fp16 accumulation */
 } cg_node_precision;
 
+/* Vector instruction set of the reference kernels (cg_runtime_options.simd).
+ * Each vectorized kernel has a portable C path and AVX2 / AVX-512 paths
+ * chosen at run time; the portable path is the reference for them, and the
+ * vector paths differ from it only by float rounding (docs/BENCHMARKS.md
+ * lists where summation order or math-function approximations differ). */
+typedef enum cg_simd {
+    CG_SIMD_AUTO = 0,     /* $CG_SIMD if set (portable, avx2, avx512), else the best the CPU has */
+    CG_SIMD_PORTABLE = 1, /* plain C only */
+    CG_SIMD_AVX2 = 2,     /* AVX2 + FMA + F16C */
+    CG_SIMD_AVX512 = 3    /* AVX-512 F/BW/DQ/VL */
+} cg_simd;
+
+/* "auto", "portable", "avx2", "avx512". */
+const char *cg_simd_name(cg_simd s);
+/* Parses a cg_simd_name; false when unknown. */
+bool cg_simd_parse(const char *name, cg_simd *out);
+
 typedef struct cg_runtime_options {
     size_t max_alloc_bytes; /* one allocation above this fails with CG_LIMIT; 0 = default 4 GiB */
     /* Called for every value produced by a node of the main graph, in
@@ -92,6 +109,14 @@ typedef struct cg_runtime_options {
      * sequence) other than the declared one always fails the run: ONNX
      * Runtime refuses such a model when it loads it. */
     bool strict_output_shapes;
+    /* Threads the reference kernels use, the caller's included: 0 or 1 runs
+     * everything on the calling thread (the default); N > 1 gives the
+     * runtime its own pool of N - 1 worker threads, created at init and
+     * joined by cg_runtime_free, over which the large kernels split their
+     * work (by output rows or channels: the split depends only on N). */
+    int threads;
+    /* A level above what the CPU supports is lowered to the best it has. */
+    cg_simd simd;
 } cg_runtime_options;
 
 CG_API void cg_runtime_options_default(cg_runtime_options *opt);

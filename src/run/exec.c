@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "convgate/budget.h"
+#include "core/cpu.h"
+#include "core/threadpool.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -52,6 +54,13 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
         rt->opt.max_alloc_bytes = CG_DEFAULT_MAX_ALLOC;
     rt->budget = rt->opt.budget ? rt->opt.budget : cg_budget_process();
     cg_status st;
+    rt->simd = cg_simd_resolve(rt->opt.simd);
+    if (rt->opt.threads < 0) {
+        st = cg_error_set(err, CG_USAGE, "thread count %d is negative", rt->opt.threads);
+        goto fail;
+    }
+    if (rt->opt.threads > 1 && (st = cg_threadpool_new(rt->opt.threads, &rt->pool, err)) != CG_OK)
+        goto fail;
     /* A duplicate kernel row is a registry bug, not the model's: the first
      * row wins and the registry unit test reports it. */
     cg_error reg_err;
@@ -88,6 +97,7 @@ void cg_runtime_free(cg_runtime *rt)
     cg_plan_free(rt->main);
     cg_mem_plan_clear(&rt->mem);
     cg_registry_index_free(&rt->registry);
+    cg_threadpool_free(rt->pool);
     free(rt->record_bytes);
     free(rt->warnings);
     free(rt);

@@ -59,6 +59,8 @@ typedef struct cg_step {
     size_t sub_count;
     int32_t *release;    /* local slots whose last use is this step */
     size_t release_count;
+    void *state;         /* the kernel's cache (cg_kernel_set_state) */
+    void (*state_free)(void *);
 } cg_step;
 
 typedef struct cg_plan {
@@ -143,6 +145,8 @@ struct cg_runtime {
     struct cg_budget *budget; /* opt.budget or the process budget */
     char *warnings;           /* of the last run (cg_runtime_warnings) */
     size_t warnings_len;
+    struct cg_threadpool *pool; /* opt.threads > 1: the kernels' workers */
+    cg_simd simd;               /* resolved opt.simd */
 };
 
 typedef struct cg_scratch {

@@ -26,6 +26,7 @@
 
 #include "convgate/dtype.h"
 #include "convgate/model.h"
+#include "convgate/runtime.h"
 #include "convgate/status.h"
 #include "convgate/tensor.h"
 
@@ -124,6 +125,36 @@ cg_status cg_attr_tensor(cg_kernel_ctx *k, const char *name, cg_tensor **out);
 __attribute__((format(printf, 3, 4)))
 #endif
 cg_status cg_kernel_fail(cg_kernel_ctx *k, cg_status status, const char *fmt, ...);
+
+/* --- threads and vector instructions (src/run/kernel_ext.c) --------------- */
+
+/* Threads a kernel may split its work over (cg_runtime_options.threads). */
+int cg_kernel_threads(const cg_kernel_ctx *k);
+/* Calls fn(arg, t, n) for every t in [0, n), n = cg_kernel_threads(k), on
+ * the runtime's threads, and returns when all have returned. fn must only
+ * write what share t owns; it cannot fail (collect errors in arg). */
+void cg_kernel_parallel(cg_kernel_ctx *k, void (*fn)(void *arg, int t, int n), void *arg);
+/* The half-open share [*lo, *hi) of t of n over [0, count), in steps of
+ * `align` items (the last share takes the remainder). */
+void cg_kernel_share(int64_t count, int64_t align, int t, int n, int64_t *lo, int64_t *hi);
+/* The vector instruction set this runtime's kernels use (never AUTO). */
+cg_simd cg_kernel_simd(const cg_kernel_ctx *k);
+
+/* --- per-node state (src/run/kernel_ext.c) --------------------------------
+ * A kernel may keep work that depends only on constant inputs (weights
+ * packed for its micro-kernel, converted from float16) from one run to the
+ * next: the state lives with the node's step until the runtime is freed.
+ * The kernel must check that a state it finds still describes its inputs
+ * (keep the input's data pointer and shape in it). */
+
+/* The node's state, NULL until set. */
+void *cg_kernel_state(const cg_kernel_ctx *k);
+/* Replaces the node's state (the old one is freed with its free_fn);
+ * false, and nothing kept, when the kernel runs outside a runtime. */
+bool cg_kernel_set_state(cg_kernel_ctx *k, void *state, void (*free_fn)(void *));
+/* True when input i is an initializer (or a constant the runtime folded)
+ * that no feed can replace: its data is the same on every run. */
+bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i);
 
 /* --- shared helpers (src/run/tensor.c) ------------------------------------ */
 

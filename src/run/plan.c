@@ -457,6 +457,8 @@ void cg_plan_free(cg_plan *p)
         cg_step *st = &p->steps[i];
         for (size_t j = 0; j < st->sub_count; j++)
             cg_plan_free(st->subs[j].plan);
+        if (st->state && st->state_free)
+            st->state_free(st->state);
     }
     for (size_t s = 0; s < p->slot_count; s++) {
         cg_value *v = p->init_values ? p->init_values[s] : NULL;

@@ -1,0 +1,40 @@
+/*
+ * A fork-join pool of worker threads, owned by whoever creates it (the
+ * runtime creates one per cg_runtime; there is no process-wide pool).
+ *
+ * cg_threadpool_run(pool, fn, arg) calls fn(arg, t, n) once for every t in
+ * [0, n), n = the pool's size, t = 0 on the calling thread and the others on
+ * the workers, and returns when every call has returned. How a job is split
+ * is the caller's business (t of n), so a split is the same on every run and
+ * results do not depend on which thread ran what. A call made from inside a
+ * job (nested parallelism) runs fn(arg, 0, 1) on its own thread.
+ *
+ * Workers spin briefly after a job (kernels come back to back) and then
+ * sleep on a condition variable, so an idle runtime costs no CPU.
+ * One job at a time: a pool is used by one runtime run at a time.
+ */
+#ifndef CG_CORE_THREADPOOL_H
+#define CG_CORE_THREADPOOL_H
+
+#include "convgate/status.h"
+
+/* The most threads a pool takes (cg_runtime_options.threads is checked). */
+#define CG_THREADPOOL_MAX 256
+
+typedef struct cg_threadpool cg_threadpool;
+
+typedef void (*cg_threadpool_fn)(void *arg, int t, int n);
+
+/* A pool of `threads` threads counting the caller (threads - 1 workers);
+ * threads = 1 makes a pool that runs everything on the caller. */
+cg_status cg_threadpool_new(int threads, cg_threadpool **out, cg_error *err);
+void cg_threadpool_free(cg_threadpool *p);
+/* Threads taking part in a job (1 for NULL). */
+int cg_threadpool_size(const cg_threadpool *p);
+/* Runs fn(arg, t, n) for t in [0, n) (see above); NULL pool: fn(arg, 0, 1). */
+void cg_threadpool_run(cg_threadpool *p, cg_threadpool_fn fn, void *arg);
+
+/* The online processors (sysconf), at least 1: the default of --threads 0. */
+int cg_threadpool_cpu_count(void);
+
+#endif
