@@ -11,10 +11,12 @@
  * buffer is read.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/packgemm.h"
 
 /* A 1x1 window with unit strides and no padding reads x as the column matrix. */
 static bool conv_is_pointwise(const cg_nn_window *w)
@@ -167,6 +169,169 @@ static void conv_out_dims(const conv_geom *g, bool transpose, int64_t *dims)
         dims[2 + d] = transpose ? g->w.in[d] : g->w.out[d];
 }
 
+/* ---- float32 Conv on the convolution GEMM (packgemm.h) ---------------------------- */
+
+typedef struct conv_store_ctx {
+    float *y;          /* output planes of this image and group */
+    const float *bias; /* per output channel of the group, or NULL */
+    int64_t plane;     /* positions per output channel */
+} conv_store_ctx;
+
+/* Tile [position][channel] -> planes y[channel][position], plus bias. */
+static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_t np,
+                       int64_t m0, int64_t m1)
+{
+    const conv_store_ctx *s = ctx;
+    for (int64_t m = m0; m < m1; m++) {
+        const float *cm = c + (m - m0);
+        float *restrict yr = s->y + m * s->plane + p0;
+        float bv = s->bias ? s->bias[m] : 0.0f;
+        for (int64_t i = 0; i < np; i++)
+            yr[i] = cm[i * ld] + bv;
+    }
+}
+
+/* Weights packed for the convolution GEMM, kept as the node's state while
+ * W is a constant: valid for the same W data, shape, group and kernel. */
+typedef struct conv_packed {
+    const void *w_data;
+    cg_dtype w_dtype;
+    int rank;
+    int64_t w_dims[CG_MAX_RANK];
+    int64_t group;
+    const cg_simd_gemm *gk;
+    size_t per_group; /* floats */
+    float *data;
+} conv_packed;
+
+static void conv_packed_free(void *p)
+{
+    conv_packed *cp = p;
+    if (cp)
+        free(cp->data);
+    free(cp);
+}
+
+static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, int64_t group,
+                                const cg_simd_gemm *gk)
+{
+    return cp && cp->w_data == wt->data && cp->w_dtype == wt->dtype && cp->rank == wt->rank &&
+           memcmp(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t)) == 0 &&
+           cp->group == group && cp->gk == gk;
+}
+
+/* The packed weights of every group: the node's state when W is constant
+ * (packed at the first run), else packed into scratch for this run. */
+static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt, const conv_geom *g,
+                                        const cg_simd_gemm *gk, int64_t kk)
+{
+    int64_t mg = g->m / g->group;
+    conv_packed *cp = cg_kernel_state(k);
+    if (conv_packed_matches(cp, wt, g->group, gk))
+        return cp->data;
+    size_t per = cg_pg_packed_floats(gk, mg, kk);
+    if ((uint64_t)g->group > SIZE_MAX / sizeof(float) / (per ? per : 1))
+        return NULL;
+    const float *wf = cg_nn_as_f32(k, wt);
+    if (!wf)
+        return NULL;
+    bool keep = cg_kernel_input_is_const(k, 1);
+    float *data = keep ? malloc((size_t)g->group * per * sizeof(float))
+                       : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(float));
+    if (!data)
+        return NULL;
+    for (int64_t gi = 0; gi < g->group; gi++)
+        cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
+    if (!keep)
+        return data;
+    cp = calloc(1, sizeof *cp);
+    if (!cp) {
+        free(data);
+        return NULL;
+    }
+    cp->w_data = wt->data;
+    cp->w_dtype = wt->dtype;
+    cp->rank = wt->rank;
+    memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
+    cp->group = g->group;
+    cp->gk = gk;
+    cp->per_group = per;
+    cp->data = data;
+    if (!cg_kernel_set_state(k, cp, conv_packed_free)) {
+        /* no runtime to keep it: use it once */
+        float *copy = cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(float));
+        if (copy)
+            memcpy(copy, data, (size_t)g->group * per * sizeof(float));
+        conv_packed_free(cp);
+        return copy;
+    }
+    return data;
+}
+
+/* y = conv(x, w) + b for float32, every group one convolution GEMM reading
+ * the input in place (a zero-padded copy of it when the window pads). */
+static cg_status conv_packed_f32(cg_kernel_ctx *k, const float *x, const cg_tensor *wt,
+                                 const float *bias, float *y, const conv_geom *g)
+{
+    const cg_nn_window *win = &g->w;
+    const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
+    int nsp = win->nsp;
+    int64_t cg = g->c / g->group, mg = g->m / g->group;
+    int64_t kn = cg_nn_prod(nsp, win->kernel), on = cg_nn_prod(nsp, win->out);
+    int64_t in_n = cg_nn_prod(nsp, win->in), kk = cg * kn;
+    const cg_simd_gemm *gk = cg_pg_choose(ops, mg);
+    bool padded = false;
+    for (int d = 0; d < nsp; d++)
+        padded = padded || win->pad0[d] || win->pad1[d];
+    /* pitches of the layout the taps are read from */
+    int64_t dims[CG_MAX_RANK], pitch[CG_MAX_RANK], plane = 1;
+    for (int d = 0; d < nsp; d++) {
+        dims[d] = win->in[d] + (padded ? win->pad0[d] + win->pad1[d] : 0);
+        plane *= dims[d];
+    }
+    pitch[nsp - 1] = 1;
+    for (int d = nsp - 2; d >= 0; d--)
+        pitch[d] = pitch[d + 1] * dims[d + 1];
+    const float *wpack = conv_weights_packed(k, wt, g, gk, kk);
+    size_t per_group = cg_pg_packed_floats(gk, mg, kk);
+    int64_t *off = cg_nn_scratch(k, kk, sizeof(int64_t));
+    int64_t *pos = cg_nn_scratch(k, on, sizeof(int64_t));
+    float *xpad = padded ? cg_nn_scratch(k, cg * plane, sizeof(float)) : NULL;
+    if (!wpack || !off || !pos || (padded && !xpad))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t q = 0; q < kk; q++) {
+        int64_t r = q % kn, o = q / kn * plane;
+        for (int d = nsp - 1; d >= 0; d--) {
+            o += (r % win->kernel[d]) * win->dil[d] * pitch[d];
+            r /= win->kernel[d];
+        }
+        off[q] = o;
+    }
+    for (int64_t p = 0; p < on; p++) {
+        int64_t r = p, o = 0;
+        for (int d = nsp - 1; d >= 0; d--) {
+            o += (r % win->out[d]) * win->stride[d] * pitch[d];
+            r /= win->out[d];
+        }
+        pos[p] = o;
+    }
+    conv_store_ctx sc = {NULL, NULL, on};
+    for (int64_t n = 0; n < g->n; n++) {
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const float *xg = x + (n * g->c + gi * cg) * in_n;
+            if (padded)
+                cg_nn_pad_copy_f32(xg, cg, win, xpad);
+            sc.y = y + (n * g->m + gi * mg) * on;
+            sc.bias = bias ? bias + gi * mg : NULL;
+            cg_pg_problem p = {gk, wpack + (size_t)gi * per_group, mg, kk, on, padded ? xpad : xg, off, pos,
+                               conv_store, &sc};
+            if (!cg_pg_run(k, &p))
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        }
+    }
+    return CG_OK;
+}
+
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, bool transpose, cg_tensor *y)
@@ -182,18 +347,29 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                        : conv_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
                                       &g->w, col);
     } else {
-        const float *xf = cg_nn_as_f32(k, x), *wf = cg_nn_as_f32(k, wt);
+        bool gemm = !transpose && !conv_use_depthwise(&g->w, g->c / g->group);
+        const float *xf = cg_nn_as_f32(k, x), *wf = gemm ? NULL : cg_nn_as_f32(k, wt);
         const float *bf = b ? cg_nn_as_f32(k, b) : NULL;
-        float *col = g->col_elems ? cg_nn_scratch(k, g->col_elems, sizeof(float)) : NULL;
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
-        if (!xf || !wf || (b && !bf) || (g->col_elems && !col) || !yf)
+        if (!xf || (!gemm && !wf) || (b && !bf) || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         if (yf != y->data)
             memset(yf, 0, (size_t)y->numel * sizeof(float));
-        ok = transpose ? convt_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col)
-                       : conv_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col);
+        if (transpose) {
+            float *col = cg_nn_scratch(k, g->col_elems, sizeof(float));
+            if (!col)
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            ok = convt_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col);
+        } else if (!gemm) {
+            ok = conv_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, NULL);
+        } else {
+            cg_status cs = conv_packed_f32(k, xf, wt, bf, yf, g);
+            if (cs != CG_OK)
+                return cs;
+            ok = true;
+        }
         if (ok)
-            cg_nn_store_f32(y, yf);
+            cg_nn_store_f32(k, y, yf);
     }
     if (!ok)
         return cg_kernel_fail(k, CG_UNSUPPORTED, "convolution too large for the BLAS int range");
@@ -558,6 +734,6 @@ cg_status cg_op_col2im(cg_kernel_ctx *k)
         memset(yf, 0, (size_t)y->numel * sizeof(float));
     for (int64_t n = 0; n < dims[0]; n++)
         col2im_f32(xf + n * x->dims[1] * ln, c, &w, yf + n * c * imn);
-    cg_nn_store_f32(y, yf);
+    cg_nn_store_f32(k, y, yf);
     return CG_OK;
 }

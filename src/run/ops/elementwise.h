@@ -49,6 +49,7 @@ typedef struct cg_ew_params {
     bool flag_a, flag_b;        /* IsInf detect_negative / detect_positive */
     cg_dtype ta, tb, to;        /* compute dtypes of inputs/output (generic rows) */
     cg_tensor *out;             /* output tensor, for rows writing strings */
+    const struct cg_simd_ops *simd; /* vector entries (run/ops/simd.h), set by the driver */
     int error;                  /* CG_EW_ERR_*, set by rows */
 } cg_ew_params;
 

@@ -25,6 +25,7 @@
 
 #include "run/ops/elementwise.h"
 #include "run/ops/kernels.h"
+#include "run/ops/simd.h"
 
 static bool ew_cast_supported(cg_dtype dt)
 {
@@ -234,24 +235,18 @@ static uint16_t ew_double_to_half(double v, bool fp16)
     return h;
 }
 
-static void ew_cast_numeric(const cg_tensor *x, cg_tensor *out)
+static void ew_cast_numeric(const cg_simd_ops *ops, const cg_tensor *x, cg_tensor *out)
 {
     const int64_t n = x->numel;
     const cg_dtype from = x->dtype, to = out->dtype;
 
     /* Fast paths for the conversions models use in hot loops. */
     if (from == CG_DTYPE_FLOAT && to == CG_DTYPE_FLOAT16) {
-        const float *s = (const float *)x->data;
-        uint16_t *d = (uint16_t *)out->data;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = cg_f32_to_fp16(s[i]);
+        ops->f32_to_fp16((uint16_t *)out->data, (const float *)x->data, n);
         return;
     }
     if (from == CG_DTYPE_FLOAT16 && to == CG_DTYPE_FLOAT) {
-        const uint16_t *s = (const uint16_t *)x->data;
-        float *d = (float *)out->data;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = cg_fp16_to_f32(s[i]);
+        ops->fp16_to_f32((float *)out->data, (const uint16_t *)x->data, n);
         return;
     }
     if (from == CG_DTYPE_FLOAT && to == CG_DTYPE_DOUBLE) {
@@ -342,7 +337,7 @@ static cg_status ew_cast(cg_kernel_ctx *k, const cg_tensor *x, int64_t to_value)
         return ew_to_string(k, x, out);
     if (x->dtype == CG_DTYPE_STRING)
         return ew_from_string(k, x, out);
-    ew_cast_numeric(x, out);
+    ew_cast_numeric(cg_simd_ops_get(cg_kernel_simd(k)), x, out);
     return CG_OK;
 }
 

@@ -13,6 +13,7 @@
 
 #include "run/ops/elementwise.h"
 #include "run/ops/kernels.h"
+#include "run/ops/simd.h"
 
 void cg_ew_set_attrs(cg_ew_params *p, double alpha, double beta, double gamma)
 {
@@ -159,8 +160,7 @@ cg_status cg_ew_widen(cg_kernel_ctx *k, const cg_tensor **t, cg_tensor *storage)
                                   cg_dtype_name(src->dtype));
         const uint16_t *h = (const uint16_t *)src->data;
         if (src->dtype == CG_DTYPE_FLOAT16)
-            for (int64_t i = 0; i < src->numel; i++)
-                dst[i] = cg_fp16_to_f32(h[i]);
+            cg_simd_ops_get(cg_kernel_simd(k))->fp16_to_f32(dst, h, src->numel);
         else
             for (int64_t i = 0; i < src->numel; i++)
                 dst[i] = cg_bf16_to_f32(h[i]);
@@ -207,8 +207,7 @@ cg_status cg_ew_finish(cg_kernel_ctx *k, const cg_tensor *work, cg_tensor *out,
     const float *src = (const float *)work->data;
     uint16_t *dst = (uint16_t *)out->data;
     if (out->dtype == CG_DTYPE_FLOAT16)
-        for (int64_t i = 0; i < out->numel; i++)
-            dst[i] = cg_f32_to_fp16(src[i]);
+        cg_simd_ops_get(cg_kernel_simd(k))->f32_to_fp16(dst, src, out->numel);
     else
         for (int64_t i = 0; i < out->numel; i++)
             dst[i] = cg_f32_to_bf16(src[i]);
@@ -267,6 +266,8 @@ cg_status cg_ew_apply_fn(cg_kernel_ctx *k, int nin, const cg_tensor *const *in_,
         if (st != CG_OK)
             return st;
     }
+    if (!p->simd)
+        p->simd = cg_simd_ops_get(cg_kernel_simd(k));
     p->ta = in[0]->dtype;
     p->tb = nin > 1 ? in[1]->dtype : CG_DTYPE_UNDEFINED;
     p->to = work->dtype;

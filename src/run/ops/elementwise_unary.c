@@ -16,6 +16,7 @@
 
 #include "run/ops/elementwise.h"
 #include "run/ops/kernels.h"
+#include "run/ops/simd.h"
 
 #define EW_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
 #define EW_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
@@ -98,13 +99,27 @@ CG_EW_NUMS(EW_DEF_CLIP, _)
 #define EW_FLOAT_OP(op)                                                        \
     CG_EW_FLOATS(CG_EW_GEN1, op)                                               \
     static const cg_ew_row_fn op##_rows[CG_DTYPE_COUNT] = {CG_EW_FLOATS(CG_EW_REG, op)};
+/* Float-only ops with a vector entry (run/ops/simd.h) for contiguous
+ * float32 rows; a strided row computes the same function in scalar C. */
+#define EW_FLOAT_OP_SIMD(op, entry)                                                           \
+    CG_EW_FLOATS(CG_EW_GEN1, op)                                                              \
+    static void ew_##op##_vec_f32(void *o, const void *const *in, const int64_t *st,          \
+                                  int64_t n, cg_ew_params *p)                                 \
+    {                                                                                          \
+        if (st[0] == 1 && p->simd)                                                             \
+            p->simd->entry((float *)o, (const float *)in[0], n);                               \
+        else                                                                                   \
+            ew_##op##_f32(o, in, st, n, p);                                                    \
+    }                                                                                          \
+    static const cg_ew_row_fn op##_rows[CG_DTYPE_COUNT] = {                                    \
+        [CG_DTYPE_FLOAT] = ew_##op##_vec_f32, [CG_DTYPE_DOUBLE] = ew_##op##_f64};
 EW_FLOAT_OP(sqrt)
-EW_FLOAT_OP(exp)
+EW_FLOAT_OP_SIMD(exp, exp_f32)
 EW_FLOAT_OP(log)
 EW_FLOAT_OP(ceil)
 EW_FLOAT_OP(floor)
 EW_FLOAT_OP(round)
-EW_FLOAT_OP(erf)
+EW_FLOAT_OP_SIMD(erf, erf_f32)
 EW_FLOAT_OP(sin)
 EW_FLOAT_OP(cos)
 EW_FLOAT_OP(tan)
@@ -113,12 +128,12 @@ EW_FLOAT_OP(acos)
 EW_FLOAT_OP(atan)
 EW_FLOAT_OP(sinh)
 EW_FLOAT_OP(cosh)
-EW_FLOAT_OP(tanh)
+EW_FLOAT_OP_SIMD(tanh, tanh_f32)
 EW_FLOAT_OP(asinh)
 EW_FLOAT_OP(acosh)
 EW_FLOAT_OP(atanh)
 EW_FLOAT_OP(reciprocal)
-EW_FLOAT_OP(sigmoid)
+EW_FLOAT_OP_SIMD(sigmoid, sigmoid_f32)
 EW_FLOAT_OP(softplus)
 EW_FLOAT_OP(softsign)
 EW_FLOAT_OP(mish)

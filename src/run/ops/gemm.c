@@ -225,7 +225,7 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
             mm_f32_acc16(&p, af, bf, yf);
         else if ((st = mm_f32(k, &p, af, bf, yf)) != CG_OK)
             return st;
-        cg_nn_store_f32(y, yf);
+        cg_nn_store_f32(k, y, yf);
         return CG_OK;
     }
     const int64_t *ai = as_i64(k, a), *bi64 = as_i64(k, b);
@@ -337,13 +337,13 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
                 float v = h16(alpha * ab[i]);
                 yf[i] = use_c ? h16((double)v + h16(beta * yf[i])) : v;
             }
-            cg_nn_store_f32(y, yf);
+            cg_nn_store_f32(k, y, yf);
             return CG_OK;
         }
         if (!cg_nn_sgemm(ta, tb, m, n, kk, (float)alpha, af, a->dims[1], bf, b->dims[1],
                          use_c ? (float)beta : 0.0f, yf, n))
             return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
-        cg_nn_store_f32(y, yf);
+        cg_nn_store_f32(k, y, yf);
         return CG_OK;
     }
     /* Integers: exact when alpha and beta are whole numbers, else via double. */

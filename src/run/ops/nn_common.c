@@ -12,6 +12,7 @@
 
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/simd.h"
 
 void cg_nn_blas_init(void)
 {
@@ -54,9 +55,7 @@ const float *cg_nn_as_f32(cg_kernel_ctx *k, const cg_tensor *t)
     if (!dst)
         return NULL;
     if (t->dtype == CG_DTYPE_FLOAT16) {
-        const uint16_t *s = t->data;
-        for (int64_t i = 0; i < t->numel; i++)
-            dst[i] = cg_fp16_to_f32(s[i]);
+        cg_simd_ops_get(cg_kernel_simd(k))->fp16_to_f32(dst, t->data, t->numel);
     } else {
         for (int64_t i = 0; i < t->numel; i++)
             dst[i] = (float)cg_tensor_get_f64(t, i);
@@ -76,7 +75,7 @@ const double *cg_nn_as_f64(cg_kernel_ctx *k, const cg_tensor *t)
     return dst;
 }
 
-void cg_nn_store_f32(cg_tensor *out, const float *src)
+void cg_nn_store_f32(const cg_kernel_ctx *k, cg_tensor *out, const float *src)
 {
     if (out->dtype == CG_DTYPE_FLOAT) {
         if ((const void *)src != out->data)
@@ -84,9 +83,7 @@ void cg_nn_store_f32(cg_tensor *out, const float *src)
         return;
     }
     if (out->dtype == CG_DTYPE_FLOAT16) {
-        uint16_t *d = out->data;
-        for (int64_t i = 0; i < out->numel; i++)
-            d[i] = cg_f32_to_fp16(src[i]);
+        cg_simd_ops_get(cg_kernel_simd(k))->f32_to_fp16(out->data, src, out->numel);
         return;
     }
     for (int64_t i = 0; i < out->numel; i++)
@@ -286,4 +283,41 @@ int64_t cg_nn_saturate(cg_dtype dt, double v)
     if (v > hi)
         v = hi;
     return (int64_t)v;
+}
+
+void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst)
+{
+    int nsp = w->nsp, last = nsp - 1;
+    int64_t pdim[CG_MAX_RANK], rows = 1, in_n = cg_nn_prod(nsp, w->in);
+    for (int d = 0; d < nsp; d++)
+        pdim[d] = w->in[d] + w->pad0[d] + w->pad1[d];
+    for (int d = 0; d < last; d++)
+        rows *= pdim[d];
+    int64_t width = pdim[last], iw = w->in[last], p0 = w->pad0[last];
+    for (int64_t ch = 0; ch < c; ch++) {
+        const float *xc = x + ch * in_n;
+        for (int64_t r = 0; r < rows; r++) {
+            float *drow = dst + (ch * rows + r) * width;
+            /* the source row, unless r lies in the padding of an outer dim */
+            int64_t rest = r, src = 0, scale = 1;
+            bool inside = true;
+            for (int d = last - 1; d >= 0; d--) {
+                int64_t i = rest % pdim[d] - w->pad0[d];
+                rest /= pdim[d];
+                if (i < 0 || i >= w->in[d]) {
+                    inside = false;
+                    break;
+                }
+                scale *= d + 1 < last ? w->in[d + 1] : 1;
+                src += i * scale;
+            }
+            if (!inside) {
+                memset(drow, 0, (size_t)width * sizeof(float));
+                continue;
+            }
+            memset(drow, 0, (size_t)p0 * sizeof(float));
+            memcpy(drow + p0, xc + src * iw, (size_t)iw * sizeof(float));
+            memset(drow + p0 + iw, 0, (size_t)(width - p0 - iw) * sizeof(float));
+        }
+    }
 }

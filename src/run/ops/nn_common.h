@@ -37,7 +37,7 @@ bool cg_nn_is_real(cg_dtype dt);
 const float *cg_nn_as_f32(cg_kernel_ctx *k, const cg_tensor *t);
 const double *cg_nn_as_f64(cg_kernel_ctx *k, const cg_tensor *t);
 /* Writes src (numel of out) into out, converting to out's dtype. */
-void cg_nn_store_f32(cg_tensor *out, const float *src);
+void cg_nn_store_f32(const cg_kernel_ctx *k, cg_tensor *out, const float *src);
 void cg_nn_store_f64(cg_tensor *out, const double *src);
 
 /* Scratch of n elements of size sz, overflow-checked; NULL on failure. */
@@ -94,6 +94,10 @@ static inline void cg_nn_tap_range(int64_t start, int64_t k, int64_t dil, int64_
  * 17e9 taps, tens of seconds) up front instead of running for hours. */
 #define CG_NN_MAX_POOL_TAPS ((int64_t)1 << 34)
 int64_t cg_nn_window_taps(const cg_nn_window *w, int64_t planes);
+
+/* Copies c channels of x (spatial dims w->in) into dst with w's zero
+ * padding around each (dims in + pad0 + pad1), channel after channel. */
+void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst);
 
 /* Product of n dims (already validated to fit); -1 on overflow. */
 int64_t cg_nn_prod(int n, const int64_t *d);

@@ -133,7 +133,7 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w,
                        mode, include_pad, p, order == 1);
     }
-    cg_nn_store_f32(y, yf);
+    cg_nn_store_f32(k, y, yf);
     return CG_OK;
 }
 

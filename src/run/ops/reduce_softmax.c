@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "run/ops/kernels.h"
+#include "run/ops/simd.h"
 #include "run/ops/tensor_util.h"
 
 typedef enum row_kind { ROW_SOFTMAX, ROW_LOGSOFTMAX, ROW_HARDMAX, ROW_LP1, ROW_LP2 } row_kind;
@@ -51,22 +52,15 @@ static void row_transform(row_kind kind, double *v, int64_t n)
         v[i] = kind == ROW_SOFTMAX ? exp(v[i] - m) / s : v[i] - m - ls;
 }
 
-/* float32 softmax / log-softmax on a contiguous row (inner == 1). */
-static void row_softmax_f32(bool log_form, const float *in, float *out, int64_t n)
+/* float32 softmax / log-softmax on a contiguous row (inner == 1); the sum
+ * of the exponentials in double (lane-wise on the vector paths). */
+static void row_softmax_f32(const cg_simd_ops *ops, bool log_form, const float *in, float *out,
+                            int64_t n)
 {
-    float m = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        if (in[i] > m || isnan(in[i]))
-            m = in[i];
+    float m = ops->max_f32(in, n);
     if (isinf(m) && m < 0)
         m = 0.0f;
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        float e = expf(in[i] - m);
-        if (!log_form)
-            out[i] = e;
-        s += e;
-    }
+    double s = ops->exp_shift_sum_f32(out, in, m, n);
     if (log_form) {
         float ls = (float)log(s);
         for (int64_t i = 0; i < n; i++)
@@ -121,8 +115,9 @@ static cg_status row_op(cg_kernel_ctx *k, row_kind kind, bool coerce_2d, int64_t
         return CG_OK;
     if (x->dtype == CG_DTYPE_FLOAT && inner == 1 &&
         (kind == ROW_SOFTMAX || kind == ROW_LOGSOFTMAX)) {
+        const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
         for (int64_t o = 0; o < outer; o++)
-            row_softmax_f32(kind == ROW_LOGSOFTMAX, (const float *)x->data + o * n,
+            row_softmax_f32(ops, kind == ROW_LOGSOFTMAX, (const float *)x->data + o * n,
                             (float *)out->data + o * n, n);
         return CG_OK;
     }

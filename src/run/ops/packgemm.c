@@ -1,0 +1,145 @@
+/*
+ * The convolution GEMM driver (see packgemm.h): kernel choice, weight
+ * packing, K blocks, position groups, the split over threads, and the
+ * portable micro-kernel.
+ */
+#include <string.h>
+
+#include "run/ops/packgemm.h"
+
+/* Positions one task covers: its C block (group x nr floats) stays in L1
+ * while the K blocks pass. */
+#define PG_GROUP_FLOATS 8192
+
+const cg_simd_gemm *cg_pg_choose(const cg_simd_ops *ops, int64_t m)
+{
+    /* the widest panel that divides m; else the one wasting fewest lanes */
+    const cg_simd_gemm *best = &ops->gemm[0];
+    int64_t best_waste = INT64_MAX;
+    for (int i = 0; i < ops->gemm_count; i++) {
+        const cg_simd_gemm *g = &ops->gemm[i];
+        int64_t waste = (m + g->nr - 1) / g->nr * g->nr - m;
+        if (waste < best_waste) {
+            best = g;
+            best_waste = waste;
+        }
+    }
+    return best;
+}
+
+size_t cg_pg_packed_floats(const cg_simd_gemm *g, int64_t m, int64_t k)
+{
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    return (size_t)panels * (size_t)g->nr * (size_t)k;
+}
+
+void cg_pg_pack(const cg_simd_gemm *g, const float *w, int64_t ldw, int64_t m, int64_t k,
+                float *dst)
+{
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        float *d = dst + pn * g->nr * k;
+        int64_t m0 = pn * g->nr, rows = m - m0 < g->nr ? m - m0 : g->nr;
+        for (int64_t q = 0; q < k; q++) {
+            float *dq = d + q * g->nr;
+            for (int64_t j = 0; j < rows; j++)
+                dq[j] = w[(m0 + j) * ldw + q];
+            for (int64_t j = rows; j < g->nr; j++)
+                dq[j] = 0.0f;
+        }
+    }
+}
+
+typedef struct pg_job {
+    const cg_pg_problem *p;
+    int64_t panels, group, groups, kblock;
+    float **cbuf;     /* per thread: group x nr */
+    int64_t **posbuf; /* per thread: the last tile's positions, padded to mr */
+} pg_job;
+
+static void pg_task(void *arg, int t, int nt)
+{
+    const pg_job *j = arg;
+    const cg_pg_problem *p = j->p;
+    const cg_simd_gemm *g = p->g;
+    int64_t lo, hi;
+    float *c = j->cbuf[t];
+    int64_t *tail = j->posbuf[t];
+    cg_kernel_share(j->panels * j->groups, 1, t, nt, &lo, &hi);
+    for (int64_t task = lo; task < hi; task++) {
+        int64_t pn = task % j->panels, gi = task / j->panels;
+        int64_t p0 = gi * j->group, np = p->p - p0 < j->group ? p->p - p0 : j->group;
+        const float *w = p->w + pn * g->nr * p->k;
+        for (int64_t kb = 0; kb < p->k; kb += j->kblock) {
+            int64_t kc = p->k - kb < j->kblock ? p->k - kb : j->kblock;
+            for (int64_t i = 0; i < np; i += g->mr) {
+                const int64_t *pos = p->pos + p0 + i;
+                if (np - i < g->mr) {
+                    /* a short last tile repeats its last position */
+                    for (int r = 0; r < g->mr; r++)
+                        tail[r] = pos[r < np - i ? r : np - i - 1];
+                    pos = tail;
+                }
+                g->ukr(kc, w + kb * g->nr, p->x, p->off + kb, pos, c + i * g->nr, kb > 0);
+            }
+        }
+        int64_t m0 = pn * g->nr, m1 = m0 + g->nr < p->m ? m0 + g->nr : p->m;
+        p->store(p->store_ctx, c, g->nr, p0, np, m0, m1);
+    }
+}
+
+bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
+{
+    if (p->m == 0 || p->p == 0)
+        return true;
+    const cg_simd_gemm *g = p->g;
+    int threads = cg_kernel_threads(k);
+    pg_job j;
+    j.p = p;
+    j.panels = (p->m + g->nr - 1) / g->nr;
+    j.kblock = CG_PG_KBLOCK;
+    j.group = PG_GROUP_FLOATS / g->nr / g->mr * g->mr;
+    if (j.group < g->mr)
+        j.group = g->mr;
+    /* enough tasks for every thread: shrink the groups if needed */
+    while (threads > 1 && j.group > g->mr &&
+           j.panels * ((p->p + j.group - 1) / j.group) < 4 * threads)
+        j.group -= g->mr;
+    j.groups = (p->p + j.group - 1) / j.group;
+    j.cbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.cbuf);
+    j.posbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.posbuf);
+    if (!j.cbuf || !j.posbuf)
+        return false;
+    for (int t = 0; t < threads; t++) {
+        j.cbuf[t] = cg_kernel_scratch(k, (size_t)(j.group * g->nr) * sizeof(float));
+        j.posbuf[t] = cg_kernel_scratch(k, (size_t)g->mr * sizeof(int64_t));
+        if (!j.cbuf[t] || !j.posbuf[t])
+            return false;
+    }
+    cg_kernel_parallel(k, pg_task, &j);
+    return true;
+}
+
+/* The portable micro-kernel: 4 positions x 8 channels, every sum in k
+ * order. */
+void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
+                 const int64_t *pos, float *c, int acc)
+{
+    enum { MR = 4, NR = 8 };
+    float t[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int jj = 0; jj < NR; jj++)
+            t[i][jj] = acc ? c[i * NR + jj] : 0.0f;
+    for (int64_t q = 0; q < kc; q++) {
+        const float *xq = x + off[q];
+        const float *wq = w + q * NR;
+        for (int i = 0; i < MR; i++) {
+            float xv = xq[pos[i]];
+            for (int jj = 0; jj < NR; jj++)
+                t[i][jj] += xv * wq[jj];
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int jj = 0; jj < NR; jj++)
+            c[i * NR + jj] = t[i][jj];
+}

@@ -1,0 +1,64 @@
+/*
+ * The reference runtime's own float32 convolution GEMM, vectorized over
+ * output channels: for M output channels, K taps and P output positions,
+ *
+ *     C[m, p] = sum_k W[m, k] * X[off[k] + pos[p]]
+ *
+ * W (the weights, m x k row-major) is packed once into panels of NR
+ * channels (k-major, zero channels past m), and X is never copied into an
+ * im2col matrix: tap k of position p is read in place at off[k] + pos[p].
+ * For a convolution over a zero-padded copy of its input, off[k] = c*Hp*Wp
+ * + kh*dh*Wp + kw*dw and pos[p] = oh*sh*Wp + ow*sw, whatever the strides
+ * and dilations; a pointwise convolution reads its input directly.
+ *
+ * The tile of MR positions x NR channels is the micro-kernel of the
+ * instruction-set level (simd.h: portable C, AVX2, AVX-512), which can
+ * offer several NR (the largest that divides m is used, so 144 channels run
+ * as three panels of 48 lanes rather than three of 64). Each C element is
+ * one float32 sum over k in increasing order within a K block of
+ * CG_PG_KBLOCK taps, and the blocks are added in increasing order: the
+ * result does not depend on how positions and channels are split over
+ * threads.
+ *
+ * Finished tiles go to a store callback (positions p0..p0+np, channels
+ * m0..m1, the tile row-major [position][channel] with pitch ld) that writes
+ * the output planes and applies the fused epilogue while they are in cache.
+ */
+#ifndef CG_RUN_OPS_PACKGEMM_H
+#define CG_RUN_OPS_PACKGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run/kernel.h"
+#include "run/ops/simd.h"
+
+#define CG_PG_KBLOCK 256
+
+/* The micro-kernel a level uses for m channels. */
+const cg_simd_gemm *cg_pg_choose(const cg_simd_ops *ops, int64_t m);
+/* Floats a packing of m x k weights takes with kernel g. */
+size_t cg_pg_packed_floats(const cg_simd_gemm *g, int64_t m, int64_t k);
+/* Packs w (m x k, row pitch ldw) into dst for kernel g. */
+void cg_pg_pack(const cg_simd_gemm *g, const float *w, int64_t ldw, int64_t m, int64_t k,
+                float *dst);
+
+typedef void (*cg_pg_store_fn)(void *ctx, const float *c, int64_t ld, int64_t p0, int64_t np,
+                               int64_t m0, int64_t m1);
+
+typedef struct cg_pg_problem {
+    const cg_simd_gemm *g;
+    const float *w;        /* packed for g */
+    int64_t m, k, p;
+    const float *x;        /* tap k of position p at x[off[k] + pos[p]] */
+    const int64_t *off;
+    const int64_t *pos;
+    cg_pg_store_fn store;
+    void *store_ctx;
+} cg_pg_problem;
+
+/* Runs the product on the kernel's threads, taking its scratch (the tiles)
+ * from k; false when that cannot be allocated (the caller reports it). */
+bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p);
+
+#endif

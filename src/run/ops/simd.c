@@ -1,0 +1,102 @@
+/*
+ * The portable entries of the vector tables (see simd.h) and the choice of
+ * table. These are the reference the vector paths are tested against: they
+ * compute exactly what the kernels did before, with libm.
+ */
+#include <math.h>
+
+#include "run/ops/simd.h"
+
+void cg_simd_exp_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = expf(x[i]);
+}
+
+/* The stable form: exp of a non-positive number only. */
+static inline float sigmoid1(float x)
+{
+    float e = expf(-fabsf(x));
+    float r = 1.0f / (1.0f + e);
+    return x >= 0 ? r : e * r;
+}
+
+void cg_simd_sigmoid_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = sigmoid1(x[i]);
+}
+
+void cg_simd_silu_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] * sigmoid1(x[i]);
+}
+
+void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = tanhf(x[i]);
+}
+
+void cg_simd_erf_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = erff(x[i]);
+}
+
+double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = expf(x[i] - m);
+        s += y[i];
+    }
+    return s;
+}
+
+float cg_simd_max_f32_c(const float *x, int64_t n)
+{
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > m || isnan(x[i]))
+            m = x[i];
+    return m;
+}
+
+void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = cg_fp16_to_f32(x[i]);
+}
+
+void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = cg_f32_to_fp16(x[i]);
+}
+
+static const cg_simd_ops portable = {
+    CG_SIMD_PORTABLE,
+    cg_simd_exp_f32_c,
+    cg_simd_sigmoid_f32_c,
+    cg_simd_tanh_f32_c,
+    cg_simd_erf_f32_c,
+    cg_simd_silu_f32_c,
+    cg_simd_exp_shift_sum_f32_c,
+    cg_simd_max_f32_c,
+    cg_simd_fp16_to_f32_c,
+    cg_simd_f32_to_fp16_c,
+    {{4, 8, cg_pg_ukr_c}},
+    1,
+};
+
+const cg_simd_ops *cg_simd_ops_get(cg_simd level)
+{
+    const cg_simd_ops *t = NULL;
+    if (level == CG_SIMD_AVX512)
+        t = cg_simd_ops_avx512();
+    if (!t && level >= CG_SIMD_AVX2)
+        t = cg_simd_ops_avx2();
+    return t ? t : &portable;
+}

@@ -1,0 +1,76 @@
+/*
+ * Vectorized inner loops of the reference kernels, one table per
+ * instruction set (cg_simd): portable C (simd.c) and AVX2 / AVX-512
+ * (simd_x86.c, compiled with per-function target attributes and chosen at
+ * run time, so one binary runs on any x86-64 CPU).
+ *
+ * The portable entries are the reference: they compute what the kernels
+ * computed before there were vector paths (libm's expf/tanhf/erff, float32
+ * sums in order, or double where the kernel summed in double). The vector
+ * entries differ from them only in float rounding:
+ *   - exp, sigmoid, tanh, erf use polynomial approximations accurate to a
+ *     few float ulps (relative error below 4e-7 over the float range, tested
+ *     against double precision in tests/unit/test_simd.c);
+ *   - dot products and row sums add in a different order (vector lanes,
+ *     then the lanes), in the same precision as the portable entry;
+ *   - fp16 conversions are exact in both (round to nearest even).
+ * Every entry accepts y == x (in place); other arrays must not overlap.
+ * n is an element count >= 0.
+ */
+#ifndef CG_RUN_OPS_SIMD_H
+#define CG_RUN_OPS_SIMD_H
+
+#include <stdint.h>
+
+#include "convgate/runtime.h"
+
+/* A packgemm.h micro-kernel: the mr x nr tile c (c[i*nr + j]: position i,
+ * channel j) becomes (acc != 0: c plus) the sum over q < kc, in order, of
+ * w[q*nr + j] * x[off[q] + pos[i]]. */
+typedef struct cg_simd_gemm {
+    int mr, nr;
+    void (*ukr)(int64_t kc, const float *w, const float *x, const int64_t *off,
+                const int64_t *pos, float *c, int acc);
+} cg_simd_gemm;
+
+typedef struct cg_simd_ops {
+    cg_simd level;
+    void (*exp_f32)(float *y, const float *x, int64_t n);
+    void (*sigmoid_f32)(float *y, const float *x, int64_t n);
+    void (*tanh_f32)(float *y, const float *x, int64_t n);
+    void (*erf_f32)(float *y, const float *x, int64_t n);
+    /* y = x * sigmoid(x) (SiLU / Swish) */
+    void (*silu_f32)(float *y, const float *x, int64_t n);
+    /* y = exp(x - m), returns the sum of y in double */
+    double (*exp_shift_sum_f32)(float *y, const float *x, float m, int64_t n);
+    /* max over x (NaN if any element is NaN); -inf for n = 0 */
+    float (*max_f32)(const float *x, int64_t n);
+    void (*fp16_to_f32)(float *y, const uint16_t *x, int64_t n);
+    void (*f32_to_fp16)(uint16_t *y, const float *x, int64_t n);
+    /* packgemm.h micro-kernels, widest nr first */
+    cg_simd_gemm gemm[3];
+    int gemm_count;
+} cg_simd_ops;
+
+/* The table for a resolved level (never AUTO); portable for unknown ones. */
+const cg_simd_ops *cg_simd_ops_get(cg_simd level);
+
+/* simd_x86.c: the vector tables, NULL when not compiled in (not x86 or
+ * not gcc/clang). */
+const cg_simd_ops *cg_simd_ops_avx2(void);
+const cg_simd_ops *cg_simd_ops_avx512(void);
+
+/* The portable entries, for vector tables to fall back on. */
+void cg_simd_exp_f32_c(float *y, const float *x, int64_t n);
+void cg_simd_sigmoid_f32_c(float *y, const float *x, int64_t n);
+void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n);
+void cg_simd_erf_f32_c(float *y, const float *x, int64_t n);
+void cg_simd_silu_f32_c(float *y, const float *x, int64_t n);
+double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n);
+float cg_simd_max_f32_c(const float *x, int64_t n);
+void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n);
+void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n);
+void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
+                 const int64_t *pos, float *c, int acc);
+
+#endif

@@ -1,0 +1,266 @@
+/*
+ * The AVX2 and AVX-512 vector tables (see simd.h): simd_x86.inc compiled
+ * twice with per-function target attributes, so the rest of the library
+ * keeps the baseline x86-64 flags and the choice is made at run time
+ * (core/cpu.c). Compiled only on x86 with gcc or clang; elsewhere the
+ * getters return NULL and the portable table is used.
+ */
+#include <math.h>
+
+#include "run/ops/simd.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* ---- AVX2 + FMA + F16C ----------------------------------------------------- */
+
+#define SX(name) name##_avx2
+#define SX_TARGET __attribute__((target("avx2,fma,f16c")))
+#define SX_LEVEL CG_SIMD_AVX2
+#define VW 8
+typedef __m256 vf;
+typedef __m256i vi;
+typedef __m256 vm;
+typedef __m256d vd;
+#define vload(p) _mm256_loadu_ps(p)
+#define vstore(p, v) _mm256_storeu_ps(p, v)
+#define vset1(x) _mm256_set1_ps(x)
+#define vzero() _mm256_setzero_ps()
+#define vadd(a, b) _mm256_add_ps(a, b)
+#define vsub(a, b) _mm256_sub_ps(a, b)
+#define vmul(a, b) _mm256_mul_ps(a, b)
+#define vdiv(a, b) _mm256_div_ps(a, b)
+#define vmin(a, b) _mm256_min_ps(a, b)
+#define vmax(a, b) _mm256_max_ps(a, b)
+#define vfmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vfnmadd(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define vabs(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)
+#define vneg(x) _mm256_xor_ps(_mm256_set1_ps(-0.0f), x)
+#define vcopysign(m, s) \
+    _mm256_or_ps(vabs(m), _mm256_and_ps(_mm256_set1_ps(-0.0f), s))
+#define vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vcvt_i(x) _mm256_cvtps_epi32(x)
+#define vset1_i(x) _mm256_set1_epi32(x)
+#define vadd_i(a, b) _mm256_add_epi32(a, b)
+#define vsub_i(a, b) _mm256_sub_epi32(a, b)
+#define vslli(a, n) _mm256_slli_epi32(a, n)
+#define vsrai(a, n) _mm256_srai_epi32(a, n)
+#define vcast_f(a) _mm256_castsi256_ps(a)
+#define vcmp_lt(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define vcmp_gt(a, b) _mm256_cmp_ps(a, b, _CMP_GT_OQ)
+#define vcmp_unord(a, b) _mm256_cmp_ps(a, b, _CMP_UNORD_Q)
+#define vblend(m, f, t) _mm256_blendv_ps(f, t, m)
+#define vmask_none() _mm256_setzero_ps()
+#define vmask_or(a, b) _mm256_or_ps(a, b)
+#define vmask_any(m) (_mm256_movemask_ps(m) != 0)
+#define vload_ph(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define vstore_ph(p, v) \
+    _mm_storeu_si128((__m128i *)(void *)(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
+#define vzero_d() _mm256_setzero_pd()
+#define vadd_d(a, b) _mm256_add_pd(a, b)
+#define vcvt_lo_d(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
+#define vcvt_hi_d(v) _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))
+
+SX_TARGET static inline double vsum_d_avx2(vd v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+#define vsum_d(v) vsum_d_avx2(v)
+
+SX_TARGET static inline float vmax_all_avx2(vf v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+#define vmax_all(v) vmax_all_avx2(v)
+
+/* 2^n for integer n in [-126, 128]: two factors, each a normal float. */
+SX_TARGET static inline vf vscale_avx2(vf p, vi n)
+{
+    vi h = vsrai(n, 1);
+    vf a = vcast_f(vslli(vadd_i(h, vset1_i(127)), 23));
+    vf b = vcast_f(vslli(vadd_i(vsub_i(n, h), vset1_i(127)), 23));
+    return vmul(vmul(p, a), b);
+}
+#define vscale(p, n) vscale_avx2(p, n)
+
+/* packgemm micro-kernels: 3 x 32, 6 x 16 and 12 x 8 (twelve accumulators
+ * of the sixteen ymm registers) */
+#define UK_NAME gemm_ukr_3x32_avx2
+#define UK_MR 3
+#define UK_NV 4
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME gemm_ukr_6x16_avx2
+#define UK_MR 6
+#define UK_NV 2
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME gemm_ukr_12x8_avx2
+#define UK_MR 12
+#define UK_NV 1
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define SX_GEMMS {{3, 32, gemm_ukr_3x32_avx2}, {6, 16, gemm_ukr_6x16_avx2}, {12, 8, gemm_ukr_12x8_avx2}}
+
+#include "run/ops/simd_x86.inc"
+
+#undef SX_GEMMS
+#undef SX
+#undef SX_TARGET
+#undef SX_LEVEL
+#undef VW
+#undef vload
+#undef vstore
+#undef vset1
+#undef vzero
+#undef vadd
+#undef vsub
+#undef vmul
+#undef vdiv
+#undef vmin
+#undef vmax
+#undef vfmadd
+#undef vfnmadd
+#undef vabs
+#undef vneg
+#undef vcopysign
+#undef vround
+#undef vcvt_i
+#undef vset1_i
+#undef vadd_i
+#undef vsub_i
+#undef vslli
+#undef vsrai
+#undef vcast_f
+#undef vcmp_lt
+#undef vcmp_gt
+#undef vcmp_unord
+#undef vblend
+#undef vmask_none
+#undef vmask_or
+#undef vmask_any
+#undef vload_ph
+#undef vstore_ph
+#undef vzero_d
+#undef vadd_d
+#undef vcvt_lo_d
+#undef vcvt_hi_d
+#undef vsum_d
+#undef vmax_all
+#undef vscale
+#undef SX_MAP
+
+/* ---- AVX-512 F/BW/DQ/VL ---------------------------------------------------- */
+
+#define SX(name) name##_avx512
+#define SX_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+#define SX_LEVEL CG_SIMD_AVX512
+#define VW 16
+typedef __m512 vf16;
+typedef __m512i vi16;
+typedef __mmask16 vm16;
+typedef __m512d vd16;
+#define vf vf16
+#define vi vi16
+#define vm vm16
+#define vd vd16
+#define vload(p) _mm512_loadu_ps(p)
+#define vstore(p, v) _mm512_storeu_ps(p, v)
+#define vset1(x) _mm512_set1_ps(x)
+#define vzero() _mm512_setzero_ps()
+#define vadd(a, b) _mm512_add_ps(a, b)
+#define vsub(a, b) _mm512_sub_ps(a, b)
+#define vmul(a, b) _mm512_mul_ps(a, b)
+#define vdiv(a, b) _mm512_div_ps(a, b)
+#define vmin(a, b) _mm512_min_ps(a, b)
+#define vmax(a, b) _mm512_max_ps(a, b)
+#define vfmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vfnmadd(a, b, c) _mm512_fnmadd_ps(a, b, c)
+#define vabs(x) _mm512_abs_ps(x)
+#define vneg(x) \
+    _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)))
+#define vcopysign(m, s)                                                                    \
+    _mm512_castsi512_ps(_mm512_or_si512(                                                   \
+        _mm512_castps_si512(_mm512_abs_ps(m)),                                             \
+        _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32(INT32_MIN))))
+#define vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vcvt_i(x) _mm512_cvtps_epi32(x)
+#define vset1_i(x) _mm512_set1_epi32(x)
+#define vadd_i(a, b) _mm512_add_epi32(a, b)
+#define vsub_i(a, b) _mm512_sub_epi32(a, b)
+#define vslli(a, n) _mm512_slli_epi32(a, n)
+#define vsrai(a, n) _mm512_srai_epi32(a, n)
+#define vcast_f(a) _mm512_castsi512_ps(a)
+#define vcmp_lt(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define vcmp_gt(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define vcmp_unord(a, b) _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q)
+#define vblend(m, f, t) _mm512_mask_blend_ps(m, f, t)
+#define vmask_none() ((__mmask16)0)
+#define vmask_or(a, b) ((__mmask16)((a) | (b)))
+#define vmask_any(m) ((m) != 0)
+#define vload_ph(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define vstore_ph(p, v) \
+    _mm256_storeu_si256((__m256i *)(void *)(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
+#define vzero_d() _mm512_setzero_pd()
+#define vadd_d(a, b) _mm512_add_pd(a, b)
+#define vcvt_lo_d(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define vcvt_hi_d(v) \
+    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
+#define vsum_d(v) _mm512_reduce_add_pd(v)
+#define vmax_all(v) _mm512_reduce_max_ps(v)
+
+SX_TARGET static inline vf vscale_avx512(vf p, vi n)
+{
+    vi h = vsrai(n, 1);
+    vf a = vcast_f(vslli(vadd_i(h, vset1_i(127)), 23));
+    vf b = vcast_f(vslli(vadd_i(vsub_i(n, h), vset1_i(127)), 23));
+    return vmul(vmul(p, a), b);
+}
+#define vscale(p, n) vscale_avx512(p, n)
+
+/* packgemm micro-kernels: 7 x 64, 9 x 48 and 14 x 32 (27 or 28 of the 32
+ * zmm registers hold accumulators) */
+#define UK_NAME gemm_ukr_7x64_avx512
+#define UK_MR 7
+#define UK_NV 4
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME gemm_ukr_9x48_avx512
+#define UK_MR 9
+#define UK_NV 3
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME gemm_ukr_14x32_avx512
+#define UK_MR 14
+#define UK_NV 2
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define SX_GEMMS {{7, 64, gemm_ukr_7x64_avx512}, {9, 48, gemm_ukr_9x48_avx512}, {14, 32, gemm_ukr_14x32_avx512}}
+
+#include "run/ops/simd_x86.inc"
+
+const cg_simd_ops *cg_simd_ops_avx2(void) { return &table_avx2; }
+const cg_simd_ops *cg_simd_ops_avx512(void) { return &table_avx512; }
+
+#else
+
+const cg_simd_ops *cg_simd_ops_avx2(void) { return NULL; }
+const cg_simd_ops *cg_simd_ops_avx512(void) { return NULL; }
+
+#endif

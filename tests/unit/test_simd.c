@@ -1,0 +1,204 @@
+/*
+ * The vector tables of src/run/ops/simd.h against double-precision math:
+ * every level this CPU supports (portable, AVX2, AVX-512) must agree with
+ * exp/sigmoid/tanh/erf/SiLU in double within a few float ulps over the
+ * whole float range (dense near 0, the function's knees and the overflow and
+ * underflow edges), keep NaN and infinities, convert fp16 exactly like the
+ * scalar cg_fp16_to_f32 / cg_f32_to_fp16 for all 65536 halves, and give
+ * the same softmax sums and maxima. Lengths that are not a multiple of the
+ * vector width exercise the tails; in-place calls (y == x) are tested too.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "run/ops/simd.h"
+
+static int failures;
+#define EXPECT(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+/* Distance in float ulps between got and the double reference want. */
+static double ulps(float got, double want)
+{
+    if (isnan(want))
+        return isnan(got) ? 0.0 : INFINITY;
+    if (isinf(want))
+        return (double)got == want ? 0.0 : INFINITY;
+    float w = (float)want;
+    double ulp = (double)nextafterf(fabsf(w), INFINITY) - (double)fabsf(w);
+    if (ulp == 0.0 || isinf(ulp))
+        ulp = 0x1p-149;
+    return fabs((double)got - want) / ulp;
+}
+
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
+
+typedef struct fn_case {
+    const char *name;
+    void (*fn)(float *, const float *, int64_t);
+    double (*ref)(double);
+    double max_ulps;  /* relative bound */
+    double abs_floor; /* differences below this absolute size are accepted */
+} fn_case;
+
+/* A spread of inputs: dense in [-lo, lo], plus edges and specials. */
+static size_t make_inputs(float *x, size_t cap)
+{
+    size_t n = 0;
+    for (int i = -20000; i <= 20000 && n < cap; i++)
+        x[n++] = (float)i * 1e-3f;            /* [-20, 20] step 0.001 */
+    for (int i = -2000; i <= 2000 && n < cap; i++)
+        x[n++] = (float)i * 0.05f;            /* [-100, 100] */
+    for (int e = -40; e <= 38 && n + 2 < cap; e++) {
+        x[n++] = ldexpf(1.3f, e);
+        x[n++] = -ldexpf(1.7f, e);
+    }
+    const float edges[] = {88.72f, 88.7228f, 88.73f, 89.0f, -87.33f, -87.34f, -88.0f, -103.0f,
+                           -104.0f, 0.0f, -0.0f, 0.625f, -0.625f, 0.9f, -0.9f, 3.93f, -3.93f,
+                           9.1f, -9.1f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0] && n < cap; i++)
+        x[n++] = edges[i];
+    return n;
+}
+
+static void check_level(const cg_simd_ops *ops)
+{
+    const char *lvl = cg_simd_name(ops->level);
+    size_t cap = 50000;
+    float *x = malloc(cap * sizeof *x), *y = malloc(cap * sizeof *y);
+    float *z = malloc(cap * sizeof *z);
+    if (!x || !y || !z) {
+        EXPECT(0, "out of memory");
+        free(x);
+        free(y);
+        free(z);
+        return;
+    }
+    size_t n = make_inputs(x, cap) - 3; /* an odd length: tails run */
+    /* tanh/erf/sigmoid are within 1 in absolute terms, so tiny outputs only
+     * need an absolute bound; exp underflows to 0 below -87.33 (subnormals
+     * flushed), which the floor admits. */
+    const fn_case cases[] = {
+        {"exp", ops->exp_f32, exp, 3.0, 1.2e-38},
+        {"sigmoid", ops->sigmoid_f32, ref_sigmoid, 4.0, 1.2e-38},
+        {"tanh", ops->tanh_f32, tanh, 4.0, 1e-45},
+        {"erf", ops->erf_f32, erf, 4.0, 1e-45},
+        {"silu", ops->silu_f32, ref_silu, 6.0, 1e-35},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const fn_case *fc = &cases[c];
+        fc->fn(y, x, (int64_t)n);
+        double worst = 0;
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            double want = fc->ref((double)x[i]);
+            double u = ulps(y[i], want);
+            if (u > fc->max_ulps && fabs((double)y[i] - want) <= fc->abs_floor)
+                u = 0;
+            if (!(u <= worst)) {
+                worst = u;
+                at = i;
+            }
+        }
+        printf("  %s %s: worst %.2f ulps\n", lvl, fc->name, worst);
+        EXPECT(worst <= fc->max_ulps, "%s %s: %.2f ulps at x = %.9g (got %.9g, want %.9g)",
+               lvl, fc->name, worst, (double)x[at], (double)y[at], fc->ref((double)x[at]));
+        /* in place gives the same */
+        memcpy(z, x, n * sizeof *z);
+        fc->fn(z, z, (int64_t)n);
+        EXPECT(memcmp(z, y, n * sizeof *z) == 0, "%s %s: in-place result differs", lvl,
+               fc->name);
+    }
+
+    /* exp_shift_sum and max against the portable entries */
+    for (int64_t len = 0; len < 100; len += 7) {
+        float m = ops->max_f32(x + 5, len), mc = cg_simd_max_f32_c(x + 5, len);
+        EXPECT(m == mc, "%s max of %lld: %g vs %g", lvl, (long long)len, (double)m, (double)mc);
+        double s = ops->exp_shift_sum_f32(y, x + 5, 0.5f, len);
+        double sc = cg_simd_exp_shift_sum_f32_c(z, x + 5, 0.5f, len);
+        EXPECT(fabs(s - sc) <= 1e-6 * fabs(sc), "%s exp sum of %lld: %.9g vs %.9g", lvl,
+               (long long)len, s, sc);
+    }
+    float with_nan[40];
+    for (int i = 0; i < 40; i++)
+        with_nan[i] = (float)i;
+    with_nan[17] = NAN;
+    EXPECT(isnan(ops->max_f32(with_nan, 40)), "%s: max ignores a NaN", lvl);
+
+    /* every half converts like the scalar code, both ways */
+    uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
+    float *f = malloc(65536 * sizeof *f);
+    if (h && h2 && f) {
+        for (int i = 0; i < 65536; i++)
+            h[i] = (uint16_t)i;
+        ops->fp16_to_f32(f, h, 65535);
+        int bad = 0;
+        for (int i = 0; i < 65535; i++)
+            if (memcmp(&f[i], &(float){cg_fp16_to_f32(h[i])}, sizeof(float)) != 0)
+                bad++;
+        EXPECT(bad == 0, "%s: %d halves widen differently", lvl, bad);
+        ops->f32_to_fp16(h2, x, (int64_t)n);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            if (h2[i] != cg_f32_to_fp16(x[i]))
+                bad++;
+        EXPECT(bad == 0, "%s: %d floats narrow differently", lvl, bad);
+        /* halfway cases round to even */
+        float ties[32];
+        for (int i = 0; i < 32; i++)
+            ties[i] = cg_fp16_to_f32((uint16_t)(0x3c00 + i)) + 0x1p-11f;
+        ops->f32_to_fp16(h2, ties, 32);
+        bad = 0;
+        for (int i = 0; i < 32; i++)
+            if (h2[i] != cg_f32_to_fp16(ties[i]))
+                bad++;
+        EXPECT(bad == 0, "%s: %d ties round differently", lvl, bad);
+    } else {
+        EXPECT(0, "out of memory");
+    }
+    free(h);
+    free(h2);
+    free(f);
+    free(x);
+    free(y);
+    free(z);
+}
+
+int main(void)
+{
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        if (levels[i] > best) {
+            printf("%s: not supported by this CPU, skipped\n", cg_simd_name(levels[i]));
+            continue;
+        }
+        const cg_simd_ops *ops = cg_simd_ops_get(levels[i]);
+        EXPECT(ops->level == levels[i], "asked for %s, got %s", cg_simd_name(levels[i]),
+               cg_simd_name(ops->level));
+        check_level(ops);
+        printf("%s: checked\n", cg_simd_name(levels[i]));
+    }
+    cg_simd forced;
+    EXPECT(cg_simd_parse("portable", &forced) && forced == CG_SIMD_PORTABLE, "parse");
+    EXPECT(!cg_simd_parse("sse9", &forced), "parse accepts junk");
+    EXPECT(cg_simd_resolve(CG_SIMD_PORTABLE) == CG_SIMD_PORTABLE, "resolve portable");
+    EXPECT(cg_simd_resolve(CG_SIMD_AVX512) <= best, "resolve above the CPU");
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("simd: all checks passed\n");
+    return 0;
+}
