@@ -63,7 +63,9 @@ static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t
 #define CT float
 #define CONV_FN(x) x##_f32
 #define CONV_GEMM cg_nn_sgemm
+#define CONV_NO_FORWARD /* float32 Conv runs on packgemm.c and dw_plane */
 #include "run/ops/conv_impl.inc"
+#undef CONV_NO_FORWARD
 #undef CT
 #undef CONV_FN
 #undef CONV_GEMM
@@ -332,6 +334,84 @@ static cg_status conv_packed_f32(cg_kernel_ctx *k, const float *x, const cg_tens
     return CG_OK;
 }
 
+/* ---- float32 depthwise Conv ------------------------------------------------------- */
+
+typedef struct dw_job {
+    const float *x, *w, *bias;
+    float *y;
+    int64_t planes, mg, m, in_h, in_w, pad_h, pad_w, pitch, rows;
+    int64_t kh, kw, oh, ow, sh, sw, dh, dw;
+    const cg_simd_ops *ops;
+    float **buf; /* per thread: one padded plane plus slack */
+} dw_job;
+
+static void dw_task(void *arg, int t, int nt)
+{
+    const dw_job *j = arg;
+    int64_t lo, hi;
+    float *xp = j->buf[t];
+    cg_kernel_share(j->planes, 1, t, nt, &lo, &hi);
+    for (int64_t c = lo; c < hi; c++) {
+        /* the zero border and slack were cleared once; copy the interior */
+        const float *xc = j->x + c * j->in_h * j->in_w;
+        for (int64_t r = 0; r < j->in_h; r++)
+            memcpy(xp + (r + j->pad_h) * j->pitch + j->pad_w, xc + r * j->in_w,
+                   (size_t)j->in_w * sizeof(float));
+        for (int64_t m = 0; m < j->mg; m++) {
+            int64_t oc = c * j->mg + m, wc = oc % j->m; /* weights repeat per image */
+            j->ops->dw_plane(j->y + oc * j->oh * j->ow, xp, j->pitch, j->w + wc * j->kh * j->kw,
+                             j->kh, j->kw, j->oh, j->ow, j->sh, j->sw, j->dh, j->dw,
+                             j->bias ? j->bias[wc] : 0.0f);
+        }
+    }
+}
+
+/* Depthwise (one input channel per group, any multiplier), 1-D or 2-D:
+ * each channel is copied into a zero-padded plane and convolved there by
+ * the level's dw_plane, channels split over threads. */
+static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const float *w,
+                                    const float *bias, float *y, const conv_geom *g)
+{
+    const cg_nn_window *win = &g->w;
+    bool two = win->nsp == 2;
+    dw_job j;
+    j.x = x;
+    j.w = w;
+    j.bias = bias;
+    j.y = y;
+    j.ops = cg_simd_ops_get(cg_kernel_simd(k));
+    j.planes = g->n * g->group; /* plane c makes output channels c*mg.. */
+    j.mg = g->m / g->group;
+    j.m = g->m;
+    j.in_h = two ? win->in[0] : 1;
+    j.in_w = win->in[two ? 1 : 0];
+    j.pad_h = two ? win->pad0[0] : 0;
+    j.pad_w = win->pad0[two ? 1 : 0];
+    j.pitch = j.in_w + j.pad_w + win->pad1[two ? 1 : 0];
+    j.rows = j.in_h + j.pad_h + (two ? win->pad1[0] : 0);
+    j.kh = two ? win->kernel[0] : 1;
+    j.kw = win->kernel[two ? 1 : 0];
+    j.oh = two ? win->out[0] : 1;
+    j.ow = win->out[two ? 1 : 0];
+    j.sh = two ? win->stride[0] : 1;
+    j.sw = win->stride[two ? 1 : 0];
+    j.dh = two ? win->dil[0] : 1;
+    j.dw = win->dil[two ? 1 : 0];
+    int threads = cg_kernel_threads(k);
+    j.buf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.buf);
+    if (!j.buf)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    size_t floats = (size_t)(j.rows * j.pitch) + 4 * CG_SIMD_DW_SLACK;
+    for (int t = 0; t < threads; t++) {
+        j.buf[t] = cg_kernel_scratch(k, floats * sizeof(float));
+        if (!j.buf[t])
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        memset(j.buf[t], 0, floats * sizeof(float));
+    }
+    cg_kernel_parallel(k, dw_task, &j);
+    return CG_OK;
+}
+
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, bool transpose, cg_tensor *y)
@@ -361,7 +441,10 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
             ok = convt_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col);
         } else if (!gemm) {
-            ok = conv_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, NULL);
+            cg_status cs = conv_depthwise_f32(k, xf, wf, bf, yf, g);
+            if (cs != CG_OK)
+                return cs;
+            ok = true;
         } else {
             cg_status cs = conv_packed_f32(k, xf, wt, bf, yf, g);
             if (cs != CG_OK)

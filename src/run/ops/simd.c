@@ -76,6 +76,22 @@ void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n)
         y[i] = cg_f32_to_fp16(x[i]);
 }
 
+void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w,
+                        int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
+                        int64_t sw, int64_t dh, int64_t dw, float bias)
+{
+    for (int64_t oh = 0; oh < oh_n; oh++)
+        for (int64_t ow = 0; ow < ow_n; ow++) {
+            float acc = bias;
+            for (int64_t kh = 0; kh < kh_n; kh++) {
+                const float *row = xp + (oh * sh + kh * dh) * pitch + ow * sw;
+                for (int64_t kw = 0; kw < kw_n; kw++)
+                    acc += w[kh * kw_n + kw] * row[kw * dw];
+            }
+            y[oh * ow_n + ow] = acc;
+        }
+}
+
 static const cg_simd_ops portable = {
     CG_SIMD_PORTABLE,
     cg_simd_exp_f32_c,
@@ -87,6 +103,7 @@ static const cg_simd_ops portable = {
     cg_simd_max_f32_c,
     cg_simd_fp16_to_f32_c,
     cg_simd_f32_to_fp16_c,
+    cg_simd_dw_plane_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
 };

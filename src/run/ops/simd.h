@@ -47,10 +47,20 @@ typedef struct cg_simd_ops {
     float (*max_f32)(const float *x, int64_t n);
     void (*fp16_to_f32)(float *y, const uint16_t *x, int64_t n);
     void (*f32_to_fp16)(uint16_t *y, const float *x, int64_t n);
+    /* Depthwise 2-D convolution of one channel over a zero-padded plane xp
+     * (row pitch `pitch`, readable 4 * CG_SIMD_DW_SLACK floats past its last
+     * row): y[oh][ow] = bias + sum over kh, kw (in order) of
+     * w[kh*kw_n + kw] * xp[(oh*sh + kh*dh) * pitch + ow*sw + kw*dw]. */
+    void (*dw_plane)(float *y, const float *xp, int64_t pitch, const float *w, int64_t kh_n,
+                     int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh, int64_t sw,
+                     int64_t dh, int64_t dw, float bias);
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
 } cg_simd_ops;
+
+/* Floats a dw_plane input must stay readable past its last row, times 4. */
+#define CG_SIMD_DW_SLACK 16
 
 /* The table for a resolved level (never AUTO); portable for unknown ones. */
 const cg_simd_ops *cg_simd_ops_get(cg_simd level);
@@ -70,6 +80,9 @@ double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n)
 float cg_simd_max_f32_c(const float *x, int64_t n);
 void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n);
 void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n);
+void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w,
+                        int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
+                        int64_t sw, int64_t dh, int64_t dw, float bias);
 void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
                  const int64_t *pos, float *c, int acc);
 

@@ -68,6 +68,14 @@ SX_TARGET static inline double vsum_d_avx2(vd v)
 }
 #define vsum_d(v) vsum_d_avx2(v)
 
+/* The even lanes of a then b: a0 a2 a4 a6 b0 b2 b4 b6. */
+SX_TARGET static inline vf veven_avx2(vf a, vf b)
+{
+    __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+#define veven(a, b) veven_avx2(a, b)
+
 SX_TARGET static inline float vmax_all_avx2(vf v)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -156,6 +164,7 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef vcvt_lo_d
 #undef vcvt_hi_d
 #undef vsum_d
+#undef veven
 #undef vmax_all
 #undef vscale
 #undef SX_MAP
@@ -217,6 +226,9 @@ typedef __m512d vd16;
 #define vcvt_hi_d(v) \
     _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
 #define vsum_d(v) _mm512_reduce_add_pd(v)
+#define veven(a, b)                                                                        \
+    _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,  \
+                                                24, 26, 28, 30), b)
 #define vmax_all(v) _mm512_reduce_max_ps(v)
 
 SX_TARGET static inline vf vscale_avx512(vf p, vi n)
