@@ -72,6 +72,8 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     st = cg_plan_build(rt, model->graph, NULL, 0, &rt->main, err);
     if (st != CG_OK)
         goto fail;
+    if ((st = cg_fold_constants(rt, err)) != CG_OK)
+        goto fail;
     rt->record_bytes = calloc(rt->main->slot_count + 1, sizeof *rt->record_bytes);
     if (!rt->record_bytes) {
         st = cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");

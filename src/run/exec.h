@@ -61,6 +61,7 @@ typedef struct cg_step {
     size_t release_count;
     void *state;         /* the kernel's cache (cg_kernel_set_state) */
     void (*state_free)(void *);
+    bool folded;         /* computed at init (fold.c): its outputs are INIT slots */
 } cg_step;
 
 typedef struct cg_plan {
@@ -227,6 +228,10 @@ cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec
 void cg_frame_free(cg_exec *f);
 /* Runs the frame's steps (the main graph's schedule when there is one). */
 cg_status cg_frame_run(cg_exec *f);
+/* Runs step si alone, keeping what it releases (constant folding). */
+cg_status cg_frame_step(cg_exec *f, size_t si);
+/* fold.c: runs the steps whose inputs are all constant, once (see there). */
+cg_status cg_fold_constants(cg_runtime *rt, cg_error *err);
 /* Moves (when the frame owns them) or copies the graph outputs into outs. */
 cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err);
 /* Scratch owned by frame f, freed after the running step's kernel; NULL

@@ -386,6 +386,11 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     cg_error *err = f->err;
     char lbl[256];
     f->step = si;
+    if (st->folded) { /* computed at init: its outputs are initializers */
+        for (size_t r = 0; release && r < st->release_count; r++)
+            frame_drop(f, st->release[r]);
+        return CG_OK;
+    }
     cg_status ts = check_deadline(f, cg_exec_step_label(n, st->index, lbl, sizeof lbl), err);
     if (ts != CG_OK)
         return ts;
@@ -575,6 +580,11 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
         }
     }
     return CG_OK;
+}
+
+cg_status cg_frame_step(cg_exec *f, size_t si)
+{
+    return run_step(f, si, false);
 }
 
 cg_status cg_frame_run(cg_exec *f)

@@ -1,0 +1,146 @@
+/*
+ * Constant folding at init: a node whose inputs are all initializers (or
+ * values folded before it) computes the same thing on every run, so it runs
+ * once, when the runtime is built, and its outputs become initializers of
+ * its graph (owned by the plan). Constant nodes are the main case: a
+ * subgraph that holds its weights as Constant nodes (Silero VAD's If
+ * branches) otherwise copies every weight on every run; casts and reshapes
+ * of initializers are the others.
+ *
+ * The model is not rewritten: the step stays in the plan, marked folded, and
+ * frames skip it. Not folded: nodes with subgraphs, random ops, nodes that
+ * fail (the run reports the failure where it happens), outputs much larger
+ * than their inputs (memory kept for the runtime's life), and in the main
+ * graph nodes the observer must see (opt.observe), nodes of executing
+ * partitions and fp16-emulated nodes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/partition.h"
+#include "run/exec.h"
+
+/* Outputs above this many bytes fold only while at most twice their inputs. */
+#define FOLD_FREE_BYTES ((size_t)16 << 20)
+
+static bool op_is_random(const char *op)
+{
+    static const char *const random_ops[] = {"RandomNormal", "RandomUniform",
+                                             "RandomNormalLike", "RandomUniformLike",
+                                             "Bernoulli", "Multinomial"};
+    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
+        if (strcmp(op, random_ops[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool slot_is_graph_input(const cg_plan *p, int32_t slot)
+{
+    for (size_t j = 0; j < p->graph->input_count; j++)
+        if (p->input_slots[j] == slot)
+            return true;
+    return false;
+}
+
+/* Whether step si of p may be folded, judged before running it. */
+static bool foldable(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
+{
+    const cg_node *n = st->node;
+    if (st->sub_count || !n->op_type || op_is_random(n->op_type) || !n->output_count)
+        return false;
+    if (p == rt->main) {
+        if (rt->opt.observe)
+            return false;
+        if (rt->opt.node_precision && st->index < p->graph->node_count &&
+            rt->opt.node_precision[st->index] != CG_NODE_PREC_FP32)
+            return false;
+        const cg_assignment *a = rt->opt.assignment;
+        if (a && st->index < p->graph->node_count) {
+            int pid = a->partition_of[st->index];
+            if (pid >= 0 && (size_t)pid < a->partition_count) {
+                const cg_target *t = a->targets[a->partitions[pid].target];
+                if (t && t->kind == CG_TARGET_EXECUTING)
+                    return false;
+            }
+        }
+    }
+    for (size_t i = 0; i < n->input_count; i++) {
+        cg_ref r = st->in[i];
+        if (r.slot < 0)
+            continue;
+        if (r.up != 0 || p->slot_kind[r.slot] != CG_SLOT_INIT || slot_is_graph_input(p, r.slot))
+            return false;
+    }
+    return true;
+}
+
+static size_t value_bytes(const cg_value *v)
+{
+    if (!v)
+        return 0;
+    if (v->kind == CG_VALUE_TENSOR)
+        return cg_tensor_bytes(&v->tensor);
+    size_t b = 0;
+    for (size_t i = 0; i < v->item_count; i++)
+        b += value_bytes(v->items[i]);
+    return b;
+}
+
+static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
+{
+    cg_exec f;
+    cg_status st = cg_frame_init(&f, rt, p, NULL, err);
+    if (st != CG_OK)
+        return st;
+    for (size_t si = 0; si < p->step_count; si++) {
+        cg_step *step = &p->steps[si];
+        for (size_t s = 0; s < step->sub_count; s++)
+            if ((st = fold_plan(rt, step->subs[s].plan, err)) != CG_OK)
+                goto done;
+        if (!foldable(rt, p, step))
+            continue;
+        const cg_node *n = step->node;
+        size_t in_bytes = 0;
+        for (size_t i = 0; i < n->input_count; i++)
+            if (step->in[i].slot >= 0)
+                in_bytes += value_bytes(f.vals[step->in[i].slot]);
+        cg_error local;
+        cg_error_clear(&local);
+        f.err = &local;
+        cg_status rs = cg_frame_step(&f, si);
+        f.err = err;
+        if (rs != CG_OK)
+            continue; /* the run will fail here and say why */
+        bool keep = true;
+        for (size_t o = 0; o < n->output_count && keep; o++) {
+            int32_t slot = step->out[o];
+            size_t b = slot >= 0 ? value_bytes(f.vals[slot]) : 0;
+            keep = slot < 0 || (f.own[slot] == CG_OWN_FULL &&
+                                (b <= FOLD_FREE_BYTES || b / 2 <= in_bytes));
+        }
+        for (size_t o = 0; o < n->output_count; o++) {
+            int32_t slot = step->out[o];
+            if (slot < 0)
+                continue;
+            if (keep) {
+                p->init_values[slot] = f.vals[slot];
+                p->init_borrowed[slot] = false;
+                p->slot_kind[slot] = CG_SLOT_INIT;
+                f.own[slot] = CG_OWN_NONE;
+            } else {
+                cg_exec_drop_value(f.vals[slot], f.own[slot]);
+                f.vals[slot] = NULL;
+                f.own[slot] = CG_OWN_NONE;
+            }
+        }
+        step->folded = keep;
+    }
+done:
+    cg_frame_free(&f);
+    return st;
+}
+
+cg_status cg_fold_constants(cg_runtime *rt, cg_error *err)
+{
+    return fold_plan(rt, rt->main, err);
+}
