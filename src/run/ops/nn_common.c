@@ -124,6 +124,18 @@ bool cg_nn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, float alpha
     return true;
 }
 
+void cg_nn_sgemv(int64_t m, int64_t n, const float *a, const float *x, float *y)
+{
+    if (m <= 0)
+        return;
+    if (n <= 0) {
+        memset(y, 0, (size_t)m * sizeof(float));
+        return;
+    }
+    cg_nn_blas_init();
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)m, (int)n, 1.0f, a, (int)n, x, 1, 0.0f, y, 1);
+}
+
 bool cg_nn_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
                  const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                  double *c, int64_t ldc)

@@ -52,6 +52,9 @@ bool cg_nn_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alph
                  const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                  double *c, int64_t ldc);
 
+/* y[m] = a[m, n] . x[n] (a row-major, m x n; dimensions that fit BLAS int). */
+void cg_nn_sgemv(int64_t m, int64_t n, const float *a, const float *x, float *y);
+
 /* Sliding-window geometry over nsp spatial dims. pad0/pad1: begin/end. */
 typedef struct cg_nn_window {
     int nsp;

@@ -2,8 +2,9 @@
  * Recurrent kernels: RNN, GRU and LSTM (ai.onnx, every opset through 14).
  *
  * One driver serves the three ops. It validates shapes for both layouts
- * (layout 0: X [seq, batch, input]; layout 1: X [batch, seq, input]),
- * reads every floating input into double scratch, then runs each direction
+ * (layout 0: X [seq, batch, input]; layout 1: X [batch, seq, input]);
+ * float32 runs in float32 (rnn_run_f32), other types read every floating
+ * input into double scratch; either then runs each direction
  * and batch row over its own sequence length (sequence_lens), leaving the Y
  * rows past that length zero as the spec requires. Gate orders follow the
  * spec: GRU W = [z, r, h], LSTM W = [i, o, f, c], LSTM P = [i, o, f].
@@ -16,6 +17,8 @@
 
 #include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
+#include "run/ops/nn_common.h"
+#include "run/ops/simd.h"
 
 typedef enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM } rnn_kind;
 
@@ -178,6 +181,151 @@ static double rnn_clip(const rnn_cfg *c, double v)
     return v;
 }
 
+/* ---- float32 ------------------------------------------------------------------
+ * The float32 path computes in float32 like the reference implementations:
+ * the input projections of every time step are one sgemm per direction
+ * (X [rows, I] times W^T, both biases added, except GRU's recurrent h-gate
+ * bias under linear_before_reset, which the reset gate scales), each step
+ * adds the recurrent product (sgemv) and applies the gates, the default
+ * sigmoid/tanh through the vector tables. Sums run in BLAS order rather
+ * than the double path's i order. */
+
+/* v[0..n) = act(clip(v)) in place. */
+static void rnn_act_f32(const cg_simd_ops *ops, const rnn_cfg *c, const rnn_act *a, float *v,
+                        int64_t n)
+{
+    if (c->clip > 0) {
+        float lim = (float)c->clip;
+        for (int64_t i = 0; i < n; i++)
+            v[i] = v[i] > lim ? lim : (v[i] < -lim ? -lim : v[i]);
+    }
+    if (a->kind == ACT_SIGMOID)
+        ops->sigmoid_f32(v, v, n);
+    else if (a->kind == ACT_TANH)
+        ops->tanh_f32(v, v, n);
+    else
+        for (int64_t i = 0; i < n; i++)
+            v[i] = (float)rnn_apply(a, v[i]);
+}
+
+static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor *X,
+                             const cg_tensor *W, const cg_tensor *R, const cg_tensor *Bias,
+                             const cg_tensor *SL, const cg_tensor *H0, const cg_tensor *C0,
+                             const cg_tensor *P, float *y, float *yh, float *yc)
+{
+    const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
+    const int64_t H = c->H, GH = c->G * H, rows = c->S * c->B;
+    const float *x = X->data, *w = W->data, *r = R->data;
+    const float *bias = Bias ? Bias->data : NULL, *p = P ? P->data : NULL;
+    const float *h0 = H0 ? H0->data : NULL, *c0 = C0 ? C0->data : NULL;
+    if (GH > INT32_MAX || c->I > INT32_MAX)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+    float *xw = cg_nn_scratch(k, rows * GH, sizeof(float));
+    float *hr = cg_nn_scratch(k, GH, sizeof(float)), *h = cg_nn_scratch(k, H, sizeof(float));
+    float *cell = cg_nn_scratch(k, H, sizeof(float)), *tmp = cg_nn_scratch(k, H, sizeof(float));
+    float *cand = cg_nn_scratch(k, H, sizeof(float));
+    if (!xw || !hr || !h || !cell || !tmp || !cand)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t d = 0; d < c->dirs; d++) {
+        bool rev = c->reverse_only || d == 1;
+        const float *wd = w + d * GH * c->I, *rd = r + d * GH * H;
+        const float *wb = bias ? bias + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+        const float *pd = p ? p + d * 3 * H : NULL;
+        const rnn_act *act = c->acts[d];
+        /* rows of X in memory order: (t, b) for layout 0, (b, t) for 1 */
+        if (!cg_nn_sgemm(false, true, rows, GH, c->I, 1.0f, x, c->I, wd, c->I, 0.0f, xw, GH))
+            return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+        for (int64_t row = 0; wb && row < rows; row++) {
+            float *xr = xw + row * GH;
+            for (int64_t g = 0; g < GH; g++)
+                xr[g] += wb[g] + (c->lbr && g >= 2 * H ? 0.0f : rb[g]);
+        }
+        for (int64_t b = 0; b < c->B; b++) {
+            int64_t len = c->S;
+            if (SL) {
+                len = cg_tensor_get_i64(SL, b);
+                if (len < 0 || len > c->S)
+                    return cg_kernel_fail(k, CG_INVALID,
+                                          "sequence_lens[%lld] = %lld is outside [0, %lld]",
+                                          (long long)b, (long long)len, (long long)c->S);
+            }
+            int64_t hoff = c->layout ? (b * c->dirs + d) * H : (d * c->B + b) * H;
+            for (int64_t j = 0; j < H; j++) {
+                h[j] = h0 ? h0[hoff + j] : 0.0f;
+                cell[j] = c0 ? c0[hoff + j] : 0.0f;
+            }
+            for (int64_t s = 0; s < len; s++) {
+                int64_t t = rev ? len - 1 - s : s;
+                float *g = xw + (c->layout ? b * c->S + t : t * c->B + b) * GH;
+                /* GRU without linear_before_reset multiplies r into h before
+                 * its h-gate product: that part waits for r */
+                int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
+                cg_nn_sgemv(rec, H, rd, h, hr);
+                if (c->kind == RNN_PLAIN) {
+                    for (int64_t j = 0; j < H; j++)
+                        cand[j] = g[j] + hr[j];
+                    rnn_act_f32(ops, c, &act[0], cand, H);
+                    memcpy(h, cand, (size_t)H * sizeof(float));
+                } else if (c->kind == RNN_GRU) {
+                    for (int64_t j = 0; j < 2 * H; j++)
+                        hr[j] += g[j]; /* z, r pre-activations */
+                    rnn_act_f32(ops, c, &act[0], hr, 2 * H);
+                    const float *z = hr, *rg = hr + H;
+                    if (c->lbr) {
+                        cg_nn_sgemv(H, H, rd + 2 * H * H, h, cand);
+                        for (int64_t j = 0; j < H; j++)
+                            cand[j] = g[2 * H + j] + rg[j] * (cand[j] + (rb ? rb[2 * H + j] : 0.0f));
+                    } else {
+                        for (int64_t j = 0; j < H; j++)
+                            tmp[j] = rg[j] * h[j];
+                        cg_nn_sgemv(H, H, rd + 2 * H * H, tmp, cand);
+                        for (int64_t j = 0; j < H; j++)
+                            cand[j] += g[2 * H + j];
+                    }
+                    rnn_act_f32(ops, c, &act[1], cand, H);
+                    for (int64_t j = 0; j < H; j++)
+                        h[j] = (1.0f - z[j]) * cand[j] + z[j] * h[j];
+                } else {
+                    /* gates i, o, f, c; peepholes on i and f read the old cell,
+                     * on o the new one */
+                    for (int64_t j = 0; j < GH; j++)
+                        hr[j] += g[j];
+                    float *ig = hr, *og = hr + H, *fg = hr + 2 * H, *cg = hr + 3 * H;
+                    if (pd)
+                        for (int64_t j = 0; j < H; j++) {
+                            ig[j] += pd[j] * cell[j];
+                            fg[j] += pd[2 * H + j] * cell[j];
+                        }
+                    rnn_act_f32(ops, c, &act[0], ig, H);
+                    if (c->input_forget)
+                        for (int64_t j = 0; j < H; j++)
+                            fg[j] = 1.0f - ig[j];
+                    else
+                        rnn_act_f32(ops, c, &act[0], fg, H);
+                    rnn_act_f32(ops, c, &act[1], cg, H);
+                    for (int64_t j = 0; j < H; j++)
+                        cell[j] = fg[j] * cell[j] + ig[j] * cg[j];
+                    if (pd)
+                        for (int64_t j = 0; j < H; j++)
+                            og[j] += pd[H + j] * cell[j];
+                    rnn_act_f32(ops, c, &act[0], og, H);
+                    memcpy(tmp, cell, (size_t)H * sizeof(float));
+                    rnn_act_f32(ops, c, &act[2], tmp, H);
+                    for (int64_t j = 0; j < H; j++)
+                        h[j] = og[j] * tmp[j];
+                }
+                float *yt = y + (c->layout ? (b * c->S + t) * c->dirs + d
+                                           : (t * c->dirs + d) * c->B + b) * H;
+                memcpy(yt, h, (size_t)H * sizeof(float));
+            }
+            memcpy(yh + hoff, h, (size_t)H * sizeof(float));
+            if (c->kind == RNN_LSTM)
+                memcpy(yc + hoff, cell, (size_t)H * sizeof(float));
+        }
+    }
+    return CG_OK;
+}
+
 static cg_status rnn_run(cg_kernel_ctx *k, rnn_kind kind)
 {
     const cg_tensor *X, *W, *R;
@@ -285,6 +433,22 @@ static cg_status rnn_run(cg_kernel_ctx *k, rnn_kind kind)
     if ((st = mc_numel(k, 3, X->dims, &nsteps)))
         return st;
 
+    if (X->dtype == CG_DTYPE_FLOAT) {
+        /* outputs first: Y rows past a sequence's length stay zero */
+        cg_tensor *out[3] = {NULL, NULL, NULL};
+        float *scratch_out[3] = {NULL, NULL, NULL};
+        for (size_t o = 0; o < 3; o++) {
+            bool want = o < k->output_count && (o < 2 || kind == RNN_LSTM);
+            if (want && (st = cg_kernel_output(k, o, X->dtype, o ? 3 : 4, o ? yhdims : ydims,
+                                               &out[o])))
+                return st;
+            scratch_out[o] = out[o] ? out[o]->data : cg_nn_scratch(k, o ? nh : ny, sizeof(float));
+            if (!scratch_out[o])
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        }
+        return rnn_run_f32(k, &c, X, W, R, Bias, SL, H0, C0, P, scratch_out[0], scratch_out[1],
+                           scratch_out[2]);
+    }
     double *x = mc_to_f64(k, X), *w = mc_to_f64(k, W), *r = mc_to_f64(k, R);
     double *bias = Bias ? mc_to_f64(k, Bias) : NULL;
     double *h0 = H0 ? mc_to_f64(k, H0) : NULL, *c0 = C0 ? mc_to_f64(k, C0) : NULL;
