@@ -100,6 +100,7 @@ void cg_runtime_free(cg_runtime *rt)
     cg_mem_plan_clear(&rt->mem);
     cg_registry_index_free(&rt->registry);
     cg_threadpool_free(rt->pool);
+    cg_buffers_free(rt);
     free(rt->record_bytes);
     free(rt->warnings);
     free(rt);

@@ -126,6 +126,31 @@ typedef struct cg_rt_unit {
     size_t release_count;
 } cg_rt_unit;
 
+/* buffers.c: kernel scratch as a stack of chunks kept across runs, and a
+ * pool of value buffers (plain malloc blocks) for reuse. */
+typedef struct cg_scratch_chunk {
+    uint8_t *base;
+    size_t cap;
+} cg_scratch_chunk;
+
+typedef struct cg_scratch_stack {
+    cg_scratch_chunk *chunks;
+    size_t count, cap;
+    size_t cur, used; /* the top: chunk index and bytes used in it */
+} cg_scratch_stack;
+
+typedef struct cg_scratch_mark {
+    size_t chunk, used;
+} cg_scratch_mark;
+
+typedef struct cg_buffer_pool {
+    struct {
+        void *ptr;
+        size_t cap;
+    } *items;
+    size_t count, cap, bytes;
+} cg_buffer_pool;
+
 struct cg_runtime {
     const cg_model *model;
     cg_runtime_options opt;
@@ -148,23 +173,29 @@ struct cg_runtime {
     size_t warnings_len;
     struct cg_threadpool *pool; /* opt.threads > 1: the kernels' workers */
     cg_simd simd;               /* resolved opt.simd */
+    cg_scratch_stack scratch;   /* kernel scratch, kept across runs (buffers.c) */
+    cg_buffer_pool buffers;     /* freed value buffers for reuse (buffers.c) */
 };
-
-typedef struct cg_scratch {
-    struct cg_scratch *next;
-    _Alignas(16) unsigned char data[];
-} cg_scratch;
 
 enum {
     CG_OWN_NONE = 0,  /* borrowed pointer (caller, initializer, outer) */
     CG_OWN_FULL,      /* frame owns struct and data */
-    CG_OWN_STRUCT     /* frame owns the struct; data lives in the arena */
+    CG_OWN_STRUCT,    /* frame owns the struct; data lives in the arena */
+    CG_OWN_POOLED     /* as FULL; the data goes back to the runtime's pool */
 };
 
 enum {
-    CG_OUT_ARENA = 1,    /* data placed in the memory plan's arena */
-    CG_OUT_PLANNABLE = 2 /* allocated by cg_kernel_output: may be planned */
+    CG_OUT_ARENA = 1,     /* data placed in the memory plan's arena */
+    CG_OUT_PLANNABLE = 2, /* allocated by cg_kernel_output: may be planned */
+    CG_OUT_POOLED = 4     /* data from the runtime's buffer pool */
 };
+
+/* The CG_OWN_* a frame takes for an output with CG_OUT_* flags. */
+static inline uint8_t cg_exec_out_own(uint8_t flags)
+{
+    return (flags & CG_OUT_ARENA) ? CG_OWN_STRUCT
+                                  : (flags & CG_OUT_POOLED) ? CG_OWN_POOLED : CG_OWN_FULL;
+}
 
 struct cg_exec {
     cg_runtime *rt;
@@ -179,7 +210,6 @@ struct cg_exec {
     uint64_t pending;       /* bytes the running kernel allocated, not yet reserved */
     uint64_t *out_reserved; /* the running step's outputs: bytes reserved for each */
     size_t step;            /* step being run */
-    cg_scratch *scratch;
     bool is_main;
     bool use_arena;         /* main graph with a matching memory plan */
     bool recording;         /* main graph building a memory plan */
@@ -220,7 +250,7 @@ size_t cg_exec_node_index(const cg_kernel_ctx *k);
 /* "[d0,d1,...]" in buf, cut at cap. */
 void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap);
 /* Frees a value according to who owns what (CG_OWN_*). */
-void cg_exec_drop_value(cg_value *v, uint8_t own);
+void cg_exec_drop_value(cg_runtime *rt, cg_value *v, uint8_t own);
 /* The budget a frame's values are reserved against (NULL without a runtime). */
 struct cg_budget *cg_exec_budget(const cg_exec *f);
 cg_status cg_frame_init(cg_exec *f, cg_runtime *rt, const cg_plan *plan, cg_exec *parent,
@@ -234,9 +264,19 @@ cg_status cg_frame_step(cg_exec *f, size_t si);
 cg_status cg_fold_constants(cg_runtime *rt, cg_error *err);
 /* Moves (when the frame owns them) or copies the graph outputs into outs. */
 cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err);
-/* Scratch owned by frame f, freed after the running step's kernel; NULL
- * above the allocation limit or when out of memory. */
+/* Scratch for the running step, released after its kernel; NULL above the
+ * allocation limit or when out of memory. */
 void *cg_frame_scratch(cg_exec *f, size_t bytes);
+
+/* buffers.c */
+cg_scratch_mark cg_scratch_mark_get(const cg_runtime *rt);
+void cg_scratch_reset(cg_runtime *rt, cg_scratch_mark m);
+void *cg_scratch_alloc(cg_runtime *rt, size_t bytes);
+/* A malloc block of at least `bytes` (not zeroed), from the pool if one fits. */
+void *cg_buffer_get(cg_runtime *rt, size_t bytes);
+/* Gives ptr (at least `bytes` long) to the pool, or frees it. */
+void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes);
+void cg_buffers_free(cg_runtime *rt);
 /* Rounded copies of the float32 initializers emulated nodes read. */
 cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err);
 void cg_prec_init_free(cg_runtime *rt);

@@ -115,7 +115,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
         for (size_t o = 0; o < n->output_count && keep; o++) {
             int32_t slot = step->out[o];
             size_t b = slot >= 0 ? value_bytes(f.vals[slot]) : 0;
-            keep = slot < 0 || (f.own[slot] == CG_OWN_FULL &&
+            keep = slot < 0 || ((f.own[slot] == CG_OWN_FULL || f.own[slot] == CG_OWN_POOLED) &&
                                 (b <= FOLD_FREE_BYTES || b / 2 <= in_bytes));
         }
         for (size_t o = 0; o < n->output_count; o++) {
@@ -128,7 +128,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
                 p->slot_kind[slot] = CG_SLOT_INIT;
                 f.own[slot] = CG_OWN_NONE;
             } else {
-                cg_exec_drop_value(f.vals[slot], f.own[slot]);
+                cg_exec_drop_value(rt, f.vals[slot], f.own[slot]);
                 f.vals[slot] = NULL;
                 f.own[slot] = CG_OWN_NONE;
             }

@@ -66,16 +66,14 @@ void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap)
 
 /* --- frames ------------------------------------------------------------------ */
 
-static void scratch_free_all(cg_exec *f)
+/* Ends the running step's scratch: back to the mark taken before its kernel
+ * (the chunks stay for later runs). The scratch was counted against the
+ * budget while the step held it (pending); its outputs are reserved (or
+ * dropped) after this. */
+static void step_scratch_end(cg_exec *f, cg_scratch_mark mark)
 {
-    cg_scratch *s = f->scratch;
-    while (s) {
-        cg_scratch *next = s->next;
-        free(s);
-        s = next;
-    }
-    f->scratch = NULL;
-    f->pending = 0; /* the step's outputs are reserved (or dropped) after this */
+    cg_scratch_reset(f->rt, mark);
+    f->pending = 0;
 }
 
 cg_budget *cg_exec_budget(const cg_exec *f)
@@ -116,12 +114,16 @@ static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_
 }
 
 /* Frees a value according to who owns what. */
-void cg_exec_drop_value(cg_value *v, uint8_t own)
+void cg_exec_drop_value(cg_runtime *rt, cg_value *v, uint8_t own)
 {
     if (!v || own == CG_OWN_NONE)
         return;
-    if (own == CG_OWN_STRUCT)
+    if (own == CG_OWN_STRUCT) {
         v->tensor.data = NULL;
+    } else if (own == CG_OWN_POOLED && rt && v->kind == CG_VALUE_TENSOR) {
+        cg_buffer_put(rt, v->tensor.data, cg_tensor_bytes(&v->tensor));
+        v->tensor.data = NULL;
+    }
     cg_value_free(v);
 }
 
@@ -131,7 +133,7 @@ static void frame_drop(cg_exec *f, int32_t slot)
         cg_budget_release(cg_exec_budget(f), f->reserved[slot]);
         f->reserved[slot] = 0;
     }
-    cg_exec_drop_value(f->vals[slot], f->own[slot]);
+    cg_exec_drop_value(f->rt, f->vals[slot], f->own[slot]);
     f->vals[slot] = NULL;
     f->own[slot] = CG_OWN_NONE;
 }
@@ -176,7 +178,6 @@ void cg_frame_free(cg_exec *f)
         return;
     for (size_t s = 0; s < f->plan->slot_count; s++)
         frame_drop(f, (int32_t)s);
-    scratch_free_all(f);
     free(f->vals);
     free(f->own);
     free(f->reserved);
@@ -198,7 +199,7 @@ static cg_value *frame_get(cg_exec *f, cg_ref r)
 static void drop_step_outputs(cg_exec *f, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
-        cg_exec_drop_value(f->outs[i], (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+        cg_exec_drop_value(f->rt, f->outs[i], cg_exec_out_own(f->out_flags[i]));
         f->outs[i] = NULL;
         f->out_flags[i] = 0;
     }
@@ -218,20 +219,15 @@ static double cpu_seconds(void)
  * above the allocation limit or when out of memory. */
 void *cg_frame_scratch(cg_exec *f, size_t bytes)
 {
-    if (!f || bytes > SIZE_MAX - sizeof(cg_scratch) - 16)
-        return NULL;
-    if (f->rt && bytes > f->rt->opt.max_alloc_bytes)
+    if (!f || !f->rt || bytes > f->rt->opt.max_alloc_bytes)
         return NULL;
     cg_budget *b = cg_exec_budget(f);
     if (b && !cg_budget_fits(b, f->pending + bytes))
         return NULL;
-    cg_scratch *s = malloc(sizeof *s + (bytes ? bytes : 1));
-    if (!s)
-        return NULL;
-    f->pending += bytes;
-    s->next = f->scratch;
-    f->scratch = s;
-    return s->data;
+    void *p = cg_scratch_alloc(f->rt, bytes);
+    if (p)
+        f->pending += bytes; /* counted until the step ends, however long the chunk lives */
+    return p;
 }
 
 /* --- fp16 emulation (cg_node_precision) ------------------------------------------ */
@@ -394,6 +390,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     cg_status ts = check_deadline(f, cg_exec_step_label(n, st->index, lbl, sizeof lbl), err);
     if (ts != CG_OK)
         return ts;
+    cg_scratch_mark mark = cg_scratch_mark_get(f->rt);
     for (size_t i = 0; i < n->input_count; i++) {
         if (st->in[i].slot < 0) {
             f->ins[i] = NULL;
@@ -411,7 +408,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
             continue;
         cg_status rs = emulated_input(f, st, i);
         if (rs != CG_OK) {
-            scratch_free_all(f);
+            step_scratch_end(f, mark);
             return rs;
         }
     }
@@ -428,7 +425,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     cg_status status = st->fn(&k);
     if (timing)
         timing[st->index] += cpu_seconds() - t_start;
-    scratch_free_all(f);
+    step_scratch_end(f, mark);
     if (status == CG_OK) {
         for (size_t i = 0; i < n->output_count; i++)
             if (st->out[i] >= 0 && !f->outs[i]) {
@@ -474,7 +471,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         cg_value *v = f->outs[i];
         f->reserved[slot] = out_reserved[i];
         f->vals[slot] = v;
-        f->own[slot] = (f->out_flags[i] & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL;
+        f->own[slot] = cg_exec_out_own(f->out_flags[i]);
         if (prec != CG_NODE_PREC_FP32)
             round_value_fp16(v, real_dtype(rt));
         if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
@@ -624,7 +621,7 @@ cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_er
                               p->graph->outputs[i].name);
             goto fail;
         }
-        if (r.up == 0 && f->own[r.slot] == CG_OWN_FULL) {
+        if (r.up == 0 && (f->own[r.slot] == CG_OWN_FULL || f->own[r.slot] == CG_OWN_POOLED)) {
             /* The pointer stays in the slot so a repeated output can copy it;
              * the caller holds the value now, outside this run's budget. */
             f->own[r.slot] = CG_OWN_NONE;

@@ -87,7 +87,7 @@ cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const 
 static void clear_output(cg_kernel_ctx *k, size_t i)
 {
     uint8_t flags = k->exec ? k->exec->out_flags[i] : 0;
-    cg_exec_drop_value(k->outputs[i], (flags & CG_OUT_ARENA) ? CG_OWN_STRUCT : CG_OWN_FULL);
+    cg_exec_drop_value(k->exec ? k->exec->rt : NULL, k->outputs[i], cg_exec_out_own(flags));
     k->outputs[i] = NULL;
     if (k->exec)
         k->exec->out_flags[i] = 0;
@@ -130,6 +130,14 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
     if (arena_at) {
         memset(arena_at, 0, bytes);
         v->tensor.data = arena_at;
+    } else if (f && dtype != CG_DTYPE_STRING) {
+        v->tensor.data = cg_buffer_get(f->rt, bytes);
+        if (!v->tensor.data) {
+            free(v);
+            return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating %zu bytes for output "
+                                  "%zu", bytes, i);
+        }
+        memset(v->tensor.data, 0, bytes);
     } else {
         v->tensor.data = calloc(1, bytes ? bytes : 1);
         if (!v->tensor.data) {
@@ -150,7 +158,8 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
     v->tensor.numel = numel;
     k->outputs[i] = v;
     if (f)
-        f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0));
+        f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0) |
+                                    (!arena_at && dtype != CG_DTYPE_STRING ? CG_OUT_POOLED : 0));
     *out = &v->tensor;
     return CG_OK;
 }

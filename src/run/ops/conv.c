@@ -427,7 +427,11 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                        : conv_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
                                       &g->w, col);
     } else {
-        bool gemm = !transpose && !conv_use_depthwise(&g->w, g->c / g->group);
+        /* one input channel per group: the plane kernel when each makes a
+         * few outputs (depthwise); a GEMM over the group's outputs when it
+         * makes many (a filter bank such as an STFT written as a Conv) */
+        bool gemm = !transpose && !(conv_use_depthwise(&g->w, g->c / g->group) &&
+                                    g->m / g->group < 8);
         const float *xf = cg_nn_as_f32(k, x), *wf = gemm ? NULL : cg_nn_as_f32(k, wt);
         const float *bf = b ? cg_nn_as_f32(k, b) : NULL;
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
