@@ -36,6 +36,111 @@ static void test_nms_errors(void)
     test_case_free(&n);
 }
 
+/* The naive greedy NMS of the spec, for one batch and class: every
+ * candidate (score order, ties by index) is compared with every kept box. */
+static int64_t nms_naive(const double *bx, const double *sc, int64_t nb, double thr,
+                         double sth, int64_t max_out, int64_t *sel)
+{
+    int64_t *ord = malloc((size_t)nb * sizeof *ord), n = 0, nsel = 0;
+    for (int64_t i = 0; i < nb; i++)
+        if (sc[i] > sth)
+            ord[n++] = i;
+    for (int64_t i = 1; i < n; i++) /* insertion sort: stable on index */
+        for (int64_t j = i; j > 0 && sc[ord[j]] > sc[ord[j - 1]]; j--) {
+            int64_t t = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = t;
+        }
+    for (int64_t i = 0; i < n && nsel < max_out; i++) {
+        const double *a = bx + ord[i] * 4;
+        bool keep = true;
+        for (int64_t j = 0; j < nsel && keep; j++) {
+            const double *b = bx + sel[j] * 4;
+            double ay0 = fmin(a[0], a[2]), ax0 = fmin(a[1], a[3]), ay1 = fmax(a[0], a[2]),
+                   ax1 = fmax(a[1], a[3]);
+            double by0 = fmin(b[0], b[2]), bx0 = fmin(b[1], b[3]), by1 = fmax(b[0], b[2]),
+                   bx1 = fmax(b[1], b[3]);
+            double ia = (ay1 - ay0) * (ax1 - ax0), ib = (by1 - by0) * (bx1 - bx0);
+            if (ia <= 0 || ib <= 0)
+                continue;
+            double inter = fmax(fmin(ay1, by1) - fmax(ay0, by0), 0.0) *
+                           fmax(fmin(ax1, bx1) - fmax(ax0, bx0), 0.0);
+            if (inter > 0 && inter / (ia + ib - inter) > thr)
+                keep = false;
+        }
+        if (keep)
+            sel[nsel++] = ord[i];
+    }
+    free(ord);
+    return nsel;
+}
+
+/* The indexed NMS keeps exactly what the naive one keeps: random boxes in
+ * clusters (many overlaps), far-apart groups (torchvision's class offsets),
+ * degenerate and flipped boxes, equal scores, NaN coordinates. */
+static void test_nms_matches_naive(void)
+{
+    uint64_t seed = 7;
+    for (int trial = 0; trial < 6; trial++) {
+        int64_t nb = 300 + trial * 150;
+        int64_t bd[3] = {1, 1, 4}, sd[3] = {1, 1, 1}, one[1] = {1};
+        bd[1] = nb;
+        sd[2] = nb;
+        double *box = malloc((size_t)nb * 4 * sizeof *box), *score = malloc((size_t)nb * sizeof *score);
+        for (int64_t i = 0; i < nb; i++) {
+            double r[6];
+            for (int q = 0; q < 6; q++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                r[q] = (double)(seed >> 11) * 0x1.0p-53;
+            }
+            double cx = (double)(i % 7) * 40.0 * (trial % 2 ? 100.0 : 1.0) + r[0] * 30.0;
+            double cy = r[1] * 30.0, w = r[2] * 12.0, h = r[3] * 12.0;
+            box[i * 4] = cy - h / 2, box[i * 4 + 1] = cx - w / 2;
+            box[i * 4 + 2] = cy + h / 2, box[i * 4 + 3] = cx + w / 2;
+            if (i % 17 == 0) { /* flipped corners */
+                double t = box[i * 4];
+                box[i * 4] = box[i * 4 + 2];
+                box[i * 4 + 2] = t;
+            }
+            if (i % 53 == 0)
+                box[i * 4 + 3] = box[i * 4 + 1]; /* zero width */
+            if (i % 97 == 5)
+                box[i * 4 + 2] = NAN;
+            score[i] = floor(r[4] * 50.0) / 50.0; /* many ties */
+        }
+        double mo[1] = {trial == 3 ? 25 : (double)nb}, iou[1] = {0.1 + 0.15 * trial},
+               sth[1] = {0.2};
+        onenode n = {"NonMaxSuppression", 11, {"b", "s", "m", "i", "t"}, 5, 1, {{0}}, 0, {NULL}};
+        n.in_vals[0] = make_tensor(CG_DTYPE_FLOAT, 3, bd, NULL);
+        n.in_vals[1] = make_tensor(CG_DTYPE_FLOAT, 3, sd, NULL);
+        for (int64_t i = 0; i < nb * 4; i++) {
+            ((float *)n.in_vals[0]->data)[i] = (float)box[i];
+            box[i] = (float)box[i];
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            ((float *)n.in_vals[1]->data)[i] = (float)score[i];
+            score[i] = (float)score[i];
+        }
+        n.in_vals[2] = make_tensor(CG_DTYPE_INT64, 1, one, mo);
+        n.in_vals[3] = make_tensor(CG_DTYPE_FLOAT, 1, one, iou);
+        n.in_vals[4] = make_tensor(CG_DTYPE_FLOAT, 1, one, sth);
+        int64_t *want = malloc((size_t)nb * sizeof *want);
+        int64_t nwant = nms_naive(box, score, nb, (float)iou[0], (float)sth[0], (int64_t)mo[0], want);
+        int64_t cnt = 0;
+        double *got = run_values(&n, &cnt, "NMS vs naive");
+        EXPECT(got && cnt == nwant * 3, "trial %d: %lld selections, naive %lld", trial,
+               (long long)(cnt / 3), (long long)nwant);
+        for (int64_t j = 0; got && cnt == nwant * 3 && j < nwant; j++)
+            EXPECT(got[j * 3 + 2] == (double)want[j], "trial %d: selection %lld is box %g, naive %lld",
+                   trial, (long long)j, got[j * 3 + 2], (long long)want[j]);
+        free(got);
+        free(want);
+        free(box);
+        free(score);
+        free_inputs(&n);
+    }
+}
+
 static void test_roialign_errors(void)
 {
     int64_t xd[4] = {1, 1, 4, 4}, rd[2] = {1, 4}, bd[1] = {1};
@@ -302,6 +407,7 @@ static void test_windows(void)
 int main(void)
 {
     test_nms_errors();
+    test_nms_matches_naive();
     test_roialign_errors();
     test_einsum();
     test_recurrent_directions("RNN", 1);

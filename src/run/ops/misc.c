@@ -45,17 +45,99 @@ static void nms_corners(const double *bx, bool center, double *out)
     }
 }
 
+/* fmax / fmin with their NaN rule (a NaN operand loses), inlined. */
+static inline double nms_max(double a, double b) { return (b != b || a > b) ? a : b; }
+static inline double nms_min(double a, double b) { return (b != b || a < b) ? a : b; }
+
 static bool nms_suppress(const double *a, const double *b, double thr)
 {
     double ia = (a[2] - a[0]) * (a[3] - a[1]), ib = (b[2] - b[0]) * (b[3] - b[1]);
     if (ia <= 0 || ib <= 0)
         return false;
-    double ymin = fmax(a[0], b[0]), xmin = fmax(a[1], b[1]);
-    double ymax = fmin(a[2], b[2]), xmax = fmin(a[3], b[3]);
-    double inter = fmax(ymax - ymin, 0.0) * fmax(xmax - xmin, 0.0);
+    double ymin = nms_max(a[0], b[0]), xmin = nms_max(a[1], b[1]);
+    double ymax = nms_min(a[2], b[2]), xmax = nms_min(a[3], b[3]);
+    double inter = nms_max(ymax - ymin, 0.0) * nms_max(xmax - xmin, 0.0);
     if (inter <= 0)
         return false;
     return inter / (ia + ib - inter) > thr;
+}
+
+/* A box that can suppress or be suppressed: finite corners, positive area.
+ * nms_suppress is false whenever either box is not (a NaN anywhere makes
+ * the IoU NaN). */
+static bool nms_active(const double *c)
+{
+    return isfinite(c[0]) && isfinite(c[1]) && isfinite(c[2]) && isfinite(c[3]) &&
+           (c[2] - c[0]) * (c[3] - c[1]) > 0;
+}
+
+typedef struct nms_xkey {
+    double x0;
+    int64_t pos; /* position in the score order */
+} nms_xkey;
+
+static int nms_xcmp(const void *pa, const void *pb)
+{
+    const nms_xkey *a = pa, *b = pb;
+    if (a->x0 != b->x0)
+        return a->x0 < b->x0 ? -1 : 1;
+    return a->pos < b->pos ? -1 : (a->pos > b->pos);
+}
+
+/* Greedy NMS over cand[0..nc) (score order): a candidate is kept unless a
+ * kept, earlier candidate overlaps it above thr. Only boxes overlapping in
+ * x can suppress, so kept boxes are looked up in an xmin-sorted index over
+ * the window (xmin - widest box, xmax) rather than all compared: the same
+ * decisions as comparing with every kept box, in O(n log n + overlaps)
+ * instead of O(n * kept). Returns the kept count (at most max_out), their
+ * box indices in sel. */
+static int64_t nms_select(const nms_cand *cand, int64_t nc, const double *corners, double thr,
+                          int64_t max_out, nms_xkey *xs, uint8_t *kept, int64_t *sel)
+{
+    int64_t nx = 0, nsel = 0;
+    double wmax = 0.0;
+    for (int64_t i = 0; i < nc; i++) {
+        const double *c = corners + cand[i].index * 4;
+        kept[i] = 0;
+        if (!nms_active(c))
+            continue;
+        xs[nx].x0 = c[1];
+        xs[nx].pos = i;
+        nx++;
+        if (c[3] - c[1] > wmax)
+            wmax = c[3] - c[1];
+    }
+    qsort(xs, (size_t)nx, sizeof *xs, nms_xcmp);
+    /* a margin so rounding never shrinks the window */
+    wmax = wmax * (1.0 + 1e-9) + 1e-300;
+    for (int64_t i = 0; i < nc && nsel < max_out; i++) {
+        const double *c = corners + cand[i].index * 4;
+        bool keep = true;
+        if (nms_active(c) && isfinite(wmax)) {
+            double lo_x = c[1] - wmax;
+            int64_t lo = 0, hi = nx;
+            while (lo < hi) { /* first key with x0 > lo_x */
+                int64_t mid = lo + (hi - lo) / 2;
+                if (xs[mid].x0 > lo_x)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            for (int64_t j = lo; j < nx && xs[j].x0 < c[3] && keep; j++)
+                if (kept[xs[j].pos] &&
+                    nms_suppress(c, corners + cand[xs[j].pos].index * 4, thr))
+                    keep = false;
+        } else if (nms_active(c)) {
+            for (int64_t j = 0; j < nsel && keep; j++)
+                if (nms_suppress(c, corners + sel[j] * 4, thr))
+                    keep = false;
+        }
+        if (keep) {
+            kept[i] = 1;
+            sel[nsel++] = cand[i].index;
+        }
+    }
+    return nsel;
 }
 
 cg_status cg_op_nonmaxsuppression(cg_kernel_ctx *k)
@@ -106,8 +188,10 @@ cg_status cg_op_nonmaxsuppression(cg_kernel_ctx *k)
     double *corners = mc_scratch_f64(k, NB * 4);
     nms_cand *cand = cg_kernel_scratch(k, (size_t)(NB ? NB : 1) * sizeof(nms_cand));
     int64_t *sel = cg_kernel_scratch(k, (size_t)(NB ? NB : 1) * sizeof(int64_t));
+    nms_xkey *xkeys = cg_kernel_scratch(k, (size_t)(NB ? NB : 1) * sizeof(nms_xkey));
+    uint8_t *kept = cg_kernel_scratch(k, (size_t)(NB ? NB : 1));
     int64_t total_max;
-    if (!bx || !sc || !corners || !cand || !sel)
+    if (!bx || !sc || !corners || !cand || !sel || !xkeys || !kept)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     if (B > 0 && NC > INT64_MAX / B / (max_out ? max_out : 1))
         return cg_kernel_fail(k, CG_LIMIT, "too many selections");
@@ -126,15 +210,7 @@ cg_status cg_op_nonmaxsuppression(cg_kernel_ctx *k)
                 if (!have_sth || s[i] > score_thr)
                     cand[nc++] = (nms_cand){s[i], i};
             qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
-            int64_t nsel = 0;
-            for (int64_t i = 0; i < nc && nsel < max_out; i++) {
-                bool keep = true;
-                for (int64_t j = 0; j < nsel && keep; j++)
-                    if (nms_suppress(corners + cand[i].index * 4, corners + sel[j] * 4, iou_thr))
-                        keep = false;
-                if (keep)
-                    sel[nsel++] = cand[i].index;
-            }
+            int64_t nsel = nms_select(cand, nc, corners, iou_thr, max_out, xkeys, kept, sel);
             for (int64_t j = 0; j < nsel; j++) {
                 res[nres * 3] = b, res[nres * 3 + 1] = c, res[nres * 3 + 2] = sel[j];
                 nres++;
