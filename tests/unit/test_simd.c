@@ -136,6 +136,19 @@ static void check_level(const cg_simd_ops *ops)
     with_nan[17] = NAN;
     EXPECT(isnan(ops->max_f32(with_nan, 40)), "%s: max ignores a NaN", lvl);
 
+    /* quantize_u8 is exact: the same bytes as the portable loop, ties
+     * (k + 0.5) * scale included */
+    {
+        float q[203];
+        uint8_t qa[203], qb[203];
+        float scale = 0.0371f;
+        for (int i = 0; i < 203; i++)
+            q[i] = i % 3 == 0 ? ((float)(i - 100) + 0.5f) * scale : x[(i * 97) % 40000] * 0.3f;
+        ops->quantize_u8(qa, q, 203, scale, 113.0f);
+        cg_simd_quantize_u8_c(qb, q, 203, scale, 113.0f);
+        EXPECT(memcmp(qa, qb, sizeof qa) == 0, "%s: quantize_u8 differs from portable", lvl);
+    }
+
     /* every half converts like the scalar code, both ways */
     uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
     float *f = malloc(65536 * sizeof *f);

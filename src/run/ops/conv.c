@@ -176,6 +176,8 @@ static void conv_out_dims(const conv_geom *g, bool transpose, int64_t *dims)
 typedef struct conv_store_ctx {
     float *y;          /* output planes of this image and group */
     const float *bias; /* per output channel of the group, or NULL */
+    int32_t *yi;       /* the same for the integer convs */
+    const int32_t *bias_i;
     int64_t plane;     /* positions per output channel */
 } conv_store_ctx;
 
@@ -193,10 +195,25 @@ static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_
     }
 }
 
+/* Integer tile -> int32 planes, plus the int32 bias (wrapping). */
+static void conv_store_i32(void *ctx, const int32_t *c, int64_t ld, int64_t p0, int64_t np,
+                           int64_t m0, int64_t m1)
+{
+    const conv_store_ctx *s = ctx;
+    for (int64_t m = m0; m < m1; m++) {
+        const int32_t *cm = c + (m - m0);
+        int32_t *restrict yr = s->yi + m * s->plane + p0;
+        uint32_t bv = s->bias_i ? (uint32_t)s->bias_i[m] : 0u;
+        for (int64_t i = 0; i < np; i++)
+            yr[i] = (int32_t)((uint32_t)cm[i * ld] + bv);
+    }
+}
+
 /* Weights packed for the convolution GEMM, kept as the node's state while
  * W is a constant: valid for the same W data, shape, group and kernel. */
 typedef struct conv_packed {
     const void *w_data;
+    const void *zp_data; /* ConvInteger's weight zero point, or NULL */
     cg_dtype w_dtype;
     int rank;
     int64_t w_dims[CG_MAX_RANK];
@@ -214,30 +231,53 @@ static void conv_packed_free(void *p)
     free(cp);
 }
 
-static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, int64_t group,
-                                const cg_simd_gemm *gk)
+static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, const cg_tensor *zp,
+                                int64_t group, const cg_simd_gemm *gk)
 {
-    return cp && cp->w_data == wt->data && cp->w_dtype == wt->dtype && cp->rank == wt->rank &&
+    return cp && cp->w_data == wt->data && cp->zp_data == (zp ? zp->data : NULL) &&
+           cp->w_dtype == wt->dtype && cp->rank == wt->rank &&
            memcmp(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t)) == 0 &&
            cp->group == group && cp->gk == gk;
 }
 
-/* The packed weights of every group: the node's state when W is constant
- * (packed at the first run), else packed into scratch for this run. */
-static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt, const conv_geom *g,
+/* W as float32 for packing: converted (float16, ...), or for the integer
+ * convs W minus its zero point (scalar or per output channel). */
+static const float *conv_weights_f32(cg_kernel_ctx *k, const cg_tensor *wt, const cg_tensor *zp,
+                                     int64_t m)
+{
+    if (wt->dtype != CG_DTYPE_UINT8 && wt->dtype != CG_DTYPE_INT8)
+        return cg_nn_as_f32(k, wt);
+    float *d = cg_nn_scratch(k, wt->numel, sizeof(float));
+    if (!d)
+        return NULL;
+    int64_t per = m > 0 ? wt->numel / m : 0;
+    for (int64_t i = 0; i < wt->numel; i++) {
+        int64_t ch = per ? i / per : 0;
+        int64_t z = zp ? cg_tensor_get_i64(zp, zp->numel == 1 ? 0 : ch) : 0;
+        d[i] = (float)(cg_tensor_get_i64(wt, i) - z);
+    }
+    return d;
+}
+
+/* The packed weights of every group: the node's state when W (and its zero
+ * point, input 3 of ConvInteger) are constant (packed at the first run),
+ * else packed into scratch for this run. */
+static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
+                                        const cg_tensor *zp, const int *ins, const conv_geom *g,
                                         const cg_simd_gemm *gk, int64_t kk)
 {
     int64_t mg = g->m / g->group;
     conv_packed *cp = cg_kernel_state(k);
-    if (conv_packed_matches(cp, wt, g->group, gk))
+    if (conv_packed_matches(cp, wt, zp, g->group, gk))
         return cp->data;
     size_t per = cg_pg_packed_floats(gk, mg, kk);
     if ((uint64_t)g->group > SIZE_MAX / sizeof(float) / (per ? per : 1))
         return NULL;
-    const float *wf = cg_nn_as_f32(k, wt);
+    const float *wf = conv_weights_f32(k, wt, zp, g->m);
     if (!wf)
         return NULL;
-    bool keep = cg_kernel_input_is_const(k, 1);
+    bool keep = cg_kernel_input_is_const(k, (size_t)ins[0]) &&
+                (!zp || cg_kernel_input_is_const(k, (size_t)ins[1]));
     float *data = keep ? malloc((size_t)g->group * per * sizeof(float))
                        : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(float));
     if (!data)
@@ -252,6 +292,7 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt, c
         return NULL;
     }
     cp->w_data = wt->data;
+    cp->zp_data = zp ? zp->data : NULL;
     cp->w_dtype = wt->dtype;
     cp->rank = wt->rank;
     memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
@@ -270,10 +311,14 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt, c
     return data;
 }
 
-/* y = conv(x, w) + b for float32, every group one convolution GEMM reading
- * the input in place (a zero-padded copy of it when the window pads). */
-static cg_status conv_packed_f32(cg_kernel_ctx *k, const float *x, const cg_tensor *wt,
-                                 const float *bias, float *y, const conv_geom *g)
+/* y = conv(x, w) + b, every group one convolution GEMM reading the float32
+ * input x in place (a zero-padded copy of it when the window pads). The
+ * output is sc->y (float32, bias sc->bias) or, for the integer convs, sc->yi
+ * (int32, exact, bias sc->bias_i); wzp is the integer convs' weight zero
+ * point; ins[0], ins[1] are the node inputs W and wzp come from. */
+static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt,
+                           const cg_tensor *wzp, const int *ins, const conv_geom *g,
+                           conv_store_ctx *out)
 {
     const cg_nn_window *win = &g->w;
     const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
@@ -294,7 +339,7 @@ static cg_status conv_packed_f32(cg_kernel_ctx *k, const float *x, const cg_tens
     pitch[nsp - 1] = 1;
     for (int d = nsp - 2; d >= 0; d--)
         pitch[d] = pitch[d + 1] * dims[d + 1];
-    const float *wpack = conv_weights_packed(k, wt, g, gk, kk);
+    const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk);
     size_t per_group = cg_pg_packed_floats(gk, mg, kk);
     int64_t *off = cg_nn_scratch(k, kk, sizeof(int64_t));
     int64_t *pos = cg_nn_scratch(k, on, sizeof(int64_t));
@@ -317,16 +362,23 @@ static cg_status conv_packed_f32(cg_kernel_ctx *k, const float *x, const cg_tens
         }
         pos[p] = o;
     }
-    conv_store_ctx sc = {NULL, NULL, on};
+    bool exact = out->yi != NULL;
+    conv_store_ctx sc = {NULL, NULL, NULL, NULL, on};
     for (int64_t n = 0; n < g->n; n++) {
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * in_n;
             if (padded)
                 cg_nn_pad_copy_f32(xg, cg, win, xpad);
-            sc.y = y + (n * g->m + gi * mg) * on;
-            sc.bias = bias ? bias + gi * mg : NULL;
-            cg_pg_problem p = {gk, wpack + (size_t)gi * per_group, mg, kk, on, padded ? xpad : xg, off, pos,
-                               conv_store, &sc};
+            if (exact) {
+                sc.yi = out->yi + (n * g->m + gi * mg) * on;
+                sc.bias_i = out->bias_i ? out->bias_i + gi * mg : NULL;
+            } else {
+                sc.y = out->y + (n * g->m + gi * mg) * on;
+                sc.bias = out->bias ? out->bias + gi * mg : NULL;
+            }
+            cg_pg_problem p = {gk, wpack + (size_t)gi * per_group, mg, kk, on,
+                               padded ? xpad : xg, off, pos, conv_store, &sc,
+                               exact ? conv_store_i32 : NULL};
             if (!cg_pg_run(k, &p))
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         }
@@ -450,7 +502,9 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                 return cs;
             ok = true;
         } else {
-            cg_status cs = conv_packed_f32(k, xf, wt, bf, yf, g);
+            conv_store_ctx sc = {yf, bf, NULL, NULL, 0};
+            static const int ins[2] = {1, -1};
+            cg_status cs = conv_gemm(k, xf, wt, NULL, ins, g, &sc);
             if (cs != CG_OK)
                 return cs;
             ok = true;
@@ -662,12 +716,37 @@ static cg_status q_shift_weights(cg_kernel_ctx *k, const cg_tensor *w, const cg_
     return CG_OK;
 }
 
-/* Shared by ConvInteger and QLinearConv: int32 accumulators of the conv. */
+/* Shared by ConvInteger and QLinearConv: int32 accumulators of the conv.
+ * 8-bit operands minus their zero points are integers of magnitude at most
+ * 255, which the convolution GEMM sums exactly (packgemm.h, store_i32). */
 static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *xzp,
                             const cg_tensor *wt, const cg_tensor *wzp, const int32_t *bias,
-                            const conv_geom *g, int32_t *acc)
+                            const int *ins, const conv_geom *g, int32_t *acc)
 {
     cg_status st;
+    if (wzp && (wzp->dtype != wt->dtype || (wzp->numel != 1 && wzp->numel != g->m)))
+        return cg_kernel_fail(k, CG_INVALID, "weight zero point must be 1 or %lld %s values",
+                              (long long)g->m, cg_dtype_name(wt->dtype));
+    if (xzp && (xzp->dtype != x->dtype || xzp->numel != 1))
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "x zero point must be one %s value",
+                              cg_dtype_name(x->dtype));
+    if (!conv_use_depthwise(&g->w, g->c / g->group) || g->m / g->group >= 8) {
+        float *xf = cg_nn_scratch(k, x->numel, sizeof(float));
+        if (!xf)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        int32_t z = xzp ? (int32_t)cg_tensor_get_i64(xzp, 0) : 0;
+        if (x->dtype == CG_DTYPE_UINT8) {
+            const uint8_t *xs = x->data;
+            for (int64_t i = 0; i < x->numel; i++)
+                xf[i] = (float)((int32_t)xs[i] - z);
+        } else {
+            const int8_t *xs = x->data;
+            for (int64_t i = 0; i < x->numel; i++)
+                xf[i] = (float)((int32_t)xs[i] - z);
+        }
+        conv_store_ctx sc = {NULL, NULL, acc, bias, 0};
+        return conv_gemm(k, xf, wt, wzp, ins, g, &sc);
+    }
     int32_t *xs = NULL, *ws = NULL;
     if ((st = q_shift_input(k, x, xzp, "x", &xs)) != CG_OK ||
         (st = q_shift_weights(k, wt, wzp, g->m, &ws)) != CG_OK)
@@ -698,7 +777,9 @@ cg_status cg_op_convinteger(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
-    return q_conv_acc(k, x, cg_kernel_input(k, 2), wt, cg_kernel_input(k, 3), NULL, &g, y->data);
+    static const int ins[2] = {1, 3};
+    return q_conv_acc(k, x, cg_kernel_input(k, 2), wt, cg_kernel_input(k, 3), NULL, ins, &g,
+                      y->data);
 }
 
 cg_status cg_op_qlinearconv(cg_kernel_ctx *k)
@@ -739,7 +820,8 @@ cg_status cg_op_qlinearconv(cg_kernel_ctx *k)
     int32_t *acc = cg_nn_scratch(k, y->numel, sizeof(int32_t));
     if (!acc)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    if ((st = q_conv_acc(k, x, xzp, wt, wzp, b ? b->data : NULL, &g, acc)) != CG_OK)
+    static const int ins[2] = {3, 5};
+    if ((st = q_conv_acc(k, x, xzp, wt, wzp, b ? b->data : NULL, ins, &g, acc)) != CG_OK)
         return st;
     int64_t plane = y->numel / (g.n * g.m), z = cg_tensor_get_i64(yzp, 0);
     for (int64_t i = 0; i < y->numel; i++) {

@@ -270,6 +270,20 @@ static void ew_cast_numeric(const cg_simd_ops *ops, const cg_tensor *x, cg_tenso
             d[i] = (float)s[i]; /* one rounding, not two through double */
         return;
     }
+    if (from == CG_DTYPE_INT32 && to == CG_DTYPE_FLOAT) { /* integer conv outputs */
+        const int32_t *s = (const int32_t *)x->data;
+        float *d = (float *)out->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)s[i];
+        return;
+    }
+    if (from == CG_DTYPE_UINT8 && to == CG_DTYPE_FLOAT) {
+        const uint8_t *s = (const uint8_t *)x->data;
+        float *d = (float *)out->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)s[i];
+        return;
+    }
     if (from == CG_DTYPE_UINT64 && to == CG_DTYPE_FLOAT) {
         const uint64_t *s = (const uint64_t *)x->data;
         float *d = (float *)out->data;

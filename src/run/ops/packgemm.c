@@ -54,6 +54,7 @@ typedef struct pg_job {
     const cg_pg_problem *p;
     int64_t panels, group, groups, kblock;
     float **cbuf;     /* per thread: group x nr */
+    int32_t **ibuf;   /* per thread, exact integer mode: group x nr */
     int64_t **posbuf; /* per thread: the last tile's positions, padded to mr */
 } pg_job;
 
@@ -70,6 +71,8 @@ static void pg_task(void *arg, int t, int nt)
         int64_t pn = task % j->panels, gi = task / j->panels;
         int64_t p0 = gi * j->group, np = p->p - p0 < j->group ? p->p - p0 : j->group;
         const float *w = p->w + pn * g->nr * p->k;
+        int32_t *ic = j->ibuf ? j->ibuf[t] : NULL;
+        int64_t tile_n = (np + g->mr - 1) / g->mr * g->mr * g->nr;
         for (int64_t kb = 0; kb < p->k; kb += j->kblock) {
             int64_t kc = p->k - kb < j->kblock ? p->k - kb : j->kblock;
             for (int64_t i = 0; i < np; i += g->mr) {
@@ -80,11 +83,21 @@ static void pg_task(void *arg, int t, int nt)
                         tail[r] = pos[r < np - i ? r : np - i - 1];
                     pos = tail;
                 }
-                g->ukr(kc, w + kb * g->nr, p->x, p->off + kb, pos, c + i * g->nr, kb > 0);
+                g->ukr(kc, w + kb * g->nr, p->x, p->off + kb, pos, c + i * g->nr,
+                       kb > 0 && !ic);
+            }
+            if (ic) { /* each block's sums are exact integers below 2^24 */
+                for (int64_t e = 0; e < tile_n; e++) {
+                    uint32_t v = (uint32_t)(int32_t)c[e];
+                    ic[e] = (int32_t)(kb ? (uint32_t)ic[e] + v : v);
+                }
             }
         }
         int64_t m0 = pn * g->nr, m1 = m0 + g->nr < p->m ? m0 + g->nr : p->m;
-        p->store(p->store_ctx, c, g->nr, p0, np, m0, m1);
+        if (ic)
+            p->store_i32(p->store_ctx, ic, g->nr, p0, np, m0, m1);
+        else
+            p->store(p->store_ctx, c, g->nr, p0, np, m0, m1);
     }
 }
 
@@ -108,12 +121,16 @@ bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
     j.groups = (p->p + j.group - 1) / j.group;
     j.cbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.cbuf);
     j.posbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.posbuf);
-    if (!j.cbuf || !j.posbuf)
+    j.ibuf = p->store_i32 ? cg_kernel_scratch(k, (size_t)threads * sizeof *j.ibuf) : NULL;
+    if (!j.cbuf || !j.posbuf || (p->store_i32 && !j.ibuf))
         return false;
     for (int t = 0; t < threads; t++) {
         j.cbuf[t] = cg_kernel_scratch(k, (size_t)(j.group * g->nr) * sizeof(float));
         j.posbuf[t] = cg_kernel_scratch(k, (size_t)g->mr * sizeof(int64_t));
         if (!j.cbuf[t] || !j.posbuf[t])
+            return false;
+        if (j.ibuf && !(j.ibuf[t] = cg_kernel_scratch(k, (size_t)(j.group * g->nr) *
+                                                             sizeof(int32_t))))
             return false;
     }
     cg_kernel_parallel(k, pg_task, &j);

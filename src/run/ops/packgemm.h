@@ -45,6 +45,9 @@ void cg_pg_pack(const cg_simd_gemm *g, const float *w, int64_t ldw, int64_t m, i
 
 typedef void (*cg_pg_store_fn)(void *ctx, const float *c, int64_t ld, int64_t p0, int64_t np,
                                int64_t m0, int64_t m1);
+/* The exact-integer form (see cg_pg_problem.store_i32): the tile as int32. */
+typedef void (*cg_pg_store_i32_fn)(void *ctx, const int32_t *c, int64_t ld, int64_t p0,
+                                   int64_t np, int64_t m0, int64_t m1);
 
 typedef struct cg_pg_problem {
     const cg_simd_gemm *g;
@@ -55,6 +58,12 @@ typedef struct cg_pg_problem {
     const int64_t *pos;
     cg_pg_store_fn store;
     void *store_ctx;
+    /* Exact integer products (ConvInteger): W and X hold integers of
+     * magnitude at most 255, so a block of CG_PG_KBLOCK taps sums exactly in
+     * float32 (256 * 255^2 < 2^24); the blocks are then added in int32,
+     * wrapping like the int32 accumulator of the spec. When set, it
+     * replaces store. */
+    cg_pg_store_i32_fn store_i32;
 } cg_pg_problem;
 
 /* Runs the product on the kernel's threads, taking its scratch (the tiles)

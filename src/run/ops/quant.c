@@ -13,6 +13,7 @@
 
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/simd.h"
 
 /* How element i of x finds its scale / zero point. */
 typedef struct q_layout {
@@ -205,7 +206,12 @@ cg_status cg_op_dynamicquantizelinear(cg_kernel_ctx *k)
     const double *xd = wide ? x->data : NULL;
     if (!wide && !xf)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    for (int64_t i = 0; i < x->numel; i++) {
+    /* v - v is 0 for every finite v: one vectorizable pass counts the
+     * others, and only a bad input is searched for its first bad element */
+    int64_t bad = 0;
+    for (int64_t i = 0; i < x->numel; i++)
+        bad += wide ? (xd[i] - xd[i]) != 0.0 : (xf[i] - xf[i]) != 0.0f;
+    for (int64_t i = 0; bad && i < x->numel; i++) {
         double v = wide ? xd[i] : (double)xf[i];
         if (!isfinite(v))
             return cg_kernel_fail(k, CG_RUNTIME, "input holds %s at %lld (no quantization range)",
@@ -217,10 +223,25 @@ cg_status cg_op_dynamicquantizelinear(cg_kernel_ctx *k)
         (st = cg_kernel_output(k, 2, CG_DTYPE_UINT8, 0, NULL, &yz)) != CG_OK)
         return st;
     uint8_t *yd = y->data, *zd = yz->data;
-    if (wide)
+    if (wide) {
         DQL_STEPS(double, xd, x->numel, (double *)ys->data, zd, yd);
-    else
-        DQL_STEPS(float, xf, x->numel, (float *)ys->data, zd, yd);
+    } else {
+        /* the same steps; the per-element ones through the vector tables:
+         * clamping x / scale to [-zp, 255 - zp] before rounding is clamping
+         * round(x / scale) + zp to [0, 255] after (the bounds are integers) */
+        float lo = 0, hi = 0;
+        for (int64_t i = 0; i < x->numel; i++) {
+            lo = xf[i] < lo ? xf[i] : lo;
+            hi = xf[i] > hi ? xf[i] : hi;
+        }
+        float sc = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+        float zp0 = 0.0f - lo / sc;
+        zp0 = zp0 < 0.0f ? 0.0f : zp0 > 255.0f ? 255.0f : zp0;
+        int32_t zpi = (int32_t)cg_nn_round_even((double)zp0);
+        cg_simd_ops_get(cg_kernel_simd(k))->quantize_u8(yd, xf, x->numel, sc, (float)zpi);
+        *(float *)ys->data = sc;
+        *zd = (uint8_t)zpi;
+    }
     if (!isfinite(cg_tensor_get_f64(ys, 0)))
         return cg_kernel_fail(k, CG_RUNTIME, "input range is too wide: the scale is not finite");
     return CG_OK;

@@ -76,6 +76,14 @@ void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n)
         y[i] = cg_f32_to_fp16(x[i]);
 }
 
+void cg_simd_quantize_u8_c(uint8_t *y, const float *x, int64_t n, float scale, float zp)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float q = nearbyintf(x[i] / scale) + zp;
+        y[i] = (uint8_t)(q < 0.0f ? 0.0f : (q > 255.0f ? 255.0f : q));
+    }
+}
+
 void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w,
                         int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
                         int64_t sw, int64_t dh, int64_t dw, float bias)
@@ -103,6 +111,7 @@ static const cg_simd_ops portable = {
     cg_simd_max_f32_c,
     cg_simd_fp16_to_f32_c,
     cg_simd_f32_to_fp16_c,
+    cg_simd_quantize_u8_c,
     cg_simd_dw_plane_c,
     {{4, 8, cg_pg_ukr_c}},
     1,

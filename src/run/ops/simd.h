@@ -47,6 +47,9 @@ typedef struct cg_simd_ops {
     float (*max_f32)(const float *x, int64_t n);
     void (*fp16_to_f32)(float *y, const uint16_t *x, int64_t n);
     void (*f32_to_fp16)(uint16_t *y, const float *x, int64_t n);
+    /* y = saturate_u8(round_half_even(x / scale) + zp), for |x / scale|
+     * <= 255 (DynamicQuantizeLinear's range; zp an integer in [0, 255]) */
+    void (*quantize_u8)(uint8_t *y, const float *x, int64_t n, float scale, float zp);
     /* Depthwise 2-D convolution of one channel over a zero-padded plane xp
      * (row pitch `pitch`, readable 4 * CG_SIMD_DW_SLACK floats past its last
      * row): y[oh][ow] = bias + sum over kh, kw (in order) of
@@ -80,6 +83,7 @@ double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n)
 float cg_simd_max_f32_c(const float *x, int64_t n);
 void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n);
 void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n);
+void cg_simd_quantize_u8_c(uint8_t *y, const float *x, int64_t n, float scale, float zp);
 void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w,
                         int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
                         int64_t sw, int64_t dh, int64_t dw, float bias);

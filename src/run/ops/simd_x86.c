@@ -40,6 +40,7 @@ typedef __m256d vd;
     _mm256_or_ps(vabs(m), _mm256_and_ps(_mm256_set1_ps(-0.0f), s))
 #define vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vcvt_i(x) _mm256_cvtps_epi32(x)
+#define vstore_i(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
 #define vset1_i(x) _mm256_set1_epi32(x)
 #define vadd_i(a, b) _mm256_add_epi32(a, b)
 #define vsub_i(a, b) _mm256_sub_epi32(a, b)
@@ -144,6 +145,7 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef vcopysign
 #undef vround
 #undef vcvt_i
+#undef vstore_i
 #undef vset1_i
 #undef vadd_i
 #undef vsub_i
@@ -204,6 +206,7 @@ typedef __m512d vd16;
         _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32(INT32_MIN))))
 #define vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vcvt_i(x) _mm512_cvtps_epi32(x)
+#define vstore_i(p, v) _mm512_storeu_si512((void *)(p), v)
 #define vset1_i(x) _mm512_set1_epi32(x)
 #define vadd_i(a, b) _mm512_add_epi32(a, b)
 #define vsub_i(a, b) _mm512_sub_epi32(a, b)
