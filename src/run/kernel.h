@@ -74,6 +74,10 @@ cg_status cg_kernel_require(cg_kernel_ctx *k, size_t i, const cg_tensor **out);
  * the graph (empty name): the call still succeeds and returns a tensor. */
 cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
                            const int64_t *dims, cg_tensor **out);
+/* The same, for a kernel that writes every element itself: the buffer is
+ * not zero-filled (a pass over every output of a conv net otherwise). */
+cg_status cg_kernel_output_uninit(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                                  const int64_t *dims, cg_tensor **out);
 /* Output i as a whole value (sequence / optional kernels). The kernel fills
  * it; items allocated with cg_value_new_tensor belong to it. */
 cg_status cg_kernel_output_value(cg_kernel_ctx *k, size_t i, cg_value **out);

@@ -93,8 +93,36 @@ static void clear_output(cg_kernel_ctx *k, size_t i)
         k->exec->out_flags[i] = 0;
 }
 
+static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                               const int64_t *dims, bool zero, cg_tensor **out);
+
 cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
                            const int64_t *dims, cg_tensor **out)
+{
+    return kernel_output(k, i, dtype, rank, dims, true, out);
+}
+
+cg_status cg_kernel_output_uninit(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                                  const int64_t *dims, cg_tensor **out)
+{
+    return kernel_output(k, i, dtype, rank, dims, dtype == CG_DTYPE_STRING, out);
+}
+
+/* Fills data a kernel promised to overwrite: zero, or in sanitizer builds
+ * all-ones bytes (NaN floats, -1 integers), so a kernel that leaves an
+ * element unwritten fails its tests instead of passing on fresh zero pages. */
+static void output_fill(void *data, size_t bytes, bool zero)
+{
+#ifdef CG_POISON_OUTPUTS
+    memset(data, zero ? 0 : 0xff, bytes);
+#else
+    if (zero)
+        memset(data, 0, bytes);
+#endif
+}
+
+static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
+                               const int64_t *dims, bool zero, cg_tensor **out)
 {
     *out = NULL;
     if (i >= k->output_count)
@@ -128,7 +156,7 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
     if (!v)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
     if (arena_at) {
-        memset(arena_at, 0, bytes);
+        output_fill(arena_at, bytes, zero);
         v->tensor.data = arena_at;
     } else if (f && dtype != CG_DTYPE_STRING) {
         v->tensor.data = cg_buffer_get(f->rt, bytes);
@@ -137,7 +165,7 @@ cg_status cg_kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int rank,
             return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating %zu bytes for output "
                                   "%zu", bytes, i);
         }
-        memset(v->tensor.data, 0, bytes);
+        output_fill(v->tensor.data, bytes, zero);
     } else {
         v->tensor.data = calloc(1, bytes ? bytes : 1);
         if (!v->tensor.data) {

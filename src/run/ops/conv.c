@@ -533,7 +533,8 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
         return st;
     conv_out_dims(&g, false, dims);
-    if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, dims, &y)) != CG_OK)
+    /* every path writes each element (a GEMM store or a plane kernel) */
+    if ((st = cg_kernel_output_uninit(k, 0, x->dtype, x->rank, dims, &y)) != CG_OK)
         return st;
     if (y->numel == 0)
         return CG_OK;
@@ -773,7 +774,7 @@ cg_status cg_op_convinteger(cg_kernel_ctx *k)
     if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK)
         return st;
     conv_out_dims(&g, false, dims);
-    if ((st = cg_kernel_output(k, 0, CG_DTYPE_INT32, x->rank, dims, &y)) != CG_OK)
+    if ((st = cg_kernel_output_uninit(k, 0, CG_DTYPE_INT32, x->rank, dims, &y)) != CG_OK)
         return st;
     if (y->numel == 0)
         return CG_OK;

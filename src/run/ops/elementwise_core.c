@@ -139,7 +139,8 @@ cg_status cg_ew_output(cg_kernel_ctx *k, int nin, const cg_tensor *const *in,
         rank = next_rank;
         memcpy(dims, next, sizeof(int64_t) * (size_t)rank);
     }
-    return cg_kernel_output(k, 0, dtype, rank, dims, out);
+    /* cg_ew_run writes every element */
+    return cg_kernel_output_uninit(k, 0, dtype, rank, dims, out);
 }
 
 cg_status cg_ew_widen(cg_kernel_ctx *k, const cg_tensor **t, cg_tensor *storage)

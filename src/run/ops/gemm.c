@@ -210,7 +210,7 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         return cg_kernel_fail(k, CG_UNSUPPORTED, "MatMul of %s", cg_dtype_name(a->dtype));
     if ((st = mm_plan_init(k, a, b, &p)) != CG_OK)
         return st;
-    if ((st = cg_kernel_output(k, 0, a->dtype, p.out_rank, p.out_dims, &y)) != CG_OK)
+    if ((st = cg_kernel_output_uninit(k, 0, a->dtype, p.out_rank, p.out_dims, &y)) != CG_OK)
         return st;
     if (y->numel == 0)
         return CG_OK;

@@ -109,7 +109,7 @@ static cg_status row_op(cg_kernel_ctx *k, row_kind kind, bool coerce_2d, int64_t
         for (int d = (int)axis + 1; d < r; d++)
             inner *= x->dims[d];
     }
-    if ((st = cg_kernel_output(k, 0, x->dtype, r, x->dims, &out)) != CG_OK)
+    if ((st = cg_kernel_output_uninit(k, 0, x->dtype, r, x->dims, &out)) != CG_OK)
         return st;
     if (out->numel == 0)
         return CG_OK;
