@@ -138,6 +138,12 @@ int cg_kernel_threads(const cg_kernel_ctx *k);
  * the runtime's threads, and returns when all have returned. fn must only
  * write what share t owns; it cannot fail (collect errors in arg). */
 void cg_kernel_parallel(cg_kernel_ctx *k, void (*fn)(void *arg, int t, int n), void *arg);
+/* The same when the job is worth waking threads for: `work` (about the
+ * multiply-adds or elements it touches) of at least CG_PARALLEL_MIN_WORK;
+ * below that, fn(arg, 0, 1) on the calling thread. */
+#define CG_PARALLEL_MIN_WORK 200000.0
+void cg_kernel_parallel_work(cg_kernel_ctx *k, double work,
+                             void (*fn)(void *arg, int t, int n), void *arg);
 /* The half-open share [*lo, *hi) of t of n over [0, count), in steps of
  * `align` items (the last share takes the remainder). */
 void cg_kernel_share(int64_t count, int64_t align, int t, int n, int64_t *lo, int64_t *hi);

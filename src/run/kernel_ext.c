@@ -19,6 +19,15 @@ void cg_kernel_parallel(cg_kernel_ctx *k, void (*fn)(void *arg, int t, int n), v
     cg_threadpool_run(k->exec ? k->exec->rt->pool : NULL, fn, arg);
 }
 
+void cg_kernel_parallel_work(cg_kernel_ctx *k, double work,
+                             void (*fn)(void *arg, int t, int n), void *arg)
+{
+    if (work < CG_PARALLEL_MIN_WORK)
+        fn(arg, 0, 1);
+    else
+        cg_kernel_parallel(k, fn, arg);
+}
+
 void cg_kernel_share(int64_t count, int64_t align, int t, int n, int64_t *lo, int64_t *hi)
 {
     if (align < 1)

@@ -136,6 +136,25 @@ static void check_level(const cg_simd_ops *ops)
     with_nan[17] = NAN;
     EXPECT(isnan(ops->max_f32(with_nan, 40)), "%s: max ignores a NaN", lvl);
 
+    /* hardsigmoid/hardswish: the portable selects, up to the one rounding
+     * the vector path saves with an FMA; NaN passes through */
+    {
+        ops->hardsigmoid_f32(y, x, (int64_t)n, 0.2f, 0.5f);
+        cg_simd_hardsigmoid_f32_c(z, x, (int64_t)n, 0.2f, 0.5f);
+        int bad = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isnan(z[i]) ? !isnan(y[i]) : fabsf(y[i] - z[i]) > 1.2e-7f)
+                bad++;
+        EXPECT(bad == 0, "%s: %d hardsigmoid values differ", lvl, bad);
+        ops->hardswish_f32(y, x, (int64_t)n, 1.0f / 6.0f, 0.5f);
+        cg_simd_hardswish_f32_c(z, x, (int64_t)n, 1.0f / 6.0f, 0.5f);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isnan(z[i]) ? !isnan(y[i]) : fabsf(y[i] - z[i]) > 1.2e-7f * fmaxf(1.0f, fabsf(x[i])))
+                bad++;
+        EXPECT(bad == 0, "%s: %d hardswish values differ", lvl, bad);
+    }
+
     /* quantize_u8 is exact: the same bytes as the portable loop, ties
      * (k + 0.5) * scale included */
     {

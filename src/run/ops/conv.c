@@ -460,7 +460,8 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         memset(j.buf[t], 0, floats * sizeof(float));
     }
-    cg_kernel_parallel(k, dw_task, &j);
+    cg_kernel_parallel_work(k, (double)j.planes * (double)j.mg * (double)(j.oh * j.ow) *
+                                   (double)(j.kh * j.kw), dw_task, &j);
     return CG_OK;
 }
 

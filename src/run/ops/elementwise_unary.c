@@ -141,8 +141,22 @@ EW_FLOAT_OP(elu)
 EW_FLOAT_OP(selu)
 EW_FLOAT_OP(celu)
 EW_FLOAT_OP(leakyrelu)
-EW_FLOAT_OP(hardsigmoid)
-EW_FLOAT_OP(hardswish)
+/* HardSigmoid and HardSwish: float32 contiguous rows through the vector
+ * tables (the compiler keeps the clamp's branches scalar). */
+#define EW_FLOAT_OP_HARD(op, entry, A, B)                                                      \
+    CG_EW_FLOATS(CG_EW_GEN1, op)                                                              \
+    static void ew_##op##_vec_f32(void *o, const void *const *in, const int64_t *st,          \
+                                  int64_t n, cg_ew_params *p)                                 \
+    {                                                                                          \
+        if (st[0] == 1 && p->simd)                                                             \
+            p->simd->entry((float *)o, (const float *)in[0], n, A, B);                         \
+        else                                                                                   \
+            ew_##op##_f32(o, in, st, n, p);                                                    \
+    }                                                                                          \
+    static const cg_ew_row_fn op##_rows[CG_DTYPE_COUNT] = {                                    \
+        [CG_DTYPE_FLOAT] = ew_##op##_vec_f32, [CG_DTYPE_DOUBLE] = ew_##op##_f64};
+EW_FLOAT_OP_HARD(hardsigmoid, hardsigmoid_f32, p->alpha_f32, p->beta_f32)
+EW_FLOAT_OP_HARD(hardswish, hardswish_f32, 1.0f / 6.0f, 0.5f)
 EW_FLOAT_OP(thresholdedrelu)
 EW_FLOAT_OP(gelu)
 EW_FLOAT_OP(gelu_tanh)

@@ -119,6 +119,13 @@ bool cg_nn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, float alpha
         return true;
     }
     cg_nn_blas_init();
+    if (m == 1) {
+        /* one row: sgemv reads B in place, where sgemm would pack it first
+         * (a batch-1 classifier head spent most of its time packing) */
+        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)n : (int)kk,
+                    tb ? (int)kk : (int)n, alpha, b, (int)ldb, a, ta ? (int)lda : 1, beta, c, 1);
+        return true;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)m, (int)n, (int)kk, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
     return true;

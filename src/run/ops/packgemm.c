@@ -133,7 +133,7 @@ bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
                                                              sizeof(int32_t))))
             return false;
     }
-    cg_kernel_parallel(k, pg_task, &j);
+    cg_kernel_parallel_work(k, (double)p->m * (double)p->k * (double)p->p, pg_task, &j);
     return true;
 }
 

@@ -33,6 +33,25 @@ void cg_simd_silu_f32_c(float *y, const float *x, int64_t n)
         y[i] = x[i] * sigmoid1(x[i]);
 }
 
+/* The elementwise kernels' Clip order: the lower bound first; NaN passes. */
+static inline float hardsigmoid1(float x, float alpha, float beta)
+{
+    float v = alpha * x + beta;
+    return v < 0 ? 0.0f : (v > 1 ? 1.0f : v);
+}
+
+void cg_simd_hardsigmoid_f32_c(float *y, const float *x, int64_t n, float alpha, float beta)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = hardsigmoid1(x[i], alpha, beta);
+}
+
+void cg_simd_hardswish_f32_c(float *y, const float *x, int64_t n, float alpha, float beta)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] * hardsigmoid1(x[i], alpha, beta);
+}
+
 void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -107,6 +126,8 @@ static const cg_simd_ops portable = {
     cg_simd_tanh_f32_c,
     cg_simd_erf_f32_c,
     cg_simd_silu_f32_c,
+    cg_simd_hardsigmoid_f32_c,
+    cg_simd_hardswish_f32_c,
     cg_simd_exp_shift_sum_f32_c,
     cg_simd_max_f32_c,
     cg_simd_fp16_to_f32_c,

@@ -41,6 +41,9 @@ typedef struct cg_simd_ops {
     void (*erf_f32)(float *y, const float *x, int64_t n);
     /* y = x * sigmoid(x) (SiLU / Swish) */
     void (*silu_f32)(float *y, const float *x, int64_t n);
+    /* y = clamp(alpha * x + beta, 0, 1) (NaN passes), and x times that */
+    void (*hardsigmoid_f32)(float *y, const float *x, int64_t n, float alpha, float beta);
+    void (*hardswish_f32)(float *y, const float *x, int64_t n, float alpha, float beta);
     /* y = exp(x - m), returns the sum of y in double */
     double (*exp_shift_sum_f32)(float *y, const float *x, float m, int64_t n);
     /* max over x (NaN if any element is NaN); -inf for n = 0 */
@@ -79,6 +82,8 @@ void cg_simd_sigmoid_f32_c(float *y, const float *x, int64_t n);
 void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n);
 void cg_simd_erf_f32_c(float *y, const float *x, int64_t n);
 void cg_simd_silu_f32_c(float *y, const float *x, int64_t n);
+void cg_simd_hardsigmoid_f32_c(float *y, const float *x, int64_t n, float alpha, float beta);
+void cg_simd_hardswish_f32_c(float *y, const float *x, int64_t n, float alpha, float beta);
 double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n);
 float cg_simd_max_f32_c(const float *x, int64_t n);
 void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n);
