@@ -1,48 +1,55 @@
 #!/usr/bin/env bash
 # Inference latency of convgate's reference runtime against onnxruntime-node
-# 1.22.0 on the model zoo, both single-threaded (ORT: intra- and inter-op
-# threads 1; convgate: OPENBLAS_NUM_THREADS=1), on the same seeded inputs
-# (written by bench/parity.sh --inputs-only), in the same run.  Per model:
+# 1.22.0 on the model zoo, at each thread count of --threads (default "1 2";
+# convgate --threads T, ORT intraOpNumThreads T and interOpNumThreads 1,
+# OPENBLAS_NUM_THREADS=1 for convgate, which splits work over its own
+# threads), on the same seeded inputs (written by bench/parity.sh
+# --inputs-only), in the same run.  Per model and thread count:
 #
-#   cg run ms    median of N warm cg_runtime_run calls in one process after
+#   cg ms        median of N warm cg_runtime_run calls in one process after
 #                the first run (`convgate run --repeat N --json`:
-#                timing.median_ms); model load, runtime set-up and the
-#                first (memory-planning) run excluded, as for ORT.
-#   cg 1st ms    that process's first run (allocations, first touches of
-#                the weights, building the memory plan).
-#   cg proc ms   wall time of the whole process: start-up, load, set-up,
-#                1 + N runs, the output summary and exit.
-#   ort run ms   median of N session.run calls in one process after one
+#                timing.median_ms); load, set-up and the first run excluded,
+#                as for ORT.
+#   ort ms       median of N session.run calls in one process after one
 #                warm-up run (bench/ort_session.js --run).
-#   cg/ort       cg run ms / ort run ms.
-#   cg RSS MiB   peak RSS of a convgate process (GNU time, largest of N).
-#   ort RSS MiB  peak RSS of the node process (Node's maxRSS), which
-#                includes node + ORT's own ~50 MiB before any model.
+#   cg/ort       cg ms / ort ms.
+#   1st ms       convgate's first run (the memory plan, the first touches of
+#                the weights, weights packed for the convolution GEMM);
+#                1st/warm is 1st ms / cg ms.
+#   load+plan    convgate's model load plus runtime set-up (timing.load_ms +
+#                init_ms), and ORT's session creation (create_ms).
+#   RSS MiB      peak RSS of the convgate process (GNU time) and of the node
+#                process (Node's maxRSS: node + ORT's own ~50 MiB included).
 #
-# then the geometric mean of cg/ort over the conv nets (resnet18, resnet50,
-# mobilenet_v2, mobilenet_v3_small, squeezenet1_1), and, unless
-# --no-conformance, the wall time of `convgate conformance` over the node,
-# pytorch-converted, pytorch-operator and simple suites of libonnx-testdata.
+# The zoo rows (every model of bench/zoo.sha256 above the slow families)
+# give the geometric mean of cg/ort per thread count; the slow-family rows
+# (LSTM/GRU, ConvInteger, float16, SSDlite NMS, transformer at 2048) are
+# reported apart.  Then, unless --no-conformance, the wall time of
+# `convgate conformance` over the libonnx-testdata suites.  The machine's
+# load average is printed before and after: on a shared machine, run it
+# when the load is low.
 #
-#   bench/bench_run.sh [--zoo DIR] [--runs N] [--no-conformance] CONVGATE [MODEL...]
+#   bench/bench_run.sh [--zoo DIR] [--runs N] [--threads "1 2"] [--no-conformance] CONVGATE [MODEL...]
 #
 # MODELs are zoo file names or paths (default: all of bench/zoo.sha256 in
 # --zoo, else $CG_ZOO, else <repo>/zoo).  Needs scripts/setup.sh --bench
-# (node, bench/node_modules, GNU time).
+# (node, bench/node_modules, GNU time) and tools/fetch_zoo.sh.
 set -uo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 zoo="${CG_ZOO:-$repo/zoo}"
-runs=10
+runs=20
+thread_counts="1 2"
 want_conformance=1
 testdata="${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
-usage() { sed -n '26p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '32p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
+        --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -50,6 +57,9 @@ done
 [ $# -ge 1 ] || usage
 convgate="$1"; shift
 case "$runs" in ''|*[!0-9]*|0) echo "bench_run: --runs wants a positive integer" >&2; exit 2 ;; esac
+for t in $thread_counts; do
+    case "$t" in ''|*[!0-9]*|0) echo "bench_run: --threads wants positive integers" >&2; exit 2 ;; esac
+done
 if [ ! -x "$convgate" ]; then
     echo "bench_run: $convgate is not an executable (build it: ninja -C build)" >&2
     exit 2
@@ -59,6 +69,10 @@ if [ ! -x /usr/bin/time ]; then
     exit 2
 fi
 export OPENBLAS_NUM_THREADS=1
+
+# "zoo" or "family": the slow families of bench/zoo.sha256, by name.
+families=" lstm_gru resnet18_dynquant resnet18_fp16 ssdlite320_mobilenet_v3_large transformer_s2048 "
+group_of() { case "$families" in *" $1 "*) echo family ;; *) echo zoo ;; esac; }
 
 if [ $# -gt 0 ]; then
     models=("$@")
@@ -72,87 +86,105 @@ fi
 
 work="$(mktemp -d /tmp/convgate-bench-run.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
+json() { /usr/bin/python3 -c 'import json,sys
+d = json.load(sys.stdin)
+for k in sys.argv[1:]:
+    d = d[k]
+print(d)' "$@"; }
+fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.2f", v }'; }
 
-# median of the numbers on stdin, one per line
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-now_us() { local t="${EPOCHREALTIME/[.,]/}"; echo "$t"; }
-# FIELD of the JSON document on stdin
-json_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+echo "convgate: $("$convgate" --version 2>/dev/null | head -n 1); $(nproc) CPUs; $(uptime | sed 's/.*load average/load average/') (before)"
+echo "runs: median of $runs warm runs per model, runtime and thread count"
 
-printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' \
-    model "cg run ms" "cg 1st ms" "cg proc ms" "ort run ms" "cg/ort" "cg RSS MiB" "ort RSS MiB"
-conv_ratios=()
-. "$(dirname "$0")/progress.sh"
-model_i=0
-for m in "${models[@]}"; do
-    model_i=$((model_i + 1)); bench_progress bench_run "$model_i" "${#models[@]}" "$(basename "$m")"
-    case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
-    name="$(basename "$m" .onnx)"
-    row() { bench_progress_clear; printf '%-32s %10s %10s %10s %10s %7s %10s %11s\n' "$name" "$@"; }
-    if [ ! -f "$path" ]; then
-        row missing - - - - - -; continue
-    fi
-    # The inputs parity.sh would use; the model is looked up by its name.
-    if ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work" --inputs-only \
-            "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
-        bench_progress_clear; echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
-        row fail - - - - - -; continue
-    fi
-    feeds=(); ort_feeds=()
-    for f in "$work/$name/in/"*.npy; do
-        n="$(basename "$f" .npy)"
-        feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
+# per thread count: "name group ratio" lines for the summary
+for t in $thread_counts; do
+    : > "$work/ratios.$t"
+    echo
+    echo "## $t thread(s)"
+    echo
+    echo "| model | cg ms | ort ms | cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for m in "${models[@]}"; do
+        case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
+        name="$(basename "$m" .onnx)"
+        row() { echo "| $name | $* |"; }
+        if [ ! -f "$path" ]; then
+            row "missing | - | - | - | - | - | - | - | -"; continue
+        fi
+        # the inputs parity.sh would use; the model is looked up by its name
+        if [ ! -d "$work/in/$name/in" ] &&
+           ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work/in" \
+                --inputs-only "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
+            echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
+            row "fail | - | - | - | - | - | - | - | -"; continue
+        fi
+        feeds=(); ort_feeds=()
+        for f in "$work/in/$name/in/"*.npy; do
+            n="$(basename "$f" .npy)"
+            feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
+        done
+
+        cg_run=-; cg_first=-; cg_load=-; cg_rss=-
+        if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
+                --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
+            cg_run=$(json result timing median_ms <"$work/cg.json")
+            cg_first=$(json result timing first_ms <"$work/cg.json")
+            cg_load=$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
+                          -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')
+            cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
+        else
+            echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
+        fi
+
+        ort_run=-; ort_create=-; ort_rss=-
+        if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
+                       "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
+            ort_run=$(json run_ms <<< "$line")
+            ort_create=$(json create_ms <<< "$line")
+            ort_rss=$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')
+        else
+            echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
+        fi
+
+        ratio=-; first_ratio=-
+        if [ "$cg_run" != - ] && [ "$ort_run" != - ]; then
+            ratio=$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')
+            echo "$name $(group_of "$name") $ratio" >> "$work/ratios.$t"
+        fi
+        if [ "$cg_run" != - ]; then
+            first_ratio=$(awk -v f="$cg_first" -v c="$cg_run" 'BEGIN {print f / c}')
+        fi
+        row "$(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cg_first") |" \
+            "$(fmt "$first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
     done
-
-    cg_run=fail; cg_first=fail; cg_proc=fail; cg_rss=fail
-    t0=$(now_us)
-    if OPENBLAS_NUM_THREADS=1 /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" \
-            "${feeds[@]}" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
-        t1=$(now_us)
-        cg_run=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["result"]["timing"]["median_ms"])' <"$work/cg.json")
-        cg_first=$(/usr/bin/python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["result"]["timing"]["first_ms"])' <"$work/cg.json")
-        cg_proc=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1000}')
-        cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
-    else
-        bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
-    fi
-
-    ort_run=fail; ort_rss=fail
-    if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" "${ort_feeds[@]}" \
-                   "$path" 2>"$work/ort.err"); then
-        ort_run=$(json_field run_ms <<< "$line" | awk '{printf "%.2f", $1}')
-        ort_rss=$(json_field peak_rss_kb <<< "$line" | awk '{printf "%.1f", $1 / 1024}')
-    else
-        bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
-    fi
-
-    ratio=-
-    if [ "$cg_run" != fail ] && [ "$ort_run" != fail ]; then
-        ratio=$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {printf "%.2f", c / o}')
-        case "$name" in
-            resnet18|resnet50|mobilenet_v2|mobilenet_v3_small|squeezenet1_1)
-                conv_ratios+=("$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')") ;;
-        esac
-    fi
-    row "$cg_run" "$cg_first" "$cg_proc" "$ort_run" "$ratio" "$cg_rss" "$ort_rss"
 done
-echo "(medians of $runs warm runs in one process for both; convgate's first run shown apart)"
-if [ "${#conv_ratios[@]}" -gt 0 ]; then
-    printf '%s\n' "${conv_ratios[@]}" |
-        awk '{s += log($1); n++} END {printf "geometric mean of cg/ort over %d conv net(s): %.2f\n", n, exp(s / n)}'
-fi
+
+echo
+echo "## Summary"
+echo
+for t in $thread_counts; do
+    awk -v t="$t" '
+        $2 == "zoo" { s += log($3); n++; if ($3 > worst) { worst = $3; wname = $1 } }
+        $2 == "family" { fam = fam sprintf("%s %.2f, ", $1, $3); if ($3 > fworst) fworst = $3 }
+        END {
+            if (n) printf "- %s thread(s): geometric mean of cg/ort over %d zoo models %.2f; worst %s %.2f\n", t, n, exp(s / n), wname, worst
+            if (fam != "") printf "- %s thread(s), slow families: %s(worst %.2f)\n", t, substr(fam, 1, length(fam) - 2) " ", fworst
+        }' "$work/ratios.$t"
+done
+echo "- $(uptime | sed 's/.*load average/load average/') (after)"
 
 if [ "$want_conformance" = 1 ]; then
     total=0
+    echo
     for suite in node pytorch-converted pytorch-operator simple; do
         if [ ! -d "$testdata/$suite" ]; then
-            echo "conformance $suite: $testdata/$suite missing"; continue
+            echo "- conformance $suite: $testdata/$suite missing"; continue
         fi
-        t0=$(now_us)
+        t0="${EPOCHREALTIME/[.,]/}"
         summary=$("$convgate" conformance "$testdata/$suite" 2>&1 | tail -n 1)
-        t1=$(now_us)
+        t1="${EPOCHREALTIME/[.,]/}"
         total=$((total + t1 - t0))
-        echo "conformance $suite: $(awk -v u=$((t1 - t0)) 'BEGIN {printf "%.1f", u / 1e6}') s ($summary)"
+        echo "- conformance $suite: $(awk -v u=$((t1 - t0)) 'BEGIN {printf "%.1f", u / 1e6}') s ($summary)"
     done
-    echo "conformance, four suites: $(awk -v u="$total" 'BEGIN {printf "%.1f", u / 1e6}') s wall"
+    echo "- conformance, four suites: $(awk -v u="$total" 'BEGIN {printf "%.1f", u / 1e6}') s wall"
 fi

@@ -2,21 +2,22 @@
 // The onnxruntime-node peer for convgate's benchmarks and parity checks.
 //
 // Default mode: for each model, create an InferenceSession N times (CPU
-// provider, intraOpNumThreads = interOpNumThreads = 1, default graph
-// optimisation level) and report the median creation time and the
+// provider, intraOpNumThreads = --threads (default 1), interOpNumThreads =
+// 1, all graph optimisations) and report the median creation time and the
 // process's peak RSS.  Peak RSS is process-wide and only ever grows, so for
 // a clean per-model number run one model per process (bench_load.sh does).
 //
 // --run mode: create one session per model, then time N inferences (after
-// one warm-up run) and report the median latency.  Inputs come from .npy
+// one warm-up run, reported as first_ms) and report the median latency
+// (run_ms) and the median process CPU time per inference (cpu_ms).  Inputs come from .npy
 // files (--input NAME=FILE.npy), a constant (--fill NAME=VALUE), or a
 // seeded PRNG (uniform in [-1,1) for floats, [0,4) for integers);
 // symbolic or unknown dimensions take --dim NAME=V, else --dim '*'=V, else 1.
 // --save-inputs / --save-outputs DIR write what was fed / produced as
 // <name>.npy, so convgate can be run on the same inputs and compared.
 //
-//   node bench/ort_session.js [--runs N] [--json] MODEL...
-//   node bench/ort_session.js --run [--runs N] [--input x=a.npy] [--fill sr=16000]
+//   node bench/ort_session.js [--runs N] [--threads T] [--json] MODEL...
+//   node bench/ort_session.js --run [--runs N] [--threads T] [--input x=a.npy] [--fill sr=16000]
 //        [--dim batch=1] [--shape x=1x512] [--seed S] [--save-inputs D]
 //        [--save-outputs D] [--json] MODEL
 'use strict';
@@ -35,7 +36,7 @@ try {
 
 function usage(msg) {
   if (msg) process.stderr.write('ort_session: ' + msg + '\n');
-  process.stderr.write('usage: ort_session.js [--run] [--runs N] [--json] [--input NAME=FILE.npy] ' +
+  process.stderr.write('usage: ort_session.js [--run] [--runs N] [--threads T] [--json] [--input NAME=FILE.npy] ' +
                        '[--fill NAME=VALUE] [--dim NAME=V] [--shape NAME=AxBxC] [--seed S] ' +
                        '[--save-inputs DIR] [--save-outputs DIR] MODEL...\n');
   process.exit(2);
@@ -48,7 +49,7 @@ function splitKeyValue(opt, arg) {
 }
 
 function parseArgs(argv) {
-  const o = { run: false, runs: 10, json: false, inputs: {}, fills: {}, dims: {}, shapes: {},
+  const o = { run: false, runs: 10, threads: 1, json: false, inputs: {}, fills: {}, dims: {}, shapes: {},
               seed: 1, saveInputs: null, saveOutputs: null, models: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -56,6 +57,7 @@ function parseArgs(argv) {
     if (a === '--run') o.run = true;
     else if (a === '--json') o.json = true;
     else if (a === '--runs') { o.runs = Number(next()); if (!Number.isInteger(o.runs) || o.runs < 1) usage('bad --runs'); }
+    else if (a === '--threads') { o.threads = Number(next()); if (!Number.isInteger(o.threads) || o.threads < 1) usage('bad --threads'); }
     else if (a === '--seed') { o.seed = Number(next()) >>> 0; }
     else if (a === '--input') { const [k, v] = splitKeyValue(a, next()); o.inputs[k] = v; }
     else if (a === '--fill') { const [k, v] = splitKeyValue(a, next()); o.fills[k] = Number(v); }
@@ -187,12 +189,14 @@ function makeInput(meta, opts, rand) {
 
 // ---- measurement -----------------------------------------------------------
 
-const SESSION_OPTIONS = {
-  executionProviders: ['cpu'],
-  intraOpNumThreads: 1,
-  interOpNumThreads: 1,
-  graphOptimizationLevel: 'all',
-};
+function sessionOptions(opts) {
+  return {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: opts.threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  };
+}
 
 function median(xs) {
   const s = xs.slice().sort((a, b) => a - b);
@@ -208,7 +212,7 @@ async function benchCreate(model, opts) {
   const times = [];
   for (let i = 0; i < opts.runs; i++) {
     const t0 = nowMs();
-    const s = await ort.InferenceSession.create(model, SESSION_OPTIONS);
+    const s = await ort.InferenceSession.create(model, sessionOptions(opts));
     times.push(nowMs() - t0);
     await s.release();
   }
@@ -217,7 +221,7 @@ async function benchCreate(model, opts) {
 
 async function benchRun(model, opts) {
   const t0 = nowMs();
-  const session = await ort.InferenceSession.create(model, SESSION_OPTIONS);
+  const session = await ort.InferenceSession.create(model, sessionOptions(opts));
   const createMs = nowMs() - t0;
   const rand = prng(opts.seed);
   const feeds = {};
@@ -226,12 +230,17 @@ async function benchRun(model, opts) {
     fs.mkdirSync(opts.saveInputs, { recursive: true });
     for (const [k, t] of Object.entries(feeds)) writeNpy(path.join(opts.saveInputs, sanitize(k) + '.npy'), t);
   }
+  const f0 = nowMs();
   let outputs = await session.run(feeds); // warm-up, and the outputs we save
-  const times = [];
+  const firstMs = nowMs() - f0;
+  const times = [], cpus = [];
   for (let i = 0; i < opts.runs; i++) {
+    const c0 = process.cpuUsage();
     const r0 = nowMs();
     outputs = await session.run(feeds);
     times.push(nowMs() - r0);
+    const c1 = process.cpuUsage(c0);
+    cpus.push((c1.user + c1.system) / 1000);
   }
   if (opts.saveOutputs) {
     fs.mkdirSync(opts.saveOutputs, { recursive: true });
@@ -240,7 +249,8 @@ async function benchRun(model, opts) {
   const shapes = {};
   for (const [k, t] of Object.entries(outputs)) shapes[k] = t.dims;
   await session.release();
-  return { create_ms: createMs, run_ms: median(times), run_runs: opts.runs, output_shapes: shapes };
+  return { create_ms: createMs, first_ms: firstMs, run_ms: median(times), cpu_ms: median(cpus),
+           run_runs: opts.runs, threads: opts.threads, output_shapes: shapes };
 }
 
 async function main() {

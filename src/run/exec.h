@@ -260,6 +260,9 @@ void cg_frame_free(cg_exec *f);
 cg_status cg_frame_run(cg_exec *f);
 /* Runs step si alone, keeping what it releases (constant folding). */
 cg_status cg_frame_step(cg_exec *f, size_t si);
+/* Calls a prepare function (ops/prepare.def) for step si with its
+ * initializer inputs bound, the others NULL. */
+cg_status cg_frame_prepare_step(cg_exec *f, size_t si, cg_kernel_fn fn);
 /* fold.c: runs the steps whose inputs are all constant, once (see there). */
 cg_status cg_fold_constants(cg_runtime *rt, cg_error *err);
 /* Moves (when the frame owns them) or copies the graph outputs into outs. */

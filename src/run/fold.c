@@ -7,6 +7,10 @@
  * branches) otherwise copies every weight on every run; casts and reshapes
  * of initializers are the others.
  *
+ * The same pass calls the prepare functions of ops/prepare.def on the steps
+ * it does not fold (weights packed for the convolution GEMM), so that work
+ * is part of building the runtime rather than of the first run.
+ *
  * The model is not rewritten: the step stays in the plan, marked folded, and
  * frames skip it. Not folded: nodes with subgraphs, random ops, nodes that
  * fail (the run reports the failure where it happens), outputs much larger
@@ -19,6 +23,28 @@
 
 #include "convgate/partition.h"
 #include "run/exec.h"
+
+#define CG_PREPARE(domain, op, fn) cg_status fn(cg_kernel_ctx *k);
+#include "run/ops/prepare.def"
+#undef CG_PREPARE
+
+static const struct {
+    const char *domain, *op;
+    cg_kernel_fn fn;
+} prepare_table[] = {
+#define CG_PREPARE(domain, op, fn) {domain, op, fn},
+#include "run/ops/prepare.def"
+#undef CG_PREPARE
+};
+
+static cg_kernel_fn prepare_fn(const cg_node *n)
+{
+    const char *d = n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : "";
+    for (size_t i = 0; i < sizeof prepare_table / sizeof prepare_table[0]; i++)
+        if (strcmp(prepare_table[i].op, n->op_type) == 0 && strcmp(prepare_table[i].domain, d) == 0)
+            return prepare_table[i].fn;
+    return NULL;
+}
 
 /* Outputs above this many bytes fold only while at most twice their inputs. */
 #define FOLD_FREE_BYTES ((size_t)16 << 20)
@@ -42,28 +68,34 @@ static bool slot_is_graph_input(const cg_plan *p, int32_t slot)
     return false;
 }
 
+/* A main-graph node the reference kernels run as written: not emulated in
+ * fp16, not inside an executing partition. */
+static bool runs_as_written(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
+{
+    if (p != rt->main || st->index >= p->graph->node_count)
+        return true;
+    if (rt->opt.node_precision && rt->opt.node_precision[st->index] != CG_NODE_PREC_FP32)
+        return false;
+    const cg_assignment *a = rt->opt.assignment;
+    if (a) {
+        int pid = a->partition_of[st->index];
+        if (pid >= 0 && (size_t)pid < a->partition_count) {
+            const cg_target *t = a->targets[a->partitions[pid].target];
+            if (t && t->kind == CG_TARGET_EXECUTING)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* Whether step si of p may be folded, judged before running it. */
 static bool foldable(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
 {
     const cg_node *n = st->node;
     if (st->sub_count || !n->op_type || op_is_random(n->op_type) || !n->output_count)
         return false;
-    if (p == rt->main) {
-        if (rt->opt.observe)
-            return false;
-        if (rt->opt.node_precision && st->index < p->graph->node_count &&
-            rt->opt.node_precision[st->index] != CG_NODE_PREC_FP32)
-            return false;
-        const cg_assignment *a = rt->opt.assignment;
-        if (a && st->index < p->graph->node_count) {
-            int pid = a->partition_of[st->index];
-            if (pid >= 0 && (size_t)pid < a->partition_count) {
-                const cg_target *t = a->targets[a->partitions[pid].target];
-                if (t && t->kind == CG_TARGET_EXECUTING)
-                    return false;
-            }
-        }
-    }
+    if (!runs_as_written(rt, p, st) || (p == rt->main && rt->opt.observe))
+        return false;
     for (size_t i = 0; i < n->input_count; i++) {
         cg_ref r = st->in[i];
         if (r.slot < 0)
@@ -97,8 +129,18 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
         for (size_t s = 0; s < step->sub_count; s++)
             if ((st = fold_plan(rt, step->subs[s].plan, err)) != CG_OK)
                 goto done;
-        if (!foldable(rt, p, step))
+        if (!foldable(rt, p, step)) {
+            cg_kernel_fn prep = step->node->op_type && runs_as_written(rt, p, step)
+                                    ? prepare_fn(step->node) : NULL;
+            if (prep) {
+                cg_error local;
+                cg_error_clear(&local);
+                f.err = &local;
+                (void)cg_frame_prepare_step(&f, si, prep); /* declining is fine */
+                f.err = err;
+            }
             continue;
+        }
         const cg_node *n = step->node;
         size_t in_bytes = 0;
         for (size_t i = 0; i < n->input_count; i++)

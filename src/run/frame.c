@@ -579,6 +579,30 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
     return CG_OK;
 }
 
+cg_status cg_frame_prepare_step(cg_exec *f, size_t si, cg_kernel_fn fn)
+{
+    const cg_plan *p = f->plan;
+    const cg_step *st = &p->steps[si];
+    const cg_node *n = st->node;
+    f->step = si;
+    for (size_t i = 0; i < n->input_count; i++) {
+        cg_ref r = st->in[i];
+        f->ins[i] = r.up == 0 && r.slot >= 0 && p->slot_kind[r.slot] == CG_SLOT_INIT
+                        ? f->vals[r.slot] : NULL;
+    }
+    for (size_t i = 0; i < n->output_count; i++) {
+        f->outs[i] = NULL;
+        f->out_flags[i] = 0;
+    }
+    cg_scratch_mark mark = cg_scratch_mark_get(f->rt);
+    cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
+                       f->outs, n->output_count, f, f->err, CG_KPREC_FP32};
+    cg_status status = fn(&k);
+    cg_scratch_reset(f->rt, mark);
+    drop_step_outputs(f, n->output_count);
+    return status;
+}
+
 cg_status cg_frame_step(cg_exec *f, size_t si)
 {
     return run_step(f, si, false);

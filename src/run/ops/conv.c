@@ -542,6 +542,44 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     return conv_float(k, x, wt, b, &g, false, y);
 }
 
+/* ---- weights packed at init (prepare.def) ------------------------------------- */
+
+/* Packs constant weights W (input w_in; zero point input zp_in, or -1) the
+ * way conv_gemm will ask for them, as the node's state. */
+static cg_status conv_prepare(cg_kernel_ctx *k, int w_in, int zp_in)
+{
+    const cg_tensor *wt = cg_kernel_input(k, (size_t)w_in);
+    const cg_tensor *zp = zp_in >= 0 ? cg_kernel_input(k, (size_t)zp_in) : NULL;
+    if (!wt || wt->rank < 3 || !cg_kernel_input_is_const(k, (size_t)w_in) ||
+        (zp_in >= 0 && cg_kernel_input(k, (size_t)zp_in) == NULL && zp_in < (int)k->input_count &&
+         k->node->inputs[zp_in] && k->node->inputs[zp_in][0]))
+        return CG_UNSUPPORTED; /* W or its zero point is computed: done per run */
+    bool integer = zp_in >= 0;
+    if (integer ? (wt->dtype != CG_DTYPE_UINT8 && wt->dtype != CG_DTYPE_INT8)
+                : wt->dtype != CG_DTYPE_FLOAT && wt->dtype != CG_DTYPE_FLOAT16 &&
+                      wt->dtype != CG_DTYPE_BFLOAT16)
+        return CG_UNSUPPORTED;
+    conv_geom g;
+    memset(&g, 0, sizeof g);
+    g.group = cg_attr_int(k, "group", 1);
+    g.m = wt->dims[0];
+    if (g.group < 1 || g.m < 1 || g.m % g.group != 0)
+        return CG_UNSUPPORTED;
+    int64_t kk = 1;
+    for (int d = 1; d < wt->rank; d++)
+        kk *= wt->dims[d];
+    /* a depthwise node that keeps the plane kernel packs nothing */
+    if (wt->dims[1] == 1 && g.m / g.group < 8 && wt->rank <= 4)
+        return CG_UNSUPPORTED;
+    const cg_simd_gemm *gk = cg_pg_choose(cg_simd_ops_get(cg_kernel_simd(k)), g.m / g.group);
+    int ins[2] = {w_in, zp_in};
+    return conv_weights_packed(k, wt, zp, ins, &g, gk, kk) ? CG_OK : CG_NOMEM;
+}
+
+cg_status cg_op_conv_prepare(cg_kernel_ctx *k) { return conv_prepare(k, 1, -1); }
+cg_status cg_op_convinteger_prepare(cg_kernel_ctx *k) { return conv_prepare(k, 1, 3); }
+cg_status cg_op_qlinearconv_prepare(cg_kernel_ctx *k) { return conv_prepare(k, 3, 5); }
+
 /* ---- ConvTranspose ---------------------------------------------------------- */
 
 static cg_status ints_attr(cg_kernel_ctx *k, const char *name, int nsp, int64_t dflt, int64_t lo,
