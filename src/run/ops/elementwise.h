@@ -50,6 +50,8 @@ typedef struct cg_ew_params {
     cg_dtype ta, tb, to;        /* compute dtypes of inputs/output (generic rows) */
     cg_tensor *out;             /* output tensor, for rows writing strings */
     const struct cg_simd_ops *simd; /* vector entries (run/ops/simd.h), set by the driver */
+    cg_kernel_ctx *k;           /* set by the driver: float rows of big outputs run on
+                                   the kernel's threads (rows that flag errors never do) */
     int error;                  /* CG_EW_ERR_*, set by rows */
 } cg_ew_params;
 

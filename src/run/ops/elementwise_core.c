@@ -30,6 +30,71 @@ cg_dtype cg_ew_compute_dtype(cg_dtype dt)
     return (dt == CG_DTYPE_FLOAT16 || dt == CG_DTYPE_BFLOAT16) ? CG_DTYPE_FLOAT : dt;
 }
 
+/* The coalesced iteration of cg_ew_run, shared by the threads. */
+typedef struct ew_iter {
+    int nin, rank;
+    int64_t dims[CG_MAX_RANK];
+    int64_t st[CG_EW_MAX_INPUTS][CG_MAX_RANK];
+    size_t esize[CG_EW_MAX_INPUTS], osize;
+    const cg_tensor *const *in;
+    char *o;
+    cg_ew_row_fn fn;
+    cg_ew_params *p;
+    int64_t outer, inner;
+} ew_iter;
+
+/* Rows [it0, it1) of the outer iteration, columns [c0, c1) of each. */
+static void ew_iter_range(const ew_iter *w, int64_t it0, int64_t it1, int64_t c0, int64_t c1)
+{
+    int64_t idx[CG_MAX_RANK] = {0}, off[CG_EW_MAX_INPUTS] = {0};
+    const void *ptr[CG_EW_MAX_INPUTS];
+    int64_t inner_st[CG_EW_MAX_INPUTS];
+    int r = w->rank;
+    for (int k = 0; k < w->nin; k++)
+        inner_st[k] = w->st[k][r - 1];
+    /* the odometer at row it0 */
+    int64_t rest = it0;
+    for (int d = r - 2; d >= 0; d--) {
+        idx[d] = rest % w->dims[d];
+        rest /= w->dims[d];
+        for (int k = 0; k < w->nin; k++)
+            off[k] += idx[d] * w->st[k][d];
+    }
+    for (int64_t it = it0; it < it1; it++) {
+        for (int k = 0; k < w->nin; k++)
+            ptr[k] = (const char *)w->in[k]->data +
+                     (size_t)(off[k] + c0 * inner_st[k]) * w->esize[k];
+        w->fn(w->o + ((size_t)it * (size_t)w->inner + (size_t)c0) * w->osize, ptr, inner_st,
+              c1 - c0, w->p);
+        for (int d = r - 2; d >= 0; d--) {
+            idx[d]++;
+            for (int k = 0; k < w->nin; k++)
+                off[k] += w->st[k][d];
+            if (idx[d] < w->dims[d])
+                break;
+            for (int k = 0; k < w->nin; k++)
+                off[k] -= w->st[k][d] * w->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Thread t's share: whole rows when there are enough, else a slice of
+ * every row (rows split at multiples of 64 elements). */
+static void ew_task(void *arg, int t, int nt)
+{
+    const ew_iter *w = arg;
+    int64_t lo, hi;
+    if (w->outer >= nt) {
+        cg_kernel_share(w->outer, 1, t, nt, &lo, &hi);
+        ew_iter_range(w, lo, hi, 0, w->inner);
+    } else {
+        cg_kernel_share(w->inner, 64, t, nt, &lo, &hi);
+        if (hi > lo)
+            ew_iter_range(w, 0, w->outer, lo, hi);
+    }
+}
+
 void cg_ew_run(int nin, const cg_tensor *const *in, cg_tensor *out, cg_ew_row_fn fn,
                cg_ew_params *p)
 {
@@ -72,6 +137,24 @@ void cg_ew_run(int nin, const cg_tensor *const *in, cg_tensor *out, cg_ew_row_fn
     }
 
     const int64_t inner = dims[rank - 1];
+    if (p->k && cg_kernel_threads(p->k) > 1 &&
+        (out->dtype == CG_DTYPE_FLOAT || out->dtype == CG_DTYPE_DOUBLE)) {
+        ew_iter w;
+        w.nin = nin;
+        w.rank = rank;
+        memcpy(w.dims, dims, sizeof dims);
+        memcpy(w.st, st, sizeof st);
+        memcpy(w.esize, esize, sizeof esize);
+        w.osize = cg_ew_elem_size(out->dtype);
+        w.in = in;
+        w.o = (char *)out->data;
+        w.fn = fn;
+        w.p = p;
+        w.inner = inner;
+        w.outer = out->numel / inner;
+        cg_kernel_parallel_work(p->k, (double)out->numel * 4.0, ew_task, &w);
+        return;
+    }
     int64_t inner_st[CG_EW_MAX_INPUTS];
     for (int k = 0; k < nin; k++)
         inner_st[k] = st[k][rank - 1];
@@ -269,6 +352,7 @@ cg_status cg_ew_apply_fn(cg_kernel_ctx *k, int nin, const cg_tensor *const *in_,
     }
     if (!p->simd)
         p->simd = cg_simd_ops_get(cg_kernel_simd(k));
+    p->k = k;
     p->ta = in[0]->dtype;
     p->tb = nin > 1 ? in[1]->dtype : CG_DTYPE_UNDEFINED;
     p->to = work->dtype;

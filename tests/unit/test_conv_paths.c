@@ -1,0 +1,357 @@
+/*
+ * The convolution code paths against a naive double-precision convolution:
+ * the convolution GEMM (packgemm.c: pointwise, padded stride 1, strided,
+ * dilated, grouped, 1-D and 3-D windows, channel counts that do not fill a
+ * panel, positions that do not fill a tile), the depthwise planes (strides
+ * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2) and ConvInteger (exact:
+ * equal to the integer reference). Every case runs at each vector level the
+ * CPU has (portable, AVX2, AVX-512) and with one and three threads; the
+ * three-thread result must equal the one-thread result bit for bit (work is
+ * split by output rows and channels only), and the shapes are big enough
+ * that the threads really split the work. An elementwise op over a big
+ * tensor checks the same for the elementwise driver.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "convgate/tensor_io.h"
+#include "core/cpu.h"
+#include "testlib.h"
+
+static int failures;
+#define EXPECT(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+static double pseudo(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static cg_tensor *make(cg_dtype dt, int rank, const int64_t *dims, uint64_t seed, bool small_ints)
+{
+    cg_tensor *t = calloc(1, sizeof *t);
+    cg_error err;
+    cg_error_clear(&err);
+    if (!t || cg_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
+        fprintf(stderr, "alloc: %s\n", err.msg);
+        exit(2);
+    }
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = pseudo(&seed);
+        cg_tensor_set_f64(t, i, small_ints ? floor((v + 1.0) * 127.99) : v);
+    }
+    return t;
+}
+
+static void release(cg_tensor *t)
+{
+    if (t) {
+        cg_tensor_release(t);
+        free(t);
+    }
+}
+
+/* Runs a one-node model on inputs in[0..nin) (NULL: omitted); returns
+ * output 0 (caller frees with cg_runtime_free_outputs) or NULL. */
+static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
+                               size_t nattr, int threads, cg_simd simd, size_t *nouts)
+{
+    static const char *in_names[6] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+    static const char *out_names[1] = {"y0"};
+    const char *node_in[6];
+    cg_type types[7];
+    cg_value_info gin[6], gout[1];
+    cg_named_value feeds[6];
+    size_t nfeed = 0;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(types, 0, sizeof types);
+    for (size_t i = 0; i < nin; i++) {
+        node_in[i] = in[i] ? in_names[i] : "";
+        if (!in[i])
+            continue;
+        types[nfeed].kind = CG_TYPE_TENSOR;
+        types[nfeed].elem_type = (int32_t)in[i]->dtype;
+        types[nfeed].has_elem_type = true;
+        memset(&gin[nfeed], 0, sizeof gin[nfeed]);
+        gin[nfeed].name = in_names[i];
+        gin[nfeed].type = &types[nfeed];
+        cg_tensor copy;
+        cg_tensor_alloc(&copy, in[i]->dtype, in[i]->rank, in[i]->dims, 0, &err);
+        memcpy(copy.data, in[i]->data, cg_tensor_bytes(&copy));
+        feeds[nfeed].name = in_names[i];
+        cg_value_from_tensor(&copy, &feeds[nfeed].value, &err);
+        nfeed++;
+    }
+    memset(&gout[0], 0, sizeof gout[0]);
+    gout[0].name = out_names[0];
+    gout[0].type = &types[6];
+    types[6].kind = CG_TYPE_TENSOR;
+    cg_node node;
+    memset(&node, 0, sizeof node);
+    node.name = "conv_node";
+    node.op_type = op;
+    node.domain = "";
+    node.inputs = node_in;
+    node.input_count = nin;
+    node.outputs = out_names;
+    node.output_count = 1;
+    node.attrs = attrs;
+    node.attr_count = nattr;
+    cg_graph g;
+    memset(&g, 0, sizeof g);
+    g.name = "conv_paths";
+    g.nodes = &node;
+    g.node_count = 1;
+    g.inputs = gin;
+    g.input_count = nfeed;
+    g.outputs = gout;
+    g.output_count = 1;
+    cg_opset_id ops = {"", 17, true, {NULL, 0}};
+    cg_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = 8;
+    m.has_ir_version = true;
+    m.opsets = &ops;
+    m.opset_count = 1;
+    m.graph = &g;
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.threads = threads;
+    opt.simd = simd;
+    cg_runtime *rt = NULL;
+    cg_named_value *outs = NULL;
+    cg_status st = cg_runtime_init(&m, &opt, &rt, &err);
+    /* twice: the second run uses the memory plan and the packed weights */
+    for (int r = 0; st == CG_OK && r < 2; r++) {
+        if (outs)
+            cg_runtime_free_outputs(outs, *nouts);
+        outs = NULL;
+        st = cg_runtime_run(rt, feeds, nfeed, &outs, nouts, &err);
+    }
+    EXPECT(st == CG_OK, "%s: %s", op, err.msg);
+    cg_runtime_free(rt);
+    for (size_t i = 0; i < nfeed; i++)
+        cg_value_free(feeds[i].value);
+    return st == CG_OK ? outs : NULL;
+}
+
+typedef struct conv_spec {
+    const char *what;
+    int nsp;
+    int64_t n, c, m, group;
+    int64_t in[3], k[3], s[3], d[3], p0[3], p1[3];
+} conv_spec;
+
+/* Naive conv in double: out dims are written to od. */
+static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor *w,
+                        const cg_tensor *b, int64_t *od, int64_t *count)
+{
+    int nsp = cs->nsp;
+    int64_t on = 1, in_n = 1, kn = 1;
+    for (int d = 0; d < nsp; d++) {
+        od[d] = (cs->in[d] + cs->p0[d] + cs->p1[d] - ((cs->k[d] - 1) * cs->d[d] + 1)) / cs->s[d] + 1;
+        on *= od[d];
+        in_n *= cs->in[d];
+        kn *= cs->k[d];
+    }
+    int64_t cg = cs->c / cs->group, mg = cs->m / cs->group;
+    double *y = calloc((size_t)(cs->n * cs->m * on), sizeof *y);
+    for (int64_t n = 0; n < cs->n; n++)
+        for (int64_t m = 0; m < cs->m; m++) {
+            int64_t gi = m / mg;
+            for (int64_t p = 0; p < on; p++) {
+                int64_t o[3] = {0}, r = p;
+                for (int d = nsp - 1; d >= 0; d--) {
+                    o[d] = r % od[d];
+                    r /= od[d];
+                }
+                double acc = b ? cg_tensor_get_f64(b, m) : 0.0;
+                for (int64_t c = 0; c < cg; c++)
+                    for (int64_t q = 0; q < kn; q++) {
+                        int64_t kk[3] = {0}, rr = q, xi = 0;
+                        bool inside = true;
+                        for (int d = nsp - 1; d >= 0; d--) {
+                            kk[d] = rr % cs->k[d];
+                            rr /= cs->k[d];
+                        }
+                        for (int d = 0; d < nsp && inside; d++) {
+                            int64_t i = o[d] * cs->s[d] - cs->p0[d] + kk[d] * cs->d[d];
+                            inside = i >= 0 && i < cs->in[d];
+                            xi = xi * cs->in[d] + i;
+                        }
+                        if (!inside)
+                            continue;
+                        acc += cg_tensor_get_f64(x, (n * cs->c + gi * cg + c) * in_n + xi) *
+                               cg_tensor_get_f64(w, (m * cg + c) * kn + q);
+                    }
+                y[(n * cs->m + m) * on + p] = acc;
+            }
+        }
+    *count = cs->n * cs->m * on;
+    return y;
+}
+
+static void run_conv(const conv_spec *cs, bool integer)
+{
+    int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->m, cs->c / cs->group}, bd[1] = {cs->m};
+    for (int d = 0; d < cs->nsp; d++) {
+        xd[2 + d] = cs->in[d];
+        wd[2 + d] = cs->k[d];
+    }
+    cg_dtype dt = integer ? CG_DTYPE_UINT8 : CG_DTYPE_FLOAT;
+    cg_tensor *x = make(dt, cs->nsp + 2, xd, 11, integer);
+    cg_tensor *w = make(dt, cs->nsp + 2, wd, 12, integer);
+    cg_tensor *b = integer ? NULL : make(CG_DTYPE_FLOAT, 1, bd, 13, false);
+    cg_tensor *xz = NULL, *wz = NULL;
+    int64_t pads[6], strides[3], dil[3], one[1] = {1};
+    for (int d = 0; d < cs->nsp; d++) {
+        pads[d] = cs->p0[d];
+        pads[cs->nsp + d] = cs->p1[d];
+        strides[d] = cs->s[d];
+        dil[d] = cs->d[d];
+    }
+    cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * cs->nsp)),
+                        attr_ints("strides", strides, (size_t)cs->nsp),
+                        attr_ints("dilations", dil, (size_t)cs->nsp),
+                        attr_int("group", cs->group)};
+    double *want;
+    int64_t od[3], count;
+    cg_tensor *in[4];
+    size_t nin;
+    if (integer) {
+        xz = make(CG_DTYPE_UINT8, 0, one, 0, false);
+        wz = make(CG_DTYPE_UINT8, 0, one, 0, false);
+        ((uint8_t *)xz->data)[0] = 131;
+        ((uint8_t *)wz->data)[0] = 117;
+        /* the reference on x - 131 and w - 117 */
+        cg_tensor *xs = make(CG_DTYPE_DOUBLE, cs->nsp + 2, xd, 0, false);
+        cg_tensor *ws = make(CG_DTYPE_DOUBLE, cs->nsp + 2, wd, 0, false);
+        for (int64_t i = 0; i < x->numel; i++)
+            ((double *)xs->data)[i] = (double)((uint8_t *)x->data)[i] - 131.0;
+        for (int64_t i = 0; i < w->numel; i++)
+            ((double *)ws->data)[i] = (double)((uint8_t *)w->data)[i] - 117.0;
+        want = conv_ref(cs, xs, ws, NULL, od, &count);
+        release(xs);
+        release(ws);
+        in[0] = x, in[1] = w, in[2] = xz, in[3] = wz;
+        nin = 4;
+    } else {
+        want = conv_ref(cs, x, w, b, od, &count);
+        in[0] = x, in[1] = w, in[2] = b;
+        nin = 3;
+    }
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; li < 3; li++) {
+        if (levels[li] > best)
+            continue;
+        size_t n1 = 0, n3 = 0;
+        cg_named_value *o1 = run_one(integer ? "ConvInteger" : "Conv", in, nin, attrs, 4, 1,
+                                     levels[li], &n1);
+        cg_named_value *o3 = run_one(integer ? "ConvInteger" : "Conv", in, nin, attrs, 4, 3,
+                                     levels[li], &n3);
+        if (o1 && o3) {
+            const cg_tensor *t1 = &o1[0].value->tensor, *t3 = &o3[0].value->tensor;
+            EXPECT(t1->numel == count, "%s: %lld outputs, want %lld", cs->what,
+                   (long long)t1->numel, (long long)count);
+            EXPECT(t1->numel == t3->numel && memcmp(t1->data, t3->data, cg_tensor_bytes(t1)) == 0,
+                   "%s (%s): 3 threads differ from 1", cs->what, cg_simd_name(levels[li]));
+            double worst = 0;
+            int64_t at = 0;
+            for (int64_t i = 0; i < count && i < t1->numel; i++) {
+                double got = cg_tensor_get_f64(t1, i);
+                double err = integer ? fabs(got - want[i])
+                                     : fabs(got - want[i]) / (1.0 + fabs(want[i]));
+                if (!(err <= worst)) {
+                    worst = err;
+                    at = i;
+                }
+            }
+            EXPECT(worst <= (integer ? 0.0 : 2e-5), "%s (%s): off by %g at %lld (got %g, want %g)",
+                   cs->what, cg_simd_name(levels[li]), worst, (long long)at,
+                   cg_tensor_get_f64(t1, at), want[at]);
+        }
+        if (o1)
+            cg_runtime_free_outputs(o1, n1);
+        if (o3)
+            cg_runtime_free_outputs(o3, n3);
+    }
+    free(want);
+    release(x);
+    release(w);
+    release(b);
+    release(xz);
+    release(wz);
+}
+
+static void test_elementwise_threads(void)
+{
+    int64_t d[4] = {1, 40, 57, 61}, bd[4] = {1, 40, 1, 1};
+    cg_tensor *in[2] = {make(CG_DTYPE_FLOAT, 4, d, 3, false),
+                        make(CG_DTYPE_FLOAT, 4, bd, 4, false)};
+    size_t n1 = 0, n3 = 0;
+    cg_named_value *o1 = run_one("Add", in, 2, NULL, 0, 1, CG_SIMD_AUTO, &n1);
+    cg_named_value *o3 = run_one("Add", in, 2, NULL, 0, 3, CG_SIMD_AUTO, &n3);
+    if (o1 && o3) {
+        const cg_tensor *t1 = &o1[0].value->tensor, *t3 = &o3[0].value->tensor;
+        bool same = memcmp(t1->data, t3->data, cg_tensor_bytes(t1)) == 0;
+        EXPECT(same, "Add: 3 threads differ from 1");
+        int bad = 0;
+        for (int64_t i = 0; i < t1->numel; i++) {
+            float want = ((float *)in[0]->data)[i] + ((float *)in[1]->data)[i / (57 * 61)];
+            bad += ((float *)t1->data)[i] != want;
+        }
+        EXPECT(bad == 0, "Add: %d wrong values", bad);
+    }
+    if (o1)
+        cg_runtime_free_outputs(o1, n1);
+    if (o3)
+        cg_runtime_free_outputs(o3, n3);
+    release(in[0]);
+    release(in[1]);
+}
+
+int main(void)
+{
+    /* what, nsp, n, c, m, group, in, kernel, stride, dilation, pad0, pad1 */
+    const conv_spec specs[] = {
+        {"3x3 pad 1", 2, 1, 16, 64, 1, {28, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+        {"pointwise 144->40", 2, 1, 144, 40, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+        {"7x7 stride 2", 2, 1, 3, 24, 1, {45, 38}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {2, 3}},
+        {"3x3 stride 2 5 outs", 2, 2, 8, 5, 1, {33, 33}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+        {"dilated, uneven pads", 2, 1, 6, 48, 1, {20, 23}, {3, 3}, {1, 1}, {2, 3}, {2, 0}, {1, 3}},
+        {"grouped", 2, 1, 32, 96, 4, {15, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+        {"filter bank (1 in, 64 out)", 1, 1, 1, 64, 1, {600}, {64}, {16}, {1}, {0}, {0}},
+        {"1-D", 1, 2, 12, 33, 1, {301}, {5}, {1}, {1}, {2}, {2}},
+        {"3-D", 3, 1, 4, 16, 1, {9, 10, 11}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1}},
+        {"depthwise 3x3", 2, 1, 24, 24, 24, {37, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+        {"depthwise 5x5 stride 2", 2, 1, 24, 24, 24, {41, 40}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},
+        {"depthwise stride 3, x2", 2, 1, 16, 32, 16, {31, 35}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+        {"depthwise dilated 1-D", 1, 1, 20, 20, 20, {513}, {5}, {1}, {2}, {4}, {4}},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        run_conv(&specs[i], false);
+    run_conv(&specs[0], true);
+    run_conv(&specs[3], true);
+    run_conv(&specs[5], true);
+    test_elementwise_threads();
+    if (failures) {
+        fprintf(stderr, "test_conv_paths: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_conv_paths: ok\n");
+    return 0;
+}
