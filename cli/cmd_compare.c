@@ -80,6 +80,9 @@ static void compare_usage(FILE *f)
         "                       none, or a permutation (CONV = transpose(SRC, 0,2,3,1));\n"
         "                       SRC= :LAYOUT keeps the partner and sets the layout\n"
         "\n"
+        "  --threads N          threads of the reference kernels, the caller's included\n"
+        "                       (default 1)\n"
+        "\n"
         "Fixed tolerances (they override the noise-floor verdict for their outputs, and\n"
         "the report says so): an element passes when |target - ref| <= atol +\n"
         "rtol*|ref|; NaN against a number always fails, NaN against NaN only with\n"
@@ -153,7 +156,7 @@ static int parse_args(int argc, char **argv, cmp_args *a)
         {"inputs", required_argument, NULL, 'i'},       {"random", required_argument, NULL, 'r'},
         {"task", required_argument, NULL, 'k'},         {"threshold", required_argument, NULL, 't'},
         {"outputs-from", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
-        CLI_OPTS_VIEWS,
+        {"threads", required_argument, NULL, 'T'},      CLI_OPTS_VIEWS,
         {"against", required_argument, NULL, CLI_OPT_AGAINST},
         {"map", required_argument, NULL, CLI_OPT_MAP}, CLI_OPTS_RUNNER, CLI_OPTS_END};
     cg_parity_options *o = &a->opt;
@@ -197,6 +200,10 @@ static int parse_args(int argc, char **argv, cmp_args *a)
                 return CG_EXIT_ERROR;
             break;
         }
+        case 'T':
+            if (!cli_parse_threads("compare", optarg, &o->threads))
+                return CG_EXIT_ERROR;
+            break;
         case 'h': compare_usage(stdout); return -1;
         default: return CG_EXIT_ERROR;
         }

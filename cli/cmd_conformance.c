@@ -19,6 +19,8 @@ typedef struct conf_args {
     const char *dir, *filter, *expect, *update;
     bool json, verbose, fork_tests, fp64;
     int timeout_s;
+    int threads;  /* --threads */
+    cg_simd simd; /* --simd */
 } conf_args;
 
 static void conf_usage(FILE *f)
@@ -61,6 +63,8 @@ static void conf_usage(FILE *f)
         "  --fp64                 run in the float64 reference mode (every float\n"
         "                         computed in double, docs/float64.md); float outputs\n"
         "                         are rounded to the expected type, then judged as above\n"
+        "  --threads N            run the reference kernels on N threads (default 1)\n"
+        "  --simd LEVEL           vector code: auto (default), portable, avx2, avx512\n"
         "\n"
         "Exit status: 0 all tests passed (or, with --expect, no deviation), 1 a test\n"
         "failed (or deviated), 2 usage or I/O error.\n");
@@ -87,6 +91,14 @@ static int parse_args(int argc, char **argv, conf_args *a)
             a->fork_tests = false;
         } else if (!strcmp(arg, "--fp64")) {
             a->fp64 = true;
+        } else if (!strcmp(arg, "--threads")) {
+            if (!cli_parse_threads("conformance", val, &a->threads))
+                return CG_EXIT_ERROR;
+            i++;
+        } else if (!strcmp(arg, "--simd")) {
+            if (!cli_parse_simd("conformance", val, &a->simd))
+                return CG_EXIT_ERROR;
+            i++;
         } else if (!strcmp(arg, "--filter") || !strcmp(arg, "--expect") ||
                    !strcmp(arg, "--update-expect") || !strcmp(arg, "--timeout")) {
             if (!val) {
@@ -161,8 +173,13 @@ int cmd_conformance(int argc, char **argv)
     }
     if (!count && a.filter)
         cli_error("conformance", "no test name contains '%s'", a.filter);
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    ro.float64 = a.fp64;
+    ro.threads = a.threads;
+    ro.simd = a.simd;
     cg_conf_view v = {tests, count, 0, 0, 0, a.expect, NULL, 0};
-    cg_conf_options co = {a.fork_tests, a.timeout_s, a.fp64, cli_progress(),
+    cg_conf_options co = {a.fork_tests, a.timeout_s, &ro, cli_progress(),
                           a.json ? NULL : print_test, &a};
     cg_conf_run_all(tests, count, &co, &v.passed, &v.failed, &v.skipped);
     cli_progress_clear();

@@ -68,6 +68,8 @@ static void gate_usage(FILE *f)
           "  --threshold T       --task segment's mask threshold (default 0.5)\n"
           "  --accumulate fp32   fp16 targets accumulate reductions in fp32 (default: as the\n"
           "                      profile says)\n"
+          "  --threads N         threads of the reference kernels, the caller's included\n"
+          "                      (default 1)\n"
           "\n"
           "Converted models and the real LiteRT:\n"
           "  --source SOURCE     MODEL is a conversion of SOURCE (ONNX or .tflite): gate 3\n"
@@ -176,6 +178,7 @@ int cmd_gate(int argc, char **argv)
                                                CLI_OPT_AGAINST},
                                               {"map", required_argument, NULL, CLI_OPT_MAP},
                                               CLI_OPTS_RUNNER,
+                                              {"threads", required_argument, NULL, 'T'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
@@ -224,6 +227,10 @@ int cmd_gate(int argc, char **argv)
             if (!cli_parse_real("gate", "threshold", optarg, &opt.threshold))
                 goto done;
             have_threshold = true;
+            break;
+        case 'T':
+            if (!cli_parse_threads("gate", optarg, &opt.threads))
+                goto done;
             break;
         case 'j':
             /* checked now: an unwritable report path must not cost a whole gate */

@@ -70,9 +70,14 @@ static void run_usage(FILE *f)
         "  --repeat N           after the first run (which plans memory), run N more\n"
         "                       times on the same inputs and report the median, min\n"
         "                       and max of those warm runs; time_ms is then the\n"
-        "                       median, and --json adds timing:{first_ms, median_ms,\n"
-        "                       min_ms, max_ms, runs}. Single-threaded unless\n"
-        "                       OPENBLAS_NUM_THREADS says otherwise\n"
+        "                       median, and --json adds timing:{load_ms, init_ms,\n"
+        "                       first_ms, median_ms, min_ms, max_ms, cpu_median_ms,\n"
+        "                       runs, threads} (cpu: the process's CPU time per warm\n"
+        "                       run, which on a busy machine is steadier than wall)\n"
+        "  --threads N          threads of the reference kernels, the caller's included\n"
+        "                       (default 1: single-threaded)\n"
+        "  --simd LEVEL         vector code of the kernels: auto (default: $CG_SIMD,\n"
+        "                       else the best the CPU has), portable, avx2, avx512\n"
         "\n"
         "Limits:\n"
         "  --max-alloc BYTES    fail any single allocation above BYTES (suffixes\n"
@@ -112,6 +117,8 @@ typedef struct run_args {
     size_t max_alloc;
     uint64_t repeat;
     bool fp64; /* --fp64: the float64 reference mode */
+    int threads;  /* --threads */
+    cg_simd simd; /* --simd */
     cli_inputs in;
     cli_targets targets;
     cli_against runner;       /* --runner, --precision */
@@ -125,7 +132,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"sample", required_argument, NULL, 'n'},     {"random", no_argument, NULL, 'r'},
         {"output-dir", required_argument, NULL, 'o'}, CLI_OPTS_ACCUMULATE,
         {"repeat", required_argument, NULL, 'R'},     {"max-alloc", required_argument, NULL, 'M'},
-        {"fp64", no_argument, NULL, 'F'},             CLI_OPTS_RUNNER,
+        {"fp64", no_argument, NULL, 'F'},             {"threads", required_argument, NULL, 'T'},
+        {"simd", required_argument, NULL, 'S'},       CLI_OPTS_RUNNER,
         CLI_OPTS_END};
     int c;
     bool started = false;
@@ -137,6 +145,14 @@ static int parse_args(int argc, char **argv, run_args *a)
         case 'n': a->sample = optarg; break;
         case 'r': a->random = true; break;
         case 'F': a->fp64 = true; break;
+        case 'T':
+            if (!cli_parse_threads("run", optarg, &a->threads))
+                return CG_EXIT_ERROR;
+            break;
+        case 'S':
+            if (!cli_parse_simd("run", optarg, &a->simd))
+                return CG_EXIT_ERROR;
+            break;
         case 'o': a->out_dir = optarg; break;
         case 'R':
             if (!cli_parse_count(optarg, 1000000, &a->repeat)) {
@@ -242,6 +258,21 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* The process's CPU time (every thread), in ms. */
+static double cpu_ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Sorts v[0..n) and returns its median (n > 0). */
+static double median_of(double *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int cmd_run(int argc, char **argv)
 {
     int rc = CG_EXIT_ERROR;
@@ -269,9 +300,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     rc = CG_EXIT_ERROR;
-    if (!(model = cli_model_for("run", a.model_path, &a.in, &a.targets)) ||
-        !build_sample(&a, model, &s))
+    double t_load = now_ms();
+    if (!(model = cli_model_for("run", a.model_path, &a.in, &a.targets)))
         goto done;
+    double load_ms = now_ms() - t_load;
+    if (!build_sample(&a, model, &s))
+        goto done;
+    double t_init = now_ms();
     if (a.runner.runner.kind) {
         if (run_in_litert(&a, model, &s, &ag, &outs, &out_count, &err) != CG_OK) {
             cli_error("run", "%s", err.msg);
@@ -289,6 +324,7 @@ int cmd_run(int argc, char **argv)
         o.random = &a.in.random;
         o.accumulate_fp32 = a.targets.accumulate == 2;
         o.max_alloc_bytes = a.max_alloc;
+        o.threads = a.threads;
         if (cg_target_path_init(model, &o, &tp, &err) != CG_OK) {
             cli_error("run", "target path: %s", err.msg);
             goto done;
@@ -299,6 +335,8 @@ int cmd_run(int argc, char **argv)
         if (a.max_alloc)
             ro.max_alloc_bytes = a.max_alloc;
         ro.float64 = a.fp64;
+        ro.threads = a.threads;
+        ro.simd = a.simd;
         if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
             cli_error("run", "%s", err.msg);
             rc = err.status == CG_UNSUPPORTED || err.status == CG_RUNTIME ? CG_EXIT_FAIL
@@ -306,25 +344,29 @@ int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    double init_ms = now_ms() - t_init;
     /* the first run builds the memory plan; with --repeat, the warm runs
-     * after it are timed apart and summarized by their median */
+     * after it are timed apart (wall and process CPU time) and summarized
+     * by their median */
     cg_status st = CG_OK;
-    double first_ms = 0, ms = 0;
+    double first_ms = 0, ms = 0, cpu_ms = 0;
     for (uint64_t r = 0; r <= a.repeat && st == CG_OK && !ag; r++) {
-        if (r == 1 && !(warm = malloc(a.repeat * sizeof *warm))) {
+        if (r == 1 && !(warm = malloc(2 * a.repeat * sizeof *warm))) {
             cli_error("run", "out of memory");
             goto done;
         }
         cg_runtime_free_outputs(outs, out_count);
         outs = NULL;
         out_count = 0;
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = cpu_ms_now();
         st = tp ? cg_target_path_run(tp, s.inputs, s.input_count, &outs, &out_count, &err)
                 : cg_runtime_run(rt, s.inputs, s.input_count, &outs, &out_count, &err);
-        if (r == 0)
+        if (r == 0) {
             first_ms = ms = now_ms() - t0;
-        else
+        } else {
             warm[r - 1] = now_ms() - t0;
+            warm[a.repeat + r - 1] = cpu_ms_now() - c0;
+        }
     }
     if (st != CG_OK) {
         cli_error("run", "%s", err.msg);
@@ -337,8 +379,8 @@ int cmd_run(int argc, char **argv)
         cli_warn("run", "%.*s", (int)(nl - w), w);
     }
     if (a.repeat) {
-        qsort(warm, a.repeat, sizeof *warm, cmp_double);
-        ms = a.repeat % 2 ? warm[a.repeat / 2] : (warm[a.repeat / 2 - 1] + warm[a.repeat / 2]) / 2;
+        ms = median_of(warm, a.repeat);
+        cpu_ms = median_of(warm + a.repeat, a.repeat);
     }
     if (a.out_dir && cg_samples_write_outputs(model, a.out_dir, outs, out_count, &paths, &err) !=
                          CG_OK) {
@@ -354,7 +396,8 @@ int cmd_run(int argc, char **argv)
         first_ms = ms = rr->seconds * 1e3;
     cg_run_view view = {outs, out_count, paths, tp ? a.targets.label : NULL, residency,
                         as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
-                        first_ms, ms, warm, (size_t)a.repeat};
+                        first_ms, ms, warm, (size_t)a.repeat, load_ms, init_ms, cpu_ms,
+                        a.threads};
     rc = CG_EXIT_OK;
     if (cli_json_on()) {
         json_t *result = cg_report_run_json(&view);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "convgate/progress.h"
+#include "convgate/runtime.h"
 #include "convgate/status.h"
 
 #ifdef __cplusplus
@@ -59,16 +60,18 @@ typedef struct cg_conf_manifest {
 CG_API bool cg_conf_collect(const char *dir, const char *filter, cg_conf_test **out, size_t *count,
                             char *suite, size_t suite_cap, bool *single_test, cg_error *err);
 CG_API void cg_conf_tests_free(cg_conf_test *tests, size_t count);
-/* Runs one test: status, reason and ms filled. With fp64, in the float64
- * reference mode (cg_runtime_options.float64), each float output rounded
- * to the expected type before it is judged. */
-CG_API void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64);
+/* Runs one test: status, reason and ms filled. opt (NULL: the defaults)
+ * gives the runtime's float64, threads and simd (the runner sets the
+ * allocation limit). In the float64 reference mode each float output is
+ * rounded to the expected type before it is judged. */
+CG_API void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s,
+                        const cg_runtime_options *opt);
 
 /* A whole run: every test in order, as cg_conf_run does each. */
 typedef struct cg_conf_options {
     bool isolate;
     int timeout_s;
-    bool fp64;
+    const cg_runtime_options *runtime; /* as cg_conf_run's opt */
     cg_progress progress; /* "conformance", tests, the test about to run */
     /* after each test (e.g. to print its line), or NULL */
     void (*done)(void *user, const cg_conf_test *t);

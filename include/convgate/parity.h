@@ -174,6 +174,7 @@ typedef struct cg_parity_options {
     /* the samples carry expected outputs (a golden set): no reference runs,
      * the floors are the recorded ones */
     bool golden;
+    int threads;                     /* the reference kernels' threads (runtime options) */
 } cg_parity_options;
 
 typedef struct cg_parity_report {

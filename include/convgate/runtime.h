@@ -58,9 +58,9 @@ typedef enum cg_simd {
 } cg_simd;
 
 /* "auto", "portable", "avx2", "avx512". */
-const char *cg_simd_name(cg_simd s);
+CG_API const char *cg_simd_name(cg_simd s);
 /* Parses a cg_simd_name; false when unknown. */
-bool cg_simd_parse(const char *name, cg_simd *out);
+CG_API bool cg_simd_parse(const char *name, cg_simd *out);
 
 typedef struct cg_runtime_options {
     size_t max_alloc_bytes; /* one allocation above this fails with CG_LIMIT; 0 = default 4 GiB */

@@ -35,6 +35,7 @@ typedef struct cg_target_path_options {
     bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
     bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
     size_t max_alloc_bytes;          /* 0: runtime default */
+    int threads;                     /* cg_runtime_options.threads of the path's runtime */
     /* as cg_runtime_options.observe: every value the main graph produces
      * that is visible on this path (partition outputs, CPU node outputs) */
     cg_status (*observe)(void *user, const cg_node *node, const char *name,

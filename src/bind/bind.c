@@ -638,7 +638,7 @@ static int do_run(bind_ctx *c, json_t **result)
         cg_assign_residency(as, residency, sizeof residency);
     cg_run_view view = {outs, out_count, NULL, tp ? c->label : NULL, residency,
                         as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
-                        0, 0, NULL, 0};
+                        0, 0, NULL, 0, 0, 0, 0, 1};
     if (!rc && !(*result = cg_report_run_json(&view)))
         rc = bind_error(c, "out of memory");
 done:

@@ -204,6 +204,9 @@ typedef struct cg_run_view {
     double first_ms, median_ms;
     const double *warm_ms;   /* repeat values, ascending */
     size_t repeat;
+    double load_ms, init_ms; /* model load; runtime (or target path) set-up */
+    double cpu_median_ms;    /* process CPU time per warm run, median */
+    int threads;             /* the reference kernels' threads */
 } cg_run_view;
 
 void cg_report_run_text(FILE *f, const cg_run_view *v);

@@ -141,11 +141,15 @@ json_t *cg_report_run_json(const cg_run_view *v)
     cg_json_set(root, "time_ms", cg_json_number(v->median_ms));
     if (v->repeat) {
         timing = json_object();
+        cg_json_set(timing, "load_ms", cg_json_number(v->load_ms));
+        cg_json_set(timing, "init_ms", cg_json_number(v->init_ms));
         cg_json_set(timing, "first_ms", cg_json_number(v->first_ms));
         cg_json_set(timing, "median_ms", cg_json_number(v->median_ms));
         cg_json_set(timing, "min_ms", cg_json_number(v->warm_ms[0]));
         cg_json_set(timing, "max_ms", cg_json_number(v->warm_ms[v->repeat - 1]));
+        cg_json_set(timing, "cpu_median_ms", cg_json_number(v->cpu_median_ms));
         cg_json_set(timing, "runs", json_integer((json_int_t)v->repeat));
+        cg_json_set(timing, "threads", json_integer(v->threads > 1 ? v->threads : 1));
     }
     cg_json_set(root, "timing", timing ? timing : json_null());
     return root;

@@ -168,8 +168,9 @@ static cg_status demote_like(cg_value *got, const cg_value *want, cg_error *err)
 
 /* Runs every data set of one test; writes status and reason. Runs in the
  * child process (or in-process with --no-fork). */
-static cg_conf_status run_test(const char *dir, bool fp64, char *reason)
+static cg_conf_status run_test(const char *dir, const cg_runtime_options *opt, char *reason)
 {
+    bool fp64 = opt && opt->float64;
     cg_conf_status result = CG_CONF_FAIL;
     cg_error err;
     cg_model *model = NULL;
@@ -215,8 +216,9 @@ static cg_conf_status run_test(const char *dir, bool fp64, char *reason)
 
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
+    if (opt)
+        ro = *opt;
     ro.max_alloc_bytes = CONF_MAX_ALLOC;
-    ro.float64 = fp64;
     if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
         reasonf(reason, "init: %s", err.msg);
         goto done;
@@ -354,7 +356,7 @@ static double now_ms(void)
 }
 
 /* Runs one test in a forked child with a timeout. */
-static void run_isolated(cg_conf_test *t, int timeout_s, bool fp64)
+static void run_isolated(cg_conf_test *t, int timeout_s, const cg_runtime_options *opt)
 {
     int fds[2];
     char buf[CG_CONF_REASON_MAX + 8];
@@ -377,7 +379,7 @@ static void run_isolated(cg_conf_test *t, int timeout_s, bool fp64)
         char reason[CG_CONF_REASON_MAX];
         reason[0] = '\0';
         close(fds[0]);
-        cg_conf_status st = run_test(t->dir, fp64, reason);
+        cg_conf_status st = run_test(t->dir, opt, reason);
         int n = snprintf(buf, sizeof buf, "%c%s", "PFS"[st], reason);
         size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
         size_t off = 0;
@@ -710,14 +712,14 @@ void cg_conf_tests_free(cg_conf_test *tests, size_t count)
     free(tests);
 }
 
-void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, bool fp64)
+void cg_conf_run(cg_conf_test *t, bool isolate, int timeout_s, const cg_runtime_options *opt)
 {
     double t0 = now_ms();
     if (isolate) {
-        run_isolated(t, timeout_s, fp64);
+        run_isolated(t, timeout_s, opt);
     } else {
         t->reason[0] = '\0';
-        t->status = run_test(t->dir, fp64, t->reason);
+        t->status = run_test(t->dir, opt, t->reason);
     }
     t->ms = now_ms() - t0;
 }
@@ -728,7 +730,7 @@ void cg_conf_run_all(cg_conf_test *tests, size_t count, const cg_conf_options *o
     size_t n[3] = {0, 0, 0};
     for (size_t i = 0; i < count; i++) {
         cg_progress_report(&opt->progress, "conformance", "tests", i, count, tests[i].name);
-        cg_conf_run(&tests[i], opt->isolate, opt->timeout_s, opt->fp64);
+        cg_conf_run(&tests[i], opt->isolate, opt->timeout_s, opt->runtime);
         if ((unsigned)tests[i].status < 3)
             n[tests[i].status]++;
         if (opt->done)

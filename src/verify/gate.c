@@ -328,6 +328,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     po.threshold = opt->threshold;
     po.detect = opt->detect;
     po.max_alloc_bytes = opt->max_alloc_bytes;
+    po.threads = opt->threads;
     po.golden = opt->samples->samples[0].expected != NULL;
     po.outputs_from = opt->outputs_from;
     po.outputs_reduced = opt->outputs_reduced;
@@ -417,6 +418,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         tpo.random = opt->random;
         tpo.accumulate_fp32 = opt->accumulate_fp32;
         tpo.max_alloc_bytes = opt->max_alloc_bytes;
+        tpo.threads = opt->threads;
         tpo.dims = binds;
         tpo.dim_count = cg_sample_dims(model, opt->dims, opt->dim_count, s, binds,
                                        CG_PARITY_MAX_DIMS);

@@ -208,6 +208,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         cg_sample_path_init(&j->sp, model, opt->targets, opt->target_count, opt->dims,
                             opt->dim_count, opt->random, j->base.accumulate_fp32,
                             opt->max_alloc_bytes);
+        j->sp.options.threads = opt->threads;
         j->sp_on = true;
     }
     /* the fp32 reference, when neither the floors nor a golden set give it,
@@ -218,6 +219,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
         if (opt->max_alloc_bytes)
             ro.max_alloc_bytes = opt->max_alloc_bytes;
+        ro.threads = opt->threads;
         if ((st = cg_runtime_init(model, &ro, &j->rt, err)) != CG_OK) {
             cg_error_prefix(err, "reference runtime: ");
             goto fail;

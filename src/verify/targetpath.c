@@ -266,6 +266,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     if (opt->max_alloc_bytes)
         ro.max_alloc_bytes = opt->max_alloc_bytes;
+    ro.threads = opt->threads;
     ro.assignment = p->assign;
     ro.types = p->types;
     ro.node_precision = p->reduced ? p->node_prec : NULL;
