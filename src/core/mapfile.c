@@ -1,4 +1,7 @@
 /* POSIX mmap wrappers (see mapfile.h). */
+/* MAP_ANONYMOUS and madvise advice are not in POSIX 2008: ask glibc for them
+ * here, the one file that maps memory. */
+#define _DEFAULT_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -53,6 +56,25 @@ bool cg_mapping_lookup(const void *addr, const char **label, size_t *size)
         }
     }
     return false;
+}
+
+void *cg_map_anon(size_t bytes)
+{
+    if (!bytes)
+        return NULL;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: fine if refused */
+#endif
+    return p;
+}
+
+void cg_unmap_anon(void *p, size_t bytes)
+{
+    if (p && bytes)
+        munmap(p, bytes);
 }
 
 cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err)

@@ -46,4 +46,10 @@ void cg_mappings_free(cg_mapping *m);
  * its label and mapped size. For SIGBUS handlers (see above). */
 bool cg_mapping_lookup(const void *addr, const char **label, size_t *size);
 
+/* bytes of fresh zeroed memory for bulk data (initializer copies), asked of
+ * the kernel in transparent huge pages where it allows them: one fault per
+ * 2 MiB instead of per 4 KiB. NULL when it cannot be had. */
+void *cg_map_anon(size_t bytes);
+void cg_unmap_anon(void *p, size_t bytes);
+
 #endif

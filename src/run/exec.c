@@ -300,6 +300,10 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     rt->warnings_len = 0;
     if (rt->warnings)
         rt->warnings[0] = '\0';
+    if (!rt->materialized) { /* initializer copies left for the first run */
+        cg_plan_materialize(rt->main, rt->pool);
+        rt->materialized = true;
+    }
     const cg_plan *p = rt->main;
     const cg_graph *g = p->graph;
     cg_exec f;

@@ -174,6 +174,7 @@ struct cg_runtime {
     struct cg_threadpool *pool; /* opt.threads > 1: the kernels' workers */
     cg_simd simd;               /* resolved opt.simd */
     cg_scratch_stack scratch;   /* kernel scratch, kept across runs (buffers.c) */
+    bool materialized;          /* the first run made the initializer copies */
     cg_buffer_pool buffers;     /* freed value buffers for reuse (buffers.c) */
 };
 
@@ -226,6 +227,12 @@ static inline int32_t cg_plan_slot(const cg_plan *p, const char *name)
     size_t s = cg_strmap_get(&p->names, name);
     return s == CG_STRMAP_NONE ? -1 : (int32_t)s;
 }
+/* Makes the initializer copies plan_initializers left for the first run,
+ * in p and its subgraphs (split over pool's threads); then every INIT
+ * value's data is readable. cg_plan_materialize_slot makes one. */
+struct cg_threadpool;
+void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool);
+void cg_plan_materialize_slot(cg_plan *p, int32_t slot);
 void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,

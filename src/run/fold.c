@@ -118,6 +118,15 @@ static size_t value_bytes(const cg_value *v)
     return b;
 }
 
+/* The initializer copies the step reads, made now (plan.c leaves them for
+ * the first run). */
+static void materialize_inputs(cg_plan *p, const cg_step *st)
+{
+    for (size_t i = 0; i < st->node->input_count; i++)
+        if (st->in[i].up == 0 && st->in[i].slot >= 0 && p->slot_kind[st->in[i].slot] == CG_SLOT_INIT)
+            cg_plan_materialize_slot(p, st->in[i].slot);
+}
+
 static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
 {
     cg_exec f;
@@ -133,6 +142,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
             cg_kernel_fn prep = step->node->op_type && runs_as_written(rt, p, step)
                                     ? prepare_fn(step->node) : NULL;
             if (prep) {
+                materialize_inputs(p, step);
                 cg_error local;
                 cg_error_clear(&local);
                 f.err = &local;
@@ -146,6 +156,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
         for (size_t i = 0; i < n->input_count; i++)
             if (step->in[i].slot >= 0)
                 in_bytes += value_bytes(f.vals[step->in[i].slot]);
+        materialize_inputs(p, step);
         cg_error local;
         cg_error_clear(&local);
         f.err = &local;

@@ -16,6 +16,8 @@
 #include "core/arena.h"
 #include "ir/walk.h"
 #include "convgate/budget.h"
+#include "core/mapfile.h"
+#include "core/threadpool.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 
@@ -28,10 +30,23 @@ typedef struct plan_build {
     cg_error *err;
 } plan_build;
 
-/* The plan's arena is stashed in a hidden slot so cg_plan_free can find it. */
+/* The plan's arena is stashed in a hidden slot so cg_plan_free can find it,
+ * with the block holding aligned copies of misaligned initializers. */
+typedef struct init_copy {
+    int32_t slot;
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t len;
+} init_copy;
+
 typedef struct plan_box {
     cg_plan plan;
     cg_arena *arena;
+    uint8_t *init_block;
+    size_t init_block_bytes;
+    /* copies into init_block not made yet (cg_plan_materialize) */
+    init_copy *pending;
+    size_t pending_count;
 } plan_box;
 
 static cg_status add_capture(plan_build *b, const char *name)
@@ -277,12 +292,98 @@ static cg_status reserve_init(plan_build *b, const cg_value *v, const char *name
     return st;
 }
 
+/* The payload of an initializer the runtime can use in place once it is
+ * aligned: fixed-size elements in raw_data or external data. NULL else. */
+static const cg_bytes *raw_payload(const cg_tensor_proto *tp)
+{
+    if (!tp->has_data_type || !cg_dtype_valid(tp->data_type))
+        return NULL;
+    cg_dtype dt = (cg_dtype)tp->data_type;
+    if (dt == CG_DTYPE_STRING || dt == CG_DTYPE_BOOL || cg_dtype_size(dt) == 0)
+        return NULL;
+    const cg_bytes *raw = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL
+                              ? &tp->external_payload : &tp->raw_data;
+    return raw->data && raw->len ? raw : NULL;
+}
+
+#define INIT_ALIGN 64u
+
+/* Exporters put raw_data at any byte offset, so most weights cannot be used
+ * in place: they are copied, all into one block of fresh memory (huge pages
+ * where the kernel gives them; one allocation instead of one per tensor,
+ * which page-faulted every 4 KiB of vit_b_16's 346 MB). Returns the block
+ * (NULL when nothing needs it or it cannot be had: then every tensor is
+ * copied on its own, as before). */
+static uint8_t *plan_init_block(const cg_graph *g, size_t *bytes)
+{
+    size_t total = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < g->initializer_count; i++) {
+        const cg_bytes *raw = raw_payload(&g->initializers[i]);
+        if (!raw || (uintptr_t)raw->data % cg_dtype_size((cg_dtype)g->initializers[i].data_type) == 0)
+            continue;
+        if (raw->len > SIZE_MAX - total - INIT_ALIGN)
+            return NULL;
+        total += (raw->len + INIT_ALIGN - 1) / INIT_ALIGN * INIT_ALIGN;
+    }
+    uint8_t *block = total ? cg_map_anon(total) : NULL;
+    if (block)
+        *bytes = total;
+    return block;
+}
+
 static cg_status plan_initializers(plan_build *b)
 {
     cg_plan *p = b->p;
     const cg_graph *g = p->graph;
+    plan_box *box = (plan_box *)p;
+    box->init_block = plan_init_block(g, &box->init_block_bytes);
+    if (box->init_block) { /* its copies are borrowed below: the block is what counts */
+        cg_status st = cg_budget_reserve(b->rt->budget, box->init_block_bytes,
+                                         "aligned copies of the initializers", b->err);
+        if (st != CG_OK) {
+            cg_unmap_anon(box->init_block, box->init_block_bytes);
+            box->init_block = NULL;
+            box->init_block_bytes = 0;
+            return st;
+        }
+        p->init_reserved += box->init_block_bytes;
+    }
+    size_t used = 0;
+    /* The copies wait for the first run (first touches, as the runtime's
+     * other first-run work) unless something reads initializers at init:
+     * float64 promotion, fp16 emulation's rounded copies, a delegate. */
+    const cg_runtime_options *o = &b->rt->opt;
+    bool lazy = !o->float64 && !o->node_precision && !o->assignment;
+    if (box->init_block && lazy) {
+        box->pending = calloc(g->initializer_count + 1, sizeof *box->pending);
+        if (!box->pending)
+            lazy = false;
+    }
     for (size_t i = 0; i < g->initializer_count; i++) {
         const cg_tensor_proto *tp = &g->initializers[i];
+        cg_tensor_proto aligned;
+        const cg_bytes *raw = box->init_block ? raw_payload(tp) : NULL;
+        init_copy *later = NULL;
+        if (raw && (uintptr_t)raw->data % cg_dtype_size((cg_dtype)tp->data_type) != 0) {
+            /* the same tensor, its payload copied to an aligned place */
+            uint8_t *dst = box->init_block + used;
+            if (lazy) {
+                later = &box->pending[box->pending_count];
+                later->dst = dst;
+                later->src = raw->data;
+                later->len = raw->len;
+            } else {
+                memcpy(dst, raw->data, raw->len);
+            }
+            used += (raw->len + INIT_ALIGN - 1) / INIT_ALIGN * INIT_ALIGN;
+            aligned = *tp;
+            if (raw == &tp->external_payload)
+                aligned.external_payload.data = dst;
+            else
+                aligned.raw_data.data = dst;
+            tp = &aligned;
+        }
         if (!tp->name || !tp->name[0])
             return cg_error_set(b->err, CG_INVALID, "initializer %zu has no name", i);
         if (cg_plan_slot(p, tp->name) >= 0)
@@ -299,6 +400,10 @@ static cg_status plan_initializers(plan_build *b)
             return st;
         }
         p->init_borrowed[s] = borrowed;
+        if (later) {
+            later->slot = s;
+            box->pending_count++;
+        }
         if (b->rt->opt.float64 && cg_fp64_leaks(p->init_values[s])) {
             /* converted once; the double copy is the plan's own */
             if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
@@ -472,8 +577,58 @@ void cg_plan_free(cg_plan *p)
         cg_budget_release(p->budget, p->init_reserved);
     free(p->captures);
     cg_strmap_free(&p->names);
+    free(box->pending);
+    cg_unmap_anon(box->init_block, box->init_block_bytes);
     cg_arena_free(box->arena);
     free(box);
+}
+
+/* --- initializer copies made at the first run ----------------------------------- */
+
+typedef struct materialize_job {
+    plan_box *box;
+    size_t bytes; /* total pending */
+} materialize_job;
+
+/* Thread t copies the pending tensors whose bytes start in its share. */
+static void materialize_task(void *arg, int t, int n)
+{
+    const materialize_job *j = arg;
+    int64_t lo, hi;
+    cg_kernel_share((int64_t)j->bytes, 1, t, n, &lo, &hi);
+    size_t at = 0;
+    for (size_t i = 0; i < j->box->pending_count; i++) {
+        const init_copy *c = &j->box->pending[i];
+        if ((int64_t)at >= lo && (int64_t)at < hi)
+            memcpy(c->dst, c->src, c->len);
+        at += c->len;
+    }
+}
+
+void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool)
+{
+    plan_box *box = (plan_box *)p;
+    if (box->pending_count) {
+        materialize_job j = {box, 0};
+        for (size_t i = 0; i < box->pending_count; i++)
+            j.bytes += box->pending[i].len;
+        cg_threadpool_run(pool, materialize_task, &j);
+        box->pending_count = 0;
+    }
+    for (size_t si = 0; si < p->step_count; si++)
+        for (size_t k = 0; k < p->steps[si].sub_count; k++)
+            cg_plan_materialize(p->steps[si].subs[k].plan, pool);
+}
+
+void cg_plan_materialize_slot(cg_plan *p, int32_t slot)
+{
+    plan_box *box = (plan_box *)p;
+    for (size_t i = 0; i < box->pending_count; i++)
+        if (box->pending[i].slot == slot) {
+            memcpy(box->pending[i].dst, box->pending[i].src, box->pending[i].len);
+            box->pending[i] = box->pending[--box->pending_count];
+            return;
+        }
 }
 
 /* --- memory plan ------------------------------------------------------------ */
