@@ -174,6 +174,7 @@ static void conv_out_dims(const conv_geom *g, bool transpose, int64_t *dims)
 /* ---- float32 Conv on the convolution GEMM (packgemm.h) ---------------------------- */
 
 typedef struct conv_store_ctx {
+    const cg_simd_ops *ops;
     float *y;          /* output planes of this image and group */
     const float *bias; /* per output channel of the group, or NULL */
     int32_t *yi;       /* the same for the integer convs */
@@ -186,13 +187,8 @@ static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_
                        int64_t m0, int64_t m1)
 {
     const conv_store_ctx *s = ctx;
-    for (int64_t m = m0; m < m1; m++) {
-        const float *cm = c + (m - m0);
-        float *restrict yr = s->y + m * s->plane + p0;
-        float bv = s->bias ? s->bias[m] : 0.0f;
-        for (int64_t i = 0; i < np; i++)
-            yr[i] = cm[i * ld] + bv;
-    }
+    s->ops->tile_store(s->y + m0 * s->plane + p0, s->plane, c, ld, np, m1 - m0,
+                       s->bias ? s->bias + m0 : NULL);
 }
 
 /* Integer tile -> int32 planes, plus the int32 bias (wrapping). */
@@ -363,7 +359,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
         pos[p] = o;
     }
     bool exact = out->yi != NULL;
-    conv_store_ctx sc = {NULL, NULL, NULL, NULL, on};
+    conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on};
     for (int64_t n = 0; n < g->n; n++) {
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * in_n;
@@ -503,7 +499,7 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                 return cs;
             ok = true;
         } else {
-            conv_store_ctx sc = {yf, bf, NULL, NULL, 0};
+            conv_store_ctx sc = {NULL, yf, bf, NULL, NULL, 0};
             static const int ins[2] = {1, -1};
             cg_status cs = conv_gemm(k, xf, wt, NULL, ins, g, &sc);
             if (cs != CG_OK)
@@ -784,7 +780,7 @@ static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
             for (int64_t i = 0; i < x->numel; i++)
                 xf[i] = (float)((int32_t)xs[i] - z);
         }
-        conv_store_ctx sc = {NULL, NULL, acc, bias, 0};
+        conv_store_ctx sc = {NULL, NULL, NULL, acc, bias, 0};
         return conv_gemm(k, xf, wt, wzp, ins, g, &sc);
     }
     int32_t *xs = NULL, *ws = NULL;

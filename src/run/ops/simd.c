@@ -119,6 +119,17 @@ void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w
         }
 }
 
+void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
+                          int64_t nc, const float *bias)
+{
+    for (int64_t j = 0; j < nc; j++) {
+        float bv = bias ? bias[j] : 0.0f;
+        float *yr = y + j * plane;
+        for (int64_t i = 0; i < np; i++)
+            yr[i] = c[i * ld + j] + bv;
+    }
+}
+
 static const cg_simd_ops portable = {
     CG_SIMD_PORTABLE,
     cg_simd_exp_f32_c,
@@ -134,6 +145,7 @@ static const cg_simd_ops portable = {
     cg_simd_f32_to_fp16_c,
     cg_simd_quantize_u8_c,
     cg_simd_dw_plane_c,
+    cg_simd_tile_store_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
 };

@@ -60,6 +60,12 @@ typedef struct cg_simd_ops {
     void (*dw_plane)(float *y, const float *xp, int64_t pitch, const float *w, int64_t kh_n,
                      int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh, int64_t sw,
                      int64_t dh, int64_t dw, float bias);
+    /* The convolution GEMM's store: tile c holds np positions of nc
+     * channels (c[i*ld + j]); y[j*plane + i] = c[i*ld + j] + (bias ?
+     * bias[j] : 0) for i < np, j < nc (a transpose, in 8 x 8 blocks on the
+     * vector levels). */
+    void (*tile_store)(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
+                       int64_t nc, const float *bias);
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
@@ -92,6 +98,8 @@ void cg_simd_quantize_u8_c(uint8_t *y, const float *x, int64_t n, float scale, f
 void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w,
                         int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
                         int64_t sw, int64_t dh, int64_t dw, float bias);
+void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
+                          int64_t nc, const float *bias);
 void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
                  const int64_t *pos, float *c, int acc);
 
