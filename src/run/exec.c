@@ -74,6 +74,7 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
         goto fail;
     if ((st = cg_fold_constants(rt, err)) != CG_OK)
         goto fail;
+    cg_fuse_activations(rt);
     rt->record_bytes = calloc(rt->main->slot_count + 1, sizeof *rt->record_bytes);
     if (!rt->record_bytes) {
         st = cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");

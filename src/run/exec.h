@@ -62,6 +62,12 @@ typedef struct cg_step {
     void *state;         /* the kernel's cache (cg_kernel_set_state) */
     void (*state_free)(void *);
     bool folded;         /* computed at init (fold.c): its outputs are INIT slots */
+    /* fusion (fuse.c): epi.kind != NONE on a producer whose output 0 may
+     * land, activated, in fused_slot; absorbed_final >= 0 on a step fused
+     * into an earlier one, skipped while that slot holds a value */
+    cg_epilogue epi;
+    int32_t fused_slot;
+    int32_t absorbed_final;
 } cg_step;
 
 typedef struct cg_plan {
@@ -214,6 +220,7 @@ struct cg_exec {
     bool is_main;
     bool use_arena;         /* main graph with a matching memory plan */
     bool recording;         /* main graph building a memory plan */
+    bool epi_taken;         /* the running step's kernel took its epilogue */
     cg_error *err;
 };
 
@@ -272,6 +279,8 @@ cg_status cg_frame_step(cg_exec *f, size_t si);
 cg_status cg_frame_prepare_step(cg_exec *f, size_t si, cg_kernel_fn fn);
 /* fold.c: runs the steps whose inputs are all constant, once (see there). */
 cg_status cg_fold_constants(cg_runtime *rt, cg_error *err);
+/* fuse.c: fuses activations into the convolutions before them (see there). */
+void cg_fuse_activations(cg_runtime *rt);
 /* Moves (when the frame owns them) or copies the graph outputs into outs. */
 cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_error *err);
 /* Scratch for the running step, released after its kernel; NULL above the

@@ -382,7 +382,9 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     cg_error *err = f->err;
     char lbl[256];
     f->step = si;
-    if (st->folded) { /* computed at init: its outputs are initializers */
+    /* computed at init (its outputs are initializers), or fused into an
+     * earlier step that already wrote its result */
+    if (st->folded || (st->absorbed_final >= 0 && f->vals[st->absorbed_final])) {
         for (size_t r = 0; release && r < st->release_count; r++)
             frame_drop(f, st->release[r]);
         return CG_OK;
@@ -416,6 +418,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         f->outs[i] = NULL;
         f->out_flags[i] = 0;
     }
+    f->epi_taken = false;
     cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
                        f->outs, n->output_count, f, err,
                        prec == CG_NODE_PREC_FP16_ACC16 ? CG_KPREC_FP16_ACC16 : CG_KPREC_FP32};
@@ -463,7 +466,8 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         return status;
     }
     for (size_t i = 0; i < n->output_count; i++) {
-        int32_t slot = st->out[i];
+        /* a taken epilogue: output 0 is the fused activation's output */
+        int32_t slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
         if (slot < 0) {
             cg_budget_release(cg_exec_budget(f), out_reserved[i]); /* dropped below */
             continue;

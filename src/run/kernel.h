@@ -150,6 +150,35 @@ void cg_kernel_share(int64_t count, int64_t align, int t, int n, int64_t *lo, in
 /* The vector instruction set this runtime's kernels use (never AUTO). */
 cg_simd cg_kernel_simd(const cg_kernel_ctx *k);
 
+/* --- fused activations (src/run/fuse.c, kernel_ext.c) ----------------------
+ * At init the executor may fuse the activation that alone reads a node's
+ * output 0 into that node (Conv then Relu, Clip, LeakyRelu, HardSwish, or
+ * x * Sigmoid(x)). The kernel sees it as an epilogue: if it calls
+ * cg_kernel_epilogue_take before allocating output 0, it must apply the
+ * activation to every element of output 0 itself (the result lands where
+ * the activation's output would have, and the activation's step is
+ * skipped); if it does not, nothing changes. The kernel applies it with
+ * the same arithmetic the activation's own kernel uses, so fusing never
+ * changes a value. */
+typedef enum cg_epilogue_kind {
+    CG_EPI_NONE = 0,
+    CG_EPI_RELU,      /* x < 0 ? 0 : x */
+    CG_EPI_CLIP,      /* x < a ? a : x, then > b ? b : */
+    CG_EPI_LEAKYRELU, /* x >= 0 ? x : a * x */
+    CG_EPI_HARDSWISH, /* the vector tables' hardswish (1/6, 1/2) */
+    CG_EPI_SILU       /* x * sigmoid(x), the vector tables' silu */
+} cg_epilogue_kind;
+
+typedef struct cg_epilogue {
+    cg_epilogue_kind kind;
+    float a, b;
+} cg_epilogue;
+
+/* The node's fused activation, or NULL. */
+const cg_epilogue *cg_kernel_epilogue(const cg_kernel_ctx *k);
+/* The kernel will apply it (call before allocating output 0). */
+void cg_kernel_epilogue_take(cg_kernel_ctx *k);
+
 /* --- per-node state (src/run/kernel_ext.c) --------------------------------
  * A kernel may keep work that depends only on constant inputs (weights
  * packed for its micro-kernel, converted from float16) from one run to the

@@ -136,7 +136,8 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     cg_exec *f = k->exec;
     uint8_t *arena_at = NULL;
     if (f && f->use_arena && dtype != CG_DTYPE_STRING) {
-        int32_t slot = f->plan->steps[f->step].out[i];
+        const cg_step *st = &f->plan->steps[f->step];
+        int32_t slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
         const cg_mem_plan *m = &f->rt->mem;
         if (slot >= 0 && m->slot_offset[slot] != SIZE_MAX && bytes > 0 &&
             bytes <= m->slot_bytes[slot])

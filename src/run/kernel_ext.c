@@ -94,3 +94,15 @@ bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i)
             return false;
     return true;
 }
+
+const cg_epilogue *cg_kernel_epilogue(const cg_kernel_ctx *k)
+{
+    cg_step *st = running_step(k);
+    return st && st->epi.kind != CG_EPI_NONE && st->fused_slot >= 0 ? &st->epi : NULL;
+}
+
+void cg_kernel_epilogue_take(cg_kernel_ctx *k)
+{
+    if (cg_kernel_epilogue(k))
+        k->exec->epi_taken = true;
+}

@@ -9,7 +9,8 @@
  * three-thread result must equal the one-thread result bit for bit (work is
  * split by output rows and channels only), and the shapes are big enough
  * that the threads really split the work. An elementwise op over a big
- * tensor checks the same for the elementwise driver.
+ * tensor checks the same for the elementwise driver, and activations fused
+ * into a convolution must give the same bits as the unfused graph.
  */
 #include <math.h>
 #include <stdio.h>
@@ -297,6 +298,135 @@ static void run_conv(const conv_spec *cs, bool integer)
     release(wz);
 }
 
+static cg_status observe_nothing(void *user, const cg_node *node, const char *name,
+                                 const cg_value *value)
+{
+    (void)user, (void)node, (void)name, (void)value;
+    return CG_OK;
+}
+
+/* Conv then an activation (Relu, Clip, LeakyRelu, HardSwish, or Sigmoid and
+ * Mul as x * sigmoid(x)) with the activation fused into the convolution,
+ * against the same graph run with an observer (which turns fusion off): the
+ * outputs must be the same bits, for the GEMM and the depthwise path. */
+static void test_fusion(const char *act, bool depthwise, int threads)
+{
+    int64_t xd[4] = {1, 16, 23, 29}, wd[4] = {depthwise ? 16 : 40, depthwise ? 1 : 16, 3, 3};
+    int64_t bd[1] = {wd[0]}, one[1] = {1}, pads[4] = {1, 1, 1, 1};
+    cg_tensor *x = make(CG_DTYPE_FLOAT, 4, xd, 5, false), *w = make(CG_DTYPE_FLOAT, 4, wd, 6, false);
+    cg_tensor *b = make(CG_DTYPE_FLOAT, 1, bd, 7, false);
+    cg_tensor *lo = make(CG_DTYPE_FLOAT, 0, one, 0, false), *hi = make(CG_DTYPE_FLOAT, 0, one, 0, false);
+    ((float *)lo->data)[0] = -0.1f;
+    ((float *)hi->data)[0] = 0.6f;
+    cg_attr conv_attrs[2] = {attr_ints("pads", pads, 4), attr_int("group", depthwise ? 16 : 1)};
+    cg_attr act_attrs[1] = {attr_float("alpha", 0.07f)};
+    bool silu = strcmp(act, "SiLU") == 0, clip = strcmp(act, "Clip") == 0;
+    const char *conv_in[3] = {"x", "w", "b"}, *conv_out[1] = {"c"};
+    const char *act_in[3] = {"c", "lo", "hi"}, *act_out[1] = {"y"};
+    const char *sig_out[1] = {"s"}, *mul_in[2] = {"s", "c"};
+    cg_node nodes[3];
+    memset(nodes, 0, sizeof nodes);
+    nodes[0].name = "conv";
+    nodes[0].op_type = "Conv";
+    nodes[0].domain = "";
+    nodes[0].inputs = conv_in;
+    nodes[0].input_count = 3;
+    nodes[0].outputs = conv_out;
+    nodes[0].output_count = 1;
+    nodes[0].attrs = conv_attrs;
+    nodes[0].attr_count = 2;
+    nodes[1].name = "act";
+    nodes[1].op_type = silu ? "Sigmoid" : act;
+    nodes[1].domain = "";
+    nodes[1].inputs = act_in;
+    nodes[1].input_count = clip ? 3 : 1;
+    nodes[1].outputs = silu ? sig_out : act_out;
+    nodes[1].output_count = 1;
+    nodes[1].attrs = strcmp(act, "LeakyRelu") == 0 ? act_attrs : NULL;
+    nodes[1].attr_count = strcmp(act, "LeakyRelu") == 0 ? 1 : 0;
+    nodes[2].name = "mul";
+    nodes[2].op_type = "Mul";
+    nodes[2].domain = "";
+    nodes[2].inputs = mul_in;
+    nodes[2].input_count = 2;
+    nodes[2].outputs = act_out;
+    nodes[2].output_count = 1;
+    cg_type types[6];
+    memset(types, 0, sizeof types);
+    cg_value_info gin[5], gout[1];
+    const char *names[5] = {"x", "w", "b", "lo", "hi"};
+    cg_tensor *vals[5] = {x, w, b, lo, hi};
+    size_t nin = clip ? 5 : 3;
+    cg_named_value feeds[5];
+    cg_error err;
+    cg_error_clear(&err);
+    for (size_t i = 0; i < nin; i++) {
+        types[i].kind = CG_TYPE_TENSOR;
+        types[i].elem_type = CG_DTYPE_FLOAT;
+        types[i].has_elem_type = true;
+        memset(&gin[i], 0, sizeof gin[i]);
+        gin[i].name = names[i];
+        gin[i].type = &types[i];
+        feeds[i].name = names[i];
+        cg_value_from_tensor(vals[i], &feeds[i].value, &err);
+    }
+    memset(&gout[0], 0, sizeof gout[0]);
+    gout[0].name = "y";
+    gout[0].type = &types[5];
+    types[5].kind = CG_TYPE_TENSOR;
+    cg_graph g;
+    memset(&g, 0, sizeof g);
+    g.name = "fusion";
+    g.nodes = nodes;
+    g.node_count = silu ? 3 : 2;
+    g.inputs = gin;
+    g.input_count = nin;
+    g.outputs = gout;
+    g.output_count = 1;
+    cg_opset_id ops = {"", 17, true, {NULL, 0}};
+    cg_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = 8;
+    m.has_ir_version = true;
+    m.opsets = &ops;
+    m.opset_count = 1;
+    m.graph = &g;
+    cg_named_value *outs[2] = {NULL, NULL};
+    size_t nouts[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        cg_runtime_options opt;
+        cg_runtime_options_default(&opt);
+        opt.threads = threads;
+        if (pass == 1)
+            opt.observe = observe_nothing; /* no fusion in an observed main graph */
+        cg_runtime *rt = NULL;
+        cg_status st = cg_runtime_init(&m, &opt, &rt, &err);
+        for (int r = 0; st == CG_OK && r < 2; r++) {
+            cg_runtime_free_outputs(outs[pass], nouts[pass]);
+            outs[pass] = NULL;
+            st = cg_runtime_run(rt, feeds, nin, &outs[pass], &nouts[pass], &err);
+        }
+        EXPECT(st == CG_OK, "fusion %s: %s", act, err.msg);
+        cg_runtime_free(rt);
+    }
+    if (outs[0] && outs[1]) {
+        const cg_tensor *a = &outs[0][0].value->tensor, *c = &outs[1][0].value->tensor;
+        EXPECT(a->numel == c->numel && memcmp(a->data, c->data, cg_tensor_bytes(a)) == 0,
+               "fused Conv + %s (%s, %d threads) differs from the unfused graph", act,
+               depthwise ? "depthwise" : "GEMM", threads);
+    }
+    for (int pass = 0; pass < 2; pass++)
+        cg_runtime_free_outputs(outs[pass], nouts[pass]);
+    for (size_t i = 0; i < 5; i++) {
+        if (i < nin) {
+            cg_value_free(feeds[i].value); /* the values took the tensors' data */
+            free(vals[i]);
+        } else {
+            release(vals[i]);
+        }
+    }
+}
+
 static void test_elementwise_threads(void)
 {
     int64_t d[4] = {1, 40, 57, 61}, bd[4] = {1, 40, 1, 1};
@@ -348,6 +478,12 @@ int main(void)
     run_conv(&specs[3], true);
     run_conv(&specs[5], true);
     test_elementwise_threads();
+    static const char *acts[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "SiLU"};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        test_fusion(acts[i], false, 1);
+        test_fusion(acts[i], true, 1);
+        test_fusion(acts[i], false, 3);
+    }
     if (failures) {
         fprintf(stderr, "test_conv_paths: %d failure(s)\n", failures);
         return 1;

@@ -180,7 +180,34 @@ typedef struct conv_store_ctx {
     int32_t *yi;       /* the same for the integer convs */
     const int32_t *bias_i;
     int64_t plane;     /* positions per output channel */
+    const cg_epilogue *epi; /* the fused activation (kernel.h), or NULL */
 } conv_store_ctx;
+
+/* y[0..n) = act(y) for a fused activation, with the same arithmetic as the
+ * activation's own kernel (elementwise_unary.c, the vector tables). */
+static void conv_epilogue(const cg_simd_ops *ops, const cg_epilogue *e, float *restrict y,
+                          int64_t n)
+{
+    switch (e->kind) {
+    case CG_EPI_RELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] < 0 ? 0.0f : y[i];
+        break;
+    case CG_EPI_CLIP:
+        for (int64_t i = 0; i < n; i++) {
+            float t = y[i] < e->a ? e->a : y[i];
+            y[i] = t > e->b ? e->b : t;
+        }
+        break;
+    case CG_EPI_LEAKYRELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] >= 0 ? y[i] : e->a * y[i];
+        break;
+    case CG_EPI_HARDSWISH: ops->hardswish_f32(y, y, n, 1.0f / 6.0f, 0.5f); break;
+    case CG_EPI_SILU: ops->silu_f32(y, y, n); break;
+    case CG_EPI_NONE: break;
+    }
+}
 
 /* Tile [position][channel] -> planes y[channel][position], plus bias. */
 static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_t np,
@@ -189,6 +216,8 @@ static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_
     const conv_store_ctx *s = ctx;
     s->ops->tile_store(s->y + m0 * s->plane + p0, s->plane, c, ld, np, m1 - m0,
                        s->bias ? s->bias + m0 : NULL);
+    for (int64_t m = m0; s->epi && m < m1; m++) /* the rows are in cache */
+        conv_epilogue(s->ops, s->epi, s->y + m * s->plane + p0, np);
 }
 
 /* Integer tile -> int32 planes, plus the int32 bias (wrapping). */
@@ -359,7 +388,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
         pos[p] = o;
     }
     bool exact = out->yi != NULL;
-    conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on};
+    conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on, out->epi};
     for (int64_t n = 0; n < g->n; n++) {
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * in_n;
@@ -390,6 +419,7 @@ typedef struct dw_job {
     int64_t planes, mg, m, in_h, in_w, pad_h, pad_w, pitch, rows;
     int64_t kh, kw, oh, ow, sh, sw, dh, dw;
     const cg_simd_ops *ops;
+    const cg_epilogue *epi;
     float **buf; /* per thread: one padded plane plus slack */
 } dw_job;
 
@@ -410,6 +440,8 @@ static void dw_task(void *arg, int t, int nt)
             j->ops->dw_plane(j->y + oc * j->oh * j->ow, xp, j->pitch, j->w + wc * j->kh * j->kw,
                              j->kh, j->kw, j->oh, j->ow, j->sh, j->sw, j->dh, j->dw,
                              j->bias ? j->bias[wc] : 0.0f);
+            if (j->epi)
+                conv_epilogue(j->ops, j->epi, j->y + oc * j->oh * j->ow, j->oh * j->ow);
         }
     }
 }
@@ -418,7 +450,8 @@ static void dw_task(void *arg, int t, int nt)
  * each channel is copied into a zero-padded plane and convolved there by
  * the level's dw_plane, channels split over threads. */
 static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const float *w,
-                                    const float *bias, float *y, const conv_geom *g)
+                                    const float *bias, float *y, const conv_geom *g,
+                                    const cg_epilogue *epi)
 {
     const cg_nn_window *win = &g->w;
     bool two = win->nsp == 2;
@@ -428,6 +461,7 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
     j.bias = bias;
     j.y = y;
     j.ops = cg_simd_ops_get(cg_kernel_simd(k));
+    j.epi = epi;
     j.planes = g->n * g->group; /* plane c makes output channels c*mg.. */
     j.mg = g->m / g->group;
     j.m = g->m;
@@ -463,7 +497,8 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
 
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
-                            const cg_tensor *b, const conv_geom *g, bool transpose, cg_tensor *y)
+                            const cg_tensor *b, const conv_geom *g, bool transpose,
+                            const cg_epilogue *epi, cg_tensor *y)
 {
     bool ok;
     if (x->dtype == CG_DTYPE_DOUBLE) {
@@ -494,12 +529,12 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
             ok = convt_run_f32(xf, wf, bf, yf, g->n, g->c, g->m, g->group, &g->w, col);
         } else if (!gemm) {
-            cg_status cs = conv_depthwise_f32(k, xf, wf, bf, yf, g);
+            cg_status cs = conv_depthwise_f32(k, xf, wf, bf, yf, g, epi);
             if (cs != CG_OK)
                 return cs;
             ok = true;
         } else {
-            conv_store_ctx sc = {NULL, yf, bf, NULL, NULL, 0};
+            conv_store_ctx sc = {NULL, yf, bf, NULL, NULL, 0, epi};
             static const int ins[2] = {1, -1};
             cg_status cs = conv_gemm(k, xf, wt, NULL, ins, g, &sc);
             if (cs != CG_OK)
@@ -530,12 +565,16 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
         return st;
     conv_out_dims(&g, false, dims);
+    /* float32 applies a fused activation in its stores (both its paths) */
+    const cg_epilogue *epi = x->dtype == CG_DTYPE_FLOAT ? cg_kernel_epilogue(k) : NULL;
+    if (epi)
+        cg_kernel_epilogue_take(k);
     /* every path writes each element (a GEMM store or a plane kernel) */
     if ((st = cg_kernel_output_uninit(k, 0, x->dtype, x->rank, dims, &y)) != CG_OK)
         return st;
     if (y->numel == 0)
         return CG_OK;
-    return conv_float(k, x, wt, b, &g, false, y);
+    return conv_float(k, x, wt, b, &g, false, epi, y);
 }
 
 /* ---- weights packed at init (prepare.def) ------------------------------------- */
@@ -708,7 +747,7 @@ cg_status cg_op_convtranspose(cg_kernel_ctx *k)
     }
     if (g.col_elems == 0)
         g.col_elems = 1;
-    return conv_float(k, x, wt, b, &g, true, y);
+    return conv_float(k, x, wt, b, &g, true, NULL, y);
 }
 
 /* ---- integer convolutions ------------------------------------------------------ */
@@ -780,7 +819,7 @@ static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
             for (int64_t i = 0; i < x->numel; i++)
                 xf[i] = (float)((int32_t)xs[i] - z);
         }
-        conv_store_ctx sc = {NULL, NULL, NULL, acc, bias, 0};
+        conv_store_ctx sc = {NULL, NULL, NULL, acc, bias, 0, NULL};
         return conv_gemm(k, xf, wt, wzp, ins, g, &sc);
     }
     int32_t *xs = NULL, *ws = NULL;
