@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "convgate/budget.h"
-#include "core/cpu.h"
 #include "core/threadpool.h"
+#include "run/cpu.h"
 #include "run/exec.h"
 #include "run/fp64.h"
 

@@ -23,10 +23,7 @@
 
 #include "convgate/partition.h"
 #include "run/exec.h"
-
-#define CG_PREPARE(domain, op, fn) cg_status fn(cg_kernel_ctx *k);
-#include "run/ops/prepare.def"
-#undef CG_PREPARE
+#include "run/ops/kernels.h"
 
 static const struct {
     const char *domain, *op;

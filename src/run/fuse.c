@@ -42,7 +42,7 @@ static size_t *count_uses(const cg_plan *p)
                 uses[st->in[i].slot]++;
         for (size_t k = 0; k < st->sub_count; k++)
             for (size_t c = 0; c < st->subs[k].plan->capture_count; c++) {
-                int32_t s = cg_name_map_get(&p->names, st->subs[k].plan->captures[c]);
+                int32_t s = cg_plan_slot(p, st->subs[k].plan->captures[c]);
                 if (s >= 0)
                     uses[s] = SIZE_MAX;
             }

@@ -5,7 +5,7 @@
  * src/core/threadpool.c), the vector level, and per-node state that
  * outlives a run (weights packed or converted once, at the first run).
  */
-#include "core/cpu.h"
+#include "run/cpu.h"
 #include "core/threadpool.h"
 #include "run/exec.h"
 

@@ -20,19 +20,8 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
-#include "core/cpu.h"
+#include "run/cpu.h"
 #include "testlib.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 static double pseudo(uint64_t *s)
 {
@@ -90,10 +79,12 @@ static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_at
         gin[nfeed].name = in_names[i];
         gin[nfeed].type = &types[nfeed];
         cg_tensor copy;
-        cg_tensor_alloc(&copy, in[i]->dtype, in[i]->rank, in[i]->dims, 0, &err);
+        if (cg_tensor_alloc(&copy, in[i]->dtype, in[i]->rank, in[i]->dims, 0, &err) != CG_OK)
+            test_fatal("alloc: %s", err.msg);
         memcpy(copy.data, in[i]->data, cg_tensor_bytes(&copy));
         feeds[nfeed].name = in_names[i];
-        cg_value_from_tensor(&copy, &feeds[nfeed].value, &err);
+        if (cg_value_from_tensor(&copy, &feeds[nfeed].value, &err) != CG_OK)
+            test_fatal("value: %s", err.msg);
         nfeed++;
     }
     memset(&gout[0], 0, sizeof gout[0]);
@@ -368,7 +359,8 @@ static void test_fusion(const char *act, bool depthwise, int threads)
         gin[i].name = names[i];
         gin[i].type = &types[i];
         feeds[i].name = names[i];
-        cg_value_from_tensor(vals[i], &feeds[i].value, &err);
+        if (cg_value_from_tensor(vals[i], &feeds[i].value, &err) != CG_OK)
+            test_fatal("value: %s", err.msg);
     }
     memset(&gout[0], 0, sizeof gout[0]);
     gout[0].name = "y";
@@ -484,10 +476,5 @@ int main(void)
         test_fusion(acts[i], true, 1);
         test_fusion(acts[i], false, 3);
     }
-    if (failures) {
-        fprintf(stderr, "test_conv_paths: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_conv_paths: ok\n");
-    return 0;
+    return test_done("test_conv_paths");
 }

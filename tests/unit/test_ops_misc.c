@@ -110,24 +110,20 @@ static void test_nms_matches_naive(void)
         }
         double mo[1] = {trial == 3 ? 25 : (double)nb}, iou[1] = {0.1 + 0.15 * trial},
                sth[1] = {0.2};
-        onenode n = {"NonMaxSuppression", 11, {"b", "s", "m", "i", "t"}, 5, 1, {{0}}, 0, {NULL}};
-        n.in_vals[0] = make_tensor(CG_DTYPE_FLOAT, 3, bd, NULL);
-        n.in_vals[1] = make_tensor(CG_DTYPE_FLOAT, 3, sd, NULL);
-        for (int64_t i = 0; i < nb * 4; i++) {
-            ((float *)n.in_vals[0]->data)[i] = (float)box[i];
+        test_case n = {"NonMaxSuppression", 11, 5, 1, {NULL}, {{0}}, 0, NULL, 0};
+        for (int64_t i = 0; i < nb * 4; i++)
             box[i] = (float)box[i];
-        }
-        for (int64_t i = 0; i < nb; i++) {
-            ((float *)n.in_vals[1]->data)[i] = (float)score[i];
+        for (int64_t i = 0; i < nb; i++)
             score[i] = (float)score[i];
-        }
-        n.in_vals[2] = make_tensor(CG_DTYPE_INT64, 1, one, mo);
-        n.in_vals[3] = make_tensor(CG_DTYPE_FLOAT, 1, one, iou);
-        n.in_vals[4] = make_tensor(CG_DTYPE_FLOAT, 1, one, sth);
+        n.in[0] = test_tensor(CG_DTYPE_FLOAT, 3, bd, box);
+        n.in[1] = test_tensor(CG_DTYPE_FLOAT, 3, sd, score);
+        n.in[2] = test_tensor(CG_DTYPE_INT64, 1, one, mo);
+        n.in[3] = test_tensor(CG_DTYPE_FLOAT, 1, one, iou);
+        n.in[4] = test_tensor(CG_DTYPE_FLOAT, 1, one, sth);
         int64_t *want = malloc((size_t)nb * sizeof *want);
         int64_t nwant = nms_naive(box, score, nb, (float)iou[0], (float)sth[0], (int64_t)mo[0], want);
         int64_t cnt = 0;
-        double *got = run_values(&n, &cnt, "NMS vs naive");
+        double *got = test_case_values(&n, 0, &cnt, "NMS vs naive");
         EXPECT(got && cnt == nwant * 3, "trial %d: %lld selections, naive %lld", trial,
                (long long)(cnt / 3), (long long)nwant);
         for (int64_t j = 0; got && cnt == nwant * 3 && j < nwant; j++)
@@ -137,7 +133,7 @@ static void test_nms_matches_naive(void)
         free(want);
         free(box);
         free(score);
-        free_inputs(&n);
+        test_case_free(&n);
     }
 }
 

@@ -13,19 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cpu.h"
+#include "run/cpu.h"
 #include "run/ops/simd.h"
+#include "testlib.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
 
 /* Distance in float ulps between got and the double reference want. */
 static double ulps(float got, double want)
@@ -213,7 +204,7 @@ int main(void)
     const cg_simd levels[] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
         if (levels[i] > best) {
-            printf("%s: not supported by this CPU, skipped\n", cg_simd_name(levels[i]));
+            test_skip("%s: not supported by this CPU", cg_simd_name(levels[i]));
             continue;
         }
         const cg_simd_ops *ops = cg_simd_ops_get(levels[i]);
@@ -227,10 +218,5 @@ int main(void)
     EXPECT(!cg_simd_parse("sse9", &forced), "parse accepts junk");
     EXPECT(cg_simd_resolve(CG_SIMD_PORTABLE) == CG_SIMD_PORTABLE, "resolve portable");
     EXPECT(cg_simd_resolve(CG_SIMD_AVX512) <= best, "resolve above the CPU");
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("simd: all checks passed\n");
-    return 0;
+    return test_done("test_simd");
 }

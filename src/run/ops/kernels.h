@@ -14,4 +14,9 @@
 #include "run/ops.def"
 #undef CG_KERNEL
 
+/* ... and of the init-time prepare functions (ops/prepare.def). */
+#define CG_PREPARE(domain, op, fn) cg_status fn(cg_kernel_ctx *k);
+#include "run/ops/prepare.def"
+#undef CG_PREPARE
+
 #endif

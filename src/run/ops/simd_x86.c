@@ -2,7 +2,7 @@
  * The AVX2 and AVX-512 vector tables (see simd.h): simd_x86.inc compiled
  * twice with per-function target attributes, so the rest of the library
  * keeps the baseline x86-64 flags and the choice is made at run time
- * (core/cpu.c). Compiled only on x86 with gcc or clang; elsewhere the
+ * (run/cpu.c). Compiled only on x86 with gcc or clang; elsewhere the
  * getters return NULL and the portable table is used.
  */
 #include <math.h>

@@ -4,8 +4,8 @@
  * cg_runtime_options.simd or the CG_SIMD environment variable (so a test
  * can run the portable C path on any machine). The only CPU-feature code.
  */
-#ifndef CG_CORE_CPU_H
-#define CG_CORE_CPU_H
+#ifndef CG_RUN_CPU_H
+#define CG_RUN_CPU_H
 
 #include "convgate/runtime.h"
 
