@@ -108,6 +108,10 @@ cg_status cg_kernel_take_budget(cg_kernel_ctx *k, uint64_t bytes);
  * (convgate/budget.h). Kernels whose work is not bounded by their output
  * size call it in their outer loops (Loop/Scan iterations, rows). */
 cg_status cg_kernel_check_time(cg_kernel_ctx *k);
+/* Whether that time limit has passed, recording nothing: safe on the
+ * runtime's worker threads (a job notes it; the kernel then calls
+ * cg_kernel_check_time). */
+bool cg_kernel_time_up(const cg_kernel_ctx *k);
 
 /* --- attributes ---------------------------------------------------------- */
 

@@ -238,6 +238,12 @@ cg_status cg_kernel_take_budget(cg_kernel_ctx *k, uint64_t bytes)
     return CG_OK;
 }
 
+bool cg_kernel_time_up(const cg_kernel_ctx *k)
+{
+    cg_budget *b = cg_exec_budget(k->exec);
+    return b && cg_budget_expired(b);
+}
+
 cg_status cg_kernel_check_time(cg_kernel_ctx *k)
 {
     cg_budget *b = cg_exec_budget(k->exec);

@@ -419,6 +419,28 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     }
 }
 
+/* MatMul shares (whole matrices, rows of big tall products, or one thread
+ * where splitting would change OpenBLAS's kernels) give the same bits. */
+static void test_matmul_threads(const int64_t *ad, int ar, const int64_t *bd, int br)
+{
+    cg_tensor *in[2] = {make(CG_DTYPE_FLOAT, ar, ad, 8, false), make(CG_DTYPE_FLOAT, br, bd, 9, false)};
+    size_t n1 = 0, n3 = 0;
+    cg_named_value *o1 = run_one("MatMul", in, 2, NULL, 0, 1, CG_SIMD_AUTO, &n1);
+    cg_named_value *o3 = run_one("MatMul", in, 2, NULL, 0, 3, CG_SIMD_AUTO, &n3);
+    if (o1 && o3) {
+        const cg_tensor *t1 = &o1[0].value->tensor, *t3 = &o3[0].value->tensor;
+        EXPECT(t1->numel == t3->numel && memcmp(t1->data, t3->data, cg_tensor_bytes(t1)) == 0,
+               "MatMul [%lld x %lld]: 3 threads differ from 1", (long long)ad[ar - 2],
+               (long long)bd[br - 1]);
+    }
+    if (o1)
+        cg_runtime_free_outputs(o1, n1);
+    if (o3)
+        cg_runtime_free_outputs(o3, n3);
+    release(in[0]);
+    release(in[1]);
+}
+
 static void test_elementwise_threads(void)
 {
     int64_t d[4] = {1, 40, 57, 61}, bd[4] = {1, 40, 1, 1};
@@ -470,6 +492,12 @@ int main(void)
     run_conv(&specs[3], true);
     run_conv(&specs[5], true);
     test_elementwise_threads();
+    const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
+    const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */
+    const int64_t small_a[2] = {37, 20}, small_b[2] = {20, 11};     /* one thread */
+    test_matmul_threads(tall_a, 3, tall_b, 2);
+    test_matmul_threads(bat_a, 3, bat_b, 3);
+    test_matmul_threads(small_a, 2, small_b, 2);
     static const char *acts[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "SiLU"};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         test_fusion(acts[i], false, 1);

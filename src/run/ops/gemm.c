@@ -83,30 +83,84 @@ static void mm_offsets(const mm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
     *bo = b;
 }
 
+/* The float32 product on the kernel's threads: each thread runs
+ * single-threaded sgemm on its share of whole matrices (batches) or, with
+ * fewer matrices than threads, of rows. The result must not depend on the
+ * thread count, and OpenBLAS picks another summation order (its small-matrix
+ * kernels) for small products: rows are split only while every share stays
+ * far above that size (MM_SPLIT_MIN multiply-adds), else the matrices go to
+ * the threads whole, or run on one. */
+#define MM_SPLIT_MIN 8e6
+typedef struct mm_job {
+    cg_kernel_ctx *k;
+    const mm_plan *p;
+    const float *a, *b;
+    float *y;
+    bool tall;        /* B shared: A's batches stacked as one tall matrix */
+    int64_t units;    /* matrices, or row blocks of 8 with split_rows */
+    bool split_rows;
+    bool too_big;     /* a dimension outside BLAS's int (read after the job) */
+    bool expired;     /* the run's time limit passed (read after the job) */
+} mm_job;
+
+static void mm_task(void *arg, int t, int nt)
+{
+    mm_job *j = arg;
+    const mm_plan *p = j->p;
+    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n, lo, hi;
+    if (j->tall || j->split_rows) {
+        int64_t rows = j->tall ? p->m * p->batch : p->m;
+        int64_t mats = j->tall ? 1 : p->batch;
+        cg_kernel_share(rows, 8, t, nt, &lo, &hi);
+        for (int64_t bi = 0; bi < mats && hi > lo; bi++) {
+            int64_t ao = 0, bo = 0;
+            if (cg_kernel_time_up(j->k)) {
+                j->expired = true;
+                return;
+            }
+            if (!j->tall)
+                mm_offsets(p, bi, &ao, &bo);
+            if (!cg_nn_sgemm(false, false, hi - lo, p->n, p->kk, 1.0f, j->a + ao * asz + lo * p->kk,
+                             p->kk, j->b + bo * bsz, p->n, 0.0f, j->y + bi * ysz + lo * p->n,
+                             p->n))
+                j->too_big = true;
+        }
+        return;
+    }
+    cg_kernel_share(p->batch, 1, t, nt, &lo, &hi);
+    for (int64_t bi = lo; bi < hi; bi++) {
+        int64_t ao, bo;
+        if (cg_kernel_time_up(j->k)) {
+            j->expired = true;
+            return;
+        }
+        mm_offsets(p, bi, &ao, &bo);
+        if (!cg_nn_sgemm(false, false, p->m, p->n, p->kk, 1.0f, j->a + ao * asz, p->kk,
+                         j->b + bo * bsz, p->n, 0.0f, j->y + bi * ysz, p->n))
+            j->too_big = true;
+    }
+}
+
 static cg_status mm_f32(cg_kernel_ctx *k, const mm_plan *p, const float *a, const float *b,
                         float *y)
 {
-    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
-    if (p->b_batches == 1 && p->a_batches == p->batch) {
-        /* B shared by every batch: A's batch rows stack into one tall matrix. */
-        if (!cg_nn_sgemm(false, false, p->m * p->batch, p->n, p->kk, 1.0f, a, p->kk, b, p->n,
-                         0.0f, y, p->n))
-            goto too_big;
-        return CG_OK;
-    }
-    for (int64_t bi = 0; bi < p->batch; bi++) {
-        int64_t ao, bo;
-        cg_status st = cg_kernel_check_time(k);
-        if (st != CG_OK)
-            return st;
-        mm_offsets(p, bi, &ao, &bo);
-        if (!cg_nn_sgemm(false, false, p->m, p->n, p->kk, 1.0f, a + ao * asz, p->kk, b + bo * bsz,
-                         p->n, 0.0f, y + bi * ysz, p->n))
-            goto too_big;
-    }
+    mm_job j = {k, p, a, b, y, p->b_batches == 1 && p->a_batches == p->batch, 0, false, false,
+                false};
+    int threads = cg_kernel_threads(k);
+    double per_mat = (double)p->m * (double)p->n * (double)p->kk;
+    double work = (double)p->batch * per_mat;
+    bool rows_ok = per_mat / threads >= MM_SPLIT_MIN || (j.tall && work / threads >= MM_SPLIT_MIN);
+    j.split_rows = !j.tall && p->batch < threads && rows_ok;
+    if ((j.tall || j.split_rows) && !rows_ok)
+        work = 0; /* one thread: splitting would change OpenBLAS's kernels */
+    if (!j.tall && !j.split_rows && p->batch < threads)
+        work = 0;
+    cg_kernel_parallel_work(k, work, mm_task, &j);
+    if (j.expired) /* a matrix at a time, so a run over its time limit stops here */
+        return cg_kernel_check_time(k);
+    if (j.too_big)
+        return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
     return CG_OK;
-too_big:
-    return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
 }
 
 static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, const double *b,
