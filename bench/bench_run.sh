@@ -13,6 +13,10 @@
 #   ort ms       median of N session.run calls in one process after one
 #                warm-up run (bench/ort_session.js --run).
 #   cg/ort       cg ms / ort ms.
+#   cpu cg/ort   the same ratio of the median process CPU time per run
+#                (convgate's timing.cpu_median_ms, ORT's cpu_ms): on a
+#                machine shared with other work it moves less than wall
+#                time; at one thread it is the latency of a quiet machine.
 #   1st ms       convgate's first run (the memory plan, the first touches of
 #                the weights, weights packed for the convolution GEMM);
 #                1st/warm is 1st ms / cg ms.
@@ -102,21 +106,21 @@ for t in $thread_counts; do
     echo
     echo "## $t thread(s)"
     echo
-    echo "| model | cg ms | ort ms | cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| model | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for m in "${models[@]}"; do
         case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
         name="$(basename "$m" .onnx)"
         row() { echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
-            row "missing | - | - | - | - | - | - | - | -"; continue
+            row "missing | - | - | - | - | - | - | - | - | -"; continue
         fi
         # the inputs parity.sh would use; the model is looked up by its name
         if [ ! -d "$work/in/$name/in" ] &&
            ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work/in" \
                 --inputs-only "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
             echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
-            row "fail | - | - | - | - | - | - | - | -"; continue
+            row "fail | - | - | - | - | - | - | - | - | -"; continue
         fi
         feeds=(); ort_feeds=()
         for f in "$work/in/$name/in/"*.npy; do
@@ -124,11 +128,12 @@ for t in $thread_counts; do
             feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
         done
 
-        cg_run=-; cg_first=-; cg_load=-; cg_rss=-
+        cg_run=-; cg_first=-; cg_load=-; cg_rss=-; cg_cpu=-
         if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
                 --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
             cg_run=$(json result timing median_ms <"$work/cg.json")
             cg_first=$(json result timing first_ms <"$work/cg.json")
+            cg_cpu=$(json result timing cpu_median_ms <"$work/cg.json")
             cg_load=$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
                           -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')
             cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
@@ -136,25 +141,27 @@ for t in $thread_counts; do
             echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
         fi
 
-        ort_run=-; ort_create=-; ort_rss=-
+        ort_run=-; ort_create=-; ort_rss=-; ort_cpu=-
         if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
                        "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
             ort_run=$(json run_ms <<< "$line")
             ort_create=$(json create_ms <<< "$line")
+            ort_cpu=$(json cpu_ms <<< "$line")
             ort_rss=$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')
         else
             echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
         fi
 
-        ratio=-; first_ratio=-
+        ratio=-; first_ratio=-; cpu_ratio=-
         if [ "$cg_run" != - ] && [ "$ort_run" != - ]; then
             ratio=$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')
-            echo "$name $(group_of "$name") $ratio" >> "$work/ratios.$t"
+            cpu_ratio=$(awk -v c="$cg_cpu" -v o="$ort_cpu" 'BEGIN {print (o > 0 ? c / o : 0)}')
+            echo "$name $(group_of "$name") $ratio $cpu_ratio" >> "$work/ratios.$t"
         fi
         if [ "$cg_run" != - ]; then
             first_ratio=$(awk -v f="$cg_first" -v c="$cg_run" 'BEGIN {print f / c}')
         fi
-        row "$(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cg_first") |" \
+        row "$(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cpu_ratio") | $(fmt "$cg_first") |" \
             "$(fmt "$first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
     done
 done
@@ -164,10 +171,11 @@ echo "## Summary"
 echo
 for t in $thread_counts; do
     awk -v t="$t" '
-        $2 == "zoo" { s += log($3); n++; if ($3 > worst) { worst = $3; wname = $1 } }
+        $2 == "zoo" { s += log($3); n++; if ($3 > worst) { worst = $3; wname = $1 }
+                      if ($4 > 0) { sc += log($4); nc++ } }
         $2 == "family" { fam = fam sprintf("%s %.2f, ", $1, $3); if ($3 > fworst) fworst = $3 }
         END {
-            if (n) printf "- %s thread(s): geometric mean of cg/ort over %d zoo models %.2f; worst %s %.2f\n", t, n, exp(s / n), wname, worst
+            if (n) printf "- %s thread(s): geometric mean of cg/ort over %d zoo models %.2f (of the CPU-time ratios %.2f); worst %s %.2f\n", t, n, exp(s / n), nc ? exp(sc / nc) : 0, wname, worst
             if (fam != "") printf "- %s thread(s), slow families: %s(worst %.2f)\n", t, substr(fam, 1, length(fam) - 2) " ", fworst
         }' "$work/ratios.$t"
 done
