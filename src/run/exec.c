@@ -27,6 +27,7 @@
 #include "run/cpu.h"
 #include "run/exec.h"
 #include "run/fp64.h"
+#include "run/ops/nn_common.h"
 
 void cg_runtime_options_default(cg_runtime_options *opt)
 {
@@ -55,6 +56,7 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     rt->budget = rt->opt.budget ? rt->opt.budget : cg_budget_process();
     cg_status st;
     rt->simd = cg_simd_resolve(rt->opt.simd);
+    cg_nn_blas_init(); /* OpenBLAS's one-time set-up belongs to set-up, not a first run */
     if (rt->opt.threads < 0) {
         st = cg_error_set(err, CG_USAGE, "thread count %d is negative", rt->opt.threads);
         goto fail;

@@ -17,13 +17,20 @@
 void cg_nn_blas_init(void)
 {
     /* OpenBLAS (pthreads build) otherwise spawns one thread per core per
-     * call; the runtime is single-threaded. An explicit OPENBLAS_NUM_THREADS
-     * from the user wins. The flag only avoids repeating a cheap call. */
+     * call; the runtime splits work over its own threads (cg_runtime_options
+     * .threads), each calling BLAS single-threaded. An explicit
+     * OPENBLAS_NUM_THREADS from the user wins (and, above 1, oversubscribes
+     * the cores when the runtime has threads too). The flag only avoids
+     * repeating a cheap call. The first calls allocate OpenBLAS's buffers:
+     * they are made here, at runtime set-up, not in a first run. */
     static atomic_int done = 0;
     if (atomic_load(&done))
         return;
     if (!getenv("OPENBLAS_NUM_THREADS"))
         openblas_set_num_threads(1);
+    float a[4] = {1, 0, 0, 1}, c[4];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2);
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, 2, 2, 1.0f, a, 2, a, 1, 0.0f, c, 1);
     atomic_store(&done, 1);
 }
 
