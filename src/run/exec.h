@@ -68,6 +68,7 @@ typedef struct cg_step {
     cg_epilogue epi;
     int32_t fused_slot;
     int32_t absorbed_final;
+    int32_t residual_slot;  /* the fused Add's other input (local), or -1 */
 } cg_step;
 
 typedef struct cg_plan {
@@ -221,6 +222,7 @@ struct cg_exec {
     bool use_arena;         /* main graph with a matching memory plan */
     bool recording;         /* main graph building a memory plan */
     bool epi_taken;         /* the running step's kernel took its epilogue */
+    cg_epilogue epi_run;    /* the running step's epilogue, residual bound */
     cg_error *err;
 };
 

@@ -419,6 +419,17 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         f->out_flags[i] = 0;
     }
     f->epi_taken = false;
+    if (st->fused_slot >= 0) {
+        f->epi_run = st->epi;
+        f->epi_run.add = NULL;
+        if (st->residual_slot >= 0) {
+            const cg_value *r = f->vals[st->residual_slot];
+            if (r && r->kind == CG_VALUE_TENSOR)
+                f->epi_run.add = &r->tensor;
+            else
+                f->epi_run.kind = CG_EPI_NONE; /* no residual: no fusion this run */
+        }
+    }
     cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
                        f->outs, n->output_count, f, err,
                        prec == CG_NODE_PREC_FP16_ACC16 ? CG_KPREC_FP16_ACC16 : CG_KPREC_FP32};

@@ -1,10 +1,15 @@
 /*
  * Activation fusion at init: an activation that alone reads a convolution's
  * output (Relu, Clip with constant bounds, LeakyRelu, HardSwish, or the
- * Sigmoid/Mul pair of x * sigmoid(x)) is handed to the convolution as an
- * epilogue (kernel.h, cg_kernel_epilogue), which applies it while the
- * output tile is in cache instead of a pass over the whole tensor, and
- * writes the result straight into the activation's output slot. The model
+ * Sigmoid/Mul pair of x * sigmoid(x)), or a residual Add that alone reads
+ * it (with such an activation after it, when that alone reads the sum), is
+ * handed to the convolution as an epilogue (kernel.h, cg_kernel_epilogue),
+ * which applies it while the output tile is in cache instead of a pass over
+ * the whole tensor, and writes the result straight into the last fused
+ * step's output slot. The residual must exist when the convolution runs (a
+ * graph input or initializer, or made by an earlier step); its lifetime
+ * then overlaps the fused output's, so the memory plan never places the two
+ * in the same bytes. The model
  * is not rewritten: the activation's steps stay in the plan, marked
  * absorbed, and run as before whenever the kernel declines the epilogue
  * (another dtype, another path), so a fused plan computes exactly what the
@@ -79,6 +84,18 @@ static float attr_f(const cg_node *n, const char *name, float dflt)
     return dflt;
 }
 
+/* The step reading slot s, when it is the only one (uses[s] == 1). */
+static cg_step *only_reader(cg_plan *p, size_t from, int32_t s)
+{
+    for (size_t j = from; j < p->step_count; j++) {
+        const cg_step *sj = &p->steps[j];
+        for (size_t i = 0; i < sj->node->input_count; i++)
+            if (sj->in[i].up == 0 && sj->in[i].slot == s)
+                return &p->steps[j];
+    }
+    return NULL;
+}
+
 /* The single-input activation step c reading slot s as its input 0, as an
  * epilogue; false when c is not one. */
 static bool activation_of(const cg_plan *p, const cg_step *c, int32_t s, cg_epilogue *e)
@@ -145,7 +162,29 @@ static void fuse_plan(cg_runtime *rt, cg_plan *p)
         }
         cg_epilogue e;
         int32_t final = -1;
-        if (uses[s] == 1 && c1 && activation_of(p, c1, s, &e)) {
+        const cg_node *an = c1 ? c1->node : NULL;
+        int other = an && is_op(an, "Add") && an->input_count == 2 && c1->in[0].up == 0 &&
+                            c1->in[1].up == 0
+                        ? (c1->in[0].slot == s ? 1 : c1->in[1].slot == s ? 0 : -1)
+                        : -1;
+        int32_t r = other >= 0 ? c1->in[other].slot : -1;
+        if (uses[s] == 1 && r >= 0 && r != s && c1->out[0] >= 0 &&
+            (p->slot_kind[r] != CG_SLOT_NODE || p->slot_producer[r] < (int32_t)si)) {
+            /* Conv, Add(residual) [, activation]: the residual exists when
+             * the convolution runs (made before it, or an input) */
+            int32_t sum = c1->out[0];
+            cg_step *c3 = !p->slot_is_output[sum] && uses[sum] == 1
+                              ? only_reader(p, (size_t)(c1 - p->steps) + 1, sum) : NULL;
+            if (c3 && activation_of(p, c3, sum, &e)) {
+                final = c3->out[0];
+                c3->absorbed_final = final;
+            } else {
+                memset(&e, 0, sizeof e);
+                final = sum;
+            }
+            c1->absorbed_final = final;
+            st->residual_slot = r;
+        } else if (uses[s] == 1 && c1 && activation_of(p, c1, s, &e)) {
             final = c1->out[0];
             c1->absorbed_final = final;
         } else if (uses[s] == 2 && c1 && c2 && is_op(c1->node, "Sigmoid") &&

@@ -157,7 +157,10 @@ cg_simd cg_kernel_simd(const cg_kernel_ctx *k);
 /* --- fused activations (src/run/fuse.c, kernel_ext.c) ----------------------
  * At init the executor may fuse the activation that alone reads a node's
  * output 0 into that node (Conv then Relu, Clip, LeakyRelu, HardSwish, or
- * x * Sigmoid(x)). The kernel sees it as an epilogue: if it calls
+ * x * Sigmoid(x)), and a residual Add before it (Conv, Add of another
+ * value, then maybe an activation). The kernel sees it as an epilogue:
+ * y = act(y + add) with add a tensor the kernel must find of output 0's
+ * dtype and shape (else it declines); if it calls
  * cg_kernel_epilogue_take before allocating output 0, it must apply the
  * activation to every element of output 0 itself (the result lands where
  * the activation's output would have, and the activation's step is
@@ -174,7 +177,8 @@ typedef enum cg_epilogue_kind {
 } cg_epilogue_kind;
 
 typedef struct cg_epilogue {
-    cg_epilogue_kind kind;
+    const cg_tensor *add;    /* added first, elementwise, or NULL */
+    cg_epilogue_kind kind;   /* then this activation (NONE: none) */
     float a, b;
 } cg_epilogue;
 

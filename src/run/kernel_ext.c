@@ -98,7 +98,10 @@ bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i)
 const cg_epilogue *cg_kernel_epilogue(const cg_kernel_ctx *k)
 {
     cg_step *st = running_step(k);
-    return st && st->epi.kind != CG_EPI_NONE && st->fused_slot >= 0 ? &st->epi : NULL;
+    if (!st || st->fused_slot < 0)
+        return NULL;
+    const cg_epilogue *e = &k->exec->epi_run; /* bound by the frame for this run */
+    return e->add || e->kind != CG_EPI_NONE ? e : NULL;
 }
 
 void cg_kernel_epilogue_take(cg_kernel_ctx *k)

@@ -197,7 +197,7 @@ static cg_status plan_step(plan_build *b, size_t node_index)
     /* Inputs. */
     st->in = cg_arena_calloc(b->arena, n->input_count ? n->input_count : 1, sizeof *st->in);
     st->out = cg_arena_calloc(b->arena, n->output_count ? n->output_count : 1, sizeof *st->out);
-    st->fused_slot = st->absorbed_final = -1;
+    st->fused_slot = st->absorbed_final = st->residual_slot = -1;
     if (!st->in || !st->out)
         return cg_error_set(b->err, CG_NOMEM, "out of memory planning graph");
     for (size_t i = 0; i < n->input_count; i++) {

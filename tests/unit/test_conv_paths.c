@@ -297,7 +297,8 @@ static cg_status observe_nothing(void *user, const cg_node *node, const char *na
 }
 
 /* Conv then an activation (Relu, Clip, LeakyRelu, HardSwish, or Sigmoid and
- * Mul as x * sigmoid(x)) with the activation fused into the convolution,
+ * Mul as x * sigmoid(x)), or a residual Add ("Add": Add(r, conv); "AddRelu":
+ * Add(conv, r) then Relu), fused into the convolution,
  * against the same graph run with an observer (which turns fusion off): the
  * outputs must be the same bits, for the GEMM and the depthwise path. */
 static void test_fusion(const char *act, bool depthwise, int threads)
@@ -312,9 +313,14 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     cg_attr conv_attrs[2] = {attr_ints("pads", pads, 4), attr_int("group", depthwise ? 16 : 1)};
     cg_attr act_attrs[1] = {attr_float("alpha", 0.07f)};
     bool silu = strcmp(act, "SiLU") == 0, clip = strcmp(act, "Clip") == 0;
+    bool add = strncmp(act, "Add", 3) == 0, add_relu = strcmp(act, "AddRelu") == 0;
+    int64_t yd[4] = {1, wd[0], 23, 29};
+    cg_tensor *res = add ? make(CG_DTYPE_FLOAT, 4, yd, 8, false) : NULL;
     const char *conv_in[3] = {"x", "w", "b"}, *conv_out[1] = {"c"};
     const char *act_in[3] = {"c", "lo", "hi"}, *act_out[1] = {"y"};
     const char *sig_out[1] = {"s"}, *mul_in[2] = {"s", "c"};
+    const char *add_in[2] = {add_relu ? "c" : "r", add_relu ? "r" : "c"}, *add_out[1] = {"a"};
+    const char *relu_in[1] = {"a"};
     cg_node nodes[3];
     memset(nodes, 0, sizeof nodes);
     nodes[0].name = "conv";
@@ -342,12 +348,24 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     nodes[2].input_count = 2;
     nodes[2].outputs = act_out;
     nodes[2].output_count = 1;
+    if (add) { /* Add, then maybe Relu */
+        nodes[1].op_type = "Add";
+        nodes[1].inputs = add_in;
+        nodes[1].input_count = 2;
+        nodes[1].outputs = add_relu ? add_out : act_out;
+        nodes[1].attrs = NULL;
+        nodes[1].attr_count = 0;
+        nodes[2].name = "relu";
+        nodes[2].op_type = "Relu";
+        nodes[2].inputs = relu_in;
+        nodes[2].input_count = 1;
+    }
     cg_type types[6];
     memset(types, 0, sizeof types);
     cg_value_info gin[5], gout[1];
-    const char *names[5] = {"x", "w", "b", "lo", "hi"};
-    cg_tensor *vals[5] = {x, w, b, lo, hi};
-    size_t nin = clip ? 5 : 3;
+    const char *names[5] = {"x", "w", "b", clip ? "lo" : "r", "hi"};
+    cg_tensor *vals[5] = {x, w, b, clip ? lo : res, hi};
+    size_t nin = clip ? 5 : add ? 4 : 3;
     cg_named_value feeds[5];
     cg_error err;
     cg_error_clear(&err);
@@ -370,7 +388,7 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     memset(&g, 0, sizeof g);
     g.name = "fusion";
     g.nodes = nodes;
-    g.node_count = silu ? 3 : 2;
+    g.node_count = silu || add_relu ? 3 : 2;
     g.inputs = gin;
     g.input_count = nin;
     g.outputs = gout;
@@ -417,6 +435,8 @@ static void test_fusion(const char *act, bool depthwise, int threads)
             release(vals[i]);
         }
     }
+    if (!clip)
+        release(lo); /* not among vals */
 }
 
 /* MatMul shares (whole matrices, rows of big tall products, or one thread
@@ -498,7 +518,8 @@ int main(void)
     test_matmul_threads(tall_a, 3, tall_b, 2);
     test_matmul_threads(bat_a, 3, bat_b, 3);
     test_matmul_threads(small_a, 2, small_b, 2);
-    static const char *acts[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "SiLU"};
+    static const char *acts[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "SiLU", "Add",
+                                 "AddRelu"};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         test_fusion(acts[i], false, 1);
         test_fusion(acts[i], true, 1);

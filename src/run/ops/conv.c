@@ -181,13 +181,18 @@ typedef struct conv_store_ctx {
     const int32_t *bias_i;
     int64_t plane;     /* positions per output channel */
     const cg_epilogue *epi; /* the fused activation (kernel.h), or NULL */
+    const float *add;       /* its residual, at this image and group */
 } conv_store_ctx;
 
-/* y[0..n) = act(y) for a fused activation, with the same arithmetic as the
- * activation's own kernel (elementwise_unary.c, the vector tables). */
+/* y[0..n) = act(y + add[0..n)) for a fused epilogue (add NULL: no residual),
+ * with the same arithmetic as the Add and activation kernels
+ * (elementwise_*.c, the vector tables). */
 static void conv_epilogue(const cg_simd_ops *ops, const cg_epilogue *e, float *restrict y,
-                          int64_t n)
+                          const float *restrict add, int64_t n)
 {
+    if (add)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] + add[i];
     switch (e->kind) {
     case CG_EPI_RELU:
         for (int64_t i = 0; i < n; i++)
@@ -217,7 +222,8 @@ static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_
     s->ops->tile_store(s->y + m0 * s->plane + p0, s->plane, c, ld, np, m1 - m0,
                        s->bias ? s->bias + m0 : NULL);
     for (int64_t m = m0; s->epi && m < m1; m++) /* the rows are in cache */
-        conv_epilogue(s->ops, s->epi, s->y + m * s->plane + p0, np);
+        conv_epilogue(s->ops, s->epi, s->y + m * s->plane + p0,
+                      s->add ? s->add + m * s->plane + p0 : NULL, np);
 }
 
 /* Integer tile -> int32 planes, plus the int32 bias (wrapping). */
@@ -388,7 +394,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
         pos[p] = o;
     }
     bool exact = out->yi != NULL;
-    conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on, out->epi};
+    conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on, out->epi, NULL};
     for (int64_t n = 0; n < g->n; n++) {
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * in_n;
@@ -400,6 +406,8 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
             } else {
                 sc.y = out->y + (n * g->m + gi * mg) * on;
                 sc.bias = out->bias ? out->bias + gi * mg : NULL;
+                if (out->epi && out->epi->add)
+                    sc.add = (const float *)out->epi->add->data + (n * g->m + gi * mg) * on;
             }
             cg_pg_problem p = {gk, wpack + (size_t)gi * per_group, mg, kk, on,
                                padded ? xpad : xg, off, pos, conv_store, &sc,
@@ -441,7 +449,10 @@ static void dw_task(void *arg, int t, int nt)
                              j->kh, j->kw, j->oh, j->ow, j->sh, j->sw, j->dh, j->dw,
                              j->bias ? j->bias[wc] : 0.0f);
             if (j->epi)
-                conv_epilogue(j->ops, j->epi, j->y + oc * j->oh * j->ow, j->oh * j->ow);
+                conv_epilogue(j->ops, j->epi, j->y + oc * j->oh * j->ow,
+                              j->epi->add ? (const float *)j->epi->add->data + oc * j->oh * j->ow
+                                          : NULL,
+                              j->oh * j->ow);
         }
     }
 }
@@ -534,7 +545,7 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
                 return cs;
             ok = true;
         } else {
-            conv_store_ctx sc = {NULL, yf, bf, NULL, NULL, 0, epi};
+            conv_store_ctx sc = {NULL, yf, bf, NULL, NULL, 0, epi, NULL};
             static const int ins[2] = {1, -1};
             cg_status cs = conv_gemm(k, xf, wt, NULL, ins, g, &sc);
             if (cs != CG_OK)
@@ -565,8 +576,13 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
         return st;
     conv_out_dims(&g, false, dims);
-    /* float32 applies a fused activation in its stores (both its paths) */
+    /* float32 applies a fused activation (after a residual of exactly the
+     * output's shape) in its stores, on both its paths */
     const cg_epilogue *epi = x->dtype == CG_DTYPE_FLOAT ? cg_kernel_epilogue(k) : NULL;
+    if (epi && epi->add &&
+        (epi->add->dtype != CG_DTYPE_FLOAT || epi->add->rank != x->rank ||
+         memcmp(epi->add->dims, dims, (size_t)x->rank * sizeof *dims) != 0))
+        epi = NULL; /* a broadcast or another type: the Add runs on its own */
     if (epi)
         cg_kernel_epilogue_take(k);
     /* every path writes each element (a GEMM store or a plane kernel) */
@@ -819,7 +835,7 @@ static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
             for (int64_t i = 0; i < x->numel; i++)
                 xf[i] = (float)((int32_t)xs[i] - z);
         }
-        conv_store_ctx sc = {NULL, NULL, NULL, acc, bias, 0, NULL};
+        conv_store_ctx sc = {NULL, NULL, NULL, acc, bias, 0, NULL, NULL};
         return conv_gemm(k, xf, wt, wzp, ins, g, &sc);
     }
     int32_t *xs = NULL, *ws = NULL;
