@@ -101,6 +101,7 @@ echo "convgate: $("$convgate" --version 2>/dev/null | head -n 1); $(nproc) CPUs;
 echo "runs: median of $runs warm runs per model, runtime and thread count"
 
 # per thread count: "name group ratio" lines for the summary
+. "$(dirname "$0")/progress.sh"
 for t in $thread_counts; do
     : > "$work/ratios.$t"
     echo
@@ -108,10 +109,13 @@ for t in $thread_counts; do
     echo
     echo "| model | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    model_i=0
     for m in "${models[@]}"; do
+        model_i=$((model_i + 1))
+        bench_progress "bench_run ($t thread(s))" "$model_i" "${#models[@]}" "$(basename "$m")"
         case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
         name="$(basename "$m" .onnx)"
-        row() { echo "| $name | $* |"; }
+        row() { bench_progress_clear; echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
             row "missing | - | - | - | - | - | - | - | - | -"; continue
         fi
@@ -119,7 +123,7 @@ for t in $thread_counts; do
         if [ ! -d "$work/in/$name/in" ] &&
            ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work/in" \
                 --inputs-only "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
-            echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
+            bench_progress_clear; echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
             row "fail | - | - | - | - | - | - | - | - | -"; continue
         fi
         feeds=(); ort_feeds=()
@@ -138,7 +142,7 @@ for t in $thread_counts; do
                           -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')
             cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
         else
-            echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
+            bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
         fi
 
         ort_run=-; ort_create=-; ort_rss=-; ort_cpu=-
@@ -149,7 +153,7 @@ for t in $thread_counts; do
             ort_cpu=$(json cpu_ms <<< "$line")
             ort_rss=$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')
         else
-            echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
+            bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
         fi
 
         ratio=-; first_ratio=-; cpu_ratio=-
