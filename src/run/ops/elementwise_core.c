@@ -145,7 +145,7 @@ void cg_ew_run(int nin, const cg_tensor *const *in, cg_tensor *out, cg_ew_row_fn
         memcpy(w.dims, dims, sizeof dims);
         memcpy(w.st, st, sizeof st);
         memcpy(w.esize, esize, sizeof esize);
-        w.osize = cg_ew_elem_size(out->dtype);
+        w.osize = cg_tensor_elem_size(out->dtype);
         w.in = in;
         w.o = (char *)out->data;
         w.fn = fn;
