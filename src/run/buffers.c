@@ -13,10 +13,20 @@
  *   outputs that fit (at most twice the size asked for). Pool buffers are
  *   plain malloc blocks, so one handed to the caller as an output is freed
  *   by the caller like any other.
+ *
+ * Both are counted against the runtime's budget (convgate/budget.h) for as
+ * long as the runtime keeps them, so every run's budget sees the memory the
+ * runtime really holds: a scratch chunk from its allocation to
+ * cg_buffers_free, a pooled buffer while it waits in the pool (a value made
+ * from it is reserved as any other value, once its kernel returns). When a
+ * run needs more than the budget has left, the pool's idle buffers are
+ * freed first (cg_buffers_make_room); a run refused all the same leaves
+ * the chunks and the pool as they were, for the next run.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/budget.h"
 #include "run/exec.h"
 
 #define SCRATCH_ALIGN 64u
@@ -75,9 +85,20 @@ void *cg_scratch_alloc(cg_runtime *rt, size_t bytes)
         s->chunks = n;
         s->cap = ncap;
     }
-    uint8_t *base = aligned_alloc(SCRATCH_ALIGN, cap);
-    if (!base)
+    /* the chunk is the budget's until the runtime is freed; the doubling is
+     * given up before the request is */
+    cg_budget *b = rt->budget;
+    if (b && cap > need && !cg_buffers_make_room(rt, cap))
+        cap = need;
+    if (b && (!cg_buffers_make_room(rt, cap) ||
+              cg_budget_reserve(b, cap, "kernel scratch", NULL) != CG_OK))
         return NULL;
+    uint8_t *base = aligned_alloc(SCRATCH_ALIGN, cap);
+    if (!base) {
+        if (b)
+            cg_budget_release(b, cap);
+        return NULL;
+    }
     /* chunks after cur are all too small for this request: the new one goes
      * at the end and becomes current (the others are reused after a reset) */
     s->chunks[s->count].base = base;
@@ -101,6 +122,8 @@ void *cg_buffer_get(cg_runtime *rt, size_t bytes)
     }
     if (best != SIZE_MAX) {
         void *ptr = p->items[best].ptr;
+        if (rt->budget) /* the value made from it is reserved after its kernel */
+            cg_budget_release(rt->budget, p->items[best].cap);
         p->bytes -= p->items[best].cap;
         p->items[best] = p->items[--p->count];
         return ptr;
@@ -113,7 +136,8 @@ void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes)
     cg_buffer_pool *p = &rt->buffers;
     if (!ptr)
         return;
-    if (p->count == POOL_MAX_COUNT || bytes > POOL_MAX_BYTES - p->bytes) {
+    if (p->count == POOL_MAX_COUNT || bytes > POOL_MAX_BYTES - p->bytes ||
+        (rt->budget && cg_budget_reserve(rt->budget, bytes, "pooled buffer", NULL) != CG_OK)) {
         free(ptr);
         return;
     }
@@ -123,6 +147,8 @@ void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes)
             ncap = POOL_MAX_COUNT;
         void *n = realloc(p->items, ncap * sizeof *p->items);
         if (!n) {
+            if (rt->budget)
+                cg_budget_release(rt->budget, bytes);
             free(ptr);
             return;
         }
@@ -135,14 +161,40 @@ void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes)
     p->bytes += bytes;
 }
 
+/* Frees the pool's idle buffers, giving their bytes back to the budget. */
+static void pool_trim(cg_runtime *rt)
+{
+    cg_buffer_pool *p = &rt->buffers;
+    for (size_t i = 0; i < p->count; i++) {
+        free(p->items[i].ptr);
+        if (rt->budget)
+            cg_budget_release(rt->budget, p->items[i].cap);
+    }
+    p->count = 0;
+    p->bytes = 0;
+}
+
+bool cg_buffers_make_room(cg_runtime *rt, uint64_t bytes)
+{
+    cg_budget *b = rt->budget;
+    if (!b || cg_budget_fits(b, bytes))
+        return true;
+    if (!rt->buffers.count)
+        return false;
+    pool_trim(rt);
+    return cg_budget_fits(b, bytes);
+}
+
 void cg_buffers_free(cg_runtime *rt)
 {
-    for (size_t i = 0; i < rt->buffers.count; i++)
-        free(rt->buffers.items[i].ptr);
+    pool_trim(rt);
     free(rt->buffers.items);
     memset(&rt->buffers, 0, sizeof rt->buffers);
-    for (size_t i = 0; i < rt->scratch.count; i++)
+    for (size_t i = 0; i < rt->scratch.count; i++) {
         free(rt->scratch.chunks[i].base);
+        if (rt->budget)
+            cg_budget_release(rt->budget, rt->scratch.chunks[i].cap);
+    }
     free(rt->scratch.chunks);
     memset(&rt->scratch, 0, sizeof rt->scratch);
 }

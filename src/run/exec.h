@@ -297,6 +297,9 @@ void *cg_scratch_alloc(cg_runtime *rt, size_t bytes);
 void *cg_buffer_get(cg_runtime *rt, size_t bytes);
 /* Gives ptr (at least `bytes` long) to the pool, or frees it. */
 void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes);
+/* Whether `bytes` more fit the runtime's budget, after freeing the pool's
+ * idle buffers when they would not. */
+bool cg_buffers_make_room(cg_runtime *rt, uint64_t bytes);
 void cg_buffers_free(cg_runtime *rt);
 /* Rounded copies of the float32 initializers emulated nodes read. */
 cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err);

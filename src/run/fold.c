@@ -177,6 +177,10 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
                 p->init_borrowed[slot] = false;
                 p->slot_kind[slot] = CG_SLOT_INIT;
                 f.own[slot] = CG_OWN_NONE;
+                /* the plan holds it now: its bytes stay reserved, as the
+                 * converted initializers' are, until the plan is freed */
+                p->init_reserved += f.reserved[slot];
+                f.reserved[slot] = 0;
             } else {
                 cg_exec_drop_value(rt, f.vals[slot], f.own[slot]);
                 f.vals[slot] = NULL;

@@ -67,9 +67,8 @@ void cg_exec_format_shape(int rank, const int64_t *dims, char *buf, size_t cap)
 /* --- frames ------------------------------------------------------------------ */
 
 /* Ends the running step's scratch: back to the mark taken before its kernel
- * (the chunks stay for later runs). The scratch was counted against the
- * budget while the step held it (pending); its outputs are reserved (or
- * dropped) after this. */
+ * (the chunks stay for later runs, reserved in the budget while they do).
+ * The step's outputs are reserved (or dropped) after this. */
 static void step_scratch_end(cg_exec *f, cg_scratch_mark mark)
 {
     cg_scratch_reset(f->rt, mark);
@@ -102,6 +101,7 @@ static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_
         if (!b || !vals[i] || (flags && (flags[i] & CG_OUT_ARENA)))
             continue; /* arena data is reserved with the arena */
         uint64_t bytes = cg_value_bytes(vals[i]);
+        (void)cg_buffers_make_room(f->rt, bytes); /* the reservation says when it fails */
         cg_status st = cg_budget_reserve(b, bytes, where, f->err);
         if (st != CG_OK) {
             for (size_t j = 0; j < i; j++)
@@ -221,13 +221,8 @@ void *cg_frame_scratch(cg_exec *f, size_t bytes)
 {
     if (!f || !f->rt || bytes > f->rt->opt.max_alloc_bytes)
         return NULL;
-    cg_budget *b = cg_exec_budget(f);
-    if (b && !cg_budget_fits(b, f->pending + bytes))
-        return NULL;
-    void *p = cg_scratch_alloc(f->rt, bytes);
-    if (p)
-        f->pending += bytes; /* counted until the step ends, however long the chunk lives */
-    return p;
+    /* counted by the chunks it comes from (buffers.c), not by pending */
+    return cg_scratch_alloc(f->rt, bytes);
 }
 
 /* --- fp16 emulation (cg_node_precision) ------------------------------------------ */
@@ -613,7 +608,7 @@ cg_status cg_frame_prepare_step(cg_exec *f, size_t si, cg_kernel_fn fn)
     cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
                        f->outs, n->output_count, f, f->err, CG_KPREC_FP32};
     cg_status status = fn(&k);
-    cg_scratch_reset(f->rt, mark);
+    step_scratch_end(f, mark);
     drop_step_outputs(f, n->output_count);
     return status;
 }

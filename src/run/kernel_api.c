@@ -145,7 +145,7 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     }
     if (!arena_at && f) {
         cg_budget *b = cg_exec_budget(f);
-        if (b && !cg_budget_fits(b, f->pending + bytes))
+        if (b && !cg_buffers_make_room(f->rt, f->pending + bytes))
             return cg_kernel_fail(k, CG_LIMIT, "output %zu needs %zu bytes with %llu bytes in "
                                   "use, over the memory budget of %llu bytes (--max-memory)",
                                   i, bytes,
@@ -228,7 +228,7 @@ cg_status cg_kernel_take_budget(cg_kernel_ctx *k, uint64_t bytes)
     cg_budget *b = cg_exec_budget(f);
     if (!b)
         return CG_OK;
-    if (!cg_budget_fits(b, f->pending + bytes))
+    if (!cg_buffers_make_room(f->rt, f->pending + bytes))
         return cg_kernel_fail(k, CG_LIMIT, "%llu bytes more with %llu bytes in use would go "
                               "over the memory budget of %llu bytes (--max-memory)",
                               (unsigned long long)bytes,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convgate/budget.h"
 #include "convgate/runtime.h"
 #include "core/arena.h"
 #include "run/exec.h"
@@ -179,6 +180,93 @@ static void test_chain_and_memory_plan(void)
         cg_runtime_free(rt);
     }
 out:
+    cg_model_free(m);
+}
+
+/* Buffers the runtime keeps across runs (kernel scratch chunks, the pool of
+ * value buffers) count against the budget for as long as they are kept; the
+ * pool gives its idle buffers back before a run is refused; a refused run
+ * leaves the runtime usable; freeing the runtime gives every byte back. */
+static void test_kept_buffers_budget(void)
+{
+    cg_model *m = model_new(13);
+    cg_graph *g = graph_new("main");
+    int64_t sym[1] = {-1};
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, sym));
+    node(g, "Add", "a", "x,x", "a");
+    node(g, "Add", "b", "a,a", "b");
+    node(g, "Add", "c", "b,b", "c");
+    node(g, "Add", "y", "c,x", "y");
+    test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
+    m->graph = g;
+    cg_budget *b = cg_budget_new(0, 0);
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.budget = b;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = b ? cg_runtime_init(m, &opt, &rt, &err) : CG_NOMEM;
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    enum { N = 4096 };
+    static float xs[4 * N], want[4 * N];
+    for (int i = 0; i < 4 * N; i++) {
+        xs[i] = (float)(i % 7) - 3.0f;
+        want[i] = 9.0f * xs[i];
+    }
+    /* n elements: the first shape is planned into the arena, the others
+     * (other shapes) take their buffers from the pool */
+    int64_t sizes[4] = {N / 2, N, N / 2, N};
+    for (int r = 0; r < 4; r++) {
+        int64_t d[1] = {sizes[r]};
+        cg_value *x = tensor_f32(1, d, xs);
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        st = run1(rt, "x", x, &outs, &n, &err);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d, want), "run %d: %s", r, err.msg);
+        cg_runtime_free_outputs(outs, n);
+        cg_value_free(x);
+    }
+    uint64_t held = cg_budget_in_use(b);
+    size_t pooled = rt->buffers.bytes;
+    EXPECT(pooled > 0 && held >= pooled, "between runs: %llu bytes reserved, %zu pooled",
+           (unsigned long long)held, pooled);
+    /* [2N] fits only once the pool's idle buffers are freed: two live
+     * values of 8N bytes (and no pool) under the limit */
+    uint64_t base = held - pooled, two = 2 * 2 * N * sizeof(float);
+    EXPECT(pooled + two > two + 4096, "the pool (%zu bytes) is too small to matter", pooled);
+    cg_budget_set(b, base + two + 4096, 0);
+    int64_t d2[1] = {2 * N};
+    cg_value *x = tensor_f32(1, d2, xs);
+    cg_named_value *outs = NULL;
+    size_t n = 0;
+    st = run1(rt, "x", x, &outs, &n, &err);
+    EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, want), "pool trimmed: %s", err.msg);
+    cg_runtime_free_outputs(outs, n);
+    cg_value_free(x);
+    /* [4N] does not fit at all: refused, naming the node; the next run
+     * with room left gives the right result */
+    cg_budget_set(b, cg_budget_in_use(b) + 4 * N, 0);
+    int64_t d4[1] = {4 * N};
+    x = tensor_f32(1, d4, xs);
+    st = run1(rt, "x", x, &outs, &n, &err);
+    EXPECT(st == CG_LIMIT && strstr(err.msg, "(Add)") && strstr(err.msg, "budget"),
+           "over the budget: %s", err.msg);
+    cg_budget_set(b, 0, 0);
+    for (int r = 0; r < 2; r++) {
+        st = run1(rt, "x", x, &outs, &n, &err);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d4, want), "after the refusal: %s",
+               err.msg);
+        cg_runtime_free_outputs(outs, n);
+    }
+    cg_value_free(x);
+    cg_runtime_free(rt);
+    EXPECT(cg_budget_in_use(b) == 0, "%llu bytes still reserved after cg_runtime_free",
+           (unsigned long long)cg_budget_in_use(b));
+out:
+    cg_budget_free(b);
     cg_model_free(m);
 }
 
@@ -864,6 +952,7 @@ int main(void)
 {
     test_registry();
     test_chain_and_memory_plan();
+    test_kept_buffers_budget();
     test_fixed_dims_and_initializer_default();
     test_init_errors();
     test_if_outer_scope();
