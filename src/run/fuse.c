@@ -55,8 +55,9 @@ static size_t *count_uses(const cg_plan *p)
     return uses;
 }
 
-/* The constant float scalar in input i of step st, or dflt when omitted. */
-static bool const_scalar(const cg_plan *p, const cg_step *st, size_t i, float dflt, float *out)
+/* The constant float scalar in input i of step st, or dflt when omitted.
+ * Its copy is made now if the plan left it for the first run. */
+static bool const_scalar(cg_plan *p, const cg_step *st, size_t i, float dflt, float *out)
 {
     *out = dflt;
     if (i >= st->node->input_count || st->in[i].slot < 0)
@@ -67,6 +68,7 @@ static bool const_scalar(const cg_plan *p, const cg_step *st, size_t i, float df
     for (size_t j = 0; j < p->graph->input_count; j++)
         if (p->input_slots[j] == r.slot)
             return false; /* a feed may replace it */
+    cg_plan_materialize_slot(p, r.slot);
     const cg_value *v = p->init_values[r.slot];
     if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT ||
         v->tensor.numel != 1 || !v->tensor.data)
@@ -98,7 +100,7 @@ static cg_step *only_reader(cg_plan *p, size_t from, int32_t s)
 
 /* The single-input activation step c reading slot s as its input 0, as an
  * epilogue; false when c is not one. */
-static bool activation_of(const cg_plan *p, const cg_step *c, int32_t s, cg_epilogue *e)
+static bool activation_of(cg_plan *p, const cg_step *c, int32_t s, cg_epilogue *e)
 {
     const cg_node *n = c->node;
     if (!n->input_count || c->in[0].up != 0 || c->in[0].slot != s || n->output_count < 1 ||

@@ -365,7 +365,22 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     cg_value_info gin[5], gout[1];
     const char *names[5] = {"x", "w", "b", clip ? "lo" : "r", "hi"};
     cg_tensor *vals[5] = {x, w, b, clip ? lo : res, hi};
-    size_t nin = clip ? 5 : add ? 4 : 3;
+    /* Clip's bounds are initializers (fusion needs constants), their
+     * raw_data at odd byte offsets as exporters leave them: such copies are
+     * made only at the first run, so the fusion pass reading the bounds at
+     * init must make them first */
+    size_t nin = add ? 4 : 3;
+    static uint8_t raw[2][8];
+    cg_tensor_proto inits[2];
+    memset(inits, 0, sizeof inits);
+    for (int i = 0; i < 2; i++) {
+        memcpy(raw[i] + 1, (i ? hi : lo)->data, sizeof(float));
+        inits[i].name = i ? "hi" : "lo";
+        inits[i].data_type = CG_DTYPE_FLOAT;
+        inits[i].has_data_type = true;
+        inits[i].raw_data.data = raw[i] + 1;
+        inits[i].raw_data.len = sizeof(float);
+    }
     cg_named_value feeds[5];
     cg_error err;
     cg_error_clear(&err);
@@ -393,6 +408,10 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     g.input_count = nin;
     g.outputs = gout;
     g.output_count = 1;
+    g.initializers = clip ? inits : NULL;
+    g.initializer_count = clip ? 2 : 0;
+    g.initializers = clip ? inits : NULL;
+    g.initializer_count = clip ? 2 : 0;
     cg_opset_id ops = {"", 17, true, {NULL, 0}};
     cg_model m;
     memset(&m, 0, sizeof m);
