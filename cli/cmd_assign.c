@@ -25,19 +25,24 @@
 static void assign_usage(FILE *f)
 {
     fputs("Usage: convgate assign MODEL --target T[,T2...] [--dim SYMBOL=VALUE]...\n"
-          "                       [--dims S=V[,S=V...]]... [--seed S] [--range [NAME=]LO,HI]...\n"
+          "                       [--dims S=V[,S=V...]]... [--inputs DIR] [--seed S]\n"
+          "                       [--range [NAME=]LO,HI]...\n"
           "                       [--profiles DIR] [--json] [--html FILE]\n"
           "                       [--model-explorer DIR]\n"
           "\n"
           "Which nodes each target would take, the partitions and boundary crossings that\n"
           "makes, why the other nodes stay on the CPU, and a placement verdict. Targets are\n"
           "asked in the order given; the CPU takes what none keeps. Shapes come from one\n"
-          "reference run on random inputs (symbolic dims from --dim, else 1).\n"
+          "reference run on random inputs (symbolic dims from --dim, else 1), or on the\n"
+          "first sample of --inputs DIR. Where the model fails on those inputs nothing is\n"
+          "placed: the residency is reported unknown, with the reason (exit 2).\n"
           "\n"
           "Options:\n"
           "  --target T[,T2...]   targets in priority order (repeatable; `convgate targets`\n"
           "                       lists them)\n"
           CLI_HELP_INPUT_OPTIONS
+          "  --inputs DIR         place the model at the shapes of, and typed by a run on,\n"
+          "                       the first sample of an input folder (gate --help)\n"
           "  --dims S=V[,S=V...]  one shape setting (repeatable): each is assigned on top of\n"
           "                       the --dim values; the report shows the first in full, then\n"
           "                       each setting's residency and the nodes that change owner\n"
@@ -77,31 +82,31 @@ static void setting_label(assign_setting *s)
         snprintf(s->label, sizeof s->label, "(defaults)");
 }
 
-/* Types and placement of one setting (without types when the reference
- * cannot run: rules that need a type then refuse the node). */
+/* Types and placement of one setting, typed by a reference run on `fed`
+ * (the --inputs sample) or on random inputs (a lowering that declares its
+ * types still runs the source on them). Where the model fails on them
+ * nothing is placed (s->types and s->placement stay NULL, s->types_error
+ * says why): the residency is unknown, not "0/N nodes". */
 static bool place_setting(const char *path, const cg_lowered *lowered, const cli_inputs *in,
-                          const cli_targets *tg, assign_setting *s)
+                          const cli_targets *tg, const cg_sample *fed, assign_setting *s)
 {
     const cg_model *model = lowered->model;
     cg_error err;
     cg_error_clear(&err);
-    if (cg_lowered_types(lowered, s->dims, s->dim_count, &in->random, &s->types, &err) !=
-        CG_OK) {
+    if (cg_lowered_types_fed(lowered, s->dims, s->dim_count, &in->random,
+                             fed ? fed->inputs : NULL, fed ? fed->input_count : 0, &s->types,
+                             &err) != CG_OK) {
         if (err.status == CG_NOMEM) {
             cli_error("assign", "%s", err.msg);
             return false;
         }
         snprintf(s->types_error, sizeof s->types_error, "%s", err.msg);
-        cli_warn("assign", "%s: no tensor types for %s, assigning without them (rules that "
-                 "need a type refuse the node): %s", path, s->label, err.msg);
-        cg_error_clear(&err);
+        return true;
     }
     if (cg_placement_build(model, s->types, tg->list, tg->count, &s->placement, &err) != CG_OK) {
         cli_error("assign", "%s: %s", path, err.msg);
         return false;
     }
-    if (!s->types)
-        s->placement->types_error = s->types_error;
     return true;
 }
 
@@ -164,11 +169,15 @@ int cmd_assign(int argc, char **argv)
     static const struct option longopts[] = {CLI_OPTS_TARGETS,
                                               CLI_OPTS_INPUTS,
                                               {"dims", required_argument, NULL, 'D'},
+                                              {"inputs", required_argument, NULL, 'i'},
                                               {"no-time", no_argument, NULL, 'T'},
                                               CLI_OPTS_VIEWS,
                                               CLI_OPTS_END};
     const char *dims_args[ASSIGN_MAX_SETTINGS];
     size_t dims_arg_count = 0, setting_count = 0;
+    const char *inputs = NULL;
+    cg_sample_set samples = {0};
+    const cg_sample *fed = NULL;
     bool timed = true;
     int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
@@ -197,6 +206,7 @@ int cmd_assign(int argc, char **argv)
             dims_args[dims_arg_count++] = optarg;
             break;
         case 'T': timed = false; break;
+        case 'i': inputs = optarg; break;
         case CLI_OPT_HTML:
         case CLI_OPT_MODEL_EXPLORER:
             if (cli_views_option("assign", &views, c, optarg) < 0)
@@ -212,9 +222,9 @@ int cmd_assign(int argc, char **argv)
     if (!cli_targets_required("assign", &tg))
         goto done;
     if (cg_tflite_detect_path(path)) {
-        if (in.dim_count || dims_arg_count) {
+        if (in.dim_count || dims_arg_count || inputs) {
             cli_error("assign", "%s: a .tflite is placed with the static shapes it stores; "
-                      "--dim and --dims do not apply", path);
+                      "--dim, --dims and --inputs do not apply", path);
             goto done;
         }
         if (cli_targets_resolve("assign", &tg))
@@ -227,14 +237,32 @@ int cmd_assign(int argc, char **argv)
         cli_error("assign", "out of memory");
         goto done;
     }
+    if (inputs && dims_arg_count) {
+        cli_error("assign", "--inputs fixes the shapes; --dims settings are shapes of random "
+                  "inputs: give one");
+        goto done;
+    }
     if (!(model = cli_model_for("assign", path, &in, &tg)))
         goto done;
+    if (inputs) {
+        /* placed on the first sample of the folder, as gate 2 places it */
+        char desc[4200];
+        if (!cli_samples_load("assign", model, path, NULL, inputs, 0, 1, &in, &samples, desc,
+                              sizeof desc))
+            goto done;
+        fed = &samples.samples[0];
+    }
     for (size_t i = 0; i < setting_count; i++) {
         assign_setting *s = &settings[i];
         cg_dim_binding extra[CLI_MAX_DIMS];
         size_t extra_count = 0;
-        memcpy(s->dims, in.dims, in.dim_count * sizeof *in.dims);
-        s->dim_count = in.dim_count;
+        if (fed) {
+            s->dim_count = cg_sample_dims(model, in.dims, in.dim_count, fed, s->dims,
+                                          CLI_MAX_DIMS);
+        } else {
+            memcpy(s->dims, in.dims, in.dim_count * sizeof *in.dims);
+            s->dim_count = in.dim_count;
+        }
         if (dims_arg_count &&
             !cli_parse_dims("assign", "dims", dims_args[i], extra, &extra_count, CLI_MAX_DIMS))
             goto done;
@@ -272,19 +300,41 @@ int cmd_assign(int argc, char **argv)
                 goto done;
             }
         }
-        if (!place_setting(path, lowered, &in, &tg, s))
+        if (!place_setting(path, lowered, &in, &tg, fed, s))
             goto done;
+        if (!s->placement) {
+            /* the model fails on these inputs: nothing to place */
+            char inputs_text[4300];
+            snprintf(inputs_text, sizeof inputs_text, "%s%s%s", fed ? "sample '" : "",
+                     fed ? fed->label : "random inputs", fed ? "'" : "");
+            cli_error("assign", "%s: residency unknown: the model fails on %s (dims: %s)%s",
+                      path, inputs_text, s->label,
+                      fed ? "" : "; give inputs it runs on with --inputs DIR");
+            if (cli_json_on()) {
+                json_t *root = cg_report_assign_unknown_json(inputs_text, s->label,
+                                                             s->types_error);
+                if (root)
+                    cg_json_set(root, "model", cg_json_text(path));
+                cli_json_emit(CG_EXIT_ERROR, root);
+            } else {
+                cg_report_assign_unknown_text(stdout, inputs_text, s->label, s->types_error);
+            }
+            goto done;
+        }
         s->placement->lowered = lowered;
     }
     if (timed && settings[0].types) {
         /* a graph of ops the reference does not run (TFLite's) is timed by its source */
+        const cg_named_value *fv = fed ? fed->inputs : NULL;
+        size_t fn = fed ? fed->input_count : 0;
         cg_status st = lowered->declared_types
-                           ? cg_profile_quick_estimate_lowered(
+                           ? cg_profile_quick_estimate_lowered_fed(
                                  lowered, settings[0].dims, settings[0].dim_count, &in.random,
-                                 settings[0].placement->main, &estimate, &ref, &err)
-                           : cg_profile_quick_estimate(lowered->model, settings[0].types,
-                                                       &in.random, settings[0].placement->main,
-                                                       &estimate, &ref, &err);
+                                 fv, fn, settings[0].placement->main, &estimate, &ref, &err)
+                           : cg_profile_quick_estimate_fed(lowered->model, settings[0].types,
+                                                           &in.random, fv, fn,
+                                                           settings[0].placement->main,
+                                                           &estimate, &ref, &err);
         if (st == CG_OK)
             settings[0].placement->time = &estimate;
         else
@@ -346,6 +396,7 @@ done:
         cg_type_env_free(settings[i].types);
     }
     free(settings);
+    cg_sample_set_free(&samples);
     cli_targets_free(&tg);
     cg_lowered_free(lowered);
     cg_model_free(model);

@@ -27,7 +27,8 @@ static void gate_usage(FILE *f)
 {
     fputs("Usage: convgate gate MODEL --target T[,T2...] [--golden DIR | --inputs DIR |\n"
           "                     --random N] [--seed S] [--range [NAME=]LO,HI]...\n"
-          "                     [--require-full] [--dim SYM=VAL]... [--atol X --rtol Y]\n"
+          "                     [--require-full | --min-coverage F] [--dim SYM=VAL]...\n"
+          "                     [--atol X --rtol Y]\n"
           "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
           "                     [--html FILE] [--model-explorer DIR] [--quiet]\n"
           "                     [--source SOURCE [--map RULE]...] [--runner R]\n"
@@ -36,9 +37,18 @@ static void gate_usage(FILE *f)
           "  1 converts              the checker passes (convgate check)\n"
           "  2 runs where intended   placement on the targets (convgate assign): residency,\n"
           "                          partitions, boundaries, share of reference time on the\n"
-          "                          targets; fails when a target without CPU fallback\n"
+          "                          targets; passes when the targets take the majority of\n"
+          "                          the reference time and the mixed latency estimate\n"
+          "                          (targets + CPU remainder + boundary copies) beats the\n"
+          "                          CPU alone; fails when a target without CPU fallback\n"
           "                          refuses a node, and under --require-full when anything\n"
-          "                          falls back to the CPU (or forms a second partition)\n"
+          "                          falls back to the CPU (or forms a second partition).\n"
+          "                          The model is placed at the shapes of, and typed by a\n"
+          "                          reference run on, the first sample; where the model\n"
+          "                          fails on it the residency is unknown and gate 2 fails\n"
+          "  --min-coverage F  gate 2's bar: the targets take at least F (in [0, 1]) of the\n"
+          "                    reference time instead of the majority; 0: no bar at all\n"
+          "                    (neither coverage nor latency judged: to reach gate 3)\n"
           "  3 matches               the target path's outputs against the reference runtime\n"
           "                          on every sample; on a failure, bisection names the first\n"
           "                          divergent tensor and triages it (convgate bisect)\n"
@@ -170,6 +180,7 @@ int cmd_gate(int argc, char **argv)
                                               {"inputs", required_argument, NULL, 'i'},
                                               {"random", required_argument, NULL, 'r'},
                                               {"require-full", no_argument, NULL, 'F'},
+                                              {"min-coverage", required_argument, NULL, 'C'},
                                               CLI_OPTS_ACCUMULATE,
                                               {"json", required_argument, NULL, 'j'},
                                               CLI_OPTS_VIEWS,
@@ -219,6 +230,15 @@ int cmd_gate(int argc, char **argv)
             }
             break;
         case 'F': opt.require_full = true; break;
+        case 'C':
+            if (!cli_parse_real("gate", "min-coverage", optarg, &opt.min_coverage) ||
+                !(opt.min_coverage >= 0 && opt.min_coverage <= 1)) {
+                cli_error("gate", "--min-coverage expects a fraction of the reference time in "
+                          "[0, 1], got '%s'", optarg);
+                goto done;
+            }
+            opt.have_min_coverage = true;
+            break;
         case 'k':
             if (!cli_parse_task("gate", optarg, &opt.task, &opt.detect))
                 goto done;
@@ -271,6 +291,11 @@ int cmd_gate(int argc, char **argv)
     }
     if (tol.file && (tol.have_atol || tol.have_rtol)) {
         cli_error("gate", "give --atol/--rtol or --tol FILE, not both");
+        goto done;
+    }
+    if (opt.require_full && opt.have_min_coverage) {
+        cli_error("gate", "--require-full already asks for everything on the target: give it "
+                  "or --min-coverage, not both");
         goto done;
     }
     if (have_threshold && opt.task != CG_TASK_SEGMENT) {

@@ -3,8 +3,10 @@
  *   1 converts   the structural checker passes (convgate/check.h);
  *   2 runs where intended   the placement on the targets (residency,
  *     partitions, boundaries, time-weighted coverage) is acceptable: no
- *     fail-policy target refuses a node, and under require_full nothing
- *     falls back to the CPU;
+ *     fail-policy target refuses a node; the targets take the majority of
+ *     the reference time (or the user's bar) and the mixed latency
+ *     estimate beats the CPU alone; under require_full instead, nothing
+ *     falls back to the CPU and one partition holds it all;
  *   3 matches    the target path's outputs, judged on every sample as
  *     compare judges them (convgate/parity.h): against the model's noise
  *     floor of the target's precision by default, by a fixed tolerance
@@ -53,6 +55,13 @@ typedef struct cg_gate_options {
     const cg_dim_binding *dims;
     size_t dim_count;
     bool require_full;
+    /* gate 2's bar (without require_full): the targets take more than half
+     * the reference time, or at least min_coverage of it when
+     * have_min_coverage (--min-coverage F, F in [0, 1]); and the mixed
+     * latency estimate beats the CPU alone (cg_gate_runs_judge); 0 waives
+     * both */
+    bool have_min_coverage;
+    double min_coverage;
     bool accumulate_fp32;
     /* --atol/--rtol/--tol: outputs given a tolerance are judged by it
      * instead of the noise floor (cg_tolerances_resolve) */
@@ -92,7 +101,15 @@ typedef struct cg_gate_report {
     cg_gate_state runs;
     size_t node_count, nodes_on_targets, partitions, boundaries;
     double time_coverage;    /* share of reference CPU time on targets, [0, 1]; <0 unknown */
-    char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU" */
+    /* the estimate gate 2 judges (convgate/profile.h), on the timed
+     * reference run of sample 0: the CPU alone (reference_ms) and the mixed
+     * run (targets + CPU remainder + boundary copies); <0 unknown */
+    double reference_ms, mixed_ms;
+    double coverage_bar;     /* the bar applied; <0: the majority (> 50%) */
+    char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU", or "unknown" */
+    /* nothing was placed: the model itself fails on the sample gate 2 runs
+     * (runs_detail says why); the counts above mean nothing then */
+    bool residency_unknown;
     char verdict_text[512];  /* cg_assign_verdict's sentence */
     /* The graph the targets partition (convgate/lower.h): its preprocess
      * ("none": the file's graph), the nodes the runtime's graph
@@ -100,7 +117,7 @@ typedef struct cg_gate_report {
     char preprocess[32];
     size_t removed_by_runtime;
     char removed_detail[256];
-    char runs_detail[600];
+    char runs_detail[768];
 
     cg_gate_state matches;
     bool reduced_precision;
@@ -128,6 +145,16 @@ typedef struct cg_gate_report {
     double *node_ms;
     struct cg_lowered *lowered;
 } cg_gate_report;
+
+struct cg_cost_estimate;
+/* Gate 2's bar on a placement's time estimate (NULL: unknown, which
+ * fails): the targets take more than half the reference time, or at least
+ * min_coverage of it (min_coverage >= 0), and the mixed latency estimate
+ * (targets + CPU remainder + boundary copies) beats the CPU alone;
+ * min_coverage 0 waives both (the user accepts any placement). `why` gets
+ * the sentence either way; it names the bar that failed. */
+CG_API bool cg_gate_runs_judge(const struct cg_cost_estimate *e, double min_coverage,
+                               const char *targets, char *why, size_t cap);
 
 /* Runs the gates on `model` (loaded from model_path). CG_OK whenever the
  * report is filled, pass or fail; another status only for errors that keep

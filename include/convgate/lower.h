@@ -130,6 +130,16 @@ CG_API CG_NODISCARD cg_status cg_lowered_types(const cg_lowered *l, const cg_dim
                                                size_t dim_count,
                                                const struct cg_random_inputs *random,
                                                cg_type_env **out, cg_error *err);
+/* The same on the user's inputs (`feeds`, borrowed: cg_type_env_build_fed;
+ * NULL: random as above). For a lowering with declared_types the source is
+ * run on them, so that a model failing on them fails here too (placement
+ * unknown) although the types come from the declarations. */
+CG_API CG_NODISCARD cg_status cg_lowered_types_fed(const cg_lowered *l,
+                                                   const cg_dim_binding *dims, size_t dim_count,
+                                                   const struct cg_random_inputs *random,
+                                                   const cg_named_value *feeds,
+                                                   size_t feed_count, cg_type_env **out,
+                                                   cg_error *err);
 
 /* Times of the runtime's main-graph nodes from the source's (per source
  * main-graph node, e.g. a timed reference run of the source): each source

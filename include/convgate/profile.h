@@ -248,6 +248,17 @@ CG_API CG_NODISCARD cg_status cg_profile_quick_estimate(const cg_model *model,
                                                         cg_reference_profile *ref_out,
                                                         cg_error *err);
 
+/* The same on the user's inputs (`fed`, borrowed; NULL: random as above). */
+CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_fed(const cg_model *model,
+                                                            const struct cg_type_env *types,
+                                                            const struct cg_random_inputs *random,
+                                                            const cg_named_value *fed,
+                                                            size_t fed_count,
+                                                            const cg_assignment *a,
+                                                            cg_cost_estimate *out,
+                                                            cg_reference_profile *ref_out,
+                                                            cg_error *err);
+
 /* cg_profile_quick_estimate for a lowered graph the reference does not run
  * (convgate/lower.h, declared_types: TFLite ops): the source is timed at
  * `dims` and each source node's time goes to the runtime nodes standing for
@@ -258,6 +269,13 @@ CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_lowered(
     const struct cg_lowered *l, const cg_dim_binding *dims, size_t dim_count,
     const struct cg_random_inputs *random, const cg_assignment *a, cg_cost_estimate *out,
     cg_reference_profile *ref_out, cg_error *err);
+/* The same on the user's inputs (`fed`, borrowed, fed to the source;
+ * NULL: random as above). */
+CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_lowered_fed(
+    const struct cg_lowered *l, const cg_dim_binding *dims, size_t dim_count,
+    const struct cg_random_inputs *random, const cg_named_value *fed, size_t fed_count,
+    const cg_assignment *a, cg_cost_estimate *out, cg_reference_profile *ref_out,
+    cg_error *err);
 
 /* --- work: a deterministic stand-in for time (src/cost/work.c) ----------------------------- */
 

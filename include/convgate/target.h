@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "convgate/model.h"
+#include "convgate/runtime.h"
 #include "convgate/status.h"
 #include "convgate/tensor.h"
 
@@ -62,6 +63,16 @@ CG_API CG_NODISCARD cg_status cg_type_env_build_with(const cg_model *model,
                                                      const cg_dim_binding *dims, size_t dim_count,
                                                      const struct cg_random_inputs *random,
                                                      cg_type_env **out, cg_error *err);
+/* The same, the recording run fed `feeds` (the user's inputs, e.g. a
+ * sample's: borrowed) instead of random tensors; `dims` must bind the
+ * symbols as the feeds' shapes do (cg_sample_dims). Where the model fails
+ * on them, the error says so: placement is then unknown, not empty. */
+CG_API CG_NODISCARD cg_status cg_type_env_build_fed(const cg_model *model,
+                                                    const cg_dim_binding *dims, size_t dim_count,
+                                                    const struct cg_random_inputs *random,
+                                                    const cg_named_value *feeds,
+                                                    size_t feed_count, cg_type_env **out,
+                                                    cg_error *err);
 /* The types a graph declares, without running it: initializers (constant),
  * graph inputs, value_info, each dim as declared (a symbolic one counts as
  * dynamic, sized 1). Constness is not propagated through nodes: only

@@ -467,9 +467,8 @@ static int do_assign(bind_ctx *c, json_t **result)
         return rc;
     if (c->model->tflite)
         return do_assign_tflite(c, result);
-    /* as convgate assign: the graph the targets partition is placed, and
-     * without types (the reference cannot run), rules that need one refuse
-     * the node */
+    /* as convgate assign: the graph the targets partition is placed; where
+     * the model fails on the inputs nothing is placed (residency unknown) */
     if (cg_lower_for_targets(c->model, c->targets, c->target_count, c->dims, c->dim_count,
                              &lowered, &err) != CG_OK)
         return bind_error(c, "%s", err.msg);
@@ -480,18 +479,18 @@ static int do_assign(bind_ctx *c, json_t **result)
             goto done;
         }
         snprintf(types_error, sizeof types_error, "%s", err.msg);
-        bind_warn(c, "no tensor types, assigning without them (rules that need a type refuse "
-                  "the node): %s", err.msg);
-        cg_error_clear(&err);
+        *result = cg_report_assign_unknown_json("random inputs", "(defaults)", types_error);
+        if (*result)
+            cg_json_set(*result, "model", cg_json_text(c->path));
+        rc = bind_error(c, "residency unknown: the model fails on random inputs: %s", err.msg);
+        goto done;
     }
     if (cg_placement_build(placed, types, c->targets, c->target_count, &p, &err) != CG_OK) {
         rc = bind_error(c, "%s", err.msg);
         goto done;
     }
     p->lowered = lowered;
-    if (!types)
-        p->types_error = types_error;
-    if (types && !opt_bool(c, "no_time", false)) {
+    if (!opt_bool(c, "no_time", false)) {
         cg_status st = lowered->declared_types
                            ? cg_profile_quick_estimate_lowered(lowered, c->dims, c->dim_count,
                                                                &c->random, p->main, &est, NULL,
@@ -732,7 +731,7 @@ static int do_gate(bind_ctx *c, json_t **result)
     memset(&rep, 0, sizeof rep);
     cg_error_clear(&err);
     int rc = bind_check_keys(c, "target profiles dim seed range accumulate random inputs golden "
-                                "atol rtol require_full");
+                                "atol rtol require_full min_coverage");
     if (rc || (rc = bind_common(c, true)) != 0)
         goto done;
     const char *golden = opt_string(c, "golden", &bad);
@@ -765,6 +764,16 @@ static int do_gate(bind_ctx *c, json_t **result)
     go.dims = c->dims;
     go.dim_count = c->dim_count;
     go.require_full = opt_bool(c, "require_full", false);
+    json_t *bar = opt(c, "min_coverage");
+    if (bar && !json_is_null(bar)) {
+        if (!json_is_number(bar) || !(json_number_value(bar) >= 0 && json_number_value(bar) <= 1)) {
+            rc = bind_error(c, "option 'min_coverage' expects a fraction of the reference time "
+                            "in [0, 1]");
+            goto done;
+        }
+        go.have_min_coverage = true;
+        go.min_coverage = json_number_value(bar);
+    }
     go.accumulate_fp32 = c->accumulate == 2;
     go.tol = c->tol; /* given, atol/rtol override the noise floor */
     go.random = &c->random;

@@ -1010,6 +1010,16 @@ cg_status cg_profile_quick_estimate_lowered(const cg_lowered *l, const cg_dim_bi
                                             const cg_assignment *a, cg_cost_estimate *out,
                                             cg_reference_profile *ref_out, cg_error *err)
 {
+    return cg_profile_quick_estimate_lowered_fed(l, dims, dim_count, random, NULL, 0, a, out,
+                                                 ref_out, err);
+}
+
+cg_status cg_profile_quick_estimate_lowered_fed(const cg_lowered *l, const cg_dim_binding *dims,
+                                                size_t dim_count, const cg_random_inputs *random,
+                                                const cg_named_value *fed, size_t fed_count,
+                                                const cg_assignment *a, cg_cost_estimate *out,
+                                                cg_reference_profile *ref_out, cg_error *err)
+{
     cg_named_value *feeds = NULL;
     size_t feed_count = 0, n = l->model->graph->node_count;
     cg_type_env *types = NULL;
@@ -1017,12 +1027,13 @@ cg_status cg_profile_quick_estimate_lowered(const cg_lowered *l, const cg_dim_bi
     memset(&ref, 0, sizeof ref);
     double *ms = calloc(n + 1, sizeof *ms);
     cg_status st = ms ? CG_OK : cg_error_set(err, CG_NOMEM, "out of memory timing the model");
-    if (st == CG_OK)
+    if (st == CG_OK && !fed)
         st = cg_type_env_build_with(l->source, dims, dim_count, random, &types, err);
-    if (st == CG_OK)
+    if (st == CG_OK && !fed)
         st = cg_profile_feeds_make(l->source, types, random, &feeds, &feed_count, err);
     if (st == CG_OK)
-        st = cg_profile_reference(l->source, feeds, feed_count, 1, false, NULL, &ref, err);
+        st = cg_profile_reference(l->source, fed ? fed : feeds, fed ? fed_count : feed_count, 1,
+                                  false, NULL, &ref, err);
     if (st == CG_OK) {
         /* the source's times, on the nodes of the graph the targets partition */
         cg_lowered_node_times(l, ref.node_ms, ms);
@@ -1049,13 +1060,24 @@ cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *ty
                                     cg_cost_estimate *out, cg_reference_profile *ref_out,
                                     cg_error *err)
 {
+    return cg_profile_quick_estimate_fed(model, types, random, NULL, 0, a, out, ref_out, err);
+}
+
+cg_status cg_profile_quick_estimate_fed(const cg_model *model, const cg_type_env *types,
+                                        const cg_random_inputs *random,
+                                        const cg_named_value *fed, size_t fed_count,
+                                        const cg_assignment *a, cg_cost_estimate *out,
+                                        cg_reference_profile *ref_out, cg_error *err)
+{
     cg_named_value *feeds = NULL;
     size_t feed_count = 0;
     cg_reference_profile ref;
     memset(&ref, 0, sizeof ref);
-    cg_status st = cg_profile_feeds_make(model, types, random, &feeds, &feed_count, err);
+    cg_status st = fed ? CG_OK
+                       : cg_profile_feeds_make(model, types, random, &feeds, &feed_count, err);
     if (st == CG_OK)
-        st = cg_profile_reference(model, feeds, feed_count, 1, false, NULL, &ref, err);
+        st = cg_profile_reference(model, fed ? fed : feeds, fed ? fed_count : feed_count, 1,
+                                  false, NULL, &ref, err);
     if (st == CG_OK) {
         cg_cost_inputs in = {a, ref.node_ms, ref.overhead_ms, NULL, NULL, NULL, NULL};
         st = cg_cost_estimate_build(&in, out, err);

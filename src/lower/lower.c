@@ -261,9 +261,27 @@ cg_status cg_lowered_types(const cg_lowered *l, const cg_dim_binding *dims, size
                            const struct cg_random_inputs *random, cg_type_env **out,
                            cg_error *err)
 {
-    if (l->declared_types)
-        return cg_type_env_build_declared(l->model, out, err);
-    return cg_type_env_build_with(l->model, dims, dim_count, random, out, err);
+    return cg_lowered_types_fed(l, dims, dim_count, random, NULL, 0, out, err);
+}
+
+cg_status cg_lowered_types_fed(const cg_lowered *l, const cg_dim_binding *dims,
+                               size_t dim_count, const struct cg_random_inputs *random,
+                               const cg_named_value *feeds, size_t feed_count,
+                               cg_type_env **out, cg_error *err)
+{
+    if (!l->declared_types)
+        return cg_type_env_build_fed(l->model, dims, dim_count, random, feeds, feed_count, out,
+                                     err);
+    if (feeds) {
+        /* the types are declared, but the model must run on these inputs */
+        cg_type_env *source = NULL;
+        cg_status st = cg_type_env_build_fed(l->source, dims, dim_count, random, feeds,
+                                             feed_count, &source, err);
+        cg_type_env_free(source);
+        if (st != CG_OK)
+            return st;
+    }
+    return cg_type_env_build_declared(l->model, out, err);
 }
 
 void cg_lowered_node_times(const cg_lowered *l, const double *source_ms, double *out)

@@ -602,6 +602,38 @@ json_t *cg_assign_report_json(const cg_placement *p)
     return root;
 }
 
+/* --- nothing placed ----------------------------------------------------------------- */
+
+void cg_report_assign_unknown_text(FILE *f, const char *inputs, const char *setting,
+                                   const char *why)
+{
+    cg_text_printf(f, "Residency: unknown (nothing placed: the model itself fails on %s (dims: "
+                   "%s) in the reference runtime, so no tensor has a type to judge)\n", inputs,
+                   setting);
+    cg_text_printf(f, "  %s\n", why);
+    cg_text_printf(f, "Verdict: unknown: give inputs the model runs on (--inputs DIR, "
+                   "--range, --dim/--shape)\n");
+}
+
+json_t *cg_report_assign_unknown_json(const char *inputs, const char *setting, const char *why)
+{
+    json_t *root = json_object(), *verdict = NULL;
+    bool ok = root && ar_set(root, "setting", cg_json_text(setting)) &&
+              ar_set(root, "residency", cg_json_text("unknown")) &&
+              ar_set(root, "nodes_on_target", json_null()) &&
+              ar_set(root, "partitions", json_null()) &&
+              ar_set(root, "types_error", cg_json_text(why)) &&
+              ar_set(root, "verdict", verdict = json_object()) &&
+              ar_set(verdict, "kind", cg_json_text("unknown")) &&
+              ar_set(verdict, "inputs", cg_json_text(inputs)) &&
+              ar_set(verdict, "text", cg_json_text(why));
+    if (!ok) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
 /* --- shape settings (`assign --dims`) ------------------------------------------------ */
 
 /* "xnnpack" or "CPU" for a node's owner in an assignment. */

@@ -18,7 +18,9 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
     cg_text_printf(f, "GATE 1 converts: %s  %s\n", cg_gate_state_name(r->converts),
                    r->converts_detail);
     cg_text_printf(f, "GATE 2 runs where intended: %s", cg_gate_state_name(r->runs));
-    if (r->runs != CG_GATE_NOT_RUN) {
+    if (r->runs != CG_GATE_NOT_RUN && r->residency_unknown) {
+        cg_text_printf(f, "  residency unknown\n       %s", r->runs_detail);
+    } else if (r->runs != CG_GATE_NOT_RUN) {
         cg_text_printf(f, "  %s, %zu partition%s, %zu boundar%s",
                        r->residency[0] ? r->residency : "?", r->partitions,
                        r->partitions == 1 ? "" : "s", r->boundaries,
@@ -124,12 +126,21 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
         if (r->lowered)
             cg_json_set(g2, "nodes_in_file",
                         json_integer((json_int_t)r->lowered->source->graph->node_count));
-        cg_json_set(g2, "nodes_on_target", json_integer((json_int_t)r->nodes_on_targets));
-        cg_json_set(g2, "partitions", json_integer((json_int_t)r->partitions));
-        cg_json_set(g2, "boundaries", json_integer((json_int_t)r->boundaries));
+        /* null, not 0, where nothing could be placed */
+        bool known = !r->residency_unknown;
+        cg_json_set(g2, "nodes_on_target",
+                    known ? json_integer((json_int_t)r->nodes_on_targets) : json_null());
+        cg_json_set(g2, "partitions", known ? json_integer((json_int_t)r->partitions) : json_null());
+        cg_json_set(g2, "boundaries", known ? json_integer((json_int_t)r->boundaries) : json_null());
         cg_json_set(g2, "time_coverage",
                             r->time_coverage >= 0 ? cg_json_number(r->time_coverage) : json_null());
         cg_json_set(g2, "placement_verdict", cg_json_text(r->verdict_text));
+        /* the bar gate 2 applies, and the estimate it judges (ms) */
+        cg_json_set(g2, "coverage_bar", r->coverage_bar >= 0 ? cg_json_number(r->coverage_bar)
+                                                            : cg_json_text("majority"));
+        cg_json_set(g2, "reference_ms",
+                    r->reference_ms >= 0 ? cg_json_number(r->reference_ms) : json_null());
+        cg_json_set(g2, "mixed_ms", r->mixed_ms >= 0 ? cg_json_number(r->mixed_ms) : json_null());
     }
     cg_json_set(root, "runs_where_intended", g2);
     if (r->matches != CG_GATE_NOT_RUN) {

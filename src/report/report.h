@@ -127,6 +127,13 @@ typedef struct cg_assign_setting {
     const cg_placement *placement;
 } cg_assign_setting;
 
+/* assign's report where nothing could be placed: the model itself fails on
+ * `inputs` ("sample '0'", "random inputs") at shape setting `setting` in
+ * the reference runtime, for reason `why`: the residency is unknown. */
+void cg_report_assign_unknown_text(FILE *f, const char *inputs, const char *setting,
+                                   const char *why);
+json_t *cg_report_assign_unknown_json(const char *inputs, const char *setting, const char *why);
+
 /* Each setting's residency and the nodes that change owner with shape. */
 void cg_report_settings_text(FILE *f, const cg_assign_setting *s, size_t count);
 /* The same as root's "shape_settings" and "owner_changes". */

@@ -148,6 +148,10 @@ typedef struct te_build {
     int64_t symbol_delta;
     cg_error *err;
     const cg_random_inputs *random; /* NULL: the policy's defaults, seed 0 */
+    /* the tensors the recording run feeds instead of random ones (the
+     * user's inputs; borrowed), or NULL */
+    const cg_named_value *fed;
+    size_t fed_count;
 } te_build;
 
 static bool dtype_ok(int32_t v) { return v > 0 && v < CG_DTYPE_COUNT && cg_dtype_valid(v); }
@@ -449,13 +453,17 @@ static cg_status run_once(te_build *b, size_t *symbolic)
         goto done;
     if (b->probing && *symbolic == 0)
         goto done;
+    /* the recording run feeds the user's tensors when given (their shapes
+     * bound the symbols, cg_sample_dims); the probe keeps random ones */
+    const cg_named_value *run_feeds = b->fed && !b->probing ? b->fed : feeds;
+    size_t run_count = b->fed && !b->probing ? b->fed_count : feed_count;
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
     opt.observe = observe;
     opt.observe_user = b;
     if ((st = cg_runtime_init(b->model, &opt, &rt, b->err)) != CG_OK)
         goto done;
-    st = cg_runtime_run(rt, feeds, feed_count, &outs, &out_count, b->err);
+    st = cg_runtime_run(rt, run_feeds, run_count, &outs, &out_count, b->err);
     if (st == CG_OK)
         cg_runtime_free_outputs(outs, out_count);
 done:
@@ -494,7 +502,8 @@ static cg_status add_graph_inputs(te_build *b)
 
 static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dims,
                                 size_t dim_count, const struct cg_random_inputs *random,
-                                bool probe_bound, cg_type_env **out, cg_error *err)
+                                const cg_named_value *fed, size_t fed_count, bool probe_bound,
+                                cg_type_env **out, cg_error *err)
 {
     *out = NULL;
     if (!model || !model->graph)
@@ -508,7 +517,8 @@ static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dim
                 return cg_error_set(err, CG_USAGE, "type environment: symbol '%s' is bound "
                                     "twice", dims[k].symbol);
     }
-    te_build b = {NULL, model, dims, dim_count, NULL, false, probe_bound, 0, err, random};
+    te_build b = {NULL, model, dims, dim_count, NULL, false, probe_bound, 0, err, random,
+                  fed, fed_count};
     cg_status st;
     b.env = calloc(1, sizeof *b.env);
     b.binding_used = calloc(dim_count + 1, sizeof *b.binding_used);
@@ -525,7 +535,9 @@ static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dim
         goto fail;
     size_t symbolic = 0;
     if ((st = run_once(&b, &symbolic)) != CG_OK) {
-        cg_error_prefix(err, "type environment (a reference run on seeded random inputs): ");
+        cg_error_prefix(err, fed ? "type environment (a reference run on the given inputs): "
+                                 : "type environment (a reference run on seeded random "
+                                   "inputs): ");
         goto fail;
     }
     for (size_t k = 0; k < dim_count; k++)
@@ -611,17 +623,25 @@ cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *di
                                  size_t dim_count, const struct cg_random_inputs *random,
                                  cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, random, false, out, err);
+    return type_env_build(model, dims, dim_count, random, NULL, 0, false, out, err);
+}
+
+cg_status cg_type_env_build_fed(const cg_model *model, const cg_dim_binding *dims,
+                                size_t dim_count, const struct cg_random_inputs *random,
+                                const cg_named_value *feeds, size_t feed_count,
+                                cg_type_env **out, cg_error *err)
+{
+    return type_env_build(model, dims, dim_count, random, feeds, feed_count, false, out, err);
 }
 
 cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
                             cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, NULL, false, out, err);
+    return type_env_build(model, dims, dim_count, NULL, NULL, 0, false, out, err);
 }
 
 cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding *dims,
                                      size_t dim_count, cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, NULL, true, out, err);
+    return type_env_build(model, dims, dim_count, NULL, NULL, 0, true, out, err);
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Gate 2 ("runs where intended") and assign on the cases of tests/data/gate2
+# (tools/make_gate2_cases.py):
+#  - the model is placed with the user's --inputs: a model that fails on
+#    random inputs is placed on inputs it runs on; where it fails on the
+#    inputs (random or given) the residency is "unknown" with the reason,
+#    never "0/N nodes", in text and JSON, for gate and assign;
+#  - gate 2 passes only when the targets take the majority of the reference
+#    time and the mixed estimate beats the CPU alone: nothing on nnapi, a
+#    minority on nnapi, and a majority undone by its boundary copy all FAIL
+#    with the reason; --min-coverage sets another bar; --require-full stays
+#    the strict form.
+# Usage: gate2_cases.sh CONVGATE SOURCE_DIR
+set -u
+CG=${1:?convgate binary}
+SRC=${2:?source dir}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect FILE REGEX WHAT
+    grep -Eq -- "$2" "$1" || { fail "$3: /$2/ not in $1"; sed 's/^/    /' "$1" | head -40; }
+}
+refuse() { # refuse FILE REGEX WHAT
+    grep -Eq -- "$2" "$1" && { fail "$3: /$2/ in $1"; sed 's/^/    /' "$1" | head -40; }
+}
+run() { # run NAME EXPECTED_RC ARGS...
+    local name=$1 want=$2
+    shift 2
+    "$CG" "$@" >"$T/$name.out" 2>"$T/$name.err"
+    local rc=$?
+    [ "$rc" = "$want" ] || { fail "$name: exit $rc, expected $want"; cat "$T/$name.err"; }
+}
+D=$SRC/tests/data/gate2
+EX=$SRC/examples
+
+# --- placed with the user's inputs; unknown where the model fails on them ---
+run topk_random 1 gate "$D/topk_k.onnx" --target nnapi --json "$T/topk_random.json"
+expect "$T/topk_random.out" '^GATE 2 runs where intended: FAIL  residency unknown' "unknown, not 0/N"
+expect "$T/topk_random.out" "fails on the random sample 'random-0'.*k = -2.*--inputs DIR" "the reason and the fix"
+refuse "$T/topk_random.out" '0/[0-9]+ nodes' "no node count without a placement"
+expect "$T/topk_random.json" '"residency": "unknown"' "json residency unknown"
+expect "$T/topk_random.json" '"nodes_on_target": null' "json count null"
+run topk_good 1 gate "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/good"
+expect "$T/topk_good.out" '^GATE 2 runs where intended: FAIL  [1-9][0-9]*/7 nodes on nnapi' "placed on the given inputs"
+run topk_bad 1 gate "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/bad"
+expect "$T/topk_bad.out" "residency unknown: the model itself fails on the given sample 'bad'" "unknown on the given inputs"
+run assign_random 2 assign "$D/topk_k.onnx" --target nnapi
+expect "$T/assign_random.out" '^Residency: unknown' "assign: unknown"
+expect "$T/assign_random.err" 'residency unknown.*--inputs DIR' "assign: the fix"
+refuse "$T/assign_random.out" '0/[0-9]+ nodes' "assign: no node count"
+run assign_good 0 assign "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/good"
+expect "$T/assign_good.out" '^[1-9][0-9]*/7 nodes on nnapi' "assign placed on the given inputs"
+run assign_bad 2 assign "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/bad" --json
+expect "$T/assign_bad.out" '"residency": "unknown"' "assign json unknown"
+expect "$T/assign_bad.out" "\"inputs\": \"sample 'bad'\"" "assign json names the sample"
+run assign_dims 2 assign "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/good" --dims x=1
+expect "$T/assign_dims.err" '--inputs fixes the shapes' "--inputs with --dims refused"
+
+# --- the bar: majority of the reference time, and the mixed estimate beats the CPU ---
+run none 1 gate "$D/cpu_only.onnx" --target nnapi --random 1 --json "$T/none.json"
+expect "$T/none.out" 'GATE 2 runs where intended: FAIL  0/2 nodes on nnapi' "nothing on nnapi"
+expect "$T/none.out" 'VERDICT: FAIL  gate 2 .*nnapi takes 0.0% of the reference time \(0/2 nodes\), below the majority, over 50%, that running where intended needs' "why it fails"
+expect "$T/none.json" '"detail": "nnapi takes 0.0% of the reference time \(0/2 nodes\), below the majority' "same words in JSON"
+run minority 1 gate "$D/cpu_heavy.onnx" --target nnapi --random 1
+expect "$T/minority.out" 'VERDICT: FAIL  gate 2 .*nnapi takes [0-9.]+% of the reference time \(4/5 nodes\), below the majority' "a minority fails"
+run minority_bar 0 gate "$D/cpu_heavy.onnx" --target nnapi --random 1 --min-coverage 0.02 --atol 1e-3 --rtol 1e-3
+expect "$T/minority_bar.out" 'nnapi takes the share --min-coverage asks of the reference time and the mixed latency estimate beats the CPU alone' "--min-coverage sets another bar"
+run strict_bar 1 gate "$EX/tiny_cnn.onnx" --target coreml-mlprogram --random 1 --min-coverage 1
+expect "$T/strict_bar.out" 'VERDICT: FAIL  gate 2 .*coreml-mlprogram takes [0-9.]+% of the reference time \(13/14 nodes\), below --min-coverage 100.0%' "a higher bar"
+run copies 1 gate "$D/copy_bound.onnx" --target nnapi --random 1 --json "$T/copies.json"
+expect "$T/copies.out" 'GATE 2 runs where intended: FAIL  6/7 nodes on nnapi' "the majority of nodes on nnapi"
+expect "$T/copies.out" 'VERDICT: FAIL  gate 2 .*the mixed latency estimate .* does not beat the CPU alone' "the boundary copy undoes it"
+expect "$T/copies.json" '"mixed_ms": [0-9]' "json mixed estimate"
+run copies_bar 1 gate "$D/copy_bound.onnx" --target nnapi --random 1 --min-coverage 0.1
+expect "$T/copies_bar.out" 'does not beat the CPU alone' "--min-coverage does not waive the latency bar"
+run full 1 gate "$D/copy_bound.onnx" --target nnapi --random 1 --require-full
+expect "$T/full.out" 'VERDICT: FAIL  gate 2 .*--require-full: 1 node fall' "--require-full stays strict"
+run both 2 gate "$D/copy_bound.onnx" --target nnapi --require-full --min-coverage 0.5
+run badbar 2 gate "$D/copy_bound.onnx" --target nnapi --min-coverage 1.5
+expect "$T/badbar.err" 'in \[0, 1\]' "--min-coverage range"
+run pass 0 gate "$EX/tiny_cnn.onnx" --target xnnpack --inputs "$EX/tiny_cnn_inputs" --json "$T/pass.json"
+expect "$T/pass.out" 'xnnpack takes the majority of the reference time and the mixed latency estimate beats the CPU alone' "a pass says why"
+expect "$T/pass.json" '"coverage_bar": "majority"' "json bar"
+
+[ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "gate2_cases: all passed"
