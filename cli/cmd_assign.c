@@ -18,6 +18,7 @@
 #include "convgate/model.h"
 #include "convgate/profile.h"
 #include "convgate/tflite.h"
+#include "core/text.h"
 #include "report/report.h"
 
 #define ASSIGN_MAX_SETTINGS 16
@@ -26,6 +27,7 @@ static void assign_usage(FILE *f)
 {
     fputs("Usage: convgate assign MODEL --target T[,T2...] [--dim SYMBOL=VALUE]...\n"
           "                       [--dims S=V[,S=V...]]... [--inputs DIR] [--seed S]\n"
+          "                       [--accept-default-dims]\n"
           "                       [--range [NAME=]LO,HI]...\n"
           "                       [--profiles DIR] [--json] [--html FILE]\n"
           "                       [--model-explorer DIR]\n"
@@ -43,6 +45,10 @@ static void assign_usage(FILE *f)
           CLI_HELP_INPUT_OPTIONS
           "  --inputs DIR         place the model at the shapes of, and typed by a run on,\n"
           "                       the first sample of an input folder (gate --help)\n"
+          "  --accept-default-dims  input dims the model gives no size for (a sequence\n"
+          "                       length, an unnamed dim) take 1; without it assign refuses\n"
+          "                       to guess and names the dim (a leading dim named as a\n"
+          "                       batch takes 1 anyway). The sizes used are stated (Dims:)\n"
           "  --dims S=V[,S=V...]  one shape setting (repeatable): each is assigned on top of\n"
           "                       the --dim values; the report shows the first in full, then\n"
           "                       each setting's residency and the nodes that change owner\n"
@@ -170,6 +176,7 @@ int cmd_assign(int argc, char **argv)
                                               CLI_OPTS_INPUTS,
                                               {"dims", required_argument, NULL, 'D'},
                                               {"inputs", required_argument, NULL, 'i'},
+                                              {"accept-default-dims", no_argument, NULL, 'A'},
                                               {"no-time", no_argument, NULL, 'T'},
                                               CLI_OPTS_VIEWS,
                                               CLI_OPTS_END};
@@ -178,6 +185,10 @@ int cmd_assign(int argc, char **argv)
     const char *inputs = NULL;
     cg_sample_set samples = {0};
     const cg_sample *fed = NULL;
+    bool accept_defaults = false;
+    cg_dim_use uses[CLI_MAX_DIMS];
+    size_t use_count = 0;
+    char dims_text[1024] = "";
     bool timed = true;
     int rc = CG_EXIT_ERROR, c;
     cli_inputs in;
@@ -207,6 +218,7 @@ int cmd_assign(int argc, char **argv)
             break;
         case 'T': timed = false; break;
         case 'i': inputs = optarg; break;
+        case 'A': accept_defaults = true; break;
         case CLI_OPT_HTML:
         case CLI_OPT_MODEL_EXPLORER:
             if (cli_views_option("assign", &views, c, optarg) < 0)
@@ -292,6 +304,21 @@ int cmd_assign(int argc, char **argv)
             goto done;
         }
         setting_label(s);
+        /* the sizes of the dynamic dims: stated, and never guessed unless
+         * the user accepts it (as gate: convgate/samples.h) */
+        size_t n = fed ? cg_samples_dim_uses(model, in.dims, in.dim_count, fed, uses,
+                                             CLI_MAX_DIMS)
+                       : cg_samples_dim_uses(model, s->dims, s->dim_count, NULL, uses,
+                                             CLI_MAX_DIMS);
+        n = n < CLI_MAX_DIMS ? n : CLI_MAX_DIMS;
+        if (!accept_defaults && cg_samples_refuse_guessed_dims(uses, n, &err) != CG_OK) {
+            cli_error("assign", "%s: %s", path, err.msg);
+            goto done;
+        }
+        if (i == 0) {
+            use_count = n;
+            cg_samples_dim_uses_text(uses, n, dims_text, sizeof dims_text);
+        }
         if (i == 0) {
             /* the graph the targets partition (a profile's "preprocess") */
             if (cg_lower_for_targets(model, tg.list, tg.count, s->dims, s->dim_count, &lowered,
@@ -365,6 +392,7 @@ int cmd_assign(int argc, char **argv)
         if (root) {
             cg_json_set(root, "model", cg_json_text(path));
             cg_json_set(root, "setting", cg_json_text(settings[0].label));
+            cg_json_set(root, "dims", cg_report_dims_json(uses, use_count));
             if (setting_count > 1 && !cg_report_settings_json(root, shape_views, setting_count)) {
                 json_decref(root);
                 root = NULL;
@@ -384,6 +412,8 @@ int cmd_assign(int argc, char **argv)
     } else {
         json_decref(root);
         cg_assign_report_text(stdout, settings[0].placement);
+        if (use_count)
+            cg_text_printf(stdout, "Dims: %s\n", dims_text);
         if (setting_count > 1)
             cg_report_settings_text(stdout, shape_views, setting_count);
     }

@@ -28,7 +28,7 @@ static void gate_usage(FILE *f)
     fputs("Usage: convgate gate MODEL --target T[,T2...] [--golden DIR | --inputs DIR |\n"
           "                     --random N] [--seed S] [--range [NAME=]LO,HI]...\n"
           "                     [--require-full | --min-coverage F] [--dim SYM=VAL]...\n"
-          "                     [--atol X --rtol Y]\n"
+          "                     [--accept-default-dims] [--atol X --rtol Y]\n"
           "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
           "                     [--html FILE] [--model-explorer DIR] [--quiet]\n"
           "                     [--source SOURCE [--map RULE]...] [--runner R]\n"
@@ -46,6 +46,10 @@ static void gate_usage(FILE *f)
           "                          The model is placed at the shapes of, and typed by a\n"
           "                          reference run on, the first sample; where the model\n"
           "                          fails on it the residency is unknown and gate 2 fails\n"
+          "  --accept-default-dims  input dims the model gives no size for (a sequence\n"
+          "                    length, an unnamed dim) take 1; without it the gate refuses\n"
+          "                    to guess and names the dim (a leading dim named as a batch\n"
+          "                    takes 1 anyway). The sizes used are stated under DIMS\n"
           "  --min-coverage F  gate 2's bar: the targets take at least F (in [0, 1]) of the\n"
           "                    reference time instead of the majority; 0: no bar at all\n"
           "                    (neither coverage nor latency judged: to reach gate 3)\n"
@@ -181,6 +185,7 @@ int cmd_gate(int argc, char **argv)
                                               {"random", required_argument, NULL, 'r'},
                                               {"require-full", no_argument, NULL, 'F'},
                                               {"min-coverage", required_argument, NULL, 'C'},
+                                              {"accept-default-dims", no_argument, NULL, 'A'},
                                               CLI_OPTS_ACCUMULATE,
                                               {"json", required_argument, NULL, 'j'},
                                               CLI_OPTS_VIEWS,
@@ -230,6 +235,7 @@ int cmd_gate(int argc, char **argv)
             }
             break;
         case 'F': opt.require_full = true; break;
+        case 'A': opt.accept_default_dims = true; break;
         case 'C':
             if (!cli_parse_real("gate", "min-coverage", optarg, &opt.min_coverage) ||
                 !(opt.min_coverage >= 0 && opt.min_coverage <= 1)) {
@@ -369,10 +375,12 @@ int cmd_gate(int argc, char **argv)
             for (size_t o = 0; outs && o < jr->output_count; o++)
                 outs[o] = (cg_graph_view_output){jr->outputs[o].name, &jr->outputs[o].merged};
             /* the file's nodes; the placement and the times index the
-             * graph the targets partition, mapped back by the view */
-            cg_graph_view gv = {model, rep.assignment, rep.node_ms,
+             * graph the targets partition, mapped back by the view (a
+             * .tflite: its operators, drawn as placed) */
+            cg_graph_view gv = {rep.tflite_ops ? rep.tflite_ops : model, rep.assignment,
+                                rep.node_ms,
                                 rep.bisected ? &rep.bisect : NULL, outs, jr->output_count,
-                                tg.list, tg.count, rep.lowered};
+                                tg.list, tg.count, rep.tflite_ops ? NULL : rep.lowered};
             char title[4300];
             snprintf(title, sizeof title, "convgate gate %s --target %s", model_path, tg.label);
             rc = outs ? cli_views_write("gate", &views, rc, root, title, &gv)

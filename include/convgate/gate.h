@@ -62,6 +62,10 @@ typedef struct cg_gate_options {
      * both */
     bool have_min_coverage;
     double min_coverage;
+    /* input dims the model gives no size for, that neither dims nor the
+     * samples' files bind, take 1 instead of refusing the gate (CG_USAGE
+     * naming the dim: cg_samples_refuse_guessed_dims) */
+    bool accept_default_dims;
     bool accumulate_fp32;
     /* --atol/--rtol/--tol: outputs given a tolerance are judged by it
      * instead of the noise floor (cg_tolerances_resolve) */
@@ -92,6 +96,11 @@ typedef struct cg_gate_report {
     char *model;             /* the model's path (or "-") */
     char *targets;           /* "litert-gpu" or "a,b" */
     bool pass;
+    /* the size every dynamic input dim took and where it came from
+     * (convgate/samples.h; borrows the model's names), and as text */
+    cg_dim_use *dims;
+    size_t dim_count;
+    char dims_text[512];
     char reason[1024];       /* the verdict's one line */
 
     cg_gate_state converts;
@@ -106,7 +115,8 @@ typedef struct cg_gate_report {
      * run (targets + CPU remainder + boundary copies); <0 unknown */
     double reference_ms, mixed_ms;
     double coverage_bar;     /* the bar applied; <0: the majority (> 50%) */
-    char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU", or "unknown" */
+    char residency[512];     /* "16/18 nodes on xnnpack, 2 on CPU" ("TFLite ops" for a
+                                .tflite), or "unknown" */
     /* nothing was placed: the model itself fails on the sample gate 2 runs
      * (runs_detail says why); the counts above mean nothing then */
     bool residency_unknown;
@@ -144,6 +154,11 @@ typedef struct cg_gate_report {
     cg_assignment *assignment;
     double *node_ms;
     struct cg_lowered *lowered;
+    /* For a .tflite: its operators (cg_tflite_op_model), which gate 2
+     * places and counts as assign does ("TFLite ops") and which
+     * `assignment`, `types` and `node_ms` (each operator's lowered nodes'
+     * time) then index instead of `lowered->model`. Owned. */
+    cg_model *tflite_ops;
 } cg_gate_report;
 
 struct cg_cost_estimate;

@@ -220,6 +220,45 @@ CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const
 CG_API size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
                       const cg_sample *s, cg_dim_binding *out, size_t cap);
 
+/* --- dynamic dims: the sizes used, and where they come from ------------------------ */
+
+typedef enum cg_dim_source {
+    CG_DIM_GIVEN = 0,     /* --dim or --shape */
+    CG_DIM_FED,           /* the shape of a fed tensor (--inputs, a golden set) */
+    CG_DIM_BATCH_DEFAULT, /* a leading dim named as a batch ("batch", "N"): 1, as a device
+                             runs one sample; the name is the model's hint */
+    CG_DIM_DEFAULT        /* no hint at all: 1, a guess */
+} cg_dim_source;
+
+CG_API const char *cg_dim_source_name(cg_dim_source s); /* "--dim/--shape", "the inputs", ... */
+
+/* One dim of an input to feed that has no fixed size. */
+typedef struct cg_dim_use {
+    const char *input;   /* borrowed from the model */
+    size_t axis;
+    const char *symbol;  /* its dim_param (borrowed), NULL when unnamed */
+    int64_t value;
+    cg_dim_source source;
+} cg_dim_use;
+
+/* Every dim of the inputs to feed without a fixed size, in graph order,
+ * with the size it takes: `given` bindings (--dim, --shape) first, then
+ * the tensors of `fed` (a sample the user gave; NULL: random inputs), then
+ * 1 (a batch default, or a guess). A symbol shared by several inputs is
+ * listed once. Returns the count; at most cap are written to out. */
+CG_API size_t cg_samples_dim_uses(const cg_model *model, const cg_dim_binding *given,
+                                  size_t given_count, const cg_sample *fed, cg_dim_use *out,
+                                  size_t cap);
+/* "batch=1 (batch default), 'audio' axis 1=512 (--dim/--shape)"; "none"
+ * when n is 0. */
+CG_API void cg_samples_dim_uses_text(const cg_dim_use *u, size_t n, char *buf, size_t cap);
+/* CG_USAGE, naming the first dim that would be guessed (CG_DIM_DEFAULT):
+ * its input, axis and symbol, and the flags that give it (--dim, --shape,
+ * --inputs) or accept the stated default (--accept-default-dims). CG_OK
+ * when no dim is guessed. */
+CG_API CG_NODISCARD cg_status cg_samples_refuse_guessed_dims(const cg_dim_use *u, size_t n,
+                                                             cg_error *err);
+
 /* --- sources: samples loaded one at a time ---------------------------------------- */
 
 typedef enum cg_samples_layout {

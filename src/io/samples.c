@@ -183,6 +183,119 @@ size_t cg_samples_unsized_inputs(const cg_model *model, const cg_dim_binding *di
     return count;
 }
 
+const char *cg_dim_source_name(cg_dim_source s)
+{
+    switch (s) {
+    case CG_DIM_GIVEN: return "--dim/--shape";
+    case CG_DIM_FED: return "the inputs";
+    case CG_DIM_BATCH_DEFAULT: return "batch default";
+    case CG_DIM_DEFAULT: break;
+    }
+    return "default, a guess";
+}
+
+/* A leading dim whose name says it is the batch: "batch", "batch_size",
+ * "N", "B", "bs" (any case); exporters name it so (torch.onnx's
+ * dynamic_axes, tf2onnx's "unk__" excepted: that name says nothing). */
+static bool batch_named(size_t axis, const char *param)
+{
+    if (axis != 0 || !param || !*param)
+        return false;
+    char low[64];
+    size_t n = 0;
+    for (; param[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)((param[n] >= 'A' && param[n] <= 'Z') ? param[n] - 'A' + 'a' : param[n]);
+    low[n] = '\0';
+    return strstr(low, "batch") || strcmp(low, "n") == 0 || strcmp(low, "b") == 0 ||
+           strcmp(low, "bs") == 0;
+}
+
+size_t cg_samples_dim_uses(const cg_model *model, const cg_dim_binding *given,
+                           size_t given_count, const cg_sample *fed, cg_dim_use *out, size_t cap)
+{
+    const cg_graph *g = model->graph;
+    size_t count = 0;
+    for (size_t i = 0; i < g->input_count; i++) {
+        const cg_value_info *vi = &g->inputs[i];
+        const cg_type *t = vi->type;
+        if (!vi->name || cg_graph_initializer(g, vi->name) || !t || !t->shape)
+            continue;
+        const cg_value *v = NULL;
+        for (size_t k = 0; fed && k < fed->input_count && !v; k++)
+            if (fed->inputs[k].name && strcmp(fed->inputs[k].name, vi->name) == 0)
+                v = fed->inputs[k].value;
+        for (size_t d = 0; d < t->shape->rank; d++) {
+            const cg_dim *dim = &t->shape->dims[d];
+            if (dim->has_value && dim->value >= 0)
+                continue;
+            const char *sym = dim->param && *dim->param ? dim->param : NULL;
+            bool seen = false;
+            for (size_t k = 0; sym && k < count && k < cap && !seen; k++)
+                seen = out[k].symbol && strcmp(out[k].symbol, sym) == 0;
+            if (seen)
+                continue;
+            cg_dim_use u = {vi->name, d, sym, 1, CG_DIM_DEFAULT};
+            if (cg_samples_dim_bound(given, given_count, vi->name, d, dim, &u.value))
+                u.source = CG_DIM_GIVEN;
+            else if (v && v->kind == CG_VALUE_TENSOR && d < (size_t)v->tensor.rank) {
+                u.value = v->tensor.dims[d];
+                u.source = CG_DIM_FED;
+            } else if (batch_named(d, sym)) {
+                u.source = CG_DIM_BATCH_DEFAULT;
+            }
+            if (count < cap)
+                out[count] = u;
+            count++;
+        }
+    }
+    return count;
+}
+
+void cg_samples_dim_uses_text(const cg_dim_use *u, size_t n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    char item[400];
+    if (cap)
+        buf[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        if (u[k].symbol)
+            snprintf(item, sizeof item, "%.120s=%" PRId64 " (%s)", u[k].symbol, u[k].value,
+                     cg_dim_source_name(u[k].source));
+        else
+            snprintf(item, sizeof item, "'%.120s' axis %zu=%" PRId64 " (%s)", u[k].input,
+                     u[k].axis, u[k].value, cg_dim_source_name(u[k].source));
+        list_add(buf, cap, &used, item);
+    }
+    if (!n && cap)
+        snprintf(buf, cap, "none");
+}
+
+cg_status cg_samples_refuse_guessed_dims(const cg_dim_use *u, size_t n, cg_error *err)
+{
+    size_t k = 0;
+    while (k < n && u[k].source != CG_DIM_DEFAULT)
+        k++;
+    if (k == n)
+        return CG_OK;
+    size_t more = 0;
+    for (size_t j = k + 1; j < n; j++)
+        more += u[j].source == CG_DIM_DEFAULT;
+    char more_text[64] = "";
+    if (more)
+        snprintf(more_text, sizeof more_text, " (and %zu more)", more);
+    if (u[k].symbol)
+        return cg_error_set(err, CG_USAGE, "input '%s' dim %zu ('%s') has no size%s: the model "
+                            "gives none and nothing binds it, and shapes decide placement; give "
+                            "--dim %s=N, --shape %s=DxD... or --inputs DIR, or accept 1 with "
+                            "--accept-default-dims", u[k].input, u[k].axis,
+                            u[k].symbol, more_text, u[k].symbol, u[k].input);
+    return cg_error_set(err, CG_USAGE, "input '%s' dim %zu (unnamed) has no size%s: the model "
+                        "gives none and nothing binds it, and shapes decide placement; give "
+                        "--shape %s=DxD... or --inputs DIR, or accept 1 with "
+                        "--accept-default-dims", u[k].input, u[k].axis, more_text,
+                        u[k].input);
+}
+
 /* A --shape binding against the model: its input exists, the shape has the
  * input's rank, fixed dims agree. */
 static cg_status check_shape_key(const cg_graph *g, const cg_dim_binding *dims, size_t dim_count,

@@ -80,7 +80,27 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
     cg_text_printf(f, "GATE 2 runs where intended %s\n", cg_gate_state_name(r->runs));
     cg_text_printf(f, "GATE 3 matches             %s\n", cg_gate_state_name(r->matches));
     cg_text_printf(f, "VERDICT: %s  %s\n", r->pass ? "PASS" : "FAIL", r->reason);
+    if (r->dim_count)
+        cg_text_printf(f, "DIMS: %s\n", r->dims_text);
     fprintf(f, "========================================\n");
+}
+
+json_t *cg_report_dims_json(const cg_dim_use *u, size_t n)
+{
+    json_t *dims = json_array();
+    for (size_t k = 0; dims && k < n; k++) {
+        json_t *d = json_object();
+        if (!d || json_array_append_new(dims, d) != 0) {
+            json_decref(dims);
+            return NULL;
+        }
+        cg_json_set(d, "input", cg_json_text(u[k].input));
+        cg_json_set(d, "axis", json_integer((json_int_t)u[k].axis));
+        cg_json_set(d, "symbol", u[k].symbol ? cg_json_text(u[k].symbol) : json_null());
+        cg_json_set(d, "value", json_integer((json_int_t)u[k].value));
+        cg_json_set(d, "source", cg_json_text(cg_dim_source_name(u[k].source)));
+    }
+    return dims;
 }
 
 static json_t *gate_json(cg_gate_state s, const char *detail)
@@ -105,6 +125,8 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
     cg_json_set(root, "pass", json_boolean(r->pass));
     cg_json_set(root, "verdict", cg_json_text(r->pass ? "PASS" : "FAIL"));
     cg_json_set(root, "reason", cg_json_text(r->reason));
+    json_t *dims = cg_report_dims_json(r->dims, r->dim_count);
+    cg_json_set(root, "dims", dims ? dims : json_null());
     g1 = gate_json(r->converts, r->converts_detail);
     g2 = gate_json(r->runs, r->runs_detail);
     g3 = gate_json(r->matches, r->matches_detail);
@@ -120,6 +142,8 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
     cg_json_set(root, "converts", g1);
     if (r->runs != CG_GATE_NOT_RUN) {
         cg_json_set(g2, "residency", cg_json_text(r->residency));
+        /* what is counted: a .tflite's operators, as LiteRT's delegates log them */
+        cg_json_set(g2, "unit", cg_json_text(r->tflite_ops ? "tflite_ops" : "nodes"));
         cg_json_set(g2, "nodes", json_integer((json_int_t)r->node_count));
         cg_json_set(g2, "preprocess", cg_json_text(r->preprocess));
         cg_json_set(g2, "removed_by_runtime", json_integer((json_int_t)r->removed_by_runtime));

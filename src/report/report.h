@@ -127,6 +127,10 @@ typedef struct cg_assign_setting {
     const cg_placement *placement;
 } cg_assign_setting;
 
+/* The sizes the dynamic input dims took (convgate/samples.h), as gate and
+ * assign state them: [{input, axis, symbol, value, source}]. */
+json_t *cg_report_dims_json(const cg_dim_use *u, size_t n);
+
 /* assign's report where nothing could be placed: the model itself fails on
  * `inputs` ("sample '0'", "random inputs") at shape setting `setting` in
  * the reference runtime, for reason `why`: the residency is unknown. */

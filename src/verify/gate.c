@@ -103,55 +103,19 @@ static cg_status timer_observe(void *user, const cg_node *node, const char *name
     return CG_OK;
 }
 
-/* Share of the reference run's time spent in nodes the assignment puts on
- * a target (-1 when the run fails: coverage is then unknown); *node_ms gets
- * the time of each node in ms (malloc'd; NULL when the run fails). */
-static double time_coverage(const cg_model *model, const cg_assignment *a, const cg_sample *s,
-                            size_t max_alloc, double **node_ms);
-
-/* time_coverage of a lowered graph the reference does not run: the source
- * is timed and each source node's time goes to the ops standing for it. */
-static double lowered_time_coverage(const cg_lowered *l, const cg_assignment *a,
-                                    const cg_sample *s, size_t max_alloc, double **node_ms)
-{
-    const cg_graph *sg = l->source->graph, *g = l->model->graph;
-    cg_assignment none;
-    memset(&none, 0, sizeof none);
-    int *cpu = calloc(sg->node_count + 1, sizeof *cpu);
-    double *src_ms = NULL, *ms = calloc(g->node_count + 1, sizeof *ms), total = 0, on = 0;
-    for (size_t v = 0; cpu && v < sg->node_count; v++)
-        cpu[v] = CG_OWNER_CPU;
-    none.owner = cpu;
-    if (!cpu || !ms || time_coverage(l->source, &none, s, max_alloc, &src_ms) < 0) {
-        free(cpu);
-        free(ms);
-        free(src_ms);
-        return -1;
-    }
-    cg_lowered_node_times(l, src_ms, ms);
-    for (size_t v = 0; v < g->node_count; v++) {
-        total += ms[v];
-        if (a->owner[v] != CG_OWNER_CPU)
-            on += ms[v];
-    }
-    free(cpu);
-    free(src_ms);
-    *node_ms = ms;
-    return total > 0 ? on / total : 0;
-}
-
-static double time_coverage(const cg_model *model, const cg_assignment *a, const cg_sample *s,
-                            size_t max_alloc, double **node_ms)
+/* The reference run's time per node of `model` on sample s, in ms
+ * (malloc'd; NULL when the run fails: coverage is then unknown). */
+static double *timed_run(const cg_model *model, const cg_sample *s, size_t max_alloc)
 {
     node_timer t = {model->graph, NULL, {0, 0}};
     cg_runtime_options ro;
     cg_runtime *rt = NULL;
     cg_named_value *outs = NULL;
     size_t out_count = 0;
-    double cover = -1, total = 0, on = 0;
+    double *ms = NULL;
     t.seconds = calloc(model->graph->node_count ? model->graph->node_count : 1, sizeof(double));
     if (!t.seconds)
-        return -1;
+        return NULL;
     cg_runtime_options_default(&ro);
     ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
     ro.max_alloc_bytes = max_alloc;
@@ -161,21 +125,42 @@ static double time_coverage(const cg_model *model, const cg_assignment *a, const
         clock_gettime(CLOCK_MONOTONIC, &t.last);
         if (cg_runtime_run(rt, s->inputs, s->input_count, &outs, &out_count, NULL) == CG_OK) {
             cg_runtime_free_outputs(outs, out_count);
-            for (size_t v = 0; v < model->graph->node_count; v++) {
-                total += t.seconds[v];
-                if (a->owner[v] != CG_OWNER_CPU)
-                    on += t.seconds[v];
-            }
-            cover = total > 0 ? on / total : 0;
             for (size_t v = 0; v < model->graph->node_count; v++)
                 t.seconds[v] *= 1e3;
-            *node_ms = t.seconds;
+            ms = t.seconds;
             t.seconds = NULL;
         }
     }
     cg_runtime_free(rt);
     free(t.seconds);
-    return cover;
+    return ms;
+}
+
+/* A lowered .tflite's node times summed per operator of its main subgraph
+ * (cg_tflite_node_origin), indexed like cg_tflite_op_model's nodes.
+ * Frees node_ms; NULL on no memory. */
+static double *tflite_op_ms(const cg_model *lowered, double *node_ms, size_t op_count)
+{
+    double *op = calloc(op_count ? op_count : 1, sizeof *op);
+    for (size_t v = 0; op && v < lowered->graph->node_count; v++) {
+        const cg_tflite_origin *o = cg_tflite_node_origin(lowered, &lowered->graph->nodes[v]);
+        if (o && o->subgraph == 0 && o->op >= 0 && (size_t)o->op < op_count)
+            op[o->op] += node_ms[v];
+    }
+    free(node_ms);
+    return op;
+}
+
+/* A lowered graph's node times from its source's (cg_lowered_node_times),
+ * indexed like l->model's nodes. Frees src_ms; NULL when it is NULL or on
+ * no memory. */
+static double *lowered_op_ms(const cg_lowered *l, double *src_ms)
+{
+    double *ms = src_ms ? calloc(l->model->graph->node_count + 1, sizeof *ms) : NULL;
+    if (ms)
+        cg_lowered_node_times(l, src_ms, ms);
+    free(src_ms);
+    return ms;
 }
 
 bool cg_gate_runs_judge(const cg_cost_estimate *e, double min_coverage, const char *targets,
@@ -236,6 +221,7 @@ static bool sample_from_files(const cg_sample *s)
 static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg_gate_report *r,
                            cg_error *err)
 {
+    const cg_model *src = model; /* the file's graph (a .tflite's lowering) */
     cg_type_env *types = NULL;
     cg_assignment *a = NULL;
     cg_lowered *lowered = NULL;
@@ -300,7 +286,23 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         goto done;
     }
     cg_progress_report(&opt->progress, "gate 2", "steps", 1, 3, "placement");
-    if ((st = cg_assign(model, types, opt->targets, opt->target_count, &a, err)) != CG_OK) {
+    /* a .tflite is placed on its own operators, as assign places it and as
+     * LiteRT's delegates count them (cg_tflite_op_model, typed from the
+     * file); its lowering onto the IR is what the reference runs */
+    if (src->tflite) {
+        cg_type_env *op_types = NULL;
+        if ((st = cg_tflite_op_model(src->tflite->source, &r->tflite_ops, err)) != CG_OK ||
+            (st = cg_type_env_build_declared(r->tflite_ops, &op_types, err)) != CG_OK) {
+            cg_error_prefix(err, "gate 2: ");
+            goto done;
+        }
+        cg_type_env_free(types);
+        types = op_types;
+        g = r->tflite_ops->graph;
+        r->node_count = g->node_count;
+    }
+    const cg_model *placed = src->tflite ? r->tflite_ops : model;
+    if ((st = cg_assign(placed, types, opt->targets, opt->target_count, &a, err)) != CG_OK) {
         cg_error_prefix(err, "gate 2: ");
         goto done;
     }
@@ -308,20 +310,26 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->nodes_on_targets = g->node_count - cpu;
     r->partitions = a->partition_count;
     r->boundaries = a->boundary_count;
-    cg_assign_residency(a, r->residency, sizeof r->residency);
+    cg_assign_residency_in(a, src->tflite ? "TFLite ops" : "nodes", r->residency,
+                           sizeof r->residency);
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
     cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3, "timed reference run");
-    /* a graph the reference does not run (TFLite ops) is timed by its source */
-    r->time_coverage =
-        lowered->declared_types
-            ? lowered_time_coverage(lowered, a, s0, opt->max_alloc_bytes, &r->node_ms)
-            : time_coverage(model, a, s0, opt->max_alloc_bytes, &r->node_ms);
+    if (src->tflite) {
+        double *ms = timed_run(src, s0, opt->max_alloc_bytes);
+        r->node_ms = ms ? tflite_op_ms(src, ms, g->node_count) : NULL;
+    } else if (lowered->declared_types) {
+        /* a graph the reference does not run (TFLite ops) is timed by its source */
+        r->node_ms = lowered_op_ms(lowered, timed_run(lowered->source, s0, opt->max_alloc_bytes));
+    } else {
+        r->node_ms = timed_run(model, s0, opt->max_alloc_bytes);
+    }
     /* the estimate the bar judges: measured node times, assumed speedups */
     cg_cost_estimate est;
     bool have_est = false;
     if (r->node_ms) {
         cg_cost_inputs ci = {a, r->node_ms, 0, NULL, NULL, NULL, NULL};
         have_est = cg_cost_estimate_build(&ci, &est, &terr) == CG_OK;
+        r->time_coverage = have_est ? est.time_coverage : -1;
         r->reference_ms = have_est ? est.reference_ms : -1;
         r->mixed_ms = have_est ? est.mixed_ms : -1;
     }
@@ -537,12 +545,14 @@ void cg_gate_report_free(cg_gate_report *r)
         return;
     free(r->model);
     free(r->targets);
+    free(r->dims);
     cg_parity_report_free(&r->judged);
     free(r->bisect_sample_label);
     cg_bisect_result_free(&r->bisect);
     cg_assignment_free(r->assignment);
     cg_type_env_free(r->types);
     cg_lowered_free(r->lowered);
+    cg_model_free(r->tflite_ops);
     free(r->node_ms);
     memset(r, 0, sizeof *r);
 }
@@ -565,6 +575,18 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
     if (opt->have_min_coverage && !(opt->min_coverage >= 0 && opt->min_coverage <= 1))
         return cg_error_set(err, CG_USAGE, "cg_gate_run: min_coverage %g is not in [0, 1]",
                             opt->min_coverage);
+    /* the sizes of the dynamic dims, stated in the verdict; a guess only
+     * when the user accepts it */
+    const cg_sample *s0 = &opt->samples->samples[0];
+    const cg_sample *fed = sample_from_files(s0) ? s0 : NULL;
+    size_t nd = cg_samples_dim_uses(model, opt->dims, opt->dim_count, fed, NULL, 0);
+    if (nd && !(out->dims = calloc(nd, sizeof *out->dims)))
+        return cg_error_set(err, CG_NOMEM, "gate: out of memory");
+    out->dim_count = cg_samples_dim_uses(model, opt->dims, opt->dim_count, fed, out->dims, nd);
+    cg_samples_dim_uses_text(out->dims, out->dim_count, out->dims_text, sizeof out->dims_text);
+    if (!opt->accept_default_dims &&
+        (st = cg_samples_refuse_guessed_dims(out->dims, out->dim_count, err)) != CG_OK)
+        return st;
     for (size_t t = 0; t < opt->target_count; t++)
         len += strlen(opt->targets[t]->name) + 1;
     out->model = str_dup(model_path ? model_path : "-");

@@ -9,7 +9,12 @@
 #    time and the mixed estimate beats the CPU alone: nothing on nnapi, a
 #    minority on nnapi, and a majority undone by its boundary copy all FAIL
 #    with the reason; --min-coverage sets another bar; --require-full stays
-#    the strict form.
+#    the strict form;
+#  - dynamic dims: the sizes used are stated (DIMS in the verdict block,
+#    "dims" in JSON, "Dims:" in assign); a dim the model gives no hint for is
+#    refused (exit 2) naming the input, the dim and the flags, unless
+#    --accept-default-dims;
+#  - a .tflite: gate 2 places and counts its TFLite operators as assign does.
 # Usage: gate2_cases.sh CONVGATE SOURCE_DIR
 set -u
 CG=${1:?convgate binary}
@@ -82,6 +87,38 @@ expect "$T/badbar.err" 'in \[0, 1\]' "--min-coverage range"
 run pass 0 gate "$EX/tiny_cnn.onnx" --target xnnpack --inputs "$EX/tiny_cnn_inputs" --json "$T/pass.json"
 expect "$T/pass.out" 'xnnpack takes the majority of the reference time and the mixed latency estimate beats the CPU alone' "a pass says why"
 expect "$T/pass.json" '"coverage_bar": "majority"' "json bar"
+
+# --- dynamic dims: stated in the verdict block, never guessed unless accepted ---
+run seq_guess 2 gate "$D/dyn_seq.onnx" --target nnapi
+expect "$T/seq_guess.err" "input 'tokens' dim 1 \('seq'\) has no size.*--dim seq=N, --shape tokens=DxD\.\.\. or --inputs DIR, or accept 1 with --accept-default-dims" "gate refuses to guess, naming the dim and the flags"
+run seq_dim 1 gate "$D/dyn_seq.onnx" --target nnapi --dim seq=16 --json "$T/seq_dim.json"
+expect "$T/seq_dim.out" '^DIMS: batch=1 \(batch default\), seq=16 \(--dim/--shape\)$' "the sizes stated in the verdict block"
+expect "$T/seq_dim.json" '"source": "batch default"' "json dims"
+run seq_accept 1 gate "$D/dyn_seq.onnx" --target nnapi --accept-default-dims
+expect "$T/seq_accept.out" '^DIMS: batch=1 \(batch default\), seq=1 \(default, a guess\)$' "an accepted guess is stated as one"
+run seq_assign 2 assign "$D/dyn_seq.onnx" --target nnapi
+expect "$T/seq_assign.err" "input 'tokens' dim 1 \('seq'\) has no size" "assign refuses to guess"
+run unnamed_assign 2 assign "$D/dyn_unnamed.onnx" --target nnapi
+expect "$T/unnamed_assign.err" "input 'audio' dim 1 \(unnamed\) has no size.*--shape audio=DxD" "an unnamed dim: --shape"
+run unnamed_shape 0 assign "$D/dyn_unnamed.onnx" --target nnapi --shape audio=1x512 --json
+expect "$T/unnamed_shape.out" '"value": 512' "assign json dims"
+run unnamed_text 0 assign "$D/dyn_unnamed.onnx" --target nnapi --shape audio=1x512
+expect "$T/unnamed_text.out" "^Dims: 'audio' axis 1=512 \(--dim/--shape\)" "assign states the dims"
+expect "$T/pass.out" '^DIMS: batch=1 \(the inputs\)$' "sizes from the given inputs"
+run cnn_batch 0 assign "$EX/tiny_cnn.onnx" --target xnnpack
+expect "$T/cnn_batch.out" '^Dims: batch=1 \(batch default\)' "a leading batch dim takes 1, stated"
+
+# --- a .tflite: gate 2 counts its TFLite operators, as assign does (#10) ---
+TF=$SRC/tests/data/tflite/models
+run tfl_assign 0 assign "$TF/kws_if.tflite" --target litert-gpu
+expect "$T/tfl_assign.out" '^6/8 TFLite ops on litert-gpu, 2 on CPU' "assign on the .tflite"
+run tfl_gate 1 gate "$TF/kws_if.tflite" --target litert-gpu --json "$T/tfl_gate.json" \
+    --html "$T/tfl.html" --model-explorer "$T/tfl_me"
+expect "$T/tfl_gate.out" '^GATE 2 runs where intended: [A-Z]+  6/8 TFLite ops on litert-gpu, 2 on CPU' "gate counts the same TFLite ops"
+expect "$T/tfl_gate.json" '"unit": "tflite_ops"' "json unit"
+[ -s "$T/tfl.html" ] || fail "the HTML view of a .tflite gate"
+run tfl_cnn 0 gate "$TF/cnn.tflite" --target litert-gpu
+expect "$T/tfl_cnn.out" '^GATE 2 runs where intended: PASS  6/6 TFLite ops on litert-gpu, 0 on CPU, 1 partition' "a resident .tflite"
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "gate2_cases: all passed"
