@@ -22,6 +22,7 @@
 #include "report/report.h"
 
 #define ASSIGN_MAX_SETTINGS 16
+#define ASSIGN_MAX_KEYS 16
 
 static void assign_usage(FILE *f)
 {
@@ -75,6 +76,9 @@ typedef struct assign_setting {
     cg_type_env *types; /* NULL when the reference run failed */
     char types_error[CG_ERROR_MSG_MAX];
     cg_placement *placement;
+    /* --shape keys ("input[1]") of the unnamed dims bound to their default */
+    char keys[ASSIGN_MAX_KEYS][288];
+    size_t key_count;
 } assign_setting;
 
 static void setting_label(assign_setting *s)
@@ -186,7 +190,7 @@ int cmd_assign(int argc, char **argv)
     cg_sample_set samples = {0};
     const cg_sample *fed = NULL;
     bool accept_defaults = false;
-    cg_dim_use uses[CLI_MAX_DIMS];
+    cg_dim_use uses[CLI_MAX_DIMS], uses0[CLI_MAX_DIMS];
     size_t use_count = 0;
     char dims_text[1024] = "";
     bool timed = true;
@@ -315,8 +319,24 @@ int cmd_assign(int argc, char **argv)
             cli_error("assign", "%s: %s", path, err.msg);
             goto done;
         }
+        /* a default the report states is a size bound, as gate binds it
+         * (fixed, as a deployment fixes it: not left dynamic) */
+        for (size_t k = 0; k < n && s->dim_count < CLI_MAX_DIMS; k++) {
+            if (uses[k].source != CG_DIM_BATCH_DEFAULT && uses[k].source != CG_DIM_DEFAULT)
+                continue;
+            const char *sym = uses[k].symbol;
+            if (!sym) {
+                if (s->key_count == ASSIGN_MAX_KEYS ||
+                    !cg_samples_shape_key(uses[k].input, uses[k].axis, s->keys[s->key_count],
+                                          sizeof s->keys[0]))
+                    continue;
+                sym = s->keys[s->key_count++];
+            }
+            s->dims[s->dim_count++] = (cg_dim_binding){sym, uses[k].value};
+        }
         if (i == 0) {
             use_count = n;
+            memcpy(uses0, uses, n * sizeof *uses);
             cg_samples_dim_uses_text(uses, n, dims_text, sizeof dims_text);
         }
         if (i == 0) {
@@ -392,7 +412,7 @@ int cmd_assign(int argc, char **argv)
         if (root) {
             cg_json_set(root, "model", cg_json_text(path));
             cg_json_set(root, "setting", cg_json_text(settings[0].label));
-            cg_json_set(root, "dims", cg_report_dims_json(uses, use_count));
+            cg_json_set(root, "dims", cg_report_dims_json(uses0, use_count));
             if (setting_count > 1 && !cg_report_settings_json(root, shape_views, setting_count)) {
                 json_decref(root);
                 root = NULL;

@@ -51,8 +51,9 @@ for pin in "${pins[@]}"; do
             "$name.onnx" >"$T/gen.log" 2>&1 || { fail "$name: inputs: $(tail -n 1 "$T/gen.log")"; continue; }
     fi
     ran=$((ran + 1))
+    # --min-coverage 0: gate 3 is judged whatever share of the time the target takes
     "$CG" gate "$model" --target "$target" --inputs "$T/in/$name/in" --json "$T/r.json" \
-        >"$T/r.txt" 2>&1
+        --min-coverage 0 >"$T/r.txt" 2>&1
     rc=$?
     $PY - "$T/r.json" "$want" "${op:-}" "$rc" <<'PYEOF' >"$T/check.txt" 2>&1
 import json, sys
