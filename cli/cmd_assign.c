@@ -321,19 +321,8 @@ int cmd_assign(int argc, char **argv)
         }
         /* a default the report states is a size bound, as gate binds it
          * (fixed, as a deployment fixes it: not left dynamic) */
-        for (size_t k = 0; k < n && s->dim_count < CLI_MAX_DIMS; k++) {
-            if (uses[k].source != CG_DIM_BATCH_DEFAULT && uses[k].source != CG_DIM_DEFAULT)
-                continue;
-            const char *sym = uses[k].symbol;
-            if (!sym) {
-                if (s->key_count == ASSIGN_MAX_KEYS ||
-                    !cg_samples_shape_key(uses[k].input, uses[k].axis, s->keys[s->key_count],
-                                          sizeof s->keys[0]))
-                    continue;
-                sym = s->keys[s->key_count++];
-            }
-            s->dims[s->dim_count++] = (cg_dim_binding){sym, uses[k].value};
-        }
+        s->key_count = cg_samples_bind_defaults(uses, n, s->dims, &s->dim_count, CLI_MAX_DIMS,
+                                                s->keys[0], sizeof s->keys[0], ASSIGN_MAX_KEYS);
         if (i == 0) {
             use_count = n;
             memcpy(uses0, uses, n * sizeof *uses);

@@ -259,6 +259,16 @@ CG_API void cg_samples_dim_uses_text(const cg_dim_use *u, size_t n, char *buf, s
 CG_API CG_NODISCARD cg_status cg_samples_refuse_guessed_dims(const cg_dim_use *u, size_t n,
                                                              cg_error *err);
 
+/* The defaults among u (a batch default, an accepted guess) appended to
+ * dims[*count..cap) as bindings, so the size stated is the size placed:
+ * fixed, as a deployment fixes it, not left dynamic. A named dim binds its
+ * symbol (borrowed); an unnamed one its --shape key, written into
+ * keys[k * key_cap] (key_slots slots; a dim that finds none stays
+ * unbound). Returns the number of keys used. */
+CG_API size_t cg_samples_bind_defaults(const cg_dim_use *u, size_t n, cg_dim_binding *dims,
+                                       size_t *count, size_t cap, char *keys, size_t key_cap,
+                                       size_t key_slots);
+
 /* --- sources: samples loaded one at a time ---------------------------------------- */
 
 typedef enum cg_samples_layout {

@@ -461,17 +461,31 @@ static int do_assign(bind_ctx *c, json_t **result)
     cg_cost_estimate est;
     cg_error err;
     char types_error[CG_ERROR_MSG_MAX], why[1024];
-    int rc = bind_check_keys(c, "target profiles dim seed range no_time");
+    int rc = bind_check_keys(c, "target profiles dim seed range no_time accept_default_dims");
     cg_error_clear(&err);
     if (rc || (rc = bind_common(c, true)) != 0)
         return rc;
     if (c->model->tflite)
         return do_assign_tflite(c, result);
+    /* as convgate assign: the dynamic dims stated, never guessed unless
+     * accepted, and the defaults bound */
+    cg_dim_use uses[BIND_MAX_DIMS];
+    char keys[8][288];
+    size_t nu = cg_samples_dim_uses(c->model, c->dims, c->dim_count, NULL, uses, BIND_MAX_DIMS);
+    nu = nu < BIND_MAX_DIMS ? nu : BIND_MAX_DIMS;
+    if (!opt_bool(c, "accept_default_dims", false) &&
+        cg_samples_refuse_guessed_dims(uses, nu, &err) != CG_OK)
+        return bind_error(c, "%s", err.msg);
+    size_t given = c->dim_count; /* the defaults' bindings live in this call only */
+    cg_samples_bind_defaults(uses, nu, c->dims, &c->dim_count, BIND_MAX_DIMS, keys[0],
+                             sizeof keys[0], 8);
     /* as convgate assign: the graph the targets partition is placed; where
      * the model fails on the inputs nothing is placed (residency unknown) */
     if (cg_lower_for_targets(c->model, c->targets, c->target_count, c->dims, c->dim_count,
-                             &lowered, &err) != CG_OK)
+                             &lowered, &err) != CG_OK) {
+        c->dim_count = given;
         return bind_error(c, "%s", err.msg);
+    }
     const cg_model *placed = lowered->model;
     if (cg_lowered_types(lowered, c->dims, c->dim_count, &c->random, &types, &err) != CG_OK) {
         if (err.status == CG_NOMEM) {
@@ -510,12 +524,14 @@ static int do_assign(bind_ctx *c, json_t **result)
     }
     char setting[512] = "(defaults)";
     size_t used = 0;
-    for (size_t k = 0; k < c->dim_count && used < sizeof setting; k++)
+    for (size_t k = 0; k < given && used < sizeof setting; k++)
         used += (size_t)snprintf(setting + used, sizeof setting - used, "%s%s=%" PRId64,
                                  k ? "," : "", c->dims[k].symbol, c->dims[k].value);
     cg_json_set(*result, "model", cg_json_text(c->path));
     cg_json_set(*result, "setting", cg_json_text(setting));
+    cg_json_set(*result, "dims", cg_report_dims_json(uses, nu));
 done:
+    c->dim_count = given;
     cg_placement_free(p);
     cg_type_env_free(types);
     cg_lowered_free(lowered);

@@ -296,6 +296,26 @@ cg_status cg_samples_refuse_guessed_dims(const cg_dim_use *u, size_t n, cg_error
                         u[k].input);
 }
 
+size_t cg_samples_bind_defaults(const cg_dim_use *u, size_t n, cg_dim_binding *dims,
+                                size_t *count, size_t cap, char *keys, size_t key_cap,
+                                size_t key_slots)
+{
+    size_t used = 0;
+    for (size_t k = 0; k < n && *count < cap; k++) {
+        if (u[k].source != CG_DIM_BATCH_DEFAULT && u[k].source != CG_DIM_DEFAULT)
+            continue;
+        const char *sym = u[k].symbol;
+        if (!sym) {
+            if (used == key_slots ||
+                !cg_samples_shape_key(u[k].input, u[k].axis, keys + used * key_cap, key_cap))
+                continue;
+            sym = keys + used++ * key_cap;
+        }
+        dims[(*count)++] = (cg_dim_binding){sym, u[k].value};
+    }
+    return used;
+}
+
 /* A --shape binding against the model: its input exists, the shape has the
  * input's rank, fixed dims agree. */
 static cg_status check_shape_key(const cg_graph *g, const cg_dim_binding *dims, size_t dim_count,
