@@ -21,6 +21,10 @@ does not hang on timing noise:
                     symbolic): gate and assign must state or refuse to
                     guess the dims
   dyn_unnamed.onnx  an input [1, ?] whose dim has no name (Silero VAD's)
+  if_ok.onnx        an If whose branches (Relu, Neg) OpenVINO's ONNX frontend
+                    translates: the If goes to openvino with them
+  if_det.onnx       the same with a Det in the else branch, which the
+                    frontend does not translate: the If stays on the CPU
 
 Run with the system python that has onnx (/usr/bin/python3
 tools/make_gate2_cases.py). The output is committed; rerun after changing
@@ -127,8 +131,29 @@ def dynamic():
     save(g, "dyn_unnamed.onnx")
 
 
+def control_flow():
+    def branch(name, nodes, out):
+        return h.make_graph(nodes, name, [], [vi(out, F32, [3, 3])])
+    then_g = branch("then_body", [h.make_node("Relu", ["x"], ["t"], name="then_relu")], "t")
+    ok_else = branch("else_body", [h.make_node("Neg", ["x"], ["e"], name="else_neg")], "e")
+    det_else = branch("else_body", [h.make_node("Det", ["x"], ["d"], name="else_det"),
+                                    h.make_node("Mul", ["x", "d"], ["e"], name="else_mul")], "e")
+    for name, els in (("if_ok.onnx", ok_else), ("if_det.onnx", det_else)):
+        nodes = [
+            h.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+            h.make_node("Greater", ["s", "zero"], ["cond"], name="positive"),
+            h.make_node("If", ["cond"], ["y0"], name="branch", then_branch=then_g,
+                        else_branch=els),
+            h.make_node("Abs", ["y0"], ["y"], name="abs"),
+        ]
+        g = h.make_graph(nodes, name[:-5], [vi("x", F32, [3, 3])], [vi("y", F32, [3, 3])],
+                         [init("zero", np.array(0, np.float32))])
+        save(g, name)
+
+
 def main():
     os.makedirs(ROOT, exist_ok=True)
+    control_flow()
     topk_k()
     cpu_heavy()
     copy_bound()
