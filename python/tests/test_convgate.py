@@ -81,10 +81,10 @@ class SameReportsAsTheCli(unittest.TestCase):
             r = m.assign(target="litert-gpu,tflite-xnnpack", no_time=True)
         cli = cli_json("assign", CNN, "--target", "litert-gpu,tflite-xnnpack", "--no-time")
         self.assertEqual(dict(r), cli["result"])
-        # batch bound to 1 (stated in "dims"): litert-gpu takes what its
-        # profile accepts, xnnpack the rest, in several partitions
+        # batch bound to 1 (stated in "dims"); litert-gpu takes all of the
+        # graph the converter emits (the lowering)
         self.assertEqual(r["dims"][0]["source"], "batch default")
-        self.assertEqual(r["verdict"]["kind"], "partial")
+        self.assertEqual(r["verdict"]["kind"], "full")
 
     def test_compare(self):
         inputs = os.path.join(EX, "tiny_cnn_inputs")
