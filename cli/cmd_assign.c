@@ -329,9 +329,11 @@ int cmd_assign(int argc, char **argv)
             cg_samples_dim_uses_text(uses, n, dims_text, sizeof dims_text);
         }
         if (i == 0) {
-            /* the graph the targets partition (a profile's "preprocess") */
-            if (cg_lower_for_targets(model, tg.list, tg.count, s->dims, s->dim_count, &lowered,
-                                     &err) != CG_OK) {
+            /* the graph the targets partition (a profile's "preprocess"),
+             * shaped by a run on the --inputs sample when given */
+            if (cg_lower_for_targets_fed(model, tg.list, tg.count, s->dims, s->dim_count,
+                                         fed ? fed->inputs : NULL, fed ? fed->input_count : 0,
+                                         &lowered, &err) != CG_OK) {
                 cli_error("assign", "%s: %s", path, err.msg);
                 goto done;
             }

@@ -106,6 +106,12 @@ CG_API bool cg_lowering_known(const char *name);
 CG_API CG_NODISCARD cg_status cg_lower(const cg_model *src, const char *name,
                                        const cg_dim_binding *dims, size_t dim_count,
                                        cg_lowered **out, cg_error *err);
+/* The same, that run fed the user's inputs (`feeds`, borrowed; NULL: as
+ * cg_lower): shapes of a model that only runs on real data are known. */
+CG_API CG_NODISCARD cg_status cg_lower_fed(const cg_model *src, const char *name,
+                                           const cg_dim_binding *dims, size_t dim_count,
+                                           const cg_named_value *feeds, size_t feed_count,
+                                           cg_lowered **out, cg_error *err);
 CG_API void cg_lowered_free(cg_lowered *l);
 
 /* The lowering every target of the list declares ("none" when none
@@ -121,6 +127,14 @@ CG_API CG_NODISCARD cg_status cg_lower_for_targets(const cg_model *src,
                                                    size_t count, const cg_dim_binding *dims,
                                                    size_t dim_count, cg_lowered **out,
                                                    cg_error *err);
+/* The same with cg_lower_fed. */
+CG_API CG_NODISCARD cg_status cg_lower_for_targets_fed(const cg_model *src,
+                                                       const cg_target *const *targets,
+                                                       size_t count, const cg_dim_binding *dims,
+                                                       size_t dim_count,
+                                                       const cg_named_value *feeds,
+                                                       size_t feed_count, cg_lowered **out,
+                                                       cg_error *err);
 
 /* The type environment of the lowered graph, as placement reads it: a
  * reference run at `dims` with `random` inputs (cg_type_env_build_with), or
@@ -131,9 +145,9 @@ CG_API CG_NODISCARD cg_status cg_lowered_types(const cg_lowered *l, const cg_dim
                                                const struct cg_random_inputs *random,
                                                cg_type_env **out, cg_error *err);
 /* The same on the user's inputs (`feeds`, borrowed: cg_type_env_build_fed;
- * NULL: random as above). For a lowering with declared_types the source is
- * run on them, so that a model failing on them fails here too (placement
- * unknown) although the types come from the declarations. */
+ * NULL: `random`). For a lowering with declared_types the source is run on
+ * them too, so that a model failing on them fails here (placement unknown:
+ * gate 2, assign) although the types come from the declarations. */
 CG_API CG_NODISCARD cg_status cg_lowered_types_fed(const cg_lowered *l,
                                                    const cg_dim_binding *dims, size_t dim_count,
                                                    const struct cg_random_inputs *random,

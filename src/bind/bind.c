@@ -487,7 +487,8 @@ static int do_assign(bind_ctx *c, json_t **result)
         return bind_error(c, "%s", err.msg);
     }
     const cg_model *placed = lowered->model;
-    if (cg_lowered_types(lowered, c->dims, c->dim_count, &c->random, &types, &err) != CG_OK) {
+    if (cg_lowered_types_fed(lowered, c->dims, c->dim_count, &c->random, NULL, 0, &types, &err) !=
+        CG_OK) {
         if (err.status == CG_NOMEM) {
             rc = bind_error(c, "%s", err.msg);
             goto done;

@@ -129,6 +129,9 @@ struct lg_model {
     /* Shapes the lowering was asked for (cg_lower's dims). */
     const cg_dim_binding *dims;
     size_t dim_count;
+    /* The inputs its shape runs are fed (cg_lower_fed; NULL: random). */
+    const cg_named_value *feeds;
+    size_t feed_count;
     /* lg_emit writes every value's type (its lg_type) as the graph's
      * inputs, outputs and value_info: a lowering into ops the reference
      * cannot run (onnx-to-tflite) is typed from these declarations. */

@@ -188,6 +188,13 @@ static cg_status lower_none(cg_lowered *l, cg_error *err)
 cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *dims,
                    size_t dim_count, cg_lowered **out, cg_error *err)
 {
+    return cg_lower_fed(src, name, dims, dim_count, NULL, 0, out, err);
+}
+
+cg_status cg_lower_fed(const cg_model *src, const char *name, const cg_dim_binding *dims,
+                       size_t dim_count, const cg_named_value *feeds, size_t feed_count,
+                       cg_lowered **out, cg_error *err)
+{
     *out = NULL;
     const lowering_row *row = find_lowering(name ? name : "none");
     if (!row) {
@@ -223,10 +230,12 @@ cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *
         m.out = l;
         m.dims = dims;
         m.dim_count = dim_count;
+        m.feeds = feeds;
+        m.feed_count = feed_count;
         cg_type_env *types = NULL;
         cg_error terr;
         cg_error_clear(&terr);
-        st = cg_type_env_build_symbolic(src, dims, dim_count, &types, &terr);
+        st = cg_type_env_build_symbolic(src, dims, dim_count, feeds, feed_count, &types, &terr);
         if (st == CG_NOMEM) {
             cg_lowered_free(l);
             return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
@@ -261,7 +270,9 @@ cg_status cg_lowered_types(const cg_lowered *l, const cg_dim_binding *dims, size
                            const struct cg_random_inputs *random, cg_type_env **out,
                            cg_error *err)
 {
-    return cg_lowered_types_fed(l, dims, dim_count, random, NULL, 0, out, err);
+    if (l->declared_types)
+        return cg_type_env_build_declared(l->model, out, err);
+    return cg_type_env_build_with(l->model, dims, dim_count, random, out, err);
 }
 
 cg_status cg_lowered_types_fed(const cg_lowered *l, const cg_dim_binding *dims,
@@ -272,16 +283,12 @@ cg_status cg_lowered_types_fed(const cg_lowered *l, const cg_dim_binding *dims,
     if (!l->declared_types)
         return cg_type_env_build_fed(l->model, dims, dim_count, random, feeds, feed_count, out,
                                      err);
-    if (feeds) {
-        /* the types are declared, but the model must run on these inputs */
-        cg_type_env *source = NULL;
-        cg_status st = cg_type_env_build_fed(l->source, dims, dim_count, random, feeds,
-                                             feed_count, &source, err);
-        cg_type_env_free(source);
-        if (st != CG_OK)
-            return st;
-    }
-    return cg_type_env_build_declared(l->model, out, err);
+    /* the types are declared, but the model must run on these inputs */
+    cg_type_env *source = NULL;
+    cg_status st = cg_type_env_build_fed(l->source, dims, dim_count, random, feeds, feed_count,
+                                         &source, err);
+    cg_type_env_free(source);
+    return st != CG_OK ? st : cg_type_env_build_declared(l->model, out, err);
 }
 
 void cg_lowered_node_times(const cg_lowered *l, const double *source_ms, double *out)
@@ -327,7 +334,17 @@ cg_status cg_lower_for_targets(const cg_model *src, const cg_target *const *targ
                                size_t count, const cg_dim_binding *dims, size_t dim_count,
                                cg_lowered **out, cg_error *err)
 {
+    return cg_lower_for_targets_fed(src, targets, count, dims, dim_count, NULL, 0, out, err);
+}
+
+cg_status cg_lower_for_targets_fed(const cg_model *src, const cg_target *const *targets,
+                                   size_t count, const cg_dim_binding *dims, size_t dim_count,
+                                   const cg_named_value *feeds, size_t feed_count,
+                                   cg_lowered **out, cg_error *err)
+{
     const char *lowering;
     cg_status st = cg_lowering_for_targets(targets, count, &lowering, err);
-    return st != CG_OK ? st : cg_lower(src, lowering, dims, dim_count, out, err);
+    return st != CG_OK ? st
+                       : cg_lower_fed(src, lowering, dims, dim_count, feeds, feed_count, out,
+                                      err);
 }

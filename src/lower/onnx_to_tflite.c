@@ -886,7 +886,8 @@ cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
      * reference run, the declared ones */
     cg_error terr;
     cg_error_clear(&terr);
-    cg_status st = cg_type_env_build(m->source, m->dims, m->dim_count, &c.types, &terr);
+    cg_status st = cg_type_env_build_fed(m->source, m->dims, m->dim_count, NULL, m->feeds,
+                                         m->feed_count, &c.types, &terr);
     if (st == CG_NOMEM)
         return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
     if (st != CG_OK) {

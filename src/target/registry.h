@@ -76,8 +76,10 @@ uint32_t cg_type_env_dynamic_dims(const cg_type_env *env, const char *name);
 /* cg_type_env_build for a runtime that does not know the bindings: the
  * bound symbols size the run, yet every dim that moves with any symbolic
  * input dim, bound or not, counts as dynamic (ONNX Runtime's shape
- * inference keeps them symbolic; src/lower uses this view). */
+ * inference keeps them symbolic; src/lower uses this view). The run is fed
+ * `feeds` when given (borrowed; NULL: seeded random inputs). */
 cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding *dims,
-                                     size_t dim_count, cg_type_env **out, cg_error *err);
+                                     size_t dim_count, const cg_named_value *feeds,
+                                     size_t feed_count, cg_type_env **out, cg_error *err);
 
 #endif

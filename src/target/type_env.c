@@ -641,7 +641,8 @@ cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, s
 }
 
 cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding *dims,
-                                     size_t dim_count, cg_type_env **out, cg_error *err)
+                                     size_t dim_count, const cg_named_value *feeds,
+                                     size_t feed_count, cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, NULL, NULL, 0, true, out, err);
+    return type_env_build(model, dims, dim_count, NULL, feeds, feed_count, true, out, err);
 }

@@ -244,9 +244,14 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         nb = opt->dim_count < CG_PARITY_MAX_DIMS ? opt->dim_count : CG_PARITY_MAX_DIMS;
         memcpy(binds, opt->dims, nb * sizeof *binds);
     }
-    /* placement is judged on the graph the targets partition */
-    if ((st = cg_lower_for_targets(model, opt->targets, opt->target_count, binds, nb, &lowered,
-                                   err)) != CG_OK) {
+    /* placement is judged on the graph the targets partition, its shapes
+     * from a run on sample 0 */
+    const cg_sample *first = opt->samples && opt->samples->count ? &opt->samples->samples[0]
+                                                                 : NULL;
+    if ((st = cg_lower_for_targets_fed(model, opt->targets, opt->target_count, binds, nb,
+                                       first ? first->inputs : NULL,
+                                       first ? first->input_count : 0, &lowered, err)) !=
+        CG_OK) {
         cg_error_prefix(err, "gate 2: ");
         return st;
     }

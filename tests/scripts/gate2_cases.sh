@@ -46,6 +46,14 @@ file_matches "$T/assign_bad.out" '"residency": "unknown"' "assign json unknown"
 file_matches "$T/assign_bad.out" "\"inputs\": \"sample 'bad'\"" "assign json names the sample"
 run_named assign_dims 2 assign "$D/topk_k.onnx" --target nnapi --inputs "$D/topk_k_inputs/good" --dims x=1
 file_matches "$T/assign_dims.err" '--inputs fixes the shapes' "--inputs with --dims refused"
+# the same through the ONNX->TFLite lowering (litert-gpu): lowered and typed on the given inputs
+run_named lit_random 2 assign "$D/topk_k.onnx" --target litert-gpu
+file_matches "$T/lit_random.out" '^Residency: unknown' "litert: unknown on random inputs"
+run_named lit_good 0 assign "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good"
+file_matches "$T/lit_good.out" '^2/7 nodes on litert-gpu' "litert: placed on the given inputs"
+file_lacks "$T/lit_good.out" 'only declared shapes are known' "litert: the lowering has the shapes of the given inputs"
+run_named lit_gate 1 gate "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good"
+file_matches "$T/lit_gate.out" '^GATE 2 runs where intended: FAIL  2/7 nodes on litert-gpu' "litert gate: placed on the given inputs"
 
 # --- the bar: majority of the reference time, and the mixed estimate beats the CPU ---
 run_named none 1 gate "$D/cpu_only.onnx" --target nnapi --random 1 --json "$T/none.json"
