@@ -52,7 +52,7 @@ file_matches "$T/lit_random.out" '^Residency: unknown' "litert: unknown on rando
 run_named lit_good 0 assign "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good"
 file_matches "$T/lit_good.out" '^2/7 nodes on litert-gpu' "litert: placed on the given inputs"
 file_lacks "$T/lit_good.out" 'only declared shapes are known' "litert: the lowering has the shapes of the given inputs"
-run_named lit_gate 1 gate "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good"
+run_named lit_gate 1 gate "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good" --min-coverage 1
 file_matches "$T/lit_gate.out" '^GATE 2 runs where intended: FAIL  2/7 nodes on litert-gpu' "litert gate: placed on the given inputs"
 
 # --- the bar: majority of the reference time, and the mixed estimate beats the CPU ---
@@ -105,7 +105,7 @@ file_matches "$T/cnn_batch.out" '^Dims: batch=1 \(batch default\)' "a leading ba
 TF=$SRC/tests/data/tflite/models
 run_named tfl_assign 0 assign "$TF/kws_if.tflite" --target litert-gpu
 file_matches "$T/tfl_assign.out" '^6/8 TFLite ops on litert-gpu, 2 on CPU' "assign on the .tflite"
-run_named tfl_gate 1 gate "$TF/kws_if.tflite" --target litert-gpu --json "$T/tfl_gate.json" \
+run_named tfl_gate 1 gate "$TF/kws_if.tflite" --target litert-gpu --min-coverage 1 --json "$T/tfl_gate.json" \
     --html "$T/tfl.html" --model-explorer "$T/tfl_me"
 file_matches "$T/tfl_gate.out" '^GATE 2 runs where intended: [A-Z]+  6/8 TFLite ops on litert-gpu, 2 on CPU' "gate counts the same TFLite ops"
 file_matches "$T/tfl_gate.json" '"unit": "tflite_ops"' "json unit"
