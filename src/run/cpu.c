@@ -1,4 +1,5 @@
 /* CPU feature detection for the kernels' vector paths (see cpu.h). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,23 @@ cg_simd cg_simd_detect(void)
     return CG_SIMD_AVX2;
 #else
     return CG_SIMD_PORTABLE;
+#endif
+}
+
+bool cg_simd_has_vnni(void)
+{
+#ifdef CG_CPU_X86
+    /* asked per convolution: CPUID (a trap under a hypervisor) runs once */
+    static atomic_int known = -1;
+    int v = atomic_load(&known);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = cg_simd_detect() == CG_SIMD_AVX512 && __builtin_cpu_supports("avx512vnni");
+        atomic_store(&known, v);
+    }
+    return v != 0;
+#else
+    return false;
 #endif
 }
 

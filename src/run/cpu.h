@@ -13,6 +13,10 @@
  * AVX2 needs AVX2, FMA and F16C; else PORTABLE. */
 cg_simd cg_simd_detect(void);
 
+/* Whether the CPU has AVX-512 VNNI (the 8-bit GEMM of qgemm.h; used only
+ * at the AVX512 level). */
+bool cg_simd_has_vnni(void);
+
 /* The level to run with: `requested` (AUTO: $CG_SIMD if it names a level,
  * else the detected one), capped at what the CPU supports. */
 cg_simd cg_simd_resolve(cg_simd requested);

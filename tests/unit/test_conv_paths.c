@@ -4,8 +4,10 @@
  * dilated, grouped, 1-D and 3-D windows, channel counts that do not fill a
  * panel, positions that do not fill a tile), the depthwise planes (strides
  * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2) and ConvInteger (exact:
- * equal to the integer reference). Every case runs at each vector level the
- * CPU has (portable, AVX2, AVX-512) and with one and three threads; the
+ * equal to the integer reference, uint8 and int8 x and W, scalar and
+ * per-channel zero points; the 8-bit GEMM at the AVX-512 level when the
+ * CPU has VNNI, the float GEMM elsewhere). Every case runs at each vector
+ * level the CPU has (portable, AVX2, AVX-512) and with one and three threads; the
  * three-thread result must equal the one-thread result bit for bit (work is
  * split by output rows and channels only), and the shapes are big enough
  * that the threads really split the work. An elementwise op over a big
@@ -196,16 +198,35 @@ static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor
     return y;
 }
 
-static void run_conv(const conv_spec *cs, bool integer)
+/* ConvInteger variants (run_conv's qmode bits): int8 x, int8 W, one W zero
+ * point per output channel. */
+enum { Q_X_INT8 = 1, Q_W_INT8 = 2, Q_W_PER_CHANNEL = 4 };
+
+/* An 8-bit tensor of seeded values, uint8 or int8 (the same draws minus 128). */
+static cg_tensor *make_q8(bool is_signed, int rank, const int64_t *dims, uint64_t seed)
+{
+    cg_tensor *t = make(is_signed ? CG_DTYPE_INT8 : CG_DTYPE_UINT8, rank, dims, seed, false);
+    for (int64_t i = 0; i < t->numel; i++) {
+        int v = (int)floor((pseudo(&seed) + 1.0) * 127.99);
+        if (is_signed)
+            ((int8_t *)t->data)[i] = (int8_t)(v - 128);
+        else
+            ((uint8_t *)t->data)[i] = (uint8_t)v;
+    }
+    return t;
+}
+
+static void run_conv(const conv_spec *cs, bool integer, int qmode)
 {
     int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->m, cs->c / cs->group}, bd[1] = {cs->m};
     for (int d = 0; d < cs->nsp; d++) {
         xd[2 + d] = cs->in[d];
         wd[2 + d] = cs->k[d];
     }
-    cg_dtype dt = integer ? CG_DTYPE_UINT8 : CG_DTYPE_FLOAT;
-    cg_tensor *x = make(dt, cs->nsp + 2, xd, 11, integer);
-    cg_tensor *w = make(dt, cs->nsp + 2, wd, 12, integer);
+    cg_tensor *x = integer ? make_q8(qmode & Q_X_INT8, cs->nsp + 2, xd, 11)
+                           : make(CG_DTYPE_FLOAT, cs->nsp + 2, xd, 11, false);
+    cg_tensor *w = integer ? make_q8(qmode & Q_W_INT8, cs->nsp + 2, wd, 12)
+                           : make(CG_DTYPE_FLOAT, cs->nsp + 2, wd, 12, false);
     cg_tensor *b = integer ? NULL : make(CG_DTYPE_FLOAT, 1, bd, 13, false);
     cg_tensor *xz = NULL, *wz = NULL;
     int64_t pads[6], strides[3], dil[3], one[1] = {1};
@@ -224,17 +245,24 @@ static void run_conv(const conv_spec *cs, bool integer)
     cg_tensor *in[4];
     size_t nin;
     if (integer) {
-        xz = make(CG_DTYPE_UINT8, 0, one, 0, false);
-        wz = make(CG_DTYPE_UINT8, 0, one, 0, false);
-        ((uint8_t *)xz->data)[0] = 131;
-        ((uint8_t *)wz->data)[0] = 117;
-        /* the reference on x - 131 and w - 117 */
+        /* zero points inside the range, the weights' one per channel or
+         * not: x's 131 (uint8) or -3 (int8), W's 117 or -11 (+ channel) */
+        int64_t per[1] = {cs->m};
+        xz = make(x->dtype, 0, one, 0, false);
+        wz = make(w->dtype, (qmode & Q_W_PER_CHANNEL) ? 1 : 0, per, 0, false);
+        double xzv = (qmode & Q_X_INT8) ? -3.0 : 131.0, wzv = (qmode & Q_W_INT8) ? -11.0 : 117.0;
+        cg_tensor_set_f64(xz, 0, xzv);
+        for (int64_t i = 0; i < wz->numel; i++)
+            cg_tensor_set_f64(wz, i, wzv + (double)(i % 29));
+        /* the reference on x - zx and w - zw */
         cg_tensor *xs = make(CG_DTYPE_DOUBLE, cs->nsp + 2, xd, 0, false);
         cg_tensor *ws = make(CG_DTYPE_DOUBLE, cs->nsp + 2, wd, 0, false);
+        int64_t wper = w->numel / cs->m;
         for (int64_t i = 0; i < x->numel; i++)
-            ((double *)xs->data)[i] = (double)((uint8_t *)x->data)[i] - 131.0;
+            ((double *)xs->data)[i] = cg_tensor_get_f64(x, i) - xzv;
         for (int64_t i = 0; i < w->numel; i++)
-            ((double *)ws->data)[i] = (double)((uint8_t *)w->data)[i] - 117.0;
+            ((double *)ws->data)[i] = cg_tensor_get_f64(w, i) -
+                                      cg_tensor_get_f64(wz, wz->numel == 1 ? 0 : i / wper);
         want = conv_ref(cs, xs, ws, NULL, od, &count);
         release(xs);
         release(ws);
@@ -526,10 +554,14 @@ int main(void)
         {"depthwise dilated 1-D", 1, 1, 20, 20, 20, {513}, {5}, {1}, {2}, {4}, {4}},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-        run_conv(&specs[i], false);
-    run_conv(&specs[0], true);
-    run_conv(&specs[3], true);
-    run_conv(&specs[5], true);
+        run_conv(&specs[i], false, 0);
+    /* ConvInteger: the float GEMM (portable, AVX2) and the 8-bit GEMM
+     * (AVX-512 with VNNI) on every window shape, channel counts off the
+     * panel (5, 33, 40), positions off the tile, taps off a group of four */
+    for (size_t i = 0; i < 9; i++)
+        run_conv(&specs[i], true, (int)(i % 8));
+    run_conv(&specs[0], true, Q_X_INT8 | Q_W_INT8 | Q_W_PER_CHANNEL);
+    run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL);
     test_elementwise_threads();
     const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
     const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */

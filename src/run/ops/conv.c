@@ -17,6 +17,7 @@
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 #include "run/ops/packgemm.h"
+#include "run/ops/qgemm.h"
 
 /* A 1x1 window with unit strides and no padding reads x as the column matrix. */
 static bool conv_is_pointwise(const cg_nn_window *w)
@@ -249,16 +250,23 @@ typedef struct conv_packed {
     int rank;
     int64_t w_dims[CG_MAX_RANK];
     int64_t group;
-    const cg_simd_gemm *gk;
-    size_t per_group; /* floats */
+    const cg_simd_gemm *gk; /* NULL: the 8-bit GEMM's packing (qgemm.h) */
+    size_t per_group; /* floats, or bytes for the 8-bit GEMM */
     float *data;
+    int8_t *qw;       /* the 8-bit GEMM: weights of every group, */
+    int32_t *qsum;    /* their row sums (one per output channel), */
+    int32_t *qzw;     /* and the zero points, W's signed domain */
 } conv_packed;
 
 static void conv_packed_free(void *p)
 {
     conv_packed *cp = p;
-    if (cp)
+    if (cp) {
         free(cp->data);
+        free(cp->qw);
+        free(cp->qsum);
+        free(cp->qzw);
+    }
     free(cp);
 }
 
@@ -266,7 +274,7 @@ static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, cons
                                 int64_t group, const cg_simd_gemm *gk)
 {
     return cp && cp->w_data == wt->data && cp->zp_data == (zp ? zp->data : NULL) &&
-           cp->w_dtype == wt->dtype && cp->rank == wt->rank &&
+           cp->w_dtype == wt->dtype && cp->rank == wt->rank && (gk ? !!cp->data : !!cp->qw) &&
            memcmp(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t)) == 0 &&
            cp->group == group && cp->gk == gk;
 }
@@ -342,6 +350,117 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
     return data;
 }
 
+/* The 8-bit GEMM's weights (qgemm.h) of every group in cp's qw, qsum and
+ * qzw: W's zero point zp is validated by the caller. */
+static void conv_q8_fill(const cg_tensor *wt, const cg_tensor *zp, const conv_geom *g,
+                         int64_t kk, conv_packed *cp)
+{
+    int64_t mg = g->m / g->group;
+    bool ws = wt->dtype == CG_DTYPE_INT8;
+    for (int64_t gi = 0; gi < g->group; gi++)
+        cg_qg_pack((const uint8_t *)wt->data + gi * mg * kk, ws, kk, mg, kk,
+                   cp->qw + (size_t)gi * cp->per_group, cp->qsum + gi * mg);
+    for (int64_t m = 0; m < g->m; m++) {
+        int64_t z = zp ? cg_tensor_get_i64(zp, zp->numel == 1 ? 0 : m) : 0;
+        cp->qzw[m] = (int32_t)(ws ? z : z - 128);
+    }
+}
+
+/* The packed weights of the 8-bit GEMM: the node's state when W and its
+ * zero point are constant (packed at the first run), else packed into
+ * scratch (*tmp) for this run. NULL when out of memory. */
+static const conv_packed *conv_weights_q8(cg_kernel_ctx *k, const cg_tensor *wt,
+                                          const cg_tensor *zp, const int *ins,
+                                          const conv_geom *g, int64_t kk, conv_packed *tmp)
+{
+    conv_packed *cp = cg_kernel_state(k);
+    if (conv_packed_matches(cp, wt, zp, g->group, NULL))
+        return cp;
+    size_t per = cg_qg_packed_bytes(g->m / g->group, kk);
+    if ((uint64_t)g->group > SIZE_MAX / (per ? per : 1))
+        return NULL;
+    size_t bytes = (size_t)g->group * per, sums = (size_t)g->m * sizeof(int32_t);
+    if (cg_kernel_input_is_const(k, (size_t)ins[0]) &&
+        (!zp || cg_kernel_input_is_const(k, (size_t)ins[1]))) {
+        cp = calloc(1, sizeof *cp);
+        if (!cp || !(cp->qw = malloc(bytes ? bytes : 1)) || !(cp->qsum = malloc(sums)) ||
+            !(cp->qzw = malloc(sums))) {
+            conv_packed_free(cp);
+            return NULL;
+        }
+        cp->w_data = wt->data;
+        cp->zp_data = zp ? zp->data : NULL;
+        cp->w_dtype = wt->dtype;
+        cp->rank = wt->rank;
+        memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
+        cp->group = g->group;
+        cp->per_group = per;
+        conv_q8_fill(wt, zp, g, kk, cp);
+        if (cg_kernel_set_state(k, cp, conv_packed_free))
+            return cp;
+        conv_packed_free(cp); /* no runtime to keep it: pack into scratch */
+    }
+    memset(tmp, 0, sizeof *tmp);
+    tmp->per_group = per;
+    tmp->qw = cg_nn_scratch(k, (int64_t)(bytes ? bytes : 1), 1);
+    tmp->qsum = cg_nn_scratch(k, g->m, sizeof(int32_t));
+    tmp->qzw = cg_nn_scratch(k, g->m, sizeof(int32_t));
+    if (!tmp->qw || !tmp->qsum || !tmp->qzw)
+        return NULL;
+    conv_q8_fill(wt, zp, g, kk, tmp);
+    return tmp;
+}
+
+/* Where the convolution GEMMs read their taps (packgemm.h, qgemm.h): tap q
+ * of position p at off[q] + pos[p] in the group's input, or in its
+ * zero-padded copy (planes of `plane` elements) when the window pads. */
+typedef struct conv_taps {
+    bool padded;
+    int64_t plane;
+    int64_t *off, *pos;
+} conv_taps;
+
+static bool conv_taps_init(cg_kernel_ctx *k, const cg_nn_window *win, int64_t kk, int64_t on,
+                           conv_taps *t)
+{
+    int nsp = win->nsp;
+    int64_t kn = cg_nn_prod(nsp, win->kernel);
+    t->padded = false;
+    for (int d = 0; d < nsp; d++)
+        t->padded = t->padded || win->pad0[d] || win->pad1[d];
+    /* pitches of the layout the taps are read from */
+    int64_t dims[CG_MAX_RANK], pitch[CG_MAX_RANK];
+    t->plane = 1;
+    for (int d = 0; d < nsp; d++) {
+        dims[d] = win->in[d] + (t->padded ? win->pad0[d] + win->pad1[d] : 0);
+        t->plane *= dims[d];
+    }
+    pitch[nsp - 1] = 1;
+    for (int d = nsp - 2; d >= 0; d--)
+        pitch[d] = pitch[d + 1] * dims[d + 1];
+    t->off = cg_nn_scratch(k, kk, sizeof(int64_t));
+    t->pos = cg_nn_scratch(k, on, sizeof(int64_t));
+    if (!t->off || !t->pos)
+        return false;
+    for (int64_t q = 0; q < kk; q++) {
+        int64_t r = q % kn, o = q / kn * t->plane;
+        for (int d = nsp - 1; d >= 0; d--) {
+            o += (r % win->kernel[d]) * win->dil[d] * pitch[d];
+            r /= win->kernel[d];
+        }
+        t->off[q] = o;
+    }
+    for (int64_t p = 0; p < on; p++) {
+        int64_t r = p, o = 0;
+        for (int d = nsp - 1; d >= 0; d--) {
+            o += (r % win->out[d]) * win->stride[d] * pitch[d];
+            r /= win->out[d];
+        }
+        t->pos[p] = o;
+    }
+    return true;
+}
+
 /* y = conv(x, w) + b, every group one convolution GEMM reading the float32
  * input x in place (a zero-padded copy of it when the window pads). The
  * output is sc->y (float32, bias sc->bias) or, for the integer convs, sc->yi
@@ -358,41 +477,17 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
     int64_t kn = cg_nn_prod(nsp, win->kernel), on = cg_nn_prod(nsp, win->out);
     int64_t in_n = cg_nn_prod(nsp, win->in), kk = cg * kn;
     const cg_simd_gemm *gk = cg_pg_choose(ops, mg);
-    bool padded = false;
-    for (int d = 0; d < nsp; d++)
-        padded = padded || win->pad0[d] || win->pad1[d];
-    /* pitches of the layout the taps are read from */
-    int64_t dims[CG_MAX_RANK], pitch[CG_MAX_RANK], plane = 1;
-    for (int d = 0; d < nsp; d++) {
-        dims[d] = win->in[d] + (padded ? win->pad0[d] + win->pad1[d] : 0);
-        plane *= dims[d];
-    }
-    pitch[nsp - 1] = 1;
-    for (int d = nsp - 2; d >= 0; d--)
-        pitch[d] = pitch[d + 1] * dims[d + 1];
+    conv_taps taps;
+    if (!conv_taps_init(k, win, kk, on, &taps))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    bool padded = taps.padded;
+    int64_t plane = taps.plane;
+    const int64_t *off = taps.off, *pos = taps.pos;
     const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk);
     size_t per_group = cg_pg_packed_floats(gk, mg, kk);
-    int64_t *off = cg_nn_scratch(k, kk, sizeof(int64_t));
-    int64_t *pos = cg_nn_scratch(k, on, sizeof(int64_t));
     float *xpad = padded ? cg_nn_scratch(k, cg * plane, sizeof(float)) : NULL;
-    if (!wpack || !off || !pos || (padded && !xpad))
+    if (!wpack || (padded && !xpad))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    for (int64_t q = 0; q < kk; q++) {
-        int64_t r = q % kn, o = q / kn * plane;
-        for (int d = nsp - 1; d >= 0; d--) {
-            o += (r % win->kernel[d]) * win->dil[d] * pitch[d];
-            r /= win->kernel[d];
-        }
-        off[q] = o;
-    }
-    for (int64_t p = 0; p < on; p++) {
-        int64_t r = p, o = 0;
-        for (int d = nsp - 1; d >= 0; d--) {
-            o += (r % win->out[d]) * win->stride[d] * pitch[d];
-            r /= win->out[d];
-        }
-        pos[p] = o;
-    }
     bool exact = out->yi != NULL;
     conv_store_ctx sc = {ops, NULL, NULL, NULL, NULL, on, out->epi, NULL};
     for (int64_t n = 0; n < g->n; n++) {
@@ -622,8 +717,12 @@ static cg_status conv_prepare(cg_kernel_ctx *k, int w_in, int zp_in)
     /* a depthwise node that keeps the plane kernel packs nothing */
     if (wt->dims[1] == 1 && g.m / g.group < 8 && wt->rank <= 4)
         return CG_UNSUPPORTED;
-    const cg_simd_gemm *gk = cg_pg_choose(cg_simd_ops_get(cg_kernel_simd(k)), g.m / g.group);
     int ins[2] = {w_in, zp_in};
+    if (integer && cg_qg_get(cg_kernel_simd(k))) {
+        conv_packed tmp;
+        return conv_weights_q8(k, wt, zp, ins, &g, kk, &tmp) ? CG_OK : CG_NOMEM;
+    }
+    const cg_simd_gemm *gk = cg_pg_choose(cg_simd_ops_get(cg_kernel_simd(k)), g.m / g.group);
     return conv_weights_packed(k, wt, zp, ins, &g, gk, kk) ? CG_OK : CG_NOMEM;
 }
 
@@ -807,6 +906,56 @@ static cg_status q_shift_weights(cg_kernel_ctx *k, const cg_tensor *w, const cg_
     return CG_OK;
 }
 
+/* The int32 accumulators of an 8-bit conv on the 8-bit GEMM (qgemm.h):
+ * equal, bit for bit, to the float GEMM's (packgemm.h, store_i32). The
+ * window pads with x's zero point, whose taps add nothing. */
+static cg_status conv_q8(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *xzp,
+                         const cg_tensor *wt, const cg_tensor *wzp, const int32_t *bias,
+                         const int *ins, const conv_geom *g, const cg_qg_level *lv,
+                         int32_t *acc)
+{
+    const cg_nn_window *win = &g->w;
+    int nsp = win->nsp;
+    int64_t cg = g->c / g->group, mg = g->m / g->group;
+    int64_t on = cg_nn_prod(nsp, win->out), in_n = cg_nn_prod(nsp, win->in);
+    int64_t kk = cg * cg_nn_prod(nsp, win->kernel);
+    conv_taps taps;
+    conv_packed tmp;
+    const conv_packed *cp = NULL;
+    if (!conv_taps_init(k, win, kk, on, &taps) ||
+        !(cp = conv_weights_q8(k, wt, wzp, ins, g, kk, &tmp)))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    int32_t zx = xzp ? (int32_t)cg_tensor_get_i64(xzp, 0) : 0;
+    const uint8_t *xu = x->data;
+    if (x->dtype == CG_DTYPE_INT8) { /* to the unsigned domain */
+        uint8_t *c = cg_nn_scratch(k, x->numel, 1);
+        if (!c)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        const int8_t *xs = x->data;
+        for (int64_t i = 0; i < x->numel; i++)
+            c[i] = (uint8_t)((int32_t)xs[i] + 128);
+        xu = c;
+        zx += 128;
+    }
+    uint8_t *xpad = taps.padded ? cg_nn_scratch(k, cg * taps.plane, 1) : NULL;
+    if (taps.padded && !xpad)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t n = 0; n < g->n; n++) {
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const uint8_t *xg = xu + (n * g->c + gi * cg) * in_n;
+            if (taps.padded)
+                cg_nn_pad_copy_u8(xg, cg, win, (uint8_t)zx, xpad);
+            cg_qg_problem p = {lv, cp->qw + (size_t)gi * cp->per_group, cp->qsum + gi * mg,
+                               cp->qzw + gi * mg, bias ? bias + gi * mg : NULL, mg, kk, on,
+                               taps.padded ? xpad : xg, taps.off, taps.pos, zx,
+                               acc + (n * g->m + gi * mg) * on};
+            if (!cg_qg_run(k, &p))
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        }
+    }
+    return CG_OK;
+}
+
 /* Shared by ConvInteger and QLinearConv: int32 accumulators of the conv.
  * 8-bit operands minus their zero points are integers of magnitude at most
  * 255, which the convolution GEMM sums exactly (packgemm.h, store_i32). */
@@ -822,6 +971,9 @@ static cg_status q_conv_acc(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
         return cg_kernel_fail(k, CG_UNSUPPORTED, "x zero point must be one %s value",
                               cg_dtype_name(x->dtype));
     if (!conv_use_depthwise(&g->w, g->c / g->group) || g->m / g->group >= 8) {
+        const cg_qg_level *lv = cg_qg_get(cg_kernel_simd(k));
+        if (lv)
+            return conv_q8(k, x, xzp, wt, wzp, bias, ins, g, lv, acc);
         float *xf = cg_nn_scratch(k, x->numel, sizeof(float));
         if (!xf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");

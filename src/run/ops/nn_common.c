@@ -311,7 +311,9 @@ int64_t cg_nn_saturate(cg_dtype dt, double v)
     return (int64_t)v;
 }
 
-void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst)
+/* The padded copy for elements of `size` bytes, the border bytes `fill`. */
+static void pad_copy(const void *x, size_t size, int64_t c, const cg_nn_window *w, int fill,
+                     void *dst)
 {
     int nsp = w->nsp, last = nsp - 1;
     int64_t pdim[CG_MAX_RANK], rows = 1, in_n = cg_nn_prod(nsp, w->in);
@@ -321,9 +323,9 @@ void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float 
         rows *= pdim[d];
     int64_t width = pdim[last], iw = w->in[last], p0 = w->pad0[last];
     for (int64_t ch = 0; ch < c; ch++) {
-        const float *xc = x + ch * in_n;
+        const char *xc = (const char *)x + (size_t)(ch * in_n) * size;
         for (int64_t r = 0; r < rows; r++) {
-            float *drow = dst + (ch * rows + r) * width;
+            char *drow = (char *)dst + (size_t)((ch * rows + r) * width) * size;
             /* the source row, unless r lies in the padding of an outer dim */
             int64_t rest = r, src = 0, scale = 1;
             bool inside = true;
@@ -338,12 +340,23 @@ void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float 
                 src += i * scale;
             }
             if (!inside) {
-                memset(drow, 0, (size_t)width * sizeof(float));
+                memset(drow, fill, (size_t)width * size);
                 continue;
             }
-            memset(drow, 0, (size_t)p0 * sizeof(float));
-            memcpy(drow + p0, xc + src * iw, (size_t)iw * sizeof(float));
-            memset(drow + p0 + iw, 0, (size_t)(width - p0 - iw) * sizeof(float));
+            memset(drow, fill, (size_t)p0 * size);
+            memcpy(drow + (size_t)p0 * size, xc + (size_t)(src * iw) * size, (size_t)iw * size);
+            memset(drow + (size_t)(p0 + iw) * size, fill, (size_t)(width - p0 - iw) * size);
         }
     }
+}
+
+void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst)
+{
+    pad_copy(x, sizeof(float), c, w, 0, dst); /* all-zero bytes are 0.0f */
+}
+
+void cg_nn_pad_copy_u8(const uint8_t *x, int64_t c, const cg_nn_window *w, uint8_t fill,
+                       uint8_t *dst)
+{
+    pad_copy(x, 1, c, w, fill, dst);
 }
