@@ -3,8 +3,10 @@
  * runtime creates one per cg_runtime; there is no process-wide pool).
  *
  * cg_threadpool_run(pool, fn, arg) calls fn(arg, t, n) once for every t in
- * [0, n), n = the pool's size, t = 0 on the calling thread and the others on
- * the workers, and returns when every call has returned. How a job is split
+ * [0, n), n = the pool's size, each on whichever thread claims t first (the
+ * caller takes shares too, so a late worker never holds a job up; one
+ * thread may run several shares, one after the other), and returns when
+ * every call has returned. How a job is split
  * is the caller's business (t of n), so a split is the same on every run and
  * results do not depend on which thread ran what. A call made from inside a
  * job (nested parallelism) runs fn(arg, 0, 1) on its own thread.
