@@ -1,5 +1,5 @@
 /* POSIX mmap wrappers (see mapfile.h). */
-/* MAP_ANONYMOUS and madvise advice are not in POSIX 2008: ask glibc for them
+/* MAP_ANONYMOUS is not in POSIX 2008: ask glibc for it
  * here, the one file that maps memory. */
 #define _DEFAULT_SOURCE 1
 #include <errno.h>
@@ -63,12 +63,7 @@ void *cg_map_anon(size_t bytes)
     if (!bytes)
         return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: fine if refused */
-#endif
-    return p;
+    return p == MAP_FAILED ? NULL : p;
 }
 
 void cg_unmap_anon(void *p, size_t bytes)
