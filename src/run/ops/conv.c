@@ -450,13 +450,17 @@ static bool conv_taps_init(cg_kernel_ctx *k, const cg_nn_window *win, int64_t kk
         }
         t->off[q] = o;
     }
-    for (int64_t p = 0; p < on; p++) {
-        int64_t r = p, o = 0;
-        for (int d = nsp - 1; d >= 0; d--) {
-            o += (r % win->out[d]) * win->stride[d] * pitch[d];
+    /* row by row of the last output dim: no division per position (the
+     * tables are made every run; this loop was 2% of mobilenet_v2) */
+    int64_t last = win->out[nsp - 1], step = win->stride[nsp - 1] * pitch[nsp - 1];
+    for (int64_t p0 = 0; last > 0 && p0 < on; p0 += last) {
+        int64_t r = p0 / last, base = 0;
+        for (int d = nsp - 2; d >= 0; d--) {
+            base += (r % win->out[d]) * win->stride[d] * pitch[d];
             r /= win->out[d];
         }
-        t->pos[p] = o;
+        for (int64_t i = 0; i < last; i++)
+            t->pos[p0 + i] = base + i * step;
     }
     return true;
 }
