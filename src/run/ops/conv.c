@@ -279,6 +279,18 @@ static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, cons
            cp->group == group && cp->gk == gk;
 }
 
+/* Records what cp was packed from (what conv_packed_matches compares). */
+static void conv_packed_key(conv_packed *cp, const cg_tensor *wt, const cg_tensor *zp,
+                            int64_t group)
+{
+    cp->w_data = wt->data;
+    cp->zp_data = zp ? zp->data : NULL;
+    cp->w_dtype = wt->dtype;
+    cp->rank = wt->rank;
+    memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
+    cp->group = group;
+}
+
 /* W as float32 for packing: converted (float16, ...), or for the integer
  * convs W minus its zero point (scalar or per output channel). */
 static const float *conv_weights_f32(cg_kernel_ctx *k, const cg_tensor *wt, const cg_tensor *zp,
@@ -330,12 +342,7 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
         free(data);
         return NULL;
     }
-    cp->w_data = wt->data;
-    cp->zp_data = zp ? zp->data : NULL;
-    cp->w_dtype = wt->dtype;
-    cp->rank = wt->rank;
-    memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
-    cp->group = g->group;
+    conv_packed_key(cp, wt, zp, g->group);
     cp->gk = gk;
     cp->per_group = per;
     cp->data = data;
@@ -388,12 +395,7 @@ static const conv_packed *conv_weights_q8(cg_kernel_ctx *k, const cg_tensor *wt,
             conv_packed_free(cp);
             return NULL;
         }
-        cp->w_data = wt->data;
-        cp->zp_data = zp ? zp->data : NULL;
-        cp->w_dtype = wt->dtype;
-        cp->rank = wt->rank;
-        memcpy(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
-        cp->group = g->group;
+        conv_packed_key(cp, wt, zp, g->group);
         cp->per_group = per;
         conv_q8_fill(wt, zp, g, kk, cp);
         if (cg_kernel_set_state(k, cp, conv_packed_free))
