@@ -172,6 +172,7 @@ int cmd_bisect(int argc, char **argv)
     po.dim_count = cg_sample_dims(model, in.dims, in.dim_count, &samples.samples[sample], bound,
                                   CLI_MAX_DIMS);
     po.accumulate_fp32 = tg.accumulate == 2;
+    po.accumulate_fp16 = tg.accumulate == 1;
     po.random = &in.random;
     bo.reference.model = model;
     bo.candidate.model = cand ? cand : model;

@@ -296,6 +296,7 @@ int cmd_compare(int argc, char **argv)
         ao.target_count = ao.runner ? 0 : a.targets.count;
         ao.random = &a.in.random;
         ao.accumulate_fp32 = a.targets.accumulate == 2;
+        ao.accumulate_fp16 = a.targets.accumulate == 1;
         cg_against_describe(&ao, producer, sizeof producer);
         if ((st = cg_path_make_temp_dir("convgate-compare", &tmp, &err)) == CG_OK &&
             (st = cg_against_init(&ao, &ag, &err)) == CG_OK)

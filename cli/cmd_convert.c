@@ -22,7 +22,8 @@ static void convert_usage(FILE *f)
     fputs("Usage: convgate convert MODEL --target T[,T2...] -o DIR [--inputs DIR | --random N]\n"
           "                        [--only NAME,...] [--opt-in NAME,...] [--dim SYM=VAL]...\n"
           "                        [--seed S] [--range ...] [--external-data-above BYTES]\n"
-          "                        [--force] [--profiles DIR] [--json]\n"
+          "                        [--accumulate fp16|fp32] [--force] [--profiles DIR]\n"
+          "                        [--json]\n"
           "\n"
           "Runs, in order: the checker on MODEL; the verified rewrites the target needs\n"
           "(convgate rewrite); the result against a golden set of MODEL's outputs on the\n"
@@ -43,6 +44,8 @@ static void convert_usage(FILE *f)
           "                             is refused unless --force)\n"
           "  --inputs DIR | --random N  the samples (default: 3 random)\n"
           "  --only, --opt-in           as for convgate rewrite\n"
+          "  --accumulate fp16|fp32     how fp16 targets accumulate on the target path\n"
+          "                             (default: as the profile says)\n"
           "  --external-data-above B    move initializers of >= 1 KiB to model.onnx.data\n"
           "                             when they total more than B bytes (default 1 GiB)\n"
           CLI_HELP_INPUT_OPTIONS
@@ -69,6 +72,7 @@ static int parse_args(int argc, char **argv, convert_args *a)
                                               CLI_OPTS_INPUTS,
                                               {"output", required_argument, NULL, 'o'},
                                               CLI_OPTS_REWRITE,
+                                              CLI_OPTS_ACCUMULATE,
                                               {"force", no_argument, NULL, 'f'},
                                               {"external-data-above", required_argument, NULL, 'x'},
                                               CLI_OPTS_END};
@@ -192,6 +196,8 @@ int cmd_convert(int argc, char **argv)
     o.rewrite.only_count = a.rw.only_count;
     o.rewrite.opt_in = (const char *const *)a.rw.opt_in;
     o.rewrite.opt_in_count = a.rw.opt_in_count;
+    o.rewrite.accumulate_fp32 = a.tg.accumulate == 2;
+    o.rewrite.accumulate_fp16 = a.tg.accumulate == 1;
     o.samples_desc = desc;
     o.argv = (const char *const *)typed;
     o.argc = nrec;

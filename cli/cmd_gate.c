@@ -80,8 +80,9 @@ static void gate_usage(FILE *f)
           "                      boxes by IoU and class (compare --help), and the\n"
           "                      detection outputs are judged as sets\n"
           "  --threshold T       --task segment's mask threshold (default 0.5)\n"
-          "  --accumulate fp32   fp16 targets accumulate reductions in fp32 (default: as the\n"
-          "                      profile says)\n"
+          "  --accumulate fp16|fp32  how fp16 targets accumulate reductions and dot\n"
+          "                      products (default: as the profile says; litert-gpu: fp32,\n"
+          "                      measured; fp16 stands for a GPU computing in f16)\n"
           "  --threads N         threads of the reference kernels, the caller's included\n"
           "                      (default 1)\n"
           "\n"
@@ -325,6 +326,7 @@ int cmd_gate(int argc, char **argv)
     opt.outputs_reduced = ag.runner.kind == CG_RUNNER_LITERT_WEBGPU && ag.runner.precision &&
                           strcmp(ag.runner.precision, "fp16") == 0;
     opt.accumulate_fp32 = tg.accumulate == 2;
+    opt.accumulate_fp16 = tg.accumulate == 1;
     opt.targets = tg.list;
     opt.target_count = tg.count;
     opt.dims = in.dims;

@@ -21,7 +21,8 @@ static void noise_usage(FILE *f)
     fputs("Usage: convgate noise MODEL [--inputs DIR | --random N] [--seed S]\n"
           "                      [--range [NAME=]LO,HI]... [--dim SYM=VAL]...\n"
           "                      [--target T[,T2...]] [--outputs-from DIR [--precision P]]\n"
-          "                      [--no-fp16] [--profiles DIR] [--json]\n"
+          "                      [--accumulate fp16|fp32] [--no-fp16] [--profiles DIR]\n"
+          "                      [--json]\n"
           "\n"
           "Measures the model's noise floors per output against the float64 reference\n"
           "(every kernel in double): the fp32 noise floor |fp32 reference - fp64| and the\n"
@@ -34,6 +35,8 @@ static void noise_usage(FILE *f)
           "                       error as a multiple of its precision's floor, and the\n"
           "                       verdict; an fp16 path is rerun with fp32 accumulation\n"
           "                       and in fp32 to tell precision from a wrong kernel\n"
+          "  --accumulate fp16|fp32  how the fp16 target path accumulates (default: as the\n"
+          "                       profile says; litert-gpu: fp32, measured)\n"
           "  --outputs-from DIR   judge outputs another runtime produced on the same\n"
           "                       samples, read in the layout of the inputs\n"
           "  --precision P        what those outputs were computed in: fp32 (default) or\n"
@@ -67,7 +70,7 @@ static int parse_args(int argc, char **argv, noise_args *a)
         {"inputs", required_argument, NULL, 'i'},    {"random", required_argument, NULL, 'r'},
         {"outputs-from", required_argument, NULL, 'o'},
         {"precision", required_argument, NULL, 'P'}, {"no-fp16", no_argument, NULL, 'N'},
-        CLI_OPTS_END};
+        CLI_OPTS_ACCUMULATE, CLI_OPTS_END};
     int c;
     bool started = false, precision_given = false;
     a->fp16 = true;
@@ -213,6 +216,8 @@ int cmd_noise(int argc, char **argv)
     base.targets = a.targets.list;
     base.target_count = a.targets.count;
     base.random = &a.in.random;
+    base.accumulate_fp32 = a.targets.accumulate == 2;
+    base.accumulate_fp16 = a.targets.accumulate == 1;
     no.fp16 = a.fp16;
     no.types = types;
     if ((st = cg_noise_init(model, &no, &noise, &err)) != CG_OK ||

@@ -20,7 +20,7 @@ static void rewrite_usage(FILE *f)
     fputs("Usage: convgate rewrite MODEL --target T[,T2...] (-o OUT.onnx | --what-if)\n"
           "                        [--only NAME,...] [--opt-in NAME,...] [--inputs DIR |\n"
           "                        --random N] [--dim SYM=VAL]... [--seed S] [--range ...]\n"
-          "                        [--all] [--profiles DIR] [--json]\n"
+          "                        [--accumulate fp16|fp32] [--all] [--profiles DIR] [--json]\n"
           "       convgate rewrite --list [--json]\n"
           "\n"
           "Applies what the target needs, from a catalog of named rewrites (--list;\n"
@@ -44,6 +44,9 @@ static void rewrite_usage(FILE *f)
           "                       gelu-sigmoid); their measured error is reported\n"
           "  --list               the catalog\n"
           "  --all                also list the rewrites that match nowhere\n"
+          "  --accumulate fp16|fp32  how fp16 targets accumulate on the target path that\n"
+          "                       judges the precision rewrites (default: as the profile\n"
+          "                       says; litert-gpu: fp32, measured)\n"
           "  --inputs DIR         verify on an input folder (see below)\n"
           "  --random N           verify on N random samples (default 3)\n"
           CLI_HELP_INPUT_OPTIONS
@@ -73,6 +76,7 @@ static int parse_args(int argc, char **argv, rewrite_args *a)
                                               {"list", no_argument, NULL, 'l'},
                                               {"all", no_argument, NULL, 'a'},
                                               CLI_OPTS_REWRITE,
+                                              CLI_OPTS_ACCUMULATE,
                                               CLI_OPTS_END};
     int c;
     bool started = false;
@@ -144,6 +148,8 @@ int cmd_rewrite(int argc, char **argv)
     o.only_count = a.rw.only_count;
     o.opt_in = (const char *const *)a.rw.opt_in;
     o.opt_in_count = a.rw.opt_in_count;
+    o.accumulate_fp32 = a.tg.accumulate == 2;
+    o.accumulate_fp16 = a.tg.accumulate == 1;
     o.what_if = a.what_if;
     if (cg_rewrite_run(model, &o, &res, &err) != CG_OK) {
         cli_error("rewrite", "%s", err.msg);

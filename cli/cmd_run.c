@@ -60,7 +60,8 @@ static void run_usage(FILE *f)
         "                       real; fp16 profiles (litert-gpu) are emulated with\n"
         "                       fp16 storage and accumulation on the reference\n"
         "                       kernels; other profiles change placement only\n"
-        "  --accumulate fp16|fp32  accumulation of emulated fp16 targets (default fp16)\n"
+        "  --accumulate fp16|fp32  accumulation of emulated fp16 targets (default: as the\n"
+        "                       target's profile says)\n"
         "  --profiles DIR       capability profiles directory\n"
         "\n"
         "The real LiteRT (a .tflite MODEL):\n"
@@ -323,6 +324,7 @@ int cmd_run(int argc, char **argv)
         o.dim_count = cg_sample_dims(model, a.in.dims, a.in.dim_count, &s, dims, CLI_MAX_DIMS);
         o.random = &a.in.random;
         o.accumulate_fp32 = a.targets.accumulate == 2;
+        o.accumulate_fp16 = a.targets.accumulate == 1;
         o.max_alloc_bytes = a.max_alloc;
         o.threads = a.threads;
         if (cg_target_path_init(model, &o, &tp, &err) != CG_OK) {

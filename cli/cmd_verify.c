@@ -47,7 +47,8 @@ static void verify_usage(FILE *f)
           "                         for an fp16 target the emulation that tells precision\n"
           "                         from a wrong result)\n"
           "  --profiles DIR         capability profiles directory\n"
-          "  --accumulate fp16|fp32 how fp16 targets accumulate reductions (default fp16)\n"
+          "  --accumulate fp16|fp32 how fp16 targets accumulate reductions (default: as the\n"
+          "                         target's profile says)\n"
           "  --outputs-from DIR     compare outputs produced elsewhere instead of running:\n"
           "                         DIR/SET/NAME.npy (or .pb, or output_K.pb), or DIR/SET.npz\n"
           "  --atol X, --rtol Y     a fixed tolerance instead of the noise floor (default\n"
@@ -123,6 +124,7 @@ static int verify_artifact(verify_args *a)
     if (a->targets.arg_count && !cli_targets_resolve("verify", &a->targets))
         return CG_EXIT_ERROR;
     a->opt.accumulate_fp32 = a->targets.accumulate == 2;
+    a->opt.accumulate_fp16 = a->targets.accumulate == 1;
     a->opt.targets = a->targets.list;
     a->opt.target_count = a->targets.count;
     a->opt.dims = a->in.dims;
@@ -173,6 +175,7 @@ int cmd_verify(int argc, char **argv)
     if (!(model = cli_model_for("verify", a.model_path, &a.in, &a.targets)))
         goto done;
     a.opt.accumulate_fp32 = a.targets.accumulate == 2;
+    a.opt.accumulate_fp16 = a.targets.accumulate == 1;
     a.opt.targets = a.targets.list;
     a.opt.target_count = a.targets.count;
     a.opt.dims = a.in.dims;

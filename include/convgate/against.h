@@ -46,6 +46,7 @@ typedef struct cg_against_options {
     size_t dim_count;
     const cg_random_inputs *random;
     bool accumulate_fp32;
+    bool accumulate_fp16;            /* cg_target_path_options.accumulate_fp16 */
     size_t max_alloc_bytes;
 } cg_against_options;
 

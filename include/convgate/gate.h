@@ -67,6 +67,7 @@ typedef struct cg_gate_options {
      * naming the dim: cg_samples_refuse_guessed_dims) */
     bool accept_default_dims;
     bool accumulate_fp32;
+    bool accumulate_fp16;            /* --accumulate fp16 (cg_target_path_options) */
     /* --atol/--rtol/--tol: outputs given a tolerance are judged by it
      * instead of the noise floor (cg_tolerances_resolve) */
     cg_tolerance_args tol;

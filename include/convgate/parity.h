@@ -238,6 +238,7 @@ typedef struct cg_verify_options {
     size_t dim_count;
     const cg_random_inputs *random;
     bool accumulate_fp32;
+    bool accumulate_fp16;            /* cg_target_path_options.accumulate_fp16 */
     const char *outputs_from;        /* OUT/SET/NAME.npy or OUT/SET.npz; the targets
                                         then only say what precision they hold */
     cg_tolerance_args tol;           /* cg_tolerances_resolve */

@@ -87,6 +87,9 @@ typedef struct cg_rewrite_options {
     const char *const *opt_in;
     size_t opt_in_count;
     bool what_if;                    /* also estimate the mixed latency after each step */
+    /* how fp16 targets accumulate on the target path (--accumulate;
+     * cg_target_path_options): neither is as the profiles say */
+    bool accumulate_fp32, accumulate_fp16;
     size_t max_alloc_bytes;
 } cg_rewrite_options;
 

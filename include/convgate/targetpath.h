@@ -2,8 +2,9 @@
  * The target path: the model as a set of targets would run it, executed
  * on this machine. Executing targets (XNNPACK) run their partitions for
  * real; profiled targets whose profile says fp16 run their partitions on
- * the reference kernels with fp16 storage and (unless accumulate_fp32)
- * fp16 accumulation, casting exactly at the partition boundaries; profiled
+ * the reference kernels with fp16 storage and the accumulation their
+ * profile states (or the caller forces), casting exactly at the partition
+ * boundaries; profiled
  * fp32 targets run their partitions on the reference kernels (placement
  * only changes where, not what). The CPU remainder runs on the reference.
  */
@@ -33,6 +34,9 @@ typedef struct cg_target_path_options {
      * NULL: the policy's defaults, seed 0) */
     const struct cg_random_inputs *random;
     bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
+    /* fp16 targets accumulate in fp16 even where their profile says fp32
+     * (a GPU computing in f16; --accumulate fp16); accumulate_fp32 wins */
+    bool accumulate_fp16;
     bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
     size_t max_alloc_bytes;          /* 0: runtime default */
     int threads;                     /* cg_runtime_options.threads of the path's runtime */

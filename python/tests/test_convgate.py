@@ -97,8 +97,9 @@ class SameReportsAsTheCli(unittest.TestCase):
     def test_gate(self):
         inputs = os.path.join(EX, "rmsnorm_fp16_inputs")
         with convgate.load(RMS) as m:
-            r = m.gate(target="litert-gpu", inputs=inputs)
-        cli = cli_json("gate", RMS, "--target", "litert-gpu", "--inputs", inputs)["result"]
+            r = m.gate(target="litert-gpu", accumulate="fp16", inputs=inputs)
+        cli = cli_json("gate", RMS, "--target", "litert-gpu", "--accumulate", "fp16",
+                       "--inputs", inputs)["result"]
         # everything but the measured times (the share, the estimate gate 2
         # judges, and the sentence that states them)
         for key in ("time_coverage", "reference_ms", "mixed_ms", "detail"):
@@ -173,7 +174,7 @@ class Arrays(unittest.TestCase):
     def test_the_failing_tensor_as_arrays(self):
         x = np.load(os.path.join(EX, "rmsnorm_fp16_inputs", "sample_0", "x.npy"))
         with convgate.load(RMS) as m:
-            r = m.gate(target="litert-gpu", samples=[{"x": x}])
+            r = m.gate(target="litert-gpu", accumulate="fp16", samples=[{"x": x}])
         self.assertEqual(r["verdict"], "FAIL")
         b = r["matches"]["bisect"]
         self.assertEqual(b["first_divergent"]["tensor"], "mean_sq")
@@ -194,7 +195,7 @@ class Arrays(unittest.TestCase):
     def test_bisect(self):
         x = np.load(os.path.join(EX, "rmsnorm_fp16_inputs", "sample_1", "x.npy"))
         with convgate.load(RMS) as m:
-            r = m.bisect(target="litert-gpu", inputs={"x": x})
+            r = m.bisect(target="litert-gpu", accumulate="fp16", inputs={"x": x})
         self.assertEqual(r.exit_code, 1)
         self.assertEqual(r["first_divergent"]["node"], "mean_sq")
         self.assertIn("first_divergent/target", r.tensors)

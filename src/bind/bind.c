@@ -628,6 +628,7 @@ static int do_run(bind_ctx *c, json_t **result)
         o.dim_count = cg_sample_dims(c->model, c->dims, c->dim_count, &s, dims, BIND_MAX_DIMS);
         o.random = &c->random;
         o.accumulate_fp32 = c->accumulate == 2;
+        o.accumulate_fp16 = c->accumulate == 1;
         o.observe = watch ? watch_observe : NULL;
         o.observe_user = &w;
         if ((st = cg_target_path_init(c->model, &o, &tp, &err)) == CG_OK)
@@ -792,6 +793,7 @@ static int do_gate(bind_ctx *c, json_t **result)
         go.min_coverage = json_number_value(bar);
     }
     go.accumulate_fp32 = c->accumulate == 2;
+    go.accumulate_fp16 = c->accumulate == 1;
     go.tol = c->tol; /* given, atol/rtol override the noise floor */
     go.random = &c->random;
     go.samples = &set;
@@ -846,6 +848,7 @@ static int do_bisect(bind_ctx *c, json_t **result)
     po.dims = bound;
     po.dim_count = cg_sample_dims(c->model, c->dims, c->dim_count, s, bound, BIND_MAX_DIMS);
     po.accumulate_fp32 = c->accumulate == 2;
+    po.accumulate_fp16 = c->accumulate == 1;
     po.random = &c->random;
     bo.reference.model = c->model;
     bo.candidate.model = c->model;

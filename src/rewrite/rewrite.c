@@ -584,7 +584,8 @@ static double target_error(const cg_model *m, const cg_rewrite_options *o, rw_ve
     cg_sample_path sp;
     double worst = 0;
     cg_sample_path_init(&sp, m, o->targets, o->target_count, o->dims, o->dim_count, o->random,
-                        false, o->max_alloc_bytes);
+                        o->accumulate_fp32, o->max_alloc_bytes);
+    sp.options.accumulate_fp16 = o->accumulate_fp16;
     for (size_t i = 0; i < v->samples->count && worst >= 0; i++) {
         const cg_sample *s = &v->samples->samples[i];
         cg_target_path *path = NULL;

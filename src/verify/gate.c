@@ -422,7 +422,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     po.dims = opt->dims;
     po.dim_count = opt->dim_count;
     po.random = opt->random;
-    po.accumulate = opt->accumulate_fp32 ? 1 : -1;
+    po.accumulate = opt->accumulate_fp32 ? 1 : opt->accumulate_fp16 ? 0 : -1;
     po.tol = opt->tol;
     po.task = opt->task;
     po.threshold = opt->threshold;
@@ -517,6 +517,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         tpo.target_count = opt->target_count;
         tpo.random = opt->random;
         tpo.accumulate_fp32 = opt->accumulate_fp32;
+        tpo.accumulate_fp16 = opt->accumulate_fp16;
         tpo.max_alloc_bytes = opt->max_alloc_bytes;
         tpo.threads = opt->threads;
         tpo.dims = binds;

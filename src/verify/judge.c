@@ -177,6 +177,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     for (size_t i = 0; i < opt->target_count; i++)
         profile_fp32 = profile_fp32 || opt->targets[i]->accumulate_fp32;
     j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 : opt->accumulate == 1;
+    j->base.accumulate_fp16 = opt->accumulate == 0;
 
     if (j->noise) {
         cg_noise_options no;
@@ -208,6 +209,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         cg_sample_path_init(&j->sp, model, opt->targets, opt->target_count, opt->dims,
                             opt->dim_count, opt->random, j->base.accumulate_fp32,
                             opt->max_alloc_bytes);
+        j->sp.options.accumulate_fp16 = j->base.accumulate_fp16;
         j->sp.options.threads = opt->threads;
         j->sp_on = true;
     }

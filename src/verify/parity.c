@@ -187,7 +187,7 @@ cg_status cg_verify_golden(const cg_model *model, const char *model_path, const 
     po.dims = opt->dims;
     po.dim_count = opt->dim_count;
     po.random = opt->random;
-    po.accumulate = opt->accumulate_fp32 ? 1 : -1;
+    po.accumulate = opt->accumulate_fp32 ? 1 : opt->accumulate_fp16 ? 0 : -1;
     po.outputs_from = opt->outputs_from;
     po.tol = opt->tol;
     po.max_alloc_bytes = opt->max_alloc_bytes;

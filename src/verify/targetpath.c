@@ -7,9 +7,9 @@
  * of executing targets are compiled and run by the target; every other node
  * runs on the reference kernels. Nodes in a partition of a profiled fp16
  * target carry a per-node precision (cg_node_precision) that makes the
- * executor round what they read and write to fp16 and, unless the target or
- * the caller says it accumulates in fp32, makes reductions and dot products
- * accumulate in fp16. Since the precision is per node and rounding is
+ * executor round what they read and write to fp16 and makes reductions and
+ * dot products accumulate as the target's profile says (the caller may
+ * force fp32 or fp16 accumulation). Since the precision is per node and rounding is
  * idempotent, the casts land exactly where the partitioning puts the
  * boundary: a value entering the partition is rounded once, values inside
  * stay rounded, and a value leaving it is an fp32 tensor holding fp16
@@ -72,8 +72,11 @@ static cg_node_precision target_node_precision(const cg_target *t,
     if (!t || t->kind != CG_TARGET_PROFILED || t->precision != CG_PRECISION_FP16 ||
         opt->force_fp32)
         return CG_NODE_PREC_FP32;
-    return t->accumulate_fp32 || opt->accumulate_fp32 ? CG_NODE_PREC_FP16
-                                                      : CG_NODE_PREC_FP16_ACC16;
+    if (opt->accumulate_fp32)
+        return CG_NODE_PREC_FP16;
+    if (opt->accumulate_fp16)
+        return CG_NODE_PREC_FP16_ACC16;
+    return t->accumulate_fp32 ? CG_NODE_PREC_FP16 : CG_NODE_PREC_FP16_ACC16;
 }
 
 /* True when `name`, produced by node, is visible on this path: a CPU

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 'convgate convert' and 'convgate verify DIR': the fp16 RMSNorm example
-# converted for litert-gpu passes all three gates (gate 3 included, which
-# the source fails); the artifact holds model.onnx, golden/, deploy/,
+# converted for litert-gpu accumulating in fp16 (--accumulate fp16: a GPU
+# computing in f16; the profile's fp32 accumulation needs no rewrite) passes
+# all three gates (gate 3 included, which the source fails); the artifact holds model.onnx, golden/, deploy/,
 # README.md and a manifest with every figure and hash; converting twice
 # gives byte-identical files; verify DIR passes, on the reference and on
 # the target path, and rejects every tampering (a flipped byte in the model,
@@ -25,16 +26,16 @@ flip() {
     printf "$(printf '\\%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 
-cg gate "$model" --target litert-gpu --inputs "$inputs"
+cg gate "$model" --target litert-gpu --accumulate fp16 --inputs "$inputs"
 check "the source fails gate 3 on litert-gpu" rc 1
 
 # two runs, same options, from two folders: byte-identical artifacts
 mkdir -p "$tmp/r1" "$tmp/r2"
-(cd "$tmp/r1" && "$bin" convert "$model" --target litert-gpu --inputs "$inputs" -o art \
+(cd "$tmp/r1" && "$bin" convert "$model" --target litert-gpu --accumulate fp16 --inputs "$inputs" -o art \
     >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc")
 check "convert: exit 0 (every gate passes)" rc 0
 check "convert: reports the gates" out_has "gates: 1 PASS, 2 PASS, 3 PASS"
-(cd "$tmp/r2" && "$bin" convert "$model" --target litert-gpu --inputs "$inputs" -o art \
+(cd "$tmp/r2" && "$bin" convert "$model" --target litert-gpu --accumulate fp16 --inputs "$inputs" -o art \
     >/dev/null 2>&1)
 check "convert twice: byte-identical files" diff -r "$tmp/r1/art" "$tmp/r2/art"
 a="$tmp/r1/art"
@@ -65,14 +66,14 @@ check "TFLM resolver" grep -qF "resolver.AddMean()" "$a/deploy/tflm_op_resolver.
 gm() { "$py" -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$a/golden/manifest.json" "$1"; }
 check "golden: format 2" gm 'm["format_version"] == 2'
 check "golden: every output of every set has its fp32 and fp16 floors" gm 'all(isinstance(o["noise"]["fp32_floor"], float) and isinstance(o["noise"]["fp16_floor"], float) and o["noise"]["fp32_floor"] <= o["noise"]["fp16_floor"] and o["noise"]["scale"] > 0 for s in m["sets"] for o in s["outputs"])'
-cg gate "$a/model.onnx" --target litert-gpu --golden "$a/golden" --json "$tmp/gate.json"
+cg gate "$a/model.onnx" --target litert-gpu --accumulate fp16 --golden "$a/golden" --json "$tmp/gate.json"
 check "the result passes gate 3 on litert-gpu against the source's golden outputs" rc 0
 check "gate --golden: judged by the recorded floors, at fp16 precision" "$py" -c 'import json,sys; m=json.load(open(sys.argv[1]))["result"]["matches"]; sys.exit(0 if m["judged_by_noise_floor"] and all(o["verdict"]["verdict"] == "matches at fp16 precision" for o in m["outputs"]) else 1)' "$tmp/gate.json"
 
 cg verify "$a"
 check "verify DIR: exit 0" rc 0
 check "verify DIR: files checked" out_has "files match manifest.json"
-cg verify "$a" --target litert-gpu --json
+cg verify "$a" --target litert-gpu --accumulate fp16 --json
 check "verify DIR --target: exit 0" rc 0
 check "verify DIR --json: artifact and verify" "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]; sys.exit(0 if r["artifact"]["files_checked"] == 9 and r["verify"]["pass"] else 1)' "$tmp/out"
 check "verify DIR --json: judged by the golden set's floors" "$py" -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]["verify"]; sys.exit(0 if r["judged_by_noise_floor"] and not r["note"] else 1)' "$tmp/out"
@@ -123,10 +124,10 @@ check "unknown format_version: exit 2" rc 2
 check "unknown format_version: says so" err_has "format_version 99"
 
 # a non-empty DIR needs --force
-cg convert "$model" --target litert-gpu --inputs "$inputs" -o "$a"
+cg convert "$model" --target litert-gpu --accumulate fp16 --inputs "$inputs" -o "$a"
 check "non-empty DIR: exit 2" rc 2
 check "non-empty DIR: names --force" err_has "--force"
-cg convert "$model" --target litert-gpu --inputs "$inputs" -o "$a" --force
+cg convert "$model" --target litert-gpu --accumulate fp16 --inputs "$inputs" -o "$a" --force
 check "--force: exit 0" rc 0
 
 # large weights beside the model, hashed and checked too

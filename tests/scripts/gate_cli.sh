@@ -4,8 +4,9 @@
 #  - gate passes tiny_cnn on xnnpack (exit 0, verdict block, JSON report);
 #  - gate fails RMSNorm on tflm at gate 2 (no fallback, POW) without running
 #    gate 3, and passes tiny_cnn there (its converted ops);
-#  - gate fails RMSNorm on litert-gpu (fp16) at gate 3, bisect at the ReduceMean,
-#    triage precision loss; with --accumulate fp32 it passes;
+#  - gate fails RMSNorm on litert-gpu accumulating in fp16 (--accumulate fp16)
+#    at gate 3, bisect at the ReduceMean, triage precision loss; with
+#    --accumulate fp32, as litert-gpu is profiled (measured), it passes;
 #  - bisect finds the wrong rewrite (x*sigmoid(-x)) at node silu_sig with
 #    triage "wrong kernel or rewrite", and JSON carries the same;
 #  - usage errors exit 2.
@@ -43,7 +44,7 @@ file_matches "$T/full.out" 'VERDICT: FAIL  gate 2' "require-full"
 
 # judged against the noise floor (the default): a precision breakdown, and the
 # bisection names the reduction whose sum overflows, not the fp16 rounding of x*x
-run_named rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --json -
+run_named rms 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp16 --json -
 file_matches "$T/rms.err" '^GATE 3 matches: FAIL  output .y.: precision breakdown' "gate 3 fails as a precision breakdown"
 file_matches "$T/rms.err" "first tensor beyond its noise floor: 'ms' .* \\(ReduceMean" "bisect at the reduction"
 file_matches "$T/rms.err" "last matching tensor: 'sq'" "the rounded squares are within their fp16 floor"
@@ -55,13 +56,15 @@ file_matches "$T/rms.out" '"op_type": "ReduceMean"' "json op_type"
 file_matches "$T/rms.out" '"triage": "precision breakdown"' "json triage"
 file_matches "$T/rms.out" '"verdict": "precision breakdown"' "json verdict"
 # a fixed tolerance overrides the floors: the same tensor, judged by it
-run_named rmstol 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --atol 0.01 --rtol 0.01
+run_named rmstol 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp16 --atol 0.01 --rtol 0.01
 file_matches "$T/rmstol.out" "outside tolerance \\(--atol/--rtol\\)" "tolerance named"
 file_matches "$T/rmstol.out" "first divergent tensor: 'ms' .* \\(ReduceMean" "bisect by tolerance"
 
 run_named rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp32
 file_matches "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
 file_matches "$T/rms32.out" 'matches at fp16 precision' "within the fp16 floor"
+run_named rmsprof 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu
+file_matches "$T/rmsprof.out" 'matches at fp16 precision' "as profiled: within the fp16 floor"
 
 run_named wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
 file_matches "$T/wrong.out" "first tensor beyond its noise floor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"

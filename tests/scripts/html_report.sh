@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser (tests/browser/check_report.js drives
 # Debian's headless Chromium over the DevTools pipe):
-#  - gate tiny_cnn on xnnpack (PASS) and RMSNorm on litert-gpu (FAIL at
+#  - gate tiny_cnn on xnnpack (PASS) and RMSNorm on litert-gpu --accumulate fp16 (FAIL at
 #    gate 3, bisected): the page loads with no console error, its verdict
 #    and node count are the JSON report's, partitions collapse and expand,
 #    search finds a node; a screenshot of each is kept in
@@ -65,7 +65,7 @@ static_checks tiny_cnn_xnnpack
 browser_check tiny_cnn_xnnpack
 
 gate rmsnorm_litert_gpu 1 "$SRC/examples/rmsnorm_fp16.onnx" --target litert-gpu \
-    --inputs "$SRC/examples/rmsnorm_fp16_inputs"
+    --accumulate fp16 --inputs "$SRC/examples/rmsnorm_fp16_inputs"
 static_checks rmsnorm_litert_gpu
 grep -q '"first_divergent"' "$OUT/rmsnorm_litert_gpu.json" || fail "rmsnorm: no bisection in the JSON"
 browser_check rmsnorm_litert_gpu

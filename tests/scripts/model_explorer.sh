@@ -48,7 +48,7 @@ n=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(g["re
     "$T/cnn/convgate_owner.json")
 [ "$n" = 18 ] || fail "tiny_cnn: $n owners, expected 18"
 
-"$CG" gate "$RMS" --target litert-gpu --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
+"$CG" gate "$RMS" --target litert-gpu --accumulate fp16 --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
     --model-explorer "$T/rms" >"$T/rms.out" 2>&1
 [ $? = 1 ] || fail "gate rmsnorm: expected exit 1 (gate 3 fails)"
 valid "$RMS" "$T/rms/convgate_owner.json" --expect-key mean_sq=litert-gpu
@@ -61,7 +61,7 @@ valid "$CNN" "$T/assign/convgate_owner.json"
 valid "$CNN" "$T/assign/convgate_reference_ms.json"
 [ ! -e "$T/assign/convgate_max_abs_error.json" ] || fail "assign wrote errors it did not measure"
 
-"$CG" bisect "$RMS" --target litert-gpu --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
+"$CG" bisect "$RMS" --target litert-gpu --accumulate fp16 --inputs "$SRC/examples/rmsnorm_fp16_inputs" \
     --model-explorer "$T/bisect" >/dev/null 2>&1
 [ $? = 1 ] || fail "bisect rmsnorm: expected exit 1"
 valid "$RMS" "$T/bisect/convgate_max_abs_error.json" --expect-key mean_sq=inf

@@ -2,9 +2,11 @@
 # convgate noise: floors against the float64 reference and the verdicts of
 # issue #14's cases.
 #   - the example CNN on xnnpack (a correct fp32 library): matches (fp32 noise)
-#   - the crafted fp16 cases on litert-gpu (tests/data/fp16: the RMSNorm whose
-#     sum of squares overflows, the LayerNorm of values ~300, the global mean
-#     past 65504): precision breakdown, exit 1
+#   - the crafted fp16 cases on litert-gpu accumulating in fp16 (--accumulate
+#     fp16; tests/data/fp16: the RMSNorm whose sum of squares overflows, the
+#     LayerNorm of values ~300, the global mean past 65504): precision
+#     breakdown, exit 1; the RMSNorm as litert-gpu is profiled (fp32
+#     accumulation, measured): matches at fp16 precision
 #   - the wrong-on-purpose rewrite (tests/data/bisect/swish_rewritten.onnx)
 #     judged against the original's floors: wrong result; the original's own
 #     outputs: matches
@@ -47,17 +49,20 @@ fi
 for c in rmsnorm_overflow layernorm_precision global_mean; do
     expect "$c on litert-gpu" 1 "litert-gpu +precision breakdown" -- \
         "$src/tests/data/fp16/$c.onnx" --inputs "$src/tests/data/fp16/${c}_inputs" \
-        --target litert-gpu
+        --target litert-gpu --accumulate fp16
 done
-expect "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
+expect "rmsnorm_overflow on litert-gpu as profiled" 0 "litert-gpu +matches at fp16 precision" -- \
     "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
     --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu
+expect "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
+    "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
+    --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu --accumulate fp16
 expect "layernorm: fp16 storage named" 1 "fp16 storage$" -- \
     "$src/tests/data/fp16/layernorm_precision.onnx" \
-    --inputs "$src/tests/data/fp16/layernorm_precision_inputs" --target litert-gpu
+    --inputs "$src/tests/data/fp16/layernorm_precision_inputs" --target litert-gpu --accumulate fp16
 expect "global mean: inf named" 1 "inf/NaN where the fp64 reference is finite" -- \
     "$src/tests/data/fp16/global_mean.onnx" \
-    --inputs "$src/tests/data/fp16/global_mean_inputs" --target litert-gpu
+    --inputs "$src/tests/data/fp16/global_mean_inputs" --target litert-gpu --accumulate fp16
 
 # the rewrite's outputs on the same inputs, judged against the original's floors
 ins="$src/tests/data/noise/swish_inputs"

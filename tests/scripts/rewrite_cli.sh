@@ -83,14 +83,15 @@ cg rewrite "$data/gelu.onnx" --target litert-gpu -o "$tmp/gelu.onnx" --opt-in ge
 check "gelu opted in: full residency" out_json 'r["after"]["cpu"] == 0'
 check "gelu opted in: the change is measured and stated" out_json 'any(s["name"] == "gelu-tanh" and s["outcome"] == "applied" and not s["exact"] and 0 < s["checks"][0]["max_abs"] < 1e-3 and "accepted: opted in" in s["detail"] for s in r["steps"])'
 
-# fp16 precision: gate 3 on litert-gpu fails before, passes after
+# fp16 precision: gate 3 on litert-gpu accumulating in fp16 (a GPU computing
+# in f16) fails before, passes after
 while read -r model inputs name; do
-    cg gate "$src/$model" --target litert-gpu --inputs "$src/$inputs" --min-coverage 0
+    cg gate "$src/$model" --target litert-gpu --accumulate fp16 --inputs "$src/$inputs" --min-coverage 0
     check "$model: gate 3 fails before" rc 1
-    cg rewrite "$src/$model" --target litert-gpu --inputs "$src/$inputs" -o "$tmp/p.onnx" --json
+    cg rewrite "$src/$model" --target litert-gpu --accumulate fp16 --inputs "$src/$inputs" -o "$tmp/p.onnx" --json
     check "$model: rewrite exit 0" rc 0
     check "$model: $name applied, the target path's error falls" out_json "any(s['name'] == '$name' and s['outcome'] == 'applied' and float(s['target_error_after']) < float(s['target_error_before']) for s in r['steps'])"
-    cg gate "$tmp/p.onnx" --target litert-gpu --inputs "$src/$inputs" --min-coverage 0
+    cg gate "$tmp/p.onnx" --target litert-gpu --accumulate fp16 --inputs "$src/$inputs" --min-coverage 0
     check "$model: gate passes after" rc 0
     check "$model: the result passes onnx.checker" onnx_checks "$tmp/p.onnx"
 done <<'EOF'

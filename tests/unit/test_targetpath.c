@@ -2,13 +2,15 @@
  * The target path and its fp16 emulation (convgate/targetpath.h).
  *
  * On the crafted cases of tools/make_fp16_cases.py (tests/data/fp16): the
- * reference is finite and sane; under litert-gpu (fp16 storage, fp16
- * accumulation) each diverges for its reason: the RMSNorm rows whose sum
- * of squares passes 65504 come out exactly zero (the mean of squares is
- * +inf, checked on the runtime with every node emulated), the LayerNorm
- * loses most of its digits, the global mean is inf; with force_fp32 each is
- * bit-identical to the reference, and with accumulate_fp32 the global mean
- * and the RMSNorm match to fp16 storage precision. Also: the casts sit at
+ * reference is finite and sane; under litert-gpu with fp16 accumulation
+ * (accumulate_fp16: a GPU computing in f16) each diverges for its reason:
+ * the RMSNorm rows whose sum of squares passes 65504 come out exactly zero
+ * (the mean of squares is +inf, checked on the runtime with every node
+ * emulated), the LayerNorm loses most of its digits, the global mean is
+ * inf; with force_fp32 each is bit-identical to the reference, and with
+ * fp32 accumulation (accumulate_fp32, and litert-gpu's profile: measured on
+ * the real delegate, tools/measure_litert_fp16.py) the global mean and the
+ * RMSNorm match to fp16 storage precision. Also: the casts sit at
  * the partition boundary (a CPU value entering the partition is rounded
  * there, the CPU side keeps fp32), the observer sees only values leaving a
  * partition, MatMul/Gemm accumulate in fp16, a model fully on XNNPACK
@@ -108,6 +110,7 @@ static bool seen(const seen_names *s, const char *name)
 typedef struct path_flags {
     bool accumulate_fp32, force_fp32;
     seen_names *observe;
+    bool accumulate_fp16;
 } path_flags;
 
 static bool run_path(const cg_model *m, const cg_target *t, path_flags f, cg_value *x,
@@ -121,6 +124,7 @@ static bool run_path(const cg_model *m, const cg_target *t, path_flags f, cg_val
     po.target_count = 1;
     po.accumulate_fp32 = f.accumulate_fp32;
     po.force_fp32 = f.force_fp32;
+    po.accumulate_fp16 = f.accumulate_fp16;
     if (f.observe) {
         po.observe = remember;
         po.observe_user = f.observe;
@@ -184,8 +188,8 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
     EXPECT(big > 0.5, "reference rows 2-3 are normalized values, max %g", big);
 
     seen_names obs = {.count = 0};
-    path_flags dflt = {false, false, &obs};
-    if (run_path(m, gpu, dflt, x, &tp, NULL)) {
+    path_flags acc16 = {false, false, &obs, true};
+    if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         EXPECT(yt && n2 == n, "target y");
         size_t zero = 0;
@@ -203,17 +207,25 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
         result_free(&tp);
     }
 
-    path_flags force = {false, true, NULL};
+    path_flags force = {false, true, NULL, false};
     if (run_path(m, gpu, force, x, &f32, NULL)) {
         const float *yf = result_f32(&f32, "y", &n2);
         EXPECT(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
               "force_fp32 must equal the reference bit for bit");
         result_free(&f32);
     }
-    path_flags wide = {true, false, NULL};
+    path_flags wide = {true, false, NULL, false};
     if (run_path(m, gpu, wide, x, &acc, NULL)) {
         const float *ya = result_f32(&acc, "y", &n2);
         EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "accumulate_fp32: err %g",
+              ya ? rel_error(yr, ya, n) : -1.0);
+        result_free(&acc);
+    }
+    /* litert-gpu's profile accumulates in fp32, as the real delegate does */
+    path_flags profile = {false, false, NULL, false};
+    if (run_path(m, gpu, profile, x, &acc, NULL)) {
+        const float *ya = result_f32(&acc, "y", &n2);
+        EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "litert-gpu as profiled: err %g",
               ya ? rel_error(yr, ya, n) : -1.0);
         result_free(&acc);
     }
@@ -324,8 +336,8 @@ static void test_layernorm(void)
         goto done;
     const float *yr = result_f32(&ref, "y", &n);
     EXPECT(yr && n == 8 * 64 && all_finite(yr, n), "reference y");
-    path_flags dflt = {false, false, NULL}, force = {false, true, NULL};
-    if (run_path(m, gpu, dflt, x, &tp, NULL)) {
+    path_flags acc16 = {false, false, NULL, true}, force = {false, true, NULL, false};
+    if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         double e = yt ? rel_error(yr, yt, n) : -1.0;
         /* normalized values are O(1): an error of a good fraction of the range */
@@ -358,9 +370,9 @@ static void test_global_mean(void)
     const float *yr = result_f32(&ref, "y", &n);
     EXPECT(yr && n == 1 && yr[0] > 45 && yr[0] < 55, "reference y = mean/2 ~ 50, got %g",
           yr ? yr[0] : -1.0);
-    path_flags dflt = {false, false, NULL}, wide = {true, false, NULL},
-               force = {false, true, NULL};
-    if (run_path(m, gpu, dflt, x, &tp, NULL)) {
+    path_flags acc16 = {false, false, NULL, true}, wide = {true, false, NULL, false},
+               force = {false, true, NULL, false}, profile = {false, false, NULL, false};
+    if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         EXPECT(yt && isinf(yt[0]) && yt[0] > 0, "fp16 accumulation of 3072 values ~100 must "
               "overflow to +inf, got %g", yt ? yt[0] : -1.0);
@@ -373,6 +385,12 @@ static void test_global_mean(void)
         EXPECT(ya && fabs(ya[0] - yr[0]) <= 1e-3 * fabs(yr[0]),
               "accumulate_fp32 matches to fp16 storage precision: %g vs %g", ya ? ya[0] : -1.0,
               yr[0]);
+        result_free(&acc);
+    }
+    if (run_path(m, gpu, profile, x, &acc, NULL)) {
+        const float *ya = result_f32(&acc, "y", &n2);
+        EXPECT(ya && fabs(ya[0] - yr[0]) <= 1e-3 * fabs(yr[0]),
+              "litert-gpu as profiled (fp32 accumulation): %g vs %g", ya ? ya[0] : -1.0, yr[0]);
         result_free(&acc);
     }
     if (run_path(m, gpu, force, x, &f32, NULL)) {
@@ -410,7 +428,7 @@ static void test_boundary(void)
     if (!run_reference(m, NULL, x, &ref))
         goto done;
     seen_names obs = {.count = 0};
-    path_flags dflt = {false, false, &obs};
+    path_flags dflt = {false, false, &obs, false};
     cg_target_path *p = NULL;
     if (run_path(m, gpu, dflt, x, &tp, &p)) {
         const float *ar = result_f32(&ref, "a", &n), *at = result_f32(&tp, "a", &n);
@@ -433,7 +451,7 @@ static void test_boundary(void)
               a->owner[1] == 0 && a->owner[2] == 0, "assignment: erf on CPU, the rest on gpu");
         EXPECT(cg_target_path_reduced_precision(p), "litert-gpu computes in reduced precision");
         EXPECT(cg_target_path_node_precision(p, 0) == CG_NODE_PREC_FP32 &&
-              cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16_ACC16 &&
+              cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16 &&
               cg_target_path_node_precision(p, 99) == CG_NODE_PREC_FP32,
               "per-node precision");
         EXPECT(cg_target_path_types(p) && cg_type_env_get(cg_target_path_types(p), "a1"),
@@ -454,6 +472,20 @@ static void test_boundary(void)
               cg_target_path_reduced_precision(p),
           "accumulate_fp32 -> fp16 storage only: %s", err.msg);
     cg_target_path_free(p);
+    po.accumulate_fp16 = true; /* accumulate_fp32 wins (the triage's rerun) */
+    p = NULL;
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
+              cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16,
+          "accumulate_fp32 over accumulate_fp16: %s", err.msg);
+    cg_target_path_free(p);
+    po.accumulate_fp32 = false;
+    p = NULL;
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
+              cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16_ACC16,
+          "accumulate_fp16 -> fp16 accumulation over the profile's fp32: %s", err.msg);
+    cg_target_path_free(p);
+    po.accumulate_fp16 = false;
+    po.accumulate_fp32 = true;
     po.force_fp32 = true;
     p = NULL;
     EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
@@ -615,8 +647,9 @@ int main(void)
         return 1;
     }
     EXPECT(gpu->kind == CG_TARGET_PROFILED && gpu->precision == CG_PRECISION_FP16 &&
-              !gpu->accumulate_fp32,
-          "litert-gpu is a profiled fp16 target accumulating in fp16");
+              gpu->accumulate_fp32,
+          "litert-gpu is a profiled fp16 target accumulating in fp32 (measured on the real "
+          "delegate: tools/measure_litert_fp16.py)");
     cg_error_clear(&err);
     xnn = cg_target_registry_find(reg, "xnnpack", &err);
 

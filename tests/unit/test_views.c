@@ -2,8 +2,9 @@
  * The per-node views and the binding entry points, in C (so the sanitizer
  * build covers them; tests/scripts/html_report.sh, model_explorer.sh and
  * python_binding.sh test them end to end):
- *  - the graph view of the RMSNorm gate on litert-gpu: every node placed,
- *    the bisection's error at each tensor, "inf" at the ReduceMean;
+ *  - the graph view of the RMSNorm gate on litert-gpu accumulating in fp16:
+ *    every node placed, the bisection's error at each tensor, "inf" at the
+ *    ReduceMean;
  *  - the HTML page escapes a hostile title and data, carries the CSP hash;
  *  - Model Explorer files are written, one per overlay with data;
  *  - a lowered placement (ORT's Level-1 graph of tests/data/lower/
@@ -74,6 +75,7 @@ static void test_views(const cg_target_registry *reg)
     opt.target_count = 1;
     opt.samples = &samples;
     opt.samples_desc = "examples";
+    opt.accumulate_fp16 = true; /* a GPU computing in f16: the sum of squares overflows */
     EXPECT(cg_gate_run(rms, path, &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.bisected && rep.assignment && rep.node_ms, "gate 3 fails, bisected");
     cg_graph_view_output outs[1] = {{rep.judged.outputs[0].name, &rep.judged.outputs[0].merged}};
@@ -290,7 +292,8 @@ static void test_bind(void)
 
     /* gate on the examples' folder: fails, the divergent tensor comes back */
     snprintf(opts, sizeof opts,
-             "{\"target\": \"litert-gpu\", \"inputs\": \"%s/examples/rmsnorm_fp16_inputs\"}",
+             "{\"target\": \"litert-gpu\", \"accumulate\": \"fp16\", "
+             "\"inputs\": \"%s/examples/rmsnorm_fp16_inputs\"}",
              CG_SOURCE_DIR);
     r = cg_bind_call("gate", rms, path, opts, NULL, 0);
     env = envelope(r);
