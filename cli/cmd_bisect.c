@@ -174,6 +174,10 @@ int cmd_bisect(int argc, char **argv)
     po.accumulate_fp32 = tg.accumulate == 2;
     po.accumulate_fp16 = tg.accumulate == 1;
     po.random = &in.random;
+    if (!cand) { /* the candidate runs these inputs: it is typed and placed on them */
+        po.feeds = samples.samples[sample].inputs;
+        po.feed_count = samples.samples[sample].input_count;
+    }
     bo.reference.model = model;
     bo.candidate.model = cand ? cand : model;
     bo.candidate.path = tg.count ? &po : NULL;

@@ -325,6 +325,8 @@ int cmd_run(int argc, char **argv)
         o.random = &a.in.random;
         o.accumulate_fp32 = a.targets.accumulate == 2;
         o.accumulate_fp16 = a.targets.accumulate == 1;
+        o.feeds = s.inputs; /* typed and placed on the inputs it runs */
+        o.feed_count = s.input_count;
         o.max_alloc_bytes = a.max_alloc;
         o.threads = a.threads;
         if (cg_target_path_init(model, &o, &tp, &err) != CG_OK) {

@@ -33,6 +33,11 @@ typedef struct cg_target_path_options {
     /* the random inputs of the type environment's run (convgate/samples.h;
      * NULL: the policy's defaults, seed 0) */
     const struct cg_random_inputs *random;
+    /* the user's inputs (a sample's, borrowed for init only): the type
+     * environment, the lowering and the placement run on them as gate 2's
+     * do (cg_type_env_build_fed); NULL: `random` */
+    const cg_named_value *feeds;
+    size_t feed_count;
     bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
     /* fp16 targets accumulate in fp16 even where their profile says fp32
      * (a GPU computing in f16; --accumulate fp16); accumulate_fp32 wins */

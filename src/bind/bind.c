@@ -629,6 +629,8 @@ static int do_run(bind_ctx *c, json_t **result)
         o.random = &c->random;
         o.accumulate_fp32 = c->accumulate == 2;
         o.accumulate_fp16 = c->accumulate == 1;
+        o.feeds = s.inputs;
+        o.feed_count = s.input_count;
         o.observe = watch ? watch_observe : NULL;
         o.observe_user = &w;
         if ((st = cg_target_path_init(c->model, &o, &tp, &err)) == CG_OK)
@@ -850,6 +852,8 @@ static int do_bisect(bind_ctx *c, json_t **result)
     po.accumulate_fp32 = c->accumulate == 2;
     po.accumulate_fp16 = c->accumulate == 1;
     po.random = &c->random;
+    po.feeds = s->inputs;
+    po.feed_count = s->input_count;
     bo.reference.model = c->model;
     bo.candidate.model = c->model;
     bo.candidate.path = &po;

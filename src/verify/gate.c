@@ -523,6 +523,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         tpo.dims = binds;
         tpo.dim_count = cg_sample_dims(model, opt->dims, opt->dim_count, s, binds,
                                        CG_PARITY_MAX_DIMS);
+        tpo.feeds = s->inputs;
+        tpo.feed_count = s->input_count;
         cg_error berr;
         memset(&bo, 0, sizeof bo);
         cg_error_clear(&berr);

@@ -86,7 +86,7 @@ static bool same_dims(const cg_noise_target *t, const cg_dim_binding *d, size_t 
 
 /* The paths for one sample's dims (symbols borrowed from the model). */
 static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, size_t dim_count,
-                             cg_error *err)
+                             const cg_named_value *inputs, size_t input_count, cg_error *err)
 {
     paths_free(t);
     t->dims = calloc(dim_count + 1, sizeof *t->dims);
@@ -103,6 +103,8 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     po.dims = t->dims;
     po.dim_count = dim_count;
     po.force_fp32 = false;
+    po.feeds = inputs; /* typed and placed on this sample's inputs, as gate 2 */
+    po.feed_count = input_count;
     po.observe = cg_noise_capture_observe;
     po.observe_user = &t->cap;
     const cg_model *model = cg_noise_model(t->noise);
@@ -135,7 +137,7 @@ cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *i
     if (runs)
         memset(runs, 0, sizeof *runs);
     t->cap.err = err;
-    if (!same_dims(t, dims, dim_count) && (st = paths_build(t, dims, dim_count, err)) != CG_OK) {
+    if (!same_dims(t, dims, dim_count) && (st = paths_build(t, dims, dim_count, inputs, input_count, err)) != CG_OK) {
         cg_error_prefix(err, "target path: ");
         return st;
     }

@@ -61,6 +61,10 @@ cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s, cg_target_p
         }
         po.dims = sp->bound;
         po.dim_count = n;
+        /* typed and placed on this sample's inputs, as gate 2 places the
+         * model on sample 0's */
+        po.feeds = s->inputs;
+        po.feed_count = s->input_count;
         cg_status st = cg_target_path_init(sp->model, &po, &sp->path, err);
         if (st != CG_OK) {
             cg_error_prefix(err, "target path for sample %s: ", s->label);

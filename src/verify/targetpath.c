@@ -2,8 +2,11 @@
  * The target path (convgate/targetpath.h): a model placed on a list of
  * targets and run on this machine, the way those targets would run it.
  *
- * init builds the type environment for the requested dims, assigns the
- * nodes (cg_assign) and starts one runtime with that assignment: partitions
+ * init builds the type environment for the requested dims, on the user's
+ * inputs when the caller gives them (the feeds: a model that only runs on
+ * real data is typed and placed on it, as gate 2 places it; else random
+ * inputs), assigns the nodes (cg_assign) and starts one runtime with that
+ * assignment: partitions
  * of executing targets are compiled and run by the target; every other node
  * runs on the reference kernels. Nodes in a partition of a profiled fp16
  * target carry a per-node precision (cg_node_precision) that makes the
@@ -141,14 +144,16 @@ static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
     cg_lowered *l = NULL;
     cg_type_env *lt = NULL;
     cg_assignment *la = NULL;
-    if ((st = cg_lower(p->model, name, opt->dims, opt->dim_count, &l, err)) != CG_OK)
+    if ((st = cg_lower_fed(p->model, name, opt->dims, opt->dim_count, opt->feeds,
+                           opt->feed_count, &l, err)) != CG_OK)
         return st;
     if (!l->declared_types) {
         cg_lowered_free(l);
         return CG_OK; /* the same ops: the source graph is judged as it is */
     }
     const cg_graph *g = p->model->graph;
-    if ((st = cg_lowered_types(l, opt->dims, opt->dim_count, opt->random, &lt, err)) != CG_OK ||
+    if ((st = cg_lowered_types_fed(l, opt->dims, opt->dim_count, opt->random, opt->feeds,
+                                   opt->feed_count, &lt, err)) != CG_OK ||
         (st = cg_assign(l->model, lt, p->targets, opt->target_count, &la, err)) != CG_OK)
         goto done;
     p->proxy_owner = malloc((g->node_count + 1) * sizeof *p->proxy_owner);
@@ -235,7 +240,8 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
         goto fail;
     }
 
-    st = cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &p->types, err);
+    st = cg_type_env_build_fed(model, opt->dims, opt->dim_count, opt->random, opt->feeds,
+                               opt->feed_count, &p->types, err);
     if (st != CG_OK) {
         cg_error_prefix(err, "target path: types: ");
         goto fail;
@@ -282,6 +288,8 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
         cg_error_prefix(err, "target path: ");
         goto fail;
     }
+    p->opt.feeds = NULL; /* borrowed for init only */
+    p->opt.feed_count = 0;
     *out = p;
     return CG_OK;
 fail:

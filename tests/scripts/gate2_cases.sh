@@ -4,7 +4,8 @@
 #  - the model is placed with the user's --inputs: a model that fails on
 #    random inputs is placed on inputs it runs on; where it fails on the
 #    inputs (random or given) the residency is "unknown" with the reason,
-#    never "0/N nodes", in text and JSON, for gate and assign;
+#    never "0/N nodes", in text and JSON, for gate and assign; gate 3 and
+#    run --target lower, type and place it on those inputs too;
 #  - gate 2 passes only when the targets take the majority of the reference
 #    time and the mixed estimate beats the CPU alone: nothing on nnapi, a
 #    minority on nnapi, and a majority undone by its boundary copy all FAIL
@@ -54,6 +55,12 @@ file_matches "$T/lit_good.out" '^2/7 nodes on litert-gpu' "litert: placed on the
 file_lacks "$T/lit_good.out" 'only declared shapes are known' "litert: the lowering has the shapes of the given inputs"
 run_named lit_gate 1 gate "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good" --min-coverage 1
 file_matches "$T/lit_gate.out" '^GATE 2 runs where intended: FAIL  2/7 nodes on litert-gpu' "litert gate: placed on the given inputs"
+# gate 3's target path is lowered, typed and placed on the given inputs too
+# (on random ones the model fails and the path could not be built)
+run_named lit_gate3 0 gate "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good" --min-coverage 0
+file_matches "$T/lit_gate3.out" '^GATE 3 matches: PASS' "litert gate 3: runs on the given inputs"
+run_named lit_run 0 run "$D/topk_k.onnx" --target litert-gpu --inputs "$D/topk_k_inputs/good"
+file_matches "$T/lit_run.out" '2/7 nodes on litert-gpu' "litert run: the target path placed on the given inputs"
 
 # --- the bar: majority of the reference time, and the mixed estimate beats the CPU ---
 run_named none 1 gate "$D/cpu_only.onnx" --target nnapi --random 1 --json "$T/none.json"

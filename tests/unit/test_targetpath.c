@@ -14,7 +14,8 @@
  * the partition boundary (a CPU value entering the partition is rounded
  * there, the CPU side keeps fp32), the observer sees only values leaving a
  * partition, MatMul/Gemm accumulate in fp16, a model fully on XNNPACK
- * matches the reference, and the assignment/precision accessors.
+ * matches the reference, the assignment/precision accessors, and a model
+ * that fails on random inputs is typed and placed on the user's (feeds).
  */
 #include <math.h>
 #include <stdio.h>
@@ -632,6 +633,55 @@ done:
     cg_model_free(m);
 }
 
+/* --- typed and placed on the user's inputs ------------------------------------------ */
+
+/* tests/data/gate2/topk_k.onnx: TopK's k is floor(max(x)) - 2, negative on
+ * random inputs in [-1, 1) (the model fails there, as a detector does on
+ * noise) and 4 on topk_k_inputs/good. litert-gpu places the TFLite ops of
+ * its lowering, which is typed by a run of the source: on random inputs
+ * the path cannot be built; fed the user's inputs it is, and it runs them
+ * with the lowered graph's placement (2 of 7 nodes, as gate 2 places it). */
+static void test_fed(void)
+{
+    cg_model *m = test_load_model(CG_SOURCE_DIR "/tests/data/gate2/topk_k.onnx");
+    cg_value *x = test_load_npy(CG_SOURCE_DIR "/tests/data/gate2/topk_k_inputs/good/x.npy");
+    cg_error err;
+    cg_error_clear(&err);
+    if (!m || !x)
+        goto done;
+    cg_named_value in = {"x", x};
+    cg_target_path_options po;
+    memset(&po, 0, sizeof po);
+    po.targets = &gpu;
+    po.target_count = 1;
+    cg_target_path *p = NULL;
+    EXPECT(cg_target_path_init(m, &po, &p, &err) != CG_OK && !p && strstr(err.msg, "k = -2"),
+          "random inputs: the model fails on them, and the error says so: %s", err.msg);
+    cg_target_path_free(p);
+    p = NULL;
+    cg_error_clear(&err);
+    po.feeds = &in;
+    po.feed_count = 1;
+    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK && p, "fed: %s", err.msg);
+    if (p) {
+        const cg_assignment *a = cg_target_path_assignment(p);
+        size_t on = 0;
+        for (size_t i = 0; a && i < a->graph->node_count; i++)
+            on += a->owner[i] == 0;
+        EXPECT(a && a->graph->node_count == 7 && on == 2, "fed: %zu of 7 nodes on litert-gpu",
+               on);
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        EXPECT(cg_target_path_run(p, &in, 1, &outs, &n, &err) == CG_OK && n == 2,
+               "fed: runs: %s", err.msg);
+        cg_runtime_free_outputs(outs, n);
+    }
+    cg_target_path_free(p);
+done:
+    cg_value_free(x);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     cg_error err;
@@ -662,6 +712,7 @@ int main(void)
     test_boundary();
     test_dot();
     test_xnnpack_full();
+    test_fed();
 
     cg_target_registry_free(reg);
     return test_done("test_targetpath");
