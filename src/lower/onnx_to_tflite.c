@@ -12,7 +12,7 @@
  *
  * The result, on the editable graph of lgraph.h, is a graph of the same
  * form as cg_tflite_op_model's: nodes in domain "tflite" named after the
- * ONNX node they come from, attributes `version` (1) and the TFLite options
+ * ONNX node they come from, attributes `version` and the TFLite options
  * the rules read, 4-D values in NHWC (onnx2tf transposes every 4-D tensor),
  * constants as initializers (the source's, borrowed; axes and shapes a
  * converter makes are new), every value's type declared (lg_model
@@ -31,7 +31,13 @@
  * Add or Mul before it (these two are recorded as folded into that op). An
  * ONNX op the mapping does not know keeps its ONNX op type in domain "onnx"
  * and so is refused by every tflite:* rule, naming it. Only the main graph
- * is mapped: a control-flow node (If, Loop) is such an unmapped op.
+ * is mapped: a control-flow node (If, Loop, Scan) is such an unmapped op,
+ * and the lowering's notes say so (a converter writes IF / WHILE with
+ * subgraphs). LayerNormalization becomes the ten ops of Keras's layer
+ * norm, PyTorch's exported GELU pattern (Div, Erf, Add, Mul, Mul) one GELU,
+ * as onnx2tf writes them. Each TFLite op carries the `version` a converter
+ * writes for its operand types and options (op_version: TensorFlow's
+ * op_version.cc), which the profiles' version rules judge.
  */
 #include <math.h>
 #include <stdio.h>
@@ -71,7 +77,11 @@ static const lm_row one_to_one[] = {
     {"Unsqueeze", "EXPAND_DIMS"}, {"Expand", "BROADCAST_TO"},
     {"Shape", "SHAPE"},     {"ReduceMean", "MEAN"},   {"ReduceSum", "SUM"},
     {"ReduceMax", "REDUCE_MAX"}, {"ReduceMin", "REDUCE_MIN"}, {"ReduceProd", "REDUCE_PROD"},
-    {"Erf", NULL}, /* onnx2tf builds Erf from several ops: not mapped */
+    /* Erf alone: onnx2tf Erf.py writes tf.math.erf, which has no TFLite
+     * builtin (the converter needs SELECT_TF_OPS, a Flex op no delegate
+     * takes): kept as the ONNX op, refused by every rule. Inside the GELU
+     * pattern it is folded into a GELU (plan_removals). */
+    {"Erf", NULL},
 };
 
 typedef struct lm_ctx {
@@ -90,6 +100,8 @@ typedef struct lm_ctx {
     size_t *into;          /* per source node: the source node it folded into, or SIZE_MAX */
     size_t *op;            /* per source node: its (main) TFLite node, or SIZE_MAX */
     const char **act;      /* per source node: fused activation from its consumer */
+    const char **gelu;     /* per source node: the Div opening a GELU pattern -> the
+                              pattern's output (NULL: none) */
 } lm_ctx;
 
 static bool is_op(const cg_node *n, const char *op)
@@ -317,9 +329,166 @@ static void la_str(lm_attrs *as, const char *name, const char *v)
                                    .s = {(const uint8_t *)v, strlen(v)}};
 }
 
+/* --- op versions ----------------------------------------------------------------- */
+
+/* An operand as op_version.cc's OpSignature sees it: its element type (an
+ * ONNX dtype; float32 where the type is not known) and rank (-1 unknown). */
+typedef struct lm_operand {
+    int dtype;
+    int rank;
+    bool present;
+} lm_operand;
+
+static lm_operand operand(lm_ctx *c, const char *name)
+{
+    lm_operand o = {CG_DTYPE_FLOAT, -1, name && *name};
+    const cg_value_type *t = o.present ? vtype(c, resolve(c, name)) : NULL;
+    if (!t && o.present)
+        t = vtype(c, name);
+    if (t && t->known) {
+        o.dtype = (int)t->dtype;
+        o.rank = t->rank;
+    }
+    return o;
+}
+
+static int64_t attr_i(const lm_attrs *as, const char *name, int64_t dflt)
+{
+    for (size_t i = 0; as && i < as->n; i++)
+        if (strcmp(as->a[i].name, name) == 0 && as->a[i].type == CG_ATTR_INT)
+            return as->a[i].i;
+    return dflt;
+}
+
+/* The version a converter writes for op with these operands and options:
+ * TensorFlow's tensorflow/lite/tools/versioning/op_version.cc
+ * (GetBuiltinOperatorVersion, tensorflow/tensorflow@0208740907), the rows
+ * for the types an ONNX graph carries (float32/16/64, int8/16/32/64, uint8,
+ * bool; hybrid and int4 weights are not emitted here). The converter runs
+ * it over the written model (UpdateOpVersion), so the delegates'
+ * CheckMaxSupportedOpVersion judge exactly this number. */
+static int op_version(const char *op, const lm_operand *in, size_t n_in, const lm_operand *out,
+                      const lm_attrs *as)
+{
+    int t0 = n_in ? in[0].dtype : CG_DTYPE_FLOAT, r0 = n_in ? in[0].rank : -1;
+    int t1 = n_in > 1 ? in[1].dtype : CG_DTYPE_UNDEFINED;
+    int ot = out ? out->dtype : t0;
+    int max_rank = 0;
+    for (size_t i = 0; i < n_in; i++)
+        max_rank = in[i].rank > max_rank ? in[i].rank : max_rank;
+    /* NeedBroadcastForBinaryInputs && GetInputMaxDims > 4; the ranks stand
+     * for the dims (a same-rank broadcast above rank 4 is not seen) */
+    bool broadcast5 = n_in > 1 && max_rank > 4 && in[0].rank != in[1].rank;
+    bool i8 = t0 == CG_DTYPE_INT8, i16 = t0 == CG_DTYPE_INT16;
+#define IS(name) (strcmp(op, name) == 0)
+    /* CONV_2D 6 (grouped) is not written: onnx2tf Conv.py splits a grouped
+     * conv into one conv per group and a concat */
+    if (IS("CONV_2D"))
+        return i16 && t1 == CG_DTYPE_INT16 ? 4 : i8 && t1 == CG_DTYPE_INT8 ? 3 : 1;
+    if (IS("DEPTHWISE_CONV_2D"))
+        return i16 ? 5 : i8 ? 3
+               : attr_i(as, "dilation_w_factor", 1) != 1 || attr_i(as, "dilation_h_factor", 1) != 1 ? 2
+                                                                                                  : 1;
+    if (IS("FULLY_CONNECTED"))
+        return i16 && t1 == CG_DTYPE_INT16 ? 7 : attr_i(as, "keep_num_dims", 0) ? 5
+               : i8 && t1 == CG_DTYPE_INT8 ? 4 : 1;
+    if (IS("GATHER"))
+        return n_in > 1 && in[1].dtype == CG_DTYPE_INT16 ? 6 : i16 ? 4 : t0 == CG_DTYPE_BOOL ? 3
+               : i8 ? 2 : 1;
+    if (IS("MUL"))
+        return t0 == CG_DTYPE_UINT32 ? 7 : t0 == CG_DTYPE_INT64 ? 5 : i16 ? 4 : i8 ? 2 : 1;
+    if (IS("MAX_POOL_2D") || IS("AVERAGE_POOL_2D"))
+        return i16 && ot == CG_DTYPE_INT16 ? 3 : i8 ? 2 : 1;
+    if (IS("TRANSPOSE"))
+        return r0 > 5 ? 6 : i16 ? 5 : r0 > 4 ? 4 : t0 == CG_DTYPE_BOOL ? 3 : i8 ? 2 : 1;
+    /* the lowering keeps ONNX's operands (x, w, b); TFLite's are
+     * (output_shape, w, x, bias): a bias is the 4th (version 3). No
+     * activation is fused into it here (version 4). */
+    if (IS("TRANSPOSE_CONV"))
+        return n_in >= 3 && in[2].present ? 3 : t1 == CG_DTYPE_INT8 ? 2 : 1;
+    if (IS("SPLIT"))
+        return t1 == CG_DTYPE_INT16 ? 4 : t1 == CG_DTYPE_INT32 ? 3 : t1 == CG_DTYPE_INT8 ? 2 : 1;
+    if (IS("SLICE"))
+        return t0 == CG_DTYPE_UINT32 ? 6 : r0 > 4 ? 5 : i16 ? 4 : i8 ? 2 : 1;
+    if (IS("ABS"))
+        return t0 == CG_DTYPE_INT32 ? 5 : i16 ? 4 : i8 || t0 == CG_DTYPE_UINT8 ? 2 : 1;
+    if (IS("RELU"))
+        return i16 ? 3 : i8 || t0 == CG_DTYPE_UINT8 ? 2 : 1;
+    if (IS("STRIDED_SLICE"))
+        return t0 == CG_DTYPE_UINT32 ? 7 : r0 > 4 ? 4 : t0 == CG_DTYPE_BOOL ? 3 : i8 ? 2 : 1;
+    if (IS("RESIZE_BILINEAR"))
+        return i16 ? 4 : attr_i(as, "half_pixel_centers", 0) ? 3 : i8 ? 2 : 1;
+    if (IS("RESIZE_NEAREST_NEIGHBOR"))
+        return i16 ? 4
+               : attr_i(as, "half_pixel_centers", 0) || attr_i(as, "align_corners", 0) ? 3
+               : i8 ? 2
+                    : 1;
+    if (IS("MAXIMUM") || IS("MINIMUM"))
+        return i16 && ot == CG_DTYPE_INT16 ? 4 : broadcast5 ? 3 : i8 ? 2 : 1;
+    if (IS("PACK"))
+        return i8 ? 2 : i16 ? 3 : t0 == CG_DTYPE_UINT32 ? 4 : 1;
+    if (IS("TILE"))
+        return i8 ? 3 : 1;
+    if (IS("ADD"))
+        return i16 ? 5 : t0 == CG_DTYPE_INT64 ? 4 : i8 ? 2 : 1;
+    if (IS("SUB"))
+        return t0 == CG_DTYPE_INT64 ? 4 : broadcast5 ? 3 : i8 ? 2 : 1;
+    if (IS("GATHER_ND"))
+        return t0 == CG_DTYPE_BOOL ? 5 : n_in > 1 && in[1].dtype == CG_DTYPE_INT16 ? 4 : i16 ? 3 : 1;
+    if (IS("DIV"))
+        return broadcast5 ? 2 : 1;
+    if (IS("TANH") || IS("LOGISTIC"))
+        return i16 && ot == CG_DTYPE_INT16 ? 3 : i8 ? 2 : 1;
+    if (IS("EQUAL"))
+        return i16 ? 4 : i8 ? 2 : 1;
+    if (IS("NOT_EQUAL"))
+        return i8 ? 2 : 1;
+    if (IS("LEAKY_RELU"))
+        return i16 ? 2 : 1;
+    if (IS("BATCH_MATMUL"))
+        return i16 ? 3 : i8 ? 2 : 1;
+    if (IS("PAD") || IS("PADV2"))
+        return r0 > 4 ? 4 : i16 ? 3 : i8 ? 2 : 1;
+    if (IS("CONCATENATION"))
+        return t0 == CG_DTYPE_UINT32 ? 4 : i16 ? 3 : i8 ? 2 : 1;
+    if (IS("SOFTMAX") || IS("MEAN") || IS("MIRROR_PAD") || IS("REDUCE_MAX") ||
+        IS("REDUCE_MIN") || IS("RELU6") || IS("RSQRT"))
+        return i16 ? 3 : i8 ? 2 : 1;
+    if (IS("ARG_MAX") || IS("ARG_MIN"))
+        return t0 == CG_DTYPE_BOOL ? 3 : i8 ? 2 : 1;
+    if (IS("LESS") || IS("GREATER_EQUAL"))
+        return i16 ? 3 : i8 ? 2 : 1;
+    if (IS("SELECT_V2"))
+        return t0 == CG_DTYPE_UINT32 ? 2 : 1;
+    if (IS("SPACE_TO_DEPTH") || IS("DEPTH_TO_SPACE") || IS("SUM") || IS("LOG_SOFTMAX") ||
+        IS("GREATER") || IS("LESS_EQUAL") || IS("SQUARED_DIFFERENCE"))
+        return i8 ? 2 : 1;
+    if (IS("EXP") || IS("LOG") || IS("REDUCE_PROD"))
+        return i8 || i16 ? 2 : 1;
+    if (IS("BROADCAST_TO")) /* version 1 was rolled back: float is 2 */
+        return i8 || i16 ? 3 : 2;
+    if (IS("CAST")) {
+        int a = t0, b = ot;
+        return a == CG_DTYPE_BFLOAT16 || b == CG_DTYPE_BFLOAT16 ? 7
+               : a == CG_DTYPE_DOUBLE || b == CG_DTYPE_DOUBLE || a == CG_DTYPE_FLOAT16 ||
+                       b == CG_DTYPE_FLOAT16
+                   ? 5
+               : a == CG_DTYPE_UINT16 || b == CG_DTYPE_UINT16 ? 4
+               : a == CG_DTYPE_INT8 || b == CG_DTYPE_INT8     ? 3
+               : a == CG_DTYPE_UINT32 || b == CG_DTYPE_UINT32 ? 2
+                                                              : 1;
+    }
+    if (IS("GELU"))
+        return i8 || t0 == CG_DTYPE_UINT8 ? 2 : 1;
+#undef IS
+    return 1;
+}
+
 /* Appends a node of op `op` (domain "tflite", or "onnx" when unmapped) for
  * source node `origin`; `translates`: the source op it is the translation
- * of (NULL for an op the conversion adds, such as a PAD). */
+ * of (NULL for an op the conversion adds, such as a PAD). A TFLite op's
+ * "version" attribute is the one a converter writes for its operands
+ * (op_version). */
 static bool emit(lm_ctx *c, size_t origin, const char *domain, const char *op, const char *name,
                  const char *const *ins, size_t n_in, const char *const *outs, size_t n_out,
                  const lm_attrs *as, const char *translates)
@@ -329,8 +498,21 @@ static bool emit(lm_ctx *c, size_t origin, const char *domain, const char *op, c
         return false;
     for (size_t i = 0; i < n_in; i++)
         resolved[i] = ins[i] ? resolve(c, ins[i]) : "";
+    lm_attrs versioned = {.n = 0};
+    if (as)
+        versioned = *as;
+    if (strcmp(domain, CG_TFLITE_OPS_DOMAIN) == 0) {
+        lm_operand io[8], o = operand(c, n_out ? outs[0] : NULL);
+        size_t k_in = n_in < 8 ? n_in : 8;
+        for (size_t i = 0; i < k_in; i++)
+            io[i] = operand(c, resolved[i]);
+        int v = op_version(op, io, k_in, &o, &versioned);
+        for (size_t i = 0; i < versioned.n; i++)
+            if (strcmp(versioned.a[i].name, "version") == 0)
+                versioned.a[i].i = v;
+    }
     size_t k = lg_add_node(c->lg, op, domain, name, resolved, n_in, outs, n_out,
-                           as ? as->a : NULL, as ? as->n : 0);
+                           versioned.n ? versioned.a : NULL, versioned.n);
     free(resolved);
     if (k == SIZE_MAX || !lg_add_origins(c->lg, k, origin))
         return false;
@@ -450,6 +632,83 @@ static bool emit_hard_sigmoid(lm_ctx *c, size_t i, const cg_node *n, const char 
         prev = out;
     }
     return true;
+}
+
+/* One op of a decomposition of source node i: op(ins) -> out (made when
+ * NULL, typed t), its options no fused activation / keep_dims. Returns the
+ * output's name. */
+static const char *emit_step(lm_ctx *c, size_t i, const cg_node *n, const char *name,
+                             const char *op, const char *a, const char *b, const char *out,
+                             const cg_value_type *t)
+{
+    const char *nm = made_name(c, name, op);
+    if (!out)
+        out = made_name(c, name, "t");
+    if (!nm || !out)
+        return NULL;
+    const char *ins[2] = {a, b};
+    lm_attrs as = {.n = 0};
+    la_int(&as, "version", 1);
+    if (!strcmp(op, "ADD") || !strcmp(op, "SUB") || !strcmp(op, "MUL"))
+        la_str(&as, "fused_activation_function", "NONE");
+    if (!strcmp(op, "MEAN"))
+        la_int(&as, "keep_dims", 1);
+    if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, op, nm, ins, b ? 2 : 1, &out, 1, &as, n->op_type))
+        return NULL;
+    return set_type(c, out, t) ? out : NULL;
+}
+
+/* LayerNormalization: onnx2tf LayerNormalization.py writes
+ * tf.keras.layers.LayerNormalization, whose call (keras 2,
+ * keras/layers/normalization/layer_normalization.py; not its fused path,
+ * which needs epsilon >= 1.001e-5 where ONNX's default is 1e-5) is
+ * tf.nn.moments then tf.nn.batch_normalization (tensorflow/python/ops/
+ * nn_impl.py): mean = reduce_mean(x); variance =
+ * reduce_mean(squared_difference(x, mean)); inv = rsqrt(variance + eps) *
+ * scale; y = x * inv + (bias - mean * inv), or + (-mean * inv) without a
+ * bias. TFLite ops: MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, MUL, MUL,
+ * MUL, SUB (NEG), ADD. The optional Mean and InvStdDev outputs name the
+ * first MEAN's and the RSQRT's. */
+static bool emit_layer_norm(lm_ctx *c, size_t i, const cg_node *n, const char *name)
+{
+    static const int to_nhwc[4] = {0, 3, 1, 2};
+    const cg_value_type *x = vtype(c, n->inputs[0]);
+    if (!x || !x->known || x->rank < 1 || x->rank > CG_MAX_RANK || n->input_count < 2)
+        return emit(c, i, "onnx", n->op_type, name, n->inputs, n->input_count, n->outputs,
+                    n->output_count, NULL, n->op_type);
+    int64_t axis = cg_node_attr_int(n, "axis", -1);
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis >= x->rank)
+        axis = x->rank - 1;
+    int32_t axes[CG_MAX_RANK];
+    size_t na = 0;
+    cg_value_type reduced = *x;
+    for (int64_t a = axis; a < x->rank; a++) {
+        axes[na++] = x->rank == 4 ? to_nhwc[a] : (int32_t)a;
+        reduced.dims[a] = 1;
+    }
+    const char *ax = new_const_i32(c, name, "axes", axes, na);
+    const char *eps = new_const_f32(c, name, "epsilon", cg_node_attr_float(n, "epsilon", 1e-5f));
+    const char *mean_out = n->output_count > 1 && *n->outputs[1] ? n->outputs[1] : NULL;
+    const char *inv_out = n->output_count > 2 && *n->outputs[2] ? n->outputs[2] : NULL;
+    const char *bias = n->input_count > 2 && *n->inputs[2] ? n->inputs[2] : NULL;
+    if (!ax || !eps)
+        return false;
+    const char *mean = emit_step(c, i, n, name, "MEAN", n->inputs[0], ax, mean_out, &reduced);
+    const char *sd = mean ? emit_step(c, i, n, name, "SQUARED_DIFFERENCE", n->inputs[0], mean,
+                                      NULL, x)
+                          : NULL;
+    const char *var = sd ? emit_step(c, i, n, name, "MEAN", sd, ax, NULL, &reduced) : NULL;
+    const char *ve = var ? emit_step(c, i, n, name, "ADD", var, eps, NULL, &reduced) : NULL;
+    const char *inv = ve ? emit_step(c, i, n, name, "RSQRT", ve, NULL, inv_out, &reduced) : NULL;
+    const char *inv_s = inv ? emit_step(c, i, n, name, "MUL", inv, n->inputs[1], NULL, x) : NULL;
+    const char *xs = inv_s ? emit_step(c, i, n, name, "MUL", n->inputs[0], inv_s, NULL, x) : NULL;
+    const char *mi = xs ? emit_step(c, i, n, name, "MUL", mean, inv_s, NULL, x) : NULL;
+    const char *off = !mi ? NULL
+                      : bias ? emit_step(c, i, n, name, "SUB", bias, mi, NULL, x)
+                             : emit_step(c, i, n, name, "NEG", mi, NULL, NULL, x);
+    return off && emit_step(c, i, n, name, "ADD", xs, off, n->outputs[0], x);
 }
 
 static const char *node_name(const cg_node *n, size_t i, lm_ctx *c)
@@ -634,9 +893,17 @@ static bool map_node(lm_ctx *c, size_t i)
         /* onnx2tf Gemm.py / MatMul.py: tf.matmul; the converter makes a matmul
          * with a constant 2-D right side FULLY_CONNECTED, else BATCH_MATMUL */
         const cg_value_type *b = n->input_count > 1 ? vtype(c, n->inputs[1]) : NULL;
+        const cg_value_type *a = vtype(c, n->inputs[0]);
         if (b && b->is_const && b->known && b->rank == 2) {
             la_str(&as, "fused_activation_function", act);
             la_str(&as, "weights_format", "DEFAULT");
+            /* a matmul of a rank > 2 activation is a BatchMatMulV2 to TF; the
+             * converter makes it a FULLY_CONNECTED with keep_num_dims = true
+             * (tensorflow/compiler/mlir/lite/transforms/
+             * optimize_batch_matmul.cc, ConvertBatchMatMulOp2FullyConnectedOp):
+             * version 5 */
+            if (a && a->known && a->rank > 2)
+                la_int(&as, "keep_num_dims", 1);
             return emit(c, i, CG_TFLITE_OPS_DOMAIN, "FULLY_CONNECTED", name, ins, n_in, outs, 1,
                         &as, n->op_type);
         }
@@ -651,6 +918,15 @@ static bool map_node(lm_ctx *c, size_t i)
     }
     if (is_op(n, "HardSigmoid"))
         return emit_hard_sigmoid(c, i, n, name);
+    if (is_op(n, "LayerNormalization"))
+        return emit_layer_norm(c, i, n, name);
+    if (c->gelu[i]) {
+        /* the Div that opens onnx2tf's GELU pattern (plan_removals): GELU of
+         * its dividend, writing the pattern's last output */
+        la_int(&as, "approximate", 0);
+        return emit(c, i, CG_TFLITE_OPS_DOMAIN, "GELU", name, ins, 1, &c->gelu[i], 1, &as,
+                    n->op_type);
+    }
     if (is_op(n, "BatchNormalization")) {
         /* not after a Conv: a MUL and an ADD with folded constants (the
          * converter's batch-norm decomposition); counted as MUL here */
@@ -703,6 +979,18 @@ static bool map_node(lm_ctx *c, size_t i)
     if (is_op(n, "Resize")) {
         const cg_attr *m = cg_node_attr(n, "mode");
         bool nearest = !m || (m->s.len == 7 && memcmp(m->s.data, "nearest", 7) == 0);
+        /* onnx2tf Resize.py: half_pixel (ONNX's default since opset 11) and
+         * pytorch_half_pixel resize with half_pixel_centers, align_corners
+         * with align_corners (the op's version follows: op_version) */
+        const cg_attr *ct = cg_node_attr(n, "coordinate_transformation_mode");
+        char mode[32] = "";
+        if (ct && ct->s.len < sizeof mode)
+            snprintf(mode, sizeof mode, "%.*s", (int)ct->s.len, (const char *)ct->s.data);
+        else if (!ct && cg_model_opset(c->m->source, "") >= 11)
+            snprintf(mode, sizeof mode, "half_pixel");
+        la_int(&as, "half_pixel_centers",
+               strcmp(mode, "half_pixel") == 0 || strcmp(mode, "pytorch_half_pixel") == 0);
+        la_int(&as, "align_corners", strcmp(mode, "align_corners") == 0);
         ins[1] = NULL;
         return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                     nearest ? "RESIZE_NEAREST_NEIGHBOR" : "RESIZE_BILINEAR", name, ins, 1, outs,
@@ -726,13 +1014,69 @@ static bool map_node(lm_ctx *c, size_t i)
                 outs, n_out, &as, n->op_type);
 }
 
+/* The single consumer of node n's first output when it is op `op` (any op:
+ * NULL), else SIZE_MAX. */
+static size_t sole_consumer(lm_ctx *c, const cg_node *n, const char *op)
+{
+    size_t only = 0;
+    if (!n->output_count || !*n->outputs[0] || consumers(c->g, n->outputs[0], &only) != 1)
+        return SIZE_MAX;
+    return !op || is_op(&c->g->nodes[only], op) ? only : SIZE_MAX;
+}
+
+/* Input k of node n is the constant scalar v (within float32 rounding). */
+static bool scalar_input(lm_ctx *c, const cg_node *n, size_t k, double v)
+{
+    double got;
+    return n->input_count > k && const_scalar(c, n->inputs[k], &got) &&
+           fabs(got - v) <= 1e-6 * fabs(v);
+}
+
+/* onnx2tf Div.py's GELU pattern (PINTO0309/onnx2tf#465), as PyTorch
+ * exports nn.GELU(): Div(x, 1.4142135) -> Erf -> Add(1) -> Mul(x, .) ->
+ * Mul(., 0.5). onnx2tf writes tf.nn.gelu for the Div (the converter's
+ * GELU) and tf.identity for the other four. Marks them; false only when out
+ * of memory. */
+static bool plan_gelu(lm_ctx *c, size_t i)
+{
+    const cg_node *div = &c->g->nodes[i];
+    if (!is_op(div, "Div") || div->input_count != 2 || !scalar_input(c, div, 1, 1.4142135623730951))
+        return true;
+    size_t erf = sole_consumer(c, div, "Erf");
+    size_t add = erf == SIZE_MAX ? SIZE_MAX : sole_consumer(c, &c->g->nodes[erf], "Add");
+    if (add == SIZE_MAX || !scalar_input(c, &c->g->nodes[add], 1, 1.0))
+        return true;
+    size_t mul1 = sole_consumer(c, &c->g->nodes[add], "Mul");
+    const cg_node *m1 = mul1 == SIZE_MAX ? NULL : &c->g->nodes[mul1];
+    if (!m1 || m1->input_count != 2 ||
+        (strcmp(m1->inputs[0], div->inputs[0]) != 0 && strcmp(m1->inputs[1], div->inputs[0]) != 0))
+        return true;
+    size_t mul2 = sole_consumer(c, m1, "Mul");
+    if (mul2 == SIZE_MAX || !scalar_input(c, &c->g->nodes[mul2], 1, 0.5) ||
+        !c->g->nodes[mul2].output_count || !*c->g->nodes[mul2].outputs[0])
+        return true;
+    const size_t folded[4] = {erf, add, mul1, mul2};
+    for (int k = 0; k < 4; k++)
+        if (!note_removed(c, folded[k], "folded into the GELU the converter makes of this "
+                                        "pattern (onnx2tf Div.py: tf.identity)", i))
+            return false;
+    c->gelu[i] = c->g->nodes[mul2].outputs[0];
+    return true;
+}
+
 /* Marks what a converter removes or fuses: no ops, folded constants, BN
- * after Conv, activations after Conv/Gemm/Add/Mul. */
+ * after Conv, activations after Conv/Gemm/Add/Mul, the GELU pattern. */
 static bool plan_removals(lm_ctx *c)
 {
     const cg_graph *g = c->g;
     for (size_t i = 0; i < g->node_count; i++) {
         const cg_node *n = &g->nodes[i];
+        if (c->skip[i])
+            continue; /* already folded into an op before it */
+        if (!plan_gelu(c, i))
+            return false;
+        if (c->gelu[i])
+            continue;
         bool all_const = n->input_count > 0;
         for (size_t k = 0; k < n->input_count; k++)
             all_const = all_const && (!*n->inputs[k] || is_const(c, n->inputs[k]));
@@ -902,11 +1246,24 @@ cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
     c.into = calloc(n + 1, sizeof *c.into);
     c.op = calloc(n + 1, sizeof *c.op);
     c.act = calloc(n + 1, sizeof *c.act);
-    bool ok = c.skip && c.why && c.into && c.op && c.act && plan_removals(&c);
+    c.gelu = calloc(n + 1, sizeof *c.gelu);
+    bool ok = c.skip && c.why && c.into && c.op && c.act && c.gelu && plan_removals(&c);
     for (size_t i = 0; ok && i < n; i++)
         c.op[i] = SIZE_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = c.skip[i] || map_node(&c, i);
+    /* control flow, said plainly: a converter writes If as IF and Loop as
+     * WHILE, their bodies as subgraphs (onnx2tf If.py: tf.cond, Loop.py:
+     * tf.while_loop); this lowering maps the main graph only */
+    for (size_t i = 0; ok && i < n; i++) {
+        const cg_node *cf = &c.g->nodes[i];
+        if (!c.skip[i] && (is_op(cf, "If") || is_op(cf, "Loop") || is_op(cf, "Scan")))
+            lg_note(m, "control flow: %s '%s' is kept as the ONNX op, which no tflite:* rule "
+                       "accepts, so it and its bodies run on the CPU. A converter writes %s "
+                       "with the bodies as subgraphs; this lowering maps the main graph only",
+                    cf->op_type, cf->name && *cf->name ? cf->name : "?",
+                    is_op(cf, "If") ? "an IF" : "a WHILE");
+    }
     /* the source nodes give way to their TFLite ops: a mapped one is kept
      * (its op translates it), a removed one is recorded with why, folded
      * into the op of the node it joined */
@@ -935,6 +1292,7 @@ cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
     free(c.into);
     free(c.op);
     free(c.act);
+    free(c.gelu);
     free(c.alias_to);
     cg_strmap_free(&c.alias);
     cg_strmap_free(&c.made);

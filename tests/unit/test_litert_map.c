@@ -321,6 +321,199 @@ static void test_elementwise_family(void)
     cg_model_free(m);
 }
 
+static bool init_i32(const cg_lowered *l, const char *name, int32_t *v, size_t n);
+
+static int64_t version_of(const cg_model *m, const char *op)
+{
+    const cg_node *n = node_of(m, op);
+    return n ? cg_node_attr_int(n, "version", -1) : -1;
+}
+
+/* LayerNormalization (opset 17) over the last axis: the ten ops of Keras's
+ * layer norm, as onnx2tf LayerNormalization.py writes it
+ * (tf.keras.layers.LayerNormalization: tf.nn.moments then
+ * tf.nn.batch_normalization), every one on the GPU. */
+static void test_layer_norm(void)
+{
+    static const int64_t x[3] = {1, 6, 16}, d[1] = {16};
+    cg_model *m = test_model_new(17);
+    cg_graph *g = m->graph = test_graph_new(m, "ln", 2);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 3, x));
+    init(m, g, "gamma", 1, d);
+    init(m, g, "beta", 1, d);
+    test_node_add_attr(test_node(m, g, "LayerNormalization", "ln", "x,gamma,beta", "y"),
+                       attr_float("epsilon", 1e-5f));
+    test_graph_output(g, "y", test_type(m, CG_DTYPE_FLOAT, 3, x));
+    cg_lowered *l = lower(m);
+    if (l) {
+        expect_ops(l, "MEAN,SQUARED_DIFFERENCE,MEAN,ADD,RSQRT,MUL,MUL,MUL,SUB,ADD",
+                   "layer norm");
+        EXPECT(l->removed_count == 0 && l->added_count == 0, "removed %zu, added %zu",
+               l->removed_count, l->added_count);
+        char buf[64];
+        EXPECT(strcmp(origins_of(l, "RSQRT", buf, sizeof buf), "ln") == 0, "RSQRT stands for %s",
+               buf);
+        const cg_node *last = &l->model->graph->nodes[l->model->graph->node_count - 1];
+        EXPECT(strcmp(last->outputs[0], "y") == 0 && strcmp(last->op_type, "ADD") == 0,
+               "the last ADD writes y");
+        int32_t ax[1] = {0};
+        const cg_node *mean = node_of(l->model, "MEAN");
+        EXPECT(mean && init_i32(l, mean->inputs[1], ax, 1) && ax[0] == 2, "MEAN axes %d", ax[0]);
+        char why[512];
+        EXPECT(on_gpu(l, why, sizeof why) == 10, "litert-gpu: %s", why);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
+/* PyTorch's exported GELU, x * 0.5 * (1 + erf(x / sqrt(2))), is one GELU
+ * (onnx2tf Div.py's pattern); an Erf outside it stays the ONNX op. */
+static void test_gelu(void)
+{
+    static const int64_t x[2] = {2, 8};
+    static const float sqrt2 = 1.4142135381698608f, one = 1.0f, half = 0.5f;
+    cg_model *m = test_model_new(13);
+    cg_graph *g = m->graph = test_graph_new(m, "gelu", 8);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 2, x));
+    test_graph_init_f32(m, g, "sqrt2", 0, NULL, &sqrt2);
+    test_graph_init_f32(m, g, "one", 0, NULL, &one);
+    test_graph_init_f32(m, g, "half", 0, NULL, &half);
+    test_node(m, g, "Div", "div", "x,sqrt2", "d");
+    test_node(m, g, "Erf", "erf", "d", "e");
+    test_node(m, g, "Add", "add", "e,one", "a");
+    test_node(m, g, "Mul", "mul", "x,a", "p");
+    test_node(m, g, "Mul", "mul_half", "p,half", "y");
+    test_node(m, g, "Erf", "lone_erf", "y", "z");
+    test_graph_output(g, "z", test_type(m, CG_DTYPE_FLOAT, 2, x));
+    cg_lowered *l = lower(m);
+    if (l) {
+        expect_ops(l, "GELU,onnx:Erf", "gelu");
+        const cg_node *ge = node_of(l->model, "GELU");
+        EXPECT(ge && strcmp(ge->inputs[0], "x") == 0 && strcmp(ge->outputs[0], "y") == 0,
+               "GELU(x) writes the pattern's output");
+        const cg_lower_removed *e = removed(l, "erf");
+        EXPECT(e && strstr(e->by, "GELU") && l->removed_count == 4, "removed %zu: %s",
+               l->removed_count, e ? e->by : "(erf kept)");
+        EXPECT(version_of(l->model, "GELU") == 1, "GELU version %lld",
+               (long long)version_of(l->model, "GELU"));
+        char why[512];
+        EXPECT(on_gpu(l, why, sizeof why) == 1 && strstr(why, "onnx:Erf"), "litert-gpu: %s", why);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
+/* The versions a converter writes (op_version.cc) follow the operands and
+ * options: a bilinear Resize with half_pixel centers (ONNX's default) is
+ * RESIZE_BILINEAR 3, a MatMul of a rank-3 activation by a constant a
+ * FULLY_CONNECTED 5 (keep_num_dims), a ConvTranspose with a bias a
+ * TRANSPOSE_CONV 3, a rank-5 broadcasting Sub a SUB 3, a Gather of int8
+ * data a GATHER 2, which litert-gpu's GATHER rule (GatherOperationParser:
+ * at most 1) refuses by its version, int8 being one of its dtypes. */
+static void test_versions(void)
+{
+    static const int64_t x[4] = {1, 2, 4, 4}, r[4] = {1, 2, 8, 8}, a[3] = {1, 3, 8},
+                         w[2] = {8, 5}, f[3] = {1, 3, 5}, tw[4] = {2, 2, 2, 2}, tb[1] = {2},
+                         t[4] = {1, 2, 8, 8}, s5[5] = {1, 2, 3, 4, 5}, s1[1] = {5},
+                         e[2] = {4, 8}, two[1] = {2}, ge[2] = {2, 8};
+    static const int32_t picks[2] = {0, 2};
+    static const float scales[4] = {1, 1, 2, 2};
+    static int64_t strides[2] = {2, 2};
+    cg_model *m = test_model_new(13);
+    cg_graph *g = m->graph = test_graph_new(m, "versions", 8);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 4, x));
+    test_graph_input(g, "a", test_type(m, CG_DTYPE_FLOAT, 3, a));
+    test_graph_input(g, "v", test_type(m, CG_DTYPE_FLOAT, 5, s5));
+    test_graph_input(g, "table", test_type(m, CG_DTYPE_INT8, 2, e));
+    /* int32 indices: an initializer retyped, its values as raw data */
+    cg_tensor_proto *idx = test_graph_init_f32(m, g, "idx", 1, two, (const float[2]){0, 0});
+    idx->data_type = CG_DTYPE_INT32;
+    idx->float_data.count = 0;
+    idx->raw_data = (cg_bytes){(const uint8_t *)picks, sizeof picks};
+    static const int64_t four[1] = {4};
+    test_graph_init_f32(m, g, "scales", 1, four, scales);
+    init(m, g, "w", 2, w);
+    init(m, g, "tw", 4, tw);
+    init(m, g, "tb", 1, tb);
+    init(m, g, "u", 1, s1);
+    test_node_add_attr(test_node(m, g, "Resize", "resize", "x,,scales", "r"),
+                       attr_str("mode", "linear"));
+    test_node(m, g, "MatMul", "mm", "a,w", "f");
+    test_node_add_attr(test_node(m, g, "ConvTranspose", "deconv", "x,tw,tb", "t"),
+                       attr_ints("strides", strides, 2));
+    test_node(m, g, "Sub", "sub5", "v,u", "s");
+    test_node(m, g, "Gather", "gather8", "table,idx", "picked");
+    test_graph_output(g, "r", test_type(m, CG_DTYPE_FLOAT, 4, r));
+    test_graph_output(g, "f", test_type(m, CG_DTYPE_FLOAT, 3, f));
+    test_graph_output(g, "t", test_type(m, CG_DTYPE_FLOAT, 4, t));
+    test_graph_output(g, "s", test_type(m, CG_DTYPE_FLOAT, 5, s5));
+    test_graph_output(g, "picked", test_type(m, CG_DTYPE_INT8, 2, ge));
+    cg_lowered *l = lower(m);
+    if (l) {
+        expect_ops(l, "RESIZE_BILINEAR,FULLY_CONNECTED,TRANSPOSE_CONV,SUB,GATHER", "versions");
+        EXPECT(version_of(l->model, "RESIZE_BILINEAR") == 3 &&
+                   version_of(l->model, "FULLY_CONNECTED") == 5 &&
+                   version_of(l->model, "TRANSPOSE_CONV") == 3 &&
+                   version_of(l->model, "SUB") == 3 && version_of(l->model, "GATHER") == 2,
+               "versions: RESIZE_BILINEAR %lld, FULLY_CONNECTED %lld, TRANSPOSE_CONV %lld, SUB %lld, "
+               "GATHER %lld",
+               (long long)version_of(l->model, "RESIZE_BILINEAR"),
+               (long long)version_of(l->model, "FULLY_CONNECTED"),
+               (long long)version_of(l->model, "TRANSPOSE_CONV"),
+               (long long)version_of(l->model, "SUB"), (long long)version_of(l->model, "GATHER"));
+        cg_type_env *types = NULL;
+        cg_placement *p = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        EXPECT(cg_lowered_types(l, NULL, 0, NULL, &types, &err) == CG_OK &&
+                   cg_placement_build(l->model, types, &gpu, 1, &p, &err) == CG_OK,
+               "%s", err.msg);
+        bool by_version = false;
+        for (size_t i = 0; p && i < p->main->unsupported_count; i++) {
+            const cg_unsupported *u = &p->main->unsupported[i];
+            const cg_node *un = &l->model->graph->nodes[u->node];
+            by_version = by_version || (strcmp(un->op_type, "GATHER") == 0 &&
+                                        strstr(u->reason, "version=2 above the maximum 1"));
+        }
+        EXPECT(by_version, "litert-gpu refuses GATHER 2 by its version");
+        cg_placement_free(p);
+        cg_type_env_free(types);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
+/* If: kept as the ONNX op, and the lowering's notes say what a converter
+ * writes instead. */
+static void test_control_flow_note(void)
+{
+    static const int64_t x[1] = {4};
+    cg_model *m = test_model_new(13);
+    cg_graph *g = m->graph = test_graph_new(m, "cf", 4);
+    test_graph_input(g, "c", test_type(m, CG_DTYPE_BOOL, 0, NULL));
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 1, x));
+    cg_graph *then_g = test_graph_new(m, "then", 1), *else_g = test_graph_new(m, "else", 1);
+    test_node(m, then_g, "Neg", "neg", "x", "yt");
+    test_graph_output(then_g, "yt", test_type(m, CG_DTYPE_FLOAT, 1, x));
+    test_node(m, else_g, "Abs", "abs", "x", "ye");
+    test_graph_output(else_g, "ye", test_type(m, CG_DTYPE_FLOAT, 1, x));
+    cg_node *n = test_node(m, g, "If", "branch", "c", "y");
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    test_graph_output(g, "y", test_type(m, CG_DTYPE_FLOAT, 1, x));
+    cg_lowered *l = lower(m);
+    if (l) {
+        expect_ops(l, "onnx:If", "control flow");
+        bool said = false;
+        for (size_t i = 0; i < l->note_count; i++)
+            said = said || (strstr(l->notes[i], "If 'branch'") && strstr(l->notes[i], "an IF") &&
+                            strstr(l->notes[i], "subgraphs"));
+        EXPECT(said, "the notes say what If becomes (%zu notes)", l->note_count);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
 static bool init_i32(const cg_lowered *l, const char *name, int32_t *v, size_t n)
 {
     for (size_t i = 0; i < l->model->graph->initializer_count; i++) {
@@ -486,6 +679,10 @@ int main(void)
         test_no_ops();
         test_elementwise_family();
         test_shape_family();
+        test_layer_norm();
+        test_gelu();
+        test_versions();
+        test_control_flow_note();
         test_twin();
         test_tflite_file();
     }
