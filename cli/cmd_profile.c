@@ -226,10 +226,9 @@ int cmd_profile(int argc, char **argv)
     if (lowered && strcmp(lowered->lowering, "none") != 0) {
         char removed[512];
         snprintf(lowered_note, sizeof lowered_note, "timed on the graph the targets partition "
-                 "(preprocess '%s'): %zu nodes of the file -> %zu; removed by the runtime's "
-                 "graph optimizations: %zu (%s)", lowered->lowering,
-                 model->graph->node_count, placed->graph->node_count,
-                 cg_lowered_removed_count(lowered, ""),
+                 "(preprocess '%s'): %zu nodes of the file -> %zu; removed by %s: %zu (%s)",
+                 lowered->lowering, model->graph->node_count, placed->graph->node_count,
+                 lowered->remover, cg_lowered_removed_count(lowered, ""),
                  cg_lowered_removed_summary(lowered, "", 6, removed, sizeof removed));
         notes[r.note_count++] = lowered_note;
     }

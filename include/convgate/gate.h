@@ -123,10 +123,13 @@ typedef struct cg_gate_report {
     bool residency_unknown;
     char verdict_text[512];  /* cg_assign_verdict's sentence */
     /* The graph the targets partition (convgate/lower.h): its preprocess
-     * ("none": the file's graph), the nodes the runtime's graph
-     * optimizations removed (main graph) and "Identity x47, ..." */
+     * ("none": the file's graph), the nodes its lowering removed (main
+     * graph), who removed them (cg_lowered.remover: ONNX Runtime's graph
+     * optimizations, the ONNX-to-TFLite converter; static string, NULL
+     * without a lowering) and "Identity x47, ..." */
     char preprocess[32];
     size_t removed_by_runtime;
+    const char *remover;
     char removed_detail[256];
     char runs_detail[768];
 

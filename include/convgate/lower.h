@@ -54,6 +54,11 @@ typedef struct cg_lower_op_count {
 
 typedef struct cg_lowered {
     const char *lowering;      /* "none", "ort-basic", ... (static string) */
+    /* who removed the nodes in `removed`, as reports name it ("ONNX
+     * Runtime's basic graph optimizations", "the ONNX-to-TFLite converter";
+     * static string): the runtime before partitioning, or the conversion
+     * that made the file the runtime loads */
+    const char *remover;
     const cg_model *source;
     const cg_model *model;     /* the graph the runtime partitions (== source for "none") */
     /* Per main-graph node of model: the source main-graph nodes it stands

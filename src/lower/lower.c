@@ -18,11 +18,13 @@ typedef struct lowering_row {
     const char *name;
     cg_lowering_fn fn; /* NULL: the identity */
     const char *description;
+    const char *remover; /* who removes the nodes it removes (cg_lowered.remover) */
 } lowering_row;
 
 static const lowering_row lowerings[] = {
-    {"none", NULL, "the graph as written: the runtime partitions the ONNX graph itself"},
-#define CG_LOWERING(name, fn, description) {name, fn, description},
+    {"none", NULL, "the graph as written: the runtime partitions the ONNX graph itself",
+     "nothing"},
+#define CG_LOWERING(name, fn, description, remover) {name, fn, description, remover},
 #include "target/lowerings.def"
 #undef CG_LOWERING
 };
@@ -211,6 +213,7 @@ cg_status cg_lower_fed(const cg_model *src, const char *name, const cg_dim_bindi
     if (!l)
         return cg_error_set(err, CG_NOMEM, "out of memory");
     l->lowering = row->name;
+    l->remover = row->remover;
     l->source = src;
     cg_status st;
     if (!row->fn) {

@@ -14,7 +14,7 @@
  * partitions. Removals go through lg_remove; notes through lg_note. */
 typedef cg_status (*cg_lowering_fn)(lg_model *m, cg_error *err);
 
-#define CG_LOWERING(name, fn, description) cg_status fn(lg_model *m, cg_error *err);
+#define CG_LOWERING(name, fn, description, remover) cg_status fn(lg_model *m, cg_error *err);
 #include "target/lowerings.def"
 #undef CG_LOWERING
 

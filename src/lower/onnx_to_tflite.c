@@ -1174,6 +1174,7 @@ static cg_status lower_tflite_file(lg_model *m, cg_error *err)
     if (st != CG_OK)
         return st;
     m->out->owned_ops = ops; /* the lowered graph borrows its names, attributes, tensors */
+    m->out->remover = "the .tflite's own operators (each stands for the IR nodes lowered from it)";
     m->declare_types = true;
     const cg_graph *og = ops->graph;
     size_t n = g->node_count;

@@ -249,7 +249,7 @@ static void ar_lowered_text(FILE *f, const cg_lowered *l)
     size_t removed = cg_lowered_removed_count(l, "");
     fprintf(f, "Graph partitioned: preprocess '%s': %zu nodes of the file -> %zu on the runtime's "
             "side\n", l->lowering, l->source->graph->node_count, l->model->graph->node_count);
-    fprintf(f, "  removed by the runtime's graph optimizations: %zu", removed);
+    fprintf(f, "  removed by %s: %zu", l->remover, removed);
     if (removed)
         fprintf(f, " (%s)", cg_lowered_removed_summary(l, "", 6, buf, sizeof buf));
     fputc('\n', f);
@@ -549,7 +549,8 @@ json_t *cg_assign_report_json(const cg_placement *p)
         ok = ar_set(root, "preprocess", lw) &&
              ar_set(root, "nodes_in_file", json_integer((json_int_t)p->lowered->source->graph->node_count)) &&
              ar_set(root, "removed_by_runtime",
-                    json_integer((json_int_t)cg_lowered_removed_count(p->lowered, "")));
+                    json_integer((json_int_t)cg_lowered_removed_count(p->lowered, ""))) &&
+             ar_set(root, "removed_by", cg_json_text(p->lowered->remover));
     }
     ok = ok && ar_set(root, "notes", notes = json_array()) &&
          ar_set(root, "types_error",

@@ -28,8 +28,8 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
         if (r->time_coverage >= 0)
             fprintf(f, ", %.1f%% of reference time on target", 100.0 * r->time_coverage);
         if (r->preprocess[0] && strcmp(r->preprocess, "none") != 0)
-            cg_text_printf(f, "\n       graph partitioned: preprocess '%s'; removed by the "
-                           "runtime's graph optimizations: %zu%s%s%s", r->preprocess,
+            cg_text_printf(f, "\n       graph partitioned: preprocess '%s'; removed by %s: "
+                           "%zu%s%s%s", r->preprocess, r->remover ? r->remover : "the runtime",
                            r->removed_by_runtime, r->removed_by_runtime ? " (" : "",
                            r->removed_detail, r->removed_by_runtime ? ")" : "");
         cg_text_printf(f, "\n       %s", r->runs_detail);
@@ -147,6 +147,7 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
         cg_json_set(g2, "nodes", json_integer((json_int_t)r->node_count));
         cg_json_set(g2, "preprocess", cg_json_text(r->preprocess));
         cg_json_set(g2, "removed_by_runtime", json_integer((json_int_t)r->removed_by_runtime));
+        cg_json_set(g2, "removed_by", r->remover ? cg_json_text(r->remover) : json_null());
         if (r->lowered)
             cg_json_set(g2, "nodes_in_file",
                         json_integer((json_int_t)r->lowered->source->graph->node_count));

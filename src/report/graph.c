@@ -259,7 +259,7 @@ static json_t *gv_nodes_json(const cg_graph_view *v, const gv_errors *errs,
             else
                 snprintf(text, sizeof text, "removed by %s", rm->by);
             if (!gv_set(o, "reason", cg_json_text(text)) ||
-                !gv_set(o, "rule", json_string("removed by the runtime")) ||
+                !gv_set(o, "rule", json_string("removed")) ||
                 !gv_set(o, "refused_by", json_null()))
                 goto fail;
         } else if (r && r->u) {
@@ -392,6 +392,7 @@ json_t *cg_report_graph_json(const cg_graph_view *v)
         !gv_set(root, "timed", json_boolean(v->node_ms != NULL)) ||
         !gv_set(root, "owner_colours", gv_colours_json(v)) ||
         !gv_set(root, "lowering", l ? cg_json_text(l->lowering) : json_null()) ||
+        !gv_set(root, "remover", l ? cg_json_text(l->remover) : json_null()) ||
         !gv_set(root, "nodes_partitioned",
                 json_integer((json_int_t)(l ? l->model : v->model)->graph->node_count)) ||
         !gv_set(root, "removed_by_runtime",

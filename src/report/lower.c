@@ -59,7 +59,7 @@ void cg_lowered_report_text(FILE *f, const cg_lowered *l)
     if (all_before != before || all_after != after)
         fprintf(f, "  with control-flow bodies: %zu nodes -> %zu\n", all_before, all_after);
     size_t main_removed = cg_lowered_removed_count(l, "");
-    fprintf(f, "  removed by the runtime's graph optimizations: %zu", main_removed);
+    fprintf(f, "  removed by %s: %zu", l->remover, main_removed);
     if (main_removed)
         fprintf(f, " (%s)", cg_lowered_removed_summary(l, "", 8, buf, sizeof buf));
     fputc('\n', f);
@@ -127,6 +127,7 @@ json_t *cg_lowered_report_json(const cg_lowered *l)
         return NULL;
     }
     cg_json_set(root, "preprocess", cg_json_text(l->lowering));
+    cg_json_set(root, "removed_by", cg_json_text(l->remover));
     if (!inventory_json(root, "source", l->source->graph) ||
         !inventory_json(root, "runtime", l->model->graph)) {
         json_decref(root);

@@ -16,9 +16,12 @@
  *
  *   convgate_owner.json          the owner of each node (a target or "CPU"),
  *                                each result coloured as in the HTML report;
- *                                a node the runtime's optimizations removed
- *                                is "removed", or "<owner> (fused)" when
- *                                fused into a node placed there
+ *                                a node the lowering removed is "removed by
+ *                                WHO" (ONNX Runtime's basic graph
+ *                                optimizations, the ONNX-to-TFLite
+ *                                converter: the view's "remover"), or
+ *                                "<owner> (fused)" when fused into a node
+ *                                placed there
  *
  * The view's nodes are the file's (report/graph.c maps a lowering's nodes
  * back through its origin record), so every key names a node of the model
@@ -119,6 +122,7 @@ static json_t *me_stop(const char *key, double at, const char *bg)
 typedef struct me_data {
     json_t *owner, *ms, *error;   /* {results, ...} each */
     json_t *owner_r, *ms_r, *error_r;
+    const char *remover;          /* who removed the removed nodes (the view's "remover") */
 } me_data;
 
 static bool me_node(me_data *d, json_t *node, json_t *colours)
@@ -128,16 +132,19 @@ static bool me_node(me_data *d, json_t *node, json_t *colours)
         return true; /* no name, no output: Model Explorer has nothing to key it by */
     const char *owner = json_string_value(json_object_get(node, "owner"));
     if (owner) {
-        /* a node the runtime's optimizations removed: "removed", or, fused
-         * into a runtime node, that node's owner marked "(fused)" */
+        /* a node the lowering removed: "removed by WHO", or, fused into a
+         * runtime node, that node's owner marked "(fused)" */
         const char *runs_on = json_string_value(json_object_get(node, "runs_on"));
         bool removed = strcmp(owner, "removed") == 0;
         const char *shown = removed && runs_on ? runs_on : owner;
         const char *bg = removed && !runs_on ? "#ffffff"
                                              : json_string_value(json_object_get(colours, shown));
         char label[300];
-        snprintf(label, sizeof label, "%s%s", strcmp(shown, "cpu") == 0 ? "CPU" : shown,
-                 removed && runs_on ? " (fused)" : "");
+        if (removed && !runs_on)
+            snprintf(label, sizeof label, "removed by %s", d->remover ? d->remover : "the runtime");
+        else
+            snprintf(label, sizeof label, "%s%s", strcmp(shown, "cpu") == 0 ? "CPU" : shown,
+                     removed && runs_on ? " (fused)" : "");
         if (!json_object_get(d->owner_r, key) &&
             cg_json_set(d->owner_r, key, me_result(cg_json_text(label), bg)) != 0)
             return false;
@@ -167,6 +174,7 @@ cg_status cg_report_model_explorer_write(const char *dir, const json_t *graph, s
     json_t *colours = json_object_get(graph, "owner_colours");
     const char *graph_id = json_string_value(json_object_get(graph, "graph"));
     memset(&d, 0, sizeof d);
+    d.remover = json_string_value(json_object_get(graph, "remover"));
     if (written)
         *written = 0;
     if (!json_is_array(nodes))

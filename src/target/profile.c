@@ -1406,7 +1406,7 @@ static cg_status parse_parameters(pf_parser *ps, const json_t *root, pf_profile 
 static bool lowering_known(const char *name)
 {
     static const char *const names[] = {"none",
-#define CG_LOWERING(name, fn, description) name,
+#define CG_LOWERING(name, fn, description, remover) name,
 #include "target/lowerings.def"
 #undef CG_LOWERING
     };

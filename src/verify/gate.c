@@ -260,6 +260,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->node_count = g->node_count;
     snprintf(r->preprocess, sizeof r->preprocess, "%s", lowered->lowering);
     r->removed_by_runtime = cg_lowered_removed_count(lowered, "");
+    r->remover = lowered->remover;
     cg_lowered_removed_summary(lowered, "", 6, r->removed_detail, sizeof r->removed_detail);
     cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
     /* typed by a run on sample 0, the tensors gate 3 feeds first: the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The graph each runtime partitions, end to end (docs/placement.md): assign,
 # gate and profile place the ORT EP targets on ONNX Runtime's Level-1 graph,
-# report the nodes its optimizations removed apart from the CPU's share, and
-# never count an Identity on a weight or a Constant node as unsupported.
+# report the nodes its optimizations removed apart from the CPU's share (on
+# the LiteRT targets, naming the converter that removed them), and never
+# count an Identity on a weight or a Constant node as unsupported.
 # Models: tests/data/lower (tools/make_lower_tests.py); resnet50 from $CG_ZOO
 # when it is there (torchvision's export carries 47 Identity nodes on
 # weights). Usage: assign_preprocess.sh CONVGATE SOURCE_DIR
@@ -19,7 +20,7 @@ for t in coreml-mlprogram nnapi coreml-nn; do
     "$CG" assign "$D/torch_like.onnx" --target "$t" --no-time >"$T/a.txt" 2>&1 ||
         fail "assign torch_like on $t: exit $?"
     file_matches "$T/a.txt" "^Graph partitioned: preprocess 'ort-basic': 10 nodes of the file -> 5" "$t: the ORT-basic graph"
-    file_matches "$T/a.txt" "removed by the runtime's graph optimizations: 6 \(" "$t: removed count"
+    file_matches "$T/a.txt" "removed by ONNX Runtime's basic graph optimizations: 6 \(" "$t: removed count"
     file_lacks "$T/a.txt" "^  (Identity|Constant|BatchNormalization|Dropout) '" "$t: a removed node listed as unsupported"
 done
 file_matches "$T/a.txt" "Identity x1" "the removed Identity by op"
@@ -54,9 +55,18 @@ file_matches "$T/l.txt" "ConstantFolding x" "lower: by transformation"
     fail "lower -o: exit $?"
 "$CG" check "$T/fold_ort.onnx" >/dev/null 2>&1 || fail "the written ORT-basic graph does not check"
 
+# on the LiteRT targets the converter removed them, and the reports say so
+"$CG" assign "$D/torch_like.onnx" --target litert-gpu --no-time >"$T/lt.txt" 2>&1 ||
+    fail "assign torch_like on litert-gpu: exit $?"
+file_matches "$T/lt.txt" "removed by the ONNX-to-TFLite converter: [1-9]" "litert-gpu: the converter named"
+file_lacks "$T/lt.txt" "ONNX Runtime|graph optimizations" "litert-gpu: not the runtime's optimizations"
+"$CG" assign "$D/torch_like.onnx" --target litert-gpu --no-time --json >"$T/lt.json" 2>&1 ||
+    fail "assign --json torch_like on litert-gpu: exit $?"
+file_matches "$T/lt.json" '"removed_by": "the ONNX-to-TFLite converter"' "litert-gpu: json removed_by"
+
 # gate 2 states the graph it placed
 "$CG" gate "$D/torch_like.onnx" --target coreml-mlprogram >"$T/g.txt" 2>&1
-file_matches "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by the runtime's graph optimizations: 6" "gate 2 line"
+file_matches "$T/g.txt" "graph partitioned: preprocess 'ort-basic'; removed by ONNX Runtime's basic graph optimizations: 6" "gate 2 line"
 
 # the per-node views draw the file's 10 nodes with the placement of the
 # graph placed (5 nodes) mapped back to them
@@ -88,7 +98,7 @@ if [ -n "$zoo" ] && [ -f "$zoo/resnet50.onnx" ]; then
     "$CG" assign "$zoo/resnet50.onnx" --target coreml-mlprogram --no-time >"$T/r.txt" 2>&1 ||
         fail "resnet50: exit $?"
     file_matches "$T/r.txt" "169 nodes of the file -> 122" "resnet50: 169 -> 122"
-    file_matches "$T/r.txt" "removed by the runtime's graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
+    file_matches "$T/r.txt" "removed by ONNX Runtime's basic graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
     file_matches "$T/r.txt" "^121/122 nodes on coreml-mlprogram, 1 on CPU" "resnet50: residency"
     file_lacks "$T/r.txt" "^  Identity '" "resnet50: an Identity on the CPU"
 else

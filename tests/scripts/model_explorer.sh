@@ -10,7 +10,9 @@
 #  - a lowered placement (tests/data/lower/torch_like on nnapi: ONNX
 #    Runtime fuses MatMul+Add into a Gemm named 'matmul/MatMulAddFusion')
 #    is keyed by the file's node names: every node of the file, the fused
-#    ones "nnapi (fused)", the removed Identity "removed";
+#    ones "nnapi (fused)", the removed Identity "removed by ONNX Runtime's
+#    basic graph optimizations" (on litert-gpu the converter removes it:
+#    "removed by the ONNX-to-TFLite converter");
 #  - the validator rejects broken files (so this test can fail).
 # Usage: model_explorer.sh CONVGATE SOURCE_DIR
 set -u
@@ -77,12 +79,18 @@ for cmd in gate assign; do
     fi
     valid "$TL" "$T/tl_$cmd/convgate_owner.json" --expect-key matmul="nnapi (fused)" \
         --expect-key add="nnapi (fused)" --expect-key bn="nnapi (fused)" \
-        --expect-key identity_w=removed --expect-key dropout=removed --expect-key relu=nnapi
+        --expect-key identity_w="removed by ONNX Runtime's basic graph optimizations" \
+        --expect-key dropout="removed by ONNX Runtime's basic graph optimizations" \
+        --expect-key relu=nnapi
     valid "$TL" "$T/tl_$cmd/convgate_reference_ms.json"
     n=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(g["results"]) for g in d.values()))' \
         "$T/tl_$cmd/convgate_owner.json")
     [ "$n" = 10 ] || fail "torch_like $cmd: $n owners, expected the file's 10 nodes"
 done
+"$CG" assign "$TL" --target litert-gpu --model-explorer "$T/tl_lit" >"$T/tl.out" 2>&1 ||
+    fail "assign torch_like on litert-gpu: exit $?"
+valid "$TL" "$T/tl_lit/convgate_owner.json" \
+    --expect-key identity_w="removed by the ONNX-to-TFLite converter"
 valid "$TL" "$T/tl_gate/convgate_max_abs_error.json" --expect-key add=0.0
 
 # the validator must refuse what Model Explorer would not read

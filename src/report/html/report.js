@@ -104,8 +104,14 @@
   /* The owner as the table and the tooltips say it. */
   function nodeOwnerLabel(nd) {
     if (nd.owner !== 'removed') return ownerLabel(nd.owner);
-    return nd.runs_on ? 'removed by the runtime (fused into \u2018' + nd.runtime_node + '\u2019 on ' + ownerLabel(nd.runs_on) + ')'
-                      : 'removed by the runtime';
+    return nd.runs_on ? removedBy() + ' (fused into \u2018' + nd.runtime_node + '\u2019 on ' + ownerLabel(nd.runs_on) + ')'
+                      : removedBy();
+  }
+  /* Who removed the nodes the lowering removed: the runtime's graph
+   * optimizations (ort-basic) or the converter that wrote the file it loads
+   * (onnx-to-tflite), as the report's JSON names it. */
+  function removedBy() {
+    return 'removed by ' + (G.remover || 'the runtime');
   }
   /* The refusal, or what removed the node. */
   function nodeWhy(nd) {
@@ -115,7 +121,7 @@
   function ownerLabel(owner) {
     if (owner == null) return 'not placed';
     if (owner === 'cpu') return 'CPU';
-    if (owner === 'removed') return 'removed by the runtime';
+    if (owner === 'removed') return removedBy();
     return owner;
   }
 
@@ -213,7 +219,7 @@
       ownerNames.forEach(function (o) { if (counts[o]) fig(counts[o] + '/' + total, 'on ' + o); });
       fig(String(counts.cpu || 0), 'on CPU');
       if (G.lowering && G.lowering !== 'none')
-        fig(String(counts.removed || 0), 'removed by the runtime (\u2018' + G.lowering + '\u2019, ' + G.nodes_partitioned + ' nodes partitioned)', 'removed-count');
+        fig(String(counts.removed || 0), removedBy() + ' (\u2018' + G.lowering + '\u2019, ' + G.nodes_partitioned + ' nodes partitioned)', 'removed-count');
       fig(String(G.partitions.length), G.partitions.length === 1 ? 'partition' : 'partitions');
       fig(String(G.boundaries.length), G.boundaries.length === 1 ? 'boundary crossing' : 'boundary crossings');
     }
@@ -610,7 +616,7 @@
       var i = el('i', {cls: o === 'removed' ? 'removed' : ''});
       i.style.background = o === 'removed' ? '#fff' : colourOf(o);
       legend.appendChild(el('span', null, i, o === 'removed'
-        ? 'removed by the runtime\u2019s graph optimizations (dashed; filled with the colour of where it runs when fused into another node)'
+        ? removedBy() + ' (dashed; filled with the colour of where it runs when fused into another node)'
         : ownerLabel(o)));
     });
     if (G.placed) legend.appendChild(el('span', null, el('i', {cls: 'crossing'}), 'boundary crossing'));
