@@ -525,15 +525,6 @@ static cg_status op_select(lw_scope *s, const lw_rule *r)
 static cg_status q_conv(lw_scope *s, bool depthwise);
 static cg_status q_fully_connected(lw_scope *s);
 
-static void conv_attrs(lw_scope *s, cg_node *n, int32_t sh, int32_t sw, int32_t dh, int32_t dw,
-                       int8_t padding)
-{
-    int64_t st[2] = {sh, sw}, dl[2] = {dh, dw};
-    lw_attr_ints(s, n, "strides", st, 2);
-    lw_attr_ints(s, n, "dilations", dl, 2);
-    lw_attr_string(s, n, "auto_pad", padding == CG_TFLITE_PADDING_VALID ? "VALID" : "SAME_UPPER");
-}
-
 static bool padding_ok(lw_scope *s, int8_t padding)
 {
     if (padding == CG_TFLITE_PADDING_SAME || padding == CG_TFLITE_PADDING_VALID)
@@ -542,21 +533,72 @@ static bool padding_ok(lw_scope *s, int8_t padding)
     return false;
 }
 
-/* The strides, dilations, padding and fused activation of CONV_2D and
- * DEPTHWISE_CONV_2D are ones the lowering handles (else s has failed). */
-static bool conv_options_ok(lw_scope *s, int32_t stride_h, int32_t stride_w, int32_t dil_h,
-                            int32_t dil_w, int8_t padding, int act)
+/* The three convolutions. Each reads its own options table; the inputs are
+ * (x, filter, bias), TRANSPOSE_CONV's (output shape, filter, x, bias). */
+typedef enum { CONV_PLAIN, CONV_DEPTHWISE, CONV_TRANSPOSE } conv_kind;
+
+/* A convolution's options, whichever table they come from (TRANSPOSE_CONV
+ * has no dilations: 1 x 1, and its node carries none). */
+typedef struct {
+    int32_t stride_h, stride_w, dilation_h, dilation_w;
+    int8_t padding;
+    int act;
+} conv_geom;
+
+/* Reads the operator's options into g and checks them: strides and
+ * dilations >= 1, SAME or VALID, an activation the float (or, quantized,
+ * the integer) kernels apply; else s has failed. */
+static bool conv_geom_read(lw_scope *s, conv_kind kind, bool quantized, conv_geom *g)
 {
-    return strides_ok(s, stride_h, stride_w, "strides") &&
-           strides_ok(s, dil_h, dil_w, "dilations") && padding_ok(s, padding) &&
-           act_ok(s, act, false);
+    static const int types[] = {CG_TFLITE_OPT_Conv2DOptions,
+                                CG_TFLITE_OPT_DepthwiseConv2DOptions,
+                                CG_TFLITE_OPT_TransposeConvOptions};
+    const cg_tflite_options *o;
+    if (!need_opts(s, types[kind], &o))
+        return false;
+    if (kind == CONV_PLAIN) {
+        const cg_tflite_conv2d_options *c = &o->u.conv2d;
+        *g = (conv_geom){c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
+                         c->padding, c->fused_activation_function};
+    } else if (kind == CONV_DEPTHWISE) {
+        const cg_tflite_depthwise_options *c = &o->u.depthwise;
+        *g = (conv_geom){c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
+                         c->padding, c->fused_activation_function};
+    } else {
+        const cg_tflite_transpose_conv_options *c = &o->u.transpose_conv;
+        *g = (conv_geom){c->stride_h, c->stride_w, 1, 1, c->padding,
+                         c->fused_activation_function};
+    }
+    return strides_ok(s, g->stride_h, g->stride_w, "strides") &&
+           (kind == CONV_TRANSPOSE || strides_ok(s, g->dilation_h, g->dilation_w, "dilations")) &&
+           padding_ok(s, g->padding) && act_ok(s, g->act, quantized);
 }
 
-/* The Conv or ConvTranspose node (x, w, b) -> y of the convolutions. */
-static cg_node *conv_node(lw_scope *s, const char *op_type, const char *x, const char *w,
-                          const char *b, const char *y)
+/* The convolutions' prologue: arity, the integer path for quantized
+ * tensors (CONV_2D and DEPTHWISE_CONV_2D; TRANSPOSE_CONV refuses them),
+ * the options read and checked, the filter's shape recorded. False when
+ * the operator is done here (lowered or failed): its result is then
+ * lw_status(s). */
+static bool conv_begin(lw_scope *s, conv_kind kind, conv_geom *g)
 {
-    cg_node *n = lw_node(s, op_type, NULL, 3, 1, NULL);
+    size_t first = kind == CONV_TRANSPOSE; /* the output shape comes first */
+    if (!arity(s, 2 + first, 3 + first, 1))
+        return false;
+    if (any_quantized(s)) {
+        if (kind == CONV_TRANSPOSE)
+            refuse_quantized(s);
+        else
+            q_conv(s, kind == CONV_DEPTHWISE);
+        return false;
+    }
+    return conv_geom_read(s, kind, false, g) && lw_static_shape(s, lw_in_t(s, 1), "filter", 4);
+}
+
+/* The convolution node (x, w, b) -> y: op_type in domain (NULL: ONNX's). */
+static cg_node *conv_node(lw_scope *s, const char *op_type, const char *domain, const char *x,
+                          const char *w, const char *b, const char *y)
+{
+    cg_node *n = lw_node(s, op_type, domain, 3, 1, NULL);
     if (n) {
         n->inputs[0] = x;
         n->inputs[1] = w;
@@ -566,24 +608,47 @@ static cg_node *conv_node(lw_scope *s, const char *op_type, const char *x, const
     return n;
 }
 
+/* The convolutions' epilogue: x to NCHW, the filter permuted (OHWI to OIHW;
+ * depthwise 1HW(C*M) to (C*M)1HW; transposed OHWI to IOHW), the Conv or
+ * ConvTranspose node with g's strides and either g's dilations, auto_pad
+ * and `group` (omitted at 1 except for depthwise, which always states its
+ * channel count) or the explicit `pads` and `opad` (output_padding, NULL
+ * for none), activated and transposed back into the output. */
+static void conv_finish(lw_scope *s, conv_kind kind, const conv_geom *g, int64_t group,
+                        const int64_t pads[4], const int64_t opad[2])
+{
+    static const int oihw[4] = {0, 3, 1, 2}, channels_first[4] = {3, 0, 1, 2};
+    bool transposed = kind == CONV_TRANSPOSE;
+    const char *xc = to_nchw(s, lw_in(s, transposed ? 2 : 0), "to_nchw");
+    const char *wc = permuted(s, 1, transposed ? "filter_iohw" : "filter_oihw",
+                              kind == CONV_PLAIN ? oihw : channels_first, 4);
+    const char *b = lw_in(s, transposed ? 3 : 2), *y = lw_out(s, 0);
+    const char *pre = lw_tmp(s, transposed ? "conv_transpose" : "conv");
+    cg_node *n = conv_node(s, transposed ? "ConvTranspose" : "Conv", NULL, xc, wc, b, pre);
+    int64_t st[2] = {g->stride_h, g->stride_w}, dl[2] = {g->dilation_h, g->dilation_w};
+    lw_attr_ints(s, n, "strides", st, 2);
+    if (transposed) {
+        lw_attr_ints(s, n, "pads", pads, 4);
+        if (opad)
+            lw_attr_ints(s, n, "output_padding", opad, 2);
+    } else {
+        lw_attr_ints(s, n, "dilations", dl, 2);
+        lw_attr_string(s, n, "auto_pad",
+                       g->padding == CG_TFLITE_PADDING_VALID ? "VALID" : "SAME_UPPER");
+        if (group > 1 || kind == CONV_DEPTHWISE)
+            lw_attr_int(s, n, "group", group);
+    }
+    finish_nchw(s, pre, g->act, y);
+}
+
 /* CONV_2D: filter OHWI; groups = input channels / filter input channels. */
 static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
 {
     (void)r;
-    const cg_tflite_options *o;
-    if (!arity(s, 2, 3, 1))
-        return lw_status(s);
-    if (any_quantized(s))
-        return q_conv(s, false);
-    if (!need_opts(s, CG_TFLITE_OPT_Conv2DOptions, &o))
-        return lw_status(s);
-    const cg_tflite_conv2d_options *c = &o->u.conv2d;
-    if (!conv_options_ok(s, c->stride_h, c->stride_w, c->dilation_h_factor,
-                         c->dilation_w_factor, c->padding, c->fused_activation_function))
+    conv_geom g;
+    if (!conv_begin(s, CONV_PLAIN, &g))
         return lw_status(s);
     const cg_tflite_tensor *x = lw_in_t(s, 0), *w = lw_in_t(s, 1);
-    if (!lw_static_shape(s, w, "filter", 4))
-        return lw_status(s);
     int64_t group = 1;
     if (x->rank == 4 && x->shape[3] > 0 && w->shape[3] > 0 && x->shape[3] != w->shape[3]) {
         if (x->shape[3] % w->shape[3] != 0)
@@ -591,16 +656,7 @@ static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
                            (int)x->shape[3], (int)w->shape[3]);
         group = x->shape[3] / w->shape[3];
     }
-    static const int perm[4] = {0, 3, 1, 2};
-    const char *xc = to_nchw(s, lw_in(s, 0), "to_nchw");
-    const char *wc = permuted(s, 1, "filter_oihw", perm, 4);
-    const char *b = lw_in(s, 2), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv");
-    cg_node *n = conv_node(s, "Conv", xc, wc, b, pre);
-    conv_attrs(s, n, c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
-               c->padding);
-    if (group > 1)
-        lw_attr_int(s, n, "group", group);
-    finish_nchw(s, pre, c->fused_activation_function, y);
+    conv_finish(s, CONV_PLAIN, &g, group, NULL, NULL);
     return lw_status(s);
 }
 
@@ -609,33 +665,17 @@ static cg_status op_conv2d(lw_scope *s, const lw_rule *r)
 static cg_status op_depthwise(lw_scope *s, const lw_rule *r)
 {
     (void)r;
-    const cg_tflite_options *o;
-    if (!arity(s, 2, 3, 1))
-        return lw_status(s);
-    if (any_quantized(s))
-        return q_conv(s, true);
-    if (!need_opts(s, CG_TFLITE_OPT_DepthwiseConv2DOptions, &o))
-        return lw_status(s);
-    const cg_tflite_depthwise_options *c = &o->u.depthwise;
-    if (!conv_options_ok(s, c->stride_h, c->stride_w, c->dilation_h_factor,
-                         c->dilation_w_factor, c->padding, c->fused_activation_function))
+    conv_geom g;
+    if (!conv_begin(s, CONV_DEPTHWISE, &g))
         return lw_status(s);
     const cg_tflite_tensor *x = lw_in_t(s, 0), *w = lw_in_t(s, 1);
-    if (!lw_static_shape(s, w, "filter", 4) || !lw_static_shape(s, x, "input", 4))
+    if (!lw_static_shape(s, x, "input", 4))
         return lw_status(s);
     if (w->shape[0] != 1 || x->shape[3] < 1 || w->shape[3] % x->shape[3] != 0)
         return lw_fail(s, CG_INVALID, "filter [%d, %d, %d, %d] for %d input channels",
                        (int)w->shape[0], (int)w->shape[1], (int)w->shape[2], (int)w->shape[3],
                        (int)x->shape[3]);
-    static const int perm[4] = {3, 0, 1, 2};
-    const char *xc = to_nchw(s, lw_in(s, 0), "to_nchw");
-    const char *wc = permuted(s, 1, "filter_oihw", perm, 4);
-    const char *b = lw_in(s, 2), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv");
-    cg_node *n = conv_node(s, "Conv", xc, wc, b, pre);
-    conv_attrs(s, n, c->stride_h, c->stride_w, c->dilation_h_factor, c->dilation_w_factor,
-               c->padding);
-    lw_attr_int(s, n, "group", x->shape[3]);
-    finish_nchw(s, pre, c->fused_activation_function, y);
+    conv_finish(s, CONV_DEPTHWISE, &g, x->shape[3], NULL, NULL);
     return lw_status(s);
 }
 
@@ -649,20 +689,13 @@ static cg_status op_depthwise(lw_scope *s, const lw_rule *r)
 static cg_status op_transpose_conv(lw_scope *s, const lw_rule *r)
 {
     (void)r;
-    const cg_tflite_options *o;
+    conv_geom g;
     int64_t *oshape = NULL;
     size_t on = 0;
-    if (!arity(s, 3, 4, 1))
+    if (!conv_begin(s, CONV_TRANSPOSE, &g))
         return lw_status(s);
-    if (any_quantized(s))
-        return refuse_quantized(s);
-    if (!need_opts(s, CG_TFLITE_OPT_TransposeConvOptions, &o))
-        return lw_status(s);
-    const cg_tflite_transpose_conv_options *c = &o->u.transpose_conv;
     const cg_tflite_tensor *w = lw_in_t(s, 1), *x = lw_in_t(s, 2);
-    if (!strides_ok(s, c->stride_h, c->stride_w, "strides") || !padding_ok(s, c->padding) ||
-        !act_ok(s, c->fused_activation_function, false) ||
-        !lw_static_shape(s, w, "filter", 4) || !lw_static_shape(s, x, "input", 4) ||
+    if (!lw_static_shape(s, x, "input", 4) ||
         !lw_const_ints(s, lw_in_t(s, 0), "output shape", &oshape, &on))
         return lw_status(s);
     if (on != 4) {
@@ -671,15 +704,15 @@ static cg_status op_transpose_conv(lw_scope *s, const lw_rule *r)
     }
     int64_t pads[4], opad[2];
     bool need_opad = false;
-    const int32_t stride[2] = {c->stride_h, c->stride_w};
+    const int32_t stride[2] = {g.stride_h, g.stride_w};
     for (int d = 0; d < 2; d++) {
         int64_t out = oshape[1 + d], in = x->shape[1 + d], k = w->shape[1 + d], st = stride[d];
         if (out < 1 || out > INT32_MAX) {
             free(oshape);
             return lw_fail(s, CG_INVALID, "output shape dim %d is %lld", 1 + d, (long long)out);
         }
-        int64_t computed = c->padding == CG_TFLITE_PADDING_SAME ? (out + st - 1) / st
-                                                                : (out + st - k) / st;
+        int64_t computed = g.padding == CG_TFLITE_PADDING_SAME ? (out + st - 1) / st
+                                                               : (out + st - k) / st;
         int64_t total = (computed - 1) * st + k - out;
         int64_t before = total > 0 ? total / 2 : 0;
         int64_t full = (in - 1) * st + k;
@@ -700,17 +733,7 @@ static cg_status op_transpose_conv(lw_scope *s, const lw_rule *r)
         pads[2 + d] = after;
     }
     free(oshape);
-    static const int perm[4] = {3, 0, 1, 2}; /* OHWI -> I O H W */
-    const char *xc = to_nchw(s, lw_in(s, 2), "to_nchw");
-    const char *wc = permuted(s, 1, "filter_iohw", perm, 4);
-    const char *b = lw_in(s, 3), *y = lw_out(s, 0), *pre = lw_tmp(s, "conv_transpose");
-    cg_node *n = conv_node(s, "ConvTranspose", xc, wc, b, pre);
-    int64_t st2[2] = {c->stride_h, c->stride_w};
-    lw_attr_ints(s, n, "strides", st2, 2);
-    lw_attr_ints(s, n, "pads", pads, 4);
-    if (need_opad)
-        lw_attr_ints(s, n, "output_padding", opad, 2);
-    finish_nchw(s, pre, c->fused_activation_function, y);
+    conv_finish(s, CONV_TRANSPOSE, &g, 1, pads, need_opad ? opad : NULL);
     return lw_status(s);
 }
 
@@ -1461,25 +1484,12 @@ static cg_status op_dequantize(lw_scope *s, const lw_rule *r)
  * int32 bias; the output the input's type. */
 static cg_status q_conv(lw_scope *s, bool depthwise)
 {
-    const cg_tflite_options *o;
-    if (!need_opts(s, depthwise ? CG_TFLITE_OPT_DepthwiseConv2DOptions
-                                : CG_TFLITE_OPT_Conv2DOptions, &o))
+    conv_geom g;
+    if (!conv_geom_read(s, depthwise ? CONV_DEPTHWISE : CONV_PLAIN, true, &g))
         return lw_status(s);
-    int32_t sh, sw, dh, dw, act;
-    int8_t pad;
-    if (depthwise) {
-        const cg_tflite_depthwise_options *c = &o->u.depthwise;
-        sh = c->stride_h, sw = c->stride_w, dh = c->dilation_h_factor,
-        dw = c->dilation_w_factor, act = c->fused_activation_function, pad = c->padding;
-    } else {
-        const cg_tflite_conv2d_options *c = &o->u.conv2d;
-        sh = c->stride_h, sw = c->stride_w, dh = c->dilation_h_factor,
-        dw = c->dilation_w_factor, act = c->fused_activation_function, pad = c->padding;
-    }
     const cg_tflite_tensor *x = lw_in_t(s, 0), *w = lw_in_t(s, 1), *b = lw_in_t(s, 2),
                            *y = lw_out_t(s, 0);
-    if (!strides_ok(s, sh, sw, "strides") || !strides_ok(s, dh, dw, "dilations") ||
-        !padding_ok(s, pad) || !act_ok(s, act, true) || !lw_static_shape(s, w, "filter", 4))
+    if (!lw_static_shape(s, w, "filter", 4))
         return lw_status(s);
     bool u8 = x->type == CG_TFLITE_TYPE_UINT8;
     if ((x->type != CG_TFLITE_TYPE_INT8 && !u8) || y->type != x->type ||
@@ -1494,18 +1504,13 @@ static cg_status q_conv(lw_scope *s, bool depthwise)
     if (!quant_ok(s, x, "input", -1, 0) || !quant_ok(s, y, "output", -1, 0) ||
         !quant_ok(s, w, "filter", u8 ? -1 : waxis, w->shape[waxis]))
         return lw_status(s);
-    cg_node *n = lw_node(s, s->op_name, CG_TFLITE_DOMAIN, 3, 1, NULL);
-    if (n) {
-        n->inputs[0] = lw_in(s, 0);
-        n->inputs[1] = lw_in(s, 1);
-        n->inputs[2] = lw_in(s, 2);
-        n->outputs[0] = lw_out(s, 0);
-    }
-    int64_t st[2] = {sh, sw}, dl[2] = {dh, dw};
+    const char *xn = lw_in(s, 0), *wn = lw_in(s, 1), *bn = lw_in(s, 2), *yn = lw_out(s, 0);
+    cg_node *n = conv_node(s, s->op_name, CG_TFLITE_DOMAIN, xn, wn, bn, yn);
+    int64_t st[2] = {g.stride_h, g.stride_w}, dl[2] = {g.dilation_h, g.dilation_w};
     lw_attr_ints(s, n, "strides", st, 2);
     lw_attr_ints(s, n, "dilations", dl, 2);
-    lw_attr_string(s, n, "padding", pad == CG_TFLITE_PADDING_VALID ? "VALID" : "SAME");
-    lw_attr_string(s, n, "activation", act_name(act));
+    lw_attr_string(s, n, "padding", g.padding == CG_TFLITE_PADDING_VALID ? "VALID" : "SAME");
+    lw_attr_string(s, n, "activation", act_name(g.act));
     attr_quant(s, n, "x", x);
     attr_quant(s, n, "w", w);
     attr_quant(s, n, "y", y);
