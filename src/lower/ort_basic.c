@@ -603,6 +603,41 @@ static lg_node *single_consumer(lg_graph *g, const lg_node *n, size_t *index)
     return NULL;
 }
 
+/* The step ORT's fusions take from a node to the next: n feeds exactly one
+ * node input and no graph output (GetOutputEdgesCount() == 1, and not
+ * NodeProducesGraphOutput), and that node is `op` at one of `versions`
+ * (op NULL: any node). Returns it, with its index in *index when index is
+ * not NULL; NULL otherwise. */
+static lg_node *fusion_next(lg_graph *g, const lg_node *n, const char *op, const int *versions,
+                            size_t version_count, size_t *index)
+{
+    if (lg_produces_graph_output(g, n) || lg_output_edge_count(g, n) != 1)
+        return NULL;
+    lg_node *next = single_consumer(g, n, index);
+    if (next && op && !lg_is_op_version(next, op, versions, version_count))
+        return NULL;
+    return next;
+}
+
+/* Every node that reads n's first output is `op` (at one of `versions`;
+ * NULL: at any), and no subgraph reads it implicitly; *readers (when not
+ * NULL) counts those nodes. */
+static bool readers_all(lg_graph *g, const lg_node *n, const char *op, const int *versions,
+                        size_t version_count, size_t *readers)
+{
+    const lg_index_entry *e = lg_lookup(g, n->outputs[0]);
+    if (!e || e->implicit_uses)
+        return false;
+    for (size_t u = 0; u < e->use_count; u++) {
+        const lg_node *r = &g->nodes[e->uses[u].node];
+        if (versions ? !lg_is_op_version(r, op, versions, version_count) : !lg_is_op(r, "", op))
+            return false;
+    }
+    if (readers)
+        *readers = e->use_count;
+    return true;
+}
+
 static size_t node_index(lg_graph *g, const lg_node *n) { return (size_t)(n - g->nodes); }
 
 /* FinalizeNodeFusion (graph_utils.cc:739-757) for first -> second: first
@@ -622,6 +657,14 @@ static bool scalar_f64(const cg_tensor_proto *tp, double *v) { return lg_tensor_
 static bool is_float_type(int32_t dt)
 {
     return dt == CG_DTYPE_FLOAT || dt == CG_DTYPE_FLOAT16 || dt == CG_DTYPE_DOUBLE;
+}
+
+/* The element types NoopElimination, DivMulFusion and ConstantSharing read
+ * as numbers (float, float16, double, int32, int64). */
+static bool is_number_type(int32_t dt)
+{
+    return dt == CG_DTYPE_FLOAT || dt == CG_DTYPE_FLOAT16 || dt == CG_DTYPE_DOUBLE ||
+           dt == CG_DTYPE_INT32 || dt == CG_DTYPE_INT64;
 }
 
 /* --- tensors as double arrays (fusions recompute weights) ------------------------------ */
@@ -917,14 +960,10 @@ static ob_effect rule_pre_shape(ob_ctx *c, lg_graph *g, size_t ni)
     (void)c;
     lg_node *n = &g->nodes[ni];
     static const int shape_versions[] = {13, 15, 19};
-    if (!can_remove_node(g, n) || n->output_count < 1 || n->input_count < 1)
+    size_t readers;
+    if (!can_remove_node(g, n) || n->output_count < 1 || n->input_count < 1 ||
+        !readers_all(g, n, "Shape", shape_versions, 3, &readers) || readers == 0)
         return EFF_NONE;
-    const lg_index_entry *e = lg_lookup(g, n->outputs[0]);
-    if (!e || !e->use_count || e->implicit_uses)
-        return EFF_NONE;
-    for (size_t u = 0; u < e->use_count; u++)
-        if (!lg_is_op_version(&g->nodes[e->uses[u].node], "Shape", shape_versions, 3))
-            return EFF_NONE;
     lg_rename_uses(g, n->outputs[0], n->inputs[0]);
     lg_remove(g, ni, "PreShapeNodeElimination", SIZE_MAX);
     return EFF_REMOVED;
@@ -954,9 +993,7 @@ static ob_effect rule_noop(ob_ctx *c, lg_graph *g, size_t ni)
     if (size > 1)
         return EFF_NONE;
     if (size == 1) {
-        int32_t dt = init->data_type;
-        if (dt != CG_DTYPE_FLOAT && dt != CG_DTYPE_FLOAT16 && dt != CG_DTYPE_DOUBLE &&
-            dt != CG_DTYPE_INT32 && dt != CG_DTYPE_INT64)
+        if (!is_number_type(init->data_type))
             return EFF_NONE;
         double v;
         if (!scalar_f64(init, &v))
@@ -978,25 +1015,18 @@ static ob_effect rule_div_mul(ob_ctx *c, lg_graph *g, size_t ni)
     (void)c;
     lg_node *n = &g->nodes[ni];
     static const int versions[] = {7, 13, 14};
-    if (!lg_is_op_version(n, "Div", versions, 3) || lg_output_edge_count(g, n) != 1 ||
-        n->input_count < 2)
+    if (!lg_is_op_version(n, "Div", versions, 3) || n->input_count < 2)
         return EFF_NONE;
     size_t mi;
-    lg_node *mul = single_consumer(g, n, &mi);
-    if (!mul || !lg_is_op_version(mul, "Mul", versions, 3) || mul->input_count < 2)
+    lg_node *mul = fusion_next(g, n, "Mul", versions, 3, &mi);
+    if (!mul || mul->input_count < 2)
         return EFF_NONE;
     const cg_tensor_proto *a = lg_constant(g, n->inputs[0], true);
     int64_t numel;
     double v;
     if (!a || !lg_tensor_numel(a, &numel) || numel > 1)
         return EFF_NONE;
-    int32_t dt = a->data_type;
-    if (dt != CG_DTYPE_FLOAT && dt != CG_DTYPE_FLOAT16 && dt != CG_DTYPE_DOUBLE &&
-        dt != CG_DTYPE_INT32 && dt != CG_DTYPE_INT64)
-        return EFF_NONE;
-    if (!scalar_f64(a, &v) || v != 1.0)
-        return EFF_NONE;
-    if (lg_produces_graph_output(g, n))
+    if (!is_number_type(a->data_type) || !scalar_f64(a, &v) || v != 1.0)
         return EFF_NONE;
     const char *other = strcmp(mul->inputs[0], n->outputs[0]) == 0 ? mul->inputs[1]
                                                                      : mul->inputs[0];
@@ -1012,11 +1042,11 @@ static ob_effect rule_relu_clip(ob_ctx *c, lg_graph *g, size_t ni)
     lg_node *n = &g->nodes[ni];
     static const int relu_versions[] = {6, 13, 14};
     static const int clip_versions[] = {6, 11, 12, 13};
-    if (!lg_is_op_version(n, "Relu", relu_versions, 3) || lg_output_edge_count(g, n) != 1)
+    if (!lg_is_op_version(n, "Relu", relu_versions, 3))
         return EFF_NONE;
     size_t ci;
-    lg_node *clip = single_consumer(g, n, &ci);
-    if (!clip || !lg_is_op_version(clip, "Clip", clip_versions, 4) || !can_remove_node(g, n))
+    lg_node *clip = fusion_next(g, n, "Clip", clip_versions, 4, &ci);
+    if (!clip || !can_remove_node(g, n))
         return EFF_NONE;
     bool attrs = clip->since == 6;
     bool replace_min = false;
@@ -1099,12 +1129,11 @@ static ob_effect rule_gemm_sum(ob_ctx *c, lg_graph *g, size_t ni)
     lg_node *n = &g->nodes[ni];
     static const int gemm_versions[] = {11, 13};
     static const int sum_versions[] = {1, 6, 8, 13};
-    if (!lg_is_op_version(n, "Gemm", gemm_versions, 2) || lg_produces_graph_output(g, n) ||
-        n->input_count != 2 || lg_output_edge_count(g, n) != 1)
+    if (!lg_is_op_version(n, "Gemm", gemm_versions, 2) || n->input_count != 2)
         return EFF_NONE;
     size_t si;
-    lg_node *sum = single_consumer(g, n, &si);
-    if (!sum || !lg_is_op_version(sum, "Sum", sum_versions, 4) || sum->input_count != 2)
+    lg_node *sum = fusion_next(g, n, "Sum", sum_versions, 4, &si);
+    if (!sum || sum->input_count != 2)
         return EFF_NONE;
     const char *other = strcmp(sum->inputs[0], n->outputs[0]) == 0 ? sum->inputs[1]
                                                                      : sum->inputs[0];
@@ -1138,16 +1167,10 @@ static ob_effect rule_gemm_sum(ob_ctx *c, lg_graph *g, size_t ni)
     return EFF_REMOVED;
 }
 
-/* Consumers of name, all Gemm? (FindChildrenByType vs GetOutputEdgesCount). */
+/* Consumers of t, all Gemm? (FindChildrenByType vs GetOutputEdgesCount). */
 static bool only_gemm_consumers(lg_graph *g, const lg_node *t)
 {
-    const lg_index_entry *e = lg_lookup(g, t->outputs[0]);
-    if (!e || e->implicit_uses)
-        return false;
-    for (size_t u = 0; u < e->use_count; u++)
-        if (!lg_is_op(&g->nodes[e->uses[u].node], "", "Gemm"))
-            return false;
-    return true;
+    return readers_all(g, t, "Gemm", NULL, 0, NULL);
 }
 
 /* GemmTransposeFusion (gemm_transpose_fusion.cc:15-140): a Transpose on an
@@ -1274,6 +1297,12 @@ static ob_effect rule_not_where(ob_ctx *c, lg_graph *g, size_t ni)
     return EFF_MODIFIED;
 }
 
+/* Conv's optional bias B is there (ORT: InputDefs().size() == 3). */
+static bool conv_has_bias(const lg_node *conv)
+{
+    return conv->input_count == 3 && conv->inputs[2][0];
+}
+
 /* Common checks of ConvAddFusion / ConvMulFusion / ConvBNFusion
  * (conv_add_fusion.cc:105-133, conv_mul_fusion.cc:114-141,
  * conv_bn_fusion.cc:145-185): Conv (1, 11) with one consumer of the given
@@ -1282,16 +1311,13 @@ static lg_node *conv_next(lg_graph *g, lg_node *conv, const char *op, const int 
                           size_t vc, size_t *next_index)
 {
     static const int conv_versions[] = {1, 11};
-    if (!lg_is_op_version(conv, "Conv", conv_versions, 2) || lg_output_edge_count(g, conv) != 1 ||
-        conv->input_count < 2)
+    if (!lg_is_op_version(conv, "Conv", conv_versions, 2) || conv->input_count < 2)
         return NULL;
-    lg_node *next = single_consumer(g, conv, next_index);
-    if (!next || !lg_is_op_version(next, op, versions, vc) || input_edge_count(g, next) != 1)
+    lg_node *next = fusion_next(g, conv, op, versions, vc, next_index);
+    if (!next || input_edge_count(g, next) != 1)
         return NULL;
     if (!lg_constant(g, conv->inputs[1], true) ||
-        (conv->input_count == 3 && conv->inputs[2][0] && !lg_constant(g, conv->inputs[2], true)))
-        return NULL;
-    if (lg_produces_graph_output(g, conv))
+        (conv_has_bias(conv) && !lg_constant(g, conv->inputs[2], true)))
         return NULL;
     return next;
 }
@@ -1357,7 +1383,7 @@ static ob_effect rule_conv_add(ob_ctx *c, lg_graph *g, size_t ni)
     if (!array_load(b, &add_b))
         return EFF_NONE;
     char base[256];
-    if (conv->input_count == 3 && conv->inputs[2][0]) {
+    if (conv_has_bias(conv)) {
         const cg_tensor_proto *cb = lg_constant(g, conv->inputs[2], true);
         if (cb->data_type != b->data_type || cb->rank != 1 || cb->dims[0] != w->dims[0] ||
             !array_load(cb, &conv_b)) {
@@ -1398,8 +1424,7 @@ static ob_effect rule_conv_mul(ob_ctx *c, lg_graph *g, size_t ni)
     if (!conv_then_const(g, ni, "Mul", &mi, &w, &s) || (s->rank != 0 && !per_output_channel(w, s)))
         return EFF_NONE;
     lg_node *conv = &g->nodes[ni];
-    bool has_b = conv->input_count == 3 && conv->inputs[2][0];
-    const cg_tensor_proto *cb = has_b ? lg_constant(g, conv->inputs[2], true) : NULL;
+    const cg_tensor_proto *cb = conv_has_bias(conv) ? lg_constant(g, conv->inputs[2], true) : NULL;
     if (cb && (cb->data_type != s->data_type || cb->rank != 1 || cb->dims[0] != w->dims[0]))
         return EFF_NONE;
     ob_array wa, sa, ba;
@@ -1433,6 +1458,21 @@ static ob_effect rule_conv_mul(ob_ctx *c, lg_graph *g, size_t ni)
     return EFF_MODIFIED;
 }
 
+/* A BatchNormalization the fusions fold: scale, B, mean and var constant,
+ * and Y its only output (the training-mode outputs absent). */
+static bool bn_foldable(lg_graph *g, const lg_node *bn)
+{
+    if (bn->input_count < 5)
+        return false;
+    for (int i = 1; i <= 4; i++)
+        if (!lg_constant(g, bn->inputs[i], true))
+            return false;
+    for (size_t o = 1; o < bn->output_count; o++)
+        if (bn->outputs[o][0])
+            return false;
+    return true;
+}
+
 /* BatchNormalization's scale/B/mean/var as arrays folded into
  * alpha = scale / sqrt(var + eps) (scale) and the bias terms. */
 static bool bn_arrays(lg_graph *g, const lg_node *bn, ob_array a[4])
@@ -1457,14 +1497,8 @@ static ob_effect rule_conv_bn(ob_ctx *c, lg_graph *g, size_t ni)
     size_t bi;
     lg_node *conv = &g->nodes[ni];
     lg_node *bn = conv_next(g, conv, "BatchNormalization", bn_versions, 4, &bi);
-    if (!bn || bn->input_count < 5)
+    if (!bn || !bn_foldable(g, bn))
         return EFF_NONE;
-    for (int i = 1; i <= 4; i++)
-        if (!lg_constant(g, bn->inputs[i], true))
-            return EFF_NONE;
-    for (size_t o = 1; o < bn->output_count; o++)
-        if (bn->outputs[o][0])
-            return EFF_NONE;
     /* Apply */
     const cg_attr *eps_attr = lg_attr(bn, "epsilon");
     float eps = 1e-5f;
@@ -1484,8 +1518,7 @@ static ob_effect rule_conv_bn(ob_ctx *c, lg_graph *g, size_t ni)
     if (!is_float_type(w->data_type) || w->data_type != t[0]->data_type || w->rank <= 2 ||
         w->dims[0] != t[0]->dims[0])
         return EFF_NONE;
-    bool has_b = conv->input_count == 3 && conv->inputs[2][0];
-    const cg_tensor_proto *cb = has_b ? lg_constant(g, conv->inputs[2], true) : NULL;
+    const cg_tensor_proto *cb = conv_has_bias(conv) ? lg_constant(g, conv->inputs[2], true) : NULL;
     if (cb && (!is_float_type(cb->data_type) || cb->rank != 1 || cb->dims[0] != t[1]->dims[0] ||
                cb->data_type != t[1]->data_type))
         return EFF_NONE;
@@ -1568,8 +1601,7 @@ static ob_effect rule_pad(ob_ctx *c, lg_graph *g, size_t ni)
     lg_node *n = &g->nodes[ni];
     static const int versions[] = {1, 2, 11, 13, 18, 19};
     static const int cast_versions[] = {1, 6, 9, 13};
-    if (!lg_is_op_version(n, "Pad", versions, 6) || lg_output_edge_count(g, n) != 1 ||
-        n->input_count > 3 || lg_produces_graph_output(g, n))
+    if (!lg_is_op_version(n, "Pad", versions, 6) || n->input_count > 3)
         return EFF_NONE;
     const char *mode;
     if (lg_attr_string(n, "mode", &mode) && strcmp(mode, "constant") != 0)
@@ -1590,14 +1622,12 @@ static ob_effect rule_pad(ob_ctx *c, lg_graph *g, size_t ni)
             return EFF_NONE;
     }
     size_t ci;
-    lg_node *child = single_consumer(g, n, &ci);
+    lg_node *child = fusion_next(g, n, NULL, NULL, 0, &ci);
     if (!child)
         return EFF_NONE;
     size_t target = ci;
     if (lg_is_op_version(child, "Cast", cast_versions, 4)) {
-        if (lg_output_edge_count(g, child) != 1 || lg_produces_graph_output(g, child))
-            return EFF_NONE;
-        lg_node *gc = single_consumer(g, child, &target);
+        lg_node *gc = fusion_next(g, child, NULL, NULL, 0, &target);
         if (!gc || !pad_child_ok(gc))
             return EFF_NONE;
     } else if (!pad_child_ok(child)) {
@@ -1676,32 +1706,25 @@ static ob_effect rule_matmul_bn(ob_ctx *c, lg_graph *g, size_t ni)
     static const int reshape_v[] = {1, 5, 13, 14, 19};
     static const int tr_v[] = {1, 13};
     static const int bn_v[] = {1, 6, 7, 9, 14, 15};
-    if (!lg_is_op_version(n, "MatMul", mm_versions, 3) || lg_output_edge_count(g, n) != 1 ||
-        lg_produces_graph_output(g, n) || n->input_count < 2)
+    if (!lg_is_op_version(n, "MatMul", mm_versions, 3) || n->input_count < 2)
         return EFF_NONE;
     size_t cur = SIZE_MAX;
-    lg_node *child = single_consumer(g, n, &cur);
+    lg_node *child = fusion_next(g, n, NULL, NULL, 0, &cur);
     size_t first_child = cur;
     while (child && (lg_is_op_version(child, "Reshape", reshape_v, 5) ||
                      lg_is_op_version(child, "Transpose", tr_v, 2)) &&
            lg_output_edge_count(g, child) == 1)
         child = single_consumer(g, child, &cur);
     if (!child || !lg_is_op_version(child, "BatchNormalization", bn_v, 6) ||
-        child->input_count < 5)
+        !bn_foldable(g, child))
         return EFF_NONE;
     size_t bi = cur;
     lg_node *bn = child;
     if (!lg_constant(g, n->inputs[1], true))
         return EFF_NONE;
-    for (int i = 1; i <= 4; i++)
-        if (!lg_constant(g, bn->inputs[i], true))
-            return EFF_NONE;
     lg_type a;
     if (!ob_type(c, g, n->inputs[0], &a) || !a.has_shape || a.rank != 2)
         return EFF_NONE;
-    for (size_t o = 1; o < bn->output_count; o++)
-        if (bn->outputs[o][0])
-            return EFF_NONE;
     /* Apply */
     const cg_attr *eps_attr = lg_attr(bn, "epsilon");
     if (!eps_attr || (eps_attr->has_type && eps_attr->type != CG_ATTR_FLOAT))
@@ -1879,16 +1902,14 @@ static bool tf_constant_sharing(ob_ctx *c, lg_graph *g)
         }
         if (!ok || numel <= 0 || numel > OB_SHARE_MAX_ELEMS)
             continue;
-        int32_t dt = tp->data_type;
-        if (dt != CG_DTYPE_FLOAT16 && dt != CG_DTYPE_FLOAT && dt != CG_DTYPE_DOUBLE &&
-            dt != CG_DTYPE_INT32 && dt != CG_DTYPE_INT64)
+        if (!is_number_type(tp->data_type))
             continue;
         if (e->implicit_uses || e->use_count == 0)
             continue;
         share_key k;
         memset(&k, 0, sizeof k);
         k.tp = tp;
-        k.dtype = dt;
+        k.dtype = tp->data_type;
         k.rank = tp->rank;
         k.numel = numel;
         if (!tensor_bytes(tp, k.bytes, sizeof k.bytes, &k.len))
@@ -2502,13 +2523,10 @@ static bool fold_shape(ob_ctx *c, lg_graph *g, size_t ni, cg_tensor_proto **out)
  * only when the whole DQ -> X -> Q unit can be folded. */
 static bool dq_unit_foldable(lg_graph *g, const lg_node *dq)
 {
-    if (lg_output_edge_count(g, dq) != 1 || lg_produces_graph_output(g, dq))
+    const lg_node *x = fusion_next(g, dq, NULL, NULL, 0, NULL);
+    if (!x || x->input_count != 1 || x->output_count != 1)
         return false;
-    const lg_node *x = single_consumer(g, dq, NULL);
-    if (!x || x->input_count != 1 || x->output_count != 1 || lg_output_edge_count(g, x) != 1 ||
-        lg_produces_graph_output(g, x))
-        return false;
-    const lg_node *q = single_consumer(g, x, NULL);
+    const lg_node *q = fusion_next(g, x, NULL, NULL, 0, NULL);
     return q && strcmp(q->op_type, "QuantizeLinear") == 0 && can_fold(g, x, true) &&
            can_fold(g, q, true);
 }
@@ -2635,12 +2653,11 @@ static bool tf_matmul_add(ob_ctx *c, lg_graph *g)
             continue;
         changed |= recurse(c, g, ni, tf_matmul_add);
         lg_node *mm = &g->nodes[ni];
-        if (!lg_is_op_version(mm, "MatMul", mm_versions, 3) || lg_output_edge_count(g, mm) != 1 ||
-            lg_produces_graph_output(g, mm) || mm->input_count < 2)
+        if (!lg_is_op_version(mm, "MatMul", mm_versions, 3) || mm->input_count < 2)
             continue;
         size_t ai;
-        lg_node *add = single_consumer(g, mm, &ai);
-        if (!add || !lg_is_op_version(add, "Add", add_versions, 3) || add->input_count < 2)
+        lg_node *add = fusion_next(g, mm, "Add", add_versions, 3, &ai);
+        if (!add || add->input_count < 2)
             continue;
         int tm = ob_dtype(g, mm->inputs[0]), ta = ob_dtype(g, add->inputs[0]);
         if (tm < 0 || tm != ta ||
@@ -3055,10 +3072,8 @@ static bool reshape_fuse_contiguous(ob_ctx *c, lg_graph *g, size_t ri)
     memset(&shape, 0, sizeof shape);
     while (len < 64) {
         lg_node *cur = &g->nodes[chain[len - 1]];
-        if (lg_produces_graph_output(g, cur) || lg_output_edge_count(g, cur) != 1)
-            break;
         size_t ni;
-        lg_node *next = single_consumer(g, cur, &ni);
+        lg_node *next = fusion_next(g, cur, NULL, NULL, 0, &ni);
         if (!next || (strcmp(next->op_type, "Reshape") != 0 && strcmp(next->op_type, "Squeeze") != 0 &&
                       strcmp(next->op_type, "Unsqueeze") != 0))
             break;
