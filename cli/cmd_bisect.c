@@ -205,19 +205,9 @@ int cmd_bisect(int argc, char **argv)
     }
     rc = res.diverged ? CG_EXIT_FAIL : CG_EXIT_OK;
     if (cli_json_on() || cli_views_wanted(&views)) {
-        json_t *root = cg_bisect_report_json(&res);
-        if (root) {
-            json_t *tl = json_array();
-            for (size_t t = 0; tl && t < tg.count; t++)
-                json_array_append_new(tl, cg_json_text(tg.list[t]->name));
-            cg_json_set(root, "model", cg_json_text(model_path));
-            cg_json_set(root, "candidate", cg_json_text(against));
-            cg_json_set(root, "sample", cg_json_text(s->label));
-            cg_json_set(root, "tolerance", bo.by_tolerance
-                                               ? cg_report_tolerance_json(&bo.tol, "--atol/--rtol")
-                                               : json_null());
-            cg_json_set(root, "targets", tg.count ? tl : (json_decref(tl), json_null()));
-        }
+        cg_bisect_view bv = {model_path, against, s->label, bo.by_tolerance ? &bo.tol : NULL,
+                             "--atol/--rtol", tg.list, tg.count};
+        json_t *root = cg_report_bisect_json(&res, &bv);
         if (cli_views_wanted(&views)) {
             /* with --against, the reference model's graph, unplaced */
             cg_graph_view gv = {model, path && !cand ? cg_target_path_assignment(path) : NULL,

@@ -391,17 +391,13 @@ int cmd_run(int argc, char **argv)
         cli_error("run", "-o %s: %s", a.out_dir, err.msg);
         goto done;
     }
-    char residency[1024] = "";
-    const cg_assignment *as = tp ? cg_target_path_assignment(tp) : NULL;
+    char residency[1024];
     const cg_runner_report *rr = ag ? cg_against_runner_report(ag) : NULL;
-    if (as)
-        cg_assign_residency(as, residency, sizeof residency);
     if (rr) /* the batch's wall time, LiteRT's start-up included (the runner block says so) */
         first_ms = ms = rr->seconds * 1e3;
-    cg_run_view view = {outs, out_count, paths, tp ? a.targets.label : NULL, residency,
-                        as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
-                        first_ms, ms, warm, (size_t)a.repeat, load_ms, init_ms, cpu_ms,
-                        a.threads};
+    cg_run_view view = {outs, out_count, paths, NULL, NULL, 0, false, first_ms, ms, warm,
+                        (size_t)a.repeat, load_ms, init_ms, cpu_ms, a.threads};
+    cg_run_view_set_path(&view, tp, a.targets.label, residency, sizeof residency);
     rc = CG_EXIT_OK;
     if (cli_json_on()) {
         json_t *result = cg_report_run_json(&view);

@@ -651,13 +651,9 @@ static int do_run(bind_ctx *c, json_t **result)
     }
     for (size_t i = 0; i < out_count && !rc; i++)
         rc = bind_keep(c, "outputs/", outs[i].name ? outs[i].name : "", outs[i].value);
-    char residency[1024] = "";
-    const cg_assignment *as = tp ? cg_target_path_assignment(tp) : NULL;
-    if (as)
-        cg_assign_residency(as, residency, sizeof residency);
-    cg_run_view view = {outs, out_count, NULL, tp ? c->label : NULL, residency,
-                        as ? as->partition_count : 0, tp && cg_target_path_reduced_precision(tp),
-                        0, 0, NULL, 0, 0, 0, 0, 1};
+    char residency[1024];
+    cg_run_view view = {outs, out_count, NULL, NULL, NULL, 0, false, 0, 0, NULL, 0, 0, 0, 0, 1};
+    cg_run_view_set_path(&view, tp, c->label, residency, sizeof residency);
     if (!rc && !(*result = cg_report_run_json(&view)))
         rc = bind_error(c, "out of memory");
 done:
@@ -871,19 +867,12 @@ static int do_bisect(bind_ctx *c, json_t **result)
         goto done;
     }
     rc = res.diverged ? 1 : 0;
-    if (!(*result = cg_bisect_report_json(&res))) {
+    cg_bisect_view view = {c->path, NULL, s->label, bo.by_tolerance ? &bo.tol : NULL, NULL,
+                           c->targets, c->target_count};
+    if (!(*result = cg_report_bisect_json(&res, &view))) {
         rc = bind_error(c, "out of memory");
         goto done;
     }
-    json_t *tl = json_array();
-    for (size_t t = 0; tl && t < c->target_count; t++)
-        json_array_append_new(tl, cg_json_text(c->targets[t]->name));
-    cg_json_set(*result, "model", cg_json_text(c->path));
-    cg_json_set(*result, "candidate", json_null());
-    cg_json_set(*result, "sample", cg_json_text(s->label));
-    cg_json_set(*result, "tolerance", bo.by_tolerance ? cg_report_tolerance_json(&bo.tol, NULL)
-                                                      : json_null());
-    cg_json_set(*result, "targets", tl ? tl : json_null());
     if (bind_keep_bisect(c, &res, s))
         rc = 2;
 done:

@@ -218,3 +218,19 @@ json_t *cg_bisect_report_json(const cg_bisect_result *b)
     return o;
 }
 
+json_t *cg_report_bisect_json(const cg_bisect_result *b, const cg_bisect_view *v)
+{
+    json_t *o = cg_bisect_report_json(b);
+    if (!o)
+        return NULL;
+    json_t *tl = v->target_count ? json_array() : NULL;
+    for (size_t t = 0; tl && t < v->target_count; t++)
+        json_array_append_new(tl, cg_json_text(v->targets[t]->name));
+    cg_json_set(o, "model", cg_json_text(v->model));
+    cg_json_set(o, "candidate", cg_json_text(v->candidate));
+    cg_json_set(o, "sample", cg_json_text(v->sample));
+    cg_json_set(o, "tolerance", v->tol ? cg_report_tolerance_json(v->tol, v->tol_source)
+                                       : json_null());
+    cg_json_set(o, "targets", tl ? tl : json_null());
+    return o;
+}

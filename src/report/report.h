@@ -36,6 +36,21 @@ json_t *cg_assign_report_json(const cg_placement *p);
 /* The gate report and its bisect part (report/gate.c, report/bisect.c). */
 json_t *cg_gate_report_json(const cg_gate_report *r);
 json_t *cg_bisect_report_json(const cg_bisect_result *b);
+/* What convgate bisect --json, and the binding's bisect, say around the
+ * result, all borrowed: the model, the candidate model (NULL: the target
+ * path), the sample, the fixed tolerance (NULL: judged by the noise
+ * floors) and where it came from, the targets (none: null). */
+typedef struct cg_bisect_view {
+    const char *model;
+    const char *candidate;
+    const char *sample;
+    const cg_tolerance *tol;
+    const char *tol_source;
+    const cg_target *const *targets;
+    size_t target_count;
+} cg_bisect_view;
+/* cg_bisect_report_json with the view's keys added. */
+json_t *cg_report_bisect_json(const cg_bisect_result *b, const cg_bisect_view *v);
 
 /* --- a lowering (convgate/lower.h; report/lower.c) ---------------------------------- */
 
@@ -222,6 +237,14 @@ typedef struct cg_run_view {
 
 void cg_report_run_text(FILE *f, const cg_run_view *v);
 json_t *cg_report_run_json(const cg_run_view *v);
+
+#include "convgate/targetpath.h"
+
+/* The target fields of v from the path a run took: tp NULL is the
+ * reference runtime (no targets); else `label`, the assignment's residency
+ * written into residency[cap], its partitions and precision. */
+void cg_run_view_set_path(cg_run_view *v, const cg_target_path *tp, const char *label,
+                          char *residency, size_t cap);
 
 /* --- parity (report/parity.c) ------------------------------------------------------------ */
 

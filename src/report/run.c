@@ -154,3 +154,17 @@ json_t *cg_report_run_json(const cg_run_view *v)
     cg_json_set(root, "timing", timing ? timing : json_null());
     return root;
 }
+
+void cg_run_view_set_path(cg_run_view *v, const cg_target_path *tp, const char *label,
+                          char *residency, size_t cap)
+{
+    const cg_assignment *as = tp ? cg_target_path_assignment(tp) : NULL;
+    if (cap)
+        residency[0] = '\0';
+    if (as)
+        cg_assign_residency(as, residency, cap);
+    v->targets = tp ? label : NULL;
+    v->residency = residency;
+    v->partitions = as ? as->partition_count : 0;
+    v->reduced_precision = tp && cg_target_path_reduced_precision(tp);
+}
