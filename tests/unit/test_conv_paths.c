@@ -33,13 +33,7 @@ static double pseudo(uint64_t *s)
 
 static cg_tensor *make(cg_dtype dt, int rank, const int64_t *dims, uint64_t seed, bool small_ints)
 {
-    cg_tensor *t = calloc(1, sizeof *t);
-    cg_error err;
-    cg_error_clear(&err);
-    if (!t || cg_tensor_alloc(t, dt, rank, dims, 0, &err) != CG_OK) {
-        fprintf(stderr, "alloc: %s\n", err.msg);
-        exit(2);
-    }
+    cg_tensor *t = test_tensor(dt, rank, dims, NULL);
     for (int64_t i = 0; i < t->numel; i++) {
         double v = pseudo(&seed);
         cg_tensor_set_f64(t, i, small_ints ? floor((v + 1.0) * 127.99) : v);
@@ -47,98 +41,31 @@ static cg_tensor *make(cg_dtype dt, int rank, const int64_t *dims, uint64_t seed
     return t;
 }
 
-static void release(cg_tensor *t)
-{
-    if (t) {
-        cg_tensor_release(t);
-        free(t);
-    }
-}
-
-/* Runs a one-node model on inputs in[0..nin) (NULL: omitted); returns
- * output 0 (caller frees with cg_runtime_free_outputs) or NULL. */
+/* Runs a one-node model on inputs in[0..nin) (NULL: omitted), twice (the
+ * second run uses the memory plan and the packed weights); returns output
+ * 0 (caller frees with cg_runtime_free_outputs) or NULL. */
 static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
                                size_t nattr, int threads, cg_simd simd, size_t *nouts)
 {
-    static const char *in_names[6] = {"x0", "x1", "x2", "x3", "x4", "x5"};
-    static const char *out_names[1] = {"y0"};
-    const char *node_in[6];
-    cg_type types[7];
-    cg_value_info gin[6], gout[1];
-    cg_named_value feeds[6];
-    size_t nfeed = 0;
-    cg_error err;
-    cg_error_clear(&err);
-    memset(types, 0, sizeof types);
-    for (size_t i = 0; i < nin; i++) {
-        node_in[i] = in[i] ? in_names[i] : "";
-        if (!in[i])
-            continue;
-        types[nfeed].kind = CG_TYPE_TENSOR;
-        types[nfeed].elem_type = (int32_t)in[i]->dtype;
-        types[nfeed].has_elem_type = true;
-        memset(&gin[nfeed], 0, sizeof gin[nfeed]);
-        gin[nfeed].name = in_names[i];
-        gin[nfeed].type = &types[nfeed];
-        cg_tensor copy;
-        if (cg_tensor_alloc(&copy, in[i]->dtype, in[i]->rank, in[i]->dims, 0, &err) != CG_OK)
-            test_fatal("alloc: %s", err.msg);
-        memcpy(copy.data, in[i]->data, cg_tensor_bytes(&copy));
-        feeds[nfeed].name = in_names[i];
-        if (cg_value_from_tensor(&copy, &feeds[nfeed].value, &err) != CG_OK)
-            test_fatal("value: %s", err.msg);
-        nfeed++;
-    }
-    memset(&gout[0], 0, sizeof gout[0]);
-    gout[0].name = out_names[0];
-    gout[0].type = &types[6];
-    types[6].kind = CG_TYPE_TENSOR;
-    cg_node node;
-    memset(&node, 0, sizeof node);
-    node.name = "conv_node";
-    node.op_type = op;
-    node.domain = "";
-    node.inputs = node_in;
-    node.input_count = nin;
-    node.outputs = out_names;
-    node.output_count = 1;
-    node.attrs = attrs;
-    node.attr_count = nattr;
-    cg_graph g;
-    memset(&g, 0, sizeof g);
-    g.name = "conv_paths";
-    g.nodes = &node;
-    g.node_count = 1;
-    g.inputs = gin;
-    g.input_count = nfeed;
-    g.outputs = gout;
-    g.output_count = 1;
-    cg_opset_id ops = {"", 17, true, {NULL, 0}};
-    cg_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 8;
-    m.has_ir_version = true;
-    m.opsets = &ops;
-    m.opset_count = 1;
-    m.graph = &g;
+    test_case c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.opset = 17;
+    c.nin = nin;
+    c.nout = 1;
+    for (size_t i = 0; i < nin; i++)
+        c.in[i] = in[i]; /* borrowed: no test_case_free */
+    for (size_t i = 0; i < nattr; i++)
+        c.attrs[i] = attrs[i];
+    c.nattr = nattr;
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
     opt.threads = threads;
     opt.simd = simd;
-    cg_runtime *rt = NULL;
     cg_named_value *outs = NULL;
-    cg_status st = cg_runtime_init(&m, &opt, &rt, &err);
-    /* twice: the second run uses the memory plan and the packed weights */
-    for (int r = 0; st == CG_OK && r < 2; r++) {
-        if (outs)
-            cg_runtime_free_outputs(outs, *nouts);
-        outs = NULL;
-        st = cg_runtime_run(rt, feeds, nfeed, &outs, nouts, &err);
-    }
+    cg_error err;
+    cg_status st = test_case_run_with(&c, &opt, 2, &outs, nouts, &err);
     EXPECT(st == CG_OK, "%s: %s", op, err.msg);
-    cg_runtime_free(rt);
-    for (size_t i = 0; i < nfeed; i++)
-        cg_value_free(feeds[i].value);
     return st == CG_OK ? outs : NULL;
 }
 
@@ -264,8 +191,8 @@ static void run_conv(const conv_spec *cs, bool integer, int qmode)
             ((double *)ws->data)[i] = cg_tensor_get_f64(w, i) -
                                       cg_tensor_get_f64(wz, wz->numel == 1 ? 0 : i / wper);
         want = conv_ref(cs, xs, ws, NULL, od, &count);
-        release(xs);
-        release(ws);
+        test_tensor_free(xs);
+        test_tensor_free(ws);
         in[0] = x, in[1] = w, in[2] = xz, in[3] = wz;
         nin = 4;
     } else {
@@ -310,11 +237,11 @@ static void run_conv(const conv_spec *cs, bool integer, int qmode)
             cg_runtime_free_outputs(o3, n3);
     }
     free(want);
-    release(x);
-    release(w);
-    release(b);
-    release(xz);
-    release(wz);
+    test_tensor_free(x);
+    test_tensor_free(w);
+    test_tensor_free(b);
+    test_tensor_free(xz);
+    test_tensor_free(wz);
 }
 
 static cg_status observe_nothing(void *user, const cg_node *node, const char *name,
@@ -338,116 +265,50 @@ static void test_fusion(const char *act, bool depthwise, int threads)
     cg_tensor *lo = make(CG_DTYPE_FLOAT, 0, one, 0, false), *hi = make(CG_DTYPE_FLOAT, 0, one, 0, false);
     ((float *)lo->data)[0] = -0.1f;
     ((float *)hi->data)[0] = 0.6f;
-    cg_attr conv_attrs[2] = {attr_ints("pads", pads, 4), attr_int("group", depthwise ? 16 : 1)};
-    cg_attr act_attrs[1] = {attr_float("alpha", 0.07f)};
     bool silu = strcmp(act, "SiLU") == 0, clip = strcmp(act, "Clip") == 0;
     bool add = strncmp(act, "Add", 3) == 0, add_relu = strcmp(act, "AddRelu") == 0;
     int64_t yd[4] = {1, wd[0], 23, 29};
     cg_tensor *res = add ? make(CG_DTYPE_FLOAT, 4, yd, 8, false) : NULL;
-    const char *conv_in[3] = {"x", "w", "b"}, *conv_out[1] = {"c"};
-    const char *act_in[3] = {"c", "lo", "hi"}, *act_out[1] = {"y"};
-    const char *sig_out[1] = {"s"}, *mul_in[2] = {"s", "c"};
-    const char *add_in[2] = {add_relu ? "c" : "r", add_relu ? "r" : "c"}, *add_out[1] = {"a"};
-    const char *relu_in[1] = {"a"};
-    cg_node nodes[3];
-    memset(nodes, 0, sizeof nodes);
-    nodes[0].name = "conv";
-    nodes[0].op_type = "Conv";
-    nodes[0].domain = "";
-    nodes[0].inputs = conv_in;
-    nodes[0].input_count = 3;
-    nodes[0].outputs = conv_out;
-    nodes[0].output_count = 1;
-    nodes[0].attrs = conv_attrs;
-    nodes[0].attr_count = 2;
-    nodes[1].name = "act";
-    nodes[1].op_type = silu ? "Sigmoid" : act;
-    nodes[1].domain = "";
-    nodes[1].inputs = act_in;
-    nodes[1].input_count = clip ? 3 : 1;
-    nodes[1].outputs = silu ? sig_out : act_out;
-    nodes[1].output_count = 1;
-    nodes[1].attrs = strcmp(act, "LeakyRelu") == 0 ? act_attrs : NULL;
-    nodes[1].attr_count = strcmp(act, "LeakyRelu") == 0 ? 1 : 0;
-    nodes[2].name = "mul";
-    nodes[2].op_type = "Mul";
-    nodes[2].domain = "";
-    nodes[2].inputs = mul_in;
-    nodes[2].input_count = 2;
-    nodes[2].outputs = act_out;
-    nodes[2].output_count = 1;
+    cg_model *m = test_model_new(17);
+    cg_graph *g = m->graph = test_graph_new(m, "fusion", 3);
+    cg_node *conv = test_node(m, g, "Conv", "conv", "x,w,b", "c");
+    test_node_add_attr(conv, attr_ints("pads", pads, 4));
+    test_node_add_attr(conv, attr_int("group", depthwise ? 16 : 1));
     if (add) { /* Add, then maybe Relu */
-        nodes[1].op_type = "Add";
-        nodes[1].inputs = add_in;
-        nodes[1].input_count = 2;
-        nodes[1].outputs = add_relu ? add_out : act_out;
-        nodes[1].attrs = NULL;
-        nodes[1].attr_count = 0;
-        nodes[2].name = "relu";
-        nodes[2].op_type = "Relu";
-        nodes[2].inputs = relu_in;
-        nodes[2].input_count = 1;
+        test_node(m, g, "Add", "act", add_relu ? "c,r" : "r,c", add_relu ? "a" : "y");
+        if (add_relu)
+            test_node(m, g, "Relu", "relu", "a", "y");
+    } else if (silu) {
+        test_node(m, g, "Sigmoid", "act", "c", "s");
+        test_node(m, g, "Mul", "mul", "s,c", "y");
+    } else {
+        cg_node *a = test_node(m, g, act, "act", clip ? "c,lo,hi" : "c", "y");
+        if (strcmp(act, "LeakyRelu") == 0)
+            test_node_add_attr(a, attr_float("alpha", 0.07f));
     }
-    cg_type types[6];
-    memset(types, 0, sizeof types);
-    cg_value_info gin[5], gout[1];
     const char *names[5] = {"x", "w", "b", clip ? "lo" : "r", "hi"};
     cg_tensor *vals[5] = {x, w, b, clip ? lo : res, hi};
+    size_t nin = add ? 4 : 3;
     /* Clip's bounds are initializers (fusion needs constants), their
      * raw_data at odd byte offsets as exporters leave them: such copies are
      * made only at the first run, so the fusion pass reading the bounds at
      * init must make them first */
-    size_t nin = add ? 4 : 3;
     static uint8_t raw[2][8];
-    cg_tensor_proto inits[2];
-    memset(inits, 0, sizeof inits);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; clip && i < 2; i++) {
         memcpy(raw[i] + 1, (i ? hi : lo)->data, sizeof(float));
-        inits[i].name = i ? "hi" : "lo";
-        inits[i].data_type = CG_DTYPE_FLOAT;
-        inits[i].has_data_type = true;
-        inits[i].raw_data.data = raw[i] + 1;
-        inits[i].raw_data.len = sizeof(float);
+        test_graph_init_raw(m, g, i ? "hi" : "lo", CG_DTYPE_FLOAT, 0, NULL, raw[i] + 1,
+                            sizeof(float));
     }
     cg_named_value feeds[5];
     cg_error err;
     cg_error_clear(&err);
     for (size_t i = 0; i < nin; i++) {
-        types[i].kind = CG_TYPE_TENSOR;
-        types[i].elem_type = CG_DTYPE_FLOAT;
-        types[i].has_elem_type = true;
-        memset(&gin[i], 0, sizeof gin[i]);
-        gin[i].name = names[i];
-        gin[i].type = &types[i];
+        test_graph_input(g, names[i], test_type(m, CG_DTYPE_FLOAT, -1, NULL));
         feeds[i].name = names[i];
         if (cg_value_from_tensor(vals[i], &feeds[i].value, &err) != CG_OK)
             test_fatal("value: %s", err.msg);
     }
-    memset(&gout[0], 0, sizeof gout[0]);
-    gout[0].name = "y";
-    gout[0].type = &types[5];
-    types[5].kind = CG_TYPE_TENSOR;
-    cg_graph g;
-    memset(&g, 0, sizeof g);
-    g.name = "fusion";
-    g.nodes = nodes;
-    g.node_count = silu || add_relu ? 3 : 2;
-    g.inputs = gin;
-    g.input_count = nin;
-    g.outputs = gout;
-    g.output_count = 1;
-    g.initializers = clip ? inits : NULL;
-    g.initializer_count = clip ? 2 : 0;
-    g.initializers = clip ? inits : NULL;
-    g.initializer_count = clip ? 2 : 0;
-    cg_opset_id ops = {"", 17, true, {NULL, 0}};
-    cg_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 8;
-    m.has_ir_version = true;
-    m.opsets = &ops;
-    m.opset_count = 1;
-    m.graph = &g;
+    test_graph_output(g, "y", NULL);
     cg_named_value *outs[2] = {NULL, NULL};
     size_t nouts[2] = {0, 0};
     for (int pass = 0; pass < 2; pass++) {
@@ -456,15 +317,9 @@ static void test_fusion(const char *act, bool depthwise, int threads)
         opt.threads = threads;
         if (pass == 1)
             opt.observe = observe_nothing; /* no fusion in an observed main graph */
-        cg_runtime *rt = NULL;
-        cg_status st = cg_runtime_init(&m, &opt, &rt, &err);
-        for (int r = 0; st == CG_OK && r < 2; r++) {
-            cg_runtime_free_outputs(outs[pass], nouts[pass]);
-            outs[pass] = NULL;
-            st = cg_runtime_run(rt, feeds, nin, &outs[pass], &nouts[pass], &err);
-        }
+        cg_status st = test_model_run_with(m, &opt, 2, feeds, nin, &outs[pass], &nouts[pass],
+                                           &err);
         EXPECT(st == CG_OK, "fusion %s: %s", act, err.msg);
-        cg_runtime_free(rt);
     }
     if (outs[0] && outs[1]) {
         const cg_tensor *a = &outs[0][0].value->tensor, *c = &outs[1][0].value->tensor;
@@ -479,11 +334,12 @@ static void test_fusion(const char *act, bool depthwise, int threads)
             cg_value_free(feeds[i].value); /* the values took the tensors' data */
             free(vals[i]);
         } else {
-            release(vals[i]);
+            test_tensor_free(vals[i]);
         }
     }
     if (!clip)
-        release(lo); /* not among vals */
+        test_tensor_free(lo); /* not among vals */
+    cg_model_free(m);
 }
 
 /* MatMul shares (whole matrices, rows of big tall products, or one thread
@@ -504,8 +360,8 @@ static void test_matmul_threads(const int64_t *ad, int ar, const int64_t *bd, in
         cg_runtime_free_outputs(o1, n1);
     if (o3)
         cg_runtime_free_outputs(o3, n3);
-    release(in[0]);
-    release(in[1]);
+    test_tensor_free(in[0]);
+    test_tensor_free(in[1]);
 }
 
 static void test_elementwise_threads(void)
@@ -531,8 +387,8 @@ static void test_elementwise_threads(void)
         cg_runtime_free_outputs(o1, n1);
     if (o3)
         cg_runtime_free_outputs(o3, n3);
-    release(in[0]);
-    release(in[1]);
+    test_tensor_free(in[0]);
+    test_tensor_free(in[1]);
 }
 
 int main(void)

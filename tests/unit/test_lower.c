@@ -88,6 +88,26 @@ static cg_value *run_once(const cg_model *m, const char *input, int rank, const 
     return out;
 }
 
+/* The fixture `name` and its ORT-basic lowering in *l, whose main graph's
+ * ops must be `ops` ("Conv,Relu"); *l is NULL, with a failure recorded,
+ * when lowering fails; NULL when the fixture does not load. */
+static cg_model *lower_fixture(const char *name, const char *ops, cg_lowered **l)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    *l = NULL;
+    cg_model *m = load(name);
+    if (!m)
+        return NULL;
+    EXPECT(cg_lower(m, "ort-basic", NULL, 0, l, &err) == CG_OK, "%s: %s", name, err.msg);
+    if (*l) {
+        char got[256];
+        EXPECT(strcmp(ops_of((*l)->model, got, sizeof got), ops) == 0, "%s: ops %s, want %s",
+               name, got, ops);
+    }
+    return m;
+}
+
 /* The lowered model computes the source's output (float32, tolerance 1e-4
  * relative to the largest magnitude: fused weights round differently). */
 static void same_output(const cg_lowered *l, const char *input, int rank, const int64_t *dims)
@@ -111,18 +131,10 @@ static void same_output(const cg_lowered *l, const char *input, int rank, const 
 
 static void test_torch_like(void)
 {
-    cg_model *m = load("torch_like");
-    cg_lowered *l = NULL;
-    cg_error err;
-    cg_error_clear(&err);
-    if (!m)
-        return;
-    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    cg_lowered *l;
+    /* the inventory onnxruntime-node 1.22 writes at level 'basic' */
+    cg_model *m = lower_fixture("torch_like", "Conv,Relu,Flatten,Reshape,Gemm", &l);
     if (l) {
-        char ops[256];
-        /* the inventory onnxruntime-node 1.22 writes at level 'basic' */
-        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Conv,Relu,Flatten,Reshape,Gemm") == 0,
-              "ops: %s", ops);
         const cg_lower_removed *r;
         EXPECT((r = removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
               "Identity on the weight");
@@ -159,16 +171,13 @@ static void test_torch_like(void)
 
 static void test_fold(void)
 {
-    cg_model *m = load("fold");
-    cg_lowered *l = NULL;
+    cg_lowered *l;
     cg_error err;
     cg_error_clear(&err);
+    cg_model *m = lower_fixture("fold", "Reshape,Div", &l);
     if (!m)
         return;
-    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
     if (l) {
-        char ops[256];
-        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Reshape,Div") == 0, "ops: %s", ops);
         const cg_lower_removed *r;
         EXPECT((r = removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
         EXPECT((r = removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
@@ -200,16 +209,9 @@ static void test_fold(void)
 
 static void test_if_const(void)
 {
-    cg_model *m = load("if_const");
-    cg_lowered *l = NULL;
-    cg_error err;
-    cg_error_clear(&err);
-    if (!m)
-        return;
-    EXPECT(cg_lower(m, "ort-basic", NULL, 0, &l, &err) == CG_OK, "%s", err.msg);
+    cg_lowered *l;
+    cg_model *m = lower_fixture("if_const", "Add,Relu", &l);
     if (l) {
-        char ops[256];
-        EXPECT(strcmp(ops_of(l->model, ops, sizeof ops), "Add,Relu") == 0, "ops: %s", ops);
         const cg_lower_removed *r = removed(l, "if");
         EXPECT(r && !strcmp(r->by, "ConstantFolding"), "If inlined");
         int64_t dims[1] = {2};

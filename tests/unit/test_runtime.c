@@ -28,6 +28,11 @@ static cg_model *model_new(int64_t opset) { return M = test_model_new(opset); }
 
 static cg_graph *graph_new(const char *name) { return test_graph_new(M, name, CAP); }
 
+static cg_model *model_graph(int64_t opset, const char *ins, const char *outs)
+{
+    return M = test_model_graph(opset, CAP, ins, outs);
+}
+
 static cg_node *node(cg_graph *g, const char *op, const char *name, const char *ins,
                      const char *outs)
 {
@@ -337,59 +342,43 @@ static void expect_init_error(cg_model *m, cg_status want, const char *needle, c
 
 static void test_init_errors(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    cg_model *m = model_graph(13, "x", "y");
+    cg_graph *g = m->graph;
     node(g, "FrobnicateOp", "frob", "x", "y");
-    test_graph_output(g, "y", NULL);
-    m->graph = g;
     expect_init_error(m, CG_UNSUPPORTED, "node 'frob' (FrobnicateOp)", "unknown op");
     cg_model_free(m);
 
-    m = model_new(13);
-    g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    m = model_graph(13, "x", "y");
+    g = m->graph;
     node(g, "Add", "", "x,ghost", "y");
-    test_graph_output(g, "y", NULL);
-    m->graph = g;
     expect_init_error(m, CG_INVALID, "node #0 (Add): input 1 'ghost'", "undefined input");
     cg_model_free(m);
 
     /* Use before definition: nodes out of order. */
-    m = model_new(13);
-    g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    m = model_graph(13, "x", "y");
+    g = m->graph;
     node(g, "Add", "late", "x,t", "y");
     node(g, "Add", "early", "x,x", "t");
-    test_graph_output(g, "y", NULL);
-    m->graph = g;
     expect_init_error(m, CG_INVALID, "'t'", "topological order");
     cg_model_free(m);
 
     /* SSA violation. */
-    m = model_new(13);
-    g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    m = model_graph(13, "x", "y");
+    g = m->graph;
     node(g, "Add", "one", "x,x", "y");
     node(g, "Add", "two", "x,x", "y");
-    test_graph_output(g, "y", NULL);
-    m->graph = g;
     expect_init_error(m, CG_INVALID, "already defined", "SSA");
     cg_model_free(m);
 
     /* Graph output nobody produces. */
-    m = model_new(13);
-    g = graph_new("main");
-    test_graph_input(g, "x", NULL);
-    test_graph_output(g, "nowhere", NULL);
-    m->graph = g;
+    m = model_graph(13, "x", "nowhere");
+    g = m->graph;
     expect_init_error(m, CG_INVALID, "'nowhere'", "dangling output");
     cg_model_free(m);
 
     /* Subgraph nesting deeper than 32: If inside If inside ... */
-    m = model_new(13);
-    g = graph_new("main");
-    test_graph_input(g, "c", NULL);
+    m = model_graph(13, "c", "");
+    g = m->graph;
     cg_graph *cur = g;
     for (int d = 0; d < 34; d++) {
         cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
@@ -403,7 +392,6 @@ static void test_init_errors(void)
     }
     node(cur, "Identity", "", "c", "r");
     test_graph_output(cur, "r", NULL);
-    m->graph = g;
     expect_init_error(m, CG_LIMIT, "deeper than 32", "subgraph depth");
     cg_model_free(m);
 }
@@ -412,10 +400,8 @@ static void test_init_errors(void)
  * until the If has run. */
 static void test_if_outer_scope(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "x", NULL);
-    test_graph_input(g, "c", NULL);
+    cg_model *m = model_graph(13, "x,c", "r");
+    cg_graph *g = m->graph;
     node(g, "Add", "t", "x,x", "t");
     cg_node *n = node(g, "If", "branch", "c", "r");
     cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
@@ -425,8 +411,6 @@ static void test_if_outer_scope(void)
     test_graph_output(else_g, "r_else", NULL);
     test_node_add_attr(n, attr_graph("then_branch", then_g));
     test_node_add_attr(n, attr_graph("else_branch", else_g));
-    test_graph_output(g, "r", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -462,11 +446,8 @@ out:
  * reads outer x. With a bad body signature the run fails naming the Loop. */
 static void test_loop(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "x", NULL);
-    test_graph_input(g, "v0", NULL);
-    test_graph_input(g, "M", NULL);
+    cg_model *m = model_graph(13, "x,v0,M", "v_final,v_scan");
+    cg_graph *g = m->graph;
     cg_node *n = node(g, "Loop", "loop", "M,,v0", "v_final,v_scan");
     cg_graph *body = graph_new("body");
     test_graph_input(body, "i", ttype(CG_DTYPE_INT64, 0, NULL));
@@ -479,9 +460,6 @@ static void test_loop(void)
     test_graph_output(body, "v_out", NULL);
     test_graph_output(body, "scan_out", ttype(CG_DTYPE_FLOAT, -1, NULL));
     test_node_add_attr(n, attr_graph("body", body));
-    test_graph_output(g, "v_final", NULL);
-    test_graph_output(g, "v_scan", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -569,10 +547,8 @@ out:
  * and reversed along axis 1. */
 static void test_scan(void)
 {
-    cg_model *m = model_new(11);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "s0", NULL);
-    test_graph_input(g, "xs", NULL);
+    cg_model *m = model_graph(11, "s0,xs", "s_final,ys");
+    cg_graph *g = m->graph;
     cg_node *n = node(g, "Scan", "scan", "s0,xs", "s_final,ys");
     test_node_add_attr(n, attr_int("num_scan_inputs", 1));
     cg_graph *body = graph_new("body");
@@ -583,9 +559,6 @@ static void test_scan(void)
     test_graph_output(body, "s_out", NULL);
     test_graph_output(body, "y_out", NULL);
     test_node_add_attr(n, attr_graph("body", body));
-    test_graph_output(g, "s_final", NULL);
-    test_graph_output(g, "ys", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -639,10 +612,9 @@ out:
 /* SplitToSequence -> SequenceInsert/Erase/Length/At -> ConcatFromSequence. */
 static void test_sequences(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
+    cg_model *m = model_graph(13, "x", "len,y,z");
+    cg_graph *g = m->graph;
     static const int64_t split_vals[3] = {1, 2, 1};
-    test_graph_input(g, "x", NULL);
     cg_tensor_proto *sp = &g->initializers[g->initializer_count++];
     sp->name = "split";
     sp->data_type = CG_DTYPE_INT64;
@@ -674,10 +646,6 @@ static void test_sequences(void)
     n = node(g, "ConcatFromSequence", "stack", "seq2", "z");
     test_node_add_attr(n, attr_int("axis", 0));
     test_node_add_attr(n, attr_int("new_axis", 0));
-    test_graph_output(g, "len", NULL);
-    test_graph_output(g, "y", NULL);
-    test_graph_output(g, "z", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -733,17 +701,12 @@ out:
 
 static void test_optional(void)
 {
-    cg_model *m = model_new(18);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    cg_model *m = model_graph(18, "x", "has,back,has_none");
+    cg_graph *g = m->graph;
     node(g, "Optional", "wrap", "x", "o");
     node(g, "OptionalHasElement", "has", "o", "has");
     node(g, "OptionalGetElement", "get", "o", "back");
     node(g, "OptionalHasElement", "none", "", "has_none");
-    test_graph_output(g, "has", NULL);
-    test_graph_output(g, "back", NULL);
-    test_graph_output(g, "has_none", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
@@ -790,13 +753,10 @@ static cg_status observe(void *user, const cg_node *node, const char *name, cons
 
 static void test_observer(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
-    test_graph_input(g, "x", NULL);
+    cg_model *m = model_graph(13, "x", "b");
+    cg_graph *g = m->graph;
     node(g, "Add", "a", "x,x", "a");
     node(g, "Add", "b", "a,x", "b");
-    test_graph_output(g, "b", NULL);
-    m->graph = g;
     obs_log log = {{{0}}, 0, 0};
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
@@ -901,8 +861,8 @@ static void test_tensor_proto(void)
 /* A sparse initializer (coordinate indices) is densified; a bad index fails. */
 static void test_sparse_initializer(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
+    cg_model *m = model_graph(13, "", "y");
+    cg_graph *g = m->graph;
     static int64_t dims[2] = {2, 3}, vdims[1] = {2}, idims[2] = {2, 2};
     static int64_t coords[4] = {0, 1, 1, 2};
     static float vals[2] = {5, 7};
@@ -927,8 +887,6 @@ static void test_sparse_initializer(void)
     g->sparse_initializers = sp;
     g->sparse_initializer_count = 1;
     node(g, "Add", "", "s,s", "y");
-    test_graph_output(g, "y", NULL);
-    m->graph = g;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);

@@ -174,10 +174,23 @@ cg_status test_model_run(const cg_model *m, size_t max_alloc, const cg_named_val
     cg_runtime_options_default(&opt);
     if (max_alloc)
         opt.max_alloc_bytes = max_alloc;
+    return test_model_run_with(m, &opt, 1, feeds, nfeed, outs, nouts, err);
+}
+
+cg_status test_model_run_with(const cg_model *m, const cg_runtime_options *opt, int runs,
+                              const cg_named_value *feeds, size_t nfeed, cg_named_value **outs,
+                              size_t *nouts, cg_error *err)
+{
     cg_runtime *rt = NULL;
-    cg_status st = cg_runtime_init(m, &opt, &rt, err);
-    if (st == CG_OK)
+    *outs = NULL;
+    *nouts = 0;
+    cg_status st = cg_runtime_init(m, opt, &rt, err);
+    for (int r = 0; st == CG_OK && r < (runs > 1 ? runs : 1); r++) {
+        cg_runtime_free_outputs(*outs, *nouts);
+        *outs = NULL;
+        *nouts = 0;
         st = cg_runtime_run(rt, feeds, nfeed, outs, nouts, err);
+    }
     cg_runtime_free(rt);
     return st;
 }
@@ -194,6 +207,22 @@ cg_graph *test_graph_new(cg_model *m, const char *name, size_t cap)
 }
 
 /* "a,,b" -> {"a", "", "b"}; "" -> none. */
+static const char **test_names(cg_model *m, const char *csv, size_t *count);
+
+cg_model *test_model_graph(int64_t opset, size_t cap, const char *ins, const char *outs)
+{
+    cg_model *m = test_model_new(opset);
+    cg_graph *g = m->graph = test_graph_new(m, "main", cap);
+    size_t n;
+    const char **names = test_names(m, ins, &n);
+    for (size_t i = 0; i < n; i++)
+        test_graph_input(g, names[i], NULL);
+    names = test_names(m, outs, &n);
+    for (size_t i = 0; i < n; i++)
+        test_graph_output(g, names[i], NULL);
+    return m;
+}
+
 static const char **test_names(cg_model *m, const char *csv, size_t *count)
 {
     size_t cap = 1;
@@ -294,6 +323,22 @@ cg_tensor_proto *test_graph_init_f32(cg_model *m, cg_graph *g, const char *name,
     return tp;
 }
 
+cg_tensor_proto *test_graph_init_raw(cg_model *m, cg_graph *g, const char *name, cg_dtype dt,
+                                     int rank, const int64_t *dims, const void *raw, size_t len)
+{
+    cg_tensor_proto *tp = &g->initializers[g->initializer_count++];
+    tp->name = name;
+    tp->data_type = dt;
+    tp->has_data_type = true;
+    tp->rank = (size_t)rank;
+    tp->dims = test_alloc(m, (size_t)rank + 1, sizeof *tp->dims);
+    for (int i = 0; i < rank; i++)
+        tp->dims[i] = dims[i];
+    tp->raw_data.data = raw;
+    tp->raw_data.len = len;
+    return tp;
+}
+
 /* --- one-node models ---------------------------------------------------------- */
 
 static const char *const test_in_names[TEST_MAX_IO] = {"in0", "in1", "in2", "in3",
@@ -303,6 +348,12 @@ static const char *const test_out_names[TEST_MAX_IO] = {"out0", "out1", "out2", 
 
 cg_status test_case_run(const test_case *c, cg_named_value **outs, size_t *nouts,
                         cg_error *err)
+{
+    return test_case_run_with(c, NULL, 1, outs, nouts, err);
+}
+
+cg_status test_case_run_with(const test_case *c, const cg_runtime_options *opt, int runs,
+                             cg_named_value **outs, size_t *nouts, cg_error *err)
 {
     const char *node_in[TEST_MAX_IO];
     cg_type types[2 * TEST_MAX_IO];
@@ -379,7 +430,11 @@ cg_status test_case_run(const test_case *c, cg_named_value **outs, size_t *nouts
     m.opsets = ops;
     m.opset_count = c->domain && c->domain[0] ? 2 : 1;
     m.graph = &g;
-    st = test_model_run(&m, c->max_alloc, feeds, nfeed, outs, nouts, err);
+    cg_runtime_options dflt;
+    cg_runtime_options_default(&dflt);
+    if (c->max_alloc)
+        dflt.max_alloc_bytes = c->max_alloc;
+    st = test_model_run_with(&m, opt ? opt : &dflt, runs, feeds, nfeed, outs, nouts, err);
 done:
     for (size_t i = 0; i < nfeed; i++)
         cg_value_free(feeds[i].value);

@@ -86,8 +86,18 @@ void test_model_import(cg_model *m, const char *domain, int64_t version);
  * max_alloc_bytes when non-zero); init failures count as run failures. */
 cg_status test_model_run(const cg_model *m, size_t max_alloc, const cg_named_value *feeds,
                          size_t nfeed, cg_named_value **outs, size_t *nouts, cg_error *err);
+/* The same with options (NULL: the defaults) and `runs` runs of one
+ * runtime (0 counts as 1; a second run uses the memory plan and packed
+ * weights); the outputs are the last run's. */
+cg_status test_model_run_with(const cg_model *m, const cg_runtime_options *opt, int runs,
+                              const cg_named_value *feeds, size_t nfeed, cg_named_value **outs,
+                              size_t *nouts, cg_error *err);
 /* An empty graph with room for `cap` nodes and 16 of each value list. */
 cg_graph *test_graph_new(cg_model *m, const char *name, size_t cap);
+/* A model (test_model_new) whose main graph "main" (room for `cap` nodes)
+ * has the untyped inputs `ins` and outputs `outs` ("a,b" lists); add its
+ * nodes with test_node(m, m->graph, ...). */
+cg_model *test_model_graph(int64_t opset, size_t cap, const char *ins, const char *outs);
 /* Appends a node (domain ""). ins/outs are "a,b" lists. */
 cg_node *test_node(cg_model *m, cg_graph *g, const char *op, const char *name,
                    const char *ins, const char *outs);
@@ -102,6 +112,10 @@ void test_graph_output(cg_graph *g, const char *name, cg_type *t);
 /* A float initializer (float_data). */
 cg_tensor_proto *test_graph_init_f32(cg_model *m, cg_graph *g, const char *name, int rank,
                                      const int64_t *dims, const float *vals);
+/* An initializer over the caller's raw_data bytes as they are (borrowed,
+ * so a test can place them at odd offsets, as exporters do). */
+cg_tensor_proto *test_graph_init_raw(cg_model *m, cg_graph *g, const char *name, cg_dtype dt,
+                                     int rank, const int64_t *dims, const void *raw, size_t len);
 
 /* --- one-node models ---------------------------------------------------------- */
 
@@ -127,6 +141,10 @@ typedef struct test_case {
  * cg_runtime_free_outputs). Init failures count as run failures. */
 cg_status test_case_run(const test_case *c, cg_named_value **outs, size_t *nouts,
                         cg_error *err);
+/* The same with runtime options (NULL: the defaults, with c->max_alloc)
+ * and `runs` runs of one runtime (as test_model_run_with). */
+cg_status test_case_run_with(const test_case *c, const cg_runtime_options *opt, int runs,
+                             cg_named_value **outs, size_t *nouts, cg_error *err);
 /* Expects a failure whose message names the node and contains needle. */
 void test_case_expect_fail(const test_case *c, const char *needle, const char *what);
 /* Runs and returns output `i` as doubles (malloc'd), *numel its count;
