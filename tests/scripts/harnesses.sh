@@ -3,7 +3,10 @@
 #  - each tests/unit/test_*.c includes testlib.h and checks with its EXPECT
 #    (no private failure counter or check macro) and returns test_done();
 #  - no tests/scripts/*.sh defines a helper of tests/scripts/lib/harness.bash
-#    (check, fail, cg, ...): it sources the harness instead.
+#    (check, fail, cg, ...): it sources the harness instead;
+#  - every tests/scripts/*.sh sources the harness, except the few below,
+#    each with its reason; a listed script that has moved onto the harness
+#    must leave the list (it only shrinks).
 set -u
 bin=${1:?usage: harnesses.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: harnesses.sh CONVGATE_BINARY SOURCE_DIR}
@@ -34,5 +37,35 @@ for f in "$src"/tests/scripts/*.sh; do
     done
 done
 [ -f "$src/tests/scripts/lib/harness.bash" ] || fail "no tests/scripts/lib/harness.bash"
+
+# Not on the harness yet. The Python ones hand the whole test to one python3
+# program (its assertions are the checks); the others keep their own
+# status variable and are still to be moved.
+declare -A not_yet=(
+    [layering.sh]="one python3 program"
+    [litert_oracle.sh]="one python3 program, over LiteRT.js"
+    [placement_pins.sh]="one python3 program (tools/placement_pins.py)"
+    [progress_tty.sh]="one python3 program (a pseudo-terminal)"
+    [python_binding.sh]="python3's unittest"
+    [bad_inputs.sh]="still to move"
+    [check_vs_onnx.sh]="still to move"
+    [ort_basic.sh]="still to move"
+    [parity.sh]="still to move"
+    [quant_parity.sh]="still to move"
+    [reliability.sh]="still to move"
+    [xnnpack_parity.sh]="still to move"
+)
+for f in "$src"/tests/scripts/*.sh; do
+    name=$(basename "$f")
+    if grep -q 'lib/harness\.bash"$' "$f"; then
+        [ -z "${not_yet[$name]:-}" ] ||
+            fail "$name sources lib/harness.bash: take it off harnesses.sh's not_yet list"
+    elif [ -z "${not_yet[$name]:-}" ]; then
+        fail "$name does not source lib/harness.bash"
+    fi
+done
+for name in "${!not_yet[@]}"; do
+    [ -f "$src/tests/scripts/$name" ] || fail "not_yet lists $name, which is gone"
+done
 
 finish

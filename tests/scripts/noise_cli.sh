@@ -15,87 +15,76 @@
 #   - resnet50 on xnnpack: matches (fp32 noise), when ${CG_ZOO:-SOURCE_DIR/zoo}
 #     holds it (tools/fetch_zoo.sh)
 #   - usage errors exit 2
-set -u
 bin=${1:?usage: noise_cli.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: noise_cli.sh CONVGATE_BINARY SOURCE_DIR}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
-# expect NAME WANT_RC PATTERN -- convgate noise ARGS...
-expect() {
+# noise_case NAME WANT_RC ERE -- ARGS...: convgate noise ARGS exits WANT_RC
+# and its output (both streams) has a line matching ERE
+noise_case() {
     local name=$1 want=$2 pattern=$3
     shift 4
-    "$bin" noise "$@" >"$work/out" 2>&1
-    local rc=$?
-    if [ "$rc" != "$want" ] || ! grep -qE -e "$pattern" "$work/out"; then
-        echo "FAIL $name: exit $rc (want $want), output:" >&2
-        cat "$work/out" >&2
-        fail=1
-    else
-        echo "ok   $name: $(grep -E -e "$pattern" "$work/out" | head -n 1 | sed "s/^ *//")"
-    fi
+    expect_exit "$want" "$bin" noise "$@"
+    file_matches "$tmp/out" "$pattern" "$name"
 }
 
 # the XNNPACK delegate is optional at build time
 xnn=0
+skipped=
 "$bin" targets 2>/dev/null | grep -q '^ *xnnpack ' && xnn=1
 if [ "$xnn" = 1 ]; then
-    expect "tiny_cnn on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
+    noise_case "tiny_cnn on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
         "$src/examples/tiny_cnn.onnx" --inputs "$src/examples/tiny_cnn_inputs" --target xnnpack
 else
-    echo "skip xnnpack cases: this build has no XNNPACK delegate"
+    skipped="the xnnpack cases (no XNNPACK delegate in this build)"
 fi
 for c in rmsnorm_overflow layernorm_precision global_mean; do
-    expect "$c on litert-gpu" 1 "litert-gpu +precision breakdown" -- \
+    noise_case "$c on litert-gpu" 1 "litert-gpu +precision breakdown" -- \
         "$src/tests/data/fp16/$c.onnx" --inputs "$src/tests/data/fp16/${c}_inputs" \
         --target litert-gpu --accumulate fp16
 done
-expect "rmsnorm_overflow on litert-gpu as profiled" 0 "litert-gpu +matches at fp16 precision" -- \
+noise_case "rmsnorm_overflow on litert-gpu as profiled" 0 "litert-gpu +matches at fp16 precision" -- \
     "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
     --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu
-expect "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
+noise_case "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
     "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
     --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu --accumulate fp16
-expect "layernorm: fp16 storage named" 1 "fp16 storage$" -- \
+noise_case "layernorm: fp16 storage named" 1 "fp16 storage$" -- \
     "$src/tests/data/fp16/layernorm_precision.onnx" \
     --inputs "$src/tests/data/fp16/layernorm_precision_inputs" --target litert-gpu --accumulate fp16
-expect "global mean: inf named" 1 "inf/NaN where the fp64 reference is finite" -- \
+noise_case "global mean: inf named" 1 "inf/NaN where the fp64 reference is finite" -- \
     "$src/tests/data/fp16/global_mean.onnx" \
     --inputs "$src/tests/data/fp16/global_mean_inputs" --target litert-gpu --accumulate fp16
 
 # the rewrite's outputs on the same inputs, judged against the original's floors
 ins="$src/tests/data/noise/swish_inputs"
-mkdir -p "$work/wrong" "$work/right"
-"$bin" run "$src/tests/data/bisect/swish_rewritten.onnx" -i "x=$ins/s1/x.npy" \
-    -o "$work/wrong/s1" >/dev/null || fail=1
-"$bin" run "$src/tests/data/bisect/swish_original.onnx" -i "x=$ins/s1/x.npy" \
-    -o "$work/right/s1" >/dev/null || fail=1
-expect "wrong rewrite" 1 "wrong result: [0-9.e+]+x the fp32 noise floor" -- \
-    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$work/wrong"
-expect "the original's own outputs" 0 "matches \(fp32 noise\)" -- \
-    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$work/right"
+mkdir -p "$tmp/wrong" "$tmp/right"
+expect_cg 0 run "$src/tests/data/bisect/swish_rewritten.onnx" -i "x=$ins/s1/x.npy" \
+    -o "$tmp/wrong/s1"
+expect_cg 0 run "$src/tests/data/bisect/swish_original.onnx" -i "x=$ins/s1/x.npy" \
+    -o "$tmp/right/s1"
+noise_case "wrong rewrite" 1 "wrong result: [0-9.e+]+x the fp32 noise floor" -- \
+    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$tmp/wrong"
+noise_case "the original's own outputs" 0 "matches \(fp32 noise\)" -- \
+    "$src/tests/data/bisect/swish_original.onnx" --inputs "$ins" --outputs-from "$tmp/right"
 
-expect "decisions judged by flips" 0 \
+noise_case "decisions judged by flips" 0 \
     "decisions flipped, largest margin .* at 'quant', every one within the fp16 storage noise" \
     -- "$src/tests/data/noise/decisions.onnx" --target litert-gpu --random 3 --seed 2
-"$bin" noise "$src/tests/data/noise/decisions.onnx" --json --random 2 >"$work/d.json" || fail=1
-grep -q '"discontinuous": true' "$work/d.json" && grep -q '"fp16"' "$work/d.json" || {
-    echo "FAIL decisions --json lacks fields" >&2
-    fail=1
-}
+expect_cg 0 noise "$src/tests/data/noise/decisions.onnx" --json --random 2
+expect_out '"discontinuous": true' '"fp16"'
 
-expect "usage: --precision alone" 2 "--precision describes --outputs-from" -- \
+noise_case "usage: --precision alone" 2 "--precision describes --outputs-from" -- \
     "$src/tests/data/noise/decisions.onnx" --precision fp16
-expect "usage: no model" 2 "no model given" --
-expect "usage: fp16 target without its floor" 2 "drop --no-fp16" -- \
+noise_case "usage: no model" 2 "no model given" --
+noise_case "usage: fp16 target without its floor" 2 "drop --no-fp16" -- \
     "$src/tests/data/noise/decisions.onnx" --target litert-gpu --no-fp16
 
 zoo=${CG_ZOO:-$src/zoo}
 if [ "$xnn" = 1 ] && [ -f "$zoo/resnet50.onnx" ]; then
-    expect "resnet50 on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
+    noise_case "resnet50 on xnnpack" 0 "xnnpack +matches \(fp32 noise\)" -- \
         "$zoo/resnet50.onnx" --target xnnpack --random 1 --no-fp16
 else
     echo "skip resnet50 on xnnpack: no XNNPACK, or no $zoo/resnet50.onnx (set CG_ZOO)"
 fi
-exit $fail
+finish "$skipped"
