@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "convgate/model.h"
@@ -18,29 +17,21 @@ static void save_usage(FILE *f)
             "version of convgate does not know. With --external-data, initializer payloads\n"
             "of at least N bytes (default 1024) move to the file NAME beside OUT (a plain\n"
             "file name: no directories), 64-byte aligned, as ONNX external data; that is\n"
-            "how models over protobuf's 2 GiB limit are stored. --json prints the files\n"
-            "written and their sizes as JSON (docs/json.md).\n"
+            "how models over protobuf's 2 GiB limit are stored. A weight MODEL read from\n"
+            "external data that stays below N is written inline. When no weight reaches N,\n"
+            "nothing moves and NAME is not written; if a file NAME already stands beside\n"
+            "OUT it would no longer belong to the model, so save refuses (exit 2) and\n"
+            "writes nothing: remove it, lower --min-bytes or pick another name. --json\n"
+            "prints the files this save wrote and their sizes as JSON (docs/json.md).\n"
             "\n"
             "Exit status: 0 written, 2 load or write error.\n");
 }
 
-/* The sizes of what was written: the model, and its weights file beside it. */
-static json_t *save_json(const char *model, const char *out, const char *external)
+/* What this save wrote: the model, and its weights file beside it when one
+ * was (never a file that merely stands there). */
+static json_t *save_json(const char *model, const char *out, const cg_save_written *w)
 {
-    struct stat st;
-    char ext_path[4096];
-    cg_save_view v = {model, out, 0, NULL, 0};
-    if (stat(out, &st) == 0)
-        v.output_bytes = (uint64_t)st.st_size;
-    if (external) {
-        const char *slash = strrchr(out, '/');
-        int dir_len = slash ? (int)(slash - out) + 1 : 0;
-        if (snprintf(ext_path, sizeof ext_path, "%.*s%s", dir_len, out, external) <
-                (int)sizeof ext_path && stat(ext_path, &st) == 0) {
-            v.external_data = external; /* none written when no weight was large enough */
-            v.external_bytes = (uint64_t)st.st_size;
-        }
-    }
+    cg_save_view v = {model, out, w->model_bytes, w->external_file, w->external_bytes};
     return cg_report_save_json(&v);
 }
 
@@ -89,11 +80,12 @@ int cmd_save(int argc, char **argv)
         return CG_EXIT_ERROR;
     }
     int rc = CG_EXIT_OK;
-    if (cg_model_save(model, out, &sopt, &err) != CG_OK) {
+    cg_save_written written;
+    if (cg_model_save_written(model, out, &sopt, &written, &err) != CG_OK) {
         cli_error("save", "%s", err.msg);
         rc = CG_EXIT_ERROR;
     } else if (cli_json_on()) {
-        rc = cli_json_emit(rc, save_json(path, out, sopt.external_file));
+        rc = cli_json_emit(rc, save_json(path, out, &written));
     }
     cg_model_free(model);
     return rc;

@@ -342,14 +342,32 @@ CG_API void cg_model_free(cg_model *model);
 
 /* Save options: external data moves every initializer with at least
  * `external_min_bytes` bytes of payload to `external_file` (a bare file name
- * written beside the model). */
+ * written beside the model). An initializer the source read from external
+ * data that does not move is written inline: the saved model never points
+ * into the source's weights file. When no initializer reaches
+ * external_min_bytes, nothing moves and no weights file is written; a file
+ * of that name already beside the model would then no longer belong to it,
+ * so the save is refused (CG_USAGE) and writes nothing. */
 typedef struct cg_save_options {
     const char *external_file; /* NULL: keep everything inline */
     size_t external_min_bytes;
 } cg_save_options;
 
+/* What a save wrote. */
+typedef struct cg_save_written {
+    uint64_t model_bytes;
+    const char *external_file; /* the weights file written beside the model
+                                  (the options' name), NULL when none was */
+    uint64_t external_bytes;
+    size_t external_count;     /* initializers moved there */
+} cg_save_written;
+
 CG_API CG_NODISCARD cg_status cg_model_save(const cg_model *model, const char *path,
                                             const cg_save_options *opt, cg_error *err);
+/* cg_model_save, filling *written (when not NULL) on success. */
+CG_API CG_NODISCARD cg_status cg_model_save_written(const cg_model *model, const char *path,
+                                                    const cg_save_options *opt,
+                                                    cg_save_written *written, cg_error *err);
 
 /* Serializes to a malloc'd buffer (caller frees). Inline data only. */
 CG_API CG_NODISCARD cg_status cg_model_serialize(const cg_model *model, uint8_t **out,

@@ -244,6 +244,12 @@ bool cg_file_same(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+bool cg_file_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
 /* --- atomic writes ---------------------------------------------------------- */
 
 /* The folder of path ("." when none); malloc'd. */

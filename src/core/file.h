@@ -73,5 +73,8 @@ cg_status cg_atomic_write(const char *path, const void *data, size_t len, cg_err
 
 /* True when a and b name the same existing file (device and inode). */
 bool cg_file_same(const char *a, const char *b);
+/* True when something (a file of any kind, or a link, even a dangling one)
+ * stands at path. */
+bool cg_file_exists(const char *path);
 
 #endif

@@ -268,8 +268,10 @@ static void emit_tensor(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_tensor_proto *t = msg;
     const ext_entry *moved = c->ext_name ? ext_find(c, t) : NULL;
-    /* a tensor loaded from external data and saved inline gets raw_data */
-    bool inline_external = !moved && !c->ext_name && t->has_data_location &&
+    /* a tensor loaded from external data that does not move to this save's
+     * weights file gets raw_data: its old location names the source's file
+     * (which this save may even replace) */
+    bool inline_external = !moved && t->has_data_location &&
                            t->data_location == CG_LOC_EXTERNAL && t->external_payload.data;
     for (size_t i = 0; i < t->rank; i++)
         put_varint_field(w, 1, (uint64_t)t->dims[i]);
@@ -548,11 +550,13 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* Writes the moved payloads (c->ext, in offset order) to f, 64-byte aligned. */
-static bool write_external(FILE *f, const wctx *c)
+/* Writes the moved payloads (c->ext, in offset order) to f, 64-byte aligned;
+ * *size: the bytes written. */
+static bool write_external(FILE *f, const wctx *c, uint64_t *size)
 {
     static const uint8_t zeros[EXT_ALIGN];
     uint64_t pos = 0;
+    *size = 0;
     for (size_t i = 0; i < c->ext_count; i++) {
         const ext_entry *e = &c->ext[i];
         size_t pad = (size_t)(e->offset - pos);
@@ -560,6 +564,7 @@ static bool write_external(FILE *f, const wctx *c)
             fwrite(e->payload.data, 1, e->payload.len, f) != e->payload.len)
             return false;
         pos = e->offset + e->payload.len;
+        *size = pos;
     }
     return true;
 }
@@ -571,7 +576,17 @@ static bool write_external(FILE *f, const wctx *c)
 cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_options *opt,
                         cg_error *err)
 {
+    return cg_model_save_written(model, path, opt, NULL, err);
+}
+
+cg_status cg_model_save_written(const cg_model *model, const char *path,
+                                const cg_save_options *opt, cg_save_written *written,
+                                cg_error *err)
+{
     msg_sizes sizes = {0};
+    uint64_t ext_bytes = 0;
+    if (written)
+        memset(written, 0, sizeof *written);
     wctx c = {0};
     c.sizes = &sizes;
     cg_status st = CG_OK;
@@ -617,9 +632,27 @@ cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_o
         }
         memcpy(ext_path, path, dir_len);
         strcpy(ext_path + dir_len, c.ext_name);
+        if (c.ext_count == 0) {
+            /* nothing moves: no weights file, and none left standing that
+             * a reader would take for this model's */
+            if (cg_file_exists(ext_path)) {
+                st = cg_error_set(err, CG_USAGE,
+                                  "saving '%s': no initializer has %zu bytes or more, so "
+                                  "nothing moves to external data '%s', yet '%s' exists and "
+                                  "would no longer belong to the model: remove it, lower "
+                                  "--min-bytes or pick another name",
+                                  path, opt->external_min_bytes, c.ext_name, ext_path);
+                goto done;
+            }
+            free(ext_path);
+            ext_path = NULL;
+            c.ext_name = NULL;
+        }
+    }
+    if (ext_path) {
         if ((st = cg_atomic_begin(&ext_file, ext_path, err)) != CG_OK)
             goto done;
-        if (!write_external(ext_file.f, &c)) {
+        if (!write_external(ext_file.f, &c, &ext_bytes)) {
             st = cg_error_set(err, CG_IO, "saving '%s': writing external data '%s' failed: %s",
                               path, c.ext_name, strerror(errno));
             goto done;
@@ -655,7 +688,12 @@ cg_status cg_model_save(const cg_model *model, const char *path, const cg_save_o
         goto done;
     if (ext_path && (st = cg_atomic_commit(&ext_file, err)) != CG_OK)
         goto done;
-    st = cg_atomic_commit(&model_file, err);
+    if ((st = cg_atomic_commit(&model_file, err)) == CG_OK && written) {
+        written->model_bytes = total;
+        written->external_file = ext_path ? opt->external_file : NULL;
+        written->external_bytes = ext_bytes;
+        written->external_count = ext_path ? c.ext_count : 0;
+    }
 done:
     cg_atomic_abort(&ext_file);
     cg_atomic_abort(&model_file);

@@ -305,12 +305,15 @@ cg_status cg_convert_run(const cg_model *source, const char *source_path, const 
     /* 3. the artifact: model.onnx (large weights beside it), golden/ */
     if ((st = prepare_dir(dir, opt->force, err)) != CG_OK)
         return st;
-    out->external_data = opt->external_above && initializer_bytes(out->rewrite.model) > opt->external_above;
-    if (out->external_data) {
+    if (opt->external_above && initializer_bytes(out->rewrite.model) > opt->external_above) {
+        /* model.onnx.data exists only when some weight reached 1024 bytes */
         cg_save_options so = {"model.onnx.data", 1024};
-        if ((st = cg_model_save(out->rewrite.model, path, &so, err)) != CG_OK ||
-            (st = add_written(out, "model.onnx", err)) != CG_OK ||
-            (st = add_written(out, "model.onnx.data", err)) != CG_OK)
+        cg_save_written written;
+        if ((st = cg_model_save_written(out->rewrite.model, path, &so, &written, err)) != CG_OK ||
+            (st = add_written(out, "model.onnx", err)) != CG_OK)
+            return st;
+        out->external_data = written.external_file != NULL;
+        if (out->external_data && (st = add_written(out, "model.onnx.data", err)) != CG_OK)
             return st;
     } else {
         uint8_t *bytes = NULL;

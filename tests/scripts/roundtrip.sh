@@ -55,6 +55,41 @@ PY
 done
 [ $ext_ok = 1 ] || fail "no model for the external-data check"
 
+# save --json reports what this save wrote (#8), and no weights file is
+# left beside the model that does not belong to it
+cnn="$src/examples/tiny_cnn.onnx"
+mkdir -p "$tmp/all" "$tmp/part" "$tmp/none" "$tmp/stale"
+expect_cg 0 run "$cnn" --random --seed 3 -o "$tmp/want"
+expect_cg 0 save "$cnn" -o "$tmp/all/m.onnx" --external-data w.bin --min-bytes 0
+# from a model whose weights are all external, only those of 100000 bytes
+# or more move to the new w.bin; the rest come inline, never pointing at the
+# source's w.bin offsets (which name other bytes in the new file)
+expect_cg 0 save "$tmp/all/m.onnx" -o "$tmp/part/m.onnx" --external-data w.bin \
+    --min-bytes 100000 --json
+check "--json: the model's and w.bin's sizes as written" out_json \
+    "r['bytes'] == $(stat -c %s "$tmp/part/m.onnx") and r['external_data']['file'] == 'w.bin' \
+     and r['external_data']['bytes'] == $(stat -c %s "$tmp/part/w.bin")"
+"$py" - "$tmp/part/m.onnx" <<'PY' || fail "the partly external model's initializers"
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+ext = [t.name for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+assert ext == ["features.12.weight"], ext
+PY
+expect_cg 0 run "$tmp/part/m.onnx" --random --seed 3 -o "$tmp/got"
+cmp -s "$tmp/want/logits.npy" "$tmp/got/logits.npy" ||
+    fail "the partly external model computes other outputs than the source"
+# nothing reaches --min-bytes: no weights file, and --json says so
+expect_cg 0 save "$cnn" -o "$tmp/none/m.onnx" --external-data w.bin --min-bytes 100000000 --json
+check "--json: no weights file when nothing moved" out_json "r['external_data'] is None"
+[ -e "$tmp/none/w.bin" ] && fail "an empty w.bin was written although nothing moved"
+# ... and a w.bin already there would no longer belong to the model: refused,
+# nothing written, the file left as it was
+echo "old weights" >"$tmp/stale/w.bin"
+expect_cg 2 save "$cnn" -o "$tmp/stale/m.onnx" --external-data w.bin --min-bytes 100000000 --json
+expect_err "would no longer belong to the model"
+[ -e "$tmp/stale/m.onnx" ] && fail "a model was written beside the stale w.bin"
+[ "$(cat "$tmp/stale/w.bin")" = "old weights" ] || fail "the stale w.bin was changed"
+
 # item 11: the writer never places external data outside the output directory
 mkdir -p "$tmp/dest"
 for bad in ../escape.bin /tmp/abs.bin sub/dir.bin ..; do
