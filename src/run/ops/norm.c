@@ -6,7 +6,9 @@
  * Statistics are accumulated in double whatever the element type; float32
  * tensors are read and written in place (BatchNorm's inference form is one
  * fused multiply-add per element), other float types are widened to double
- * in scratch and rounded once on store.
+ * in scratch and rounded once on store. The exception is float32
+ * LayerNormalization, which follows ONNX Runtime's float arithmetic
+ * (ln_rows_f32_ort).
  */
 #include <math.h>
 #include <string.h>
@@ -342,6 +344,43 @@ static cg_status ln_param(cg_kernel_ctx *k, size_t i, const cg_tensor *x, int ax
     return CG_OK;
 }
 
+/* LayerNormalization of float32 rows as ONNX Runtime 1.22's CPU kernel
+ * computes it (core/providers/cpu/nn/layer_norm_impl.cc, ComputeJob): the
+ * sums of x and x*x in float, in order, in one pass; var = E[x^2] - mean^2;
+ * y = (x - mean) / sqrt(var + eps) * scale + bias, one float rounding per
+ * operation. E[x^2] - mean^2 loses the variance of rows far from zero (the
+ * double path does not), but a quantizer downstream turns any difference
+ * into a step, so float32 rounds as the runtime models are deployed on; the
+ * float64 mode keeps the double path. sc/bi hold float values (exact). */
+static void ln_rows_f32_ort(const float *x, float *y, const norm_rows *nr)
+{
+    float n = (float)nr->len;
+    for (int64_t r = 0; r < nr->rows; r++) {
+        const float *xr = x + r * nr->len;
+        float *yr = y + r * nr->len;
+        float mean = 0.0f, mean_square = 0.0f;
+        for (int64_t i = 0; i < nr->len; i++) {
+            float sq = xr[i] * xr[i];
+            mean += xr[i];
+            mean_square += sq;
+        }
+        mean = mean / n;
+        float msq = mean * mean;
+        float var = mean_square / n;
+        var = var - msq;
+        float sd = sqrtf(var + (float)nr->eps);
+        for (int64_t i = 0; i < nr->len; i++) {
+            float v = (xr[i] - mean) / sd;
+            v = v * (float)nr->sc[i];
+            yr[i] = nr->bi ? v + (float)nr->bi[i] : v;
+        }
+        if (nr->mean_out)
+            nr->mean_out[r] = mean;
+        if (nr->inv_out)
+            nr->inv_out[r] = 1.0f / sd;
+    }
+}
+
 cg_status cg_op_layernormalization(cg_kernel_ctx *k)
 {
     const cg_tensor *x;
@@ -387,7 +426,9 @@ cg_status cg_op_layernormalization(cg_kernel_ctx *k)
     nr.inv_out = it ? cg_nn_scratch(k, outer, sizeof(double)) : NULL;
     if ((mt && !nr.mean_out) || (it && !nr.inv_out))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    if ((st = normalize_rows(k, x, y, &nr)) != CG_OK)
+    if (x->dtype == CG_DTYPE_FLOAT)
+        ln_rows_f32_ort(x->data, y->data, &nr);
+    else if ((st = normalize_rows(k, x, y, &nr)) != CG_OK)
         return st;
     if (mt)
         cg_nn_store_f64(mt, nr.mean_out);

@@ -22,7 +22,10 @@
  * only when the two agree). The two agree to an ulp or so; an ulp is all it takes to flip a quantizer downstream
  * (DynamicQuantizeLinear after an upsample), so the reference rounds as the
  * runtime models are deployed on. Double (the float64 mode) keeps the exact
- * formula.
+ * formula. float32 bicubic (cubic mode on 2-D or NCHW, no antialias) does the
+ * same with ORT's ResizeBiCubic (rs_bicubic_ort): Keys' weights computed in
+ * float per position, rows interpolated first, weights divided by their sum
+ * before each product.
  */
 #include <math.h>
 #include <string.h>
@@ -340,6 +343,119 @@ static cg_status rs_bilinear_ort(cg_kernel_ctx *k, const rs_cfg *c, const float 
     return CG_OK;
 }
 
+/* ORT's GetCubicCoeffs: Keys' cubic weights of the four taps around a
+ * point at fraction t, in float, one rounding per operation. */
+static void rs_cubic_coeffs_ort(float t, float a, float *c)
+{
+    float a5 = 5 * a, a8 = 8 * a, a4 = 4 * a, a2 = a + 2, a3 = a + 3;
+    float u = t + 1, v, w;
+    v = a * u;
+    v = v - a5;
+    v = v * u;
+    v = v + a8;
+    v = v * u;
+    c[0] = v - a4;
+    v = a2 * t;
+    v = v - a3;
+    v = v * t;
+    v = v * t;
+    c[1] = v + 1;
+    w = 1 - t;
+    v = a2 * w;
+    v = v - a3;
+    v = v * w;
+    v = v * w;
+    c[2] = v + 1;
+    u = 2 - t;
+    v = a * u;
+    v = v - a5;
+    v = v * u;
+    v = v + a8;
+    v = v * u;
+    c[3] = v - a4;
+}
+
+/* One axis of ORT's ResizeBiCubic: per output index, x_original (kept for
+ * extrapolation), floor(x_original) and the four weights, zeroed and summed
+ * (in float, in order) for exclude_outside, else with sum 1. */
+static void rs_bicubic_axis_ort(const rs_cfg *c, int64_t in, int64_t out, float s,
+                                float roi_start, float roi_end, float *orig, int64_t *base,
+                                float *w, float *wsum)
+{
+    float a = (float)c->cubic_a;
+    for (int64_t o = 0; o < out; o++) {
+        float v = s == 1 ? (float)o
+                         : rs_original_ort(c->ctm, (float)o, s, (float)out, (float)in, roi_start,
+                                           roi_end);
+        orig[o] = v;
+        float fl = floorf(v);
+        /* far outside (tf_crop_and_resize) the position only extrapolates */
+        int64_t b = fl >= -2.0f && fl <= (float)in + 1 ? (int64_t)fl : 0;
+        base[o] = b;
+        rs_cubic_coeffs_ort(fabsf(v - (float)b), a, w + 4 * o);
+        wsum[o] = 1.0f;
+        if (c->exclude_outside) {
+            float sum = 0.0f;
+            for (int64_t i = 0; i < 4; i++) {
+                int64_t p = b - 1 + i;
+                if (p < 0 || p >= in)
+                    w[4 * o + i] = 0.0f;
+                sum += w[4 * o + i];
+            }
+            wsum[o] = sum;
+        }
+    }
+}
+
+/* ORT's ResizeBiCubic on float32 planes x [planes][ih][iw] -> y [planes][oh]
+ * [ow]: per output, four row interpolations sum_j (wx[j] / sx) * x (taps
+ * edge-clamped), then sum_i (row_i * wy[i]) / sy, each sum from 0 in
+ * order, one float rounding per operation. */
+static cg_status rs_bicubic_ort(cg_kernel_ctx *k, const rs_cfg *c, const float *x, float *y,
+                                int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                                float sh, float sw, const double *roi_s, const double *roi_e)
+{
+    int64_t *by = cg_kernel_scratch(k, sizeof(int64_t) * (size_t)(oh + ow) + 1);
+    float *f = cg_kernel_scratch(k, sizeof(float) * (size_t)(6 * (oh + ow)) + 1);
+    if (!by || !f)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory for resize");
+    int64_t *bx = by + oh;
+    float *yo = f, *wy = yo + oh, *sy = wy + 4 * oh, *xo = sy + oh, *wx = xo + ow, *sx = wx + 4 * ow;
+    rs_bicubic_axis_ort(c, ih, oh, sh, (float)roi_s[0], (float)roi_e[0], yo, by, wy, sy);
+    rs_bicubic_axis_ort(c, iw, ow, sw, (float)roi_s[1], (float)roi_e[1], xo, bx, wx, sx);
+    bool crop = c->ctm == CTM_TF_CROP_AND_RESIZE;
+    float extrap = (float)c->extrapolation;
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = x + p * ih * iw;
+        float *yp = y + p * oh * ow;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            bool out_y = crop && (yo[oy] < 0 || yo[oy] > (float)(ih - 1));
+            for (int64_t ox = 0; ox < ow; ox++) {
+                if (out_y || (crop && (xo[ox] < 0 || xo[ox] > (float)(iw - 1)))) {
+                    yp[oy * ow + ox] = extrap;
+                    continue;
+                }
+                float result = 0.0f;
+                for (int64_t i = 0; i < 4; i++) {
+                    int64_t r = rs_clamp(by[oy] - 1 + i, 0, ih - 1);
+                    float row = 0.0f;
+                    for (int64_t j = 0; j < 4; j++) {
+                        int64_t q = rs_clamp(bx[ox] - 1 + j, 0, iw - 1);
+                        float t = wx[4 * ox + j] / sx[ox];
+                        t = t * xp[r * iw + q];
+                        row = row + t;
+                    }
+                    float t = row * wy[4 * oy + i];
+                    t = t / sy[oy];
+                    result = result + t;
+                }
+                yp[oy * ow + ox] = result;
+            }
+        }
+    }
+    return CG_OK;
+}
+
 /* Shared body. scales_t / sizes_t / roi_t may be NULL; scales_attr is the
  * Upsample-7 attribute form. */
 static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
@@ -538,11 +654,30 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
     if (X->dtype == CG_DTYPE_STRING || X->dtype == CG_DTYPE_BOOL)
         return cg_kernel_fail(k, CG_UNSUPPORTED, "%s mode does not support type %s",
                               cfg->mode == RS_LINEAR ? "linear" : "cubic", cg_dtype_name(X->dtype));
+    /* Where a mode reads the resized length, ORT takes the output size and
+     * the spec in * scale: they agree only when in * scale is whole (sizes
+     * given, or an exact scale). Elsewhere the spec is followed. */
+    bool ort_lengths = true;
+    bool uses_length = cfg->ctm == CTM_ALIGN_CORNERS || cfg->ctm == CTM_TF_CROP_AND_RESIZE ||
+                       cfg->ctm == CTM_HALF_PIXEL_SYMMETRIC || cfg->ctm == CTM_PYTORCH_HALF_PIXEL;
+    for (int i = 0; uses_length && i < rank; i++)
+        if (resized[i] && (double)out_dims[i] != (double)X->dims[i] * scale[i])
+            ort_lengths = false;
+    /* float32 bicubic: ORT's ResizeBiCubic (see the file comment) on 2-D
+     * and NCHW (N, C kept) tensors */
+    if (cfg->mode == RS_CUBIC && !cfg->antialias && X->dtype == CG_DTYPE_FLOAT && ort_lengths &&
+        (rank == 2 || (rank == 4 && !resized[0] && !resized[1]))) {
+        int hax = rank - 2, wax = rank - 1;
+        double rs2[2] = {roi_s[hax], roi_s[wax]}, re2[2] = {roi_e[hax], roi_e[wax]};
+        int64_t planes = rank == 4 ? X->dims[0] * X->dims[1] : 1;
+        return rs_bicubic_ort(k, cfg, X->data, Y->data, planes, X->dims[hax], X->dims[wax],
+                              out_dims[hax], out_dims[wax], fscale[hax], fscale[wax], rs2, re2);
+    }
     /* float32 bilinear: ONNX Runtime's arithmetic (see the file comment) on
      * the layouts its bilinear kernel takes: 2-D, NCHW (N, C kept), NHWC
      * (N, C kept); int32 extents */
     if (cfg->mode == RS_LINEAR && !cfg->antialias && X->dtype == CG_DTYPE_FLOAT &&
-        (rank == 2 || rank == 4)) {
+        ort_lengths && (rank == 2 || rank == 4)) {
         int64_t d4[4] = {1, 1, 1, 1}, o4[4] = {1, 1, 1, 1};
         int hax = 2, wax = 3;
         bool ok = true;
@@ -561,15 +696,6 @@ static cg_status rs_run(cg_kernel_ctx *k, const cg_tensor *X, const rs_cfg *cfg,
                 hax = 1, wax = 2;
         }
         float sh = fscale[rank == 2 ? 0 : hax], sw = fscale[rank == 2 ? 1 : wax];
-        /* Where a mode reads the resized length, ORT takes the output size
-         * and the spec in * scale: they agree only when in * scale is whole
-         * (sizes given, or an exact scale). Elsewhere the spec is followed. */
-        bool uses_length = cfg->ctm == CTM_ALIGN_CORNERS || cfg->ctm == CTM_TF_CROP_AND_RESIZE ||
-                           cfg->ctm == CTM_HALF_PIXEL_SYMMETRIC ||
-                           cfg->ctm == CTM_PYTORCH_HALF_PIXEL;
-        for (int i = 0; uses_length && i < rank; i++)
-            if (resized[i] && (double)out_dims[i] != (double)X->dims[i] * scale[i])
-                ok = false;
         ok = ok && d4[hax] <= INT32_MAX && d4[wax] <= INT32_MAX && o4[hax] <= INT32_MAX &&
              o4[wax] <= INT32_MAX && d4[hax] * d4[wax] <= INT32_MAX;
         if (ok)
