@@ -60,6 +60,13 @@ def main():
             nodes.append(helper.make_node(op, [inp(name + "_x", x)], [name], axis=-1))
             out(name, op)
 
+    # and along a middle axis (opset 13: ORT transposes it last)
+    for op in ("Softmax", "LogSoftmax"):
+        x = rng.standard_normal((2, 37, 5)) * 3
+        name = "%s_axis1" % op.lower()
+        nodes.append(helper.make_node(op, [inp(name + "_x", x)], [name], axis=1))
+        out(name, op)
+
     # ReduceMean over the last axis (and over H, W of NCHW), fed by a Neg
     # so that ORT reads a buffer it allocated (its Eigen sum's vector start
     # depends on the address); -mean(-x) is mean(x) exactly

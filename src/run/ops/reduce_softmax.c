@@ -4,9 +4,11 @@
  * Each sees the input as [outer, n, inner] and transforms every row of n
  * elements (stride inner). Before opset 13 the Softmax family coerced the
  * input to 2-D at `axis` (row = everything from axis on: inner = 1, n =
- * prod(dims[axis:])); from 13 a row runs along the single axis. float32 has
- * a direct path; other float types go through double and round once.
+ * prod(dims[axis:])); from 13 a row runs along the single axis. float32
+ * Softmax and LogSoftmax round like ONNX Runtime 1.22's MLAS kernels
+ * (row_softmax_f32); other float types go through double and round once.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -52,21 +54,26 @@ static void row_transform(row_kind kind, double *v, int64_t n)
         v[i] = kind == ROW_SOFTMAX ? exp(v[i] - m) / s : v[i] - m - ls;
 }
 
-/* float32 softmax / log-softmax on a contiguous row (inner == 1); the sum
- * of the exponentials in double (lane-wise on the vector paths). */
+/* float32 softmax / log-softmax of one contiguous row as ONNX Runtime 1.22
+ * computes it (MlasComputeSoftmaxThreaded): the maximum from the lowest
+ * float, the exps and their float sum by sumexp_f32 (MLAS's polynomial and
+ * 16 lanes), then y = e * (1 / sum), or log-softmax (x - max) - logf(sum). */
 static void row_softmax_f32(const cg_simd_ops *ops, bool log_form, const float *in, float *out,
                             int64_t n)
 {
     float m = ops->max_f32(in, n);
-    if (isinf(m) && m < 0)
-        m = 0.0f;
-    double s = ops->exp_shift_sum_f32(out, in, m, n);
+    if (m < -FLT_MAX)
+        m = -FLT_MAX; /* MLAS starts its maximum there */
+    float negmax = -m;
+    float s = ops->sumexp_f32(log_form ? NULL : out, in, negmax, n);
     if (log_form) {
-        float ls = (float)log(s);
-        for (int64_t i = 0; i < n; i++)
-            out[i] = in[i] - m - ls;
+        float ls = logf(s);
+        for (int64_t i = 0; i < n; i++) {
+            float v = in[i] + negmax;
+            out[i] = v - ls;
+        }
     } else {
-        float inv = (float)(1.0 / s);
+        float inv = 1.0f / s;
         for (int64_t i = 0; i < n; i++)
             out[i] *= inv;
     }
@@ -113,12 +120,28 @@ static cg_status row_op(cg_kernel_ctx *k, row_kind kind, bool coerce_2d, int64_t
         return st;
     if (out->numel == 0)
         return CG_OK;
-    if (x->dtype == CG_DTYPE_FLOAT && inner == 1 &&
-        (kind == ROW_SOFTMAX || kind == ROW_LOGSOFTMAX)) {
+    if (x->dtype == CG_DTYPE_FLOAT && (kind == ROW_SOFTMAX || kind == ROW_LOGSOFTMAX)) {
         const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
+        const float *xf = x->data;
+        float *yf = out->data;
+        if (inner == 1) {
+            for (int64_t o = 0; o < outer; o++)
+                row_softmax_f32(ops, kind == ROW_LOGSOFTMAX, xf + o * n, yf + o * n, n);
+            return CG_OK;
+        }
+        /* a strided row: gathered, as ORT transposes the axis last */
+        float *row = cg_kernel_scratch(k, 2 * (size_t)n * sizeof *row);
+        if (!row)
+            return cg_kernel_fail(k, CG_NOMEM, "out of memory");
         for (int64_t o = 0; o < outer; o++)
-            row_softmax_f32(ops, kind == ROW_LOGSOFTMAX, (const float *)x->data + o * n,
-                            (float *)out->data + o * n, n);
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t base = o * n * inner + i;
+                for (int64_t j = 0; j < n; j++)
+                    row[j] = xf[base + j * inner];
+                row_softmax_f32(ops, kind == ROW_LOGSOFTMAX, row, row + n, n);
+                for (int64_t j = 0; j < n; j++)
+                    yf[base + j * inner] = row[n + j];
+            }
         return CG_OK;
     }
     double *buf = cg_kernel_scratch(k, (size_t)n * sizeof *buf);

@@ -1,11 +1,18 @@
 /*
  * The portable entries of the vector tables (see simd.h) and the choice of
  * table. These are the reference the vector paths are tested against: they
- * compute exactly what the kernels did before, with libm.
+ * compute exactly what the kernels did before, with libm, except the
+ * entries that copy ONNX Runtime's MLAS (simd_mlas.h), which use fmaf.
  */
 #include <math.h>
 
 #include "run/ops/simd.h"
+#include "run/ops/simd_mlas.h"
+
+/* SSE's maxps / minps of one lane: b when either is NaN (MLAS clamps x
+ * with max(lo, x), so a NaN x passes). */
+static inline float sse_max(float a, float b) { return a > b ? a : b; }
+static inline float sse_min(float a, float b) { return a < b ? a : b; }
 
 void cg_simd_exp_f32_c(float *y, const float *x, int64_t n)
 {
@@ -13,12 +20,24 @@ void cg_simd_exp_f32_c(float *y, const float *x, int64_t n)
         y[i] = expf(x[i]);
 }
 
-/* The stable form: exp of a non-positive number only. */
+/* MLAS's logistic, as LogisticKernelFma3.S computes one lane. */
 static inline float sigmoid1(float x)
 {
-    float e = expf(-fabsf(x));
-    float r = 1.0f / (1.0f + e);
-    return x >= 0 ? r : e * r;
+    float v = sse_min(MLAS_LOGISTIC_HI, sse_max(MLAS_LOGISTIC_LO, x));
+    float x2 = v * v;
+    float p = fmaf(x2, MLAS_LOGISTIC_A9, MLAS_LOGISTIC_A7);
+    p = fmaf(p, x2, MLAS_LOGISTIC_A5);
+    p = fmaf(p, x2, MLAS_LOGISTIC_A3);
+    p = fmaf(p, x2, MLAS_LOGISTIC_A1);
+    float q = fmaf(x2, MLAS_LOGISTIC_B10, MLAS_LOGISTIC_B8);
+    q = fmaf(q, x2, MLAS_LOGISTIC_B6);
+    q = fmaf(q, x2, MLAS_LOGISTIC_B4);
+    q = fmaf(q, x2, MLAS_LOGISTIC_B2);
+    q = fmaf(q, x2, MLAS_LOGISTIC_B0);
+    p = v * p;
+    float r = p / q;
+    r = r + 0.5f;
+    return sse_max(0.0f, r);
 }
 
 void cg_simd_sigmoid_f32_c(float *y, const float *x, int64_t n)
@@ -52,10 +71,28 @@ void cg_simd_hardswish_f32_c(float *y, const float *x, int64_t n, float alpha, f
         y[i] = x[i] * hardsigmoid1(x[i], alpha, beta);
 }
 
+/* MLAS's tanh, as TanhKernelFma3.S computes one lane. */
+static inline float tanh1(float x)
+{
+    float v = sse_min(MLAS_TANH_HI, sse_max(MLAS_TANH_LO, x));
+    float x2 = v * v;
+    float p = fmaf(x2, MLAS_TANH_A13, MLAS_TANH_A11);
+    p = fmaf(p, x2, MLAS_TANH_A9);
+    p = fmaf(p, x2, MLAS_TANH_A7);
+    p = fmaf(p, x2, MLAS_TANH_A5);
+    p = fmaf(p, x2, MLAS_TANH_A3);
+    p = fmaf(p, x2, MLAS_TANH_A1);
+    float q = fmaf(x2, MLAS_TANH_B6, MLAS_TANH_B4);
+    q = fmaf(q, x2, MLAS_TANH_B2);
+    q = fmaf(q, x2, MLAS_TANH_B0);
+    p = v * p;
+    return p / q;
+}
+
 void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = tanhf(x[i]);
+        y[i] = tanh1(x[i]);
 }
 
 void cg_simd_erf_f32_c(float *y, const float *x, int64_t n)
@@ -64,14 +101,48 @@ void cg_simd_erf_f32_c(float *y, const float *x, int64_t n)
         y[i] = erff(x[i]);
 }
 
-double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n)
+/* MLAS's exp of one lane of the softmax sum (v = x + negmax): vscalefps'
+ * p * 2^m is one rounding; two exact power-of-two factors give the same
+ * (p * 2^h is normal for m >= -150, the clamp's floor). */
+static inline float sumexp1(float v)
 {
-    double s = 0.0;
+    v = sse_max(MLAS_EXP_LO, v);
+    float m = fmaf(v, MLAS_EXP_LOG2E, MLAS_EXP_BIAS);
+    m = m - MLAS_EXP_BIAS;
+    v = fmaf(m, MLAS_EXP_LN2_HI, v);
+    v = fmaf(m, MLAS_EXP_LN2_LO, v);
+    float p = fmaf(MLAS_EXP_P0, v, MLAS_EXP_P1);
+    p = fmaf(p, v, MLAS_EXP_P2);
+    p = fmaf(p, v, MLAS_EXP_P3);
+    p = fmaf(p, v, MLAS_EXP_P4);
+    p = fmaf(p, v, MLAS_EXP_P56);
+    p = fmaf(p, v, MLAS_EXP_P56);
+    if (isnan(m))
+        return p;
+    int e = m > 254.0f ? 254 : (int)m, h = e >= 0 ? e / 2 : -((1 - e) / 2);
+    return p * ldexpf(1.0f, h) * ldexpf(1.0f, e - h);
+}
+
+float cg_simd_sumexp_lanes(const float *l)
+{
+    float a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = l[i] + l[i + 8];
+    float lo = (a[0] + a[1]) + (a[2] + a[3]);
+    float hi = (a[4] + a[5]) + (a[6] + a[7]);
+    return lo + hi;
+}
+
+float cg_simd_sumexp_f32_c(float *y, const float *x, float negmax, int64_t n)
+{
+    float lanes[MLAS_SUMEXP_LANES] = {0};
     for (int64_t i = 0; i < n; i++) {
-        y[i] = expf(x[i] - m);
-        s += y[i];
+        float e = sumexp1(x[i] + negmax);
+        if (y)
+            y[i] = e;
+        lanes[i % MLAS_SUMEXP_LANES] += e;
     }
-    return s;
+    return cg_simd_sumexp_lanes(lanes);
 }
 
 float cg_simd_max_f32_c(const float *x, int64_t n)
@@ -139,7 +210,7 @@ static const cg_simd_ops portable = {
     cg_simd_silu_f32_c,
     cg_simd_hardsigmoid_f32_c,
     cg_simd_hardswish_f32_c,
-    cg_simd_exp_shift_sum_f32_c,
+    cg_simd_sumexp_f32_c,
     cg_simd_max_f32_c,
     cg_simd_fp16_to_f32_c,
     cg_simd_f32_to_fp16_c,

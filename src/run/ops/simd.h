@@ -5,15 +5,20 @@
  * run time, so one binary runs on any x86-64 CPU).
  *
  * The portable entries are the reference: they compute what the kernels
- * computed before there were vector paths (libm's expf/tanhf/erff, float32
+ * computed before there were vector paths (libm's expf/erff, float32
  * sums in order, or double where the kernel summed in double). The vector
  * entries differ from them only in float rounding:
- *   - exp, sigmoid, tanh, erf use polynomial approximations accurate to a
- *     few float ulps (relative error below 4e-7 over the float range, tested
- *     against double precision in tests/unit/test_simd.c);
+ *   - exp and erf use polynomial approximations accurate to a few float
+ *     ulps (relative error below 4e-7 over the float range, tested against
+ *     double precision in tests/unit/test_simd.c);
  *   - dot products and row sums add in a different order (vector lanes,
  *     then the lanes), in the same precision as the portable entry;
  *   - fp16 conversions are exact in both (round to nearest even).
+ * Except where ONNX Runtime's rounding is copied (simd_mlas.h): sigmoid,
+ * SiLU, tanh and sumexp compute MLAS's approximations with fused
+ * multiply-adds (fmaf in the portable code) in MLAS's order, and sumexp
+ * adds in MLAS's 16 lanes, so every level gives the same bits as ORT 1.22
+ * on an AVX-512F CPU (a quantizer downstream turns an ulp into a step).
  * Every entry accepts y == x (in place); other arrays must not overlap.
  * n is an element count >= 0.
  */
@@ -36,6 +41,7 @@ typedef struct cg_simd_gemm {
 typedef struct cg_simd_ops {
     cg_simd level;
     void (*exp_f32)(float *y, const float *x, int64_t n);
+    /* MLAS's logistic and tanh (accurate to about 1e-7 absolute) */
     void (*sigmoid_f32)(float *y, const float *x, int64_t n);
     void (*tanh_f32)(float *y, const float *x, int64_t n);
     void (*erf_f32)(float *y, const float *x, int64_t n);
@@ -44,8 +50,11 @@ typedef struct cg_simd_ops {
     /* y = clamp(alpha * x + beta, 0, 1) (NaN passes), and x times that */
     void (*hardsigmoid_f32)(float *y, const float *x, int64_t n, float alpha, float beta);
     void (*hardswish_f32)(float *y, const float *x, int64_t n, float alpha, float beta);
-    /* y = exp(x - m), returns the sum of y in double */
-    double (*exp_shift_sum_f32)(float *y, const float *x, float m, int64_t n);
+    /* MLAS's softmax sum: y = exp(x + negmax) (y may be NULL), returns the
+     * float sum of those, lane j of 16 adding elements j, j + 16, ... in
+     * order, then a_i = l_i + l_(i+8) and ((a0 + a1) + (a2 + a3)) +
+     * ((a4 + a5) + (a6 + a7)) */
+    float (*sumexp_f32)(float *y, const float *x, float negmax, int64_t n);
     /* max over x (NaN if any element is NaN); -inf for n = 0 */
     float (*max_f32)(const float *x, int64_t n);
     void (*fp16_to_f32)(float *y, const uint16_t *x, int64_t n);
@@ -90,7 +99,9 @@ void cg_simd_erf_f32_c(float *y, const float *x, int64_t n);
 void cg_simd_silu_f32_c(float *y, const float *x, int64_t n);
 void cg_simd_hardsigmoid_f32_c(float *y, const float *x, int64_t n, float alpha, float beta);
 void cg_simd_hardswish_f32_c(float *y, const float *x, int64_t n, float alpha, float beta);
-double cg_simd_exp_shift_sum_f32_c(float *y, const float *x, float m, int64_t n);
+float cg_simd_sumexp_f32_c(float *y, const float *x, float negmax, int64_t n);
+/* The lane sum that ends sumexp (l: MLAS_SUMEXP_LANES partial sums). */
+float cg_simd_sumexp_lanes(const float *l);
 float cg_simd_max_f32_c(const float *x, int64_t n);
 void cg_simd_fp16_to_f32_c(float *y, const uint16_t *x, int64_t n);
 void cg_simd_f32_to_fp16_c(uint16_t *y, const float *x, int64_t n);

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "run/ops/simd.h"
+#include "run/ops/simd_mlas.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -21,7 +22,6 @@
 typedef __m256 vf;
 typedef __m256i vi;
 typedef __m256 vm;
-typedef __m256d vd;
 #define vload(p) _mm256_loadu_ps(p)
 #define vstore(p, v) _mm256_storeu_ps(p, v)
 #define vset1(x) _mm256_set1_ps(x)
@@ -57,17 +57,6 @@ typedef __m256d vd;
 #define vload_ph(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define vstore_ph(p, v) \
     _mm_storeu_si128((__m128i *)(void *)(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
-#define vzero_d() _mm256_setzero_pd()
-#define vadd_d(a, b) _mm256_add_pd(a, b)
-#define vcvt_lo_d(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
-#define vcvt_hi_d(v) _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))
-
-SX_TARGET static inline double vsum_d_avx2(vd v)
-{
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-#define vsum_d(v) vsum_d_avx2(v)
 
 /* The even lanes of a then b: a0 a2 a4 a6 b0 b2 b4 b6. */
 SX_TARGET static inline vf veven_avx2(vf a, vf b)
@@ -161,11 +150,6 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef vmask_any
 #undef vload_ph
 #undef vstore_ph
-#undef vzero_d
-#undef vadd_d
-#undef vcvt_lo_d
-#undef vcvt_hi_d
-#undef vsum_d
 #undef veven
 #undef vmax_all
 #undef vscale
@@ -180,11 +164,9 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 typedef __m512 vf16;
 typedef __m512i vi16;
 typedef __mmask16 vm16;
-typedef __m512d vd16;
 #define vf vf16
 #define vi vi16
 #define vm vm16
-#define vd vd16
 #define vload(p) _mm512_loadu_ps(p)
 #define vstore(p, v) _mm512_storeu_ps(p, v)
 #define vset1(x) _mm512_set1_ps(x)
@@ -223,12 +205,6 @@ typedef __m512d vd16;
 #define vload_ph(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
 #define vstore_ph(p, v) \
     _mm256_storeu_si256((__m256i *)(void *)(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
-#define vzero_d() _mm512_setzero_pd()
-#define vadd_d(a, b) _mm512_add_pd(a, b)
-#define vcvt_lo_d(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
-#define vcvt_hi_d(v) \
-    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
-#define vsum_d(v) _mm512_reduce_add_pd(v)
 #define veven(a, b)                                                                        \
     _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,  \
                                                 24, 26, 28, 30), b)
