@@ -70,13 +70,22 @@ def main():
     # ReduceMean over the last axis (and over H, W of NCHW), fed by a Neg
     # so that ORT reads a buffer it allocated (its Eigen sum's vector start
     # depends on the address); -mean(-x) is mean(x) exactly
-    for i, (shape, axes) in enumerate((((6, 53), [-1]), ((2, 5, 7, 9), [2, 3]), ((3, 130), [1]),
-                                       ((4, 3), [-1]))):
-        x = rng.standard_normal(shape) * 2 + 0.5
-        name = "reducemean_%d" % i
-        nodes.append(helper.make_node("Neg", [inp(name + "_x", x)], [name + "_neg"]))
-        nodes.append(helper.make_node("ReduceMean", [name + "_neg"], [name], axes=axes, keepdims=1))
-        out(name, "ReduceMean")
+    # (ORT's paths: kept-then-reduced and reduce-all by Eigen's sum, the
+    # others in order; RK from 17 rows and 257 columns has its own loop)
+    red = (((6, 53), [-1]), ((2, 5, 7, 9), [2, 3]), ((3, 130), [1]), ((4, 3), [-1]),
+           ((7, 30), [0]), ((40, 300), [0]), ((1, 6, 10), [1]), ((5, 37), None))
+    for op in ("ReduceMean", "ReduceSum"):
+        for i, (shape, axes) in enumerate(red):
+            x = rng.standard_normal(shape) * 2 + 0.5
+            name = "%s_%d" % (op.lower(), i)
+            nodes.append(helper.make_node("Neg", [inp(name + "_x", x)], [name + "_neg"]))
+            ins = [name + "_neg"]
+            if op == "ReduceSum" and axes is not None:  # opset 13: axes as an input
+                inits.append(numpy_helper.from_array(np.array(axes, np.int64), name + "_axes"))
+                ins.append(name + "_axes")
+            attrs = {"axes": axes} if op == "ReduceMean" and axes is not None else {}
+            nodes.append(helper.make_node(op, ins, [name], keepdims=1, **attrs))
+            out(name, op)
 
     # LayerNormalization over the last axis / the last two
     for i, (shape, axis, off) in enumerate((((4, 6, 29), -1, 0.0), ((2, 3, 5, 7), -2, 3.0),

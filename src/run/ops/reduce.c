@@ -8,6 +8,8 @@
  * gathered into a scratch row and reduced there: floating types in double
  * and rounded once on store, integer types exactly in 64 bits (wrapping like
  * the element type would), so int64 sums never pass through double.
+ * float32 ReduceSum and ReduceMean instead add in float in ONNX Runtime's
+ * order where we know it (ort_reduce_f32).
  *
  * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16
  * target) float reductions run the way fp16 hardware does instead: in
@@ -307,6 +309,102 @@ static void reduce_int(reduce_kind kind, cg_dtype dt, const int64_t *v, int64_t 
         cg_tensor_set_i64(out, o, (int64_t)acc);
 }
 
+/* --- float32 ReduceSum / ReduceMean in ONNX Runtime's order --------------------
+ *
+ * ORT 1.22 (core/providers/cpu/reduction/reduction_ops.cc) merges adjacent
+ * dims that are both reduced or both kept. Kept-then-reduced (KR), or every
+ * dim reduced, sums each row with Eigen's vectorized sum (ort_eigen_sum);
+ * the other shapes it sums without a fast path (or with RK's, which adds
+ * rows in order too) add the group's elements to 0 in order; KRK and RKR
+ * with two or more outer blocks take BLAS-like paths we do not copy (double
+ * there). Mean divides the float sum by the count in float. A quantizer
+ * downstream turns one ulp into a step; the double sum stays for the
+ * float64 mode and the other reductions. */
+
+typedef enum ort_reduce_path { ORT_RED_NONE, ORT_RED_EIGEN, ORT_RED_SEQ } ort_reduce_path;
+
+/* Which of ORT's paths reduces x over reduced[] (with one intra-op thread). */
+static ort_reduce_path ort_reduce_kind(const cg_tensor *x, const bool *reduced)
+{
+    int64_t blk[CG_MAX_RANK];
+    bool first_reduced = x->rank > 0 && reduced[0];
+    int nb = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (d == 0 || reduced[d] != reduced[d - 1])
+            blk[nb++] = x->dims[d];
+        else
+            blk[nb - 1] *= x->dims[d];
+    }
+    if (nb == 1)
+        return first_reduced ? ORT_RED_EIGEN : ORT_RED_NONE;
+    if (nb == 2)
+        return first_reduced ? ORT_RED_SEQ : ORT_RED_EIGEN;
+    if (nb == 3 && first_reduced) /* RKR: its fast path from 2 kept rows */
+        return blk[1] >= 2 ? ORT_RED_NONE : ORT_RED_SEQ;
+    if (nb == 3) /* KRK: a matrix-vector product from 2 outer rows */
+        return blk[0] >= 2 ? ORT_RED_NONE : ORT_RED_SEQ;
+    return ORT_RED_SEQ;
+}
+
+/* Eigen's sum() of n >= 1 contiguous floats built with SSE (4-float
+ * packets): from the first 16-byte-aligned element (`off`, the row's
+ * offset in a tensor ORT allocated 64-byte aligned), two packet
+ * accumulators striding 8, added, a last packet, the lanes added
+ * (a0 + a2) + (a1 + a3), then the unaligned head and the tail in order. */
+static float ort_eigen_sum(const float *x, int64_t n, int64_t off)
+{
+    int64_t start = (4 - off % 4) % 4;
+    if (start > n)
+        start = n;
+    int64_t size1 = (n - start) / 4 * 4, size2 = (n - start) / 8 * 8;
+    int64_t end1 = start + size1, end2 = start + size2;
+    if (size1 == 0) {
+        float r = x[0];
+        for (int64_t i = 1; i < n; i++)
+            r += x[i];
+        return r;
+    }
+    float p0[4], p1[4];
+    for (int l = 0; l < 4; l++)
+        p0[l] = x[start + l];
+    if (size1 > 4) {
+        for (int l = 0; l < 4; l++)
+            p1[l] = x[start + 4 + l];
+        for (int64_t i = start + 8; i < end2; i += 8)
+            for (int l = 0; l < 4; l++) {
+                p0[l] += x[i + l];
+                p1[l] += x[i + 4 + l];
+            }
+        for (int l = 0; l < 4; l++)
+            p0[l] += p1[l];
+        if (end1 > end2)
+            for (int l = 0; l < 4; l++)
+                p0[l] += x[end2 + l];
+    }
+    float r = (p0[0] + p0[2]) + (p0[1] + p0[3]);
+    for (int64_t i = 0; i < start; i++)
+        r += x[i];
+    for (int64_t i = end1; i < n; i++)
+        r += x[i];
+    return r;
+}
+
+/* Group g of a float32 ReduceSum/Mean by `path` (not ORT_RED_NONE). */
+static float ort_reduce_f32(const cg_tensor *x, const reduce_plan *p, int64_t base,
+                            ort_reduce_path path, bool mean)
+{
+    const float *d = (const float *)x->data + base;
+    float s = 0.0f;
+    if (p->rn == 0)
+        s = 0.0f;
+    else if (path == ORT_RED_EIGEN && !p->roff)
+        s = ort_eigen_sum(d, p->rn, base);
+    else
+        for (int64_t j = 0; j < p->rn; j++)
+            s += d[p->roff ? p->roff[j] : j];
+    return mean ? s / (float)p->rn : s;
+}
+
 /* Reads the axes (attribute or input) and fills reduced[]; *noop is set
  * when the op must return its input unchanged. */
 static cg_status reduce_axes(cg_kernel_ctx *k, const cg_tensor *x, int64_t since_input,
@@ -377,6 +475,15 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
     void *buf = cg_kernel_scratch(k, row * 8);
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");
+    ort_reduce_path ort = x->dtype == CG_DTYPE_FLOAT && !acc16 && (kind == R_SUM || kind == R_MEAN)
+                              ? ort_reduce_kind(x, reduced)
+                              : ORT_RED_NONE;
+    if (ort != ORT_RED_NONE) {
+        float *of = out->data;
+        for (int64_t g = 0; g < p.groups; g++)
+            of[g] = ort_reduce_f32(x, &p, plan_base(&p, g), ort, kind == R_MEAN);
+        return CG_OK;
+    }
     for (int64_t g = 0; g < p.groups; g++) {
         int64_t base = plan_base(&p, g);
         if (is_int) {
