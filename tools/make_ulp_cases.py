@@ -5,8 +5,10 @@ model so one ORT run and one convgate run cover them.
 
   make_ulp_cases.py --seed S OUTDIR
 
-writes OUTDIR/cases.onnx, OUTDIR/in/<input>.npy and OUTDIR/ops.json (output
-name -> op type, for the per-op table). Shapes are chosen so that the row
+writes OUTDIR/cases.onnx, OUTDIR/in/<input>.npy, OUTDIR/ops.json (output
+name -> op type, for the per-op table) and OUTDIR/quant.json (the outputs
+of the DynamicQuantizeLinear that reads each case: quantized values and
+scale). Shapes are chosen so that the row
 lengths are not multiples of 4, 8 or 16 (vector tails) and, for Softmax,
 cross MLAS's 48-element blocks."""
 import argparse
@@ -26,7 +28,7 @@ def main():
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     os.makedirs(a.out + "/in", exist_ok=True)
-    nodes, inputs, outputs, inits, ops = [], [], [], [], {}
+    nodes, inputs, outputs, inits, ops, quant = [], [], [], [], {}, []
 
     def inp(name, arr):
         arr = arr.astype(np.float32)
@@ -37,6 +39,12 @@ def main():
     def out(name, op):
         outputs.append(helper.make_tensor_value_info(name, T.FLOAT, None))
         ops[name] = op
+        # and quantized, as a dynamically quantized model's next layer does
+        q = [name + "_q", name + "_qs", name + "_qz"]
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [name], q))
+        outputs.append(helper.make_tensor_value_info(q[0], T.UINT8, None))
+        outputs.append(helper.make_tensor_value_info(q[1], T.FLOAT, None))
+        quant.extend(q[:2])
 
     def init(name, arr):
         inits.append(numpy_helper.from_array(arr.astype(np.float32), name))
@@ -129,6 +137,8 @@ def main():
     onnx.save(m, a.out + "/cases.onnx")
     with open(a.out + "/ops.json", "w") as f:
         json.dump(ops, f)
+    with open(a.out + "/quant.json", "w") as f:
+        json.dump(quant, f)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@
 # widths, on three seeds), runs them on onnxruntime-node 1.22.0 and on `convgate run`
 # at every SIMD level this CPU has (portable, avx2, avx512: they must agree
 # bit for bit), and asserts the largest ulp distance per op against the
-# table below, the level reached (0: bit-identical). MLAS picks its kernels
+# table below, the level reached (0: bit-identical), and that the
+# DynamicQuantizeLinear reading each asserted case quantizes it exactly as
+# ORT does (values and scale). MLAS picks its kernels
 # by CPU: Softmax's exp sums in 16 lanes on AVX-512F (what we copy) and in
 # 8 on AVX2-only CPUs, so on a CPU without AVX-512F Softmax is allowed the
 # ulps it had before.
@@ -118,6 +120,23 @@ for d in sorted(glob.glob(work + "/s*")):
             w[0] = max(w[0], u)
             w[1] += int((a[fin] != b[fin]).sum())
             w[2] += a.size
+# each case's DynamicQuantizeLinear: bit-identical where its op is asserted
+qbad = qn = 0
+for d in sorted(glob.glob(work + "/s*")):
+    ops = json.load(open(d + "/ops.json"))
+    for q in json.load(open(d + "/quant.json")):
+        src = q[:q.rindex("_")]
+        if ops[src] not in limits:
+            continue
+        a = np.load("%s/ort/%s.npy" % (d, q))
+        for lv in levels:
+            qn += 1
+            b = np.load("%s/cg_%s/%s.npy" % (d, lv, q))
+            if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+                qbad += 1
+                print("%s %s --simd %s: quantized output differs from ORT's" % (os.path.basename(d), q, lv))
+ok = ok and qbad == 0
+print("DynamicQuantizeLinear after each asserted op: %d of %d tensors differ from ORT" % (qbad, qn))
 print("%-20s %9s %14s %7s" % ("op", "max ulps", "values differ", "limit"))
 for op in sorted(worst):
     u, n, tot = worst[op]
