@@ -81,8 +81,8 @@ static void check_level(const cg_simd_ops *ops)
         return;
     }
     size_t n = make_inputs(x, cap) - 3; /* an odd length: tails run */
-    /* erf is within 1 in absolute terms, so tiny outputs only need an
-     * absolute bound; exp underflows to 0 below -87.33 (subnormals
+    /* erf (MLAS's, within an ulp) is within 1 in absolute terms, so tiny
+     * outputs only need an absolute bound; exp underflows to 0 below -87.33 (subnormals
      * flushed), which the floor admits. Sigmoid, tanh and SiLU are MLAS's
      * rational approximations (simd_mlas.h), accurate in absolute terms
      * only (MLAS's sigmoid is 1.2e-7 at -17.56 where the function is
@@ -121,20 +121,25 @@ static void check_level(const cg_simd_ops *ops)
         EXPECT(memcmp(z, y, n * sizeof *z) == 0, "%s %s: in-place result differs", lvl,
                fc->name);
     }
-    /* MLAS's approximations give the same bits at every level */
+    /* MLAS's approximations give the same bits at every level (the
+     * infinities included), and keep a NaN */
     {
         const cg_simd_ops *pt = cg_simd_ops_get(CG_SIMD_PORTABLE);
-        void (*mlas[3][2])(float *, const float *, int64_t) = {
+        void (*mlas[4][2])(float *, const float *, int64_t) = {
             {ops->sigmoid_f32, pt->sigmoid_f32}, {ops->tanh_f32, pt->tanh_f32},
-            {ops->silu_f32, pt->silu_f32}};
-        for (int f = 0; f < 3; f++) {
+            {ops->silu_f32, pt->silu_f32}, {ops->erf_f32, pt->erf_f32}};
+        static const char *const names[4] = {"sigmoid", "tanh", "silu", "erf"};
+        for (int f = 0; f < 4; f++) {
             mlas[f][0](y, x, (int64_t)n);
             mlas[f][1](z, x, (int64_t)n);
             size_t bad = 0;
             for (size_t i = 0; i < n; i++)
                 bad += memcmp(&y[i], &z[i], sizeof(float)) != 0;
             EXPECT(bad == 0, "%s: %zu of %zu %s values differ from the portable code", lvl, bad,
-                   n, f == 0 ? "sigmoid" : f == 1 ? "tanh" : "silu");
+                   n, names[f]);
+            float nan_in[3] = {NAN, -NAN, 0.5f}, nan_out[3];
+            mlas[f][0](nan_out, nan_in, 3);
+            EXPECT(isnan(nan_out[0]) && isnan(nan_out[1]), "%s: %s loses a NaN", lvl, names[f]);
         }
     }
 

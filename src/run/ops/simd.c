@@ -5,6 +5,8 @@
  * entries that copy ONNX Runtime's MLAS (simd_mlas.h), which use fmaf.
  */
 #include <math.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "run/ops/simd.h"
 #include "run/ops/simd_mlas.h"
@@ -95,10 +97,66 @@ void cg_simd_tanh_f32_c(float *y, const float *x, int64_t n)
         y[i] = tanh1(x[i]);
 }
 
+static inline uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* MLAS's erf, as ErfKernelFma3.S computes one lane: both branches, the
+ * small one zeroed above the split, the big one (of 0 below it: exactly
+ * 1 - 1 * 2^0 = 0) ORed in, then the sign. A NaN stays NaN (MLAS's clamp
+ * makes it +-1). */
+static inline float erf1(float x)
+{
+    uint32_t sign = f32_bits(x) & 0x80000000u;
+    float a = sse_min(bits_f32(f32_bits(x) & 0x7fffffffu), MLAS_ERF_UPPER);
+    float sq = a * a;
+    float r = fmaf(MLAS_ERF_S0, sq, MLAS_ERF_S1);
+    r = fmaf(r, sq, MLAS_ERF_S2);
+    r = fmaf(r, sq, MLAS_ERF_S3);
+    r = fmaf(r, sq, MLAS_ERF_S4);
+    r = fmaf(r, sq, MLAS_ERF_S5M1);
+    r = fmaf(r, a, a);
+    bool big = a > MLAS_ERF_SPLIT;
+    float small = big ? 0.0f : r;
+    float ab = big ? a : 0.0f;
+    float rb = fmaf(MLAS_ERF_B0, ab, MLAS_ERF_B1);
+    rb = fmaf(rb, ab, MLAS_ERF_B2);
+    rb = fmaf(rb, ab, MLAS_ERF_B3);
+    rb = fmaf(rb, ab, MLAS_ERF_B4);
+    rb = fmaf(rb, ab, MLAS_ERF_B5);
+    rb = fmaf(rb, ab, MLAS_ERF_B6M1);
+    rb = fmaf(rb, ab, ab);
+    rb = sse_max(-rb, MLAS_ERF_EXP_LO);
+    float m = fmaf(MLAS_ERF_EXP_LOG2E, rb, MLAS_ERF_EXP_C);
+    m = m - MLAS_ERF_EXP_C;
+    float fx = fmaf(m, MLAS_ERF_EXP_LN2_HI, rb);
+    fx = fmaf(m, MLAS_ERF_EXP_LN2_LO, fx);
+    float e = fmaf(MLAS_ERF_EXP_P0, fx, MLAS_ERF_EXP_P1);
+    e = fmaf(e, fx, MLAS_ERF_EXP_P2);
+    e = fmaf(e, fx, MLAS_ERF_EXP_P3);
+    e = fmaf(e, fx, MLAS_ERF_EXP_P4);
+    e = fmaf(e, fx, MLAS_ERF_EXP_P5);
+    e = fmaf(e, fx, MLAS_ERF_EXP_P6);
+    /* m is a whole number in [-128, 0]: (m + 127) << 23, as vpslld makes it */
+    e = e * bits_f32((uint32_t)((int32_t)m + 127) << 23);
+    float y = 1.0f - e;
+    return isnan(x) ? x : bits_f32(f32_bits(y) | f32_bits(small) | sign);
+}
+
 void cg_simd_erf_f32_c(float *y, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = erff(x[i]);
+        y[i] = erf1(x[i]);
 }
 
 /* MLAS's exp of one lane of the softmax sum (v = x + negmax): vscalefps'

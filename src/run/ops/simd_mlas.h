@@ -2,7 +2,8 @@
  * Constants of ONNX Runtime 1.22's MLAS kernels that the vector tables copy
  * (simd.h): the rational approximations of the logistic function and tanh
  * (mlas/lib/logistic.cpp, tanh.cpp; computed on x86-64 by
- * x86_64/LogisticKernelFma3.S and TanhKernelFma3.S) and the exp of the
+ * x86_64/LogisticKernelFma3.S and TanhKernelFma3.S), erf (erf.cpp,
+ * ErfKernelFma3.S) and the exp of the
  * softmax sum (compute.cpp's MlasExpConstants, as
  * x86_64/TransKernelAvx512F.S's MlasComputeSumExpF32KernelAvx512F uses
  * them). Every level evaluates them with the same fused multiply-adds in
@@ -55,6 +56,38 @@
 #define MLAS_EXP_P3 0x1.555450p-3f
 #define MLAS_EXP_P4 0x1.fffff6p-2f
 #define MLAS_EXP_P56 0x1.000000p+0f
+
+/* erf (erf.cpp; x86_64/ErfKernelFma3.S): |x| clamped to 3.925 (a NaN
+ * becomes 3.925); |x| <= 0.921875: x + x p(x^2); above: 1 - e^-r(|x|),
+ * r(a) = a + a p(a), e^ by its own polynomial and 2^m through the exponent
+ * bits; the sign ORed back */
+#define MLAS_ERF_UPPER 3.925f
+#define MLAS_ERF_SPLIT 0.921875f
+#define MLAS_ERF_S0 -5.99104969e-4f
+#define MLAS_ERF_S1 4.99339588e-3f
+#define MLAS_ERF_S2 -2.67667342e-2f
+#define MLAS_ERF_S3 1.12818025e-1f
+#define MLAS_ERF_S4 -3.76124859e-1f
+#define MLAS_ERF_S5M1 1.28379151e-1f
+#define MLAS_ERF_B0 1.72948930e-5f
+#define MLAS_ERF_B1 -3.83208680e-4f
+#define MLAS_ERF_B2 3.88393435e-3f
+#define MLAS_ERF_B3 -2.42545605e-2f
+#define MLAS_ERF_B4 1.06777847e-1f
+#define MLAS_ERF_B5 6.34846687e-1f
+#define MLAS_ERF_B6M1 1.28717512e-1f
+#define MLAS_ERF_EXP_LO -88.3762626647949f
+#define MLAS_ERF_EXP_LOG2E 1.44269504088896341f
+#define MLAS_ERF_EXP_LN2_HI -6.93145752e-1f
+#define MLAS_ERF_EXP_LN2_LO -1.42860677e-6f
+#define MLAS_ERF_EXP_P0 1.38319808e-3f
+#define MLAS_ERF_EXP_P1 8.37550033e-3f
+#define MLAS_ERF_EXP_P2 4.16689515e-2f
+#define MLAS_ERF_EXP_P3 1.66664466e-1f
+#define MLAS_ERF_EXP_P4 4.99999851e-1f
+#define MLAS_ERF_EXP_P5 1.00000000e+0f
+#define MLAS_ERF_EXP_P6 1.00000000e+0f
+#define MLAS_ERF_EXP_C 1.25829120e+7f
 
 /* MlasComputeSumExpF32KernelAvx512F's accumulator: 16 lanes */
 #define MLAS_SUMEXP_LANES 16
