@@ -52,7 +52,7 @@ def main():
 
     # unary activations: a spread over the approximations' ranges, the
     # clamps (Sigmoid +-18, Tanh +-9) and small values
-    for op, scale in (("Sigmoid", 6.0), ("Tanh", 3.0), ("Erf", 1.5)):
+    for op, scale in (("Sigmoid", 6.0), ("Tanh", 3.0), ("Erf", 1.5), ("Exp", 20.0)):
         for i, shape in enumerate(((5, 67), (1, 3, 13, 11))):
             x = rng.standard_normal(shape) * scale
             x.flat[:6] = [0.0, -25.0, 25.0, 1e-4, -3e-6, 17.9][:6]

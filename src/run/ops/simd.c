@@ -4,6 +4,7 @@
  * compute exactly what the kernels did before, with libm, except the
  * entries that copy ONNX Runtime's MLAS (simd_mlas.h), which use fmaf.
  */
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -16,11 +17,6 @@
 static inline float sse_max(float a, float b) { return a > b ? a : b; }
 static inline float sse_min(float a, float b) { return a < b ? a : b; }
 
-void cg_simd_exp_f32_c(float *y, const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = expf(x[i]);
-}
 
 /* MLAS's logistic, as LogisticKernelFma3.S computes one lane. */
 static inline float sigmoid1(float x)
@@ -179,6 +175,13 @@ static inline float sumexp1(float v)
         return p;
     int e = m > 254.0f ? 254 : (int)m, h = e >= 0 ? e / 2 : -((1 - e) / 2);
     return p * ldexpf(1.0f, h) * ldexpf(1.0f, e - h);
+}
+
+/* MLAS's Exp is the same exp of x itself; +inf stays +inf (MLAS: NaN). */
+void cg_simd_exp_f32_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > FLT_MAX ? x[i] : sumexp1(x[i]);
 }
 
 float cg_simd_sumexp_lanes(const float *l)

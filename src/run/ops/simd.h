@@ -5,19 +5,16 @@
  * run time, so one binary runs on any x86-64 CPU).
  *
  * The portable entries are the reference: they compute what the kernels
- * computed before there were vector paths (libm's expf, float32 sums in
- * order, or double where the kernel summed in double). The vector entries
- * differ from them only in float rounding:
- *   - exp uses a polynomial approximation accurate to a few float ulps
- *     (relative error below 4e-7 over the float range, tested against
- *     double precision in tests/unit/test_simd.c);
+ * computed before there were vector paths (float32 sums in order, or
+ * double where the kernel summed in double). The vector entries differ
+ * from them only in float rounding:
  *   - dot products and row sums add in a different order (vector lanes,
  *     then the lanes), in the same precision as the portable entry;
  *   - fp16 conversions are exact in both (round to nearest even).
- * Except where ONNX Runtime's rounding is copied (simd_mlas.h): sigmoid,
- * SiLU, tanh, erf and sumexp compute MLAS's approximations with fused
- * multiply-adds (fmaf in the portable code) in MLAS's order, and sumexp
- * adds in MLAS's 16 lanes, so every level gives the same bits as ORT 1.22
+ * Except where ONNX Runtime's rounding is copied (simd_mlas.h): exp,
+ * sigmoid, SiLU, tanh, erf and sumexp compute MLAS's approximations with
+ * fused multiply-adds (fmaf in the portable code) in MLAS's order, and
+ * sumexp adds in MLAS's 16 lanes, so every level gives the same bits as ORT 1.22
  * on an AVX-512F CPU (a quantizer downstream turns an ulp into a step).
  * Every entry accepts y == x (in place); other arrays must not overlap.
  * n is an element count >= 0.
@@ -40,8 +37,9 @@ typedef struct cg_simd_gemm {
 
 typedef struct cg_simd_ops {
     cg_simd level;
+    /* MLAS's exp (a few ulps; subnormal results kept), logistic, tanh and
+     * erf (accurate to about 1e-7 absolute) */
     void (*exp_f32)(float *y, const float *x, int64_t n);
-    /* MLAS's logistic, tanh and erf (accurate to about 1e-7 absolute) */
     void (*sigmoid_f32)(float *y, const float *x, int64_t n);
     void (*tanh_f32)(float *y, const float *x, int64_t n);
     void (*erf_f32)(float *y, const float *x, int64_t n);

@@ -5,6 +5,7 @@
  * (run/cpu.c). Compiled only on x86 with gcc or clang; elsewhere the
  * getters return NULL and the portable table is used.
  */
+#include <float.h>
 #include <math.h>
 
 #include "run/ops/simd.h"
