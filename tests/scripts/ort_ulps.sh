@@ -21,6 +21,7 @@
 set -u
 bin=${1:?usage: ort_ulps.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: ort_ulps.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
 # op -> the most ulps allowed (what the kernels reach; before ORT's formulas
 # were copied: Sigmoid 841071437 (0 where MLAS clamps at -18, 1e-11 in
@@ -48,12 +49,10 @@ command -v node >/dev/null 2>&1 || unavailable "missing node"
     unavailable "missing $src/bench/node_modules/onnxruntime-node"
 /usr/bin/python3 -c 'import numpy, onnx' >/dev/null 2>&1 || unavailable "missing numpy or onnx"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$tmp
 levels="portable"
 grep -qw avx2 /proc/cpuinfo 2>/dev/null && levels="$levels avx2"
 grep -qw avx512f /proc/cpuinfo 2>/dev/null && levels="$levels avx512"
-fails=0
 for seed in 1 2 3; do
     d="$work/s$seed"
     mkdir -p "$d"
@@ -83,7 +82,7 @@ for seed in 1 2 3; do
         fi
     done
 done
-/usr/bin/python3 - "$work" "$limits" $levels <<'PY'
+/usr/bin/python3 - "$work" "$limits" $levels <<'PY' || fail "ulps or quantized outputs beyond the table (above)"
 import glob, json, os, sys
 import numpy as np
 work, limits, levels = sys.argv[1], dict(kv.split("=") for kv in sys.argv[2].split()), sys.argv[3:]
@@ -150,3 +149,4 @@ for op in sorted(worst):
 print("ort_ulps (%s): %s" % (", ".join(levels), "PASS" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
 PY
+finish
