@@ -343,36 +343,37 @@ static cg_status rs_bilinear_ort(cg_kernel_ctx *k, const rs_cfg *c, const float 
     return CG_OK;
 }
 
+/* Keys' weight of a tap at distance d in [1, 2), in GetCubicCoeffs'
+ * operation order: ((a*d - 5a)*d + 8a)*d - 4a. */
+static inline float rs_cubic_far(float d, float a)
+{
+    float v = a * d;
+    v = v - 5 * a;
+    v = v * d;
+    v = v + 8 * a;
+    v = v * d;
+    return v - 4 * a;
+}
+
+/* Keys' weight of a tap at distance d in [0, 1], in the same order:
+ * ((a+2)*d - (a+3))*d*d + 1. */
+static inline float rs_cubic_near(float d, float a)
+{
+    float v = (a + 2) * d;
+    v = v - (a + 3);
+    v = v * d;
+    v = v * d;
+    return v + 1;
+}
+
 /* ORT's GetCubicCoeffs: Keys' cubic weights of the four taps around a
  * point at fraction t, in float, one rounding per operation. */
 static void rs_cubic_coeffs_ort(float t, float a, float *c)
 {
-    float a5 = 5 * a, a8 = 8 * a, a4 = 4 * a, a2 = a + 2, a3 = a + 3;
-    float u = t + 1, v, w;
-    v = a * u;
-    v = v - a5;
-    v = v * u;
-    v = v + a8;
-    v = v * u;
-    c[0] = v - a4;
-    v = a2 * t;
-    v = v - a3;
-    v = v * t;
-    v = v * t;
-    c[1] = v + 1;
-    w = 1 - t;
-    v = a2 * w;
-    v = v - a3;
-    v = v * w;
-    v = v * w;
-    c[2] = v + 1;
-    u = 2 - t;
-    v = a * u;
-    v = v - a5;
-    v = v * u;
-    v = v + a8;
-    v = v * u;
-    c[3] = v - a4;
+    c[0] = rs_cubic_far(t + 1, a);
+    c[1] = rs_cubic_near(t, a);
+    c[2] = rs_cubic_near(1 - t, a);
+    c[3] = rs_cubic_far(2 - t, a);
 }
 
 /* One axis of ORT's ResizeBiCubic: per output index, x_original (kept for
