@@ -103,7 +103,7 @@ static void test_registry(void)
 
 /* x -> a=Add(x,x) -> b=Add(a,a) -> c=Add(b,b) -> y=Add(c,x): a chain whose
  * intermediates can share memory. */
-static void test_chain_and_memory_plan(void)
+static cg_model *chain_model(void)
 {
     cg_model *m = model_new(13);
     cg_graph *g = graph_new("main");
@@ -115,6 +115,12 @@ static void test_chain_and_memory_plan(void)
     node(g, "Add", "y", "c,x", "y");
     test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
     m->graph = g;
+    return m;
+}
+
+static void test_chain_and_memory_plan(void)
+{
+    cg_model *m = chain_model();
 
     cg_runtime *rt = NULL;
     cg_error err;
@@ -194,16 +200,7 @@ out:
  * leaves the runtime usable; freeing the runtime gives every byte back. */
 static void test_kept_buffers_budget(void)
 {
-    cg_model *m = model_new(13);
-    cg_graph *g = graph_new("main");
-    int64_t sym[1] = {-1};
-    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, sym));
-    node(g, "Add", "a", "x,x", "a");
-    node(g, "Add", "b", "a,a", "b");
-    node(g, "Add", "c", "b,b", "c");
-    node(g, "Add", "y", "c,x", "y");
-    test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
-    m->graph = g;
+    cg_model *m = chain_model();
     cg_budget *b = cg_budget_new(0, 0);
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
