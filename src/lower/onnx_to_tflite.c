@@ -932,18 +932,28 @@ static bool map_node(lm_ctx *c, size_t i)
          * converter's batch-norm decomposition); counted as MUL here */
         return emit(c, i, CG_TFLITE_OPS_DOMAIN, "MUL", name, ins, 2, outs, 1, &as, n->op_type);
     }
+    const cg_tensor_proto *axes_input =
+        n->input_count >= 2 && *n->inputs[1] ? lg_constant(c->lg, n->inputs[1], false) : NULL;
+    int64_t axes_numel = 0;
     if ((is_op(n, "ReduceMean") || is_op(n, "ReduceSum") || is_op(n, "ReduceMax") ||
          is_op(n, "ReduceMin") || is_op(n, "ReduceProd")) &&
-        (n->input_count < 2 || !*n->inputs[1])) {
-        /* axes as an attribute (before opset 18 / 13 for ReduceSum): the TFLite
-         * op takes them as a constant int32 input, NHWC axes for 4-D data */
+        (n->input_count < 2 || !*n->inputs[1] ||
+         (axes_input && lg_tensor_numel(axes_input, &axes_numel) &&
+          axes_numel <= CG_MAX_RANK))) {
+        /* axes as an attribute (before opset 18 / 13 for ReduceSum) or a
+         * constant int64 input (from then on): the TFLite op takes them as a
+         * constant int32 input (onnx2tf reads them into the axis list of
+         * tf.reduce_*), NHWC axes for 4-D data. An axes input that is not
+         * a constant stays as given. */
         static const int32_t to_nhwc[4] = {0, 3, 1, 2};
-        const cg_attr *ax = cg_node_attr(n, "axes");
+        const cg_attr *ax = axes_input ? NULL : cg_node_attr(n, "axes");
         const cg_value_type *x = vtype(c, n->inputs[0]);
         int32_t axes[CG_MAX_RANK];
-        size_t na = 0;
-        for (size_t k = 0; ax && k < ax->ints_count && na < CG_MAX_RANK; k++) {
-            int64_t a = ax->ints[k];
+        size_t na = 0, count = axes_input ? (size_t)axes_numel : ax ? ax->ints_count : 0;
+        for (size_t k = 0; k < count && na < CG_MAX_RANK; k++) {
+            int64_t a = ax ? ax->ints[k] : 0;
+            if (axes_input && !lg_tensor_i64(axes_input, (int64_t)k, &a))
+                break;
             if (x && x->known && a < 0)
                 a += x->rank;
             axes[na++] = (int32_t)(x && x->known && x->rank == 4 && a >= 0 && a < 4 ? to_nhwc[a]

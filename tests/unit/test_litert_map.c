@@ -664,6 +664,44 @@ static void test_profiles_declare(const cg_target_registry *reg)
     }
 }
 
+/* ReduceSum at opset 13 takes its axes as an int64 input (ReduceMean and
+ * the others from opset 18): a converter reads the constant into the axis
+ * list (onnx2tf ReduceSum.py: tf.reduce_sum(axis=...)), so the TFLite SUM
+ * gets a constant int32 axes tensor, NHWC for 4-D data, and keep_dims from
+ * keepdims; litert-gpu's SUM takes only int32 axes. */
+static void test_reduce_axes_input(void)
+{
+    static const int64_t x[4] = {1, 4, 8, 8}, one[1] = {1}, y[4] = {1, 1, 8, 8};
+    static const int64_t axis1 = 1;
+    cg_model *m = test_model_new(13);
+    cg_graph *g = m->graph = test_graph_new(m, "rsum", 4);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 4, x));
+    test_graph_init_raw(m, g, "axes", CG_DTYPE_INT64, 1, one, &axis1, sizeof axis1);
+    test_node(m, g, "Relu", "relu", "x", "r");
+    test_node(m, g, "ReduceSum", "sum", "r,axes", "y");
+    test_graph_output(g, "y", test_type(m, CG_DTYPE_FLOAT, 4, y));
+    cg_lowered *l = lower(m);
+    if (l) {
+        expect_ops(l, "RELU,SUM", "reduce with axes input");
+        const cg_node *sum = node_of(l->model, "SUM");
+        const cg_tensor_proto *ax = NULL;
+        for (size_t i = 0; sum && sum->input_count == 2 && i < l->model->graph->initializer_count;
+             i++)
+            if (strcmp(l->model->graph->initializers[i].name, sum->inputs[1]) == 0)
+                ax = &l->model->graph->initializers[i];
+        int32_t a0 = -1;
+        if (ax && ax->raw_data.len == sizeof a0)
+            memcpy(&a0, ax->raw_data.data, sizeof a0);
+        EXPECT(ax && ax->data_type == CG_DTYPE_INT32 && a0 == 3,
+               "SUM axes: constant int32 [3] (channels, NHWC), got %d", a0);
+        EXPECT(sum && cg_node_attr_int(sum, "keep_dims", 0) == 1, "keep_dims from keepdims");
+        char why[512];
+        EXPECT(on_gpu(l, why, sizeof why) == 2, "litert-gpu: %s", why);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     cg_target_registry *reg = NULL;
@@ -682,6 +720,7 @@ int main(void)
         test_layer_norm();
         test_gelu();
         test_versions();
+        test_reduce_axes_input();
         test_control_flow_note();
         test_twin();
         test_tflite_file();
