@@ -192,6 +192,7 @@ int cmd_convert(int argc, char **argv)
     o.rewrite.dim_count = a.in.dim_count;
     o.rewrite.random = &a.in.random;
     o.rewrite.samples = &samples;
+    o.rewrite.samples_fed = a.rw.inputs != NULL;
     o.rewrite.only = (const char *const *)a.rw.only;
     o.rewrite.only_count = a.rw.only_count;
     o.rewrite.opt_in = (const char *const *)a.rw.opt_in;

@@ -144,6 +144,7 @@ int cmd_rewrite(int argc, char **argv)
     o.dim_count = a.in.dim_count;
     o.random = &a.in.random;
     o.samples = &samples;
+    o.samples_fed = a.rw.inputs != NULL;
     o.only = (const char *const *)a.rw.only;
     o.only_count = a.rw.only_count;
     o.opt_in = (const char *const *)a.rw.opt_in;

@@ -79,6 +79,9 @@ typedef struct cg_rewrite_options {
     size_t dim_count;
     const cg_random_inputs *random;  /* the type environment's inputs */
     const cg_sample_set *samples;    /* what verification runs (at least one) */
+    /* the samples are the user's inputs (--inputs): placement is typed by a
+     * run on sample 0, as assign --inputs is; else on `random`, as assign */
+    bool samples_fed;
     /* only these rewrites, applied wherever their precondition holds
      * (needed by the target or not); NULL: the whole catalog, as needed */
     const char *const *only;
@@ -105,10 +108,13 @@ typedef enum cg_rewrite_outcome {
 
 CG_API const char *cg_rewrite_outcome_name(cg_rewrite_outcome o); /* "applied", ... */
 
-/* Where the model runs on the targets at one point of the loop. */
+/* Where the model runs on the targets at one point of the loop: placed as
+ * assign places it, on the graph the targets partition (their profile's
+ * preprocess, convgate/lower.h), so `nodes` counts the runtime's nodes. */
 typedef struct cg_rewrite_placement {
-    bool placed;             /* false: the type environment or assignment failed (note) */
+    bool placed;             /* false: the lowering, type environment or assignment failed (note) */
     size_t nodes, on_target, cpu, partitions, boundaries;
+    size_t removed_by_runtime; /* source main-graph nodes the preprocess removed */
     bool init_failure;       /* a fail-policy target refuses a node */
     char residency[256];
     char verdict[512];
@@ -148,6 +154,7 @@ typedef struct cg_rewrite_result {
     cg_rewrite_step *steps;  /* catalog order */
     size_t step_count;
     cg_rewrite_placement before, after;
+    size_t source_nodes;     /* the original model's main-graph nodes */
     size_t sample_count;
     bool noise_floor;        /* verification had the fp32 noise floor (else exact only) */
     char noise_note[512];    /* why not */
@@ -229,8 +236,9 @@ typedef struct cg_convert_result {
     cg_gate_report gate;          /* the three gates on the result, golden sets as samples */
     /* the result's placement and its deterministic estimate (op work at an
      * assumed rate, not a timing: the manifest reads the same every run) */
-    cg_type_env *types;
-    cg_assignment *assignment;
+    struct cg_lowered *lowered;   /* the graph the targets partition (convgate/lower.h) */
+    cg_type_env *types;           /* of lowered->model */
+    cg_assignment *assignment;    /* places lowered->model */
     bool estimated;
     cg_cost_estimate estimate;
     char estimate_note[256];

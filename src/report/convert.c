@@ -192,7 +192,7 @@ json_t *cg_report_convert_manifest(const cg_convert_result *r)
     cg_json_set(src, "file", cg_json_text(r->source_name));
     cg_json_set(src, "sha256", cg_json_text(r->source_sha256));
     cg_json_set(src, "bytes", json_integer((json_int_t)r->source_bytes));
-    cg_json_set(src, "nodes", json_integer((json_int_t)r->rewrite.before.nodes));
+    cg_json_set(src, "nodes", json_integer((json_int_t)r->rewrite.source_nodes));
     cg_json_set(src, "checks", cg_json_text(r->source_check_detail));
     cg_json_set(root, "source", src);
     const cg_artifact_file *mf = find_file(r, "model.onnx");
@@ -296,7 +296,7 @@ void cg_report_convert_readme(FILE *f, const cg_convert_result *r)
             r->external_data ? " (+ `model.onnx.data`)" : "");
     const cg_artifact_file *mf = find_file(r, "model.onnx");
     fprintf(f, "| sha256 | `%s` | `%s` |\n", r->source_sha256, mf ? mf->sha256 : "?");
-    fprintf(f, "| nodes | %zu | %zu |\n", r->rewrite.before.nodes,
+    fprintf(f, "| nodes | %zu | %zu |\n", r->rewrite.source_nodes,
             m ? m->graph->node_count : (size_t)0);
     cg_text_printf(f, "| placement | %s | %s |\n\n",
                    r->rewrite.before.placed ? r->rewrite.before.residency : r->rewrite.before.note,

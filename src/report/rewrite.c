@@ -118,7 +118,7 @@ void cg_report_rewrite_text(FILE *f, const cg_rewrite_result *r, const cg_rewrit
     }
     placement_line(f, "after: ", &r->after);
     fprintf(f, "%zu rewrite%s applied; %zu -> %zu nodes\n", r->applied, r->applied == 1 ? "" : "s",
-            r->before.nodes, r->model ? r->model->graph->node_count : r->before.nodes);
+            r->source_nodes, r->model ? r->model->graph->node_count : r->source_nodes);
 }
 
 static json_t *placement_json(const cg_rewrite_placement *p)
@@ -126,6 +126,7 @@ static json_t *placement_json(const cg_rewrite_placement *p)
     json_t *o = json_object();
     cg_json_set(o, "placed", json_boolean(p->placed));
     cg_json_set(o, "nodes", json_integer((json_int_t)p->nodes));
+    cg_json_set(o, "removed_by_runtime", json_integer((json_int_t)p->removed_by_runtime));
     cg_json_set(o, "on_target", json_integer((json_int_t)p->on_target));
     cg_json_set(o, "cpu", json_integer((json_int_t)p->cpu));
     cg_json_set(o, "partitions", json_integer((json_int_t)p->partitions));
@@ -188,7 +189,7 @@ json_t *cg_report_rewrite_json(const cg_rewrite_result *r, const cg_rewrite_view
     cg_json_set(root, "steps", steps);
     cg_json_set(root, "applied", json_integer((json_int_t)r->applied));
     cg_json_set(root, "after", placement_json(&r->after));
-    cg_json_set(root, "nodes_before", json_integer((json_int_t)r->before.nodes));
+    cg_json_set(root, "nodes_before", json_integer((json_int_t)r->source_nodes));
     cg_json_set(root, "nodes_after",
                 json_integer((json_int_t)(r->model ? r->model->graph->node_count : 0)));
     return root;

@@ -24,10 +24,12 @@
 #include "convgate/assign.h"
 #include "convgate/check.h"
 #include "convgate/golden.h"
+#include "convgate/lower.h"
 #include "convgate/rewrite.h"
 #include "core/file.h"
 #include "core/path.h"
 #include "ir/walk.h"
+#include "rewrite/rewrite_internal.h"
 
 #define ARTIFACT_PATH_MAX 4096
 
@@ -140,6 +142,7 @@ void cg_convert_result_free(cg_convert_result *r)
     cg_gate_report_free(&r->gate);
     cg_assignment_free(r->assignment);
     cg_type_env_free(r->types);
+    cg_lowered_free(r->lowered);
     memset(r, 0, sizeof *r);
 }
 
@@ -243,22 +246,63 @@ static void resolve_tolerance(cg_convert_result *r)
     }
 }
 
-/* The result's placement and its work estimate. */
+/* The result's placement, as assign places it (on the graph the targets
+ * partition: rw_place), and its work estimate. The work of a graph the
+ * reference does not run (TFLite ops) is its source's, shared out over the
+ * runtime nodes standing for each source node (cg_lowered_node_times), as
+ * the timed estimate shares the source's times. */
 static void place_result(cg_convert_result *r)
 {
     const cg_rewrite_options *o = &r->opt->rewrite;
+    const cg_model *model = r->rewrite.model;
+    rw_placed pl;
+    cg_type_env *source_types = NULL;
+    double *src_ms = NULL, *ms = NULL;
     cg_error e;
     cg_error_clear(&e);
-    if (cg_type_env_build_with(r->rewrite.model, o->dims, o->dim_count, o->random, &r->types, &e) !=
-            CG_OK ||
-        cg_assign(r->rewrite.model, r->types, o->targets, o->target_count, &r->assignment, &e) !=
-            CG_OK ||
-        cg_profile_work_estimate(r->assignment, r->types, CG_WORK_UNITS_PER_MS, &r->estimate, &e) !=
-            CG_OK) {
+    if (rw_place(model, o, &pl, &e) != CG_OK) {
         snprintf(r->estimate_note, sizeof r->estimate_note, "no estimate: %.200s", e.msg);
         return;
     }
-    r->estimated = true;
+    if (!pl.a) {
+        snprintf(r->estimate_note, sizeof r->estimate_note, "no estimate: %.200s", pl.why);
+        rw_placed_free(&pl);
+        return;
+    }
+    r->lowered = pl.lowered;
+    r->types = pl.types;
+    r->assignment = pl.a;
+    if (!pl.lowered->declared_types) {
+        if (cg_profile_work_estimate(r->assignment, r->types, CG_WORK_UNITS_PER_MS, &r->estimate,
+                                     &e) != CG_OK) {
+            snprintf(r->estimate_note, sizeof r->estimate_note, "no estimate: %.200s", e.msg);
+            return;
+        }
+        r->estimated = true;
+        return;
+    }
+    const cg_sample *fed = rw_fed_sample(o);
+    size_t ns = model->graph->node_count, n = r->lowered->model->graph->node_count;
+    cg_status st = cg_type_env_build_fed(model, o->dims, o->dim_count, o->random,
+                                         fed ? fed->inputs : NULL, fed ? fed->input_count : 0,
+                                         &source_types, &e);
+    if (st == CG_OK && (!(src_ms = calloc(ns + 1, sizeof *src_ms)) ||
+                        !(ms = calloc(n + 1, sizeof *ms))))
+        st = cg_error_set(&e, CG_NOMEM, "out of memory");
+    if (st == CG_OK) {
+        for (size_t i = 0; i < ns; i++)
+            src_ms[i] = cg_cost_node_work(model->graph, i, source_types) / CG_WORK_UNITS_PER_MS;
+        cg_lowered_node_times(r->lowered, src_ms, ms);
+        cg_cost_inputs in = {r->assignment, ms, 0.0, NULL, NULL, NULL, NULL};
+        st = cg_cost_estimate_build(&in, &r->estimate, &e);
+    }
+    if (st == CG_OK)
+        r->estimated = true;
+    else
+        snprintf(r->estimate_note, sizeof r->estimate_note, "no estimate: %.200s", e.msg);
+    free(src_ms);
+    free(ms);
+    cg_type_env_free(source_types);
 }
 
 cg_status cg_convert_run(const cg_model *source, const char *source_path, const char *dir,

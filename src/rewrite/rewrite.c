@@ -20,6 +20,7 @@
 
 #include "convgate/assign.h"
 #include "convgate/check.h"
+#include "convgate/lower.h"
 #include "convgate/profile.h"
 #include "convgate/targetpath.h"
 #include "ir/walk.h"
@@ -280,22 +281,72 @@ static void state_clear(rw_state *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Places s->model on the targets: the type environment, the assignment,
- * the refusals rewrites answer and the summary. Failures become notes. */
+const cg_sample *rw_fed_sample(const cg_rewrite_options *o)
+{
+    return o->samples_fed && o->samples && o->samples->count ? &o->samples->samples[0] : NULL;
+}
+
+void rw_placed_free(rw_placed *p)
+{
+    cg_assignment_free(p->a);
+    cg_type_env_free(p->types);
+    cg_lowered_free(p->lowered);
+    memset(p, 0, sizeof *p);
+}
+
+cg_status rw_place(const cg_model *model, const cg_rewrite_options *o, rw_placed *out,
+                   cg_error *err)
+{
+    const cg_sample *fed = rw_fed_sample(o);
+    const cg_named_value *fv = fed ? fed->inputs : NULL;
+    size_t fn = fed ? fed->input_count : 0;
+    cg_error e;
+    cg_error_clear(&e);
+    memset(out, 0, sizeof *out);
+    cg_status st = cg_lower_for_targets_fed(model, o->targets, o->target_count, o->dims,
+                                            o->dim_count, fv, fn, &out->lowered, &e);
+    if (st == CG_OK)
+        st = cg_lowered_types_fed(out->lowered, o->dims, o->dim_count, o->random, fv, fn,
+                                  &out->types, &e);
+    if (st == CG_OK)
+        st = cg_assign(out->lowered->model, out->types, o->targets, o->target_count, &out->a,
+                       &e);
+    if (st == CG_NOMEM || st == CG_USAGE) {
+        rw_placed_free(out);
+        return cg_error_set(err, st, "%s", e.msg);
+    }
+    if (st != CG_OK) {
+        snprintf(out->why, sizeof out->why, "%s: %.200s",
+                 !out->lowered ? "the targets' graph cannot be made"
+                 : !out->types ? "the reference runtime cannot run the model"
+                               : "placement failed",
+                 e.msg);
+        cg_assignment_free(out->a);
+        out->a = NULL;
+    }
+    return CG_OK;
+}
+
+/* Places s->model on the targets, as assign does (rw_place): the summary
+ * and the refusals rewrites answer, each refused runtime node marking the
+ * source nodes it stands for. The rewrites read the source's own types.
+ * Failures become notes. */
 static cg_status state_place(rw_state *s, const cg_rewrite_options *o, cg_error *err)
 {
     cg_rewrite_placement *p = &s->place;
-    cg_assignment *a = NULL;
+    rw_placed pl;
     cg_error e;
     cg_error_clear(&e);
     memset(p, 0, sizeof *p);
     p->mixed_ms = p->time_coverage = -1;
     const cg_graph *g = s->model->graph;
-    p->nodes = g->node_count;
     s->refused = calloc(g->node_count + 1, sizeof *s->refused);
     if (!s->refused)
         return cg_error_set(err, CG_NOMEM, "out of memory");
-    cg_status st = cg_type_env_build_with(s->model, o->dims, o->dim_count, o->random, &s->types, &e);
+    const cg_sample *fed = rw_fed_sample(o);
+    cg_status st = cg_type_env_build_fed(s->model, o->dims, o->dim_count, o->random,
+                                         fed ? fed->inputs : NULL, fed ? fed->input_count : 0,
+                                         &s->types, &e);
     if (st == CG_NOMEM)
         return cg_error_set(err, st, "%s", e.msg);
     if (st != CG_OK) {
@@ -303,34 +354,53 @@ static cg_status state_place(rw_state *s, const cg_rewrite_options *o, cg_error 
                  e.msg);
         return CG_OK;
     }
-    if ((st = cg_assign(s->model, s->types, o->targets, o->target_count, &a, &e)) != CG_OK) {
-        if (st == CG_NOMEM)
-            return cg_error_set(err, st, "%s", e.msg);
-        snprintf(p->note, sizeof p->note, "placement failed: %.200s", e.msg);
+    if ((st = rw_place(s->model, o, &pl, err)) != CG_OK)
+        return st;
+    if (!pl.a) {
+        snprintf(p->note, sizeof p->note, "%s", pl.why);
+        rw_placed_free(&pl);
         return CG_OK;
     }
+    const cg_assignment *a = pl.a;
+    const cg_lowered *l = pl.lowered;
     p->placed = true;
+    p->nodes = l->model->graph->node_count;
+    p->removed_by_runtime = cg_lowered_removed_count(l, "");
     p->cpu = cg_assign_count_owned(a, CG_OWNER_CPU);
     p->on_target = p->nodes - p->cpu;
     p->partitions = a->partition_count;
     p->boundaries = a->boundary_count;
     cg_assign_residency(a, p->residency, sizeof p->residency);
-    cg_assign_verdict(a, s->types, p->verdict, sizeof p->verdict);
+    cg_assign_verdict(a, pl.types, p->verdict, sizeof p->verdict);
     char msg[256];
-    p->init_failure = cg_assign_init_failure(a, s->types, msg, sizeof msg);
-    for (size_t i = 0; i < a->unsupported_count; i++)
-        if (a->unsupported[i].node < g->node_count && a->owner[a->unsupported[i].node] == CG_OWNER_CPU)
-            s->refused[a->unsupported[i].node] = true;
+    p->init_failure = cg_assign_init_failure(a, pl.types, msg, sizeof msg);
+    for (size_t i = 0; i < a->unsupported_count; i++) {
+        size_t n = a->unsupported[i].node;
+        if (n >= p->nodes || a->owner[n] != CG_OWNER_CPU)
+            continue;
+        const size_t *origin;
+        size_t count = cg_lowered_origins(l, n, &origin);
+        for (size_t k = 0; k < count; k++)
+            if (origin[k] < g->node_count)
+                s->refused[origin[k]] = true;
+    }
     if (o->what_if) {
         cg_cost_estimate est;
         cg_error qe;
         cg_error_clear(&qe);
-        if (cg_profile_quick_estimate(s->model, s->types, o->random, a, &est, NULL, &qe) == CG_OK) {
+        const cg_named_value *fv = fed ? fed->inputs : NULL;
+        size_t fn = fed ? fed->input_count : 0;
+        st = l->declared_types
+                 ? cg_profile_quick_estimate_lowered_fed(l, o->dims, o->dim_count, o->random, fv,
+                                                         fn, a, &est, NULL, &qe)
+                 : cg_profile_quick_estimate_fed(l->model, pl.types, o->random, fv, fn, a, &est,
+                                                 NULL, &qe);
+        if (st == CG_OK) {
             p->mixed_ms = est.mixed_ms;
             p->time_coverage = est.time_coverage;
         }
     }
-    cg_assignment_free(a);
+    rw_placed_free(&pl);
     return CG_OK;
 }
 
@@ -746,6 +816,7 @@ cg_status cg_rewrite_run(const cg_model *model, const cg_rewrite_options *o, cg_
         }
     (void)acc32;
     out->sample_count = o->samples->count;
+    out->source_nodes = model->graph->node_count;
     out->steps = calloc(RW_CATALOG_COUNT, sizeof *out->steps);
     if (!out->steps)
         return cg_error_set(err, CG_NOMEM, "out of memory");

@@ -71,6 +71,25 @@ const cg_value_type *rw_static(const rw_ctx *c, const char *name);
 /* Known type (dims may be dynamic), or NULL. */
 const cg_value_type *rw_type(const rw_ctx *c, const char *name);
 
+/* A model placed as assign places it: the graph the targets partition
+ * (their preprocess: cg_lower_for_targets_fed), typed by a run on sample 0
+ * when the samples are the user's inputs (else on o->random, as assign
+ * without --inputs), and assigned. Where the lowering or that run fails,
+ * `a` stays NULL and `why` says so (CG_OK); out of memory is returned. */
+typedef struct rw_placed {
+    struct cg_lowered *lowered;
+    cg_type_env *types;            /* of lowered->model */
+    cg_assignment *a;              /* places lowered->model */
+    char why[256];
+} rw_placed;
+
+/* The sample placement is typed by (sample 0 when the samples are the
+ * user's), or NULL: random inputs. */
+const cg_sample *rw_fed_sample(const cg_rewrite_options *o);
+cg_status rw_place(const cg_model *model, const cg_rewrite_options *o, rw_placed *out,
+                   cg_error *err);
+void rw_placed_free(rw_placed *p);
+
 /* Node label for details: "name" or "#index", in buf. */
 const char *rw_label(const rw_graph *g, size_t n, char *buf, size_t cap);
 

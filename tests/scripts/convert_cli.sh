@@ -58,6 +58,20 @@ check "manifest: tolerance and each gate's verdict" man "$a" 'm["tolerance"]["at
 check "manifest: fp32 first, then the target path" man "$a" 'm["compare"]["fp32"]["pass"] and m["compare"]["target"]["pass"] and m["compare"]["target"]["reduced_precision"]'
 check "manifest: golden hashes" man "$a" 'm["golden"]["manifest_sha256"] and sum(f["path"].startswith("golden/") for f in m["files"]) == 5'
 check "README: the numbers and the recipe" grep -q "## Recipe" "$a/README.md"
+
+# the placement before and after is assign's: on the graph litert-gpu
+# partitions (the TFLite ops a converter emits: BatchNormalization folded,
+# the pool as MEAN, Flatten as RESHAPE), not the ONNX file's
+cg convert "$src/examples/tiny_cnn.onnx" --target litert-gpu --random 1 -o "$tmp/tiny"
+check "tiny_cnn: convert exit 0" rc 0
+# same JSON_FILE: assign's --json residency line is the manifest's (before|after)
+same() { "$py" -c 'import json,sys; a=json.load(open(sys.argv[1]))["result"]; m=json.load(open(sys.argv[2])); p=m["placement"]["before"] if sys.argv[3] == "before" else m["placement"]["after"]["residency"]; sys.exit(0 if p.startswith("%d/%d nodes on litert-gpu, %d on CPU" % (a["nodes_on_target"], a["nodes_total"], a["nodes_on_cpu"])) and a["removed_by_runtime"] > 0 else 1)' "$1" "$tmp/tiny/manifest.json" "$2"; }
+cg assign "$src/examples/tiny_cnn.onnx" --target litert-gpu --no-time --json
+cp "$tmp/out" "$tmp/assign_src.json"
+check "tiny_cnn: the placement before is assign's on the source" same "$tmp/assign_src.json" before
+cg assign "$tmp/tiny/model.onnx" --target litert-gpu --no-time --json
+cp "$tmp/out" "$tmp/assign_res.json"
+check "tiny_cnn: the placement after is assign's on the result" same "$tmp/assign_res.json" after
 check "README: how to verify" grep -qF "convgate verify ." "$a/README.md"
 check "ORT config" grep -qx "ai.onnx;13;Add,Div,Mul,ReduceMean,Sqrt" "$a/deploy/ort_required_operators.config"
 check "TFLM resolver" grep -qF "resolver.AddMean()" "$a/deploy/tflm_op_resolver.cc"
