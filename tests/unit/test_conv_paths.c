@@ -3,7 +3,8 @@
  * the convolution GEMM (packgemm.c: pointwise, padded stride 1, strided,
  * dilated, grouped, 1-D and 3-D windows, channel counts that do not fill a
  * panel, positions that do not fill a tile), the depthwise planes (strides
- * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2) and ConvInteger (exact:
+ * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2), the position-tiled
+ * pointwise kernel (planes of two tiles and more; cg_pg_pw_run) and ConvInteger (exact:
  * equal to the integer reference, uint8 and int8 x and W, scalar and
  * per-channel zero points; the 8-bit GEMM at the AVX-512 level when the
  * CPU has VNNI, the float GEMM elsewhere). Every case runs at each vector
@@ -256,10 +257,16 @@ static cg_status observe_nothing(void *user, const cg_node *node, const char *na
  * Add(conv, r) then Relu), fused into the convolution,
  * against the same graph run with an observer (which turns fusion off): the
  * outputs must be the same bits, for the GEMM and the depthwise path. */
-static void test_fusion(const char *act, bool depthwise, int threads)
+enum { FUSE_GEMM, FUSE_DEPTHWISE, FUSE_POINTWISE };
+
+static void test_fusion(const char *act, int path, int threads)
 {
-    int64_t xd[4] = {1, 16, 23, 29}, wd[4] = {depthwise ? 16 : 40, depthwise ? 1 : 16, 3, 3};
+    bool depthwise = path == FUSE_DEPTHWISE, pointwise = path == FUSE_POINTWISE;
+    int64_t kk = pointwise ? 1 : 3;
+    int64_t xd[4] = {1, 16, 23, 29}, wd[4] = {depthwise ? 16 : 40, depthwise ? 1 : 16, kk, kk};
     int64_t bd[1] = {wd[0]}, one[1] = {1}, pads[4] = {1, 1, 1, 1};
+    if (pointwise)
+        memset(pads, 0, sizeof pads);
     cg_tensor *x = make(CG_DTYPE_FLOAT, 4, xd, 5, false), *w = make(CG_DTYPE_FLOAT, 4, wd, 6, false);
     cg_tensor *b = make(CG_DTYPE_FLOAT, 1, bd, 7, false);
     cg_tensor *lo = make(CG_DTYPE_FLOAT, 0, one, 0, false), *hi = make(CG_DTYPE_FLOAT, 0, one, 0, false);
@@ -325,7 +332,7 @@ static void test_fusion(const char *act, bool depthwise, int threads)
         const cg_tensor *a = &outs[0][0].value->tensor, *c = &outs[1][0].value->tensor;
         EXPECT(a->numel == c->numel && memcmp(a->data, c->data, cg_tensor_bytes(a)) == 0,
                "fused Conv + %s (%s, %d threads) differs from the unfused graph", act,
-               depthwise ? "depthwise" : "GEMM", threads);
+               depthwise ? "depthwise" : pointwise ? "pointwise" : "GEMM", threads);
     }
     for (int pass = 0; pass < 2; pass++)
         cg_runtime_free_outputs(outs[pass], nouts[pass]);
@@ -408,6 +415,11 @@ int main(void)
         {"depthwise 5x5 stride 2", 2, 1, 24, 24, 24, {41, 40}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},
         {"depthwise stride 3, x2", 2, 1, 16, 32, 16, {31, 35}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
         {"depthwise dilated 1-D", 1, 1, 20, 20, 20, {513}, {5}, {1}, {2}, {4}, {4}},
+        /* the position-tiled pointwise kernel: planes of two tiles and
+         * more, ending inside a vector; channels off its panel */
+        {"pointwise 24 to 36", 2, 2, 24, 36, 1, {13, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+        {"pointwise grouped", 2, 1, 32, 48, 2, {10, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+        {"pointwise 1-D tiles", 1, 1, 20, 8, 1, {500}, {1}, {1}, {1}, {0}, {0}},
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         run_conv(&specs[i], false, 0);
@@ -428,9 +440,11 @@ int main(void)
     static const char *acts[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "SiLU", "Add",
                                  "AddRelu"};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
-        test_fusion(acts[i], false, 1);
-        test_fusion(acts[i], true, 1);
-        test_fusion(acts[i], false, 3);
+        test_fusion(acts[i], FUSE_GEMM, 1);
+        test_fusion(acts[i], FUSE_DEPTHWISE, 1);
+        test_fusion(acts[i], FUSE_GEMM, 3);
+        test_fusion(acts[i], FUSE_POINTWISE, 1);
+        test_fusion(acts[i], FUSE_POINTWISE, 3);
     }
     return test_done("test_conv_paths");
 }

@@ -137,6 +137,73 @@ bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
     return true;
 }
 
+typedef struct pw_job {
+    const cg_pg_pw_problem *p;
+    int64_t panels, tiles;
+    float **xbuf; /* per thread: a short tile's x, k rows of np_max floats */
+} pw_job;
+
+/* Tasks run position tile by position tile, the channel panels inside: a
+ * thread's consecutive tasks read the same k x np block of x. A tile whose
+ * positions end inside a vector reads x from a copy padded to whole
+ * vectors (the last plane's vector would run past x). */
+static void pw_task(void *arg, int t, int nt)
+{
+    const pw_job *j = arg;
+    const cg_pg_pw_problem *p = j->p;
+    const cg_simd_pw *pw = p->pw;
+    int64_t lo, hi, mr = pw->mr, nr = p->g->nr, copied = -1;
+    cg_kernel_share(j->panels * j->tiles, 1, t, nt, &lo, &hi);
+    for (int64_t task = lo; task < hi; task++) {
+        int64_t pn = task % j->panels, ti = task / j->panels;
+        int64_t p0 = ti * pw->np_max, np = p->p - p0 < pw->np_max ? p->p - p0 : pw->np_max;
+        int64_t m0 = pn * mr, m1 = m0 + mr < p->m ? m0 + mr : p->m;
+        const float *x = p->x + p0;
+        int64_t ldx = p->p;
+        if (np % pw->vw) {
+            int64_t padded = (np + pw->vw - 1) / pw->vw * pw->vw;
+            float *xb = j->xbuf[t];
+            if (copied != ti) {
+                for (int64_t q = 0; q < p->k; q++) {
+                    memcpy(xb + q * padded, x + q * ldx, (size_t)np * sizeof(float));
+                    memset(xb + q * padded + np, 0, (size_t)(padded - np) * sizeof(float));
+                }
+                copied = ti;
+            }
+            x = xb;
+            ldx = padded;
+        }
+        cg_simd_pw_epi e = p->e;
+        e.bias = e.bias ? e.bias + m0 : NULL;
+        e.add = e.add ? e.add + m0 * p->p + p0 : NULL;
+        float *y = p->y + m0 * p->p + p0;
+        const float *w = p->w + m0 / nr * nr * p->k + m0 % nr; /* inside a panel */
+        pw->tile(y, p->p, w, nr, x, ldx, p->k, m1 - m0, np, &e);
+        if (p->finish)
+            p->finish(p->finish_ctx, y, p->p, m0, m1, p0, np);
+    }
+}
+
+bool cg_pg_pw_run(cg_kernel_ctx *k, const cg_pg_pw_problem *p)
+{
+    if (p->m == 0 || p->p == 0)
+        return true;
+    int threads = cg_kernel_threads(k);
+    pw_job j = {p, (p->m + p->pw->mr - 1) / p->pw->mr,
+                (p->p + p->pw->np_max - 1) / p->pw->np_max, NULL};
+    if (p->p % p->pw->vw) {
+        j.xbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.xbuf);
+        if (!j.xbuf)
+            return false;
+        for (int t = 0; t < threads; t++)
+            if (!(j.xbuf[t] = cg_kernel_scratch(k, (size_t)p->k * (size_t)p->pw->np_max *
+                                                       sizeof(float))))
+                return false;
+    }
+    cg_kernel_parallel_work(k, (double)p->m * (double)p->k * (double)p->p, pw_task, &j);
+    return true;
+}
+
 /* The portable micro-kernel: 4 positions x 8 channels, every sum in k
  * order. */
 void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,

@@ -70,4 +70,28 @@ typedef struct cg_pg_problem {
  * from k; false when that cannot be allocated (the caller reports it). */
 bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p);
 
+/* A pointwise convolution (simd.h, cg_simd_pw) over m channels, k input
+ * channels and p positions: x is k planes of p floats, y and the residual
+ * e.add m planes of p, w packed by cg_pg_pack for g (whose nr is a
+ * multiple of pw->mr), e.bias m floats or NULL. finish (or NULL) then runs
+ * on each finished block, in cache (the activations the tile does not
+ * apply): channels m0..m1 and positions p0..p0+np, y pointing at (m0, p0). */
+typedef void (*cg_pg_pw_finish_fn)(void *ctx, float *y, int64_t ldy, int64_t m0, int64_t m1,
+                                   int64_t p0, int64_t np);
+typedef struct cg_pg_pw_problem {
+    const cg_simd_pw *pw;
+    const cg_simd_gemm *g;
+    const float *w;
+    int64_t m, k, p;
+    const float *x;
+    float *y;
+    cg_simd_pw_epi e;
+    cg_pg_pw_finish_fn finish;
+    void *finish_ctx;
+} cg_pg_pw_problem;
+
+/* Runs it on the kernel's threads (tiles of positions x channel panels),
+ * taking its scratch from k; false when that cannot be allocated. */
+bool cg_pg_pw_run(cg_kernel_ctx *k, const cg_pg_pw_problem *p);
+
 #endif

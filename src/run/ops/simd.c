@@ -262,6 +262,42 @@ void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, i
     }
 }
 
+/* The pointwise tile of the portable level: 4 channels x 8 positions. */
+#define PW_C_MR 4
+#define PW_C_NP 8
+
+void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                       int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e)
+{
+    float t[PW_C_MR][PW_C_NP];
+    for (int j = 0; j < PW_C_MR; j++)
+        for (int i = 0; i < PW_C_NP; i++)
+            t[j][i] = 0.0f;
+    for (int64_t q = 0; q < k; q++) {
+        const float *xq = x + q * ldx, *wq = w + q * ldw;
+        for (int j = 0; j < PW_C_MR; j++)
+            for (int64_t i = 0; i < np; i++)
+                t[j][i] += xq[i] * wq[j];
+    }
+    for (int64_t j = 0; j < nc; j++) {
+        float bv = e->bias ? e->bias[j] : 0.0f;
+        float *yr = y + j * ldy;
+        const float *ar = e->add ? e->add + j * ldy : NULL;
+        for (int64_t i = 0; i < np; i++) {
+            float v = t[j][i] + bv;
+            if (ar)
+                v = v + ar[i];
+            if (e->act == CG_SIMD_PW_RELU) {
+                v = v < 0 ? 0.0f : v;
+            } else if (e->act == CG_SIMD_PW_CLIP) {
+                v = v < e->lo ? e->lo : v;
+                v = v > e->hi ? e->hi : v;
+            }
+            yr[i] = v;
+        }
+    }
+}
+
 static const cg_simd_ops portable = {
     CG_SIMD_PORTABLE,
     cg_simd_exp_f32_c,
@@ -280,6 +316,7 @@ static const cg_simd_ops portable = {
     cg_simd_tile_store_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
+    {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c},
 };
 
 const cg_simd_ops *cg_simd_ops_get(cg_simd level)

@@ -35,6 +35,32 @@ typedef struct cg_simd_gemm {
                 const int64_t *pos, float *c, int acc);
 } cg_simd_gemm;
 
+/* A pointwise convolution's epilogue, applied to the sums in registers in
+ * the order of the GEMM store and the fused epilogue (conv.c): + bias (0.0f
+ * without one), + the residual, then Relu or Clip. */
+typedef enum cg_simd_pw_act { CG_SIMD_PW_NONE, CG_SIMD_PW_RELU, CG_SIMD_PW_CLIP } cg_simd_pw_act;
+typedef struct cg_simd_pw_epi {
+    const float *bias; /* per channel of the tile, or NULL */
+    const float *add;  /* the residual, laid out like y, or NULL */
+    cg_simd_pw_act act;
+    float lo, hi;      /* Clip's bounds */
+} cg_simd_pw_epi;
+
+/* A pointwise (1x1, unit stride, unpadded) convolution tile, vectorized
+ * over positions and written straight into the output planes: for channels
+ * j < nc <= mr and positions i < np <= np_max,
+ *     y[j*ldy + i] = epi(sum over q < k, in order, of w[q*ldw + j] * x[q*ldx + i])
+ * where w points into weights packed for a packgemm micro-kernel (ldw its
+ * nr, a multiple of mr) and the sum is one float32 chain from zero, the
+ * micro-kernels' sum: both paths give the same bits. x is read for np
+ * rounded up to a multiple of vw positions (the caller pads a short tile);
+ * y and the residual for np. */
+typedef struct cg_simd_pw {
+    int mr, np_max, vw;
+    void (*tile)(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                 int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
+} cg_simd_pw;
+
 typedef struct cg_simd_ops {
     cg_simd level;
     /* MLAS's exp (a few ulps; subnormal results kept), logistic, tanh and
@@ -76,6 +102,7 @@ typedef struct cg_simd_ops {
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
+    cg_simd_pw pw;
 } cg_simd_ops;
 
 /* Floats a dw_plane input must stay readable past its last row, times 4. */
@@ -109,6 +136,8 @@ void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w
                         int64_t sw, int64_t dh, int64_t dw, float bias);
 void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
                           int64_t nc, const float *bias);
+void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                       int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
 void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
                  const int64_t *pos, float *c, int acc);
 

@@ -59,6 +59,14 @@ typedef __m256 vm;
 #define vstore_ph(p, v) \
     _mm_storeu_si128((__m128i *)(void *)(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
 
+/* The first n lanes (0 < n <= VW) for masked loads and stores. */
+typedef __m256i vtail8;
+#define vtail vtail8
+#define vtail_n(n) \
+    _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define vload_tail(p, m) _mm256_maskload_ps(p, m)
+#define vstore_tail(p, v, m) _mm256_maskstore_ps(p, m, v)
+
 /* The even lanes of a then b: a0 a2 a4 a6 b0 b2 b4 b6. */
 SX_TARGET static inline vf veven_avx2(vf a, vf b)
 {
@@ -110,10 +118,19 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMMS {{3, 32, gemm_ukr_3x32_avx2}, {6, 16, gemm_ukr_6x16_avx2}, {12, 8, gemm_ukr_12x8_avx2}}
+/* pointwise tiles: 4 channels x 3 vectors (twelve accumulators) */
+#define SX_PW_MR 4
+#define SX_PW_NV 3
 
 #include "run/ops/simd_x86.inc"
 
 #undef SX_GEMMS
+#undef SX_PW_MR
+#undef SX_PW_NV
+#undef vtail
+#undef vtail_n
+#undef vload_tail
+#undef vstore_tail
 #undef SX
 #undef SX_TARGET
 #undef SX_LEVEL
@@ -210,6 +227,11 @@ typedef __mmask16 vm16;
     _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,  \
                                                 24, 26, 28, 30), b)
 #define vmax_all(v) _mm512_reduce_max_ps(v)
+typedef __mmask16 vtail16;
+#define vtail vtail16
+#define vtail_n(n) ((__mmask16)((1u << (n)) - 1u))
+#define vload_tail(p, m) _mm512_maskz_loadu_ps(m, p)
+#define vstore_tail(p, v, m) _mm512_mask_storeu_ps(p, m, v)
 
 SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 {
@@ -244,6 +266,9 @@ SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMMS {{7, 64, gemm_ukr_7x64_avx512}, {9, 48, gemm_ukr_9x48_avx512}, {14, 32, gemm_ukr_14x32_avx512}}
+/* pointwise tiles: 8 channels x 3 vectors (24 accumulators) */
+#define SX_PW_MR 8
+#define SX_PW_NV 3
 
 #include "run/ops/simd_x86.inc"
 
