@@ -45,6 +45,10 @@ CG_API uint16_t cg_f32_to_bf16(float f);
 CG_API uint16_t cg_f64_to_fp16(double x);
 CG_API uint16_t cg_f64_to_bf16(double x);
 CG_API double cg_fp16_round(double x);
+/* x rounded to fp16's 11-bit significand with an unbounded exponent (no
+ * overflow to inf, no subnormals): fp16 arithmetic's rounding without its
+ * range, for the noise floor of a device that sums in fp16 (docs/gate3.md). */
+CG_API double cg_fp16_round_significand(double x);
 CG_API double cg_bf16_round(double x);
 
 #ifdef __cplusplus

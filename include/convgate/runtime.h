@@ -42,7 +42,13 @@ struct cg_type_env;   /* convgate/target.h */
 typedef enum cg_node_precision {
     CG_NODE_PREC_FP32 = 0,       /* as written */
     CG_NODE_PREC_FP16 = 1,       /* fp16 storage, reductions/dots accumulate in fp32 */
-    CG_NODE_PREC_FP16_ACC16 = 2  /* fp16 storage and fp16 accumulation */
+    CG_NODE_PREC_FP16_ACC16 = 2, /* fp16 storage and fp16 accumulation */
+    /* float64 mode only: fp16 storage, and every running sum and product of
+     * the accumulating kernels rounded to fp16's 11-bit significand with an
+     * unbounded exponent (cg_fp16_round_significand): the noise of fp16
+     * accumulation without its overflow, the floor of a device that sums
+     * in fp16 (docs/gate3.md) */
+    CG_NODE_PREC_FP16_SUM11 = 3
 } cg_node_precision;
 
 /* Vector instruction set of the reference kernels (cg_runtime_options.simd).
@@ -97,7 +103,10 @@ typedef struct cg_runtime_options {
      * as DOUBLE). A kernel that would still produce a float32/16 value fails
      * the run naming the node. With node_precision, CG_NODE_PREC_FP16 rounds
      * every stored value to fp16 and computes in double (the fp16 storage
-     * floor); CG_NODE_PREC_FP16_ACC16 is refused. docs/float64.md. */
+     * floor), CG_NODE_PREC_FP16_SUM11 rounds the running sums to fp16's
+     * significand too (the F16 devices' floor); CG_NODE_PREC_FP16_ACC16 is
+     * refused, and CG_NODE_PREC_FP16_SUM11 is refused without float64.
+     * docs/float64.md. */
     bool float64;
     /* Memory and time limits of every run (convgate/budget.h); NULL: the
      * process budget. Must outlive the runtime. */

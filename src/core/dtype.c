@@ -159,6 +159,12 @@ double cg_fp16_round(double x)
     return round_to_format(x, 11, -14, 65504.0);
 }
 
+double cg_fp16_round_significand(double x)
+{
+    /* emin far below double's: the spacing never reaches a subnormal limit */
+    return round_to_format(x, 11, -2000, INFINITY);
+}
+
 double cg_bf16_round(double x)
 {
     return round_to_format(x, 8, -126, 3.3895313892515355e38);

@@ -8,7 +8,7 @@
  * inputs rounded to fp16 (a copy in scratch, or for initializers a copy
  * rounded once at init; values from other fp16 steps are already rounded),
  * runs with k->precision telling accumulating kernels to accumulate in fp16
- * when asked, and has its float32 outputs rounded in place before anyone
+ * (or, in the float64 mode, with fp16's significand) when asked, and has its float32 outputs rounded in place before anyone
  * (the observer included) sees them.
  *
  * With opt.float64 (run/fp64.c) the values that hold the model's floats are
@@ -333,6 +333,15 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
         if (np[i] == CG_NODE_PREC_FP16_ACC16)
             return cg_error_set(err, CG_USAGE, "node %zu: fp16 accumulation cannot be "
                                 "emulated in the float64 mode (fp16 storage can)", i);
+    /* ... and the significand-rounded sums are a float64-mode floor only */
+    for (size_t i = 0; !rt->opt.float64 && i < p->graph->node_count; i++)
+        if (np[i] == CG_NODE_PREC_FP16_SUM11)
+            return cg_error_set(err, CG_USAGE, "node %zu: fp16-significand sums are "
+                                "emulated in the float64 mode only", i);
+    for (size_t i = 0; i < p->graph->node_count; i++)
+        if (np[i] > CG_NODE_PREC_FP16_SUM11)
+            return cg_error_set(err, CG_USAGE, "node %zu: node precision %d is unknown", i,
+                                (int)np[i]);
     rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
     if (!rt->prec_init)
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
@@ -427,7 +436,9 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     }
     cg_kernel_ctx k = {n, p->graph, st->since, st->opset, f->ins, n->input_count,
                        f->outs, n->output_count, f, err,
-                       prec == CG_NODE_PREC_FP16_ACC16 ? CG_KPREC_FP16_ACC16 : CG_KPREC_FP32};
+                       prec == CG_NODE_PREC_FP16_ACC16   ? CG_KPREC_FP16_ACC16
+                       : prec == CG_NODE_PREC_FP16_SUM11 ? CG_KPREC_FP16_SUM11
+                                                         : CG_KPREC_FP32};
     /* per-node timing only when asked: two clock reads per step otherwise wasted */
     double *timing = f->is_main ? f->rt->opt.node_seconds : NULL;
     double t_start = timing ? cpu_seconds() : 0.0;

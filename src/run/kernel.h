@@ -39,8 +39,11 @@ typedef struct cg_exec cg_exec;
  * so only kernels that accumulate (reductions, dot products) look at it. */
 typedef enum cg_kernel_precision {
     CG_KPREC_FP32 = 0,       /* as written: sums in float32 or wider */
-    CG_KPREC_FP16_ACC16 = 1  /* fp16 compute: every partial sum and product
+    CG_KPREC_FP16_ACC16 = 1, /* fp16 compute: every partial sum and product
                                 rounded to fp16 (overflows to inf at 65504) */
+    CG_KPREC_FP16_SUM11 = 2  /* float64 mode: every partial sum and product
+                                rounded to fp16's significand, exponent
+                                unbounded (cg_fp16_round_significand) */
 } cg_kernel_precision;
 
 typedef struct cg_kernel_ctx {

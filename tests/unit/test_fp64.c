@@ -13,7 +13,13 @@
  *    computed here in double, and the float32 run differs from it by a
  *    float32-sized amount, not zero;
  *  - fp16 storage in float64 (node_precision FP16): every output value is
- *    an fp16 value held in a double, and fp16 accumulation is refused.
+ *    an fp16 value held in a double, and fp16 accumulation is refused;
+ *  - cg_fp16_round_significand equals cg_fp16_round in fp16's normal range
+ *    and keeps rounding to 11 bits past 65504 (no inf);
+ *  - the F16 devices' floor run (float64, node_precision FP16_SUM11) on the
+ *    RMSNorm whose sum of squares passes 65504: finite where fp16
+ *    accumulation gives inf, and further from float64 than fp16 storage
+ *    alone (its sums are rounded); refused without float64.
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +63,9 @@ static void test_rounding(void)
         double got16 = cg_fp16_round(f);
         EXPECT(want16 == got16 || (isnan(want16) && isnan(got16)), "fp16 of %a: %a vs %a",
               (double)f, got16, want16);
+        if (fabs(f) >= 0x1p-14 && fabs(f) <= 65504.0)
+            EXPECT(cg_fp16_round_significand(f) == got16, "fp16 significand of %a: %a vs %a",
+                  (double)f, cg_fp16_round_significand(f), got16);
         double wantb = cg_bf16_to_f32(cg_f32_to_bf16(f));
         double gotb = cg_bf16_round(f);
         EXPECT(wantb == gotb, "bf16 of %a: %a vs %a", (double)f, gotb, wantb);
@@ -241,10 +250,88 @@ static void test_rmsnorm(void)
     cg_model_free(m);
 }
 
+/* The floor of a device summing in fp16: its rounding, not its range. */
+static void test_sum11(void)
+{
+    EXPECT(cg_fp16_round_significand(70000.3) == 70016.0, "70000.3 -> %.17g",
+          cg_fp16_round_significand(70000.3));
+    EXPECT(cg_fp16_round(70000.3) == INFINITY, "fp16 overflows");
+    EXPECT(cg_fp16_round_significand(1e-9) == ldexp(nearbyint(ldexp(1e-9, 40)), -40),
+          "no subnormal spacing: %a", cg_fp16_round_significand(1e-9));
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/fp16/rmsnorm_overflow.onnx", CG_SOURCE_DIR);
+    cg_model *m = test_load_model(path);
+    if (!m)
+        return;
+    snprintf(path, sizeof path,
+             "%s/tests/data/fp16/rmsnorm_overflow_inputs/sample_0/x.npy", CG_SOURCE_DIR);
+    cg_tensor xt;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&xt, 0, sizeof xt);
+    cg_value *x = NULL;
+    if (cg_npy_load(path, 0, &xt, &err) != CG_OK || cg_value_from_tensor(&xt, &x, &err) != CG_OK) {
+        EXPECT(0, "%s: %s", path, err.msg);
+        cg_model_free(m);
+        return;
+    }
+    size_t nn = m->graph->node_count;
+    uint8_t *p16 = malloc(nn), *p11 = malloc(nn), *pacc = malloc(nn);
+    EXPECT(p16 && p11 && pacc, "alloc");
+    if (!p16 || !p11 || !pacc)
+        return;
+    memset(p16, CG_NODE_PREC_FP16, nn);
+    memset(p11, CG_NODE_PREC_FP16_SUM11, nn);
+    memset(pacc, CG_NODE_PREC_FP16_ACC16, nn);
+    cg_runtime *r64 = runtime(m, true, NULL, &err), *r16 = runtime(m, true, p16, &err);
+    cg_runtime *r11 = runtime(m, true, p11, &err), *racc = runtime(m, false, pacc, &err);
+    EXPECT(r64 && r16 && r11 && racc, "init: %s", err.msg);
+    cg_runtime *bad = runtime(m, false, p11, &err);
+    EXPECT(!bad && err.status == CG_USAGE && strstr(err.msg, "float64"),
+          "significand sums refused in float32: %s", err.msg);
+    cg_runtime_free(bad);
+    cg_named_value in = {"x", x}, *o[4] = {NULL};
+    size_t n[4] = {0};
+    cg_runtime *rts[4] = {r64, r16, r11, racc};
+    bool ran = true;
+    for (int i = 0; i < 4 && ran; i++)
+        ran = rts[i] && cg_runtime_run(rts[i], &in, 1, &o[i], &n[i], &err) == CG_OK;
+    EXPECT(ran, "runs: %s", err.msg);
+    if (ran) {
+        const cg_tensor *y64 = &o[0][0].value->tensor;
+        double e16 = 0, e11 = 0;
+        bool finite11 = true, inf_acc = false;
+        for (int64_t i = 0; i < y64->numel; i++) {
+            double ref = ((const double *)y64->data)[i];
+            double v16 = ((const double *)o[1][0].value->tensor.data)[i];
+            double v11 = ((const double *)o[2][0].value->tensor.data)[i];
+            float va = ((const float *)o[3][0].value->tensor.data)[i];
+            e16 = fmax(e16, fabs(v16 - ref));
+            e11 = fmax(e11, fabs(v11 - ref));
+            finite11 = finite11 && isfinite(v11) && cg_fp16_round(v11) == v11;
+            inf_acc = inf_acc || !isfinite(va) || fabs(va - ref) > 0.5;
+        }
+        EXPECT(finite11, "significand sums store fp16 values, never inf");
+        EXPECT(inf_acc, "fp16 accumulation breaks down on this RMSNorm");
+        EXPECT(e11 > e16 && e11 < 0.05, "significand sums' error %.3g above storage's %.3g, "
+              "fp16-sized", e11, e16);
+    }
+    for (int i = 0; i < 4; i++)
+        cg_runtime_free_outputs(o[i], n[i]);
+    for (int i = 0; i < 4; i++)
+        cg_runtime_free(rts[i]);
+    free(p16);
+    free(p11);
+    free(pacc);
+    cg_value_free(x);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_rounding();
     test_promote();
     test_rmsnorm();
+    test_sum11();
     return test_done("test_fp64");
 }

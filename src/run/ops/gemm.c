@@ -11,7 +11,9 @@
  * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16
  * target) the float products skip BLAS: each inner product runs in order
  * with every product and partial sum rounded to fp16, as fp16 hardware
- * accumulates (the executor has already rounded the operands).
+ * accumulates (the executor has already rounded the operands). Under
+ * CG_KPREC_FP16_SUM11 (float64 mode) the double products do the same with
+ * fp16's significand and an unbounded exponent.
  */
 #include <math.h>
 #include <string.h>
@@ -206,6 +208,21 @@ static void mm_acc16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t a
         }
 }
 
+/* mm_acc16 in the float64 mode under CG_KPREC_FP16_SUM11: every product
+ * and partial sum rounded to fp16's significand, exponent unbounded */
+static void mm_sum11(int64_t m, int64_t n, int64_t kk, const double *a, int64_t ars, int64_t acs,
+                     const double *b, int64_t brs, int64_t bcs, double *y)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int64_t q = 0; q < kk; q++)
+                acc = cg_fp16_round_significand(
+                    acc + cg_fp16_round_significand(a[i * ars + q * acs] * b[q * brs + j * bcs]));
+            y[i * n + j] = acc;
+        }
+}
+
 static void mm_f32_acc16(const mm_plan *p, const float *a, const float *b, float *y)
 {
     int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
@@ -268,6 +285,16 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
+    if (a->dtype == CG_DTYPE_DOUBLE && k->precision == CG_KPREC_FP16_SUM11) {
+        int64_t asz = p.m * p.kk, bsz = p.kk * p.n, ysz = p.m * p.n;
+        for (int64_t bi = 0; bi < p.batch; bi++) {
+            int64_t ao, bo;
+            mm_offsets(&p, bi, &ao, &bo);
+            mm_sum11(p.m, p.n, p.kk, (const double *)a->data + ao * asz, p.kk, 1,
+                     (const double *)b->data + bo * bsz, p.n, 1, (double *)y->data + bi * ysz);
+        }
+        return CG_OK;
+    }
     if (a->dtype == CG_DTYPE_DOUBLE)
         return mm_f64(k, &p, a->data, b->data, y->data);
     if (cg_nn_is_real(a->dtype)) {
@@ -360,6 +387,22 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
         for (int64_t i = 0; use_c && i < m; i++)
             for (int64_t j = 0; j < n; j++)
                 yd[i * n + j] = cd[i * rs + j * cs];
+        if (k->precision == CG_KPREC_FP16_SUM11) {
+            /* as the fp16 path below, each step on fp16's significand */
+            double *ab = cg_nn_scratch(k, m * n, sizeof(double));
+            if (!ab)
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            int64_t lda = a->dims[1], ldb = b->dims[1];
+            mm_sum11(m, n, kk, a->data, ta ? 1 : lda, ta ? lda : 1, b->data, tb ? 1 : ldb,
+                     tb ? ldb : 1, ab);
+            for (int64_t i = 0; i < m * n; i++) {
+                double v = cg_fp16_round_significand(alpha * ab[i]);
+                yd[i] = use_c ? cg_fp16_round_significand(
+                                    v + cg_fp16_round_significand(beta * yd[i]))
+                              : v;
+            }
+            return CG_OK;
+        }
         if (!cg_nn_dgemm(ta, tb, m, n, kk, alpha, a->data, a->dims[1], b->data, b->dims[1],
                          use_c ? beta : 0.0, yd, n))
             return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");

@@ -177,14 +177,16 @@ static double reduce_f64(reduce_kind kind, const double *v, int64_t n)
     }
 }
 
-static double r16(double x)
+static double r16_fp16(double x)
 {
     return cg_fp16_round(x);
 }
 
-/* reduce_f64 with an fp16 accumulator (CG_KPREC_FP16_ACC16). Max and Min
- * are exact in any precision. */
-static double reduce_f16acc(reduce_kind kind, const double *v, int64_t n)
+/* reduce_f64 with an fp16 accumulator (CG_KPREC_FP16_ACC16), or with
+ * r16 = cg_fp16_round_significand, one that has fp16's significand and an
+ * unbounded exponent (CG_KPREC_FP16_SUM11). Max and Min are exact in any
+ * precision. */
+static double reduce_f16acc(reduce_kind kind, const double *v, int64_t n, double (*r16)(double))
 {
     double acc = 0.0;
     switch (kind) {
@@ -472,6 +474,7 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
     bool is_int = cg_dtype_is_int(x->dtype) || x->dtype == CG_DTYPE_BOOL;
     /* fp16 hardware never sees double; an emulated node reducing one keeps it exact */
     bool acc16 = k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE && !is_int;
+    bool sum11 = k->precision == CG_KPREC_FP16_SUM11 && !is_int;
     void *buf = cg_kernel_scratch(k, row * 8);
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");
@@ -492,7 +495,9 @@ static cg_status reduce_op(cg_kernel_ctx *k, reduce_kind kind, int64_t since_inp
             continue;
         }
         gather_f64(x, &p, base, buf);
-        double v = acc16 ? reduce_f16acc(kind, buf, p.rn) : reduce_f64(kind, buf, p.rn);
+        double v = acc16   ? reduce_f16acc(kind, buf, p.rn, r16_fp16)
+                   : sum11 ? reduce_f16acc(kind, buf, p.rn, cg_fp16_round_significand)
+                           : reduce_f64(kind, buf, p.rn);
         if (out->dtype == CG_DTYPE_FLOAT)
             ((float *)out->data)[g] = (float)v;
         else
@@ -551,6 +556,11 @@ cg_status cg_op_mean_variance_normalization(cg_kernel_ctx *k)
     if (!buf)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory");
     bool acc16 = k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE;
+    double (*r16)(double) = r16_fp16;
+    if (k->precision == CG_KPREC_FP16_SUM11) {
+        acc16 = true;
+        r16 = cg_fp16_round_significand;
+    }
     for (int64_t g = 0; g < p.groups && p.rn > 0; g++) {
         int64_t base = plan_base(&p, g);
         gather_f64(x, &p, base, buf);
