@@ -187,6 +187,11 @@ typedef struct cg_noise_value {
     bool compared;         /* numeric and produced on every run */
     cg_noise_stats fp32;   /* fp32 reference against fp64 */
     cg_noise_stats fp16;   /* fp16 storage against fp64 (empty without opt.fp16) */
+    /* fp16 storage with every running sum and product of the accumulating
+     * kernels rounded to fp16's 11-bit significand, exponent unbounded,
+     * against fp64: the floor of a device that sums in fp16 (its rounding
+     * noise without its overflow; empty without opt.fp16_sums; outputs only) */
+    cg_noise_stats fp16_sums;
 } cg_noise_value;
 
 typedef struct cg_noise_output {
@@ -199,6 +204,7 @@ typedef struct cg_noise_output {
 typedef struct cg_noise_options {
     size_t max_alloc_bytes; /* per runtime; 0: default */
     bool fp16;              /* also measure the fp16 storage floor (a third run) */
+    bool fp16_sums;         /* with fp16: also the fp16-sums floor (a fourth run) */
     const cg_type_env *types; /* for the decision analysis (may be NULL) */
     bool recorded;          /* no runs: floors from cg_noise_add_recorded */
 } cg_noise_options;
@@ -216,9 +222,9 @@ CG_API CG_NODISCARD cg_status cg_noise_init(const cg_model *model, const cg_nois
  * sample): CG_RUN_FP64, CG_RUN_FP32, CG_RUN_FP16 (fp16 storage). For a
  * target (cg_noise_target_add_sample): CG_RUN_TARGET (as placed),
  * CG_RUN_ACC32 (fp32 accumulation), CG_RUN_IN_FP32 (in fp32). */
-enum { CG_RUN_FP64 = 0, CG_RUN_FP32 = 1, CG_RUN_FP16 = 2 };
+enum { CG_RUN_FP64 = 0, CG_RUN_FP32 = 1, CG_RUN_FP16 = 2, CG_RUN_FP16_SUMS = 3 };
 enum { CG_RUN_TARGET = 0, CG_RUN_ACC32 = 1, CG_RUN_IN_FP32 = 2 };
-#define CG_NOISE_RUNS 3
+#define CG_NOISE_RUNS 4
 typedef struct cg_noise_runs {
     cg_named_value *out[CG_NOISE_RUNS];
     size_t count[CG_NOISE_RUNS];

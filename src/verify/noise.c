@@ -6,7 +6,10 @@
  * A cg_noise holds three runtimes of one model: the float64 reference, the
  * reference as written (float32), and, with opt.fp16, the float64 kernels
  * with every stored value rounded to fp16 (cg_runtime_options.float64 with
- * node_precision CG_NODE_PREC_FP16 on every node). Each sample runs on all
+ * node_precision CG_NODE_PREC_FP16 on every node) and, with opt.fp16_sums,
+ * the same with the running sums rounded to fp16's significand
+ * (CG_NODE_PREC_FP16_SUM11: the floor of a device that sums in fp16; its
+ * outputs only, no decision values). Each sample runs on all
  * of them, one after the other; the fp64 run keeps a copy of the values
  * decision nodes read and produce (observed by name), the other runs are
  * compared against those copies as they are produced, so nothing else of a
@@ -184,8 +187,8 @@ typedef struct watched {
 struct cg_noise {
     const cg_model *model;
     cg_noise_options opt;
-    cg_runtime *rt64, *rt32, *rt16;
-    uint8_t *prec16;
+    cg_runtime *rt64, *rt32, *rt16, *rt16s;
+    uint8_t *prec16, *prec16s;
     cg_decision_map dmap;
     cg_noise_output *outputs;
     size_t output_count;
@@ -357,6 +360,7 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
         o->v.compared = true;
         cg_noise_stats_init(&o->v.fp32);
         cg_noise_stats_init(&o->v.fp16);
+        cg_noise_stats_init(&o->v.fp16_sums);
         size_t cnt = cg_decision_upstream(&n->dmap, o->v.name ? o->v.name : "", NULL, 0);
         o->decisions = calloc(cnt + 1, sizeof *o->decisions);
         if (!o->v.name || !o->decisions) {
@@ -394,6 +398,21 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
         ro.node_precision = n->prec16;
         if ((st = cg_runtime_init(model, &ro, &n->rt16, err)) != CG_OK) {
             cg_error_prefix(err, "fp16 storage run: ");
+            goto fail;
+        }
+    }
+    if (n->opt.fp16 && n->opt.fp16_sums) {
+        n->prec16s = malloc(g->node_count + 1);
+        if (!n->prec16s) {
+            st = cg_error_set(err, CG_NOMEM, "out of memory measuring noise floors");
+            goto fail;
+        }
+        memset(n->prec16s, CG_NODE_PREC_FP16_SUM11, g->node_count + 1);
+        ro.node_precision = n->prec16s;
+        ro.observe = NULL; /* outputs only */
+        ro.observe_user = NULL;
+        if ((st = cg_runtime_init(model, &ro, &n->rt16s, err)) != CG_OK) {
+            cg_error_prefix(err, "fp16 storage and fp16-significand sums run: ");
             goto fail;
         }
     }
@@ -471,9 +490,10 @@ static void watch_clear_sample(cg_noise *n)
     }
 }
 
-/* Compares output i of one run against the fp64 reference. */
+/* Compares output i of one run against the fp64 reference: into its fp32
+ * (which 0), fp16 storage (1) or fp16-sums (2) floor. */
 static cg_status compare_output(cg_noise_output *o, const cg_value *ref, const cg_value *got,
-                                bool fp16, size_t sample, cg_error *err)
+                                int which, size_t sample, cg_error *err)
 {
     if (!numeric_tensor(ref) || !numeric_tensor(got)) {
         o->v.compared = false;
@@ -487,7 +507,8 @@ static cg_status compare_output(cg_noise_output *o, const cg_value *ref, const c
         return st;
     }
     one.m.worst_sample = (int64_t)sample;
-    cg_noise_stats_merge(fp16 ? &o->v.fp16 : &o->v.fp32, &one);
+    cg_noise_stats_merge(which == 2 ? &o->v.fp16_sums : which == 1 ? &o->v.fp16 : &o->v.fp32,
+                         &one);
     return CG_OK;
 }
 
@@ -504,8 +525,8 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
                               cg_noise_runs *runs, cg_noise_decision_values *decisions,
                               cg_error *err)
 {
-    cg_named_value *o64 = NULL, *o32 = NULL, *o16 = NULL;
-    size_t c64 = 0, c32 = 0, c16 = 0;
+    cg_named_value *o64 = NULL, *o32 = NULL, *o16 = NULL, *o16s = NULL;
+    size_t c64 = 0, c32 = 0, c16 = 0, c16s = 0;
     cg_status st;
     if (runs)
         memset(runs, 0, sizeof *runs);
@@ -532,13 +553,24 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
             goto done;
         }
     }
+    if (n->rt16s) {
+        n->phase = 3;
+        if ((st = cg_runtime_run(n->rt16s, inputs, input_count, &o16s, &c16s, err)) != CG_OK) {
+            cg_error_prefix(err, "fp16 storage and fp16-significand sums run: ");
+            goto done;
+        }
+    }
     for (size_t i = 0; i < n->output_count && i < c64; i++) {
         if ((st = compare_output(&n->outputs[i], o64[i].value, i < c32 ? o32[i].value : NULL,
-                                 false, n->samples, err)) != CG_OK)
+                                 0, n->samples, err)) != CG_OK)
             goto done;
         if (n->rt16 && (st = compare_output(&n->outputs[i], o64[i].value,
-                                            i < c16 ? o16[i].value : NULL, true, n->samples,
+                                            i < c16 ? o16[i].value : NULL, 1, n->samples,
                                             err)) != CG_OK)
+            goto done;
+        if (n->rt16s && (st = compare_output(&n->outputs[i], o64[i].value,
+                                             i < c16s ? o16s[i].value : NULL, 2, n->samples,
+                                             err)) != CG_OK)
             goto done;
     }
     for (size_t i = 0; i < n->watch_count && st == CG_OK; i++) {
@@ -588,8 +620,10 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         runs->count[CG_RUN_FP32] = c32;
         runs->out[CG_RUN_FP16] = o16;
         runs->count[CG_RUN_FP16] = c16;
-        o64 = o32 = o16 = NULL;
-        c64 = c32 = c16 = 0;
+        runs->out[CG_RUN_FP16_SUMS] = o16s;
+        runs->count[CG_RUN_FP16_SUMS] = c16s;
+        o64 = o32 = o16 = o16s = NULL;
+        c64 = c32 = c16 = c16s = 0;
     }
 done:
     n->run_err = NULL;
@@ -597,6 +631,7 @@ done:
     cg_runtime_free_outputs(o64, c64);
     cg_runtime_free_outputs(o32, c32);
     cg_runtime_free_outputs(o16, c16);
+    cg_runtime_free_outputs(o16s, c16s);
     return st;
 }
 
@@ -675,7 +710,9 @@ void cg_noise_free(cg_noise *n)
     cg_runtime_free(n->rt64);
     cg_runtime_free(n->rt32);
     cg_runtime_free(n->rt16);
+    cg_runtime_free(n->rt16s);
     free(n->prec16);
+    free(n->prec16s);
     for (size_t i = 0; i < n->output_count; i++) {
         free(n->outputs[i].v.name);
         free(n->outputs[i].decisions);
