@@ -116,6 +116,18 @@ BAD = {
     "bad_param_default.json": base("bad", parameters={
         "api": {"default": 9, "min": 1, "max": 5}}),
     "bad_preprocess.json": base("bad", preprocess="magic"),
+    # device classes: two, one per accumulation, on fp16 compute only
+    "bad_classes_one.json": base("bad", precision={
+        "compute": "fp16", "accumulate": "fp32",
+        "device_classes": [{"name": "F16", "accumulate": "fp16", "source": "test"}]}),
+    "bad_classes_twice.json": base("bad", precision={
+        "compute": "fp16", "accumulate": "fp32",
+        "device_classes": [{"name": "a", "accumulate": "fp32", "source": "test"},
+                           {"name": "b", "accumulate": "fp32", "source": "test"}]}),
+    "bad_classes_fp32.json": base("bad", precision={
+        "compute": "fp32", "accumulate": "fp32",
+        "device_classes": [{"name": "a", "accumulate": "fp16", "source": "test"},
+                           {"name": "b", "accumulate": "fp32", "source": "test"}]}),
 }
 
 

@@ -168,6 +168,12 @@ struct cg_target {
     cg_fallback_policy fallback;
     cg_precision precision;
     bool accumulate_fp32;    /* fp16 compute that accumulates reductions in fp32 */
+    /* An fp16 target whose devices differ in how they sum (a profile's
+     * precision.device_classes): [0] names the class that sums in fp16,
+     * [1] the class that sums in fp32; gate 3, compare, verify and bisect
+     * judge both unless --accumulate picks one. NULL: one class, as
+     * accumulate_fp32 says. */
+    const char *device_class[2];
     cg_layout layout;        /* inside its partitions (CG_LAYOUT_NCHW: as ONNX) */
     /* The cost of one boundary crossing into or out of this target, when the
      * target states it: a fixed part plus the bytes over a bandwidth. When

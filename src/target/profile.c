@@ -243,6 +243,8 @@ static void profile_free(pf_profile *p)
     free((char *)p->target.version);
     free((char *)p->target.description);
     free((char *)p->target.source);
+    free((char *)p->target.device_class[0]);
+    free((char *)p->target.device_class[1]);
     strings_free(p->no_single, p->target.rules.no_single_op_count);
     strings_free(p->stop, p->target.rules.stop_op_count);
     strings_free(p->not_modelled, p->target.not_modelled_count);
@@ -1257,9 +1259,62 @@ static cg_status parse_ops(pf_parser *ps, const json_t *root, pf_profile *p)
     return CG_OK;
 }
 
+/* "device_classes" (optional, fp16 compute only): the two kinds of device
+ * the runtime computes differently on, each judged by default: one that
+ * sums in fp16 and one that sums in fp32, named, with where the sources
+ * say so ([{"name", "accumulate", "source", "note"}, ...]). */
+static cg_status parse_device_classes(pf_parser *ps, const json_t *prec, pf_profile *p)
+{
+    static const char *const keys[] = {"name", "accumulate", "source", "note", NULL};
+    const char *path = "$.precision.device_classes";
+    const json_t *j = json_object_get(prec, "device_classes");
+    if (!j)
+        return CG_OK;
+    if (!json_is_array(j) || json_array_size(j) != 2)
+        return perr(ps, path, "must list two classes: one with \"accumulate\": \"fp16\", "
+                    "one with \"fp32\"");
+    if (p->target.precision != CG_PRECISION_FP16)
+        return perr(ps, path, "device classes of accumulation need fp16 compute");
+    cg_status st = CG_OK;
+    for (size_t i = 0; i < 2 && st == CG_OK; i++) {
+        char ep[PATH_MAX_LEN];
+        snprintf(ep, sizeof ep, "%s[%zu]", path, i);
+        const json_t *c = json_array_get(j, i);
+        char *name = NULL, *acc = NULL, *source = NULL, *note = NULL;
+        st = expect_object(ps, c, ep);
+        if (st == CG_OK)
+            st = check_keys(ps, c, ep, keys);
+        if (st == CG_OK)
+            st = get_string(ps, c, ep, "name", true, &name);
+        if (st == CG_OK)
+            st = get_string(ps, c, ep, "accumulate", true, &acc);
+        if (st == CG_OK)
+            st = get_string(ps, c, ep, "source", true, &source);
+        if (st == CG_OK)
+            st = get_string(ps, c, ep, "note", false, &note);
+        int k = acc && !strcmp(acc, "fp16") ? 0 : acc && !strcmp(acc, "fp32") ? 1 : -1;
+        if (st == CG_OK && k < 0)
+            st = perr(ps, ep, "accumulate '%s' is not \"fp16\" or \"fp32\"", acc);
+        else if (st == CG_OK && p->target.device_class[k])
+            st = perr(ps, ep, "a second class with \"accumulate\": \"%s\"", acc);
+        if (st == CG_OK && !name[0])
+            st = perr(ps, ep, "an empty name");
+        if (st == CG_OK) {
+            p->target.device_class[k] = name;
+            name = NULL;
+        }
+        free(name);
+        free(acc);
+        free(source);
+        free(note);
+    }
+    return st;
+}
+
 static cg_status parse_precision(pf_parser *ps, const json_t *root, pf_profile *p)
 {
-    static const char *const keys[] = {"compute", "accumulate", "note", "source", NULL};
+    static const char *const keys[] = {"compute", "accumulate", "note", "source",
+                                       "device_classes", NULL};
     const char *path = "$.precision";
     json_t *j = json_object_get(root, "precision");
     if (!j)
@@ -1293,6 +1348,8 @@ static cg_status parse_precision(pf_parser *ps, const json_t *root, pf_profile *
         else if (p->target.precision == CG_PRECISION_FP32)
             st = perr(ps, "$.precision.accumulate", "fp16 accumulation with fp32 compute");
     }
+    if (st == CG_OK)
+        st = parse_device_classes(ps, j, p);
     free(compute);
     free(acc);
     free(note);

@@ -209,6 +209,11 @@ static void test_bad_profiles(void)
         {"bad_param.json", "$.ops.Relu.requires: parameter 'api' is not declared"},
         {"bad_param_default.json", "$.parameters.api: needs min <= default <= max"},
         {"bad_preprocess.json", "$.preprocess: 'magic' is not a known preprocess"},
+        {"bad_classes_one.json", "$.precision.device_classes: must list two classes"},
+        {"bad_classes_twice.json", "$.precision.device_classes[1]: a second class with "
+                                   "\"accumulate\": \"fp32\""},
+        {"bad_classes_fp32.json", "$.precision.device_classes: device classes of accumulation "
+                                  "need fp16 compute"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
@@ -419,6 +424,14 @@ static void test_shipped(void)
                   nnapi->rules.no_single_op_count == 3, "nnapi partition rules");
         EXPECT(gpu->precision == CG_PRECISION_FP16 && gpu->rules.max_partitions == 1,
               "litert-gpu precision / max partitions");
+        /* TFLite GPU's F16 and F32_F16 (GetPrecision, use_f32_accum_for_fp16),
+         * judged both by default; the measured fallback stays run's default */
+        EXPECT(gpu->accumulate_fp32 && gpu->device_class[0] && gpu->device_class[1] &&
+                  !strcmp(gpu->device_class[0], "F16 devices (fp16 sums)") &&
+                  !strcmp(gpu->device_class[1],
+                          "F32_F16 devices / use_f32_accum_for_fp16 (fp32 sums)") &&
+                  !nnapi->device_class[0] && !tflm->device_class[0],
+              "litert-gpu device classes");
         EXPECT(tflm->fallback == CG_FALLBACK_FAIL && ov->fallback == CG_FALLBACK_FAIL,
               "tflm and openvino fail on unsupported ops");
         /* ORT's NNAPI and XNNPACK EPs run NHWC kernels behind ORT's NCHW CPU
