@@ -173,6 +173,18 @@ int cmd_bisect(int argc, char **argv)
                                   CLI_MAX_DIMS);
     po.accumulate_fp32 = tg.accumulate == 2;
     po.accumulate_fp16 = tg.accumulate == 1;
+    /* an fp16 target with two device classes (its profile's): the class
+     * that sums in fp16 first, then, when it finds nothing, the one that
+     * sums in fp32; --accumulate picks one */
+    const char *classes[2] = {NULL, NULL};
+    for (size_t i = 0; !cand && !tg.accumulate && i < tg.count; i++)
+        if (tg.list[i]->device_class[0] && tg.list[i]->device_class[1]) {
+            classes[0] = tg.list[i]->device_class[0];
+            classes[1] = tg.list[i]->device_class[1];
+            break;
+        }
+    po.device_classes = classes[0] != NULL;
+    const char *as_class = classes[0];
     po.random = &in.random;
     if (!cand) { /* the candidate runs these inputs: it is typed and placed on them */
         po.feeds = samples.samples[sample].inputs;
@@ -198,6 +210,13 @@ int cmd_bisect(int argc, char **argv)
     }
     const cg_sample *s = &samples.samples[sample];
     cg_status bst = cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err);
+    if (bst == CG_OK && classes[0] && !res.diverged) {
+        cg_bisect_result_free(&res);
+        po.device_classes = false;
+        po.accumulate_fp32 = true;
+        as_class = classes[1];
+        bst = cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err);
+    }
     cli_progress_clear();
     if (bst != CG_OK) {
         cli_error("bisect", "%s", err.msg);
@@ -208,6 +227,8 @@ int cmd_bisect(int argc, char **argv)
         cg_bisect_view bv = {model_path, against, s->label, bo.by_tolerance ? &bo.tol : NULL,
                              "--atol/--rtol", tg.list, tg.count};
         json_t *root = cg_report_bisect_json(&res, &bv);
+        if (root)
+            cg_json_set(root, "device_class", as_class ? cg_json_text(as_class) : json_null());
         if (cli_views_wanted(&views)) {
             /* with --against, the reference model's graph, unplaced */
             cg_graph_view gv = {model, path && !cand ? cg_target_path_assignment(path) : NULL,
@@ -228,9 +249,12 @@ int cmd_bisect(int argc, char **argv)
                    "the noise floors)\n", model_path, against ? against : "the target path",
                    s->label, bo.tol.atol, bo.tol.rtol);
         else
-            printf("convgate bisect %s against %s on %s (each tensor against the noise floor of "
-                   "its own precision, from the float64 reference)\n", model_path,
-                   against ? against : "the target path", s->label);
+            printf("convgate bisect %s against %s%s%s on %s (each tensor against the noise floor "
+                   "of its own precision, from the float64 reference)\n", model_path,
+                   against ? against : "the target path", as_class ? " as " : "",
+                   as_class ? as_class : "", s->label);
+        if (classes[0] && !res.diverged)
+            printf("both device classes bisected: %s, then %s\n", classes[0], classes[1]);
         cg_bisect_report_text(stdout, &res, "");
     }
 done:

@@ -12,9 +12,12 @@ example's own inputs, and prints one markdown row per (model, target): gate 2,
 each output's gate-3 category with its ratio to the floor, and for a failure
 the first tensor beyond its noise floor and the bisection's verdict.
 
-    /usr/bin/python3 tools/measure_gate3.py CONVGATE [--zoo DIR] [--json OUT] [MODEL ...]
+    /usr/bin/python3 tools/measure_gate3.py CONVGATE [--zoo DIR] [--json OUT]
+                                            [--target T] [MODEL ...]
 
 MODEL names a zoo model or an example (tiny_cnn, rmsnorm_fp16); default: all.
+--target runs one target only (default: xnnpack and litert-gpu). An output of
+a target with two device classes (litert-gpu) gives each class's category.
 """
 import json
 import os
@@ -97,6 +100,17 @@ def row(name, target, env):
                                    "error": num(v["error"]), "floor": num(v["floor"])})
             text = "%s: %s, %sx the %s floor" % (o["name"], v["verdict"], fmt(v["ratio"]),
                                                  v["against"])
+            classes = o.get("device_classes") or []
+            if classes:
+                rec["outputs"][-1]["classes"] = [
+                    {"name": c["name"], "verdict": c["verdict"]["verdict"],
+                     "ratio": num(c["verdict"]["ratio"])} for c in classes]
+                text = "%s: %s" % (o["name"], "; ".join(
+                    "%s: %s, %sx the %s floor" % (
+                        c["name"], c["verdict"]["verdict"], fmt(c["verdict"]["ratio"]),
+                        "fp32" if c["verdict"]["against"] == "fp32" else
+                        "fp16-sums" if c["accumulate"] == "fp16" else "fp16 storage")
+                    for c in classes))
             if not v["passes"]:
                 text += " (%s)" % v["reason"]
             parts.append(text)
@@ -108,8 +122,9 @@ def row(name, target, env):
         fd = b["first_divergent"]
         rec["first"] = {"tensor": fd["tensor"], "op_type": fd["op_type"], "node": fd["node"]}
         rec["bisect"] = b.get("verdict_reason")
-        parts.append("first tensor beyond its floor: '%s' (%s): %s" %
-                     (fd["tensor"], fd["op_type"], b.get("verdict_reason") or b.get("triage")))
+        parts.append("first tensor beyond its floor%s: '%s' (%s): %s" %
+                     (" (bisected as %s)" % b["device_class"] if b.get("device_class") else "",
+                      fd["tensor"], fd["op_type"], b.get("verdict_reason") or b.get("triage")))
     rec["text"] = "; ".join(parts)
     return rec
 
@@ -121,12 +136,15 @@ def main():
     convgate = os.path.abspath(args.pop(0))
     zoo = os.environ.get("CG_ZOO", os.path.join(REPO, "zoo"))
     json_out = None
+    targets = list(TARGETS)
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--zoo":
             zoo = args.pop(0)
         elif opt == "--json":
             json_out = args.pop(0)
+        elif opt == "--target":
+            targets[:] = [args.pop(0)]
         else:
             sys.exit("unknown option " + opt)
     names = args or ZOO_MODELS + list(EXAMPLES)
@@ -144,7 +162,7 @@ def main():
             extra = ["--range", "sr=16000,16000"] if name.startswith("silero") else []
             if name in DETECTORS:
                 extra = ["--task", "detect"]
-            for t in TARGETS:
+            for t in targets:
                 try:
                     rec = row(name, t, gate(convgate, model, t, inputs, extra, work))
                 except RuntimeError as e:

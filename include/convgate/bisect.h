@@ -119,6 +119,7 @@ typedef struct cg_bisect_tensor {
     cg_precision precision;
     double floor32, floor16;
     bool floor16_measured;
+    bool floor16_sums;   /* floor16 is the fp16-sums floor (a candidate summing in fp16) */
     cg_judgement judgement;
     bool by_flips;       /* a decision's output, judged by its flips */
     cg_flip_stats flips;

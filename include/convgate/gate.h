@@ -144,6 +144,9 @@ typedef struct cg_gate_report {
     bool bisected;
     size_t bisect_sample;    /* index of the sample bisected */
     char *bisect_sample_label;
+    /* the device class bisected (judged.device_class[0/1]; NULL: one class):
+     * the one that sums in fp32 when it fails, else the one that sums in fp16 */
+    const char *bisect_class;
     cg_bisect_result bisect;
     char bisect_error[CG_ERROR_MSG_MAX]; /* bisection could not run (gate 3 still fails) */
 

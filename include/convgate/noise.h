@@ -192,6 +192,7 @@ typedef struct cg_noise_value {
      * against fp64: the floor of a device that sums in fp16 (its rounding
      * noise without its overflow; empty without opt.fp16_sums; outputs only) */
     cg_noise_stats fp16_sums;
+    bool fp16_is_sums;     /* fp16 holds the fp16-sums floor (cg_noise_output_sums) */
 } cg_noise_value;
 
 typedef struct cg_noise_output {
@@ -262,6 +263,10 @@ CG_API const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *
 CG_API const cg_decision_map *cg_noise_decisions(const cg_noise *n);
 CG_API const cg_model *cg_noise_model(const cg_noise *n);
 CG_API void cg_noise_free(cg_noise *n);
+/* o as a device class that sums in fp16 sees it: *out is o with its fp16
+ * floor the fp16-sums floor (when measured; fp16_is_sums says so, and the
+ * verdicts name it), borrowing o's pointers. */
+CG_API void cg_noise_output_sums(const cg_noise_output *o, cg_noise_output *out);
 
 /* --- a target against the floors ---------------------------------------------------- */
 
@@ -410,9 +415,21 @@ CG_API cg_target_path *cg_noise_target_take_path(cg_noise_target *t);
 /* What the path stores floats in (known once a sample ran). */
 CG_API cg_precision cg_noise_target_precision(const cg_noise_target *t);
 CG_API const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t);
+/* The verdict of output `output`: against the fp16-sums floor when the
+ * path sums in fp16; with two device classes (base.device_classes), the
+ * worse of the two, its reason led by its class's name. */
 CG_API CG_NODISCARD cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
                                                     const cg_noise_multiples *k, cg_judgement *out,
                                                     cg_error *err);
+/* The device classes judged (known once a sample ran): cls 0 the class
+ * that sums in fp16 (the path as placed), 1 the class that sums in fp32
+ * (its fp32-accumulation rerun); NULL when the path is judged as one. */
+CG_API const char *cg_noise_target_class(const cg_noise_target *t, int cls);
+/* One class's verdict (cls -1: the path as placed, as a single class). */
+CG_API CG_NODISCARD cg_status cg_noise_target_judge_class(const cg_noise_target *t,
+                                                          size_t output, int cls,
+                                                          const cg_noise_multiples *k,
+                                                          cg_judgement *out, cg_error *err);
 CG_API void cg_noise_target_free(cg_noise_target *t);
 
 #ifdef __cplusplus

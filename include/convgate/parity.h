@@ -126,6 +126,13 @@ typedef struct cg_parity_output {
     cg_judgement verdict;
     cg_noise_stats floor32, floor16, error;
     bool floor16_measured;
+    /* the fp16-sums floor (a path that sums in fp16) and, with the report's
+     * device classes, each class's verdict ([0] sums in fp16, [1] in fp32);
+     * `verdict` is then the worse of the two */
+    cg_noise_stats floor16_sums;
+    bool floor16_sums_measured;
+    cg_judgement class_verdict[2];
+    const char *device_class[2];  /* their names (borrowed; NULL: one class) */
     bool discontinuous;         /* downstream of a decision */
     bool flips_compared;
     cg_flip_stats flips;
@@ -190,6 +197,9 @@ typedef struct cg_parity_report {
     size_t failed_outputs;
     cg_target_path *path;            /* with keep_path: the last path run (owned) */
     cg_detect_report detect;
+    /* the device classes each output was judged as (the target's, borrowed;
+     * NULL: one), [0] sums in fp16, [1] in fp32 (cg_noise_target_class) */
+    const char *device_class[2];
 } cg_parity_report;
 
 /* Runs every sample of src through the reference and the target (or reads

@@ -149,6 +149,7 @@ CG_API void cg_samples_type_text(const cg_type *t, char *buf, size_t cap);
 typedef struct cg_output_floor {
     bool known;
     double scale, fp32, fp16;
+    double fp16_sums;   /* the fp16-sums floor (NaN: not recorded) */
     uint64_t count;     /* elements */
 } cg_output_floor;
 

@@ -42,6 +42,10 @@ typedef struct cg_target_path_options {
     /* fp16 targets accumulate in fp16 even where their profile says fp32
      * (a GPU computing in f16; --accumulate fp16); accumulate_fp32 wins */
     bool accumulate_fp16;
+    /* targets with device classes (cg_target.device_class) run as the class
+     * that sums in fp16, unless accumulate_fp32 (a judge reruns the path
+     * with it for the class that sums in fp32) */
+    bool device_classes;
     bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
     size_t max_alloc_bytes;          /* 0: runtime default */
     int threads;                     /* cg_runtime_options.threads of the path's runtime */
@@ -51,6 +55,9 @@ typedef struct cg_target_path_options {
                          const cg_value *value);
     void *observe_user;
 } cg_target_path_options;
+
+/* Whether a path built with opt sums in fp16 on some target's nodes. */
+CG_API bool cg_target_path_options_sum16(const cg_target_path_options *opt);
 
 CG_API CG_NODISCARD cg_status cg_target_path_init(const cg_model *model,
                                                   const cg_target_path_options *opt,

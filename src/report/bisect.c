@@ -30,7 +30,7 @@ static void judged_line(FILE *f, const cg_bisect_tensor *t)
     fprintf(f, "max |d| against float64 %.3g; floors: fp32 %.3g", t->metrics.max_abs,
             t->floor32);
     if (t->floor16_measured)
-        fprintf(f, ", fp16 storage %.3g", t->floor16);
+        fprintf(f, ", fp16 storage%s %.3g", t->floor16_sums ? " and sums" : "", t->floor16);
     cg_text_printf(f, "; held in %s", cg_precision_name(t->precision));
 }
 
@@ -153,6 +153,7 @@ static json_t *judged_json(const cg_bisect_tensor *t, bool noise)
     cg_json_set(o, "precision", cg_json_text(cg_precision_name(t->precision)));
     cg_json_set(o, "fp32_floor", cg_json_number(t->floor32));
     cg_json_set(o, "fp16_floor", t->floor16_measured ? cg_json_number(t->floor16) : json_null());
+    cg_json_set(o, "fp16_floor_of_sums", json_boolean(t->floor16_sums));
     cg_json_set(o, "judgement", cg_report_judgement_json(&t->judgement));
     cg_json_set(o, "by_flips", json_boolean(t->by_flips));
     cg_json_set(o, "flips", t->by_flips ? cg_report_flips_json(&t->flips) : json_null());

@@ -66,8 +66,10 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
             free(names);
         }
         if (r->bisected) {
-            cg_text_printf(f, "       on sample %s:\n",
-                           r->bisect_sample_label ? r->bisect_sample_label : "?");
+            cg_text_printf(f, "       on sample %s%s%s:\n",
+                           r->bisect_sample_label ? r->bisect_sample_label : "?",
+                           r->bisect_class ? ", as " : "",
+                           r->bisect_class ? r->bisect_class : "");
             cg_bisect_report_text(f, &r->bisect, "       ");
         } else if (r->bisect_error[0]) {
             cg_text_printf(f, "       bisect could not run: %s\n", r->bisect_error);
@@ -190,6 +192,9 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
                 cg_json_set(b, "sample", cg_json_text(r->bisect_sample_label
                                                                  ? r->bisect_sample_label
                                                                  : ""));
+            if (b)
+                cg_json_set(b, "device_class", r->bisect_class ? cg_json_text(r->bisect_class)
+                                                               : json_null());
             cg_json_set(g3, "bisect", b ? b : json_null());
         } else if (r->bisect_error[0]) {
             cg_json_set(g3, "bisect_error", cg_json_text(r->bisect_error));

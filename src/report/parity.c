@@ -43,11 +43,19 @@ void cg_report_judged_text(FILE *f, const char *ind, const cg_parity_output *o)
         return;
     }
     cg_text_printf(f, "%s%s: %s\n", ind, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
+    for (int c = 0; c < 2 && o->device_class[0] && o->device_class[1]; c++)
+        cg_text_printf(f, "%s  %s: %s, %.3gx the %s floor\n", ind, o->device_class[c],
+                       cg_verdict_name(o->class_verdict[c].verdict), o->class_verdict[c].ratio,
+                       o->class_verdict[c].against == CG_PRECISION_FP32 ? "fp32"
+                       : c == 0 && o->floor16_sums_measured             ? "fp16-sums"
+                                                                        : "fp16 storage");
     if (o->detection)
         return;
     cg_text_printf(f, "%snoise floors (against float64): fp32 %.3g", ind, o->floor32.m.max_abs);
     if (o->floor16_measured)
         fprintf(f, ", fp16 storage %.3g", o->floor16.m.max_abs);
+    if (o->floor16_sums_measured)
+        fprintf(f, ", fp16 storage and sums %.3g", o->floor16_sums.m.max_abs);
     cg_text_printf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
                    o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
                    o->discontinuous ? " (downstream of a decision)" : "");
@@ -76,6 +84,9 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
     rc |= cg_json_set(n, "fp16_floor", o->floor16_measured
                                              ? cg_report_noise_stats_json(&o->floor16)
                                              : json_null());
+    rc |= cg_json_set(n, "fp16_sums_floor", o->floor16_sums_measured
+                                                  ? cg_report_noise_stats_json(&o->floor16_sums)
+                                                  : json_null());
     rc |= cg_json_set(n, "error", cg_report_noise_stats_json(&o->error));
     rc |= cg_json_set(n, "scale", cg_json_number(cg_noise_scale(&o->floor32)));
     rc |= cg_json_set(n, "discontinuous", json_boolean(o->discontinuous));
@@ -85,6 +96,15 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
     rc |= cg_json_set(n, "error_against", cg_json_text(o->against_golden ? "golden outputs"
                                                                           : "float64 reference"));
     rc |= cg_json_set(obj, "noise", n);
+    json_t *classes = o->device_class[0] && o->device_class[1] ? json_array() : json_null();
+    for (int c = 0; c < 2 && json_is_array(classes); c++) {
+        json_t *jc = json_object();
+        rc |= !jc || json_array_append_new(classes, jc) != 0;
+        rc |= cg_json_set(jc, "name", cg_json_text(o->device_class[c]));
+        rc |= cg_json_set(jc, "accumulate", cg_json_text(c == 0 ? "fp16" : "fp32"));
+        rc |= cg_json_set(jc, "verdict", cg_report_judgement_json(&o->class_verdict[c]));
+    }
+    rc |= cg_json_set(obj, "device_classes", classes);
     return rc ? -1 : 0;
 }
 

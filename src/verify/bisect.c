@@ -135,6 +135,8 @@ typedef struct bisect_ctx {
     side_state *sides[SIDE_MAX];
     int side_count;
     uint8_t *prec16;      /* the fp16-storage side's node precisions */
+    bool sums16;          /* the candidate sums in fp16: that side sums on fp16's
+                             significand too (the fp16-sums floor) */
 } bisect_ctx;
 
 /* How the candidate side runs in a pass. */
@@ -675,7 +677,11 @@ static cg_status bisect_pass(bisect_ctx *c, side_state sides[SIDE_MAX], cand_mod
         c->prec16 = malloc(rg->node_count + 1);
         if (!c->prec16)
             return cg_error_set(err, CG_NOMEM, "bisect: out of memory");
-        memset(c->prec16, CG_NODE_PREC_FP16, rg->node_count + 1);
+        /* a candidate that sums in fp16 is held to the fp16-sums floor */
+        c->sums16 = mode == CAND_AS_IS && c->opt->candidate.path &&
+                    cg_target_path_options_sum16(c->opt->candidate.path);
+        memset(c->prec16, c->sums16 ? CG_NODE_PREC_FP16_SUM11 : CG_NODE_PREC_FP16,
+               rg->node_count + 1);
     }
     if ((st = side_init(&sides[SIDE_REF], c, SIDE_REF, &c->opt->reference, CAND_AS_IS, err)) !=
             CG_OK ||
@@ -778,6 +784,7 @@ static bool fill_tensor(bisect_ctx *c, const watch_entry *e, side_state *cand,
     if (e->stats) {
         t->floor32 = e->stats[ST_F32].dist.count ? e->stats[ST_F32].m.max_abs : 0.0;
         t->floor16 = e->f16_measured ? e->stats[ST_F16].m.max_abs : 0.0;
+        t->floor16_sums = e->f16_measured && c->sums16;
         t->floor16_measured = e->f16_measured;
     }
     if (cand->path) {
@@ -908,12 +915,13 @@ void cg_bisect_result_free(cg_bisect_result *r)
 /* --- judging the entries ---------------------------------------------------------------- */
 
 /* The floors of entry e as a noise value (name borrowed). */
-static void entry_floor(const watch_entry *e, cg_noise_value *v)
+static void entry_floor(bool sums16, const watch_entry *e, cg_noise_value *v)
 {
     memset(v, 0, sizeof *v);
     v->name = (char *)e->name;
     v->compared = true;
     v->fp32 = e->stats[ST_F32];
+    v->fp16_is_sums = sums16 && e->f16_measured;
     if (e->f16_measured)
         v->fp16 = e->stats[ST_F16];
     else
@@ -1051,7 +1059,7 @@ static cg_status judge_entries(bisect_ctx *c, const cg_decision_map *dmap, const
             cg_flip_stats f;
             cg_judgement jj;
             cg_noise_value fl;
-            entry_floor(e, &fl);
+            entry_floor(c->sums16, e, &fl);
             bool is_dec = dmap && dmap->is_decision[e->node];
             if (is_dec && entry_flips(c, e, inputs, n, &f) && f.flips > 0) {
                 beyond = !flips_noise(&f, p);
@@ -1257,7 +1265,8 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
     cg_judge_input in;
     cg_judgement v;
     memset(&o, 0, sizeof o);
-    entry_floor(e, &o.v);
+    entry_floor(opt->candidate.path && cg_target_path_options_sum16(opt->candidate.path), e,
+                &o.v);
     memset(&in, 0, sizeof in);
     in.precision = CG_PRECISION_FP16;
     in.floor = &o;

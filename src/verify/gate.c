@@ -519,6 +519,14 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         tpo.random = opt->random;
         tpo.accumulate_fp32 = opt->accumulate_fp32;
         tpo.accumulate_fp16 = opt->accumulate_fp16;
+        /* two device classes: bisect the failing one, the class that sums
+         * in fp32 first (its failure is not about the sums) */
+        if (o->by_noise && jr->device_class[0] && jr->device_class[1]) {
+            int c = cg_verdict_passes(o->class_verdict[1].verdict) ? 0 : 1;
+            r->bisect_class = jr->device_class[c];
+            tpo.accumulate_fp32 = c == 1;
+            tpo.accumulate_fp16 = c == 0;
+        }
         tpo.max_alloc_bytes = opt->max_alloc_bytes;
         tpo.threads = opt->threads;
         tpo.dims = binds;

@@ -295,9 +295,10 @@ static json_t *floor_number(double v)
 
 static json_t *floor_json(const cg_output_floor *f)
 {
-    return json_pack("{s:o, s:o, s:o, s:I}", "scale", floor_number(f->scale), "fp32_floor",
+    return json_pack("{s:o, s:o, s:o, s:o, s:I}", "scale", floor_number(f->scale), "fp32_floor",
                      floor_number(f->fp32), "fp16_floor",
-                     isnan(f->fp16) ? json_null() : floor_number(f->fp16), "elements",
+                     isnan(f->fp16) ? json_null() : floor_number(f->fp16), "fp16_sums_floor",
+                     isnan(f->fp16_sums) ? json_null() : floor_number(f->fp16_sums), "elements",
                      (json_int_t)f->count);
 }
 
@@ -461,16 +462,22 @@ static cg_status set_floors(const cg_noise_runs *runs, const cg_named_value *out
         const cg_value *r = k < runs->count[CG_RUN_FP64] ? runs->out[CG_RUN_FP64][k].value : NULL;
         const cg_value *a = outs32[k].value;
         const cg_value *b = k < runs->count[CG_RUN_FP16] ? runs->out[CG_RUN_FP16][k].value : NULL;
+        const cg_value *c = k < runs->count[CG_RUN_FP16_SUMS]
+                                ? runs->out[CG_RUN_FP16_SUMS][k].value
+                                : NULL;
         memset(&fl[k], 0, sizeof fl[k]);
         if (!r || !a || r->kind != CG_VALUE_TENSOR || a->kind != CG_VALUE_TENSOR ||
             r->tensor.dtype == CG_DTYPE_STRING)
             continue; /* not numeric: no floor, judged by the tolerance */
-        cg_noise_stats s32, s16;
+        cg_noise_stats s32, s16, s16s;
         cg_noise_stats_init(&s32);
         cg_noise_stats_init(&s16);
+        cg_noise_stats_init(&s16s);
         cg_status st = cg_noise_stats_add(&s32, &r->tensor, &a->tensor, err);
         if (st == CG_OK && b && b->kind == CG_VALUE_TENSOR)
             st = cg_noise_stats_add(&s16, &r->tensor, &b->tensor, err);
+        if (st == CG_OK && c && c->kind == CG_VALUE_TENSOR)
+            st = cg_noise_stats_add(&s16s, &r->tensor, &c->tensor, err);
         if (st != CG_OK) {
             cg_error_prefix(err, "output '%s': ", outs32[k].name ? outs32[k].name : "");
             return st;
@@ -479,6 +486,7 @@ static cg_status set_floors(const cg_noise_runs *runs, const cg_named_value *out
         fl[k].scale = cg_noise_scale(&s32);
         fl[k].fp32 = s32.m.max_abs;
         fl[k].fp16 = s16.dist.count ? s16.m.max_abs : NAN;
+        fl[k].fp16_sums = s16s.dist.count ? s16s.m.max_abs : NAN;
         fl[k].count = s32.dist.count;
     }
     return CG_OK;
@@ -691,6 +699,16 @@ static cg_status parse_tensors(json_t *arr, const char *where, cg_golden_tensor 
                 !(f->fp32 >= 0) || (!isnan(f->fp16) && !(f->fp16 >= 0))) {
                 st = cg_error_set(err, CG_INVALID, "%s ('%s'): noise is not {scale, fp32_floor, "
                                   "fp16_floor, elements} of sizes >= 0", here, t[i].name);
+                goto fail;
+            }
+            /* sets dumped before the fp16-sums floor lack it: not recorded */
+            json_t *sums = json_object_get(noise, "fp16_sums_floor");
+            if (!sums) {
+                f->fp16_sums = NAN;
+            } else if (!floor_read(sums, &f->fp16_sums) ||
+                       (!isnan(f->fp16_sums) && !(f->fp16_sums >= 0))) {
+                st = cg_error_set(err, CG_INVALID, "%s ('%s'): noise.fp16_sums_floor is not a "
+                                  "size >= 0 or null", here, t[i].name);
                 goto fail;
             }
             f->count = (uint64_t)json_integer_value(el);

@@ -55,6 +55,7 @@ cg_status cg_golden_dump(const cg_model *model, cg_sample_source *src, const cha
         cg_noise_options no;
         memset(&no, 0, sizeof no);
         no.fp16 = true;
+        no.fp16_sums = true; /* the floor of devices that sum in fp16 */
         no.max_alloc_bytes = opt->max_alloc_bytes;
         st = cg_noise_init(run_model, &no, &noise, err);
         if (st == CG_UNSUPPORTED && opt->floors_optional) {

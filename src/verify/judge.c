@@ -173,10 +173,19 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     j->base.target_count = opt->target_count;
     j->base.random = opt->random;
     j->base.max_alloc_bytes = opt->max_alloc_bytes;
-    bool profile_fp32 = false;
-    for (size_t i = 0; i < opt->target_count; i++)
-        profile_fp32 = profile_fp32 || opt->targets[i]->accumulate_fp32;
-    j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 : opt->accumulate == 1;
+    bool profile_fp32 = false, sums16 = opt->accumulate == 0, classes = false;
+    for (size_t i = 0; i < opt->target_count; i++) {
+        const cg_target *t = opt->targets[i];
+        profile_fp32 = profile_fp32 || t->accumulate_fp32;
+        classes = classes || (t->device_class[0] && t->device_class[1]);
+        sums16 = sums16 || (opt->accumulate < 0 && t->precision == CG_PRECISION_FP16 &&
+                            (!t->accumulate_fp32 || t->device_class[0]));
+    }
+    /* a target with two device classes is judged as both unless
+     * --accumulate picks one (docs/gate3.md "Two device classes") */
+    j->base.device_classes = opt->accumulate < 0 && classes;
+    j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 && !classes
+                                                  : opt->accumulate == 1;
     j->base.accumulate_fp16 = opt->accumulate == 0;
 
     if (j->noise) {
@@ -184,6 +193,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         memset(&no, 0, sizeof no);
         no.max_alloc_bytes = opt->max_alloc_bytes;
         no.fp16 = j->fp16_targets;
+        no.fp16_sums = j->fp16_targets && sums16; /* a path that sums in fp16: its floor */
         no.recorded = opt->golden;
         /* the decision analysis goes by the values' types when it can */
         cg_error terr;
@@ -724,8 +734,20 @@ static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
     o->discontinuous = fl->discontinuous;
     o->flips_compared = t->flips_compared[k];
     o->flips = t->flips[k];
-    if (j->target)
+    if (j->target) {
+        for (int c = 0; c < 2; c++) {
+            r->device_class[c] = o->device_class[c] = cg_noise_target_class(j->target, c);
+            if (r->device_class[c] &&
+                (st = cg_noise_target_judge_class(j->target, k, c, NULL, &o->class_verdict[c],
+                                                  err)) != CG_OK)
+                return st;
+        }
+        if (fl->v.fp16_sums.dist.count > 0) {
+            o->floor16_sums = fl->v.fp16_sums;
+            o->floor16_sums_measured = true;
+        }
         return cg_noise_target_judge(j->target, k, NULL, &o->verdict, err);
+    }
     if (cg_noise_within(&fl->v, r->precision, &t->errors[k].m, NULL, &o->verdict))
         return CG_OK;
     if (r->precision == CG_PRECISION_FP16) {
@@ -897,12 +919,16 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
                 return st;
             }
             o->pass = cg_verdict_passes(o->verdict.verdict);
+            /* a path that sums in fp16 is within the fp16-sums floor */
+            cg_noise_output sums = *fl;
+            if (o->floor16_sums_measured)
+                cg_noise_output_sums(fl, &sums);
             for (size_t i = 0; i < r->sample_count; i++) {
                 cg_metrics e;
                 cg_judgement v;
                 cg_metrics_init(&e);
                 e.max_abs = o->samples[i].error;
-                o->samples[i].pass = cg_noise_within(&fl->v, r->precision, &e, NULL, &v) ||
+                o->samples[i].pass = cg_noise_within(&sums.v, r->precision, &e, NULL, &v) ||
                                      (o->pass && o->verdict.by_flips);
             }
         } else {

@@ -667,6 +667,8 @@ cg_status cg_noise_add_recorded(cg_noise *n, size_t output, const cg_output_floo
     recorded_stats(&o->v.fp32, f->fp32, f->scale, f->count);
     if (f->fp16 >= 0)
         recorded_stats(&o->v.fp16, f->fp16, f->scale, f->count);
+    if (f->fp16_sums >= 0)
+        recorded_stats(&o->v.fp16_sums, f->fp16_sums, f->scale, f->count);
     if (output == 0)
         n->samples++;
     return CG_OK;
@@ -988,6 +990,22 @@ static cg_status judge_flips(const cg_judge_input *in, cg_judgement *out, cg_err
     return CG_OK;
 }
 
+/* What fl->fp16 is: the storage floor, or the fp16-sums floor of a device
+ * class that sums in fp16 (cg_noise_output_sums). */
+static const char *f16_floor_name(const cg_noise_value *fl)
+{
+    return fl->fp16_is_sums ? "fp16-sums floor" : "fp16 storage floor";
+}
+
+void cg_noise_output_sums(const cg_noise_output *o, cg_noise_output *out)
+{
+    *out = *o;
+    if (o->v.fp16_sums.dist.count > 0) {
+        out->v.fp16 = o->v.fp16_sums;
+        out->v.fp16_is_sums = true;
+    }
+}
+
 bool cg_noise_within(const cg_noise_value *fl, cg_precision precision, const cg_metrics *error,
                      const cg_noise_multiples *k, cg_judgement *out)
 {
@@ -1037,20 +1055,22 @@ bool cg_noise_within(const cg_noise_value *fl, cg_precision precision, const cg_
     double r16 = ratio_of(e, f16);
     if (r16 <= k->k_fp16 && e <= rel_max) {
         out->verdict = CG_VERDICT_MATCH_FP16;
-        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
-                 "floor %.3g)", r16, e, f16);
+        snprintf(out->reason, sizeof out->reason, "%.3gx the %s (max |d| %.3g, floor %.3g)", r16,
+                 f16_floor_name(fl), e, f16);
         return true;
     }
     out->verdict = CG_VERDICT_PRECISION; /* until the reruns say otherwise */
     if (isinf(e))
-        snprintf(out->reason, sizeof out->reason, "%sfp16 storage floor %.3g", nonfinite, f16);
+        snprintf(out->reason, sizeof out->reason, "%s%s %.3g", nonfinite, f16_floor_name(fl),
+                 f16);
     else if (e > rel_max)
         snprintf(out->reason, sizeof out->reason, "max |d| %.3g is %.3g of the output's scale "
-                 "%.3g (limit %g; fp16 storage alone: %.3g)", e, scale > 0 ? e / scale : INFINITY,
-                 scale, k->fp16_max_rel, isfinite(f16) && scale > 0 ? f16 / scale : INFINITY);
+                 "%.3g (limit %g; %s alone: %.3g)", e, scale > 0 ? e / scale : INFINITY,
+                 scale, k->fp16_max_rel, fl->fp16_is_sums ? "fp16 storage and sums" : "fp16 storage",
+                 isfinite(f16) && scale > 0 ? f16 / scale : INFINITY);
     else
-        snprintf(out->reason, sizeof out->reason, "%.3gx the fp16 storage floor (max |d| %.3g, "
-                 "floor %.3g)", r16, e, f16);
+        snprintf(out->reason, sizeof out->reason, "%.3gx the %s (max |d| %.3g, floor %.3g)", r16,
+                 f16_floor_name(fl), e, f16);
     return false;
 }
 

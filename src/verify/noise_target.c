@@ -6,7 +6,13 @@
  * paths are rebuilt when a sample's dims differ from the previous one's
  * (XNNPACK compiles fixed shapes); every path's observer keeps the values
  * the decision analysis watches, for the flip counts.
+ *
+ * A path that sums in fp16 is judged against the fp16-sums floor. With
+ * base.device_classes and a target naming two device classes, the path as
+ * placed is the class that sums in fp16 and the fp32-accumulation rerun is
+ * the class that sums in fp32: both judged on the same three runs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +29,8 @@ struct cg_noise_target {
     size_t dim_count;
     bool built;
     cg_precision precision;
+    bool sums16;                    /* path[0] sums in fp16 somewhere */
+    const char *class_name[2];      /* device classes judged (NULL: one) */
 };
 
 static void paths_free(cg_noise_target *t)
@@ -113,6 +121,18 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
         return st;
     t->precision = cg_target_path_reduced_precision(t->path[0]) ? CG_PRECISION_FP16
                                                                  : CG_PRECISION_FP32;
+    t->sums16 = false;
+    t->class_name[0] = t->class_name[1] = NULL;
+    for (size_t i = 0; i < model->graph->node_count; i++)
+        t->sums16 = t->sums16 ||
+                    cg_target_path_node_precision(t->path[0], i) == CG_NODE_PREC_FP16_ACC16;
+    for (size_t i = 0; t->sums16 && po.device_classes && !po.accumulate_fp16 &&
+                       i < po.target_count; i++)
+        if (po.targets[i]->device_class[0] && po.targets[i]->device_class[1]) {
+            t->class_name[0] = po.targets[i]->device_class[0];
+            t->class_name[1] = po.targets[i]->device_class[1];
+            break;
+        }
     if (t->precision == CG_PRECISION_FP16) {
         bool acc32 = po.accumulate_fp32;
         po.accumulate_fp32 = true;
@@ -182,14 +202,47 @@ const cg_noise_tally *cg_noise_target_tally(const cg_noise_target *t)
     return &t->tally[0];
 }
 
-cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
-                                const cg_noise_multiples *k, cg_judgement *out, cg_error *err)
+const char *cg_noise_target_class(const cg_noise_target *t, int cls)
+{
+    return t && cls >= 0 && cls < 2 ? t->class_name[cls] : NULL;
+}
+
+cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, int cls,
+                                      const cg_noise_multiples *k, cg_judgement *out,
+                                      cg_error *err)
 {
     const cg_noise_output *o = cg_noise_output_get(t->noise, output);
     if (!o || !t->built)
         return cg_error_set(err, CG_USAGE, "noise: output %zu not judged (no sample run)",
                             output);
-    return cg_noise_judge_tally(o, output, t->precision, &t->tally[0],
+    if (cls >= 0 && (cls > 1 || !t->class_name[cls] || !t->path[1]))
+        return cg_error_set(err, CG_USAGE, "noise: device class %d is not judged", cls);
+    /* the class that sums in fp32 is the fp32-accumulation rerun */
+    const cg_noise_tally *run = cls == 1 ? &t->tally[1] : &t->tally[0];
+    cg_noise_output sums;
+    if (t->sums16 && cls != 1) {
+        cg_noise_output_sums(o, &sums);
+        o = &sums;
+    }
+    return cg_noise_judge_tally(o, output, t->precision, run,
                                 t->path[1] ? &t->tally[1] : NULL,
                                 t->path[2] ? &t->tally[2] : NULL, k, out, err);
+}
+
+cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,
+                                const cg_noise_multiples *k, cg_judgement *out, cg_error *err)
+{
+    if (!t->class_name[0])
+        return cg_noise_target_judge_class(t, output, -1, k, out, err);
+    /* both classes: the worse verdict, named by its class */
+    cg_judgement c[2];
+    cg_status st = CG_OK;
+    for (int i = 0; i < 2 && st == CG_OK; i++)
+        st = cg_noise_target_judge_class(t, output, i, k, &c[i], err);
+    if (st != CG_OK)
+        return st;
+    int w = c[1].verdict > c[0].verdict ? 1 : 0;
+    *out = c[w];
+    snprintf(out->reason, sizeof out->reason, "%.120s: %.380s", t->class_name[w], c[w].reason);
+    return CG_OK;
 }

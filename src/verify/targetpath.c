@@ -77,9 +77,17 @@ static cg_node_precision target_node_precision(const cg_target *t,
         return CG_NODE_PREC_FP32;
     if (opt->accumulate_fp32)
         return CG_NODE_PREC_FP16;
-    if (opt->accumulate_fp16)
+    if (opt->accumulate_fp16 || (opt->device_classes && t->device_class[0]))
         return CG_NODE_PREC_FP16_ACC16;
     return t->accumulate_fp32 ? CG_NODE_PREC_FP16 : CG_NODE_PREC_FP16_ACC16;
+}
+
+bool cg_target_path_options_sum16(const cg_target_path_options *opt)
+{
+    for (size_t i = 0; opt && i < opt->target_count; i++)
+        if (target_node_precision(opt->targets[i], opt) == CG_NODE_PREC_FP16_ACC16)
+            return true;
+    return false;
 }
 
 /* True when `name`, produced by node, is visible on this path: a CPU

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Gate 3 judged against the noise floor (#14), on the crafted cases:
-#  - the fp16 RMSNorm (x*x and Pow(x, 2)), the LayerNorm-variance and the
-#    global mean on litert-gpu with fp16 accumulation (--accumulate fp16: a
-#    GPU computing in f16) FAIL as precision breakdowns, the bisection
-#    naming the reduction (for Pow: not the fp16 rounding of x^2), and never
-#    say "wrong"; as litert-gpu is profiled (fp32 accumulation, measured on
-#    the real delegate) the RMSNorm matches at fp16 precision;
+#  - litert-gpu is judged as both its device classes by default (its
+#    profile's device_classes): the fp16 RMSNorm (x*x and Pow(x, 2)) and the
+#    global mean FAIL as precision breakdowns on F16 devices (fp16 sums),
+#    the bisection (of that class) naming the overflowing ReduceMean (for
+#    Pow: not the fp16 rounding of x^2), and never say "wrong", while the
+#    F32_F16 class (fp32 sums, as measured on the real delegate) matches at
+#    fp16 precision; --accumulate fp16 fails them the same way and
+#    --accumulate fp32 passes them; the LayerNorm of values ~300 (spread 0.3)
+#    fails on both classes, a breakdown of fp16 storage at its centering Sub
+#    (the mean's fp16 sum is within the fp16-sums floor);
 #  - the wrong-on-purpose rewrite is a wrong result (bisect and compare);
 #  - the example CNN passes on xnnpack within fp32 noise and on litert-gpu at
 #    fp16 precision;
@@ -54,30 +58,43 @@ xnn=0
 "$CG" targets 2>/dev/null | grep -q '^ *xnnpack ' && xnn=1
 
 # --- the crafted fp16 breakdowns: precision, naming the reduction -----------------
-for c in rmsnorm_overflow rmsnorm_pow layernorm_precision global_mean; do
-    run_named "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json" --accumulate fp16
-    file_matches "$T/$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
+# by default both device classes: F16 devices (fp16 sums) fail, F32_F16 devices match
+for c in rmsnorm_overflow rmsnorm_pow global_mean; do
+    run_named "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json"
+    file_matches "$T/$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown: F16 devices \\(fp16 sums\\)"
+    file_matches "$T/$c.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision"
+    file_matches "$T/$c.out" "on sample [a-z_0-9]+, as F16 devices \\(fp16 sums\\):"
     file_matches "$T/$c.out" "first tensor beyond its noise floor: '[a-z_]+' .*\\(ReduceMean"
     file_matches "$T/$c.out" "^VERDICT: FAIL  gate 3.*ReduceMean.*: precision breakdown"
-    file_lacks "$T/$c.out" "wrong"
-    json "$T/$c.json" 'r["matches"]["outputs"][0]["verdict"]["verdict"] == "precision breakdown" and r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["bisect"]["triage"] == "precision breakdown"'
-done
-# the sums that overflow say so; the Pow's rounding is fp16 storage, within its floor
-for c in rmsnorm_overflow rmsnorm_pow global_mean; do
     file_matches "$T/$c.out" "fp16 overflow in ReduceMean"
+    file_lacks "$T/$c.out" "wrong"
+    json "$T/$c.json" 'r["matches"]["outputs"][0]["verdict"]["verdict"] == "precision breakdown" and r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["bisect"]["triage"] == "precision breakdown" and r["matches"]["bisect"]["device_class"] == "F16 devices (fp16 sums)"'
+    json "$T/$c.json" '[(d["accumulate"], d["verdict"]["verdict"]) for d in r["matches"]["outputs"][0]["device_classes"]] == [("fp16", "precision breakdown"), ("fp32", "matches at fp16 precision")] and r["matches"]["outputs"][0]["noise"]["fp16_sums_floor"]["max_abs"] > 0'
+    # one class: --accumulate fp16 fails the same way, --accumulate fp32 passes
+    run_named "${c}_16" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/${c}_16.json" --accumulate fp16
+    file_matches "$T/${c}_16.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
+    file_lacks "$T/${c}_16.out" "F32_F16"
+    file_matches "$T/${c}_16.out" "fp16 overflow in ReduceMean"
+    json "$T/${c}_16.json" 'r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["outputs"][0]["device_classes"] is None'
+    run_named "${c}_32" 0 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --accumulate fp32
+    file_matches "$T/${c}_32.out" "matches at fp16 precision"
 done
+# the Pow's rounding is fp16 storage, within its floor
 file_matches "$T/rmsnorm_pow.out" "last matching tensor: 'x_sq' from node 'square' \\(Pow"
 json "$T/rmsnorm_pow.json" 'r["matches"]["bisect"]["last_matching"]["tensor"] == "x_sq" and float(r["matches"]["bisect"]["last_matching"]["max_abs"]) > 1'
 # every metric in the JSON, inf spelled out (the overflowed sum)
 json "$T/rmsnorm_overflow.json" 'r["matches"]["bisect"]["first_divergent"]["max_abs"] == "inf" and r["matches"]["bisect"]["first_divergent"]["inf_target"] == 2'
-json "$T/rmsnorm_overflow.json" 'all(k in r["matches"]["outputs"][0] for k in ("max_abs", "mean_abs", "max_rel", "rmse", "nmse", "cosine", "pearson", "max_ulp", "hist", "worst", "verdict", "noise", "judged_by", "within_tolerance"))'
+json "$T/rmsnorm_overflow.json" 'all(k in r["matches"]["outputs"][0] for k in ("max_abs", "mean_abs", "max_rel", "rmse", "nmse", "cosine", "pearson", "max_ulp", "hist", "worst", "verdict", "noise", "judged_by", "within_tolerance", "device_classes"))'
 json "$T/rmsnorm_overflow.json" 'float(r["matches"]["outputs"][0]["verdict"]["ratio"]) > 100 and r["matches"]["outputs"][0]["noise"]["fp16_floor"]["max_abs"] > 0'
-# with fp32 accumulation the same path matches at fp16 precision
-run_named rms32 0 gate "$F/rmsnorm_overflow.onnx" --target litert-gpu --inputs "$F/rmsnorm_overflow_inputs" --accumulate fp32
-file_matches "$T/rms32.out" "matches at fp16 precision"
-# ... and so it does as litert-gpu is profiled
-run_named rmsprof 0 gate "$F/rmsnorm_overflow.onnx" --target litert-gpu --inputs "$F/rmsnorm_overflow_inputs"
-file_matches "$T/rmsprof.out" "matches at fp16 precision"
+# the LayerNorm of values ~300: fp16 storage breaks it on both classes, at the centering Sub
+run_named layernorm_precision 1 gate "$F/layernorm_precision.onnx" --target litert-gpu --inputs "$F/layernorm_precision_inputs" --json "$T/layernorm_precision.json"
+file_matches "$T/layernorm_precision.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
+file_matches "$T/layernorm_precision.out" "on sample [a-z_0-9]+, as F32_F16 devices"
+file_matches "$T/layernorm_precision.out" "precision breakdown: fp16 precision lost in Sub 'center'; in fp32 0x the fp32 floor: fp16 storage"
+file_lacks "$T/layernorm_precision.out" "wrong"
+json "$T/layernorm_precision.json" '[d["verdict"]["verdict"] for d in r["matches"]["outputs"][0]["device_classes"]] == ["precision breakdown"] * 2 and r["matches"]["bisect"]["first_divergent"]["op_type"] == "Sub"'
+run_named layernorm_16 1 gate "$F/layernorm_precision.onnx" --target litert-gpu --inputs "$F/layernorm_precision_inputs" --accumulate fp16
+file_matches "$T/layernorm_16.out" "last matching tensor: 'mean' from node 'mean' \\(ReduceMean"
 
 # --- the wrong-on-purpose rewrite: a wrong result ------------------------------------------
 run_named wrong 1 bisect "$B/swish_original.onnx" --against "$B/swish_rewritten.onnx" --json
@@ -94,7 +111,9 @@ if [ "$xnn" = 1 ]; then
 fi
 # (--min-coverage 0: gate 3 is judged whatever share litert-gpu takes)
 run_named cnn16 0 gate "$SRC/examples/tiny_cnn.onnx" --target litert-gpu --inputs "$SRC/examples/tiny_cnn_inputs" --min-coverage 0
-file_matches "$T/cnn16.out" "matches at fp16 precision: [0-9.e-]+x the fp16 storage floor"
+# both device classes, each against the floor of how it sums
+file_matches "$T/cnn16.out" "matches at fp16 precision: F16 devices \\(fp16 sums\\): [0-9.e-]+x the fp16-sums floor"
+file_matches "$T/cnn16.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision, [0-9.e-]+x the fp16 storage floor"
 
 # --- near-tied detections that swap places on an fp16 target --------------------------------
 run_named det 1 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --min-coverage 0

@@ -63,8 +63,10 @@ file_matches "$T/rmstol.out" "first divergent tensor: 'ms' .* \\(ReduceMean" "bi
 run_named rms32 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu --accumulate fp32
 file_matches "$T/rms32.out" '^VERDICT: PASS' "fp32 accumulation passes"
 file_matches "$T/rms32.out" 'matches at fp16 precision' "within the fp16 floor"
-run_named rmsprof 0 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu
-file_matches "$T/rmsprof.out" 'matches at fp16 precision' "as profiled: within the fp16 floor"
+# by default both device classes: F16 devices (fp16 sums) overflow, F32_F16 devices match
+run_named rmsprof 1 gate "$D/rmsnorm_fp16.onnx" --target litert-gpu
+file_matches "$T/rmsprof.out" 'F32_F16 devices / use_f32_accum_for_fp16 \(fp32 sums\): matches at fp16 precision' "F32_F16 class: within the fp16 floor"
+file_matches "$T/rmsprof.out" '^VERDICT: FAIL .*fp16 overflow in ReduceMean' "F16 class: the sum overflows"
 
 run_named wrong 1 bisect "$D/swish_original.onnx" --against "$D/swish_rewritten.onnx"
 file_matches "$T/wrong.out" "first tensor beyond its noise floor: 'sig' .* from node 'silu_sig' \\(Sigmoid" "wrong node"

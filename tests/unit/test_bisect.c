@@ -233,13 +233,29 @@ static void test_gates(const cg_target_registry *reg)
           "%s", rep.reason);
     cg_gate_report_free(&rep);
 
-    /* RMSNorm on the fp16 profile as measured (fp32 accumulation): fine */
+    /* RMSNorm on litert-gpu: judged as both device classes, it fails on
+     * F16 devices (fp16 sums overflow), bisected as that class, and
+     * matches on F32_F16 devices (fp32 sums, as measured) */
     opt.targets = &gpu;
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
-    EXPECT(rep.matches == CG_GATE_PASS && rep.judged.output_count == 1 &&
-              rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP16,
-          "rmsnorm, litert-gpu as profiled: %s", rep.reason);
+    EXPECT(rep.matches == CG_GATE_FAIL && rep.judged.output_count == 1 &&
+              rep.judged.outputs[0].verdict.verdict == CG_VERDICT_PRECISION &&
+              rep.judged.outputs[0].class_verdict[0].verdict == CG_VERDICT_PRECISION &&
+              rep.judged.outputs[0].class_verdict[1].verdict == CG_VERDICT_MATCH_FP16 &&
+              rep.judged.device_class[0] && strstr(rep.judged.device_class[0], "F16 devices") &&
+              rep.bisect_class == rep.judged.device_class[0] &&
+              strstr(rep.reason, "fp16 overflow in ReduceMean"),
+          "rmsnorm, litert-gpu, both classes: %s", rep.reason);
     cg_gate_report_free(&rep);
+    /* ... the F32_F16 class alone passes */
+    opt.accumulate_fp32 = true;
+    EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    EXPECT(rep.matches == CG_GATE_PASS && rep.judged.output_count == 1 &&
+              rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP16 &&
+              !rep.judged.device_class[0],
+          "rmsnorm, litert-gpu --accumulate fp32: %s", rep.reason);
+    cg_gate_report_free(&rep);
+    opt.accumulate_fp32 = false;
     /* ... and with fp16 accumulation gate 3 fails at the reduction */
     opt.accumulate_fp16 = true;
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);

@@ -765,6 +765,12 @@
     if (o.tolerance) row('tolerance', 'atol ' + fmt(o.tolerance.atol) + ', rtol ' + fmt(o.tolerance.rtol));
     if (o.worst) row('worst', (o.worst.sample ? 'sample ' + o.worst.sample + ' ' : '') + 'at ' + o.worst.position +
                      ': ref ' + fmt(o.worst.ref, 9) + ', target ' + fmt(o.worst.target, 9));
+    if (o.verdict && o.verdict.verdict) row('verdict', o.verdict.verdict + ', ' + fmt(num(o.verdict.ratio)) + 'x the ' + o.verdict.against + ' floor');
+    /* an fp16 target with two device classes: each class's category and ratio */
+    (o.device_classes || []).forEach(function (c) {
+      if (c && c.verdict) row(c.name, c.verdict.verdict + ', ' + fmt(num(c.verdict.ratio)) + 'x the ' +
+                                (c.verdict.against === 'fp32' ? 'fp32' : c.accumulate === 'fp16' ? 'fp16-sums' : 'fp16 storage') + ' floor');
+    });
     if (o.shape_mismatch) row('shape', 'MISMATCH');
     if (o.dtype_mismatch) row('dtype', 'MISMATCH');
     box.appendChild(kv);
@@ -790,7 +796,7 @@
     if (b) {
       s = section('bisect', 'Bisection');
       s.appendChild(el('p', null, plural(b.watched, 'tensor') + ' watched, ' + b.compared + ' compared, ' + b.divergent +
-        ' beyond tolerance' + (b.sample ? ' on sample ' + b.sample : '') + (b.refined_in_partition ? '; traced inside the partition' : '') + '.'));
+        ' beyond tolerance' + (b.sample ? ' on sample ' + b.sample : '') + (b.device_class ? ', as ' + b.device_class : '') + (b.refined_in_partition ? '; traced inside the partition' : '') + '.'));
       var w2 = el('div', {cls: 'outputs'});
       if (b.first_divergent) {
         var f = b.first_divergent;
