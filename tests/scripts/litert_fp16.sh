@@ -11,7 +11,8 @@
 # scale, with the same inf/NaN elements: the profile's accumulation is the
 # delegate's (fp32). With --accumulate fp16 (a GPU computing in f16) the
 # emulation must differ from the delegate on every case, so the comparison
-# can tell the two apart.
+# can tell the two apart. Gate 3 on the cases judges both device classes
+# (below).
 # Exit 77 when node, the pinned packages (tools/litert/node_modules) or
 # chromium are missing, saying which.
 set -u
@@ -97,5 +98,51 @@ for c in $cases; do
 done
 for c in $cases; do
     same "$c, --accumulate fp16, differs from the delegate" "$c" fp16 differ
+done
+
+# Gate 3 judges litert-gpu as both device classes (its profile's
+# device_classes): on F16 devices (fp16 sums) the cancelling
+# FULLY_CONNECTED, the global MEAN and the RMSNorm's MEAN overflow, a
+# precision breakdown bisected to that op; on F32_F16 devices (fp32 sums:
+# the delegate measured here) they match, and so do the delegate's own
+# outputs judged as that class (--accumulate fp32). The resnet18 head
+# (MEAN + FULLY_CONNECTED 512 -> 1000) passes on both: its fp16 sums stay
+# within the fp16-sums floor.
+for c in $cases; do
+    mkdir -p "$tmp/gin/$c/s0" "$tmp/dev/$c/s0"
+    cp "$M/${c}_in0.npy" "$tmp/gin/$c/s0/x.npy"
+    case $c in
+    fc_cancel) op=MatMul ;;
+    resnet18_head) op= ;;
+    *) op=ReduceMean ;;
+    esac
+    cg gate "$M/$c.tflite" --target litert-gpu --inputs "$tmp/gin/$c" --min-coverage 0 --json "$tmp/g_$c.json"
+    if [ -n "$op" ]; then
+        check "$c: gate 3 fails by default" rc 1
+        "$py" - "$tmp/g_$c.json" "$op" <<'PYEOF' >"$tmp/cmp" 2>&1
+import json, sys
+g = json.load(open(sys.argv[1]))["result"]["matches"]
+o = g["outputs"][0]
+classes = [(c["accumulate"], c["verdict"]["verdict"]) for c in o["device_classes"]]
+b = g["bisect"]
+ok = (o["verdict"]["verdict"] == "precision breakdown" and
+      classes[0] == ("fp16", "precision breakdown") and classes[1][1].startswith("matches") and
+      b["device_class"].startswith("F16 devices") and
+      b["first_divergent"]["op_type"] == sys.argv[2] and b["triage"] == "precision breakdown" and
+      "fp16 overflow in " + sys.argv[2] in b["verdict_reason"])
+print("%s; bisected: %s" % (classes, b["verdict_reason"]))
+sys.exit(0 if ok else 1)
+PYEOF
+        if [ $? = 0 ]; then echo "ok   $c, gate 3 on both classes: $(cat "$tmp/cmp")"; else fail "$c, gate 3 on both classes: $(cat "$tmp/cmp")"; fi
+        cg gate "$M/$c.tflite" --target litert-gpu --inputs "$tmp/gin/$c" --min-coverage 0 --accumulate fp32
+        check "$c: gate 3 passes as F32_F16 devices (--accumulate fp32)" rc 0
+        # the delegate's own outputs, judged as the class it is
+        cp "$M/${c}_webgpu_fp16.npy" "$tmp/dev/$c/s0/y.npy"
+        cg compare "$M/$c.tflite" --target litert-gpu --inputs "$tmp/gin/$c" --outputs-from "$tmp/dev/$c" --accumulate fp32
+        check "$c: the delegate's outputs match as F32_F16 devices" rc 0
+    else
+        check "$c: gate 3 passes on both classes" rc 0
+        check "$c: ... the F16 class within the fp16-sums floor" grep -q "F16 devices (fp16 sums): matches at fp16 precision" "$tmp/out"
+    fi
 done
 finish
