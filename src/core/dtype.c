@@ -161,8 +161,18 @@ double cg_fp16_round(double x)
 
 double cg_fp16_round_significand(double x)
 {
-    /* emin far below double's: the spacing never reaches a subnormal limit */
-    return round_to_format(x, 11, -2000, INFINITY);
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    uint64_t exp = (u >> 52) & 0x7ffu;
+    if (exp == 0 || exp == 0x7ffu) /* zero, double subnormals, inf, NaN */
+        return round_to_format(x, 11, -2000, INFINITY);
+    /* a normal double: keep 11 of its 53 significand bits, to nearest
+     * even; a carry out of the significand steps the exponent, as it must
+     * (the floor run calls this for every product and partial sum) */
+    u += 0x1ffffffffffull + ((u >> 42) & 1u);
+    u &= ~0x3ffffffffffull;
+    memcpy(&x, &u, sizeof x);
+    return x;
 }
 
 double cg_bf16_round(double x)

@@ -63,6 +63,12 @@ static void test_rounding(void)
         double got16 = cg_fp16_round(f);
         EXPECT(want16 == got16 || (isnan(want16) && isnan(got16)), "fp16 of %a: %a vs %a",
               (double)f, got16, want16);
+        /* the bit-level rounding against the general one, past fp16's range too */
+        double big = (double)f * 0x1p40;
+        if (isfinite(big) && big != 0)
+            EXPECT(cg_fp16_round_significand(big) == cg_fp16_round(f) * 0x1p40 ||
+                      !(fabs(f) >= 0x1p-14 && fabs(f) <= 65504.0),
+                  "scaled significand rounding of %a", (double)f);
         if (fabs(f) >= 0x1p-14 && fabs(f) <= 65504.0)
             EXPECT(cg_fp16_round_significand(f) == got16, "fp16 significand of %a: %a vs %a",
                   (double)f, cg_fp16_round_significand(f), got16);
@@ -256,6 +262,13 @@ static void test_sum11(void)
     EXPECT(cg_fp16_round_significand(70000.3) == 70016.0, "70000.3 -> %.17g",
           cg_fp16_round_significand(70000.3));
     EXPECT(cg_fp16_round(70000.3) == INFINITY, "fp16 overflows");
+    /* ties to even, and a carry that steps the exponent */
+    EXPECT(cg_fp16_round_significand(2047.5) == 2048.0 &&
+              cg_fp16_round_significand(2046.5) == 2046.0 &&
+              cg_fp16_round_significand(-2047.75) == -2048.0 &&
+              cg_fp16_round_significand(4095.0 * 0x1p100) == 0x1p112,
+          "ties to even, carries: %.17g %.17g", cg_fp16_round_significand(2047.5),
+          cg_fp16_round_significand(2046.5));
     EXPECT(cg_fp16_round_significand(1e-9) == ldexp(nearbyint(ldexp(1e-9, 40)), -40),
           "no subnormal spacing: %a", cg_fp16_round_significand(1e-9));
     char path[512];

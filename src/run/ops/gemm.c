@@ -213,14 +213,20 @@ static void mm_acc16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t a
 static void mm_sum11(int64_t m, int64_t n, int64_t kk, const double *a, int64_t ars, int64_t acs,
                      const double *b, int64_t brs, int64_t bcs, double *y)
 {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double acc = 0.0;
-            for (int64_t q = 0; q < kk; q++)
-                acc = cg_fp16_round_significand(
-                    acc + cg_fp16_round_significand(a[i * ars + q * acs] * b[q * brs + j * bcs]));
-            y[i * n + j] = acc;
+    /* each y[i][j] sums over q in order, as mm_acc16; the loops run q
+     * outside j so B is read along its rows */
+    for (int64_t i = 0; i < m; i++) {
+        double *yr = y + i * n;
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = 0.0;
+        for (int64_t q = 0; q < kk; q++) {
+            double av = a[i * ars + q * acs];
+            const double *br = b + q * brs;
+            for (int64_t j = 0; j < n; j++)
+                yr[j] = cg_fp16_round_significand(
+                    yr[j] + cg_fp16_round_significand(av * br[j * bcs]));
         }
+    }
 }
 
 static void mm_f32_acc16(const mm_plan *p, const float *a, const float *b, float *y)
