@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "convgate/assign.h"
 #include "convgate/lower.h"
 #include "convgate/tflite.h"
@@ -509,6 +511,25 @@ static void test_control_flow_note(void)
             said = said || (strstr(l->notes[i], "If 'branch'") && strstr(l->notes[i], "an IF") &&
                             strstr(l->notes[i], "subgraphs"));
         EXPECT(said, "the notes say what If becomes (%zu notes)", l->note_count);
+        /* only the main graph is lowered: the If is an unmapped op, refused
+         * whole, and its bodies are not placed, so no ONNX node ever meets a
+         * TFLite-keyed profile */
+        cg_type_env *types = NULL;
+        cg_placement *p = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        EXPECT(cg_lowered_types(l, NULL, 0, NULL, &types, &err) == CG_OK &&
+                   cg_placement_build(l->model, types, &gpu, 1, &p, &err) == CG_OK,
+               "%s", err.msg);
+        if (p)
+            EXPECT(p->body_count == 0 && cg_assign_count_owned(p->main, 0) == 0 &&
+                       p->main->unsupported_count == 1 &&
+                       strstr(p->main->unsupported[0].reason,
+                              "op onnx:If not in litert-gpu's supported-op list"),
+                   "%zu bodies placed, If: %s", p->body_count,
+                   p->main->unsupported_count ? p->main->unsupported[0].reason : "on the GPU");
+        cg_placement_free(p);
+        cg_type_env_free(types);
     }
     cg_lowered_free(l);
     cg_model_free(m);
@@ -661,6 +682,26 @@ static void test_profiles_declare(const cg_target_registry *reg)
         EXPECT(t && cg_lowering_for_targets(&t, 1, &lw, &err) == CG_OK && lw &&
                    strcmp(lw, "onnx-to-tflite") == 0,
                "%s: preprocess %s", names[i], lw ? lw : err.msg);
+    }
+    /* and so their rules are keyed by the TFLite ops they judge (tflite:OP,
+     * and a .tflite's custom ops): an ONNX-keyed rule would never meet a
+     * node, since every ONNX graph reaches these targets lowered */
+    static const char *const files[] = {"litert-gpu", "tflite-xnnpack", "tflite-micro"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, CG_SOURCE_DIR "/profiles/%s.json", files[i]);
+        json_error_t je;
+        json_t *root = json_load_file(path, 0, &je);
+        json_t *ops = root ? json_object_get(root, "ops") : NULL;
+        EXPECT(ops && json_object_size(ops) > 0, "%s: no ops (%s)", path, je.text);
+        const char *key;
+        json_t *v;
+        json_object_foreach(ops, key, v) {
+            (void)v;
+            EXPECT(strncmp(key, "tflite:", 7) == 0 || strncmp(key, "tflite.custom:", 14) == 0,
+                   "%s: op key '%s' is not a TFLite op", files[i], key);
+        }
+        json_decref(root);
     }
 }
 
