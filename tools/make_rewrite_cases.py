@@ -39,6 +39,12 @@ A rewrite that would change results, and is refused:
   where_mask_inf.onnx     nnapi       Where(mask, -inf, x): the arithmetic form gives
                                       -inf * 0 = NaN where the mask is not set
 
+A compatibility rewrite that gains only once a later one is in (kept on pass 2):
+
+  retry_rounds.onnx       litert-gpu  Relu, GatherND (a box), Relu, Expand, 8 Sigmoid/Tanh:
+                                      one partition kept; gathernd-to-gather gains
+                                      nothing until expand-to-broadcast joins the rest
+
 Cleanups (tests/unit/test_rewrite.c applies each alone with --only):
 
   cleanups.onnx           Identity and Dropout, a constant subgraph (Constant ->
@@ -387,6 +393,29 @@ def conv_bias_add():
                   const("bn_var", rng.uniform(0.5, 1.5, 6))])
 
 
+def retry_rounds():
+    # litert-gpu keeps one partition: a GatherND and an Expand (both refused)
+    # cut the chain into Relu | Relu | 8 ops; the GatherND's Slice alone only
+    # grows the small piece, so gathernd-to-gather gains nothing until
+    # expand-to-broadcast, later in the catalog, joins the rest
+    idx = np.zeros((1, 4, 4, 3), np.int64)
+    for c in range(4):
+        for i in range(4):
+            idx[0, c, i] = [0, c, 2 * i]
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="relu_in"),
+             h.make_node("GatherND", ["a", "idx"], ["g"], name="gathernd"),
+             h.make_node("Relu", ["g"], ["b"], name="relu_mid"),
+             h.make_node("Expand", ["b", "shape"], ["e"], name="expand")]
+    prev = "e"
+    for k in range(8):
+        op = "Sigmoid" if k % 2 == 0 else "Tanh"
+        nodes.append(h.make_node(op, [prev], ["t%d" % k], name="tail%d" % k))
+        prev = "t%d" % k
+    nodes.append(h.make_node("Neg", [prev], ["y"], name="out"))
+    return model("retry_rounds", nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 4, 4, 8])],
+                 [const("idx", idx, np.int64), const("shape", [1, 4, 4, 8], np.int64)])
+
+
 def layernorm_inputs():
     sets = {}
     for s in range(2):
@@ -415,6 +444,7 @@ def main():
     save(gelu(), "gelu.onnx")
     save(cleanups(), "cleanups.onnx")
     save(conv_bias_add(), "conv_bias_add.onnx")
+    save(retry_rounds(), "retry_rounds.onnx")
     save(l2norm(), "l2norm_overflow.onnx")
     save_sets("l2norm_overflow", l2norm_inputs())
     save(layernorm(), "layernorm_overflow.onnx")

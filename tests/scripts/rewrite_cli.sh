@@ -74,6 +74,15 @@ check "global_pool on litert-gpu: rewrite's residency is assign's" "$py" -c 'imp
 cg rewrite "$data/global_pool.onnx" --target executorch-xnnpack --what-if --json
 check "global_pool on executorch-xnnpack: global-pool-to-reduce applied, fewer on the CPU" out_json 'any(s["name"] == "global-pool-to-reduce" and s["outcome"] == "applied" for s in r["steps"]) and r["after"]["cpu"] < r["before"]["cpu"]'
 
+# a compatibility rewrite with no gain alone is retried once later ones are
+# in: on litert-gpu (one partition) the GatherND's Slice only grows a small
+# piece until the Expand after it is rewritten too
+cg rewrite "$data/retry_rounds.onnx" --target litert-gpu -o "$tmp/retry.onnx" --json
+check "retry_rounds: exit 0" rc 0
+check "retry_rounds: partial -> full on litert-gpu" out_json 'r["before"]["cpu"] > 0 and r["after"]["cpu"] == 0 and r["after"]["partitions"] == 1'
+check "retry_rounds: gathernd-to-gather kept on pass 2" out_json 'any(s["name"] == "gathernd-to-gather" and s["outcome"] == "applied" and "kept on pass 2" in s["detail"] for s in r["steps"])'
+check "retry_rounds: expand-to-broadcast applied on the first pass" out_json 'any(s["name"] == "expand-to-broadcast" and s["outcome"] == "applied" and "kept on pass" not in s["detail"] for s in r["steps"])'
+
 # the pixel shuffle becomes one DepthToSpace
 check "pixel shuffle: DepthToSpace" grep -q DepthToSpace "$tmp/pixel_shuffle.onnx"
 # the Where-built HardSwish becomes a Clip (RELU6), no Where or comparison left
