@@ -28,12 +28,19 @@
 # The zoo rows (every model of bench/zoo.sha256 above the slow families)
 # give the geometric mean of cg/ort per thread count; the slow-family rows
 # (LSTM/GRU, ConvInteger, float16, SSDlite NMS, transformer at 2048) are
-# reported apart.  Then, unless --no-conformance, the wall time of
-# `convgate conformance` over the libonnx-testdata suites.  The machine's
-# load average is printed before and after: on a shared machine, run it
-# when the load is low.
+# reported apart.  For each model the xnnpack target covers fully (one
+# partition, no boundary crossing: `convgate assign --target xnnpack`), the
+# target path (`run --target xnnpack`) against ORT, both as above.  Then,
+# unless --no-gate, #11's gate figures: `convgate gate --target xnnpack`
+# (3 random samples) on resnet50 and vit_b_16, wall and CPU (user + sys)
+# time and peak RSS, beside one reference run (`run --random`); and the
+# float64 reference mode (`run --fp64`) against float32 on resnet18,
+# mobilenet_v2 and squeezenet1_1 (median CPU per warm run, one thread).
+# Then, unless --no-conformance, the wall time of `convgate conformance`
+# over the libonnx-testdata suites.  The machine's load average is printed
+# before and after: on a shared machine, run it when the load is low.
 #
-#   bench/bench_run.sh [--zoo DIR] [--runs N] [--threads "1 2"] [--no-conformance] CONVGATE [MODEL...]
+#   bench/bench_run.sh [--zoo DIR] [--runs N] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
 #
 # MODELs are zoo file names or paths (default: all of bench/zoo.sha256 in
 # --zoo, else $CG_ZOO, else <repo>/zoo).  Needs scripts/setup.sh --bench
@@ -45,15 +52,17 @@ zoo="${CG_ZOO:-$repo/zoo}"
 runs=20
 thread_counts="1 2"
 want_conformance=1
+want_gate=1
 testdata="${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
-usage() { sed -n '32p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '43p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
         --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
-        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-gate) want_gate=0; shift ;;
+        -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -104,6 +113,7 @@ echo "runs: median of $runs warm runs per model, runtime and thread count"
 . "$(dirname "$0")/progress.sh"
 for t in $thread_counts; do
     : > "$work/ratios.$t"
+    : > "$work/xnnrows.$t"
     echo
     echo "## $t thread(s)"
     echo
@@ -156,6 +166,27 @@ for t in $thread_counts; do
             bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
         fi
 
+        # the xnnpack target path, where the target covers the whole model
+        if [ ! -f "$work/xnn.$name" ]; then
+            if "$convgate" assign "$path" --target xnnpack --inputs "$work/in/$name/in" \
+                   >"$work/assign.txt" 2>&1 &&
+               grep -q '^Partitions (1)' "$work/assign.txt" &&
+               grep -q '^Boundaries (0 crossings' "$work/assign.txt"; then
+                echo full > "$work/xnn.$name"
+            else
+                echo partial > "$work/xnn.$name"
+            fi
+        fi
+        if [ "$(cat "$work/xnn.$name")" = full ] && [ "$ort_run" != - ]; then
+            if "$convgate" run "$path" "${feeds[@]}" --target xnnpack --threads "$t" \
+                   --repeat "$runs" --json >"$work/xnn.json" 2>"$work/xnn.err"; then
+                echo "$name $(json result timing median_ms <"$work/xnn.json") $ort_run" \
+                     "$(json result timing cpu_median_ms <"$work/xnn.json") $ort_cpu" >> "$work/xnnrows.$t"
+            else
+                bench_progress_clear; echo "$name: convgate --target xnnpack: $(tail -n 1 "$work/xnn.err")" >&2
+            fi
+        fi
+
         ratio=-; first_ratio=-; cpu_ratio=-
         if [ "$cg_run" != - ] && [ "$ort_run" != - ]; then
             ratio=$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')
@@ -183,6 +214,59 @@ for t in $thread_counts; do
             if (fam != "") printf "- %s thread(s), slow families: %s(worst %.2f)\n", t, substr(fam, 1, length(fam) - 2) " ", fworst
         }' "$work/ratios.$t"
 done
+
+for t in $thread_counts; do
+    [ -s "$work/xnnrows.$t" ] || continue
+    echo
+    echo "## xnnpack target path, $t thread(s) (models it covers fully)"
+    echo
+    echo "| model | xnnpack ms | ort ms | xnn/ort | cpu xnn/ort |"
+    echo "|---|---:|---:|---:|---:|"
+    awk '{ printf "| %s | %.2f | %.2f | %.2f | %.2f |\n", $1, $2, $3, $2 / $3, ($5 > 0 ? $4 / $5 : 0) }' \
+        "$work/xnnrows.$t"
+done
+
+# gate NAME: `convgate gate NAME --target xnnpack` (3 random samples) and one
+# reference run, timed by GNU time (wall s, user + sys s, peak RSS)
+gate_row() {
+    local path="$zoo/$1.onnx" verdict g r
+    if [ ! -f "$path" ]; then echo "- gate $1: $path missing"; return; fi
+    if /usr/bin/time -f '%e %U %S %M' -o "$work/gate.time" "$convgate" gate "$path" \
+           --target xnnpack --random 3 --quiet >"$work/gate.out" 2>&1; then
+        verdict=PASS
+    else
+        verdict="FAIL ($(grep -v '^Command exited' "$work/gate.out" | tail -n 1))"
+    fi
+    g=$(tail -n 1 "$work/gate.time")
+    /usr/bin/time -f '%e %U %S %M' -o "$work/ref.time" "$convgate" run "$path" --random \
+        >/dev/null 2>&1 || true
+    r=$(tail -n 1 "$work/ref.time")
+    awk -v n="$1" -v v="$verdict" -v g="$g" -v r="$r" 'BEGIN {
+        split(g, a, " "); split(r, b, " ")
+        printf "- gate %s --target xnnpack (3 random samples): %s, %.2f s wall, %.2f s CPU, peak RSS %.1f MiB; one reference run %.2f s wall, %.2f s CPU, %.1f MiB: RSS %.2fx\n",
+            n, v, a[1], a[2] + a[3], a[4] / 1024, b[1], b[2] + b[3], b[4] / 1024, (b[4] > 0 ? a[4] / b[4] : 0)
+    }'
+}
+
+if [ "$want_gate" = 1 ]; then
+    echo
+    echo "## Gate and float64"
+    echo
+    gate_row resnet50
+    gate_row vit_b_16
+    for m in resnet18 mobilenet_v2 squeezenet1_1; do
+        path="$zoo/$m.onnx"
+        [ -f "$path" ] || { echo "- float64 $m: $path missing"; continue; }
+        if "$convgate" run "$path" --random --threads 1 --repeat "$runs" --json >"$work/f32.json" 2>/dev/null &&
+           "$convgate" run "$path" --random --threads 1 --repeat "$runs" --fp64 --json >"$work/f64.json" 2>/dev/null; then
+            awk -v n="$m" -v a="$(json result timing cpu_median_ms <"$work/f64.json")" \
+                -v b="$(json result timing cpu_median_ms <"$work/f32.json")" \
+                'BEGIN { printf "- float64 %s: %.2f ms CPU per run against float32 %.2f: %.2fx\n", n, a, b, a / b }'
+        else
+            echo "- float64 $m: the run failed"
+        fi
+    done
+fi
 echo "- $(uptime | sed 's/.*load average/load average/') (after)"
 
 if [ "$want_conformance" = 1 ]; then
