@@ -241,6 +241,8 @@ static inline int32_t cg_plan_slot(const cg_plan *p, const char *name)
  * value's data is readable. cg_plan_materialize_slot makes one. */
 struct cg_threadpool;
 void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool);
+/* Bytes of the copies cg_plan_materialize would make, in p and its subgraphs. */
+size_t cg_plan_pending_bytes(const cg_plan *p);
 void cg_plan_materialize_slot(cg_plan *p, int32_t slot);
 void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */

@@ -621,6 +621,18 @@ void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool)
             cg_plan_materialize(p->steps[si].subs[k].plan, pool);
 }
 
+size_t cg_plan_pending_bytes(const cg_plan *p)
+{
+    const plan_box *box = (const plan_box *)p;
+    size_t bytes = 0;
+    for (size_t i = 0; i < box->pending_count; i++)
+        bytes += box->pending[i].len;
+    for (size_t si = 0; si < p->step_count; si++)
+        for (size_t k = 0; k < p->steps[si].sub_count; k++)
+            bytes += cg_plan_pending_bytes(p->steps[si].subs[k].plan);
+    return bytes;
+}
+
 void cg_plan_materialize_slot(cg_plan *p, int32_t slot)
 {
     plan_box *box = (plan_box *)p;
