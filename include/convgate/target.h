@@ -151,7 +151,11 @@ typedef struct cg_target_vtable {
     cg_status (*compile)(const cg_target *t, const cg_partition_desc *p, void **state,
                          cg_error *err);
     /* inputs/outputs in the order of p->inputs / p->outputs. Outputs are
-     * allocated by the target (cg_value owned by the caller afterwards). */
+     * allocated by the target (cg_value owned by the caller afterwards).
+     * A target that cannot give this run's result as its runtime would
+     * (the xnnpack target on non-finite values) returns CG_OK with every
+     * output left NULL: the runtime then runs the partition's nodes on the
+     * reference kernels, for this run only. */
     cg_status (*run)(void *state, const cg_value *const *inputs, cg_value **outputs,
                      cg_error *err);
     void (*release)(void *state);

@@ -527,6 +527,39 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static bool any_value(cg_value *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            return true;
+    return false;
+}
+
+/* The target declined this run (every output left NULL: see
+ * cg_target_vtable.run): the partition's nodes run as reference steps, in
+ * partition (topological) order, and what they made that does not leave
+ * the partition is dropped again. */
+static cg_status run_partition_on_reference(cg_exec *f, const cg_rt_partition *rp)
+{
+    const cg_partition_desc *d = &rp->desc;
+    for (size_t k = 0; k < d->node_count; k++) {
+        cg_status st = run_step(f, d->nodes[k], false);
+        if (st != CG_OK)
+            return st;
+    }
+    for (size_t k = 0; k < d->node_count; k++) {
+        const cg_step *s = &f->plan->steps[d->nodes[k]];
+        for (size_t o = 0; o < s->node->output_count; o++) {
+            bool leaves = s->out[o] < 0;
+            for (size_t j = 0; j < d->output_count && !leaves; j++)
+                leaves = rp->out_slots[j] == s->out[o];
+            if (!leaves)
+                frame_drop(f, s->out[o]);
+        }
+    }
+    return CG_OK;
+}
+
 /* Runs a compiled partition as one step: inputs from the frame, outputs
  * (allocated by the target) handed to the frame. */
 static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
@@ -551,6 +584,8 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
     cg_status st = rp->target->vt->run(rp->state, rp->ins, rp->outs, err);
     rp->seconds += now_seconds() - t0;
     rp->runs++;
+    if (st == CG_OK && d->output_count && !any_value(rp->outs, d->output_count))
+        return run_partition_on_reference(f, rp);
     if (st == CG_OK) {
         for (size_t i = 0; i < d->output_count; i++)
             if (!rp->outs[i]) {

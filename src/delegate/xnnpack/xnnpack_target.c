@@ -13,7 +13,19 @@
  * margin (rank-4 inputs transposed NCHW -> NHWC on the way), lets XNNPACK
  * write rank-4 outputs into staging (then NHWC -> NCHW into the output
  * value) and every other output straight into the output value.
+ *
+ * NaN: this XNNPACK (Debian's, 2022) has only min/max-clamped binary
+ * kernels, and its clamp at -inf..inf turns a NaN into -inf, where a
+ * modern XNNPACK (unclamped binary ops) and the reference keep the NaN.
+ * So a run that may carry a NaN (a non-finite value entering, or one
+ * leaving: a NaN made inside shows as -inf at the output) is declined
+ * after the fact: run returns every output NULL and the runtime runs the
+ * partition on the reference kernels (report.reference_runs counts them).
+ * Not seen: a NaN made inside from finite inputs (0/0, an overflow) that a
+ * later node of the same partition turns finite again (Relu, Sigmoid,
+ * MaxPool of the -inf).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,19 +303,12 @@ fail:
 
 /* --- run ------------------------------------------------------------------------ */
 
-static void format_shape(int rank, const int64_t *dims, char *buf, size_t cap)
+static bool all_finite(const float *x, int64_t n)
 {
-    size_t used = 0;
-    int k = snprintf(buf, cap, "[");
-    used = k > 0 ? (size_t)k : 0;
-    for (int i = 0; i < rank && used < cap; i++) {
-        k = snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
-        if (k < 0)
-            return;
-        used += (size_t)k;
-    }
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return false;
+    return true;
 }
 
 static cg_status xnng_run(void *state, const cg_value *const *inputs, cg_value **outputs,
@@ -319,14 +324,18 @@ static cg_status xnng_run(void *state, const cg_value *const *inputs, cg_value *
             v->tensor.rank != io->rank ||
             memcmp(v->tensor.dims, io->dims, (size_t)io->rank * sizeof *io->dims) != 0) {
             char want[160], got[160] = "(not a float tensor)";
-            format_shape(io->rank, io->dims, want, sizeof want);
+            cg_exec_format_shape(io->rank, io->dims, want, sizeof want);
             if (v && v->kind == CG_VALUE_TENSOR && v->tensor.dtype == CG_DTYPE_FLOAT)
-                format_shape(v->tensor.rank, v->tensor.dims, got, sizeof got);
+                cg_exec_format_shape(v->tensor.rank, v->tensor.dims, got, sizeof got);
             return cg_error_set(err, CG_UNSUPPORTED, "xnnpack: partition input '%s' was "
                                 "compiled for float32 %s, got %s (XNNPACK shapes are fixed at "
                                 "compile)", io->name, want, got);
         }
         const float *src = v->tensor.data;
+        if (!all_finite(src, io->numel)) {
+            s->report.reference_runs++;
+            return CG_OK;
+        }
         if (io->nhwc) {
             size_t N = (size_t)io->dims[0], C = (size_t)io->dims[1];
             size_t HW = (size_t)(io->dims[2] * io->dims[3]);
@@ -376,6 +385,12 @@ static cg_status xnng_run(void *state, const cg_value *const *inputs, cg_value *
             }
         s->report.layout_conversions++;
     }
+    for (size_t i = 0; i < s->out_count; i++)
+        if (!all_finite(outputs[i]->tensor.data, s->out[i].numel)) {
+            s->report.reference_runs++;
+            st = CG_OK;
+            goto fail;
+        }
     s->report.runs++;
     return CG_OK;
 fail:
