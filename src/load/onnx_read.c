@@ -95,6 +95,13 @@ static void *alloc_array(rd_ctx *c, size_t count, size_t size)
     return cg_arena_calloc(c->arena, count, size);
 }
 
+/* The end of a message reader (enter's other half). */
+static cg_status leave(rd_ctx *c)
+{
+    c->depth--;
+    return CG_OK;
+}
+
 static cg_status enter(rd_ctx *c, const uint8_t *at)
 {
     if (++c->depth > c->opt.max_message_depth)
@@ -102,6 +109,34 @@ static cg_status enter(rd_ctx *c, const uint8_t *at)
                             "%s: protobuf messages nested deeper than %d at byte %lld", c->label,
                             c->opt.max_message_depth, (long long)(at - c->base));
     return CG_OK;
+}
+
+/* A repeated int64 field, unpacked (one varint) or packed (a run of them),
+ * appended at arr[*count], at most cap elements in all. */
+static cg_status read_varints(rd_ctx *c, const pb_field *f, int64_t *arr, size_t *count,
+                              size_t cap, const char *what)
+{
+    if (f->wire == PB_VARINT) {
+        if (*count >= cap)
+            return parse_fail(c, f->start, what);
+        arr[(*count)++] = (int64_t)f->u;
+        return CG_OK;
+    }
+    pb_reader r = {f->data, f->data + f->len};
+    uint64_t v;
+    while (r.p < r.end) {
+        if (!pb_read_varint(&r, &v) || *count >= cap)
+            return parse_fail(c, r.p, what);
+        arr[(*count)++] = (int64_t)v;
+    }
+    return CG_OK;
+}
+
+/* enter, and counts[k]: how many fields numbered k the message holds. */
+static cg_status enter_counted(rd_ctx *c, const uint8_t *data, size_t len, size_t *counts)
+{
+    cg_status st = enter(c, data);
+    return st == CG_OK ? count_fields(c, data, len, counts) : st;
 }
 
 #define ALLOC_REPEATED(arr, n)                                                                 \
@@ -131,6 +166,17 @@ static cg_status enter(rd_ctx *c, const uint8_t *at)
             return parse_fail(c, f.start, why_);                                               \
     } while (0)
 
+/* FOR_EACH_FIELD over a switch on the field number: CASES are its case
+ * labels; any other field number is kept verbatim. */
+#define FOR_EACH_CASE(data, len, unknown_rec, ...)                                            \
+    FOR_EACH_FIELD(data, len, unknown_rec, {                                                   \
+        switch (f.number) {                                                                    \
+            __VA_ARGS__                                                                        \
+        default: goto unknown;                                                                 \
+        }                                                                                      \
+        (void)st_;                                                                             \
+    })
+
 #define CHECK(expr)                                                                            \
     do {                                                                                       \
         cg_status s_ = (expr);                                                                 \
@@ -142,38 +188,58 @@ static cg_status enter(rd_ctx *c, const uint8_t *at)
     if (f.wire != (w))                                                                         \
     goto unknown
 
+/* A repeated int64 field in either encoding (read_varints). */
+#define READ_VARINTS(arr, count, cap, what)                                                    \
+    do {                                                                                       \
+        if (f.wire != PB_VARINT && f.wire != PB_LEN)                                           \
+            goto unknown;                                                                      \
+        CHECK(read_varints(c, &f, (arr), &(count), (cap), (what)));                            \
+    } while (0)
+
+/* A length-delimited field: the next element of a repeated message field
+ * (arr[count++]), a string, or one message allocated in the arena. */
+#define READ_NEXT(fn, arr, count)                                                              \
+    do {                                                                                       \
+        WANT(PB_LEN);                                                                          \
+        CHECK(fn(c, f.data, f.len, &(arr)[(count)++]));                                        \
+    } while (0)
+
+#define READ_STRING(dst)                                                                       \
+    do {                                                                                       \
+        WANT(PB_LEN);                                                                          \
+        CHECK(read_string(c, &f, (dst)));                                                      \
+    } while (0)
+
+#define READ_ONE(fn, ptr)                                                                      \
+    do {                                                                                       \
+        WANT(PB_LEN);                                                                          \
+        if (!((ptr) = cg_arena_alloc(c->arena, sizeof *(ptr))))                                \
+            return nomem(c);                                                                   \
+        CHECK(fn(c, f.data, f.len, (ptr)));                                                    \
+    } while (0)
+
 static cg_status read_pair(rd_ctx *c, const uint8_t *data, size_t len, cg_string_pair *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->key)); break;
-        case 2: WANT(PB_LEN); CHECK(read_string(c, &f, &out->value)); break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->key); break;
+        case 2: READ_STRING(&out->value); break;
+    );
+    return leave(c);
 }
 
 static cg_status read_opset(rd_ctx *c, const uint8_t *data, size_t len, cg_opset_id *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->domain)); break;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->domain); break;
         case 2:
             WANT(PB_VARINT);
             out->version = (int64_t)f.u;
             out->has_version = true;
             break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    );
+    return leave(c);
 }
 
 static cg_status read_type(rd_ctx *c, const uint8_t *data, size_t len, cg_type *out);
@@ -181,8 +247,7 @@ static cg_status read_type(rd_ctx *c, const uint8_t *data, size_t len, cg_type *
 static cg_status read_dim(rd_ctx *c, const uint8_t *data, size_t len, cg_dim *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
+    FOR_EACH_CASE(data, len, &out->unknown,
         case 1: /* oneof value: dim_value / dim_param, last wins */
             WANT(PB_VARINT);
             out->value = (int64_t)f.u;
@@ -195,63 +260,38 @@ static cg_status read_dim(rd_ctx *c, const uint8_t *data, size_t len, cg_dim *ou
             out->has_value = false;
             out->value = 0;
             break;
-        case 3: WANT(PB_LEN); CHECK(read_string(c, &f, &out->denotation)); break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+        case 3: READ_STRING(&out->denotation); break;
+    );
+    return leave(c);
 }
 
 static cg_status read_shape(rd_ctx *c, const uint8_t *data, size_t len, cg_shape *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     if (counts[1] > CG_MAX_LOAD_RANK)
         return cg_error_set(c->err, CG_LIMIT, "%s: shape of rank %zu exceeds the limit of %d",
                             c->label, counts[1], CG_MAX_LOAD_RANK);
     ALLOC_REPEATED(out->dims, counts[1]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1:
-            WANT(PB_LEN);
-            CHECK(read_dim(c, f.data, f.len, &out->dims[out->rank]));
-            out->rank++;
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_NEXT(read_dim, out->dims, out->rank); break;
+    );
+    return leave(c);
 }
 
 /* TypeProto.Tensor and TypeProto.SparseTensor share field numbers. */
 static cg_status read_type_tensor(rd_ctx *c, const uint8_t *data, size_t len, cg_type *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->inner_unknown, {
-        switch (f.number) {
+    FOR_EACH_CASE(data, len, &out->inner_unknown,
         case 1:
             WANT(PB_VARINT);
             out->elem_type = (int32_t)f.u;
             out->has_elem_type = true;
             break;
-        case 2:
-            WANT(PB_LEN);
-            out->shape = cg_arena_alloc(c->arena, sizeof *out->shape);
-            if (!out->shape)
-                return nomem(c);
-            CHECK(read_shape(c, f.data, f.len, out->shape));
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+        case 2: READ_ONE(read_shape, out->shape); break;
+    );
+    return leave(c);
 }
 
 /* TypeProto.Sequence / Optional: elem_type (1); Map: key_type (1), value_type (2). */
@@ -265,18 +305,13 @@ static cg_status read_type_wrapper(rd_ctx *c, const uint8_t *data, size_t len, c
             out->has_map_key_type = true;
         } else if ((out->kind == CG_TYPE_MAP && f.number == 2) ||
                    (out->kind != CG_TYPE_MAP && f.number == 1)) {
-            WANT(PB_LEN);
-            out->elem = cg_arena_alloc(c->arena, sizeof *out->elem);
-            if (!out->elem)
-                return nomem(c);
-            CHECK(read_type(c, f.data, f.len, out->elem));
+            READ_ONE(read_type, out->elem);
         } else {
             goto unknown;
         }
         (void)st_;
     });
-    c->depth--;
-    return CG_OK;
+    return leave(c);
 }
 
 static cg_status read_type(rd_ctx *c, const uint8_t *data, size_t len, cg_type *out)
@@ -290,7 +325,7 @@ static cg_status read_type(rd_ctx *c, const uint8_t *data, size_t len, cg_type *
         case 5: kind = CG_TYPE_MAP; break;
         case 8: kind = CG_TYPE_SPARSE_TENSOR; break;
         case 9: kind = CG_TYPE_OPTIONAL; break;
-        case 6: WANT(PB_LEN); CHECK(read_string(c, &f, &out->denotation)); continue;
+        case 6: READ_STRING(&out->denotation); continue;
         default: goto unknown;
         }
         WANT(PB_LEN);
@@ -307,30 +342,18 @@ static cg_status read_type(rd_ctx *c, const uint8_t *data, size_t len, cg_type *
             CHECK(read_type_wrapper(c, f.data, f.len, out));
         (void)st_;
     });
-    c->depth--;
-    return CG_OK;
+    return leave(c);
 }
 
 static cg_status read_value_info(rd_ctx *c, const uint8_t *data, size_t len, cg_value_info *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
-        case 2:
-            WANT(PB_LEN);
-            out->type = cg_arena_alloc(c->arena, sizeof *out->type);
-            if (!out->type)
-                return nomem(c);
-            CHECK(read_type(c, f.data, f.len, out->type));
-            break;
-        case 3: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->name); break;
+        case 2: READ_ONE(read_type, out->type); break;
+        case 3: READ_STRING(&out->doc_string); break;
+    );
+    return leave(c);
 }
 
 /* --- tensors ------------------------------------------------------------- */
@@ -423,8 +446,7 @@ static cg_status num_fill(rd_ctx *c, num_field *nf, const pb_field *f, cg_number
 static cg_status read_segment(rd_ctx *c, const uint8_t *data, size_t len, cg_tensor_proto *out)
 {
     CHECK(enter(c, data));
-    FOR_EACH_FIELD(data, len, &out->segment_unknown, {
-        switch (f.number) {
+    FOR_EACH_CASE(data, len, &out->segment_unknown,
         case 1:
             WANT(PB_VARINT);
             out->segment_begin = (int64_t)f.u;
@@ -435,19 +457,14 @@ static cg_status read_segment(rd_ctx *c, const uint8_t *data, size_t len, cg_ten
             out->segment_end = (int64_t)f.u;
             out->has_segment_end = true;
             break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    );
+    return leave(c);
 }
 
 cg_status cg_read_tensor(rd_ctx *c, const uint8_t *data, size_t len, cg_tensor_proto *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     num_field nums[5] = {{NUM_F32, 0, 0, 0, NULL}, {NUM_I32, 0, 0, 0, NULL},
                          {NUM_I64, 0, 0, 0, NULL}, {NUM_F64, 0, 0, 0, NULL},
                          {NUM_U64, 0, 0, 0, NULL}};
@@ -497,21 +514,7 @@ cg_status cg_read_tensor(rd_ctx *c, const uint8_t *data, size_t len, cg_tensor_p
             continue;
         }
         switch (f.number) {
-        case 1:
-            if (f.wire == PB_VARINT) {
-                out->dims[out->rank++] = (int64_t)f.u;
-            } else if (f.wire == PB_LEN) {
-                pb_reader dr = {f.data, f.data + f.len};
-                uint64_t v;
-                while (dr.p < dr.end) {
-                    if (!pb_read_varint(&dr, &v) || out->rank >= dims_total)
-                        return parse_fail(c, dr.p, "malformed packed dims");
-                    out->dims[out->rank++] = (int64_t)v;
-                }
-            } else {
-                goto unknown;
-            }
-            break;
+        case 1: READ_VARINTS(out->dims, out->rank, dims_total, "malformed packed dims"); break;
         case 2:
             WANT(PB_VARINT);
             out->data_type = (int32_t)f.u;
@@ -523,13 +526,10 @@ cg_status cg_read_tensor(rd_ctx *c, const uint8_t *data, size_t len, cg_tensor_p
             CHECK(read_segment(c, f.data, f.len, out));
             break;
         case 6: WANT(PB_LEN); read_bytes(&f, &out->string_data[out->string_count++]); break;
-        case 8: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
+        case 8: READ_STRING(&out->name); break;
         case 9: WANT(PB_LEN); read_bytes(&f, &out->raw_data); break;
-        case 12: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        case 13:
-            WANT(PB_LEN);
-            CHECK(read_pair(c, f.data, f.len, &out->external_data[out->external_count++]));
-            break;
+        case 12: READ_STRING(&out->doc_string); break;
+        case 13: READ_NEXT(read_pair, out->external_data, out->external_count); break;
         case 14:
             WANT(PB_VARINT);
             out->data_location = (int32_t)f.u;
@@ -563,8 +563,7 @@ static cg_status read_sparse(rd_ctx *c, const uint8_t *data, size_t len,
         return cg_error_set(c->err, CG_LIMIT, "%s: sparse tensor of rank %zu exceeds the limit",
                             c->label, dims_total);
     ALLOC_REPEATED(out->dims, dims_total);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
+    FOR_EACH_CASE(data, len, &out->unknown,
         case 1:
         case 2: {
             WANT(PB_LEN);
@@ -578,27 +577,9 @@ static cg_status read_sparse(rd_ctx *c, const uint8_t *data, size_t len,
                 out->indices = t;
             break;
         }
-        case 3:
-            if (f.wire == PB_VARINT) {
-                out->dims[out->rank++] = (int64_t)f.u;
-            } else if (f.wire == PB_LEN) {
-                pb_reader dr = {f.data, f.data + f.len};
-                uint64_t v;
-                while (dr.p < dr.end) {
-                    if (!pb_read_varint(&dr, &v) || out->rank >= dims_total)
-                        return parse_fail(c, dr.p, "malformed packed dims");
-                    out->dims[out->rank++] = (int64_t)v;
-                }
-            } else {
-                goto unknown;
-            }
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+        case 3: READ_VARINTS(out->dims, out->rank, dims_total, "malformed packed dims"); break;
+    );
+    return leave(c);
 }
 
 /* --- graphs -------------------------------------------------------------- */
@@ -623,8 +604,7 @@ static cg_status read_subgraph(rd_ctx *c, const pb_field *f, cg_graph **out)
 static cg_status read_attr(rd_ctx *c, const uint8_t *data, size_t len, cg_attr *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     /* floats (7) and ints (8) may be packed: count elements */
     size_t nfloats = 0, nints = 0;
     {
@@ -645,11 +625,10 @@ static cg_status read_attr(rd_ctx *c, const uint8_t *data, size_t len, cg_attr *
     ALLOC_REPEATED(out->graphs, counts[11]);
     ALLOC_REPEATED(out->sparse_tensors, counts[23]);
     ALLOC_REPEATED(out->type_protos, counts[15]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
-        case 21: WANT(PB_LEN); CHECK(read_string(c, &f, &out->ref_attr_name)); break;
-        case 13: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->name); break;
+        case 21: READ_STRING(&out->ref_attr_name); break;
+        case 13: READ_STRING(&out->doc_string); break;
         case 20:
             WANT(PB_VARINT);
             out->type = (int32_t)f.u;
@@ -668,28 +647,10 @@ static cg_status read_attr(rd_ctx *c, const uint8_t *data, size_t len, cg_attr *
             out->has_i = true;
             break;
         case 4: WANT(PB_LEN); read_bytes(&f, &out->s); break;
-        case 5:
-            WANT(PB_LEN);
-            out->t = cg_arena_alloc(c->arena, sizeof *out->t);
-            if (!out->t)
-                return nomem(c);
-            CHECK(cg_read_tensor(c, f.data, f.len, out->t));
-            break;
+        case 5: READ_ONE(cg_read_tensor, out->t); break;
         case 6: WANT(PB_LEN); CHECK(read_subgraph(c, &f, &out->g)); break;
-        case 22:
-            WANT(PB_LEN);
-            out->sparse_tensor = cg_arena_alloc(c->arena, sizeof *out->sparse_tensor);
-            if (!out->sparse_tensor)
-                return nomem(c);
-            CHECK(read_sparse(c, f.data, f.len, out->sparse_tensor));
-            break;
-        case 14:
-            WANT(PB_LEN);
-            out->tp = cg_arena_alloc(c->arena, sizeof *out->tp);
-            if (!out->tp)
-                return nomem(c);
-            CHECK(read_type(c, f.data, f.len, out->tp));
-            break;
+        case 22: READ_ONE(read_sparse, out->sparse_tensor); break;
+        case 14: READ_ONE(read_type, out->tp); break;
         case 7:
             if (f.wire == PB_FIXED32) {
                 uint32_t bits = (uint32_t)f.u;
@@ -705,117 +666,65 @@ static cg_status read_attr(rd_ctx *c, const uint8_t *data, size_t len, cg_attr *
                 goto unknown;
             }
             break;
-        case 8:
-            if (f.wire == PB_VARINT) {
-                out->ints[out->ints_count++] = (int64_t)f.u;
-            } else if (f.wire == PB_LEN) {
-                pb_reader ir = {f.data, f.data + f.len};
-                uint64_t v;
-                while (ir.p < ir.end) {
-                    if (!pb_read_varint(&ir, &v) || out->ints_count >= nints)
-                        return parse_fail(c, ir.p, "malformed packed ints");
-                    out->ints[out->ints_count++] = (int64_t)v;
-                }
-            } else {
-                goto unknown;
-            }
-            break;
+        case 8: READ_VARINTS(out->ints, out->ints_count, nints, "malformed packed ints"); break;
         case 9: WANT(PB_LEN); read_bytes(&f, &out->strings[out->strings_count++]); break;
-        case 10: {
-            WANT(PB_LEN);
-            cg_tensor_proto *t = cg_arena_alloc(c->arena, sizeof *t);
-            if (!t)
-                return nomem(c);
-            CHECK(cg_read_tensor(c, f.data, f.len, t));
-            out->tensors[out->tensors_count++] = t;
+        case 10:
+            READ_ONE(cg_read_tensor, out->tensors[out->tensors_count]);
+            out->tensors_count++;
             break;
-        }
         case 11:
             WANT(PB_LEN);
             CHECK(read_subgraph(c, &f, &out->graphs[out->graphs_count]));
             out->graphs_count++;
             break;
-        case 23: {
-            WANT(PB_LEN);
-            cg_sparse_tensor_proto *t = cg_arena_alloc(c->arena, sizeof *t);
-            if (!t)
-                return nomem(c);
-            CHECK(read_sparse(c, f.data, f.len, t));
-            out->sparse_tensors[out->sparse_tensors_count++] = t;
+        case 23:
+            READ_ONE(read_sparse, out->sparse_tensors[out->sparse_tensors_count]);
+            out->sparse_tensors_count++;
             break;
-        }
-        case 15: {
-            WANT(PB_LEN);
-            cg_type *t = cg_arena_alloc(c->arena, sizeof *t);
-            if (!t)
-                return nomem(c);
-            CHECK(read_type(c, f.data, f.len, t));
-            out->type_protos[out->type_protos_count++] = t;
+        case 15:
+            READ_ONE(read_type, out->type_protos[out->type_protos_count]);
+            out->type_protos_count++;
             break;
-        }
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    );
+    return leave(c);
 }
 
 static cg_status read_node(rd_ctx *c, const uint8_t *data, size_t len, cg_node *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     ALLOC_REPEATED(out->inputs, counts[1]);
     ALLOC_REPEATED(out->outputs, counts[2]);
     ALLOC_REPEATED(out->attrs, counts[5]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->inputs[out->input_count++])); break;
-        case 2: WANT(PB_LEN); CHECK(read_string(c, &f, &out->outputs[out->output_count++])); break;
-        case 3: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
-        case 4: WANT(PB_LEN); CHECK(read_string(c, &f, &out->op_type)); break;
-        case 7: WANT(PB_LEN); CHECK(read_string(c, &f, &out->domain)); break;
-        case 6: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        case 5:
-            WANT(PB_LEN);
-            CHECK(read_attr(c, f.data, f.len, &out->attrs[out->attr_count++]));
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->inputs[out->input_count++]); break;
+        case 2: READ_STRING(&out->outputs[out->output_count++]); break;
+        case 3: READ_STRING(&out->name); break;
+        case 4: READ_STRING(&out->op_type); break;
+        case 7: READ_STRING(&out->domain); break;
+        case 6: READ_STRING(&out->doc_string); break;
+        case 5: READ_NEXT(read_attr, out->attrs, out->attr_count); break;
+    );
+    return leave(c);
 }
 
 static cg_status read_annotation(rd_ctx *c, const uint8_t *data, size_t len,
                                  cg_tensor_annotation *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     ALLOC_REPEATED(out->quant_params, counts[2]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->tensor_name)); break;
-        case 2:
-            WANT(PB_LEN);
-            CHECK(read_pair(c, f.data, f.len, &out->quant_params[out->quant_param_count++]));
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->tensor_name); break;
+        case 2: READ_NEXT(read_pair, out->quant_params, out->quant_param_count); break;
+    );
+    return leave(c);
 }
 
 static cg_status read_graph(rd_ctx *c, const uint8_t *data, size_t len, cg_graph *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     ALLOC_REPEATED(out->nodes, counts[1]);
     ALLOC_REPEATED(out->initializers, counts[5]);
     ALLOC_REPEATED(out->sparse_initializers, counts[15]);
@@ -823,116 +732,62 @@ static cg_status read_graph(rd_ctx *c, const uint8_t *data, size_t len, cg_graph
     ALLOC_REPEATED(out->outputs, counts[12]);
     ALLOC_REPEATED(out->value_infos, counts[13]);
     ALLOC_REPEATED(out->quant_annotations, counts[14]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1:
-            WANT(PB_LEN);
-            CHECK(read_node(c, f.data, f.len, &out->nodes[out->node_count++]));
-            break;
-        case 2: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
-        case 5:
-            WANT(PB_LEN);
-            CHECK(cg_read_tensor(c, f.data, f.len, &out->initializers[out->initializer_count++]));
-            break;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_NEXT(read_node, out->nodes, out->node_count); break;
+        case 2: READ_STRING(&out->name); break;
+        case 5: READ_NEXT(cg_read_tensor, out->initializers, out->initializer_count); break;
         case 15:
-            WANT(PB_LEN);
-            CHECK(read_sparse(c, f.data, f.len,
-                              &out->sparse_initializers[out->sparse_initializer_count++]));
+            READ_NEXT(read_sparse, out->sparse_initializers, out->sparse_initializer_count);
             break;
-        case 10: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        case 11:
-            WANT(PB_LEN);
-            CHECK(read_value_info(c, f.data, f.len, &out->inputs[out->input_count++]));
-            break;
-        case 12:
-            WANT(PB_LEN);
-            CHECK(read_value_info(c, f.data, f.len, &out->outputs[out->output_count++]));
-            break;
-        case 13:
-            WANT(PB_LEN);
-            CHECK(read_value_info(c, f.data, f.len, &out->value_infos[out->value_info_count++]));
-            break;
+        case 10: READ_STRING(&out->doc_string); break;
+        case 11: READ_NEXT(read_value_info, out->inputs, out->input_count); break;
+        case 12: READ_NEXT(read_value_info, out->outputs, out->output_count); break;
+        case 13: READ_NEXT(read_value_info, out->value_infos, out->value_info_count); break;
         case 14:
-            WANT(PB_LEN);
-            CHECK(read_annotation(c, f.data, f.len,
-                                  &out->quant_annotations[out->quant_annotation_count++]));
+            READ_NEXT(read_annotation, out->quant_annotations, out->quant_annotation_count);
             break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    );
+    return leave(c);
 }
 
 static cg_status read_function(rd_ctx *c, const uint8_t *data, size_t len, cg_function *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     ALLOC_REPEATED(out->inputs, counts[4]);
     ALLOC_REPEATED(out->outputs, counts[5]);
     ALLOC_REPEATED(out->attribute_names, counts[6]);
     ALLOC_REPEATED(out->attribute_protos, counts[11]);
     ALLOC_REPEATED(out->nodes, counts[7]);
     ALLOC_REPEATED(out->opsets, counts[9]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
-        case 1: WANT(PB_LEN); CHECK(read_string(c, &f, &out->name)); break;
-        case 4: WANT(PB_LEN); CHECK(read_string(c, &f, &out->inputs[out->input_count++])); break;
-        case 5: WANT(PB_LEN); CHECK(read_string(c, &f, &out->outputs[out->output_count++])); break;
-        case 6:
-            WANT(PB_LEN);
-            CHECK(read_string(c, &f, &out->attribute_names[out->attribute_name_count++]));
-            break;
-        case 11:
-            WANT(PB_LEN);
-            CHECK(read_attr(c, f.data, f.len, &out->attribute_protos[out->attribute_proto_count++]));
-            break;
-        case 7:
-            WANT(PB_LEN);
-            CHECK(read_node(c, f.data, f.len, &out->nodes[out->node_count++]));
-            break;
-        case 8: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        case 9:
-            WANT(PB_LEN);
-            CHECK(read_opset(c, f.data, f.len, &out->opsets[out->opset_count++]));
-            break;
-        case 10: WANT(PB_LEN); CHECK(read_string(c, &f, &out->domain)); break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+    FOR_EACH_CASE(data, len, &out->unknown,
+        case 1: READ_STRING(&out->name); break;
+        case 4: READ_STRING(&out->inputs[out->input_count++]); break;
+        case 5: READ_STRING(&out->outputs[out->output_count++]); break;
+        case 6: READ_STRING(&out->attribute_names[out->attribute_name_count++]); break;
+        case 11: READ_NEXT(read_attr, out->attribute_protos, out->attribute_proto_count); break;
+        case 7: READ_NEXT(read_node, out->nodes, out->node_count); break;
+        case 8: READ_STRING(&out->doc_string); break;
+        case 9: READ_NEXT(read_opset, out->opsets, out->opset_count); break;
+        case 10: READ_STRING(&out->domain); break;
+    );
+    return leave(c);
 }
 
 static cg_status read_training_info(rd_ctx *c, const uint8_t *data, size_t len,
                                     cg_training_info *out)
 {
     size_t counts[MAX_FIELD];
-    CHECK(enter(c, data));
-    CHECK(count_fields(c, data, len, counts));
+    CHECK(enter_counted(c, data, len, counts));
     ALLOC_REPEATED(out->init_bindings, counts[3]);
     ALLOC_REPEATED(out->update_bindings, counts[4]);
-    FOR_EACH_FIELD(data, len, &out->unknown, {
-        switch (f.number) {
+    FOR_EACH_CASE(data, len, &out->unknown,
         case 1: WANT(PB_LEN); CHECK(read_subgraph(c, &f, &out->initialization)); break;
         case 2: WANT(PB_LEN); CHECK(read_subgraph(c, &f, &out->algorithm)); break;
-        case 3:
-            WANT(PB_LEN);
-            CHECK(read_pair(c, f.data, f.len, &out->init_bindings[out->init_binding_count++]));
-            break;
-        case 4:
-            WANT(PB_LEN);
-            CHECK(read_pair(c, f.data, f.len, &out->update_bindings[out->update_binding_count++]));
-            break;
-        default: goto unknown;
-        }
-        (void)st_;
-    });
-    c->depth--;
-    return CG_OK;
+        case 3: READ_NEXT(read_pair, out->init_bindings, out->init_binding_count); break;
+        case 4: READ_NEXT(read_pair, out->update_bindings, out->update_binding_count); break;
+    );
+    return leave(c);
 }
 
 cg_status cg_read_model(rd_ctx *c, const uint8_t *data, size_t len, cg_model *out)
@@ -954,39 +809,22 @@ cg_status cg_read_model(rd_ctx *c, const uint8_t *data, size_t len, cg_model *ou
             out->ir_version = (int64_t)f.u;
             out->has_ir_version = true;
             break;
-        case 8:
-            WANT(PB_LEN);
-            CHECK(read_opset(c, f.data, f.len, &out->opsets[out->opset_count++]));
-            break;
-        case 2: WANT(PB_LEN); CHECK(read_string(c, &f, &out->producer_name)); break;
-        case 3: WANT(PB_LEN); CHECK(read_string(c, &f, &out->producer_version)); break;
-        case 4: WANT(PB_LEN); CHECK(read_string(c, &f, &out->domain)); break;
+        case 8: READ_NEXT(read_opset, out->opsets, out->opset_count); break;
+        case 2: READ_STRING(&out->producer_name); break;
+        case 3: READ_STRING(&out->producer_version); break;
+        case 4: READ_STRING(&out->domain); break;
         case 5:
             WANT(PB_VARINT);
             out->model_version = (int64_t)f.u;
             out->has_model_version = true;
             break;
-        case 6: WANT(PB_LEN); CHECK(read_string(c, &f, &out->doc_string)); break;
-        case 7:
-            WANT(PB_LEN);
-            out->graph = cg_arena_alloc(c->arena, sizeof *out->graph);
-            if (!out->graph)
-                return nomem(c);
-            CHECK(read_graph(c, f.data, f.len, out->graph));
-            break;
-        case 14:
-            WANT(PB_LEN);
-            CHECK(read_pair(c, f.data, f.len, &out->metadata[out->metadata_count++]));
-            break;
+        case 6: READ_STRING(&out->doc_string); break;
+        case 7: READ_ONE(read_graph, out->graph); break;
+        case 14: READ_NEXT(read_pair, out->metadata, out->metadata_count); break;
         case 20:
-            WANT(PB_LEN);
-            CHECK(read_training_info(c, f.data, f.len,
-                                     &out->training_infos[out->training_info_count++]));
+            READ_NEXT(read_training_info, out->training_infos, out->training_info_count);
             break;
-        case 25:
-            WANT(PB_LEN);
-            CHECK(read_function(c, f.data, f.len, &out->functions[out->function_count++]));
-            break;
+        case 25: READ_NEXT(read_function, out->functions, out->function_count); break;
         default: goto unknown;
         }
         (void)st_;

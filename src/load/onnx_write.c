@@ -53,9 +53,12 @@ typedef struct wctx {
 
 typedef void (*emit_fn)(pb_writer *w, const void *msg, const wctx *c);
 
+/* One message field; nothing for an absent (NULL) optional message. */
 static void put_msg(pb_writer *w, uint32_t field, emit_fn fn, const void *msg, const wctx *c)
 {
     msg_sizes *z = c->sizes;
+    if (!msg)
+        return;
     if (z->measuring) {
         /* reserve this message's entry before its children take theirs */
         if (z->count == z->cap) {
@@ -85,6 +88,15 @@ static void put_msg(pb_writer *w, uint32_t field, emit_fn fn, const void *msg, c
     pb_put_varint(w, len);
     fn(w, msg, c);
 }
+
+/* Every element of a repeated message field: arr[0..n) (PUT_EACH) or the
+ * messages that arr[0..n) point to (PUT_EACH_PTR). */
+#define PUT_EACH(w, field, fn, arr, n, c)                                                      \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                        \
+    put_msg((w), (field), (fn), &(arr)[i_], (c))
+#define PUT_EACH_PTR(w, field, fn, arr, n, c)                                                  \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                        \
+    put_msg((w), (field), (fn), (arr)[i_], (c))
 
 static void put_str(pb_writer *w, uint32_t field, const char *s)
 {
@@ -137,8 +149,7 @@ static void emit_dim(pb_writer *w, const void *msg, const wctx *c)
 static void emit_shape(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_shape *s = msg;
-    for (size_t i = 0; i < s->rank; i++)
-        put_msg(w, 1, emit_dim, &s->dims[i], c);
+    PUT_EACH(w, 1, emit_dim, s->dims, s->rank, c);
     put_unknown(w, s->unknown);
 }
 
@@ -153,19 +164,16 @@ static void emit_type_inner(pb_writer *w, const void *msg, const wctx *c)
     case CG_TYPE_SPARSE_TENSOR:
         if (t->has_elem_type)
             put_varint_field(w, 1, (uint64_t)(int64_t)t->elem_type);
-        if (t->shape)
-            put_msg(w, 2, emit_shape, t->shape, c);
+        put_msg(w, 2, emit_shape, t->shape, c);
         break;
     case CG_TYPE_MAP:
         if (t->has_map_key_type)
             put_varint_field(w, 1, (uint64_t)(int64_t)t->map_key_type);
-        if (t->elem)
-            put_msg(w, 2, emit_type, t->elem, c);
+        put_msg(w, 2, emit_type, t->elem, c);
         break;
     case CG_TYPE_SEQUENCE:
     case CG_TYPE_OPTIONAL:
-        if (t->elem)
-            put_msg(w, 1, emit_type, t->elem, c);
+        put_msg(w, 1, emit_type, t->elem, c);
         break;
     case CG_TYPE_NONE:
         break;
@@ -191,8 +199,7 @@ static void emit_value_info(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_value_info *v = msg;
     put_str(w, 1, v->name);
-    if (v->type)
-        put_msg(w, 2, emit_type, v->type, c);
+    put_msg(w, 2, emit_type, v->type, c);
     put_str(w, 3, v->doc_string);
     put_unknown(w, v->unknown);
 }
@@ -303,8 +310,7 @@ static void emit_tensor(pb_writer *w, const void *msg, const wctx *c)
             put_msg(w, 13, emit_pair, &kv[i], c);
         put_varint_field(w, 14, CG_LOC_EXTERNAL);
     } else if (!inline_external) {
-        for (size_t i = 0; i < t->external_count; i++)
-            put_msg(w, 13, emit_pair, &t->external_data[i], c);
+        PUT_EACH(w, 13, emit_pair, t->external_data, t->external_count, c);
         if (t->has_data_location)
             put_varint_field(w, 14, (uint64_t)(int64_t)t->data_location);
     }
@@ -314,10 +320,8 @@ static void emit_tensor(pb_writer *w, const void *msg, const wctx *c)
 static void emit_sparse(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_sparse_tensor_proto *s = msg;
-    if (s->values)
-        put_msg(w, 1, emit_tensor, s->values, c);
-    if (s->indices)
-        put_msg(w, 2, emit_tensor, s->indices, c);
+    put_msg(w, 1, emit_tensor, s->values, c);
+    put_msg(w, 2, emit_tensor, s->indices, c);
     for (size_t i = 0; i < s->rank; i++)
         put_varint_field(w, 3, (uint64_t)s->dims[i]);
     put_unknown(w, s->unknown);
@@ -339,10 +343,8 @@ static void emit_attr(pb_writer *w, const void *msg, const wctx *c)
         put_varint_field(w, 3, (uint64_t)a->i);
     if (a->s.data)
         pb_put_bytes(w, 4, a->s.data, a->s.len);
-    if (a->t)
-        put_msg(w, 5, emit_tensor, a->t, c);
-    if (a->g)
-        put_msg(w, 6, emit_graph, a->g, c);
+    put_msg(w, 5, emit_tensor, a->t, c);
+    put_msg(w, 6, emit_graph, a->g, c);
     for (size_t i = 0; i < a->floats_count; i++) {
         uint32_t bits;
         memcpy(&bits, &a->floats[i], 4);
@@ -353,22 +355,16 @@ static void emit_attr(pb_writer *w, const void *msg, const wctx *c)
         put_varint_field(w, 8, (uint64_t)a->ints[i]);
     for (size_t i = 0; i < a->strings_count; i++)
         pb_put_bytes(w, 9, a->strings[i].data, a->strings[i].len);
-    for (size_t i = 0; i < a->tensors_count; i++)
-        put_msg(w, 10, emit_tensor, a->tensors[i], c);
-    for (size_t i = 0; i < a->graphs_count; i++)
-        put_msg(w, 11, emit_graph, a->graphs[i], c);
+    PUT_EACH_PTR(w, 10, emit_tensor, a->tensors, a->tensors_count, c);
+    PUT_EACH_PTR(w, 11, emit_graph, a->graphs, a->graphs_count, c);
     put_str(w, 13, a->doc_string);
-    if (a->tp)
-        put_msg(w, 14, emit_type, a->tp, c);
-    for (size_t i = 0; i < a->type_protos_count; i++)
-        put_msg(w, 15, emit_type, a->type_protos[i], c);
+    put_msg(w, 14, emit_type, a->tp, c);
+    PUT_EACH_PTR(w, 15, emit_type, a->type_protos, a->type_protos_count, c);
     if (a->has_type)
         put_varint_field(w, 20, (uint64_t)(int64_t)a->type);
     put_str(w, 21, a->ref_attr_name);
-    if (a->sparse_tensor)
-        put_msg(w, 22, emit_sparse, a->sparse_tensor, c);
-    for (size_t i = 0; i < a->sparse_tensors_count; i++)
-        put_msg(w, 23, emit_sparse, a->sparse_tensors[i], c);
+    put_msg(w, 22, emit_sparse, a->sparse_tensor, c);
+    PUT_EACH_PTR(w, 23, emit_sparse, a->sparse_tensors, a->sparse_tensors_count, c);
     put_unknown(w, a->unknown);
 }
 
@@ -381,8 +377,7 @@ static void emit_node(pb_writer *w, const void *msg, const wctx *c)
         put_str(w, 2, n->outputs[i]);
     put_str(w, 3, n->name);
     put_str(w, 4, n->op_type);
-    for (size_t i = 0; i < n->attr_count; i++)
-        put_msg(w, 5, emit_attr, &n->attrs[i], c);
+    PUT_EACH(w, 5, emit_attr, n->attrs, n->attr_count, c);
     put_str(w, 6, n->doc_string);
     put_str(w, 7, n->domain);
     put_unknown(w, n->unknown);
@@ -392,30 +387,22 @@ static void emit_annotation(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_tensor_annotation *a = msg;
     put_str(w, 1, a->tensor_name);
-    for (size_t i = 0; i < a->quant_param_count; i++)
-        put_msg(w, 2, emit_pair, &a->quant_params[i], c);
+    PUT_EACH(w, 2, emit_pair, a->quant_params, a->quant_param_count, c);
     put_unknown(w, a->unknown);
 }
 
 static void emit_graph(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_graph *g = msg;
-    for (size_t i = 0; i < g->node_count; i++)
-        put_msg(w, 1, emit_node, &g->nodes[i], c);
+    PUT_EACH(w, 1, emit_node, g->nodes, g->node_count, c);
     put_str(w, 2, g->name);
-    for (size_t i = 0; i < g->initializer_count; i++)
-        put_msg(w, 5, emit_tensor, &g->initializers[i], c);
+    PUT_EACH(w, 5, emit_tensor, g->initializers, g->initializer_count, c);
     put_str(w, 10, g->doc_string);
-    for (size_t i = 0; i < g->input_count; i++)
-        put_msg(w, 11, emit_value_info, &g->inputs[i], c);
-    for (size_t i = 0; i < g->output_count; i++)
-        put_msg(w, 12, emit_value_info, &g->outputs[i], c);
-    for (size_t i = 0; i < g->value_info_count; i++)
-        put_msg(w, 13, emit_value_info, &g->value_infos[i], c);
-    for (size_t i = 0; i < g->quant_annotation_count; i++)
-        put_msg(w, 14, emit_annotation, &g->quant_annotations[i], c);
-    for (size_t i = 0; i < g->sparse_initializer_count; i++)
-        put_msg(w, 15, emit_sparse, &g->sparse_initializers[i], c);
+    PUT_EACH(w, 11, emit_value_info, g->inputs, g->input_count, c);
+    PUT_EACH(w, 12, emit_value_info, g->outputs, g->output_count, c);
+    PUT_EACH(w, 13, emit_value_info, g->value_infos, g->value_info_count, c);
+    PUT_EACH(w, 14, emit_annotation, g->quant_annotations, g->quant_annotation_count, c);
+    PUT_EACH(w, 15, emit_sparse, g->sparse_initializers, g->sparse_initializer_count, c);
     put_unknown(w, g->unknown);
 }
 
@@ -429,28 +416,21 @@ static void emit_function(pb_writer *w, const void *msg, const wctx *c)
         put_str(w, 5, f->outputs[i]);
     for (size_t i = 0; i < f->attribute_name_count; i++)
         put_str(w, 6, f->attribute_names[i]);
-    for (size_t i = 0; i < f->node_count; i++)
-        put_msg(w, 7, emit_node, &f->nodes[i], c);
+    PUT_EACH(w, 7, emit_node, f->nodes, f->node_count, c);
     put_str(w, 8, f->doc_string);
-    for (size_t i = 0; i < f->opset_count; i++)
-        put_msg(w, 9, emit_opset, &f->opsets[i], c);
+    PUT_EACH(w, 9, emit_opset, f->opsets, f->opset_count, c);
     put_str(w, 10, f->domain);
-    for (size_t i = 0; i < f->attribute_proto_count; i++)
-        put_msg(w, 11, emit_attr, &f->attribute_protos[i], c);
+    PUT_EACH(w, 11, emit_attr, f->attribute_protos, f->attribute_proto_count, c);
     put_unknown(w, f->unknown);
 }
 
 static void emit_training(pb_writer *w, const void *msg, const wctx *c)
 {
     const cg_training_info *t = msg;
-    if (t->initialization)
-        put_msg(w, 1, emit_graph, t->initialization, c);
-    if (t->algorithm)
-        put_msg(w, 2, emit_graph, t->algorithm, c);
-    for (size_t i = 0; i < t->init_binding_count; i++)
-        put_msg(w, 3, emit_pair, &t->init_bindings[i], c);
-    for (size_t i = 0; i < t->update_binding_count; i++)
-        put_msg(w, 4, emit_pair, &t->update_bindings[i], c);
+    put_msg(w, 1, emit_graph, t->initialization, c);
+    put_msg(w, 2, emit_graph, t->algorithm, c);
+    PUT_EACH(w, 3, emit_pair, t->init_bindings, t->init_binding_count, c);
+    PUT_EACH(w, 4, emit_pair, t->update_bindings, t->update_binding_count, c);
     put_unknown(w, t->unknown);
 }
 
@@ -464,16 +444,11 @@ static void emit_model(pb_writer *w, const cg_model *m, const wctx *c)
     if (m->has_model_version)
         put_varint_field(w, 5, (uint64_t)m->model_version);
     put_str(w, 6, m->doc_string);
-    if (m->graph)
-        put_msg(w, 7, emit_graph, m->graph, c);
-    for (size_t i = 0; i < m->opset_count; i++)
-        put_msg(w, 8, emit_opset, &m->opsets[i], c);
-    for (size_t i = 0; i < m->metadata_count; i++)
-        put_msg(w, 14, emit_pair, &m->metadata[i], c);
-    for (size_t i = 0; i < m->training_info_count; i++)
-        put_msg(w, 20, emit_training, &m->training_infos[i], c);
-    for (size_t i = 0; i < m->function_count; i++)
-        put_msg(w, 25, emit_function, &m->functions[i], c);
+    put_msg(w, 7, emit_graph, m->graph, c);
+    PUT_EACH(w, 8, emit_opset, m->opsets, m->opset_count, c);
+    PUT_EACH(w, 14, emit_pair, m->metadata, m->metadata_count, c);
+    PUT_EACH(w, 20, emit_training, m->training_infos, m->training_info_count, c);
+    PUT_EACH(w, 25, emit_function, m->functions, m->function_count, c);
     put_unknown(w, m->unknown);
 }
 
