@@ -2578,6 +2578,21 @@ static const pf_op *find_op(const pf_profile *p, const char *domain, const char 
 static const pf_profile *profile_of(const cg_target *t);
 static const int64_t *params_of(const cg_target *t);
 
+
+/* A count of the node's inputs or outputs against the op's [min, max]
+ * (-1: no bound); false with the reason written. */
+static bool count_ok(pf_eval *ev, size_t got, int min, int max, const char *what)
+{
+    bool low = min >= 0 && got < (size_t)min, high = max >= 0 && got > (size_t)max;
+    if (!low && !high)
+        return true;
+    rb_node(ev);
+    rb_add(&ev->rb, "%zu %s, profile %s %d", got, what, low ? "requires >=" : "allows <=",
+           low ? min : max);
+    rb_note(ev, ev->op->note);
+    return false;
+}
+
 static bool profile_supports(const cg_target *t, const cg_support_query *q, char *reason,
                              size_t reason_len)
 {
@@ -2639,37 +2654,10 @@ static bool profile_supports(const cg_target *t, const cg_support_query *q, char
         }
     for (size_t i = 0; i < n->output_count; i++)
         outputs += present(n->outputs[i]);
-    if (op->min_inputs >= 0 && inputs < (size_t)op->min_inputs) {
-        rb_node(&ev);
-        rb_add(&ev.rb, "%zu inputs, profile requires >= %d", inputs, op->min_inputs);
-        rb_note(&ev, op->note);
+    if (!count_ok(&ev, inputs, op->min_inputs, op->max_inputs, "inputs") ||
+        !count_ok(&ev, runtime_inputs, -1, op->max_runtime_inputs, "non-constant inputs") ||
+        !count_ok(&ev, outputs, op->min_outputs, op->max_outputs, "outputs used"))
         return false;
-    }
-    if (op->max_inputs >= 0 && inputs > (size_t)op->max_inputs) {
-        rb_node(&ev);
-        rb_add(&ev.rb, "%zu inputs, profile allows <= %d", inputs, op->max_inputs);
-        rb_note(&ev, op->note);
-        return false;
-    }
-    if (op->max_runtime_inputs >= 0 && runtime_inputs > (size_t)op->max_runtime_inputs) {
-        rb_node(&ev);
-        rb_add(&ev.rb, "%zu non-constant inputs, profile allows <= %d", runtime_inputs,
-               op->max_runtime_inputs);
-        rb_note(&ev, op->note);
-        return false;
-    }
-    if (op->min_outputs >= 0 && outputs < (size_t)op->min_outputs) {
-        rb_node(&ev);
-        rb_add(&ev.rb, "%zu outputs used, profile requires >= %d", outputs, op->min_outputs);
-        rb_note(&ev, op->note);
-        return false;
-    }
-    if (op->max_outputs >= 0 && outputs > (size_t)op->max_outputs) {
-        rb_node(&ev);
-        rb_add(&ev.rb, "%zu outputs used, profile allows <= %d", outputs, op->max_outputs);
-        rb_note(&ev, op->note);
-        return false;
-    }
     if (!check_limits(&ev) || !check_io_rules(&ev, true) || !check_io_rules(&ev, false))
         return false;
     for (size_t a = 0; a < op->attr_count; a++)
