@@ -90,21 +90,6 @@ static cg_status xnng_fail_define(xnng_build *b, const cg_node *n, const char *w
                         node_name(b, n, nm, sizeof nm), what, xnng_status_name(s));
 }
 
-static void format_dims(int rank, const int64_t *dims, char *buf, size_t cap)
-{
-    size_t used = 0;
-    int k = snprintf(buf, cap, "[");
-    used = k > 0 ? (size_t)k : 0;
-    for (int i = 0; i < rank && used < cap; i++) {
-        k = snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)dims[i]);
-        if (k < 0)
-            return;
-        used += (size_t)k;
-    }
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 /* --- attributes ----------------------------------------------------------- */
 
 /* True when the string attribute equals want (dflt when absent). */
@@ -409,7 +394,7 @@ static cg_status operand(xnng_build *b, const cg_node *n, size_t i, bool need_fl
     if (vt->dtype != CG_DTYPE_FLOAT)
         return xnng_refuse(b, n, "input '%s' is %s; the delegate runs float32 only", op->name,
                            cg_dtype_name(vt->dtype));
-    format_dims(vt->rank, vt->dims, shape, sizeof shape);
+    cg_exec_format_shape(vt->rank, vt->dims, shape, sizeof shape);
     if (vt->rank < 1 || vt->rank > XNNG_MAX_DIMS)
         return xnng_refuse(b, n, "input '%s' has rank %d (shape %s); XNNPACK values take 1 to "
                            "%d dims here", op->name, vt->rank, shape, XNNG_MAX_DIMS);
@@ -429,7 +414,7 @@ static cg_status output_type(xnng_build *b, const cg_node *n, size_t i, const cg
     if (!vt || !vt->known)
         return xnng_refuse(b, n, "type of output '%s' is unknown", n->outputs[i]);
     char shape[160];
-    format_dims(vt->rank, vt->dims, shape, sizeof shape);
+    cg_exec_format_shape(vt->rank, vt->dims, shape, sizeof shape);
     if (vt->dtype != CG_DTYPE_FLOAT)
         return xnng_refuse(b, n, "output '%s' is %s; the delegate runs float32 only",
                            n->outputs[i], cg_dtype_name(vt->dtype));
@@ -460,6 +445,20 @@ static cg_status not_all_static(xnng_build *b, const cg_node *n, const xnng_oper
     return xnng_refuse(b, n, "every input is constant; constant subgraphs are left to the CPU");
 }
 
+/* The prologue of the one-data-input lowerings: input 0 as a float
+ * operand that is not constant (constant subgraphs stay on the CPU) and,
+ * when out is given, the type of the node's only output. */
+static cg_status runtime_input(xnng_build *b, const cg_node *n, xnng_operand *x,
+                               const cg_value_type **out)
+{
+    cg_status st = operand(b, n, 0, true, x);
+    if (st == CG_OK)
+        st = not_all_static(b, n, x, 1);
+    if (st == CG_OK && out && (st = output_type(b, n, 0, out)) == CG_OK)
+        st = only_outputs(b, n, 1);
+    return st;
+}
+
 static bool same_dims(int ra, const int64_t *a, int rb, const int64_t *b)
 {
     if (ra != rb)
@@ -476,8 +475,8 @@ static cg_status expect_shape(xnng_build *b, const cg_node *n, const cg_value_ty
     if (same_dims(out->rank, out->dims, rank, dims))
         return CG_OK;
     char want[160], got[160];
-    format_dims(rank, dims, want, sizeof want);
-    format_dims(out->rank, out->dims, got, sizeof got);
+    cg_exec_format_shape(rank, dims, want, sizeof want);
+    cg_exec_format_shape(out->rank, out->dims, got, sizeof got);
     return xnng_refuse(b, n, "XNNPACK would produce shape %s but output '%s' has shape %s",
                        want, n->outputs[0], got);
 }
@@ -830,7 +829,7 @@ static cg_status lower_prelu(xnng_build *b, const cg_node *n, bool dry_run)
         per_channel = slope.data->numel == c && slope.dims[1] == c;
     if (!per_channel && slope.data->numel != 1) {
         char sh[160];
-        format_dims(slope.rank, slope.dims, sh, sizeof sh);
+        cg_exec_format_shape(slope.rank, slope.dims, sh, sizeof sh);
         return xnng_refuse(b, n, "slope shape %s: XNNPACK's prelu takes one slope per channel "
                            "(C=%lld) or a single slope", sh, (long long)c);
     }
@@ -888,8 +887,8 @@ static cg_status lower_softmax(xnng_build *b, const cg_node *n, bool dry_run)
 static cg_status lower_reshape(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x;
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, NULL);
+    if (st != CG_OK)
         return st;
     for (size_t i = 1; i < n->input_count; i++) {
         if (!has_input(n, i))
@@ -910,8 +909,8 @@ static cg_status lower_reshape(xnng_build *b, const cg_node *n, bool dry_run)
     for (int i = 0; i < out->rank; i++)
         no *= out->dims[i];
     char si[160], so[160];
-    format_dims(x.rank, x.dims, si, sizeof si);
-    format_dims(out->rank, out->dims, so, sizeof so);
+    cg_exec_format_shape(x.rank, x.dims, si, sizeof si);
+    cg_exec_format_shape(out->rank, out->dims, so, sizeof so);
     if (ni != no)
         return xnng_refuse(b, n, "%s -> %s changes the element count", si, so);
     if (!same_dims(x.rank, x.dims, out->rank, out->dims) &&
@@ -1017,8 +1016,8 @@ XNNG_BINARY(XNNG_BINARY_FN)
 static cg_status lower_batchnorm(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x, p[4];
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, NULL);
+    if (st != CG_OK)
         return st;
     static const char *const what[4] = {"scale", "B", "mean", "var"};
     for (size_t i = 0; i < 4; i++) {
@@ -1117,7 +1116,7 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
         bool row = c.data->numel == nout && (c.rank == 1 || (c.rank == 2 && c.dims[0] == 1));
         if (!row && c.data->numel != 1) {
             char sh[160];
-            format_dims(c.rank, c.dims, sh, sizeof sh);
+            cg_exec_format_shape(c.rank, c.dims, sh, sizeof sh);
             return xnng_refuse(b, n, "C shape %s: fully_connected takes a bias of N=%lld values "
                                "(or one value)", sh, (long long)nout);
         }
@@ -1471,11 +1470,9 @@ typedef enum xnng_pool_kind { XNNG_POOL_MAX, XNNG_POOL_AVG, XNNG_POOL_GLOBAL_MAX
 static cg_status lower_pool(xnng_build *b, const cg_node *n, bool dry_run, xnng_pool_kind kind)
 {
     xnng_operand x;
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, &out);
+    if (st != CG_OK)
         return st;
     if (x.rank != 4)
         return xnng_refuse(b, n, "input rank %d: XNNPACK's pooling nodes are 2-D only", x.rank);
@@ -1549,11 +1546,9 @@ static cg_status lower_global_maxpool(xnng_build *b, const cg_node *n, bool dry_
 static cg_status lower_global_avgpool(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x;
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, &out);
+    if (st != CG_OK)
         return st;
     if (x.rank != 4)
         return xnng_refuse(b, n, "input rank %d: XNNPACK's global_average_pooling_2d is 2-D "
@@ -1572,11 +1567,9 @@ static cg_status lower_global_avgpool(xnng_build *b, const cg_node *n, bool dry_
 static cg_status lower_pad(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x;
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, &out);
+    if (st != CG_OK)
         return st;
     if (!attr_str_is(n, "mode", "constant", "constant"))
         return xnng_refuse(b, n, "only mode 'constant' maps to XNNPACK's static_constant_pad");
@@ -1636,11 +1629,9 @@ static cg_status lower_pad(xnng_build *b, const cg_node *n, bool dry_run)
 static cg_status lower_depth_to_space(xnng_build *b, const cg_node *n, bool dry_run)
 {
     xnng_operand x;
-    cg_status st = operand(b, n, 0, true, &x);
-    if (st != CG_OK || (st = not_all_static(b, n, &x, 1)) != CG_OK)
-        return st;
     const cg_value_type *out;
-    if ((st = output_type(b, n, 0, &out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    cg_status st = runtime_input(b, n, &x, &out);
+    if (st != CG_OK)
         return st;
     if (x.rank != 4)
         return xnng_refuse(b, n, "input rank %d; expected 4", x.rank);
