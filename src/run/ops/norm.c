@@ -269,31 +269,40 @@ static cg_status normalize_rows(cg_kernel_ctx *k, const cg_tensor *x, cg_tensor 
     return CG_OK;
 }
 
-cg_status cg_op_instancenormalization(cg_kernel_ctx *k)
+/* InstanceNormalization and GroupNormalization: x's channels in `groups`
+ * groups, each group of each batch item normalized as one row; scale and
+ * bias (inputs 1 and 2) hold pn values, sc_len of them per group. */
+static cg_status normalize_groups(cg_kernel_ctx *k, const cg_tensor *x, int64_t groups,
+                                  int64_t pn, int64_t sc_len, const char *bias_name)
 {
-    const cg_tensor *x;
     const double *sc, *bi;
     cg_tensor *y;
     cg_status st;
-    if ((st = real_input(k, 3, &x)) != CG_OK)
-        return st;
-    int64_t c = x->dims[1];
-    if ((st = param_vec(k, 1, "scale", c, &sc)) != CG_OK ||
-        (st = param_vec(k, 2, "B", c, &bi)) != CG_OK)
+    if ((st = param_vec(k, 1, "scale", pn, &sc)) != CG_OK ||
+        (st = param_vec(k, 2, bias_name, pn, &bi)) != CG_OK)
         return st;
     if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, x->dims, &y)) != CG_OK)
         return st;
     if (y->numel == 0)
         return CG_OK;
     norm_rows nr = {0};
-    nr.rows = x->dims[0] * c;
+    nr.rows = x->dims[0] * groups;
     nr.len = x->numel / nr.rows;
     nr.sc = sc;
     nr.bi = bi;
-    nr.sc_rows = c;
-    nr.sc_len = 1;
+    nr.sc_rows = groups;
+    nr.sc_len = sc_len;
     nr.eps = cg_attr_float(k, "epsilon", 1e-5f);
     return normalize_rows(k, x, y, &nr);
+}
+
+cg_status cg_op_instancenormalization(cg_kernel_ctx *k)
+{
+    const cg_tensor *x;
+    cg_status st = real_input(k, 3, &x);
+    if (st != CG_OK)
+        return st;
+    return normalize_groups(k, x, x->dims[1], x->dims[1], 1, "B");
 }
 
 /* Scale/bias of LayerNormalization expanded to the normalized shape
@@ -440,10 +449,8 @@ cg_status cg_op_layernormalization(cg_kernel_ctx *k)
 cg_status cg_op_groupnormalization(cg_kernel_ctx *k)
 {
     const cg_tensor *x;
-    const double *sc, *bi;
-    cg_tensor *y;
-    cg_status st;
-    if ((st = real_input(k, 2, &x)) != CG_OK)
+    cg_status st = real_input(k, 2, &x);
+    if (st != CG_OK)
         return st;
     int64_t groups = cg_attr_int(k, "num_groups", 0), c = x->dims[1];
     if (groups < 1 || c % groups != 0)
@@ -451,23 +458,8 @@ cg_status cg_op_groupnormalization(cg_kernel_ctx *k)
                               (long long)groups, (long long)c);
     /* opset 18: one scale/bias per group; opset 21: one per channel */
     bool per_channel = k->since >= 21;
-    int64_t pn = per_channel ? c : groups;
-    if ((st = param_vec(k, 1, "scale", pn, &sc)) != CG_OK ||
-        (st = param_vec(k, 2, "bias", pn, &bi)) != CG_OK)
-        return st;
-    if ((st = cg_kernel_output(k, 0, x->dtype, x->rank, x->dims, &y)) != CG_OK)
-        return st;
-    if (y->numel == 0)
-        return CG_OK;
-    norm_rows nr = {0};
-    nr.rows = x->dims[0] * groups;
-    nr.len = x->numel / nr.rows;
-    nr.sc = sc;
-    nr.bi = bi;
-    nr.sc_rows = groups;
-    nr.sc_len = per_channel ? c / groups : 1;
-    nr.eps = cg_attr_float(k, "epsilon", 1e-5f);
-    return normalize_rows(k, x, y, &nr);
+    return normalize_groups(k, x, groups, per_channel ? c : groups,
+                            per_channel ? c / groups : 1, "bias");
 }
 
 cg_status cg_op_lrn(cg_kernel_ctx *k)
