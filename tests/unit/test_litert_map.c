@@ -95,14 +95,6 @@ static const char *attr_s(const cg_node *n, const char *name)
     return buf;
 }
 
-static const cg_lower_removed *removed(const cg_lowered *l, const char *node)
-{
-    for (size_t i = 0; i < l->removed_count; i++)
-        if (strcmp(l->removed[i].name, node) == 0)
-            return &l->removed[i];
-    return NULL;
-}
-
 /* Source node names the lowered node op stands for, "a,b". */
 static const char *origins_of(const cg_lowered *l, const char *op, char *buf, size_t len)
 {
@@ -181,10 +173,10 @@ static void test_conv_bn_relu_head(void)
                attr_s(conv, "fused_activation_function"));
         EXPECT(strcmp(origins_of(l, "CONV_2D", buf, sizeof buf), "conv,bn,relu") == 0,
                "CONV_2D stands for %s", buf);
-        const cg_lower_removed *r = removed(l, "bn");
+        const cg_lower_removed *r = test_removed(l, "bn");
         EXPECT(r && r->into && strcmp(r->into, "conv") == 0 && strstr(r->by, "folded"),
                "bn: removed %s into %s", r ? r->by : "(no)", r && r->into ? r->into : "-");
-        EXPECT(removed(l, "relu") && !removed(l, "conv") && l->removed_count == 2,
+        EXPECT(test_removed(l, "relu") && !test_removed(l, "conv") && l->removed_count == 2,
                "removed: %zu", l->removed_count);
         EXPECT(l->added_count == 0, "added %zu", l->added_count);
         const cg_node *mean = node_of(l->model, "MEAN");
@@ -234,7 +226,7 @@ static void test_depthwise_pad_relu6(void)
                attr_s(dw, "fused_activation_function"));
         EXPECT(dw && dw->input_count == 3, "a conv without bias gets a zero one");
         EXPECT(l->added_count == 1, "the PAD is added by the conversion: %zu", l->added_count);
-        EXPECT(removed(l, "clip") && l->removed_count == 1, "removed %zu", l->removed_count);
+        EXPECT(test_removed(l, "clip") && l->removed_count == 1, "removed %zu", l->removed_count);
         char why[512];
         EXPECT(on_gpu(l, why, sizeof why) == 2, "litert-gpu: %s", why);
     }
@@ -261,10 +253,10 @@ static void test_no_ops(void)
         /* onnx2tf Identity.py: tf.identity, which the converter drops; the
          * converter folds constant subgraphs */
         expect_ops(l, "MUL", "no ops");
-        const cg_lower_removed *f = removed(l, "fold"), *id = removed(l, "id");
+        const cg_lower_removed *f = test_removed(l, "fold"), *id = test_removed(l, "id");
         EXPECT(f && strstr(f->by, "constant-folded"), "fold: %s", f ? f->by : "(kept)");
         EXPECT(id && strstr(id->by, "tf.identity"), "id: %s", id ? id->by : "(kept)");
-        EXPECT(removed(l, "out") && l->removed_count == 3, "removed %zu", l->removed_count);
+        EXPECT(test_removed(l, "out") && l->removed_count == 3, "removed %zu", l->removed_count);
         const cg_node *mul = node_of(l->model, "MUL");
         EXPECT(mul && strcmp(mul->inputs[0], "x") == 0, "MUL reads the graph input");
         EXPECT(strcmp(l->model->graph->outputs[0].name, "y") == 0, "output %s",
@@ -393,7 +385,7 @@ static void test_gelu(void)
         const cg_node *ge = node_of(l->model, "GELU");
         EXPECT(ge && strcmp(ge->inputs[0], "x") == 0 && strcmp(ge->outputs[0], "y") == 0,
                "GELU(x) writes the pattern's output");
-        const cg_lower_removed *e = removed(l, "erf");
+        const cg_lower_removed *e = test_removed(l, "erf");
         EXPECT(e && strstr(e->by, "GELU") && l->removed_count == 4, "removed %zu: %s",
                l->removed_count, e ? e->by : "(erf kept)");
         EXPECT(version_of(l->model, "GELU") == 1, "GELU version %lld",
@@ -577,7 +569,7 @@ static void test_shape_family(void)
                "STRIDED_SLICE takes constant begin, end, strides");
         EXPECT(b[0] == 0 && b[1] == 1 && b[2] == 0 && e[0] == 1 && e[1] == 3 && e[2] == 6,
                "begin %d,%d,%d end %d,%d,%d", b[0], b[1], b[2], e[0], e[1], e[2]);
-        const cg_lower_removed *r = removed(l, "shape");
+        const cg_lower_removed *r = test_removed(l, "shape");
         EXPECT(r && strstr(r->by, "static") && l->removed_count == 1, "shape: %s",
                r ? r->by : "(kept)");
         char why[512];

@@ -40,14 +40,6 @@ static const char *ops_of(const cg_model *m, char *buf, size_t len)
     return buf;
 }
 
-static const cg_lower_removed *removed(const cg_lowered *l, const char *node)
-{
-    for (size_t i = 0; i < l->removed_count; i++)
-        if (strcmp(l->removed[i].name, node) == 0)
-            return &l->removed[i];
-    return NULL;
-}
-
 /* The source node index of the node called name. */
 static size_t source_index(const cg_model *m, const char *name)
 {
@@ -136,17 +128,17 @@ static void test_torch_like(void)
     cg_model *m = lower_fixture("torch_like", "Conv,Relu,Flatten,Reshape,Gemm", &l);
     if (l) {
         const cg_lower_removed *r;
-        EXPECT((r = removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
+        EXPECT((r = test_removed(l, "identity_w")) && !strcmp(r->by, "EliminateIdentity") && !r->into,
               "Identity on the weight");
-        EXPECT((r = removed(l, "bn")) && !strcmp(r->by, "ConvBNFusion") && r->into &&
+        EXPECT((r = test_removed(l, "bn")) && !strcmp(r->by, "ConvBNFusion") && r->into &&
                   !strcmp(r->into, "conv"),
               "BatchNormalization fused into conv");
-        EXPECT((r = removed(l, "dropout")) && !strcmp(r->by, "EliminateDropout"), "Dropout");
-        EXPECT((r = removed(l, "shape_node")) &&
+        EXPECT((r = test_removed(l, "dropout")) && !strcmp(r->by, "EliminateDropout"), "Dropout");
+        EXPECT((r = test_removed(l, "shape_node")) &&
                   !strcmp(r->by, "Graph (Constant node to initializer)"),
               "Constant node");
-        EXPECT((r = removed(l, "matmul")) && !strcmp(r->by, "MatMulAddFusion") &&
-                  removed(l, "add"),
+        EXPECT((r = test_removed(l, "matmul")) && !strcmp(r->by, "MatMulAddFusion") &&
+                  test_removed(l, "add"),
               "MatMul + Add");
         EXPECT(cg_lowered_removed_count(l, "") == 6 && l->added_count == 1, "removed %zu, added %zu",
               cg_lowered_removed_count(l, ""), l->added_count);
@@ -179,11 +171,11 @@ static void test_fold(void)
         return;
     if (l) {
         const cg_lower_removed *r;
-        EXPECT((r = removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
-        EXPECT((r = removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
-        EXPECT((r = removed(l, "add_zero")) && !strcmp(r->by, "NoopElimination"), "x + 0");
-        EXPECT((r = removed(l, "cast_same")) && !strcmp(r->by, "CastElimination"), "Cast");
-        EXPECT((r = removed(l, "mul")) && !strcmp(r->by, "DivMulFusion") && r->into &&
+        EXPECT((r = test_removed(l, "shape")) && !strcmp(r->by, "ConstantFolding"), "Shape folded");
+        EXPECT((r = test_removed(l, "concat")) && !strcmp(r->by, "ConstantFolding"), "Concat folded");
+        EXPECT((r = test_removed(l, "add_zero")) && !strcmp(r->by, "NoopElimination"), "x + 0");
+        EXPECT((r = test_removed(l, "cast_same")) && !strcmp(r->by, "CastElimination"), "Cast");
+        EXPECT((r = test_removed(l, "mul")) && !strcmp(r->by, "DivMulFusion") && r->into &&
                   !strcmp(r->into, "div"),
               "1/x * y");
         int64_t dims[3] = {2, 3, 4};
@@ -212,7 +204,7 @@ static void test_if_const(void)
     cg_lowered *l;
     cg_model *m = lower_fixture("if_const", "Add,Relu", &l);
     if (l) {
-        const cg_lower_removed *r = removed(l, "if");
+        const cg_lower_removed *r = test_removed(l, "if");
         EXPECT(r && !strcmp(r->by, "ConstantFolding"), "If inlined");
         int64_t dims[1] = {2};
         same_output(l, "x", 1, dims);

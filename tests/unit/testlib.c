@@ -131,6 +131,14 @@ cg_value *test_load_npy(const char *path)
     return v;
 }
 
+const cg_lower_removed *test_removed(const cg_lowered *l, const char *node)
+{
+    for (size_t i = 0; i < l->removed_count; i++)
+        if (strcmp(l->removed[i].name, node) == 0)
+            return &l->removed[i];
+    return NULL;
+}
+
 /* --- models built in memory --------------------------------------------------- */
 
 static void *test_alloc(cg_model *m, size_t count, size_t size)

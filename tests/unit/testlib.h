@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor.h"
@@ -75,6 +76,11 @@ cg_value *test_value(cg_dtype dt, int rank, const int64_t *dims, const double *v
 cg_model *test_load_model(const char *path);
 /* A .npy file as a tensor value, or NULL with a failure recorded. */
 cg_value *test_load_npy(const char *path);
+
+/* --- lowered models ------------------------------------------------------------ */
+
+/* The removed-list entry of the source node called node, or NULL. */
+const cg_lower_removed *test_removed(const cg_lowered *l, const char *node);
 
 /* --- models built in memory --------------------------------------------------- */
 
