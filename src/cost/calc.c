@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "convgate/cost.h"
+#include "convgate/tensor_io.h"
 
 /* True when v is a finite number >= lo (NaN fails every comparison). */
 static bool finite_at_least(double v, double lo)
@@ -156,21 +157,11 @@ cg_status cg_queue_mm1(double lambda, double mu, cg_mm1 *out, cg_error *err)
     return CG_OK;
 }
 
-/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit state, full period,
- * good enough equidistribution for inverse-transform sampling. */
-static uint64_t splitmix64_next(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* An Exp(rate) sample: -ln(U)/rate with U uniform on (0, 1]. U is never 0,
  * so the log is finite; the top 53 bits keep U exact in a double. */
-static double exponential(uint64_t *state, double rate)
+static double exponential(cg_rng *rng, double rate)
 {
-    double u = (double)((splitmix64_next(state) >> 11) + 1) * 0x1.0p-53;
+    double u = (double)((cg_rng_next(rng) >> 11) + 1) * 0x1.0p-53;
     return -log(u) / rate;
 }
 
@@ -197,13 +188,14 @@ cg_status cg_queue_simulate_mm1(double lambda, double mu, uint64_t customers, ui
      * customer i-1 has left (Lindley's recursion), which is exactly the
      * order in which an event-list simulation would process the arrival
      * and departure events, without needing the list. */
-    uint64_t state = seed;
+    cg_rng rng; /* splitmix64 (convgate/tensor_io.h) */
+    cg_rng_seed(&rng, seed);
     double arrival = 0, departure = 0;
     double sum_residence = 0, sum_wait = 0, busy = 0;
     for (uint64_t i = 0; i < customers; i++) {
-        arrival += exponential(&state, lambda);
+        arrival += exponential(&rng, lambda);
         double start = arrival > departure ? arrival : departure;
-        double service = exponential(&state, mu);
+        double service = exponential(&rng, mu);
         departure = start + service;
         sum_residence += departure - arrival;
         sum_wait += start - arrival;
