@@ -72,52 +72,6 @@ cg_status lw_fail(lw_scope *s, cg_status st, const char *fmt, ...)
 
 /* --- names ------------------------------------------------------------------------- */
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return h;
-}
-
-static bool names_has(const lw_names *n, const char *key)
-{
-    if (!n->cap)
-        return false;
-    for (size_t i = name_hash(key) & (n->cap - 1);; i = (i + 1) & (n->cap - 1)) {
-        if (!n->keys[i])
-            return false;
-        if (strcmp(n->keys[i], key) == 0)
-            return true;
-    }
-}
-
-static bool names_add(lw_names *n, const char *key)
-{
-    if ((n->count + 1) * 2 > n->cap) {
-        size_t cap = n->cap ? n->cap * 2 : 256;
-        const char **keys = calloc(cap, sizeof *keys);
-        if (!keys)
-            return false;
-        for (size_t i = 0; i < n->cap; i++)
-            if (n->keys[i]) {
-                size_t j = name_hash(n->keys[i]) & (cap - 1);
-                while (keys[j])
-                    j = (j + 1) & (cap - 1);
-                keys[j] = n->keys[i];
-            }
-        free(n->keys);
-        n->keys = keys;
-        n->cap = cap;
-    }
-    size_t i = name_hash(key) & (n->cap - 1);
-    while (n->keys[i])
-        i = (i + 1) & (n->cap - 1);
-    n->keys[i] = key;
-    n->count++;
-    return true;
-}
-
 /* base, or base#2, base#3...: a name no value of the model has yet. */
 static const char *unique_name(lw_scope *s, const char *base)
 {
@@ -131,11 +85,11 @@ static const char *unique_name(lw_scope *s, const char *base)
         return NULL;
     }
     memcpy(buf, base, len + 1);
-    for (unsigned k = 2; names_has(&l->names, buf); k++)
+    for (unsigned k = 2; cg_strmap_has(&l->names, buf); k++)
         snprintf(buf + len, 24, "#%u", k);
     char *name = cg_arena_strndup(l->arena, buf, strlen(buf));
     free(buf);
-    if (!name || !names_add(&l->names, name)) {
+    if (!name || cg_strmap_add(&l->names, name, 0) == CG_STRMAP_NONE) {
         LW_NOMEM(s);
         return NULL;
     }
@@ -1243,11 +1197,11 @@ cg_status cg_tflite_lower(cg_tflite_model *src, cg_model **out, cg_error *err)
         qsort(l.origins, l.origin_count, sizeof *l.origins, origin_cmp);
     lo->origins = l.origins;
     lo->origin_count = l.origin_count;
-    free(l.names.keys);
+    cg_strmap_free(&l.names);
     *out = m;
     return CG_OK;
 fail:
-    free(l.names.keys);
+    cg_strmap_free(&l.names);
     free(l.origins);
     cg_model_free(m);
     return l.st;

@@ -22,14 +22,10 @@
 #include "convgate/model.h"
 #include "convgate/tensor.h"
 #include "convgate/tflite.h"
+#include "core/strmap.h"
 
 #define LW_OPSET 21          /* ai.onnx opset of a lowered model */
 #define LW_MAX_ATTRS 16      /* attributes of one lowered node */
-
-typedef struct lw_names { /* a set of the value names in use (open addressing) */
-    const char **keys;
-    size_t cap, count;
-} lw_names;
 
 typedef struct lw {
     const cg_tflite_model *tm;
@@ -38,7 +34,7 @@ typedef struct lw {
     cg_arena *arena;
     cg_status st;           /* sticky: the first failure */
     cg_error *err;
-    lw_names names;
+    cg_strmap names; /* the value names in use (a set: values unused) */
     cg_tflite_origin *origins;
     size_t origin_count, origin_cap;
     /* operators lowered over every instance of every subgraph, and the
