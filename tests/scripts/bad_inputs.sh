@@ -50,9 +50,8 @@ if grep -qaE '__(asan|tsan|msan)_init' "$bin"; then
     echo "bad_inputs: sanitizer build: no ulimit -v (the sanitizer watches memory instead)"
 fi
 
-scratch_parent="$(mktemp -d /tmp/convgate-bad.XXXXXX)"
-trap 'rm -rf "$scratch_parent"' EXIT
-scratch_parent="$(cd "$scratch_parent" && pwd -P)"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+scratch_parent="$(cd "$tmp" && pwd -P)"
 scratch="$scratch_parent/bad"
 cp -a "$data" "$scratch"
 
@@ -81,13 +80,11 @@ generate() {
 }
 
 passed=0
-failed=0
 skipped=0
 out="$scratch_parent/output"
 
 case_failed() {
-    failed=$((failed + 1))
-    echo "FAIL  $1"
+    fail "$1"
     echo "      $2"
     echo "      case: $3"
     if [ -s "$out" ]; then head -c 600 "$out" | sed 's/^/      | /'; echo; fi
@@ -168,7 +165,6 @@ while IFS=$'\t' read -r file item command expect regex description; do
     rm -f "$scratch/proto/huge_2gb.onnx"
 done < <(cat "$manifest" "$data"/*/manifest.tsv 2>/dev/null) # + tflite/manifest.tsv
 
-echo "bad_inputs: $passed passed, $failed failed, $skipped skipped"
-if [ "$failed" -gt 0 ]; then exit 1; fi
-if [ "$passed" -eq 0 ]; then exit 77; fi
-exit 0
+echo "bad_inputs: $passed passed, $fails failed, $skipped skipped"
+[ "$passed" -gt 0 ] || finish "no case could run"
+finish

@@ -10,8 +10,10 @@
 # Usage: check_vs_onnx.sh PATH/TO/convgate SOURCE_DIR
 # Exit: 0 agreement, 1 disagreements, 77 skipped (no onnx or no test data).
 set -u
-CONVGATE=${1:?usage: check_vs_onnx.sh CONVGATE SOURCE_DIR}
+bin=${1:?usage: check_vs_onnx.sh CONVGATE SOURCE_DIR}
 SRC=${2:?usage: check_vs_onnx.sh CONVGATE SOURCE_DIR}
+CONVGATE=$bin
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 DATA=${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 
 if ! /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
@@ -23,13 +25,13 @@ if [ ! -d "$DATA" ]; then
     exit 77
 fi
 
-WORK=$(mktemp -d /tmp/cg_check_vs_onnx.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+WORK="$tmp/work"
+mkdir -p "$WORK"
 
 if ! /usr/bin/python3 "$SRC/tools/onnx_check_all.py" --mutants "$WORK/mutants" "$DATA" \
         > "$WORK/onnx.tsv"; then
-    echo "FAIL: tools/onnx_check_all.py failed"
-    exit 1
+    fail "tools/onnx_check_all.py failed"
+    finish
 fi
 
 # mutant name -> why convgate accepts (with a warning) what onnx.checker refuses
@@ -63,15 +65,9 @@ while IFS=$'\t' read -r path verdict; do
 done < "$WORK/onnx.tsv"
 
 echo "check_vs_onnx: $total models (onnx: $onnx_ok ok, $onnx_fail fail), $agree agree, $deliberate differ on purpose, ${#disagreements[@]} disagree"
-if [ "$total" -eq 0 ]; then
-    echo "FAIL: no models found under $DATA"
-    exit 1
-fi
-if [ "${#disagreements[@]}" -ne 0 ]; then
-    for d in "${disagreements[@]}"; do
-        echo "  DISAGREE $d"
-        "$CONVGATE" check "${d%%: onnx says*}" 2>&1 | head -5 | sed 's/^/      /'
-    done
-    exit 1
-fi
-exit 0
+[ "$total" -gt 0 ] || fail "no models found under $DATA"
+for d in "${disagreements[@]}"; do
+    fail "DISAGREE $d"
+    "$CONVGATE" check "${d%%: onnx says*}" 2>&1 | head -5 | sed 's/^/      /'
+done
+finish

@@ -23,19 +23,11 @@ src=${2:?usage: ort_basic.sh CONVGATE_BINARY SOURCE_DIR}
 testdata=${CG_TESTDATA:-/usr/share/libonnx-testdata/data}
 npm_zoo="${CG_PARITY_ZOO:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/convgate-zoo}"
 cache="${CG_ORT_BASIC_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/convgate-ort-basic}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
-unavailable() {
-    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
-        echo "ort_basic: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
-        exit 77
-    fi
-    echo "ort_basic: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
-    exit 1
-}
 
 missing=()
 command -v node >/dev/null 2>&1 || missing+=("node")
-py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3 2>/dev/null) || missing+=("python3")
 [ -f "$src/bench/node_modules/onnxruntime-node/package.json" ] ||
     missing+=("$src/bench/node_modules/onnxruntime-node")
@@ -44,8 +36,7 @@ py=/usr/bin/python3
 ort_version=$(node -e "console.log(require('$src/bench/node_modules/onnxruntime-node/package.json').version)" 2>/dev/null) ||
     unavailable "onnxruntime-node in $src/bench/node_modules does not load"
 
-work=$(mktemp -d /tmp/convgate-ort-basic.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+work="$tmp/work"
 mkdir -p "$cache/$ort_version" "$work/in" "$work/out"
 
 if ! bash "$src/tools/fetch_zoo.sh" --only npm "$npm_zoo" >"$work/fetch.log" 2>&1; then
@@ -125,4 +116,6 @@ tr '\t' '\n' <"$work/keyed.tsv" |
     xargs -d '\n' -n 4 -P "$jobs" bash -c 'one_model "$@"' _ "$bin" "$src" "$cache/$ort_version" "$work"
 cat "$work"/*.row >"$work/models.tsv"
 
-"$py" "$src/tests/scripts/ort_basic_compare.py" "$work"
+check "convgate's ORT-basic graphs against ORT's (ort_basic_compare.py)" \
+    "$py" "$src/tests/scripts/ort_basic_compare.py" "$work"
+finish

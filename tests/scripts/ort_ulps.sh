@@ -36,14 +36,6 @@ if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
     limits=${limits/Softmax=0 /}
 fi
 
-unavailable() {
-    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
-        echo "ort_ulps: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
-        exit 77
-    fi
-    echo "ort_ulps: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
-    exit 1
-}
 command -v node >/dev/null 2>&1 || unavailable "missing node"
 [ -f "$src/bench/node_modules/onnxruntime-node/package.json" ] ||
     unavailable "missing $src/bench/node_modules/onnxruntime-node"

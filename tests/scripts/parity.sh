@@ -15,16 +15,8 @@ src=${2:?usage: parity.sh CONVGATE_BINARY SOURCE_DIR}
 zoo="${CG_PARITY_ZOO:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/convgate-zoo}"
 models=(ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ch_ppocr_mobile_v2.0_cls_infer.onnx
         silero_vad_legacy.onnx silero_vad_v5.onnx silero_vad_v6.onnx)
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
-# Fail or skip (see above) because of what "$*" says.
-unavailable() {
-    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
-        echo "parity: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
-        exit 77
-    fi
-    echo "parity: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
-    exit 1
-}
 
 missing=()
 command -v node >/dev/null 2>&1 || missing+=("node")
@@ -37,11 +29,12 @@ if ! node -e "require('$src/bench/node_modules/onnxruntime-node')" >/dev/null 2>
     unavailable "onnxruntime-node in $src/bench/node_modules does not load"
 fi
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log="$tmp/fetch.log"
 if ! bash "$src/tools/fetch_zoo.sh" --only npm "$zoo" >"$log" 2>&1; then
     cat "$log" >&2
     unavailable "tools/fetch_zoo.sh --only npm $zoo failed"
 fi
 
-bash "$src/bench/parity.sh" --zoo "$zoo" "$bin" "${models[@]}"
+check "output parity with onnxruntime-node (bench/parity.sh)" \
+    bash "$src/bench/parity.sh" --zoo "$zoo" "$bin" "${models[@]}"
+finish

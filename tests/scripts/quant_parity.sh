@@ -35,22 +35,15 @@ bin=${1:?usage: quant_parity.sh CONVGATE_BINARY SOURCE_DIR}
 src=${2:?usage: quant_parity.sh CONVGATE_BINARY SOURCE_DIR}
 model="$src/tests/data/quant/dynquant_resize.onnx"
 input="$src/tests/data/quant/dynquant_resize_input.npy"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 
-unavailable() {
-    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
-        echo "quant_parity: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
-        exit 77
-    fi
-    echo "quant_parity: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
-    exit 1
-}
 command -v node >/dev/null 2>&1 || unavailable "missing node"
 [ -f "$src/bench/node_modules/onnxruntime-node/package.json" ] ||
     unavailable "missing $src/bench/node_modules/onnxruntime-node"
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || unavailable "missing numpy"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work="$tmp/work"
+mkdir -p "$work"
 if ! node "$src/bench/ort_session.js" --run --runs 1 --input "x=$input" \
         --save-outputs "$work/ort" "$model" >"$work/ort.log" 2>&1; then
     cat "$work/ort.log" >&2

@@ -15,16 +15,15 @@ if [ -z "$cg" ] || [ -z "$src" ] || [ ! -x "$cg" ]; then
     exit 2
 fi
 cg="$(cd "$(dirname "$cg")" && pwd -P)/$(basename "$cg")"
+bin=$cg
 data="$src/tests/data/reliability"
-tmp="$(mktemp -d /tmp/convgate-rel.XXXXXX)"
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
 # Sanitizer runtimes reserve terabytes of address space: no ulimit -v there.
 vmem_limit="ulimit -v 3000000"
 if grep -qaE '__(asan|tsan|msan)_init' "$cg"; then vmem_limit=":"; fi
 have_python=0
 /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null && have_python=1
 passed=0
-failed=0
 out="$tmp/out"
 
 # run_cg ARGS...: runs convgate with a hang guard; sets rc, output in $out.
@@ -53,8 +52,7 @@ case_() {
         passed=$((passed + 1))
         echo "ok    $name"
     else
-        failed=$((failed + 1))
-        echo "FAIL  $name"
+        fail "$name"
     fi
 }
 
@@ -414,5 +412,5 @@ case_ escaped_artifact t_escaped_artifact
 case_ golden_symlinks t_golden_symlinks
 case_ sanitizer_inputs t_sanitizer_inputs
 
-echo "reliability: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+echo "reliability: $passed passed, $fails failed"
+finish

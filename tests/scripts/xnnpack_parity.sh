@@ -10,8 +10,9 @@
 # absent or when the build has no xnnpack target. CG_XNN_BENCH_RUNS=N also
 # times N runs of each (single-threaded BLAS), median reference vs delegated.
 set -u
-bin_dir=$(dirname "$1")
-driver="$bin_dir/tests/test_xnnpack"
+bin=${1:?usage: xnnpack_parity.sh CONVGATE_BINARY SOURCE_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.bash"
+driver="$(dirname "$bin")/tests/test_xnnpack"
 zoo=${CG_ZOO:-/tmp/scripts-zoo2}
 runs=${CG_XNN_BENCH_RUNS:-0}
 export OPENBLAS_NUM_THREADS=1
@@ -39,18 +40,18 @@ models=(
   "ch_ppocr_mobile_v2.0_cls_infer.onnx p2o.DynamicDimension.0=1 p2o.DynamicDimension.1=48 p2o.DynamicDimension.2=192"
   "silero_vad_legacy.onnx batch=1 sequence=512"
 )
-fail=0 ran=0
+ran=0
 for entry in "${models[@]}"; do
     read -r file bindings <<<"$entry"
     [ -f "$zoo/$file" ] || { echo "missing $zoo/$file: skipped"; continue; }
     ran=$((ran + 1))
     # shellcheck disable=SC2086
     if [ "$runs" -gt 1 ]; then
-        "$driver" bench "$zoo/$file" "$runs" $bindings || fail=$((fail + 1))
+        "$driver" bench "$zoo/$file" "$runs" $bindings || fail "$file: residency or parity"
     else
-        "$driver" check "$zoo/$file" $bindings || fail=$((fail + 1))
+        "$driver" check "$zoo/$file" $bindings || fail "$file: residency or parity"
     fi
 done
-echo "xnnpack parity: $ran models, $fail failed"
-[ "$ran" -gt 0 ] || exit 77
-[ "$fail" -eq 0 ]
+echo "xnnpack parity: $ran models, $fails failed"
+[ "$ran" -gt 0 ] || finish "no model of the list in $zoo"
+finish

@@ -26,6 +26,9 @@
 #                     stderr in $tmp/NAME.err, check it exits N
 # file_matches FILE ERE [WHAT]  FILE has a line matching ERE (else the file
 #                     is shown); file_lacks FILE ERE [WHAT]: it has none
+# unavailable WHAT    a tool or file the test needs is missing: fails
+#                     naming WHAT, or exits 77 (skipped) when
+#                     CG_ALLOW_SKIP_PARITY=1
 # finish [SKIPPED]    the verdict: exit 1 after a failure; 77 when SKIPPED
 #                     (what was not checked) is given; 0 otherwise
 set -u
@@ -110,6 +113,14 @@ file_lacks() {
     fail "${3:-$1}: /$2/ in $1"
     grep -E -- "$2" "$1" | head -5 >&2
     return 0
+}
+unavailable() {
+    if [ "${CG_ALLOW_SKIP_PARITY:-0}" = 1 ]; then
+        echo "$harness_name: skipped (CG_ALLOW_SKIP_PARITY=1): $*" >&2
+        exit 77
+    fi
+    echo "$harness_name: FAILED: $* (run scripts/setup.sh; set CG_ALLOW_SKIP_PARITY=1 to skip instead)" >&2
+    exit 1
 }
 finish() {
     if [ "$fails" -ne 0 ]; then
