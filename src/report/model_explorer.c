@@ -157,8 +157,7 @@ static bool me_node(me_data *d, json_t *node, json_t *colours)
     json_t *error = json_object_get(node, "error");
     if (json_is_object(error) && !json_object_get(d->error_r, key)) {
         double e = me_number(json_object_get(error, "max_abs"));
-        json_t *r = isfinite(e) ? me_result(json_real(e), NULL)
-                                : me_result(json_string(isnan(e) ? "nan" : "inf"), "#b71c1c");
+        json_t *r = me_result(cg_json_number(e), isfinite(e) ? NULL : "#b71c1c");
         if (cg_json_set(d->error_r, key, r) != 0)
             return false;
     }
