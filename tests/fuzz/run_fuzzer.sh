@@ -2,7 +2,11 @@
 # run_fuzzer.sh FUZZER CORPUS_DIR SECONDS: runs FUZZER for SECONDS on a
 # scratch copy of its committed corpus (the tree is never written) and
 # prints the coverage it reached. Any crash, leak, timeout or sanitizer
-# report fails. To grow and re-minimize a corpus by hand:
+# report fails, and so does a run that reached fewer than CG_FUZZ_MIN_COV
+# (default 20) edges: a library built without -fsanitize=fuzzer-no-link
+# shows the fuzzer only its own few edges (cov 3-4) and fuzzes blind; the
+# smallest instrumented target (fuzz_tol) reaches about 75.
+# To grow and re-minimize a corpus by hand:
 #   FUZZER -max_total_time=600 NEW/ CORPUS_DIR/     # explore
 #   FUZZER -merge=1 MIN/ CORPUS_DIR/ NEW/           # keep what adds coverage
 set -eu
@@ -42,6 +46,11 @@ ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<< "$last")
 corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<< "$last")
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
 echo "$name: coverage ${cov:-?} edges, ${ft:-?} features, corpus ${corp:-?}, ${execs:-?} runs"
+min_cov=${CG_FUZZ_MIN_COV:-20}
+if [ "$rc" = 0 ] && [ "${cov:-0}" -lt "$min_cov" ]; then
+    echo "$name: coverage ${cov:-?} < $min_cov edges: is the library instrumented (CG_FUZZ=ON)?"
+    exit 1
+fi
 if [ "$rc" != 0 ]; then
     tail -40 "$work/log"
     for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do

@@ -418,6 +418,7 @@ static const cg_target_vtable xnng_vtable = {
 static const char *const xnng_not_modelled[] = {
     "runs single-threaded (no pthreadpool) in fp32; XNNPACK's fp16 and sparse inference are off",
     "shapes are fixed at compile: a run with other input shapes is refused",
+    "NaN: a run with a non-finite value entering or leaving runs on the reference kernels",
 };
 
 cg_target *cg_xnnpack_target_new(void)
