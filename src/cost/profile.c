@@ -24,7 +24,6 @@
 #include "convgate/samples.h"
 #include "convgate/target.h"
 #include "convgate/tensor_io.h"
-#include "run/exec.h"
 #include "ir/walk.h"
 
 /* --- op classes -------------------------------------------------------------------- */

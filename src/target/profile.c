@@ -25,7 +25,6 @@
 #include "convgate/schema.h"
 #include "ir/walk.h"
 #include "core/file.h"
-#include "run/kernel.h"
 #include "target/registry.h"
 
 static_assert(CG_DTYPE_COUNT <= 32, "dtype sets are 32-bit masks");
