@@ -69,6 +69,20 @@ CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg
                                                  cg_error *err);
 CG_API void cg_placement_free(cg_placement *p);
 
+/* --- what-if (assign --assume-supported) -------------------------------------------- */
+
+/* True when `key` names node's op: "Op" in any domain, "domain:Op" in that
+ * domain only ("tflite:MEAN"; "ai.onnx:" is the default domain). */
+CG_API bool cg_op_key_matches(const char *key, const cg_node *node);
+/* A target that answers as `base` (borrowed, must outlive it) except that it
+ * supports every node matching one of ops (cg_op_key_matches; copied). It
+ * only places: an executing base becomes a profiled what-if. Free with
+ * cg_target_assumed_free. CG_USAGE for an empty op name. */
+CG_API CG_NODISCARD cg_status cg_target_assume_supported(const cg_target *base,
+                                                         const char *const *ops, size_t op_count,
+                                                         cg_target **out, cg_error *err);
+CG_API void cg_target_assumed_free(cg_target *t);
+
 typedef enum cg_verdict_kind {
     CG_VERDICT_FULL = 0,     /* every node on a target, one partition */
     CG_VERDICT_PARTIAL,      /* some nodes on a target, the rest on the CPU (or
