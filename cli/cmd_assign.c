@@ -23,8 +23,7 @@
 
 #define ASSIGN_MAX_SETTINGS 16
 #define ASSIGN_MAX_KEYS 16
-#define ASSIGN_MAX_ASSUMED 32
-#define ASSIGN_MAX_RANKED 24
+#define ASSIGN_MAX_ASSUMED (CG_WHAT_IF_MAX_ASSUMED - 1)
 
 static void assign_usage(FILE *f)
 {
@@ -169,203 +168,6 @@ static void assumed_free(assign_assumed *a)
 
 /* Wrapped targets: tg->list's entries replaced by what-if targets taking
  * ops[0..n) (the originals stay owned by the registry). */
-typedef struct assign_wrapped {
-    cg_target *t[CLI_MAX_TARGETS];
-    size_t count;
-} assign_wrapped;
-
-static void wrapped_free(assign_wrapped *w)
-{
-    for (size_t i = 0; i < w->count; i++)
-        cg_target_assumed_free(w->t[i]);
-    w->count = 0;
-}
-
-static bool wrap_targets(const cg_target *const *base, size_t n, const char *const *ops,
-                         size_t op_count, assign_wrapped *out, cg_error *err)
-{
-    out->count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (cg_target_assume_supported(base[i], ops, op_count, &out->t[i], err) != CG_OK) {
-            wrapped_free(out);
-            return false;
-        }
-        out->count++;
-    }
-    return true;
-}
-
-/* One refused op and what supporting it would gain. */
-typedef struct assign_gain {
-    char op[256];
-    size_t refused;           /* nodes of this op refused */
-    size_t cpu_before, cpu_after;
-    size_t parts_before, parts_after;
-    bool timed;
-    double mixed_before, mixed_after;
-} assign_gain;
-
-static double gain_ms(const assign_gain *g)
-{
-    return g->timed ? g->mixed_before - g->mixed_after : 0.0;
-}
-
-static int gain_cmp(const void *pa, const void *pb)
-{
-    const assign_gain *a = pa, *b = pb;
-    double da = gain_ms(a), db = gain_ms(b);
-    if (da != db)
-        return da > db ? -1 : 1;
-    size_t ma = a->cpu_before - a->cpu_after, mb = b->cpu_before - b->cpu_after;
-    if (ma != mb)
-        return ma > mb ? -1 : 1;
-    size_t pa_ = a->parts_before - a->parts_after, pb_ = b->parts_before - b->parts_after;
-    if (pa_ != pb_)
-        return pa_ > pb_ ? -1 : 1;
-    return strcmp(a->op, b->op);
-}
-
-static bool mixed_ms(const cg_assignment *a, const cg_reference_profile *ref, double *out)
-{
-    if (!ref || !ref->node_ms || ref->node_count != a->graph->node_count)
-        return false;
-    cg_cost_inputs ci = {.assignment = a, .node_ms = ref->node_ms,
-                         .overhead_ms = ref->overhead_ms};
-    cg_cost_estimate e;
-    cg_error err;
-    cg_error_clear(&err);
-    if (cg_cost_estimate_build(&ci, &e, &err) != CG_OK)
-        return false;
-    *out = e.mixed_ms;
-    return true;
-}
-
-/* For each op type the targets refuse in p's main graph: the placement with
- * that op assumed supported too (on top of `assumed`), compared with p's.
- * Sorted by estimated ms saved, then nodes moved, then partitions removed.
- * Returns the count written to out (at most cap). */
-static size_t rank_refused(const cg_placement *p, const cg_target *const *base, size_t n,
-                           const assign_assumed *assumed, const cg_reference_profile *ref,
-                           assign_gain *out, size_t cap)
-{
-    const cg_assignment *a = p->main;
-    size_t count = 0;
-    for (size_t u = 0; u < a->unsupported_count; u++) {
-        const cg_node *node = &a->graph->nodes[a->unsupported[u].node];
-        char key[256];
-        const char *dom = node->domain ? node->domain : "";
-        if (dom[0] && strcmp(dom, "ai.onnx") != 0)
-            snprintf(key, sizeof key, "%s:%s", dom, node->op_type);
-        else
-            snprintf(key, sizeof key, "%s", node->op_type);
-        size_t k = 0;
-        while (k < count && strcmp(out[k].op, key) != 0)
-            k++;
-        if (k == count) {
-            if (count == cap)
-                continue;
-            memset(&out[count], 0, sizeof out[count]);
-            snprintf(out[count].op, sizeof out[count].op, "%s", key);
-            count++;
-        }
-        out[k].refused++;
-    }
-    double before = 0;
-    bool timed = mixed_ms(a, ref, &before);
-    size_t cpu_before = cg_assign_count_owned(a, CG_OWNER_CPU);
-    size_t kept = 0;
-    for (size_t k = 0; k < count; k++) {
-        const char *ops[ASSIGN_MAX_ASSUMED + 1];
-        size_t op_count = 0;
-        for (size_t i = 0; i < assumed->count; i++)
-            ops[op_count++] = assumed->ops[i];
-        ops[op_count++] = out[k].op;
-        assign_wrapped w = {0};
-        cg_placement *q = NULL;
-        cg_error err;
-        cg_error_clear(&err);
-        if (!wrap_targets(base, n, ops, op_count, &w, &err) ||
-            cg_placement_build(p->model, p->types, (const cg_target *const *)w.t, w.count, &q,
-                               &err) != CG_OK) {
-            cli_warn("assign", "what-if for %s not computed: %s", out[k].op, err.msg);
-            wrapped_free(&w);
-            continue;
-        }
-        assign_gain g = out[k];
-        g.cpu_before = cpu_before;
-        g.cpu_after = cg_assign_count_owned(q->main, CG_OWNER_CPU);
-        g.parts_before = a->partition_count;
-        g.parts_after = q->main->partition_count;
-        g.mixed_before = before;
-        g.timed = timed && mixed_ms(q->main, ref, &g.mixed_after);
-        cg_placement_free(q);
-        wrapped_free(&w);
-        out[kept++] = g;
-    }
-    qsort(out, kept, sizeof *out, gain_cmp);
-    return kept;
-}
-
-static void gains_text(FILE *f, const assign_gain *g, size_t n, const char *unit)
-{
-    if (!n)
-        return;
-    cg_text_printf(f, "\nWhat supporting each refused op would gain (each alone; "
-                   "--assume-supported OP shows the placement):\n");
-    for (size_t i = 0; i < n; i++) {
-        cg_text_printf(f, "  %-24s %zu refused: %zu -> %zu %s on CPU, partitions %zu -> %zu",
-                       g[i].op, g[i].refused, g[i].cpu_before, g[i].cpu_after, unit,
-                       g[i].parts_before, g[i].parts_after);
-        if (g[i].timed)
-            cg_text_printf(f, ", est. %.3f -> %.3f ms (%s %.3f ms)", g[i].mixed_before,
-                           g[i].mixed_after, gain_ms(&g[i]) >= 0 ? "saves" : "costs",
-                           gain_ms(&g[i]) >= 0 ? gain_ms(&g[i]) : -gain_ms(&g[i]));
-        cg_text_printf(f, "\n");
-    }
-}
-
-static void gains_json(json_t *root, const assign_gain *g, size_t n,
-                       const assign_assumed *assumed)
-{
-    if (!root)
-        return;
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < n; i++) {
-        json_t *o = json_object();
-        if (!o)
-            break;
-        cg_json_set(o, "op", cg_json_text(g[i].op));
-        cg_json_set(o, "refused", json_integer((json_int_t)g[i].refused));
-        cg_json_set(o, "cpu_before", json_integer((json_int_t)g[i].cpu_before));
-        cg_json_set(o, "cpu_after", json_integer((json_int_t)g[i].cpu_after));
-        cg_json_set(o, "partitions_before", json_integer((json_int_t)g[i].parts_before));
-        cg_json_set(o, "partitions_after", json_integer((json_int_t)g[i].parts_after));
-        cg_json_set(o, "mixed_ms_before", g[i].timed ? cg_json_number(g[i].mixed_before)
-                                                     : json_null());
-        cg_json_set(o, "mixed_ms_after", g[i].timed ? cg_json_number(g[i].mixed_after)
-                                                    : json_null());
-        cg_json_set(o, "saved_ms", g[i].timed ? cg_json_number(gain_ms(&g[i])) : json_null());
-        json_array_append_new(arr, o);
-    }
-    if (arr)
-        cg_json_set(root, "what_if", arr);
-    json_t *as = json_array();
-    for (size_t i = 0; as && i < assumed->count; i++)
-        json_array_append_new(as, cg_json_text(assumed->ops[i]));
-    if (as)
-        cg_json_set(root, "assumed_supported", as);
-}
-
-static void assumed_text(FILE *f, const assign_assumed *assumed)
-{
-    if (!assumed->count)
-        return;
-    cg_text_printf(f, "What-if: placed as if every target took");
-    for (size_t i = 0; i < assumed->count; i++)
-        cg_text_printf(f, "%s %s", i ? "," : "", assumed->ops[i]);
-    cg_text_printf(f, " (an assumption, not what the runtime does)\n");
-}
-
 /* A .tflite is placed on its own operators, as LiteRT's delegates see them
  * (cg_tflite_op_model), typed from the file: the static shapes it stores,
  * its constant tensors (no reference run: the ops are TFLite's). */
@@ -373,8 +175,9 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
                          const assign_assumed *assumed)
 {
     int rc = CG_EXIT_ERROR;
-    assign_wrapped wrapped = {0};
-    assign_gain gains[ASSIGN_MAX_RANKED];
+    cg_target *wrapped[CLI_MAX_TARGETS];
+    size_t wrapped_count = 0, skipped = 0;
+    cg_what_if_gain gains[CG_WHAT_IF_MAX_RANKED];
     size_t gain_count = 0;
     const cg_target *const *list = tg->list;
     cg_tflite_model *tfl = NULL;
@@ -385,12 +188,13 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
     cg_error err;
     cg_error_clear(&err);
     if (assumed->count) {
-        if (!wrap_targets(tg->list, tg->count, (const char *const *)assumed->ops,
-                          assumed->count, &wrapped, &err)) {
+        if (cg_targets_assume_supported(tg->list, tg->count, (const char *const *)assumed->ops,
+                                        assumed->count, wrapped, &err) != CG_OK) {
             cli_error("assign", "%s", err.msg);
             goto done;
         }
-        list = (const cg_target *const *)wrapped.t;
+        wrapped_count = tg->count;
+        list = (const cg_target *const *)wrapped;
     }
     if (cg_tflite_load(path, NULL, &tfl, &err) != CG_OK ||
         cg_tflite_op_model(tfl, &model, &err) != CG_OK ||
@@ -400,8 +204,9 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
         goto done;
     }
     placement->tflite_ops = true;
-    gain_count = rank_refused(placement, tg->list, tg->count, assumed, NULL, gains,
-                              ASSIGN_MAX_RANKED);
+    gain_count = cg_what_if_rank(placement, tg->list, tg->count,
+                                 (const char *const *)assumed->ops, assumed->count, NULL, gains,
+                                 CG_WHAT_IF_MAX_RANKED, &skipped);
     char why[1024];
     rc = CG_EXIT_OK;
     if (cg_assign_init_failure(placement->main, types, why, sizeof why)) {
@@ -411,7 +216,11 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
     if (cli_json_on() || cli_views_wanted(views)) {
         if ((root = cg_assign_report_json(placement))) {
             cg_json_set(root, "model", cg_json_text(path));
-            gains_json(root, gains, gain_count, assumed);
+            if (!cg_what_if_json(root, gains, gain_count, (const char *const *)assumed->ops,
+                                 assumed->count)) {
+                json_decref(root);
+                root = NULL;
+            }
         }
     }
     if (cli_views_wanted(views)) {
@@ -425,15 +234,15 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
         rc = cli_json_emit(rc, root);
         root = NULL;
     } else {
-        assumed_text(stdout, assumed);
+        cg_what_if_assumed_text(stdout, (const char *const *)assumed->ops, assumed->count);
         cg_assign_report_text(stdout, placement);
-        gains_text(stdout, gains, gain_count, "TFLite ops");
+        cg_what_if_text(stdout, gains, gain_count, skipped, "TFLite ops");
     }
     fflush(stdout);
 done:
     json_decref(root);
     cg_placement_free(placement);
-    wrapped_free(&wrapped);
+    cg_targets_assumed_free(wrapped, wrapped_count);
     cg_type_env_free(types);
     cg_model_free(model);
     cg_tflite_free(tfl);
@@ -472,9 +281,10 @@ int cmd_assign(int argc, char **argv)
     cg_lowered *lowered = NULL;
     assign_setting *settings = NULL;
     assign_assumed assumed = {0};
-    assign_wrapped wrapped = {0};
+    cg_target *wrapped[CLI_MAX_TARGETS];
+    size_t wrapped_count = 0, skipped = 0;
     const cg_target *base[CLI_MAX_TARGETS];
-    assign_gain gains[ASSIGN_MAX_RANKED];
+    cg_what_if_gain gains[CG_WHAT_IF_MAX_RANKED];
     size_t gain_count = 0;
     cg_error err;
     cg_error_clear(&err);
@@ -541,12 +351,13 @@ int cmd_assign(int argc, char **argv)
      * the real ones for the ranking) */
     memcpy(base, tg.list, tg.count * sizeof *base);
     if (assumed.count) {
-        if (!wrap_targets(base, tg.count, (const char *const *)assumed.ops, assumed.count,
-                          &wrapped, &err)) {
+        if (cg_targets_assume_supported(base, tg.count, (const char *const *)assumed.ops,
+                                        assumed.count, wrapped, &err) != CG_OK) {
             cli_error("assign", "%s", err.msg);
             goto done;
         }
-        memcpy(tg.list, wrapped.t, tg.count * sizeof *tg.list);
+        wrapped_count = tg.count;
+        memcpy(tg.list, wrapped, tg.count * sizeof *tg.list);
     }
     if (inputs) {
         /* placed on the first sample of the folder, as gate 2 places it */
@@ -668,8 +479,10 @@ int cmd_assign(int argc, char **argv)
                      path, err.msg);
     }
     if (settings[0].types)
-        gain_count = rank_refused(settings[0].placement, base, tg.count, &assumed,
-                                  timed ? &ref : NULL, gains, ASSIGN_MAX_RANKED);
+        gain_count = cg_what_if_rank(settings[0].placement, base, tg.count,
+                                     (const char *const *)assumed.ops, assumed.count,
+                                     timed ? &ref : NULL, gains, CG_WHAT_IF_MAX_RANKED,
+                                     &skipped);
     cg_assign_setting shape_views[ASSIGN_MAX_SETTINGS];
     for (size_t i = 0; i < setting_count; i++)
         shape_views[i] = (cg_assign_setting){settings[i].label, settings[i].dims,
@@ -695,7 +508,11 @@ int cmd_assign(int argc, char **argv)
             cg_json_set(root, "model", cg_json_text(path));
             cg_json_set(root, "setting", cg_json_text(settings[0].label));
             cg_json_set(root, "dims", cg_report_dims_json(uses0, use_count));
-            gains_json(root, gains, gain_count, &assumed);
+            if (!cg_what_if_json(root, gains, gain_count, (const char *const *)assumed.ops,
+                                 assumed.count)) {
+                json_decref(root);
+                root = NULL;
+            }
             if (setting_count > 1 && !cg_report_settings_json(root, shape_views, setting_count)) {
                 json_decref(root);
                 root = NULL;
@@ -714,11 +531,11 @@ int cmd_assign(int argc, char **argv)
         rc = cli_json_emit(rc, root);
     } else {
         json_decref(root);
-        assumed_text(stdout, &assumed);
+        cg_what_if_assumed_text(stdout, (const char *const *)assumed.ops, assumed.count);
         cg_assign_report_text(stdout, settings[0].placement);
         if (use_count)
             cg_text_printf(stdout, "Dims: %s\n", dims_text);
-        gains_text(stdout, gains, gain_count,
+        cg_what_if_text(stdout, gains, gain_count, skipped,
                    lowered && lowered->declared_types ? "TFLite ops" : "nodes");
         if (setting_count > 1)
             cg_report_settings_text(stdout, shape_views, setting_count);
@@ -734,9 +551,9 @@ done:
     free(settings);
     cg_sample_set_free(&samples);
     /* the registry's targets back in tg.list before it is freed */
-    if (wrapped.count)
+    if (wrapped_count)
         memcpy(tg.list, base, tg.count * sizeof *tg.list);
-    wrapped_free(&wrapped);
+    cg_targets_assumed_free(wrapped, wrapped_count);
     assumed_free(&assumed);
     cli_targets_free(&tg);
     cg_lowered_free(lowered);

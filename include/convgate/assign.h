@@ -82,6 +82,13 @@ CG_API CG_NODISCARD cg_status cg_target_assume_supported(const cg_target *base,
                                                          const char *const *ops, size_t op_count,
                                                          cg_target **out, cg_error *err);
 CG_API void cg_target_assumed_free(cg_target *t);
+/* The same for each of base[0..n): out[0..n) (nothing left allocated on an
+ * error). */
+CG_API CG_NODISCARD cg_status cg_targets_assume_supported(const cg_target *const *base, size_t n,
+                                                          const char *const *ops,
+                                                          size_t op_count, cg_target **out,
+                                                          cg_error *err);
+CG_API void cg_targets_assumed_free(cg_target **t, size_t n);
 
 typedef enum cg_verdict_kind {
     CG_VERDICT_FULL = 0,     /* every node on a target, one partition */

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convgate/assign.h"
 #include "convgate/cost.h"
 #include "convgate/partition.h"
 #include "convgate/progress.h"
@@ -290,6 +291,35 @@ CG_API CG_NODISCARD cg_status cg_profile_work_estimate(const cg_assignment *a,
                                                        const struct cg_type_env *types,
                                                        double units_per_ms, cg_cost_estimate *out,
                                                        cg_error *err);
+
+/* --- what-if (src/cost/whatif.c) ----------------------------------------------------- */
+
+#define CG_WHAT_IF_MAX_ASSUMED 32
+#define CG_WHAT_IF_MAX_TARGETS 16
+#define CG_WHAT_IF_MAX_RANKED 24
+
+/* One op type the targets refuse and what supporting it alone would gain. */
+typedef struct cg_what_if_gain {
+    char op[256];             /* "Op", or "domain:Op" outside the default domain */
+    size_t refused;           /* main-graph nodes of it refused */
+    size_t cpu_before, cpu_after;
+    size_t partitions_before, partitions_after;
+    bool timed;               /* the mixed estimates below are set */
+    double mixed_before, mixed_after; /* ms, cg_cost_estimate's mixed_ms */
+} cg_what_if_gain;
+
+/* For each op type refused in p's main graph: p placed again on what-if
+ * targets (base[0..n), the targets p was placed on without the assumption,
+ * taking assumed[] and that op), compared with p. `ref` (may be NULL: no
+ * times) holds per-node times of p->model's nodes (cg_profile_quick_estimate's
+ * ref_out). Ranked by estimated ms saved, then CPU nodes moved, partitions
+ * removed, op name. Returns the count written (at most cap); *skipped counts
+ * op types left out (over cap, or a placement that failed). n at most
+ * CG_WHAT_IF_MAX_TARGETS, assumed_count below CG_WHAT_IF_MAX_ASSUMED (else 0). */
+CG_API size_t cg_what_if_rank(const cg_placement *p, const cg_target *const *base, size_t n,
+                              const char *const *assumed, size_t assumed_count,
+                              const cg_reference_profile *ref, cg_what_if_gain *out, size_t cap,
+                              size_t *skipped);
 
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
 CG_API double cg_profile_median(double *v, size_t n);

@@ -14,7 +14,7 @@ by the same C code; arrays come back as numpy arrays on the report.
 Options are the CLI's, as keyword arguments (docs/python.md): target,
 profiles, dim={"batch": 1}, seed, range={"*": (lo, hi)}, random, inputs
 (a folder), golden, atol, rtol, accumulate, require_full, min_coverage,
-no_time, watch,
+no_time, assume_supported, watch,
 triage. A command that cannot run raises ConvgateError; a gate that fails
 is a report (report.exit_code 1), as for the CLI.
 """

@@ -416,9 +416,95 @@ static int do_check(bind_ctx *c, json_t **result)
     return *result ? rc : bind_error(c, "out of memory");
 }
 
+/* assign's what-if, as convgate assign: assume_supported ("A,B" or a list)
+ * puts what-if targets in c->targets (base keeps the real ones), and the
+ * report ranks each refused op. */
+typedef struct bind_assumed {
+    char *ops[CG_WHAT_IF_MAX_ASSUMED];
+    size_t count;
+    const cg_target *base[BIND_MAX_TARGETS];
+    cg_target *wrapped[BIND_MAX_TARGETS];
+    size_t wrapped_count;
+} bind_assumed;
+
+static int bind_assume_add(bind_ctx *c, bind_assumed *a, const char *arg)
+{
+    const char *p = arg;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0 || p[len - 1] == ':')
+            return bind_error(c, "assume_supported '%s': an empty op name", arg);
+        if (a->count == CG_WHAT_IF_MAX_ASSUMED - 1)
+            return bind_error(c, "assume_supported: more than %d ops",
+                              CG_WHAT_IF_MAX_ASSUMED - 1);
+        if (!(a->ops[a->count] = strndup(p, len)))
+            return bind_error(c, "out of memory");
+        a->count++;
+        if (!end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+static int bind_assume(bind_ctx *c, bind_assumed *a)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    memcpy(a->base, c->targets, c->target_count * sizeof *a->base);
+    json_t *v = opt(c, "assume_supported");
+    if (!v || json_is_null(v))
+        return 0;
+    size_t n = json_is_array(v) ? json_array_size(v) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_string(item))
+            return bind_error(c, "option 'assume_supported' expects \"A,B\" or a list of op "
+                              "names");
+        int rc = bind_assume_add(c, a, json_string_value(item));
+        if (rc)
+            return rc;
+    }
+    if (!a->count)
+        return 0;
+    if (cg_targets_assume_supported(a->base, c->target_count, (const char *const *)a->ops,
+                                    a->count, a->wrapped, &err) != CG_OK)
+        return bind_error(c, "%s", err.msg);
+    a->wrapped_count = c->target_count;
+    memcpy(c->targets, a->wrapped, c->target_count * sizeof *c->targets);
+    return 0;
+}
+
+static void bind_assume_free(bind_ctx *c, bind_assumed *a)
+{
+    if (a->wrapped_count)
+        memcpy(c->targets, a->base, a->wrapped_count * sizeof *c->targets);
+    cg_targets_assumed_free(a->wrapped, a->wrapped_count);
+    a->wrapped_count = 0;
+    for (size_t i = 0; i < a->count; i++)
+        free(a->ops[i]);
+    a->count = 0;
+}
+
+/* The ranking into *result, as convgate assign writes it. */
+static int bind_what_if(bind_ctx *c, const bind_assumed *a, const cg_placement *p,
+                        const cg_reference_profile *ref, json_t *result)
+{
+    cg_what_if_gain gains[CG_WHAT_IF_MAX_RANKED];
+    size_t skipped = 0;
+    size_t n = cg_what_if_rank(p, a->base, c->target_count, (const char *const *)a->ops,
+                               a->count, ref, gains, CG_WHAT_IF_MAX_RANKED, &skipped);
+    if (skipped)
+        bind_warn(c, "%zu refused op type(s) not ranked (over %d, or their placement failed)",
+                  skipped, CG_WHAT_IF_MAX_RANKED);
+    if (!cg_what_if_json(result, gains, n, (const char *const *)a->ops, a->count))
+        return bind_error(c, "out of memory");
+    return 0;
+}
+
 /* assign on a .tflite: its own operators, as LiteRT's delegates see them
  * (cg_tflite_op_model), typed from the file, as convgate assign does. */
-static int do_assign_tflite(bind_ctx *c, json_t **result)
+static int do_assign_tflite(bind_ctx *c, const bind_assumed *a, json_t **result)
 {
     cg_model *ops = NULL;
     cg_type_env *types = NULL;
@@ -446,6 +532,8 @@ static int do_assign_tflite(bind_ctx *c, json_t **result)
         goto done;
     }
     cg_json_set(*result, "model", cg_json_text(c->path));
+    int wrc = bind_what_if(c, a, p, NULL, *result);
+    rc = rc ? rc : wrc;
 done:
     cg_placement_free(p);
     cg_type_env_free(types);
@@ -453,7 +541,23 @@ done:
     return rc;
 }
 
+static int do_assign_model(bind_ctx *c, const bind_assumed *a, json_t **result);
+
 static int do_assign(bind_ctx *c, json_t **result)
+{
+    bind_assumed a;
+    memset(&a, 0, sizeof a);
+    int rc = bind_check_keys(c, "target profiles dim seed range no_time accept_default_dims "
+                             "assume_supported");
+    if (rc || (rc = bind_common(c, true)) != 0)
+        return rc;
+    if (!(rc = bind_assume(c, &a)))
+        rc = c->model->tflite ? do_assign_tflite(c, &a, result) : do_assign_model(c, &a, result);
+    bind_assume_free(c, &a);
+    return rc;
+}
+
+static int do_assign_model(bind_ctx *c, const bind_assumed *a, json_t **result)
 {
     cg_type_env *types = NULL;
     cg_placement *p = NULL;
@@ -461,12 +565,10 @@ static int do_assign(bind_ctx *c, json_t **result)
     cg_cost_estimate est;
     cg_error err;
     char types_error[CG_ERROR_MSG_MAX], why[1024];
-    int rc = bind_check_keys(c, "target profiles dim seed range no_time accept_default_dims");
+    cg_reference_profile ref;
+    int rc = 0;
+    memset(&ref, 0, sizeof ref);
     cg_error_clear(&err);
-    if (rc || (rc = bind_common(c, true)) != 0)
-        return rc;
-    if (c->model->tflite)
-        return do_assign_tflite(c, result);
     /* as convgate assign: the dynamic dims stated, never guessed unless
      * accepted, and the defaults bound */
     cg_dim_use uses[BIND_MAX_DIMS];
@@ -508,10 +610,10 @@ static int do_assign(bind_ctx *c, json_t **result)
     if (!opt_bool(c, "no_time", false)) {
         cg_status st = lowered->declared_types
                            ? cg_profile_quick_estimate_lowered(lowered, c->dims, c->dim_count,
-                                                               &c->random, p->main, &est, NULL,
+                                                               &c->random, p->main, &est, &ref,
                                                                &err)
                            : cg_profile_quick_estimate(placed, types, &c->random, p->main, &est,
-                                                       NULL, &err);
+                                                       &ref, &err);
         if (st == CG_OK)
             p->time = &est;
         else
@@ -531,7 +633,10 @@ static int do_assign(bind_ctx *c, json_t **result)
     cg_json_set(*result, "model", cg_json_text(c->path));
     cg_json_set(*result, "setting", cg_json_text(setting));
     cg_json_set(*result, "dims", cg_report_dims_json(uses, nu));
+    int wrc = bind_what_if(c, a, p, &ref, *result);
+    rc = rc ? rc : wrc;
 done:
+    cg_reference_profile_clear(&ref);
     c->dim_count = given;
     cg_placement_free(p);
     cg_type_env_free(types);

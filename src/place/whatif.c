@@ -98,3 +98,25 @@ void cg_target_assumed_free(cg_target *t)
 {
     whatif_destroy(t);
 }
+
+cg_status cg_targets_assume_supported(const cg_target *const *base, size_t n,
+                                      const char *const *ops, size_t op_count, cg_target **out,
+                                      cg_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (cg_target_assume_supported(base[i], ops, op_count, &out[i], err) != CG_OK) {
+            cg_targets_assumed_free(out, i);
+            return err->status;
+        }
+    return CG_OK;
+}
+
+void cg_targets_assumed_free(cg_target **t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++) {
+        cg_target_assumed_free(t[i]);
+        t[i] = NULL;
+    }
+}

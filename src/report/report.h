@@ -33,6 +33,16 @@
 
 /* The placement report (report/assign.c; the text one is convgate/assign.h's). */
 json_t *cg_assign_report_json(const cg_placement *p);
+/* assign's what-if (report/whatif.c): the ops assumed supported (the
+ * report's first line; nothing when n is 0), the ranking of refused ops
+ * (cg_what_if_rank; nothing when there is none; `unit`: "nodes", "TFLite
+ * ops"), and both as root's "what_if" and "assumed_supported" (false when
+ * out of memory). */
+void cg_what_if_assumed_text(FILE *f, const char *const *assumed, size_t n);
+void cg_what_if_text(FILE *f, const cg_what_if_gain *g, size_t n, size_t skipped,
+                     const char *unit);
+bool cg_what_if_json(json_t *root, const cg_what_if_gain *g, size_t n,
+                     const char *const *assumed, size_t assumed_count);
 /* The gate report and its bisect part (report/gate.c, report/bisect.c). */
 json_t *cg_gate_report_json(const cg_gate_report *r);
 json_t *cg_bisect_report_json(const cg_bisect_result *b);
