@@ -136,27 +136,13 @@ typedef struct assign_assumed {
 
 static bool assumed_add(assign_assumed *a, const char *arg)
 {
-    const char *p = arg;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == 0 || p[len - 1] == ':') {
-            cli_error("assign", "--assume-supported '%s': an empty op name", arg);
-            return false;
-        }
-        if (a->count == ASSIGN_MAX_ASSUMED) {
-            cli_error("assign", "--assume-supported: more than %d ops", ASSIGN_MAX_ASSUMED);
-            return false;
-        }
-        if (!(a->ops[a->count] = strndup(p, len))) {
-            cli_error("assign", "out of memory");
-            return false;
-        }
-        a->count++;
-        if (!end)
-            return true;
-        p = end + 1;
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_op_keys_parse(arg, a->ops, &a->count, ASSIGN_MAX_ASSUMED, &err) != CG_OK) {
+        cli_error("assign", "--assume-supported %s", err.msg);
+        return false;
     }
+    return true;
 }
 
 static void assumed_free(assign_assumed *a)

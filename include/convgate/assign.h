@@ -89,6 +89,10 @@ CG_API CG_NODISCARD cg_status cg_targets_assume_supported(const cg_target *const
                                                           size_t op_count, cg_target **out,
                                                           cg_error *err);
 CG_API void cg_targets_assumed_free(cg_target **t, size_t n);
+/* Appends the op keys of "A,B,domain:C" to keys[*count...] (strdup'd: the
+ * caller frees them): CG_USAGE naming an empty key or more than cap in all. */
+CG_API CG_NODISCARD cg_status cg_op_keys_parse(const char *arg, char **keys, size_t *count,
+                                               size_t cap, cg_error *err);
 
 typedef enum cg_verdict_kind {
     CG_VERDICT_FULL = 0,     /* every node on a target, one partition */

@@ -429,22 +429,11 @@ typedef struct bind_assumed {
 
 static int bind_assume_add(bind_ctx *c, bind_assumed *a, const char *arg)
 {
-    const char *p = arg;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == 0 || p[len - 1] == ':')
-            return bind_error(c, "assume_supported '%s': an empty op name", arg);
-        if (a->count == CG_WHAT_IF_MAX_ASSUMED - 1)
-            return bind_error(c, "assume_supported: more than %d ops",
-                              CG_WHAT_IF_MAX_ASSUMED - 1);
-        if (!(a->ops[a->count] = strndup(p, len)))
-            return bind_error(c, "out of memory");
-        a->count++;
-        if (!end)
-            return 0;
-        p = end + 1;
-    }
+    cg_error err;
+    cg_error_clear(&err);
+    if (cg_op_keys_parse(arg, a->ops, &a->count, CG_WHAT_IF_MAX_ASSUMED - 1, &err) != CG_OK)
+        return bind_error(c, "assume_supported %s", err.msg);
+    return 0;
 }
 
 static int bind_assume(bind_ctx *c, bind_assumed *a)

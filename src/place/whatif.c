@@ -120,3 +120,23 @@ void cg_targets_assumed_free(cg_target **t, size_t n)
         t[i] = NULL;
     }
 }
+
+cg_status cg_op_keys_parse(const char *arg, char **keys, size_t *count, size_t cap,
+                           cg_error *err)
+{
+    const char *p = arg;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0 || p[len - 1] == ':')
+            return cg_error_set(err, CG_USAGE, "'%s': an empty op name", arg);
+        if (*count == cap)
+            return cg_error_set(err, CG_USAGE, "more than %zu ops", cap);
+        if (!(keys[*count] = strndup(p, len)))
+            return cg_error_set(err, CG_NOMEM, "out of memory");
+        (*count)++;
+        if (!end)
+            return CG_OK;
+        p = end + 1;
+    }
+}
