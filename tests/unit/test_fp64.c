@@ -187,25 +187,38 @@ static void test_promote(void)
 
 /* --- a real model against the formula in double ------------------------------------ */
 
-static void test_rmsnorm(void)
+/* tests/data/fp16/rmsnorm_overflow.onnx and its sample's x (NULL, after a
+ * failed EXPECT, when either does not load). */
+static cg_model *load_rmsnorm(cg_value **x)
 {
     const char *dir = CG_SOURCE_DIR "/tests/data/fp16/";
     char path[512];
     snprintf(path, sizeof path, "%srmsnorm_overflow.onnx", dir);
     cg_model *m = test_load_model(path);
     if (!m)
-        return;
+        return NULL;
     snprintf(path, sizeof path, "%srmsnorm_overflow_inputs/sample_0/x.npy", dir);
     cg_tensor xt;
     cg_error err;
     cg_error_clear(&err);
     memset(&xt, 0, sizeof xt);
-    cg_value *x = NULL;
-    if (cg_npy_load(path, 0, &xt, &err) != CG_OK || cg_value_from_tensor(&xt, &x, &err) != CG_OK) {
+    *x = NULL;
+    if (cg_npy_load(path, 0, &xt, &err) != CG_OK || cg_value_from_tensor(&xt, x, &err) != CG_OK) {
         EXPECT(0, "%s: %s", path, err.msg);
         cg_model_free(m);
-        return;
+        return NULL;
     }
+    return m;
+}
+
+static void test_rmsnorm(void)
+{
+    cg_value *x = NULL;
+    cg_model *m = load_rmsnorm(&x);
+    if (!m)
+        return;
+    cg_error err;
+    cg_error_clear(&err);
     /* the initializers: eps and g (float) */
     const cg_graph *g = m->graph;
     cg_value *eps = NULL, *gain = NULL;
@@ -271,23 +284,12 @@ static void test_sum11(void)
           cg_fp16_round_significand(2046.5));
     EXPECT(cg_fp16_round_significand(1e-9) == ldexp(nearbyint(ldexp(1e-9, 40)), -40),
           "no subnormal spacing: %a", cg_fp16_round_significand(1e-9));
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/data/fp16/rmsnorm_overflow.onnx", CG_SOURCE_DIR);
-    cg_model *m = test_load_model(path);
+    cg_value *x = NULL;
+    cg_model *m = load_rmsnorm(&x);
     if (!m)
         return;
-    snprintf(path, sizeof path,
-             "%s/tests/data/fp16/rmsnorm_overflow_inputs/sample_0/x.npy", CG_SOURCE_DIR);
-    cg_tensor xt;
     cg_error err;
     cg_error_clear(&err);
-    memset(&xt, 0, sizeof xt);
-    cg_value *x = NULL;
-    if (cg_npy_load(path, 0, &xt, &err) != CG_OK || cg_value_from_tensor(&xt, &x, &err) != CG_OK) {
-        EXPECT(0, "%s: %s", path, err.msg);
-        cg_model_free(m);
-        return;
-    }
     size_t nn = m->graph->node_count;
     uint8_t *p16 = malloc(nn), *p11 = malloc(nn), *pacc = malloc(nn);
     EXPECT(p16 && p11 && pacc, "alloc");
