@@ -21,11 +21,14 @@ static int gain_cmp(const void *pa, const void *pb)
     double da = gain_ms(a), db = gain_ms(b);
     if (da != db)
         return da > db ? -1 : 1;
-    size_t ma = a->cpu_before - a->cpu_after, mb = b->cpu_before - b->cpu_after;
+    /* signed: supporting an op can add partitions (0 -> 1) or, through a
+     * partition rule, leave more nodes on the CPU */
+    double ma = (double)a->cpu_before - (double)a->cpu_after;
+    double mb = (double)b->cpu_before - (double)b->cpu_after;
     if (ma != mb)
         return ma > mb ? -1 : 1;
-    size_t ra = a->partitions_before - a->partitions_after;
-    size_t rb = b->partitions_before - b->partitions_after;
+    double ra = (double)a->partitions_before - (double)a->partitions_after;
+    double rb = (double)b->partitions_before - (double)b->partitions_after;
     if (ra != rb)
         return ra > rb ? -1 : 1;
     return strcmp(a->op, b->op);
