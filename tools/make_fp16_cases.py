@@ -12,7 +12,16 @@ gives; the inputs are what trigger it:
   tests/data/fp16/layernorm_precision.onnx  LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add,
                                             Sqrt, Div, Mul, Add) of values ~300 with std ~0.3:
                                             fp16's spacing at 300 is 0.25, so the deviations
-                                            and the variance lose most of their bits
+                                            and the variance lose most of their bits. This is
+                                            fp16 *storage* of a large-mean input (it breaks on
+                                            both device classes, at the centering Sub); no sum
+                                            overflows (the variance is ~0.09)
+  tests/data/fp16/layernorm_variance.onnx   the same LayerNorm over a width of 1024, of
+                                            activations with mean ~0.5 and deviations ~10
+                                            (rows 2-3; rows 0-1 ~1), as a transformer's
+                                            residual stream has: the variance ReduceMean's
+                                            running sum of squared deviations (~1e5) passes
+                                            65504, inf with fp16 sums, fine with fp32 sums
   tests/data/fp16/global_mean.onnx          mean over C,H,W of a 1x3x32x32 map of values
                                             ~100: an fp16 accumulator passes 65504 after ~650
                                             elements (inf); with fp32 accumulation it is fine
@@ -151,8 +160,7 @@ def rmsnorm_inputs():
 
 # --- (b) LayerNorm with a large mean and a small variance -----------------------------
 
-def layernorm_model():
-    d = 64
+def layernorm_model(d=64, name="layernorm_fp16"):
     rng = np.random.default_rng(11)
     gamma = (rng.integers(12, 20, size=d) / 16.0).astype(np.float32)
     beta = (rng.integers(-8, 9, size=d) / 16.0).astype(np.float32)
@@ -168,10 +176,11 @@ def layernorm_model():
         h.make_node("Mul", ["x_norm", "gamma"], ["scaled"], name="scale"),
         h.make_node("Add", ["scaled", "beta"], ["y"], name="shift"),
     ]
+    rows = 8 if d == 64 else 4
     return graph_model(
-        "layernorm_fp16", nodes,
-        [h.make_tensor_value_info("x", TP.FLOAT, [1, 8, d])],
-        [h.make_tensor_value_info("y", TP.FLOAT, [1, 8, d])],
+        name, nodes,
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, rows, d])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, rows, d])],
         [const("two", 2.0), const("eps", 1e-5), const("gamma", gamma), const("beta", beta)])
 
 
@@ -183,6 +192,22 @@ def layernorm_inputs():
     for s in range(2):
         rng = np.random.default_rng(200 + s)
         x = 300.0 + np.round(rng.normal(0.0, 0.3, size=(1, 8, 64)) * 128.0) / 128.0
+        sets["sample_%d" % s] = {"x": x.astype(np.float32)}
+    return sets
+
+
+def layernorm_variance_inputs():
+    """Width 1024: rows 0-1 with deviations ~1, rows 2-3 with deviations ~10
+    (a normal of std 10, clipped to +-60) around a mean of 0.5, on a 1/8 grid
+    (exact in fp16 below 64). Sum of squared deviations of rows 2-3: ~1e5,
+    past 65504; the mean's running sum stays within a few hundred."""
+    sets = {}
+    for s in range(2):
+        rng = np.random.default_rng(700 + s)
+        x = np.empty((1, 4, 1024))
+        x[0, :2] = rng.normal(0.0, 1.0, size=(2, 1024))
+        x[0, 2:] = rng.normal(0.0, 10.0, size=(2, 1024))
+        x = np.clip(np.round((x + 0.5) * 8.0) / 8.0, -60.0, 60.0)
         sets["sample_%d" % s] = {"x": x.astype(np.float32)}
     return sets
 
@@ -385,6 +410,9 @@ def main():
     save_sets(os.path.join(DATA, "rmsnorm_overflow_inputs"), rmsnorm_inputs())
     save(layernorm_model(), os.path.join(DATA, "layernorm_precision.onnx"))
     save_layernorm_inputs(os.path.join(DATA, "layernorm_precision_inputs"), layernorm_inputs())
+    save(layernorm_model(1024, "layernorm_variance"),
+         os.path.join(DATA, "layernorm_variance.onnx"))
+    save_sets(os.path.join(DATA, "layernorm_variance_inputs"), layernorm_variance_inputs())
     save(global_mean_model(), os.path.join(DATA, "global_mean.onnx"))
     save_sets(os.path.join(DATA, "global_mean_inputs"), global_mean_inputs())
     save(boundary_model(), os.path.join(DATA, "boundary.onnx"))

@@ -20,6 +20,11 @@ Cases (each a .tflite written here with tools/tflite_writer.py):
                 sum passes 65504 after ~600 elements
   rmsnorm       x / sqrt(mean(x*x) + eps) over the last axis of [1,4,64],
                 rows 2-3 of |x| 64..124 (sum of squares > 65504)
+  layernorm_var a LayerNorm over the last axis of [1,4,1024] (MEAN, SUB, MUL,
+                MEAN, ADD, SQRT, DIV, MUL, ADD), rows 2-3 with deviations
+                ~10 (tests/data/fp16/layernorm_variance's input, sample_0):
+                the variance MEAN's sum of squared deviations (~1e5)
+                passes 65504
   resnet18_head the classifier of zoo resnet18: MEAN over the 7x7 map of
                 the network's last activation on a real input, then
                 FULLY_CONNECTED 512 -> 1000 with its weights (needs
@@ -42,6 +47,8 @@ activation from bench/parity.sh's input, seed 1), max |error| against float64:
   mean_global    0.0195          0.0195           inf              0
   rmsnorm        6.9e-4          6.9e-4           1.26             0
   resnet18_head  2.5e-3          2.5e-3           0.037            9.5e-7
+  layernorm_var  2.2e-3          3.7e-3           3.52             3.9e-3 (one fp16
+                                                                    spacing at 4)
 The delegate at fp16 stores in fp16 and accumulates in fp32.
 """
 import argparse
@@ -173,6 +180,56 @@ def case_rmsnorm():
     return m.serialize(), [xv], ref, acc32, acc16
 
 
+def case_layernorm_var(src):
+    d = 1024
+    x_in = np.load(os.path.join(src, "tests", "data", "fp16", "layernorm_variance_inputs",
+                                "sample_0", "x.npy")).astype(np.float32)
+    rng = np.random.default_rng(11)  # tools/make_fp16_cases.py's layernorm_model
+    gamma = (rng.integers(12, 20, size=d) / 16.0).astype(np.float32)
+    beta = (rng.integers(-8, 9, size=d) / 16.0).astype(np.float32)
+    m = Model()
+    g = m.subgraph("main")
+    shape, row = [1, 4, d], [1, 4, 1]
+    x = g.tensor("x", shape, F)
+    ax = g.tensor("axes", [1], "INT32", data=np.int32([2]))
+    mean = g.tensor("mean", row, F)
+    cen = g.tensor("centered", shape, F)
+    sq = g.tensor("centered_sq", shape, F)
+    var = g.tensor("var", row, F)
+    eps = g.tensor("eps", [1], F, data=np.float32([1e-5]))
+    ve = g.tensor("var_eps", row, F)
+    std = g.tensor("std", row, F)
+    xn = g.tensor("x_norm", shape, F)
+    gt = g.tensor("gamma", [d], F, data=gamma)
+    bt = g.tensor("beta", [d], F, data=beta)
+    sc = g.tensor("scaled", shape, F)
+    y = g.tensor("y", shape, F)
+    mean_opts = ("ReducerOptions", {"keep_dims": True})
+    g.op("MEAN", [x, ax], [mean], options=mean_opts)
+    g.op("SUB", [x, mean], [cen], options=("SubOptions", NONE))
+    g.op("MUL", [cen, cen], [sq], options=("MulOptions", NONE))
+    g.op("MEAN", [sq, ax], [var], options=mean_opts)
+    g.op("ADD", [var, eps], [ve], options=("AddOptions", NONE))
+    g.op("SQRT", [ve], [std])
+    g.op("DIV", [cen, std], [xn], options=("DivOptions", NONE))
+    g.op("MUL", [xn, gt], [sc], options=("MulOptions", NONE))
+    g.op("ADD", [sc, bt], [y], options=("AddOptions", NONE))
+    g.inputs, g.outputs = [x], [y]
+    m.signature("serving_default")
+    x64, g64, b64 = x_in.astype(np.float64), gamma.astype(np.float64), beta.astype(np.float64)
+    c64 = x64 - x64.mean(axis=-1, keepdims=True)
+    ref = c64 / np.sqrt((c64 * c64).mean(axis=-1, keepdims=True) + 1e-5) * g64 + b64
+
+    def tail(c, v):
+        return h(h(h(c / h(np.sqrt(h(v + h(1e-5))))) * h(g64)) + h(b64))
+    c32 = h(x64 - h(x64.mean(axis=-1, keepdims=True)))
+    acc32 = tail(c32, h(h(c32 * c32).mean(axis=-1, keepdims=True)))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        c16 = h(x64 - mean_acc16(x64, 2)[..., None])
+        acc16 = tail(c16, mean_acc16(h(c16 * c16), 2)[..., None])
+    return m.serialize(), [x_in], ref, acc32, acc16
+
+
 def case_resnet18_head(zoo, activation):
     import onnx
     from onnx import numpy_helper
@@ -226,7 +283,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.outdir, exist_ok=True)
     cases = {"fc_cancel": case_fc_cancel(), "mean_global": case_mean_global(),
-             "rmsnorm": case_rmsnorm()}
+             "rmsnorm": case_rmsnorm(),
+             "layernorm_var": case_layernorm_var(os.path.join(HERE, ".."))}
     if args.zoo and args.activation:
         cases["resnet18_head"] = case_resnet18_head(args.zoo, args.activation)
     jobs = []

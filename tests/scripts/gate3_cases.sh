@@ -7,9 +7,12 @@
 #    Pow: not the fp16 rounding of x^2), and never say "wrong", while the
 #    F32_F16 class (fp32 sums, as measured on the real delegate) matches at
 #    fp16 precision; --accumulate fp16 fails them the same way and
-#    --accumulate fp32 passes them; the LayerNorm of values ~300 (spread 0.3)
-#    fails on both classes, a breakdown of fp16 storage at its centering Sub
-#    (the mean's fp16 sum is within the fp16-sums floor);
+#    --accumulate fp32 passes them; so does the LayerNorm of width 1024 with
+#    deviations ~10, its bisection naming the variance ReduceMean (whose sum
+#    of squared deviations passes 65504), not the mean's;
+#  - the LayerNorm of values ~300 (spread 0.3) fails on both classes, a
+#    breakdown of fp16 storage (of a large-mean input) at its centering Sub
+#    (the mean's fp16 sum is within the fp16-sums floor; no sum overflows);
 #  - the wrong-on-purpose rewrite is a wrong result (bisect and compare);
 #  - the example CNN passes on xnnpack within fp32 noise and on litert-gpu at
 #    fp16 precision;
@@ -59,7 +62,7 @@ xnn=0
 
 # --- the crafted fp16 breakdowns: precision, naming the reduction -----------------
 # by default both device classes: F16 devices (fp16 sums) fail, F32_F16 devices match
-for c in rmsnorm_overflow rmsnorm_pow global_mean; do
+for c in rmsnorm_overflow rmsnorm_pow global_mean layernorm_variance; do
     run_named "$c" 1 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --json "$T/$c.json"
     file_matches "$T/$c.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown: F16 devices \\(fp16 sums\\)"
     file_matches "$T/$c.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision"
@@ -79,6 +82,9 @@ for c in rmsnorm_overflow rmsnorm_pow global_mean; do
     run_named "${c}_32" 0 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --accumulate fp32
     file_matches "$T/${c}_32.out" "matches at fp16 precision"
 done
+# the LayerNorm's variance overflows, not its mean (whose fp16 sum is within its floor)
+file_matches "$T/layernorm_variance.out" "fp16 overflow in ReduceMean 'variance'"
+json "$T/layernorm_variance.json" 'r["matches"]["bisect"]["first_divergent"]["node"] == "variance" and r["matches"]["bisect"]["last_matching"]["tensor"] == "centered_sq"'
 # the Pow's rounding is fp16 storage, within its floor
 file_matches "$T/rmsnorm_pow.out" "last matching tensor: 'x_sq' from node 'square' \\(Pow"
 json "$T/rmsnorm_pow.json" 'r["matches"]["bisect"]["last_matching"]["tensor"] == "x_sq" and float(r["matches"]["bisect"]["last_matching"]["max_abs"]) > 1'
@@ -86,7 +92,8 @@ json "$T/rmsnorm_pow.json" 'r["matches"]["bisect"]["last_matching"]["tensor"] ==
 json "$T/rmsnorm_overflow.json" 'r["matches"]["bisect"]["first_divergent"]["max_abs"] == "inf" and r["matches"]["bisect"]["first_divergent"]["inf_target"] == 2'
 json "$T/rmsnorm_overflow.json" 'all(k in r["matches"]["outputs"][0] for k in ("max_abs", "mean_abs", "max_rel", "rmse", "nmse", "cosine", "pearson", "max_ulp", "hist", "worst", "verdict", "noise", "judged_by", "within_tolerance", "device_classes"))'
 json "$T/rmsnorm_overflow.json" 'float(r["matches"]["outputs"][0]["verdict"]["ratio"]) > 100 and r["matches"]["outputs"][0]["noise"]["fp16_floor"]["max_abs"] > 0'
-# the LayerNorm of values ~300: fp16 storage breaks it on both classes, at the centering Sub
+# the LayerNorm of values ~300: fp16 storage (of a large-mean input) breaks it on
+# both classes, at the centering Sub; no sum overflows (its variance is ~0.09)
 run_named layernorm_precision 1 gate "$F/layernorm_precision.onnx" --target litert-gpu --inputs "$F/layernorm_precision_inputs" --json "$T/layernorm_precision.json"
 file_matches "$T/layernorm_precision.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown"
 file_matches "$T/layernorm_precision.out" "on sample [a-z_0-9]+, as F32_F16 devices"

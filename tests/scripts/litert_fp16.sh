@@ -6,7 +6,8 @@
 # (0 with an fp32 sum, inf with an fp16 one), a MEAN of 3072 values ~100, an
 # RMSNorm whose sum of squares passes 65504, and (when the zoo has it)
 # resnet18's head (MEAN 7x7 + FULLY_CONNECTED 512 -> 1000) on its real
-# activation. For each, `convgate run CASE.tflite --target litert-gpu`
+# activation, and a LayerNorm of width 1024 whose variance MEAN sums squared
+# deviations past 65504 (tests/data/fp16/layernorm_variance). For each, `convgate run CASE.tflite --target litert-gpu`
 # must match the delegate's output within one fp16 spacing at the output's
 # scale, with the same inf/NaN elements: the profile's accumulation is the
 # delegate's (fp32). With --accumulate fp16 (a GPU computing in f16) the
@@ -26,7 +27,7 @@ command -v node >/dev/null 2>&1 || finish "node is not installed (scripts/setup.
 command -v chromium >/dev/null 2>&1 || finish "chromium is not installed"
 "$py" -c 'import numpy, flatbuffers' 2>/dev/null || finish "python3 numpy/flatbuffers missing"
 
-cases="fc_cancel mean_global rmsnorm"
+cases="fc_cancel mean_global rmsnorm layernorm_var"
 extra=()
 if [ -f "$ZOO/resnet18.onnx" ]; then
     # the classifier's input: resnet18's last activation on bench/parity.sh's input
@@ -102,8 +103,9 @@ done
 
 # Gate 3 judges litert-gpu as both device classes (its profile's
 # device_classes): on F16 devices (fp16 sums) the cancelling
-# FULLY_CONNECTED, the global MEAN and the RMSNorm's MEAN overflow, a
-# precision breakdown bisected to that op; on F32_F16 devices (fp32 sums:
+# FULLY_CONNECTED, the global MEAN, the RMSNorm's MEAN and the LayerNorm's
+# variance MEAN (not its mean's) overflow, a precision breakdown bisected to
+# that op; on F32_F16 devices (fp32 sums:
 # the delegate measured here) they match, and so do the delegate's own
 # outputs judged as that class (--accumulate fp32). The resnet18 head
 # (MEAN + FULLY_CONNECTED 512 -> 1000) passes on both: its fp16 sums stay
@@ -111,15 +113,17 @@ done
 for c in $cases; do
     mkdir -p "$tmp/gin/$c/s0" "$tmp/dev/$c/s0"
     cp "$M/${c}_in0.npy" "$tmp/gin/$c/s0/x.npy"
+    node=
     case $c in
     fc_cancel) op=MatMul ;;
     resnet18_head) op= ;;
+    layernorm_var) op=ReduceMean node='MEAN#3' ;; # the variance's MEAN, not the mean's (#0)
     *) op=ReduceMean ;;
     esac
     cg gate "$M/$c.tflite" --target litert-gpu --inputs "$tmp/gin/$c" --min-coverage 0 --json "$tmp/g_$c.json"
     if [ -n "$op" ]; then
         check "$c: gate 3 fails by default" rc 1
-        "$py" - "$tmp/g_$c.json" "$op" <<'PYEOF' >"$tmp/cmp" 2>&1
+        "$py" - "$tmp/g_$c.json" "$op" "$node" <<'PYEOF' >"$tmp/cmp" 2>&1
 import json, sys
 g = json.load(open(sys.argv[1]))["result"]["matches"]
 o = g["outputs"][0]
@@ -129,7 +133,8 @@ ok = (o["verdict"]["verdict"] == "precision breakdown" and
       classes[0] == ("fp16", "precision breakdown") and classes[1][1].startswith("matches") and
       b["device_class"].startswith("F16 devices") and
       b["first_divergent"]["op_type"] == sys.argv[2] and b["triage"] == "precision breakdown" and
-      "fp16 overflow in " + sys.argv[2] in b["verdict_reason"])
+      "fp16 overflow in " + sys.argv[2] in b["verdict_reason"] and
+      sys.argv[3] in ("", b["first_divergent"]["node"]))
 print("%s; bisected: %s" % (classes, b["verdict_reason"]))
 sys.exit(0 if ok else 1)
 PYEOF

@@ -4,7 +4,8 @@
 #   - the example CNN on xnnpack (a correct fp32 library): matches (fp32 noise)
 #   - the crafted fp16 cases on litert-gpu accumulating in fp16 (--accumulate
 #     fp16; tests/data/fp16: the RMSNorm whose sum of squares overflows, the
-#     LayerNorm of values ~300, the global mean past 65504): precision
+#     LayerNorm of values ~300 (fp16 storage), the LayerNorm whose variance
+#     sum overflows, the global mean past 65504): precision
 #     breakdown, exit 1; the RMSNorm as litert-gpu is profiled (fp32
 #     accumulation, measured): matches at fp16 precision
 #   - the wrong-on-purpose rewrite (tests/data/bisect/swish_rewritten.onnx)
@@ -38,7 +39,7 @@ if [ "$xnn" = 1 ]; then
 else
     skipped="the xnnpack cases (no XNNPACK delegate in this build)"
 fi
-for c in rmsnorm_overflow layernorm_precision global_mean; do
+for c in rmsnorm_overflow layernorm_precision layernorm_variance global_mean; do
     noise_case "$c on litert-gpu" 1 "litert-gpu +precision breakdown" -- \
         "$src/tests/data/fp16/$c.onnx" --inputs "$src/tests/data/fp16/${c}_inputs" \
         --target litert-gpu --accumulate fp16
@@ -52,6 +53,9 @@ noise_case "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16
 noise_case "layernorm: fp16 storage named" 1 "fp16 storage$" -- \
     "$src/tests/data/fp16/layernorm_precision.onnx" \
     --inputs "$src/tests/data/fp16/layernorm_precision_inputs" --target litert-gpu --accumulate fp16
+noise_case "layernorm variance: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
+    "$src/tests/data/fp16/layernorm_variance.onnx" \
+    --inputs "$src/tests/data/fp16/layernorm_variance_inputs" --target litert-gpu --accumulate fp16
 noise_case "global mean: inf named" 1 "inf/NaN where the fp64 reference is finite" -- \
     "$src/tests/data/fp16/global_mean.onnx" \
     --inputs "$src/tests/data/fp16/global_mean_inputs" --target litert-gpu --accumulate fp16
