@@ -107,9 +107,10 @@ bool cg_strmap_set(cg_strmap *m, const char *key, size_t val)
     size_t i;
     if (!strmap_place(m, key, &i))
         return false;
-    if (!m->keys[i])
+    if (!m->keys[i]) {
+        m->keys[i] = key;
         m->count++;
-    m->keys[i] = key;
+    }
     m->vals[i] = val;
     return true;
 }

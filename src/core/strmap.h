@@ -44,8 +44,9 @@ static inline bool cg_strmap_has(const cg_strmap *m, const char *key)
  * val must not be CG_STRMAP_NONE. */
 size_t cg_strmap_add(cg_strmap *m, const char *key, size_t val);
 
-/* Inserts key -> val, replacing any value key had. False when out of
- * memory. val must not be CG_STRMAP_NONE. */
+/* Inserts key -> val, replacing any value key had; a key already present
+ * keeps its stored string, so key may be a temporary buffer then. False
+ * when out of memory. val must not be CG_STRMAP_NONE. */
 bool cg_strmap_set(cg_strmap *m, const char *key, size_t val);
 
 #endif

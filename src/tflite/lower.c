@@ -72,7 +72,10 @@ cg_status lw_fail(lw_scope *s, cg_status st, const char *fmt, ...)
 
 /* --- names ------------------------------------------------------------------------- */
 
-/* base, or base#2, base#3...: a name no value of the model has yet. */
+/* base, or base#2, base#3...: a name no value of the model has yet. Each
+ * name in the map holds the next suffix to try for it as a base, so n
+ * tensors sharing one name (a file may point every entry of its tensor
+ * vector at the same table) cost O(n) probes in all, not O(n^2). */
 static const char *unique_name(lw_scope *s, const char *base)
 {
     if (!lw_ok(s))
@@ -85,11 +88,19 @@ static const char *unique_name(lw_scope *s, const char *base)
         return NULL;
     }
     memcpy(buf, base, len + 1);
-    for (unsigned k = 2; cg_strmap_has(&l->names, buf); k++)
-        snprintf(buf + len, 24, "#%u", k);
+    size_t next = cg_strmap_get(&l->names, base);
+    bool taken = next != CG_STRMAP_NONE;
+    if (taken) {
+        size_t k = next < 2 ? 2 : next;
+        do
+            snprintf(buf + len, 24, "#%zu", k++);
+        while (cg_strmap_has(&l->names, buf));
+        next = k;
+    }
     char *name = cg_arena_strndup(l->arena, buf, strlen(buf));
     free(buf);
-    if (!name || cg_strmap_add(&l->names, name, 0) == CG_STRMAP_NONE) {
+    if (!name || cg_strmap_add(&l->names, name, 2) == CG_STRMAP_NONE ||
+        (taken && !cg_strmap_set(&l->names, base, next))) {
         LW_NOMEM(s);
         return NULL;
     }

@@ -39,6 +39,9 @@ static void test_strmap(void)
     EXPECT(cg_strmap_add(&m, copy, 99999) == 17, "add keeps the first value");
     EXPECT(cg_strmap_set(&m, copy, 4242) && cg_strmap_get(&m, keys[17]) == 4242, "set replaces");
     EXPECT(m.count == N, "set of a present key does not count");
+    memset(copy, 'x', sizeof copy - 1); /* set kept the stored key, not copy */
+    EXPECT(cg_strmap_get(&m, keys[17]) == 4242 && !cg_strmap_has(&m, copy),
+           "set of a present key keeps its stored string");
     EXPECT(!cg_strmap_has(&m, "k-1"), "absent key");
     cg_strmap_free(&m);
     EXPECT(m.cap == 0 && m.keys == NULL, "free empties");
