@@ -53,8 +53,16 @@ if [ "$rc" = 0 ] && [ "${cov:-0}" -lt "$min_cov" ]; then
 fi
 if [ "$rc" != 0 ]; then
     tail -40 "$work/log"
-    for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
-        [ -e "$f" ] && echo "reproducer: $(basename "$f") ($(base64 -w0 < "$f" | head -c 400))"
+    # keep every reproducer past the scratch folder's removal: beside the
+    # test's working directory (the build tree under CTest), or in
+    # $CG_FUZZ_ARTIFACTS
+    keep="${CG_FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}"
+    for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* \
+             "$work"/slow-unit-*; do
+        [ -e "$f" ] || continue
+        mkdir -p "$keep" && cp "$f" "$keep/$name-$(basename "$f")" &&
+            echo "reproducer kept: $keep/$name-$(basename "$f")"
+        echo "reproducer: $(basename "$f") ($(base64 -w0 < "$f" | head -c 400))"
     done
 fi
 exit "$rc"

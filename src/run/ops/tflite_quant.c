@@ -334,9 +334,18 @@ static cg_status conv(cg_kernel_ctx *k, bool depthwise)
         return s;
     const int32_t x_off = -(int32_t)qx.zero_point[0], y_off = (int32_t)qy.zero_point[0];
     const int32_t *bias = b ? (const int32_t *)b->data : NULL;
+    /* the work, oh * ow * oc * kh * kw * ic, is not bounded by the output's
+     * size: the run's time limit is checked every 2^20 multiply-adds */
+    const int64_t pixel_work = oc * kh * kw * (depthwise ? 1 : ic);
+    int64_t work = 0;
     for (int64_t bn = 0; bn < n; bn++)
         for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox = 0; ox < ow; ox++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                if ((work += pixel_work) >= (INT64_C(1) << 20)) {
+                    work = 0;
+                    if ((s = cg_kernel_check_time(k)) != CG_OK)
+                        return s;
+                }
                 for (int64_t c = 0; c < oc; c++) {
                     int64_t acc = 0, in_c = depthwise ? c / mult : 0;
                     int32_t w_off = -(int32_t)(qw.count > 1 ? qw.zero_point[c] : qw.zero_point[0]);
@@ -365,6 +374,7 @@ static cg_status conv(cg_kernel_ctx *k, bool depthwise)
                     a = mbqm(a, m[c], sh[c]) + y_off;
                     seti(y, ((bn * oh + oy) * ow + ox) * oc + c, clamp32(a, lo, hi));
                 }
+            }
     return CG_OK;
 }
 
@@ -420,7 +430,9 @@ cg_status cg_op_tflite_fully_connected(cg_kernel_ctx *k)
         return s;
     const int32_t x_off = -(int32_t)qx.zero_point[0], y_off = (int32_t)qy.zero_point[0];
     const int32_t *bias = b ? (const int32_t *)b->data : NULL;
-    for (int64_t bi = 0; bi < batches; bi++)
+    for (int64_t bi = 0; bi < batches; bi++) {
+        if ((s = cg_kernel_check_time(k)) != CG_OK)
+            return s;
         for (int64_t u = 0; u < units; u++) {
             int32_t w_off = -(int32_t)(qw.count > 1 ? qw.zero_point[u] : qw.zero_point[0]);
             int64_t acc = 0;
@@ -431,6 +443,7 @@ cg_status cg_op_tflite_fully_connected(cg_kernel_ctx *k)
             a = mbqm(a, m[u], sh[u]) + y_off;
             seti(y, bi * units + u, clamp32(a, lo, hi));
         }
+    }
     return CG_OK;
 }
 
