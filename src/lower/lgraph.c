@@ -1429,3 +1429,140 @@ cg_status lg_emit(lg_model *m, cg_model *out, cg_error *err)
         return cg_error_set(err, CG_NOMEM, "out of memory lowering the model");
     return emit_graph(m, m->main, out->graph, true);
 }
+
+/* --- evaluating a node ----------------------------------------------------------------- */
+
+/* A TensorProto holding a runtime tensor value (raw data, or string_data). */
+cg_tensor_proto *lg_tensor_from_value(lg_model *m, const cg_value *v, const char *name)
+{
+    if (v->kind != CG_VALUE_TENSOR || v->tensor.rank > CG_MAX_RANK)
+        return NULL;
+    const cg_tensor *t = &v->tensor;
+    if (t->dtype == CG_DTYPE_STRING) {
+        cg_tensor_proto *tp = lg_tensor_new(m, name, CG_DTYPE_STRING, t->dims, (size_t)t->rank,
+                                            NULL, 0);
+        if (!tp)
+            return NULL;
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        cg_bytes *s = cg_arena_calloc(m->arena, (size_t)(t->numel ? t->numel : 1), sizeof *s);
+        if (!s) {
+            m->oom = true;
+            return NULL;
+        }
+        for (int64_t i = 0; i < t->numel; i++) {
+            const char *str = ((char *const *)t->data)[i];
+            s[i].data = (const uint8_t *)lg_strdup(m, str ? str : "");
+            s[i].len = str ? strlen(str) : 0;
+        }
+        tp->string_data = s;
+        tp->string_count = (size_t)t->numel;
+        return tp;
+    }
+    size_t bytes;
+    if (!cg_tensor_byte_size(t->dtype, t->numel, &bytes))
+        return NULL;
+    return lg_tensor_new(m, name, (int32_t)t->dtype, t->dims, (size_t)t->rank, t->data, bytes);
+}
+
+cg_status lg_eval_node(lg_graph *g, const lg_node *n, cg_tensor_proto **outs, bool *ok,
+                       char *why, size_t why_len, cg_error *err)
+{
+    *ok = false;
+    if (why_len)
+        why[0] = '\0';
+    lg_model *m = g->model;
+    const cg_model *src = m->source;
+    cg_model mm;
+    cg_graph gg;
+    cg_node node;
+    memset(&mm, 0, sizeof mm);
+    memset(&gg, 0, sizeof gg);
+    memset(&node, 0, sizeof node);
+    mm.ir_version = src->has_ir_version && src->ir_version >= 4 ? src->ir_version : 8;
+    mm.has_ir_version = true;
+    mm.opsets = src->opsets;
+    mm.opset_count = src->opset_count;
+    mm.graph = &gg;
+    node.name = n->name;
+    node.op_type = n->op_type;
+    node.domain = n->domain[0] ? n->domain : NULL;
+    node.inputs = n->inputs;
+    node.input_count = n->input_count;
+    node.outputs = n->outputs;
+    node.output_count = n->output_count;
+    node.attrs = n->attrs;
+    node.attr_count = n->attr_count;
+    gg.nodes = &node;
+    gg.node_count = 1;
+    gg.name = "fold";
+    cg_tensor_proto *inits = calloc(n->input_count ? n->input_count : 1, sizeof *inits);
+    cg_value_info *outputs = calloc(n->output_count ? n->output_count : 1, sizeof *outputs);
+    if (!inits || !outputs) {
+        free(inits);
+        free(outputs);
+        return cg_error_set(err, CG_NOMEM, "out of memory evaluating %s '%s'", n->op_type,
+                            n->name);
+    }
+    for (size_t i = 0; i < n->input_count; i++) {
+        if (!n->inputs[i][0])
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < gg.initializer_count; k++)
+            dup |= strcmp(inits[k].name, n->inputs[i]) == 0;
+        if (dup)
+            continue;
+        inits[gg.initializer_count] = *lg_constant(g, n->inputs[i], true);
+        inits[gg.initializer_count].name = n->inputs[i];
+        gg.initializer_count++;
+    }
+    gg.initializers = inits;
+    size_t out_count = 0;
+    for (size_t o = 0; o < n->output_count; o++)
+        if (n->outputs[o][0])
+            outputs[out_count++].name = n->outputs[o];
+    gg.outputs = outputs;
+    gg.output_count = out_count;
+    cg_runtime *rt = NULL;
+    cg_named_value *res = NULL;
+    size_t res_count = 0;
+    cg_error e;
+    cg_error_clear(&e);
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    cg_status st = cg_runtime_init(&mm, &opt, &rt, &e);
+    if (st == CG_OK)
+        st = cg_runtime_run(rt, NULL, 0, &res, &res_count, &e);
+    if (st == CG_NOMEM) {
+        cg_runtime_free(rt);
+        free(inits);
+        free(outputs);
+        return cg_error_set(err, CG_NOMEM, "out of memory evaluating %s '%s'", n->op_type,
+                            n->name);
+    }
+    if (st != CG_OK) {
+        snprintf(why, why_len, "%s", e.msg);
+    } else {
+        bool all = true;
+        size_t r = 0;
+        for (size_t o = 0; o < n->output_count && all; o++) {
+            outs[o] = NULL;
+            if (!n->outputs[o][0])
+                continue;
+            outs[o] =
+                r < res_count ? lg_tensor_from_value(m, res[r].value, n->outputs[o]) : NULL;
+            r++;
+            all = outs[o] != NULL;
+        }
+        *ok = all;
+        if (!all)
+            snprintf(why, why_len, "an output is not a tensor of at most %d dims", CG_MAX_RANK);
+    }
+    cg_runtime_free_outputs(res, res_count);
+    cg_runtime_free(rt);
+    free(inits);
+    free(outputs);
+    return m->oom ? cg_error_set(err, CG_NOMEM, "out of memory evaluating %s '%s'", n->op_type,
+                                 n->name)
+                  : CG_OK;
+}

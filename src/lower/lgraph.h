@@ -264,4 +264,15 @@ bool lg_tensor_i64(const cg_tensor_proto *tp, int64_t i, int64_t *out);
 cg_tensor_proto *lg_tensor_new(lg_model *m, const char *name, int32_t dtype, const int64_t *dims,
                                size_t rank, const void *raw, size_t raw_len);
 
+/* A TensorProto in the arena holding a runtime tensor value (raw data, or
+ * string_data); NULL when v is not a tensor of at most CG_MAX_RANK dims
+ * (m->oom set when out of memory). */
+cg_tensor_proto *lg_tensor_from_value(lg_model *m, const cg_value *v, const char *name);
+/* Runs node n of g alone on the reference kernels, its present inputs read
+ * from the constants lg_constant finds (the caller checks they exist). On
+ * success *ok is true and outs[o] is a new initializer for each named
+ * output; otherwise why says what failed. Errors: out of memory only. */
+cg_status lg_eval_node(lg_graph *g, const lg_node *n, cg_tensor_proto **outs, bool *ok,
+                       char *why, size_t why_len, cg_error *err);
+
 #endif

@@ -87,6 +87,14 @@ PY
     file_lacks "$T/o.txt" "MatMulAddFusion" "$cmd: a runtime-only node name in the overlay"
 done
 
+# the executing xnnpack target places the graph convgate's runtime runs:
+# the Identity on the weight and the Constant are folded when it is built
+"$CG" assign "$D/torch_like.onnx" --target xnnpack --no-time >"$T/x.txt" 2>&1 ||
+    fail "assign torch_like on xnnpack: exit $?"
+file_matches "$T/x.txt" "^Graph partitioned: preprocess 'convgate-init': 10 nodes of the file -> 8" "xnnpack: the runtime's graph"
+file_matches "$T/x.txt" "removed by convgate's runtime \(constant folding at init\): 2 \(" "xnnpack: folded at init"
+file_lacks "$T/x.txt" "^  (Identity|Constant) '" "xnnpack: a folded node listed as unsupported"
+
 # nodes out of topological order: sorted with a warning, then placed
 "$CG" check "$D/unsorted.onnx" >"$T/c.txt" 2>&1 || fail "unsorted: check exit $?"
 file_matches "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
@@ -101,6 +109,10 @@ if [ -n "$zoo" ] && [ -f "$zoo/resnet50.onnx" ]; then
     file_matches "$T/r.txt" "removed by ONNX Runtime's basic graph optimizations: 47 \(Identity x47\)" "resnet50: 47 Identity removed"
     file_matches "$T/r.txt" "^121/122 nodes on coreml-mlprogram, 1 on CPU" "resnet50: residency"
     file_lacks "$T/r.txt" "^  Identity '" "resnet50: an Identity on the CPU"
+    "$CG" assign "$zoo/resnet50.onnx" --target xnnpack --no-time >"$T/rx.txt" 2>&1 ||
+        fail "resnet50 on xnnpack: exit $?"
+    file_matches "$T/rx.txt" "removed by convgate's runtime \(constant folding at init\): 47 \(Identity x47\)" "resnet50 on xnnpack: 47 Identity folded"
+    file_matches "$T/rx.txt" "^122/122 nodes on xnnpack, 0 on CPU" "resnet50 on xnnpack: residency"
 else
     echo "note: \$CG_ZOO/resnet50.onnx not present; the resnet50 case did not run"
 fi

@@ -6,6 +6,7 @@
  * transformation that removed each node, and that the runtime's graph
  * computes what the source computes (fused weights included).
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "convgate/target.h"
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
+#include "run/exec.h"
 #include "testlib.h"
 
 #define DATA CG_SOURCE_DIR "/tests/data/lower"
@@ -80,10 +82,11 @@ static cg_value *run_once(const cg_model *m, const char *input, int rank, const 
     return out;
 }
 
-/* The fixture `name` and its ORT-basic lowering in *l, whose main graph's
+/* The fixture `name` and its lowering `lowering` in *l, whose main graph's
  * ops must be `ops` ("Conv,Relu"); *l is NULL, with a failure recorded,
  * when lowering fails; NULL when the fixture does not load. */
-static cg_model *lower_fixture(const char *name, const char *ops, cg_lowered **l)
+static cg_model *lower_fixture_by(const char *name, const char *lowering, const char *ops,
+                                  cg_lowered **l)
 {
     cg_error err;
     cg_error_clear(&err);
@@ -91,13 +94,19 @@ static cg_model *lower_fixture(const char *name, const char *ops, cg_lowered **l
     cg_model *m = load(name);
     if (!m)
         return NULL;
-    EXPECT(cg_lower(m, "ort-basic", NULL, 0, l, &err) == CG_OK, "%s: %s", name, err.msg);
+    EXPECT(cg_lower(m, lowering, NULL, 0, l, &err) == CG_OK, "%s: %s", name, err.msg);
     if (*l) {
         char got[256];
         EXPECT(strcmp(ops_of((*l)->model, got, sizeof got), ops) == 0, "%s: ops %s, want %s",
                name, got, ops);
     }
     return m;
+}
+
+/* The same with the ORT-basic lowering. */
+static cg_model *lower_fixture(const char *name, const char *ops, cg_lowered **l)
+{
+    return lower_fixture_by(name, "ort-basic", ops, l);
 }
 
 /* The lowered model computes the source's output (float32, tolerance 1e-4
@@ -238,11 +247,127 @@ static void test_targets(void)
     cg_target_registry_free(reg);
 }
 
+/* Steps the runtime folded at init: in the main plan (folded[i] for node i)
+ * and, counted, in the bodies' plans. */
+static size_t runtime_folded(const cg_plan *p, bool *folded)
+{
+    size_t in_bodies = 0;
+    for (size_t s = 0; s < p->step_count; s++) {
+        const cg_step *st = &p->steps[s];
+        if (folded && st->folded && st->index < p->graph->node_count)
+            folded[st->index] = true;
+        else if (!folded && st->folded)
+            in_bodies++;
+        for (size_t k = 0; k < st->sub_count; k++)
+            in_bodies += runtime_folded(st->subs[k].plan, NULL);
+    }
+    return in_bodies;
+}
+
+/* "convgate-init" removes the nodes the runtime folds when it is built
+ * (src/run/fold.c), but for those whose values a node that runs reads and
+ * an executing target could not (src/lower/convgate_init.c). */
+static void init_fold_matches(const char *path)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    cg_model *m = test_load_model(path);
+    if (!m)
+        return;
+    cg_lowered *l = NULL;
+    cg_runtime *rt = NULL;
+    size_t n = m->graph->node_count;
+    bool *folded = calloc(n + 1, sizeof *folded);
+    EXPECT(folded != NULL, "out of memory");
+    if (!folded || cg_lower(m, "convgate-init", NULL, 0, &l, &err) != CG_OK ||
+        cg_runtime_init(m, NULL, &rt, &err) != CG_OK) {
+        EXPECT(0, "%s: %s", path, err.msg);
+        goto done;
+    }
+    size_t body_folds = runtime_folded(rt->main, folded), main_removed = 0, body_removed = 0;
+    bool *removed = calloc(n + 1, sizeof *removed);
+    for (size_t r = 0; removed && r < l->removed_count; r++) {
+        const cg_lower_removed *x = &l->removed[r];
+        EXPECT(strcmp(x->by, "constant folding at init") == 0, "%s: '%s' removed by %s", path,
+               x->name, x->by);
+        if (x->graph[0])
+            body_removed++;
+        else if (x->node < n) {
+            removed[x->node] = true;
+            main_removed++;
+        }
+    }
+    size_t runtime_main = 0, kept = 0;
+    const cg_graph *g = m->graph;
+    for (size_t i = 0; removed && i < n; i++) {
+        runtime_main += folded[i];
+        const cg_node *nd = &g->nodes[i];
+        EXPECT(folded[i] || !removed[i], "%s: node %zu '%s' (%s): the lowering removes it, the "
+               "runtime runs it", path, i, nd->name ? nd->name : "", nd->op_type);
+        if (!folded[i] || removed[i])
+            continue;
+        /* kept although folded: not a form a target reads, and a node that
+         * runs reads it */
+        bool read = false;
+        for (size_t j = 0; j < n && !read; j++)
+            for (size_t k = 0; !folded[j] && k < g->nodes[j].input_count; k++)
+                for (size_t o = 0; o < nd->output_count; o++)
+                    read |= g->nodes[j].inputs[k] && nd->outputs[o] && nd->outputs[o][0] &&
+                            !strcmp(g->nodes[j].inputs[k], nd->outputs[o]);
+        for (size_t o = 0; o < g->output_count && !read; o++)
+            for (size_t k = 0; k < nd->output_count; k++)
+                read |= nd->outputs[k] && !strcmp(g->outputs[o].name, nd->outputs[k]);
+        EXPECT(read && strcmp(nd->op_type, "Constant") != 0, "%s: node %zu '%s' (%s): folded "
+               "by the runtime, kept by the lowering for no reader", path, i,
+               nd->name ? nd->name : "", nd->op_type);
+        kept++;
+    }
+    EXPECT(body_removed <= body_folds, "%s: bodies: the runtime folds %zu nodes, the lowering "
+           "removes %zu", path, body_folds, body_removed);
+    printf("  convgate-init %s: %zu main-graph nodes removed, %zu kept (the runtime folds %zu), "
+           "%zu of %zu in bodies\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+           main_removed, kept, runtime_main, body_removed, body_folds);
+    free(removed);
+done:
+    cg_runtime_free(rt);
+    cg_lowered_free(l);
+    free(folded);
+    cg_model_free(m);
+}
+
+/* Every .onnx of dir (sorted by readdir order; none when dir is absent). */
+static void init_fold_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".onnx") != 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        init_fold_matches(path);
+    }
+    closedir(d);
+}
+
+static void test_init_fold(void)
+{
+    init_fold_dir(DATA);
+    init_fold_dir(CG_SOURCE_DIR "/examples");
+    const char *zoo = getenv("CG_ZOO");
+    if (zoo && zoo[0])
+        init_fold_dir(zoo);
+}
+
 int main(void)
 {
     test_torch_like();
     test_fold();
     test_if_const();
     test_targets();
+    test_init_fold();
     return test_done("test_lower");
 }

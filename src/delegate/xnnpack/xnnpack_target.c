@@ -436,6 +436,9 @@ cg_target *cg_xnnpack_target_new(void)
     t->fallback = CG_FALLBACK_CPU;
     t->precision = CG_PRECISION_FP32;
     t->layout = CG_LAYOUT_NHWC; /* rank-4 values are transposed at the boundary */
+    /* the runtime folds constant nodes when it is built (src/run/fold.c):
+     * the graph it partitions and runs is the folded one */
+    t->lowering = "convgate-init";
     t->not_modelled = xnng_not_modelled;
     t->not_modelled_count = sizeof xnng_not_modelled / sizeof xnng_not_modelled[0];
     t->vt = &xnng_vtable;
