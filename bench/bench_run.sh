@@ -31,9 +31,11 @@
 # reported apart.  For each model the xnnpack target covers fully (one
 # partition, no boundary crossing: `convgate assign --target xnnpack`), the
 # target path (`run --target xnnpack`) against ORT, both as above.  Then,
-# unless --no-gate, #11's gate figures: `convgate gate --target xnnpack`
-# (3 random samples) on resnet50 and vit_b_16, wall and CPU (user + sys)
-# time and peak RSS, beside one reference run (`run --random`); and the
+# unless --no-gate, #11's gate figures (bench/bench_gate.sh): `convgate gate
+# --target xnnpack` and `--target litert-gpu` (3 random samples) on
+# resnet18, resnet50, mobilenet_v2 and vit_b_16, wall and CPU (user + sys)
+# time and peak RSS beside one reference run (`run --random`), and each
+# gate's phases (`gate --timings`); and the
 # float64 reference mode (`run --fp64`) against float32 on resnet18,
 # mobilenet_v2 and squeezenet1_1 (median CPU per warm run, one thread).
 # Then, unless --no-conformance, the wall time of `convgate conformance`
@@ -54,7 +56,7 @@ thread_counts="1 2"
 want_conformance=1
 want_gate=1
 testdata="${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
-usage() { sed -n '43p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '45p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
@@ -62,7 +64,7 @@ while [ $# -gt 0 ]; do
         --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
         --no-gate) want_gate=0; shift ;;
-        -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -226,34 +228,13 @@ for t in $thread_counts; do
         "$work/xnnrows.$t"
 done
 
-# gate NAME: `convgate gate NAME --target xnnpack` (3 random samples) and one
-# reference run, timed by GNU time (wall s, user + sys s, peak RSS)
-gate_row() {
-    local path="$zoo/$1.onnx" verdict g r
-    if [ ! -f "$path" ]; then echo "- gate $1: $path missing"; return; fi
-    if /usr/bin/time -f '%e %U %S %M' -o "$work/gate.time" "$convgate" gate "$path" \
-           --target xnnpack --random 3 --quiet >"$work/gate.out" 2>&1; then
-        verdict=PASS
-    else
-        verdict="FAIL ($(grep -v '^Command exited' "$work/gate.out" | tail -n 1))"
-    fi
-    g=$(tail -n 1 "$work/gate.time")
-    /usr/bin/time -f '%e %U %S %M' -o "$work/ref.time" "$convgate" run "$path" --random \
-        >/dev/null 2>&1 || true
-    r=$(tail -n 1 "$work/ref.time")
-    awk -v n="$1" -v v="$verdict" -v g="$g" -v r="$r" 'BEGIN {
-        split(g, a, " "); split(r, b, " ")
-        printf "- gate %s --target xnnpack (3 random samples): %s, %.2f s wall, %.2f s CPU, peak RSS %.1f MiB; one reference run %.2f s wall, %.2f s CPU, %.1f MiB: RSS %.2fx\n",
-            n, v, a[1], a[2] + a[3], a[4] / 1024, b[1], b[2] + b[3], b[4] / 1024, (b[4] > 0 ? a[4] / b[4] : 0)
-    }'
-}
-
 if [ "$want_gate" = 1 ]; then
     echo
     echo "## Gate and float64"
     echo
-    gate_row resnet50
-    gate_row vit_b_16
+    "$repo/bench/bench_gate.sh" --zoo "$zoo" --phases "$convgate" resnet18 resnet50 \
+        mobilenet_v2 vit_b_16
+    echo
     for m in resnet18 mobilenet_v2 squeezenet1_1; do
         path="$zoo/$m.onnx"
         [ -f "$path" ] || { echo "- float64 $m: $path missing"; continue; }

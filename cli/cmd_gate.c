@@ -98,6 +98,8 @@ static void gate_usage(FILE *f)
           "                      writable (its folders made) before anything runs (- :\n"
           "                      stdout, text then goes to stderr)\n"
           CLI_HELP_VIEWS
+          "  --timings            where the time went, per phase (wall and CPU seconds),\n"
+          "                       on stderr\n"
           "  --quiet              no progress line on stderr (it is drawn only on a\n"
           "                       terminal; NO_COLOR turns its colour off)\n"
           "\n" CLI_HELP_INPUT_FOLDERS CLI_HELP_FILE_NAMES
@@ -196,11 +198,12 @@ int cmd_gate(int argc, char **argv)
                                               {"map", required_argument, NULL, CLI_OPT_MAP},
                                               CLI_OPTS_RUNNER,
                                               {"threads", required_argument, NULL, 'T'},
+                                              {"timings", no_argument, NULL, 'W'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
     uint64_t random_n = 0;
-    bool json_stdout = false, have_threshold = false;
+    bool json_stdout = false, have_threshold = false, timings = false;
     cg_tolerance_args tol = {0};
     cli_inputs in;
     cli_targets tg;
@@ -236,6 +239,7 @@ int cmd_gate(int argc, char **argv)
             }
             break;
         case 'F': opt.require_full = true; break;
+        case 'W': timings = true; break;
         case 'A': opt.accept_default_dims = true; break;
         case 'C':
             if (!cli_parse_real("gate", "min-coverage", optarg, &opt.min_coverage) ||
@@ -344,6 +348,8 @@ int cmd_gate(int argc, char **argv)
     FILE *text = json_stdout ? stderr : stdout;
     cg_gate_report_text(text, &rep);
     cg_text_printf(text, "(samples: %s)\n", desc);
+    if (timings)
+        cg_gate_timings_text(stderr, &rep.timings);
     cg_against_view sv = {model, ag.other, ag.other_path, ag.have_map ? &ag.map : NULL, false,
                           producer, NULL};
     const cg_runner_report *rr = litert ? cg_against_runner_report(litert) : NULL;

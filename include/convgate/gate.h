@@ -93,6 +93,39 @@ typedef struct cg_gate_options {
     bool outputs_reduced;         /* ... computed in reduced precision */
 } cg_gate_options;
 
+/* Where a gate's time goes (convgate gate --timings): wall seconds and
+ * the process's CPU seconds (every thread) per phase. Gate 3's samples
+ * are broken down into the reference runs (the float64, float32 and fp16
+ * floor runs), the target path's runs (and their tallies) and the
+ * comparisons; the reference and the target run side by side on two
+ * cores, so those two lines give each one's own wall time and its
+ * thread's CPU time, and overlap. Not in the JSON report, which is the
+ * same on every rerun. */
+typedef enum cg_gate_phase {
+    CG_GATE_PHASE_CHECK = 0,   /* gate 1 */
+    CG_GATE_PHASE_LOWER,       /* gate 2: the graph the targets partition */
+    CG_GATE_PHASE_TYPES,       /* gate 2: tensor types (a reference run) */
+    CG_GATE_PHASE_PLACE,       /* gate 2: placement */
+    CG_GATE_PHASE_TIMED,       /* gate 2: the timed reference run */
+    CG_GATE_PHASE_SETUP,       /* gate 3: floors and paths set up */
+    CG_GATE_PHASE_SAMPLES,     /* gate 3: every sample, the next three together */
+    CG_GATE_PHASE_REFERENCE,   /*   the reference runs */
+    CG_GATE_PHASE_TARGET,      /*   the target path's runs */
+    CG_GATE_PHASE_COMPARE,     /*   comparisons */
+    CG_GATE_PHASE_VERDICTS,    /* gate 3: every output's verdict */
+    CG_GATE_PHASE_BISECT,      /* gate 3: bisection of a failure */
+    CG_GATE_PHASES
+} cg_gate_phase;
+
+CG_API const char *cg_gate_phase_name(cg_gate_phase p); /* "gate 2 types" */
+
+typedef struct cg_gate_timings {
+    double wall_s[CG_GATE_PHASES];
+    double cpu_s[CG_GATE_PHASES];
+    double peak_rss_mib[CG_GATE_PHASES]; /* the process's peak RSS at the phase's end */
+    double total_wall_s, total_cpu_s;
+} cg_gate_timings;
+
 typedef struct cg_gate_report {
     char *model;             /* the model's path (or "-") */
     char *targets;           /* "litert-gpu" or "a,b" */
@@ -166,6 +199,7 @@ typedef struct cg_gate_report {
      * `assignment`, `types` and `node_ms` (each operator's lowered nodes'
      * time) then index instead of `lowered->model`. Owned. */
     cg_model *tflite_ops;
+    cg_gate_timings timings;
 } cg_gate_report;
 
 struct cg_cost_estimate;
@@ -189,6 +223,8 @@ CG_API void cg_gate_report_free(cg_gate_report *r);
 
 /* The report a person reads: each gate's lines, then the verdict block. */
 CG_API void cg_gate_report_text(FILE *f, const cg_gate_report *r);
+/* The phase timings, one line each (--timings). */
+CG_API void cg_gate_timings_text(FILE *f, const cg_gate_timings *t);
 /* The bisect part alone (shared with `convgate bisect`). */
 CG_API void cg_bisect_report_text(FILE *f, const cg_bisect_result *b, const char *indent);
 /* The JSON renderings are internal (src/report/report.h): public headers

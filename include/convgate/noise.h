@@ -409,6 +409,24 @@ CG_API CG_NODISCARD cg_status cg_noise_target_add_sample(cg_noise_target *t,
                                                          const cg_noise_decision_values *ref_dec,
                                                          size_t sample, cg_noise_runs *outs,
                                                          cg_error *err);
+/* The same in two steps, so the paths can run beside the reference runs
+ * (they read nothing of them): run_sample runs every path on the sample
+ * (building them for its dims) and keeps their outputs and decision
+ * values; tally_sample tallies those against what cg_noise_add_sample gave
+ * and hands the outputs to outs (may be NULL), or frees them. A run_sample
+ * not followed by a tally_sample is undone by the next run_sample or by
+ * cg_noise_target_free. */
+CG_API CG_NODISCARD cg_status cg_noise_target_run_sample(cg_noise_target *t,
+                                                         const cg_named_value *inputs,
+                                                         size_t input_count,
+                                                         const cg_dim_binding *dims,
+                                                         size_t dim_count, cg_error *err);
+CG_API CG_NODISCARD cg_status cg_noise_target_tally_sample(cg_noise_target *t,
+                                                           const cg_named_value *ref64,
+                                                           size_t ref_count,
+                                                           const cg_noise_decision_values *ref_dec,
+                                                           size_t sample, cg_noise_runs *outs,
+                                                           cg_error *err);
 /* The path as placed, handed over (the caller frees it; NULL before the
  * first sample); the next sample builds it again. */
 CG_API cg_target_path *cg_noise_target_take_path(cg_noise_target *t);

@@ -182,6 +182,11 @@ typedef struct cg_parity_options {
      * the floors are the recorded ones */
     bool golden;
     int threads;                     /* the reference kernels' threads (runtime options) */
+    /* the model's type environment at the first sample's dims and inputs,
+     * those being sample 0 of `random` (borrowed; NULL: built here): the
+     * floors' decision analysis and the first target path take it instead
+     * of a recording run each (gate 3 hands gate 2's over) */
+    const cg_type_env *types;
 } cg_parity_options;
 
 typedef struct cg_parity_report {
@@ -233,6 +238,12 @@ CG_API CG_NODISCARD cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size
 /* The target path the last sample ran on, handed over (the caller frees
  * it; NULL when none ran here). */
 CG_API cg_target_path *cg_judge_take_path(cg_judge *j);
+/* The seconds the samples added so far took: [0] the reference runs
+ * (floors included), [1] the target's runs and tallies, [2] the
+ * comparisons. [0] and [1] run side by side on two cores: each one's own
+ * wall time and its thread's CPU time (a runtime's own worker threads,
+ * with threads > 1, not counted); [2] the process's CPU time. */
+CG_API void cg_judge_times(const cg_judge *j, double wall_s[3], double cpu_s[3]);
 /* Every output's judgement and the report's pass. */
 CG_API CG_NODISCARD cg_status cg_judge_finish(cg_judge *j, cg_error *err);
 CG_API void cg_judge_free(cg_judge *j);

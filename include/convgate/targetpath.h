@@ -54,6 +54,15 @@ typedef struct cg_target_path_options {
     cg_status (*observe)(void *user, const cg_node *node, const char *name,
                          const cg_value *value);
     void *observe_user;
+    /* Work another build already did, for the same model, dims and feeds
+     * (both borrowed: they must outlive the path; NULL: done here):
+     * `types`, the type environment (cg_type_env_build_fed's on them), so
+     * no recording run; `like`, a path whose type environment and lowered
+     * placement (the proxies' ownership) this one takes over instead of
+     * lowering, typing and placing the graph again: the reruns of one
+     * sample differ in precision only. */
+    const cg_type_env *types;
+    const struct cg_target_path *like;
 } cg_target_path_options;
 
 /* Whether a path built with opt sums in fp16 on some target's nodes. */

@@ -87,6 +87,22 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
     fprintf(f, "========================================\n");
 }
 
+void cg_gate_timings_text(FILE *f, const cg_gate_timings *t)
+{
+    fprintf(f, "timings (s):             wall      cpu  peak RSS MiB   (reference and target: "
+               "each its own wall and thread CPU; they overlap)\n");
+    for (int p = 0; p < CG_GATE_PHASES; p++) {
+        if (!(t->wall_s[p] > 0 || t->cpu_s[p] > 0))
+            continue;
+        fprintf(f, "  %-18s %9.3f %8.3f", cg_gate_phase_name((cg_gate_phase)p), t->wall_s[p],
+                t->cpu_s[p]);
+        if (t->peak_rss_mib[p] > 0)
+            fprintf(f, " %13.1f", t->peak_rss_mib[p]);
+        fputc('\n', f);
+    }
+    fprintf(f, "  %-18s %9.3f %8.3f\n", "total", t->total_wall_s, t->total_cpu_s);
+}
+
 json_t *cg_report_dims_json(const cg_dim_use *u, size_t n)
 {
     json_t *dims = json_array();

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "convgate/assign.h"
@@ -22,6 +23,7 @@
 #include "convgate/samples.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
+#include "core/clock.h"
 
 static char *str_dup(const char *s)
 {
@@ -33,6 +35,24 @@ static char *str_dup(const char *s)
 }
 
 /* --- gates ----------------------------------------------------------------------- */
+
+const char *cg_gate_phase_name(cg_gate_phase p)
+{
+    static const char *const names[CG_GATE_PHASES] = {
+        "gate 1 check",   "gate 2 lower",    "gate 2 types",     "gate 2 place",
+        "gate 2 timed run", "gate 3 setup",  "gate 3 samples",   "  reference",
+        "  target",       "  compare",       "gate 3 verdicts",  "gate 3 bisect"};
+    return (int)p >= 0 && p < CG_GATE_PHASES ? names[p] : "?";
+}
+
+/* Charges the time since the last lap to phase p, and notes the peak RSS. */
+static void phase_lap(cg_gate_report *r, cg_lap *lap, cg_gate_phase p)
+{
+    struct rusage ru;
+    cg_lap_add(lap, &r->timings.wall_s[p], &r->timings.cpu_s[p]);
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        r->timings.peak_rss_mib[p] = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+}
 
 const char *cg_gate_state_name(cg_gate_state s)
 {
@@ -228,6 +248,8 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     cg_error terr;
     cg_status st;
     char label[128], msg[1024];
+    cg_lap lap;
+    cg_lap_start(&lap);
     cg_error_clear(&terr);
     r->runs = CG_GATE_FAIL;
     r->time_coverage = -1;
@@ -255,6 +277,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         cg_error_prefix(err, "gate 2: ");
         return st;
     }
+    phase_lap(r, &lap, CG_GATE_PHASE_LOWER);
     model = lowered->model;
     const cg_graph *g = model->graph;
     r->node_count = g->node_count;
@@ -270,6 +293,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     const cg_sample *s0 = &opt->samples->samples[0];
     st = cg_lowered_types_fed(lowered, binds, nb, opt->random, s0->inputs, s0->input_count,
                               &types, &terr);
+    phase_lap(r, &lap, CG_GATE_PHASE_TYPES);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
         goto done;
@@ -320,6 +344,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
                            sizeof r->residency);
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
     cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3, "timed reference run");
+    phase_lap(r, &lap, CG_GATE_PHASE_PLACE);
     if (src->tflite) {
         double *ms = timed_run(src, s0, opt->max_alloc_bytes);
         r->node_ms = ms ? tflite_op_ms(src, ms, g->node_count) : NULL;
@@ -329,6 +354,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     } else {
         r->node_ms = timed_run(model, s0, opt->max_alloc_bytes);
     }
+    phase_lap(r, &lap, CG_GATE_PHASE_TIMED);
     /* the estimate the bar judges: measured node times, assumed speedups */
     cg_cost_estimate est;
     bool have_est = false;
@@ -414,6 +440,8 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     cg_parity_options po;
     cg_judge *j = NULL;
     cg_status st;
+    cg_lap lap;
+    cg_lap_start(&lap);
     r->matches = CG_GATE_FAIL;
     r->task = opt->task;
     r->threshold = opt->threshold;
@@ -433,6 +461,13 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     po.golden = opt->samples->samples[0].expected != NULL;
     po.outputs_from = opt->outputs_from;
     po.outputs_reduced = opt->outputs_reduced;
+    /* gate 2 typed this very graph on sample 0 (random, so also what the
+     * floors' decision analysis types by): no second and third recording
+     * run. A lowering types another graph; a file's sample is not what the
+     * random policy gives the decision analysis. */
+    if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
+        !sample_from_files(&opt->samples->samples[0]))
+        po.types = r->types;
     if (po.golden && opt->task == CG_TASK_DETECT)
         return cg_error_set(err, CG_USAGE, "gate 3: --task detect matches detections against "
                             "fresh reference runs, not a golden set: use --inputs");
@@ -440,6 +475,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         cg_error_prefix(err, "gate 3: ");
         return st;
     }
+    phase_lap(r, &lap, CG_GATE_PHASE_SETUP);
     /* the target's outputs made elsewhere (the real LiteRT), read per sample */
     size_t nout = model->graph->output_count;
     cg_value **files = opt->outputs_from ? calloc(nout + 1, sizeof *files) : NULL;
@@ -461,9 +497,19 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         }
     }
     free(files);
+    {
+        double w[3], c[3];
+        cg_judge_times(j, w, c);
+        for (int p = 0; p < 3; p++) {
+            r->timings.wall_s[CG_GATE_PHASE_REFERENCE + p] += w[p];
+            r->timings.cpu_s[CG_GATE_PHASE_REFERENCE + p] += c[p];
+        }
+    }
+    phase_lap(r, &lap, CG_GATE_PHASE_SAMPLES);
     if (st == CG_OK)
         st = cg_judge_finish(j, err);
     cg_judge_free(j);
+    phase_lap(r, &lap, CG_GATE_PHASE_VERDICTS);
     if (st != CG_OK) {
         cg_error_prefix(err, "gate 3: ");
         return st;
@@ -552,6 +598,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
             r->bisected = true;
         else
             snprintf(r->bisect_error, sizeof r->bisect_error, "%s", berr.msg);
+        phase_lap(r, &lap, CG_GATE_PHASE_BISECT);
     }
     return CG_OK;
 }
@@ -574,14 +621,11 @@ void cg_gate_report_free(cg_gate_report *r)
     memset(r, 0, sizeof *r);
 }
 
-cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_gate_options *opt,
-                      cg_gate_report *out, cg_error *err)
+static cg_status gate_run(const cg_model *model, const char *model_path,
+                          const cg_gate_options *opt, cg_gate_report *out, cg_error *err)
 {
     cg_status st;
     size_t len = 1;
-    if (!out)
-        return cg_error_set(err, CG_USAGE, "cg_gate_run: NULL report");
-    memset(out, 0, sizeof *out);
     out->converts = out->runs = out->matches = CG_GATE_NOT_RUN;
     out->time_coverage = -1;
     out->reference_ms = out->mixed_ms = -1;
@@ -617,7 +661,11 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
         strcat(out->targets, opt->targets[t]->name);
     }
 
-    if ((st = gate_converts(model, out, err)) != CG_OK)
+    cg_lap lap;
+    cg_lap_start(&lap);
+    st = gate_converts(model, out, err);
+    phase_lap(out, &lap, CG_GATE_PHASE_CHECK);
+    if (st != CG_OK)
         return st;
     if (out->converts != CG_GATE_PASS) {
         snprintf(out->reason, sizeof out->reason, "gate 1 (converts): %.480s",
@@ -653,4 +701,17 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
              "converts, %.200s (%zu partition%s), %.250s", out->residency, out->partitions,
              out->partitions == 1 ? "" : "s", out->matches_detail);
     return CG_OK;
+}
+
+cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_gate_options *opt,
+                      cg_gate_report *out, cg_error *err)
+{
+    if (!out)
+        return cg_error_set(err, CG_USAGE, "cg_gate_run: NULL report");
+    memset(out, 0, sizeof *out);
+    cg_lap lap;
+    cg_lap_start(&lap);
+    cg_status st = gate_run(model, model_path, opt, out, err);
+    cg_lap_add(&lap, &out->timings.total_wall_s, &out->timings.total_cpu_s);
+    return st;
 }

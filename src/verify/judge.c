@@ -26,6 +26,8 @@
 
 #include "convgate/parity.h"
 #include "convgate/runtime.h"
+#include "core/clock.h"
+#include "core/threadpool.h"
 
 #define DETECT_IOU_MIN 0.5
 
@@ -65,7 +67,18 @@ struct cg_judge {
     cg_target_path_options base;
     bool tols_ready;
     det_tally *det;
+    double wall_s[3], cpu_s[3]; /* cg_judge_times */
+    /* two threads: a sample's reference runs beside its target path runs */
+    cg_threadpool *pool;
 };
+
+void cg_judge_times(const cg_judge *j, double wall_s[3], double cpu_s[3])
+{
+    for (int p = 0; p < 3; p++) {
+        wall_s[p] = j ? j->wall_s[p] : 0.0;
+        cpu_s[p] = j ? j->cpu_s[p] : 0.0;
+    }
+}
 
 /* --- setup ----------------------------------------------------------------------------- */
 
@@ -81,6 +94,7 @@ void cg_judge_free(cg_judge *j)
     if (j->sp_on)
         cg_sample_path_free(&j->sp);
     cg_runtime_free(j->rt);
+    cg_threadpool_free(j->pool);
     free(j->names);
     free(j->default_tol);
     free(j->det);
@@ -173,6 +187,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     j->base.target_count = opt->target_count;
     j->base.random = opt->random;
     j->base.max_alloc_bytes = opt->max_alloc_bytes;
+    j->base.types = opt->types;
     bool profile_fp32 = false, sums16 = opt->accumulate == 0, classes = false;
     for (size_t i = 0; i < opt->target_count; i++) {
         const cg_target *t = opt->targets[i];
@@ -198,10 +213,11 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         /* the decision analysis goes by the values' types when it can */
         cg_error terr;
         cg_error_clear(&terr);
-        if (!opt->golden && cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random,
-                                                   &j->types, &terr) != CG_OK)
+        if (!opt->golden && !opt->types &&
+            cg_type_env_build_with(model, opt->dims, opt->dim_count, opt->random, &j->types,
+                                   &terr) != CG_OK)
             j->types = NULL;
-        no.types = j->types;
+        no.types = opt->types && !opt->golden ? opt->types : j->types;
         if ((st = cg_noise_init(model, &no, &j->floors, err)) != CG_OK)
             goto fail;
         if (opt->target_count && !opt->outputs_from &&
@@ -223,6 +239,13 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         j->sp.options.threads = opt->threads;
         j->sp_on = true;
     }
+    /* the reference runs and the target path's are independent (the
+     * tallies come after both): on two cores they run side by side, each
+     * on its own runtime, with the results the one-after-the-other order
+     * gives (docs/BENCHMARKS.md, "The gate's time and memory") */
+    if (!opt->golden && (j->target || j->sp_on) && cg_threadpool_cpu_count() >= 2 &&
+        (st = cg_threadpool_new(2, &j->pool, err)) != CG_OK)
+        goto fail;
     /* the fp32 reference, when neither the floors nor a golden set give it,
      * and the reference's own outputs when there is no target */
     if ((!j->noise && !opt->golden) || (!opt->target_count && !opt->outputs_from)) {
@@ -548,6 +571,63 @@ static cg_status run_reference(cg_judge *j, const cg_sample *s, cg_named_value *
     return st;
 }
 
+/* The target path without floors on one sample. */
+static cg_status sample_path_run(cg_judge *j, const cg_sample *s, cg_noise_runs *truns,
+                                 cg_error *err)
+{
+    cg_target_path *path = NULL;
+    cg_status st = cg_sample_path_get(&j->sp, s, &path, err);
+    if (st == CG_OK &&
+        (st = cg_target_path_run(path, s->inputs, s->input_count, &truns->out[CG_RUN_TARGET],
+                                 &truns->count[CG_RUN_TARGET], err)) != CG_OK)
+        cg_error_prefix(err, "sample %s: target path run failed: ", s->label);
+    return st;
+}
+
+/* One sample's two independent halves: share 0 the reference runs (the
+ * floors' or the plain fp32 reference), share 1 the target path's runs
+ * (with target set), each with its own error, times and outputs. */
+typedef struct sample_job {
+    cg_judge *j;
+    const cg_sample *s;
+    cg_dim_binding dims[CG_PARITY_MAX_DIMS];
+    size_t nd;
+    bool target;                   /* share 1 runs the target path */
+    cg_noise_runs *runs, *truns;
+    cg_noise_decision_values *dec;
+    cg_status st[2];
+    cg_error err[2];
+    double wall_s[2], cpu_s[2];    /* wall and the share's thread CPU */
+} sample_job;
+
+static void sample_share(void *arg, int t, int n)
+{
+    sample_job *b = arg;
+    cg_judge *j = b->j;
+    const cg_sample *s = b->s;
+    cg_error *err = &b->err[t];
+    cg_status st = CG_OK;
+    double wall = cg_clock_seconds(CLOCK_MONOTONIC);
+    double cpu = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    (void)n;
+    if (t == 0 && j->noise) {
+        if ((st = cg_noise_add_sample(j->floors, s->inputs, s->input_count, b->runs, b->dec,
+                                      err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: ", s->label);
+    } else if (t == 0) {
+        st = run_reference(j, s, &b->runs->out[CG_RUN_FP32], &b->runs->count[CG_RUN_FP32], err);
+    } else if (b->target && j->target) {
+        if ((st = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, b->dims,
+                                             b->nd, err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: target path: ", s->label);
+    } else if (b->target) {
+        st = sample_path_run(j, s, b->truns, err);
+    }
+    b->st[t] = st;
+    b->wall_s[t] = cg_clock_seconds(CLOCK_MONOTONIC) - wall;
+    b->cpu_s[t] = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
+}
+
 cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *const *given,
                        cg_error *err)
 {
@@ -568,10 +648,24 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         return cg_error_set(err, CG_NOMEM, "out of memory");
     if (si + 1 > r->sample_count)
         r->sample_count = si + 1;
+    cg_lap lap;
+    cg_lap_start(&lap);
 
-    /* the references */
+    /* the references, and the target path beside them where it runs here */
     const cg_named_value *ref64 = NULL, *ref32 = NULL, *ref16 = NULL;
     size_t n64 = 0, n32 = 0, n16 = 0;
+    sample_job job;
+    memset(&job, 0, sizeof job);
+    job.j = j;
+    job.s = s;
+    job.runs = &runs;
+    job.dec = &dec;
+    job.truns = &truns;
+    job.nd = cg_sample_dims(j->model, opt->dims, opt->dim_count, s, job.dims,
+                            CG_PARITY_MAX_DIMS);
+    job.target = !s->expected && !given && (j->target || j->sp_on);
+    cg_error_clear(&job.err[0]);
+    cg_error_clear(&job.err[1]);
     if (s->expected) {
         ref32 = ref64 = s->expected;
         n32 = n64 = s->expected_count;
@@ -580,25 +674,29 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
              k++)
             st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
-    } else if (j->noise) {
-        if ((st = cg_noise_add_sample(j->floors, s->inputs, s->input_count, &runs, &dec, err)) !=
-            CG_OK)
-            cg_error_prefix(err, "sample %s: ", s->label);
+        cg_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
+    } else {
+        cg_threadpool_run(job.target ? j->pool : NULL, sample_share, &job);
+        if (!job.target || !j->pool)
+            sample_share(&job, 1, 2); /* NULL pool: share 0 only */
+        /* the reference's error first, as when they ran in that order */
+        st = job.st[0] != CG_OK ? job.st[0] : job.st[1];
+        if (st != CG_OK)
+            cg_error_set(err, st, "%s", job.st[0] != CG_OK ? job.err[0].msg : job.err[1].msg);
+        for (int p = 0; p < 2; p++) {
+            j->wall_s[p] += job.wall_s[p];
+            j->cpu_s[p] += job.cpu_s[p];
+        }
+        cg_lap_start(&lap);
         ref64 = runs.out[CG_RUN_FP64];
         n64 = runs.count[CG_RUN_FP64];
         ref32 = runs.out[CG_RUN_FP32];
         n32 = runs.count[CG_RUN_FP32];
         ref16 = runs.out[CG_RUN_FP16];
         n16 = runs.count[CG_RUN_FP16];
-    } else {
-        st = run_reference(j, s, &runs.out[CG_RUN_FP32], &runs.count[CG_RUN_FP32], err);
-        ref32 = runs.out[CG_RUN_FP32];
-        n32 = runs.count[CG_RUN_FP32];
     }
 
-    /* the target */
-    cg_dim_binding dims[CG_PARITY_MAX_DIMS];
-    size_t nd = cg_sample_dims(j->model, opt->dims, opt->dim_count, s, dims, CG_PARITY_MAX_DIMS);
+    /* the target: run above, or its outputs given, or the reference itself */
     if (st != CG_OK) {
     } else if (given) {
         if (!(given_named = calloc(g->output_count + 1, sizeof *given_named)))
@@ -608,33 +706,35 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             given_named[k].value = given[k];
         }
         if (st == CG_OK && j->emulation &&
-            (st = cg_noise_target_add_sample(j->emulation, s->inputs, s->input_count, dims, nd,
-                                             ref64, n64, s->expected ? NULL : &dec, si, NULL,
-                                             err)) != CG_OK)
+            (st = cg_noise_target_add_sample(j->emulation, s->inputs, s->input_count, job.dims,
+                                             job.nd, ref64, n64, s->expected ? NULL : &dec, si,
+                                             NULL, err)) != CG_OK)
             cg_error_prefix(err, "sample %s: the fp16 emulation: ", s->label);
-    } else if (j->target) {
-        if ((st = cg_noise_target_add_sample(j->target, s->inputs, s->input_count, dims, nd,
-                                             ref64, n64, s->expected ? NULL : &dec, si, &truns,
-                                             err)) != CG_OK)
+    } else if (j->target && !job.target) {
+        /* a golden sample: nothing ran above */
+        if ((st = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, job.dims,
+                                             job.nd, err)) != CG_OK)
+            cg_error_prefix(err, "sample %s: target path: ", s->label);
+    } else if (j->sp_on && !job.target) {
+        st = sample_path_run(j, s, &truns, err);
+    } else if (!j->target && !j->sp_on) {
+        st = run_reference(j, s, &truns.out[CG_RUN_TARGET], &truns.count[CG_RUN_TARGET], err);
+    }
+    if (st == CG_OK && j->target) {
+        if ((st = cg_noise_target_tally_sample(j->target, ref64, n64, s->expected ? NULL : &dec,
+                                               si, &truns, err)) != CG_OK)
             cg_error_prefix(err, "sample %s: target path: ", s->label);
         else
             r->reduced = r->reduced || cg_noise_target_precision(j->target) == CG_PRECISION_FP16;
-    } else if (j->sp_on) {
-        cg_target_path *path = NULL;
-        st = cg_sample_path_get(&j->sp, s, &path, err);
-        if (st == CG_OK &&
-            (st = cg_target_path_run(path, s->inputs, s->input_count, &truns.out[CG_RUN_TARGET],
-                                     &truns.count[CG_RUN_TARGET], err)) != CG_OK)
-            cg_error_prefix(err, "sample %s: target path run failed: ", s->label);
-        r->reduced = r->reduced || j->sp.reduced;
-    } else {
-        st = run_reference(j, s, &truns.out[CG_RUN_TARGET], &truns.count[CG_RUN_TARGET], err);
     }
+    if (j->sp_on)
+        r->reduced = r->reduced || j->sp.reduced;
     if (given) {
         truns.out[CG_RUN_TARGET] = given_named;
         truns.count[CG_RUN_TARGET] = g->output_count;
         r->reduced = r->reduced || j->fp16_targets;
     }
+    cg_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
     const cg_named_value *got = truns.out[CG_RUN_TARGET];
     size_t ngot = truns.count[CG_RUN_TARGET];
     if (st == CG_OK && j->tally_on && ref64)
@@ -673,6 +773,7 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
     cg_noise_runs_free(&truns);
     cg_noise_runs_free(&runs);
     cg_noise_decision_values_free(&dec);
+    cg_lap_add(&lap, &j->wall_s[2], &j->cpu_s[2]);
     return st;
 }
 

@@ -25,9 +25,13 @@ struct cg_noise_target {
     cg_target_path *path[3];        /* as placed, fp32 accumulation, fp32 */
     cg_noise_tally tally[3];
     cg_noise_capture cap;
+    /* the last run_sample's, per path, until tally_sample */
+    cg_noise_runs kept;
+    cg_noise_decision_values kept_dec[3];
     cg_dim_binding *dims;           /* the dims the paths were built for */
     size_t dim_count;
     bool built;
+    size_t builds;                  /* how many times the paths were built */
     cg_precision precision;
     bool sums16;                    /* path[0] sums in fp16 somewhere */
     const char *class_name[2];      /* device classes judged (NULL: one) */
@@ -35,7 +39,8 @@ struct cg_noise_target {
 
 static void paths_free(cg_noise_target *t)
 {
-    for (int p = 0; p < 3; p++) {
+    /* the reruns borrow path[0]'s types: freed before it */
+    for (int p = 2; p >= 0; p--) {
         cg_target_path_free(t->path[p]);
         t->path[p] = NULL;
     }
@@ -47,10 +52,19 @@ static void paths_free(cg_noise_target *t)
     t->built = false;
 }
 
+/* Frees what run_sample kept. */
+static void kept_free(cg_noise_target *t)
+{
+    cg_noise_runs_free(&t->kept);
+    for (int p = 0; p < 3; p++)
+        cg_noise_decision_values_free(&t->kept_dec[p]);
+}
+
 void cg_noise_target_free(cg_noise_target *t)
 {
     if (!t)
         return;
+    kept_free(t);
     paths_free(t);
     for (int p = 0; p < 3; p++)
         cg_noise_tally_free(&t->tally[p]);
@@ -115,6 +129,8 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     po.feed_count = input_count;
     po.observe = cg_noise_capture_observe;
     po.observe_user = &t->cap;
+    /* the caller's types are those of the first sample's dims and inputs */
+    po.types = t->builds++ == 0 ? t->base.types : NULL;
     const cg_model *model = cg_noise_model(t->noise);
     cg_status st = cg_target_path_init(model, &po, &t->path[0], err);
     if (st != CG_OK)
@@ -134,7 +150,9 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
             break;
         }
     if (t->precision == CG_PRECISION_FP16) {
+        /* the reruns differ in precision only: path[0]'s types and placement */
         bool acc32 = po.accumulate_fp32;
+        po.like = t->path[0];
         po.accumulate_fp32 = true;
         if ((st = cg_target_path_init(model, &po, &t->path[1], err)) != CG_OK)
             return st;
@@ -147,39 +165,64 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     return CG_OK;
 }
 
-cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *inputs,
+cg_status cg_noise_target_run_sample(cg_noise_target *t, const cg_named_value *inputs,
                                      size_t input_count, const cg_dim_binding *dims,
-                                     size_t dim_count, const cg_named_value *ref64,
-                                     size_t ref_count, const cg_noise_decision_values *ref_dec,
-                                     size_t sample, cg_noise_runs *runs, cg_error *err)
+                                     size_t dim_count, cg_error *err)
 {
     cg_status st = CG_OK;
-    if (runs)
-        memset(runs, 0, sizeof *runs);
+    kept_free(t);
     t->cap.err = err;
-    if (!same_dims(t, dims, dim_count) && (st = paths_build(t, dims, dim_count, inputs, input_count, err)) != CG_OK) {
+    if (!same_dims(t, dims, dim_count) &&
+        (st = paths_build(t, dims, dim_count, inputs, input_count, err)) != CG_OK) {
         cg_error_prefix(err, "target path: ");
         return st;
     }
     for (int p = 0; p < 3 && st == CG_OK; p++) {
         if (!t->path[p])
             continue;
-        cg_named_value *outs = NULL;
-        size_t count = 0;
         memset(&t->cap.values, 0, sizeof t->cap.values);
-        st = cg_target_path_run(t->path[p], inputs, input_count, &outs, &count, err);
-        if (st == CG_OK)
-            st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, outs, count,
-                                    ref_dec, &t->cap.values, NULL, sample, err);
-        if (runs && st == CG_OK) {
-            runs->out[p] = outs;
-            runs->count[p] = count;
-        } else {
-            cg_runtime_free_outputs(outs, count);
-        }
-        cg_noise_decision_values_free(&t->cap.values);
+        st = cg_target_path_run(t->path[p], inputs, input_count, &t->kept.out[p],
+                                &t->kept.count[p], err);
+        t->kept_dec[p] = t->cap.values;
+        memset(&t->cap.values, 0, sizeof t->cap.values);
     }
+    if (st != CG_OK)
+        kept_free(t);
     return st;
+}
+
+cg_status cg_noise_target_tally_sample(cg_noise_target *t, const cg_named_value *ref64,
+                                       size_t ref_count, const cg_noise_decision_values *ref_dec,
+                                       size_t sample, cg_noise_runs *outs, cg_error *err)
+{
+    cg_status st = CG_OK;
+    if (outs)
+        memset(outs, 0, sizeof *outs);
+    for (int p = 0; p < 3 && st == CG_OK; p++)
+        if (t->kept.out[p])
+            st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, t->kept.out[p],
+                                    t->kept.count[p], ref_dec, &t->kept_dec[p], NULL, sample,
+                                    err);
+    if (outs && st == CG_OK) {
+        *outs = t->kept;
+        memset(&t->kept, 0, sizeof t->kept);
+    }
+    kept_free(t);
+    return st;
+}
+
+cg_status cg_noise_target_add_sample(cg_noise_target *t, const cg_named_value *inputs,
+                                     size_t input_count, const cg_dim_binding *dims,
+                                     size_t dim_count, const cg_named_value *ref64,
+                                     size_t ref_count, const cg_noise_decision_values *ref_dec,
+                                     size_t sample, cg_noise_runs *runs, cg_error *err)
+{
+    if (runs)
+        memset(runs, 0, sizeof *runs);
+    cg_status st = cg_noise_target_run_sample(t, inputs, input_count, dims, dim_count, err);
+    return st != CG_OK ? st
+                       : cg_noise_target_tally_sample(t, ref64, ref_count, ref_dec, sample, runs,
+                                                      err);
 }
 
 cg_target_path *cg_noise_target_take_path(cg_noise_target *t)

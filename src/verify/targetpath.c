@@ -27,9 +27,10 @@
  * do), so gate 3 runs on the device what gate 2 placed there; what the
  * conversion folded computes in fp32, as the converter computed it.
  *
- * Invariant: the path owns the type environment, the assignment, the
- * per-node precision array, the proxies and the runtime, and the runtime
- * borrows the other four, so they are freed after it.
+ * Invariant: the path owns the assignment, the per-node precision array,
+ * the proxies and the runtime, and the type environment unless it borrows
+ * it (options.types or .like); the runtime borrows the other four, so they
+ * are freed after it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,7 +58,8 @@ struct cg_target_path {
     const cg_model *model;
     cg_target_path_options opt;
     const cg_target **targets;   /* copy of opt.targets (the array, not the targets) */
-    cg_type_env *types;
+    const cg_type_env *types;
+    cg_type_env *own_types;      /* types, when built here */
     cg_assignment *assign;
     uint8_t *node_prec;          /* cg_node_precision per main-graph node */
     tp_proxy *proxies;           /* one per target when they place a lowered graph */
@@ -139,6 +141,46 @@ static bool proxy_supports(const cg_target *t, const cg_support_query *q, char *
 
 static const cg_target_vtable proxy_vt = {proxy_supports, NULL, NULL, NULL, NULL};
 
+/* Replaces p->targets by proxies that place the source graph as
+ * p->proxy_owner says (p->proxies allocated). */
+static void proxies_use(cg_target_path *p, const char *lowering)
+{
+    for (size_t i = 0; i < p->opt.target_count; i++) {
+        tp_proxy *px = &p->proxies[i];
+        px->t = *p->targets[i];
+        px->t.vt = &proxy_vt;
+        px->t.impl = px;
+        px->graph = p->model->graph;
+        px->owner = p->proxy_owner;
+        px->index = (int)i;
+        px->lowering = lowering;
+        p->targets[i] = &px->t;
+    }
+}
+
+/* The lowered placement of `like` (built for the same model, dims and
+ * feeds), copied: the same proxies without lowering again. */
+static cg_status copy_lowered_placement(cg_target_path *p, const cg_target_path *like,
+                                        cg_error *err)
+{
+    size_t n = p->model->graph->node_count + 1;
+    if (like->model != p->model || like->opt.target_count != p->opt.target_count)
+        return cg_error_set(err, CG_USAGE, "target path: the path it is built like has "
+                            "another model or other targets");
+    if (!like->proxies)
+        return CG_OK;
+    p->proxy_owner = malloc(n * sizeof *p->proxy_owner);
+    p->proxies = calloc(p->opt.target_count, sizeof *p->proxies);
+    p->folded = calloc(n, sizeof *p->folded);
+    if (!p->proxy_owner || !p->proxies || !p->folded)
+        return cg_error_set(err, CG_NOMEM, "out of memory creating the target path");
+    memcpy(p->proxy_owner, like->proxy_owner, n * sizeof *p->proxy_owner);
+    if (like->folded)
+        memcpy(p->folded, like->folded, n * sizeof *p->folded);
+    proxies_use(p, like->proxies[0].lowering);
+    return CG_OK;
+}
+
 /* When the targets partition a lowered graph of other ops (declared types),
  * replaces p->targets by proxies placing the source graph as the lowered
  * graph is placed. */
@@ -193,17 +235,7 @@ static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
             *own = *own == TP_ANY || *own == la->owner[i] ? la->owner[i] : CG_OWNER_CPU;
         }
     }
-    for (size_t i = 0; i < opt->target_count; i++) {
-        tp_proxy *px = &p->proxies[i];
-        px->t = *p->targets[i];
-        px->t.vt = &proxy_vt;
-        px->t.impl = px;
-        px->graph = g;
-        px->owner = p->proxy_owner;
-        px->index = (int)i;
-        px->lowering = l->lowering;
-        p->targets[i] = &px->t;
-    }
+    proxies_use(p, l->lowering);
 done:
     cg_assignment_free(la);
     cg_type_env_free(lt);
@@ -243,16 +275,21 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     for (size_t i = 0; i < opt->target_count; i++)
         p->targets[i] = opt->targets[i];
     p->opt.targets = p->targets;
-    if ((st = use_lowered_placement(p, err)) != CG_OK) {
+    st = opt->like ? copy_lowered_placement(p, opt->like, err) : use_lowered_placement(p, err);
+    if (st != CG_OK) {
         cg_error_prefix(err, "target path: ");
         goto fail;
     }
 
-    st = cg_type_env_build_fed(model, opt->dims, opt->dim_count, opt->random, opt->feeds,
-                               opt->feed_count, &p->types, err);
-    if (st != CG_OK) {
-        cg_error_prefix(err, "target path: types: ");
-        goto fail;
+    p->types = opt->like ? opt->like->types : opt->types;
+    if (!p->types) {
+        st = cg_type_env_build_fed(model, opt->dims, opt->dim_count, opt->random, opt->feeds,
+                                   opt->feed_count, &p->own_types, err);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "target path: types: ");
+            goto fail;
+        }
+        p->types = p->own_types;
     }
     st = cg_assign(model, p->types, p->targets, opt->target_count, &p->assign, err);
     if (st != CG_OK) {
@@ -298,6 +335,8 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     }
     p->opt.feeds = NULL; /* borrowed for init only */
     p->opt.feed_count = 0;
+    p->opt.types = NULL;
+    p->opt.like = NULL;
     *out = p;
     return CG_OK;
 fail:
@@ -351,7 +390,7 @@ void cg_target_path_free(cg_target_path *p)
         return;
     cg_runtime_free(p->rt); /* borrows the rest */
     cg_assignment_free(p->assign);
-    cg_type_env_free(p->types);
+    cg_type_env_free(p->own_types);
     free(p->node_prec);
     free(p->targets);
     free(p->proxies);
