@@ -199,6 +199,30 @@ int main(void)
                rep.judged.output_count == 1 &&
                rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32 && !rep.bisected,
            "reversed sums: %s", rep.reason);
+    /* --timings: gate 3's phases were timed, the peak RSS noted */
+    EXPECT(rep.timings.cpu_s[CG_GATE_PHASE_REFERENCE] > 0 &&
+               rep.timings.cpu_s[CG_GATE_PHASE_TARGET] > 0 &&
+               rep.timings.wall_s[CG_GATE_PHASE_SAMPLES] > 0 &&
+               rep.timings.peak_rss_mib[CG_GATE_PHASE_SAMPLES] > 0 &&
+               rep.timings.total_wall_s >= rep.timings.wall_s[CG_GATE_PHASE_SAMPLES],
+           "timings: reference %g s, target %g s, samples %g s wall, total %g s",
+           rep.timings.cpu_s[CG_GATE_PHASE_REFERENCE], rep.timings.cpu_s[CG_GATE_PHASE_TARGET],
+           rep.timings.wall_s[CG_GATE_PHASE_SAMPLES], rep.timings.total_wall_s);
+    /* the reference and the target run side by side: the figures are
+     * those of every other run, bit for bit */
+    {
+        cg_gate_report again;
+        const cg_parity_output *a = &rep.judged.outputs[0], *b;
+        run_gate(cnn, &rev, &s, &again);
+        b = &again.judged.outputs[0];
+        EXPECT(again.judged.output_count == 1 && a->merged.max_abs == b->merged.max_abs &&
+                   a->error.m.max_abs == b->error.m.max_abs &&
+                   a->floor32.m.max_abs == b->floor32.m.max_abs &&
+                   a->samples[1].error == b->samples[1].error,
+               "a second gate: max_abs %g / %g, error %g / %g", a->merged.max_abs,
+               b->merged.max_abs, a->error.m.max_abs, b->error.m.max_abs);
+        cg_gate_report_free(&again);
+    }
     cg_gate_report_free(&rep);
     for (size_t i = 0; i < s.count; i++) {
         bisect(cnn, &rev, &s.samples[i], &br);
