@@ -465,13 +465,29 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
      * floors' decision analysis types by): no second and third recording
      * run. A lowering types another graph; a file's sample is not what the
      * random policy gives the decision analysis. */
+    const cg_sample *s0 = &opt->samples->samples[0];
+    cg_type_env *own_types = NULL;
     if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
-        !sample_from_files(&opt->samples->samples[0]))
+        !sample_from_files(s0))
         po.types = r->types;
-    if (po.golden && opt->task == CG_TASK_DETECT)
+    /* gate 2 typed a lowering: the model typed once here for both */
+    if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden) {
+        cg_dim_binding binds[CG_PARITY_MAX_DIMS];
+        size_t nb = cg_sample_dims(model, opt->dims, opt->dim_count, s0, binds,
+                                   CG_PARITY_MAX_DIMS);
+        cg_error terr;
+        cg_error_clear(&terr);
+        if (cg_type_env_build_fed(model, binds, nb, opt->random, s0->inputs, s0->input_count,
+                                  &own_types, &terr) == CG_OK)
+            po.types = own_types; /* else each builds its own, as before */
+    }
+    if (po.golden && opt->task == CG_TASK_DETECT) {
+        cg_type_env_free(own_types);
         return cg_error_set(err, CG_USAGE, "gate 3: --task detect matches detections against "
                             "fresh reference runs, not a golden set: use --inputs");
+    }
     if ((st = cg_judge_init(model, &po, opt->samples->count, &r->judged, &j, err)) != CG_OK) {
+        cg_type_env_free(own_types);
         cg_error_prefix(err, "gate 3: ");
         return st;
     }
@@ -509,6 +525,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     if (st == CG_OK)
         st = cg_judge_finish(j, err);
     cg_judge_free(j);
+    cg_type_env_free(own_types); /* after the judge and its paths, which borrow it */
     phase_lap(r, &lap, CG_GATE_PHASE_VERDICTS);
     if (st != CG_OK) {
         cg_error_prefix(err, "gate 3: ");
