@@ -60,6 +60,24 @@ gives; the inputs are what trigger it:
                                             class of many pixels, each within the fp16 noise
   tests/data/fp16/segment_tie_inputs/       its input x (one set, fp16-exact)
 
+  tests/data/fp16/sum_cancel.onnx           ReduceSum over 139 values: 70 x 1024 then 69 x -1024
+                                            (exact in fp16): a running sum past 65504 (inf in
+                                            fp16), 1024 in fp32
+  tests/data/fp16/prod_overflow.onnx        ReduceProd of rows 256, 256, 1/256, 1/256, ...:
+                                            a running product of 65536 (inf in fp16), 1 in fp32
+  tests/data/fp16/conv_cancel.onnx          a 3x3 Conv of 16 channels of 32 whose weights are
+                                            +32 for taps 0-4 and -32 for taps 5-8: summed as
+                                            TFLite GPU does (taps outer, channels inner) the
+                                            running sum passes 65504 after tap 4 (inf in fp16);
+                                            16384 in fp32
+  tests/data/fp16/<case>_inputs/            their inputs (one set each, fp16-exact)
+  tests/data/fp16/sums_overflow.onnx        one node each of ReduceSum, ReduceSumSquare, ReduceL2,
+                                            ReduceLogSumExp, ReduceProd and Conv, on inputs
+                                            (sums_overflow_inputs) whose fp16 running sums
+                                            pass 65504 where an fp16 sum can (tests/unit/
+                                            test_fp64.c: the F16 devices' floor mode stays
+                                            finite where fp16 accumulation gives inf)
+
 and two models that check the emulation itself:
 
   tests/data/fp16/boundary.onnx             a = Erf(x) on the CPU (litert-gpu has no Erf),
@@ -405,6 +423,93 @@ def segment_tie_inputs():
     return {"sample_0": {"x": x.astype(np.float32)}}
 
 
+# --- (h) fp16 running sums past 65504, one reduction or convolution each ------------
+
+def sum_cancel_model():
+    nodes = [h.make_node("ReduceSum", ["x", "axes"], ["total"], name="sum", keepdims=1),
+             h.make_node("Mul", ["total", "half"], ["y"], name="scale")]
+    return graph_model(
+        "sum_cancel", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 139])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 1])],
+        [numpy_helper.from_array(np.array([1], np.int64), "axes"), const("half", 0.5)])
+
+
+def sum_cancel_inputs():
+    x = np.concatenate([np.full(70, 1024.0), np.full(69, -1024.0)]).reshape(1, 139)
+    return {"sample_0": {"x": x.astype(np.float32)}}
+
+
+def prod_overflow_model():
+    nodes = [h.make_node("ReduceProd", ["x"], ["prod"], name="prod", axes=[1], keepdims=1),
+             h.make_node("Mul", ["prod", "half"], ["y"], name="scale")]
+    return graph_model(
+        "prod_overflow", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [2, 8])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 1])], [const("half", 0.5)])
+
+
+def prod_overflow_inputs():
+    """Row 0: 256, 256, then six of 1/256 and 4s: the product reaches 65536
+    after two factors and ends at 1; row 1: factors near 1 (fine)."""
+    x = np.array([[256, 256, 1 / 256, 1 / 256, 4, 0.25, 2, 0.5],
+                  [1.5, 0.75, 1.25, 0.5, 2, 1, 0.875, 1.125]])
+    return {"sample_0": {"x": x.astype(np.float32)}}
+
+
+def conv_cancel_weights():
+    w = np.empty((2, 16, 3, 3), np.float32)
+    taps = np.arange(9).reshape(3, 3)
+    w[0] = np.where(taps < 5, 32.0, -32.0)       # +32 on taps 0-4, -32 on taps 5-8
+    w[1] = np.where(taps % 2 == 0, 0.5, -0.5)    # the control: no running sum grows
+    return w
+
+
+def conv_cancel_model():
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3])]
+    return graph_model(
+        "conv_cancel", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 16, 3, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 2, 1, 1])],
+        [const("w", conv_cancel_weights()), const("b", [1.0, -1.0])])
+
+
+def conv_cancel_inputs():
+    return {"sample_0": {"x": np.full((1, 16, 3, 3), 32.0, np.float32)}}
+
+
+def sums_overflow_model():
+    red = [("ReduceSum", "s"), ("ReduceSumSquare", "sq"), ("ReduceL2", "l2"),
+           ("ReduceLogSumExp", "lse"), ("ReduceProd", "p")]
+    nodes, ins, outs = [], [], []
+    for op, name in red:
+        if op == "ReduceSum":
+            nodes.append(h.make_node(op, [name, "axes"], [name + "_y"], name=op, keepdims=1))
+        else:
+            nodes.append(h.make_node(op, [name], [name + "_y"], name=op, axes=[1], keepdims=1))
+        ins.append(h.make_tensor_value_info(name, TP.FLOAT, [1, None]))
+        outs.append(h.make_tensor_value_info(name + "_y", TP.FLOAT, [1, 1]))
+    nodes.append(h.make_node("Conv", ["cx", "w", "b"], ["conv_y"], name="Conv",
+                             kernel_shape=[3, 3]))
+    ins.append(h.make_tensor_value_info("cx", TP.FLOAT, [1, 16, 3, 3]))
+    outs.append(h.make_tensor_value_info("conv_y", TP.FLOAT, [1, 2, 1, 1]))
+    return graph_model("sums_overflow", nodes, ins, outs,
+                       [numpy_helper.from_array(np.array([1], np.int64), "axes"),
+                        const("w", conv_cancel_weights()), const("b", [1.0, -1.0])])
+
+
+def sums_overflow_inputs():
+    """s: the sum_cancel row (partial 71680, total 1024); sq: 64 values of 30
+    (squares 900, total 57600: in range, where the two modes must agree);
+    l2: 64 values of 40 (sum of squares 102400 past 65504, L2 320); lse: 64
+    values of 12 (every exp 162755 past 65504; the kernel subtracts the max
+    first, so no sum grows: the modes agree); p: prod_overflow's row 0;
+    cx: conv_cancel's input."""
+    x = {"s": sum_cancel_inputs()["sample_0"]["x"],
+         "sq": np.full((1, 64), 30.0), "l2": np.full((1, 64), 40.0),
+         "lse": np.full((1, 64), 12.0),
+         "p": prod_overflow_inputs()["sample_0"]["x"][:1],
+         "cx": conv_cancel_inputs()["sample_0"]["x"]}
+    return {"sample_0": {k: np.asarray(v, np.float32) for k, v in x.items()}}
+
+
 def main():
     save(rmsnorm_model(), os.path.join(DATA, "rmsnorm_overflow.onnx"))
     save_sets(os.path.join(DATA, "rmsnorm_overflow_inputs"), rmsnorm_inputs())
@@ -426,6 +531,12 @@ def main():
     save_sets(os.path.join(DATA, "detect_tie_inputs"), detect_tie_inputs())
     save(segment_tie_model(), os.path.join(DATA, "segment_tie.onnx"))
     save_sets(os.path.join(DATA, "segment_tie_inputs"), segment_tie_inputs())
+    for name, model, inputs in (("sum_cancel", sum_cancel_model, sum_cancel_inputs),
+                                ("prod_overflow", prod_overflow_model, prod_overflow_inputs),
+                                ("conv_cancel", conv_cancel_model, conv_cancel_inputs),
+                                ("sums_overflow", sums_overflow_model, sums_overflow_inputs)):
+        save(model(), os.path.join(DATA, name + ".onnx"))
+        save_sets(os.path.join(DATA, name + "_inputs"), inputs())
     save(rmsnorm_model(), os.path.join(EXAMPLES, "rmsnorm_fp16.onnx"))
     save_sets(os.path.join(EXAMPLES, "rmsnorm_fp16_inputs"), rmsnorm_inputs())
 

@@ -25,6 +25,11 @@ Cases (each a .tflite written here with tools/tflite_writer.py):
                 ~10 (tests/data/fp16/layernorm_variance's input, sample_0):
                 the variance MEAN's sum of squared deviations (~1e5)
                 passes 65504
+  conv_cancel   CONV_2D 3x3 VALID of a [1,3,3,16] map of 32s, weights +32 on
+                taps 0-4 and -32 on taps 5-8 (tests/data/fp16/conv_cancel,
+                NHWC): summed taps outer, channels inner (TFLite GPU's
+                ConvGeneric) the running sum passes 65504 after tap 4, the
+                answer is 16384 (+ bias 1); channel 1 is a control
   resnet18_head the classifier of zoo resnet18: MEAN over the 7x7 map of
                 the network's last activation on a real input, then
                 FULLY_CONNECTED 512 -> 1000 with its weights (needs
@@ -230,6 +235,39 @@ def case_layernorm_var(src):
     return m.serialize(), [x_in], ref, acc32, acc16
 
 
+def case_conv_cancel():
+    taps = np.arange(9).reshape(3, 3)
+    w = np.empty((2, 3, 3, 16), np.float32)  # OHWI
+    w[0] = np.where(taps < 5, 32.0, -32.0)[..., None]
+    w[1] = np.where(taps % 2 == 0, 0.5, -0.5)[..., None]
+    b = np.array([1.0, -1.0], np.float32)
+    x = np.full((1, 3, 3, 16), 32.0, np.float32)
+    m = Model()
+    g = m.subgraph("main")
+    xt = g.tensor("x", list(x.shape), F)
+    wt = g.tensor("w", list(w.shape), F, data=w)
+    bt = g.tensor("b", [2], F, data=b)
+    y = g.tensor("y", [1, 1, 1, 2], F)
+    g.op("CONV_2D", [xt, wt, bt], [y],
+         options=("Conv2DOptions", {"padding": 1, "stride_w": 1, "stride_h": 1,
+                                    "fused_activation_function": 0}))
+    g.inputs, g.outputs = [xt], [y]
+    m.signature("serving_default")
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    ref = (np.einsum("hwc,ohwc->o", x64[0], w64) + b)[None, None, None]
+    acc32 = h(h(np.einsum("hwc,ohwc->o", h(x64)[0], h(w64))) + h(b))[None, None, None]
+    acc16 = np.empty(2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for o in range(2):
+            s = np.float16(0)
+            for ky in range(3):
+                for kx in range(3):
+                    for c in range(16):
+                        s = np.float16(s + np.float16(w64[o, ky, kx, c] * x64[0, ky, kx, c]))
+            acc16[o] = float(np.float16(float(s) + b[o]))
+    return m.serialize(), [x], ref, acc32, acc16[None, None, None]
+
+
 def case_resnet18_head(zoo, activation):
     import onnx
     from onnx import numpy_helper
@@ -284,7 +322,8 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     cases = {"fc_cancel": case_fc_cancel(), "mean_global": case_mean_global(),
              "rmsnorm": case_rmsnorm(),
-             "layernorm_var": case_layernorm_var(os.path.join(HERE, ".."))}
+             "layernorm_var": case_layernorm_var(os.path.join(HERE, "..")),
+             "conv_cancel": case_conv_cancel()}
     if args.zoo and args.activation:
         cases["resnet18_head"] = case_resnet18_head(args.zoo, args.activation)
     jobs = []

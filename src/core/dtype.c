@@ -1,4 +1,5 @@
 /* The element-type table and fp16/bf16 conversions. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -156,6 +157,15 @@ static double round_to_format(double x, int digits, int emin, double max_finite)
 
 double cg_fp16_round(double x)
 {
+    /* fp16's normal range: its 11-bit significand is all that rounds
+     * (cg_fp16_round_significand, bit operations; the fp16 emulation calls
+     * this for every product and partial sum), and what rounds past 65504
+     * is inf; subnormals, zero, inf and NaN take the general path */
+    double a = fabs(x);
+    if (a >= 0x1p-14 && a <= DBL_MAX) {
+        double r = cg_fp16_round_significand(x);
+        return fabs(r) > 65504.0 ? copysign(INFINITY, x) : r;
+    }
     return round_to_format(x, 11, -14, 65504.0);
 }
 

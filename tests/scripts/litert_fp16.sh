@@ -6,9 +6,11 @@
 # (0 with an fp32 sum, inf with an fp16 one), a MEAN of 3072 values ~100, an
 # RMSNorm whose sum of squares passes 65504, and (when the zoo has it)
 # resnet18's head (MEAN 7x7 + FULLY_CONNECTED 512 -> 1000) on its real
-# activation, and a LayerNorm of width 1024 whose variance MEAN sums squared
-# deviations past 65504 (tests/data/fp16/layernorm_variance). For each, `convgate run CASE.tflite --target litert-gpu`
-# must match the delegate's output within one fp16 spacing at the output's
+# activation, a LayerNorm of width 1024 whose variance MEAN sums squared
+# deviations past 65504 (tests/data/fp16/layernorm_variance), and a 3x3
+# CONV_2D whose running sum passes 65504 when summed as TFLite GPU's F16
+# kernels do (tests/data/fp16/conv_cancel). For each, `convgate run
+# CASE.tflite --target litert-gpu` must match the delegate's output within one fp16 spacing at the output's
 # scale, with the same inf/NaN elements: the profile's accumulation is the
 # delegate's (fp32). With --accumulate fp16 (a GPU computing in f16) the
 # emulation must differ from the delegate on every case, so the comparison
@@ -27,7 +29,7 @@ command -v node >/dev/null 2>&1 || finish "node is not installed (scripts/setup.
 command -v chromium >/dev/null 2>&1 || finish "chromium is not installed"
 "$py" -c 'import numpy, flatbuffers' 2>/dev/null || finish "python3 numpy/flatbuffers missing"
 
-cases="fc_cancel mean_global rmsnorm layernorm_var"
+cases="fc_cancel mean_global rmsnorm layernorm_var conv_cancel"
 extra=()
 if [ -f "$ZOO/resnet18.onnx" ]; then
     # the classifier's input: resnet18's last activation on bench/parity.sh's input
@@ -103,9 +105,9 @@ done
 
 # Gate 3 judges litert-gpu as both device classes (its profile's
 # device_classes): on F16 devices (fp16 sums) the cancelling
-# FULLY_CONNECTED, the global MEAN, the RMSNorm's MEAN and the LayerNorm's
-# variance MEAN (not its mean's) overflow, a precision breakdown bisected to
-# that op; on F32_F16 devices (fp32 sums:
+# FULLY_CONNECTED, the global MEAN, the RMSNorm's MEAN, the LayerNorm's
+# variance MEAN (not its mean's) and the CONV_2D overflow, a precision
+# breakdown bisected to that op; on F32_F16 devices (fp32 sums:
 # the delegate measured here) they match, and so do the delegate's own
 # outputs judged as that class (--accumulate fp32). The resnet18 head
 # (MEAN + FULLY_CONNECTED 512 -> 1000) passes on both: its fp16 sums stay
@@ -116,6 +118,7 @@ for c in $cases; do
     node=
     case $c in
     fc_cancel) op=MatMul ;;
+    conv_cancel) op=Conv ;;
     resnet18_head) op= ;;
     layernorm_var) op=ReduceMean node='MEAN#3' ;; # the variance's MEAN, not the mean's (#0)
     *) op=ReduceMean ;;

@@ -19,7 +19,16 @@
  *  - the F16 devices' floor run (float64, node_precision FP16_SUM11) on the
  *    RMSNorm whose sum of squares passes 65504: finite where fp16
  *    accumulation gives inf, and further from float64 than fp16 storage
- *    alone (its sums are rounded); refused without float64.
+ *    alone (its sums are rounded); refused without float64;
+ *  - the same for the other accumulating kernels (tests/data/fp16/
+ *    sums_overflow.onnx): ReduceSum (a cancelling sum), ReduceL2 (a sum of
+ *    squares past 65504), ReduceProd (a running product past it) and Conv
+ *    (a 3x3 conv whose running sum passes it only in TFLite GPU's order,
+ *    taps outer) give inf with fp16 accumulation and the float64 value,
+ *    fp16-rounded, in the floor mode; ReduceSumSquare and ReduceLogSumExp
+ *    (whose sums cannot pass 65504 without their output doing so: squares
+ *    are non-negative; the exps are taken after subtracting the max) give
+ *    the same value in both modes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -342,11 +351,91 @@ static void test_sum11(void)
     cg_model_free(m);
 }
 
+/* The floor mode's sums on each accumulating kernel: finite (fp16's
+ * significand, no range) where fp16 accumulation passes 65504. */
+static void test_sums_overflow(void)
+{
+    static const char *const ins[] = {"s", "sq", "l2", "lse", "p", "cx"};
+    enum { NIN = 6 };
+    const char *dir = CG_SOURCE_DIR "/tests/data/fp16/";
+    char path[512];
+    snprintf(path, sizeof path, "%ssums_overflow.onnx", dir);
+    cg_model *m = test_load_model(path);
+    if (!m)
+        return;
+    cg_named_value in[NIN];
+    bool loaded = true;
+    for (int i = 0; i < NIN; i++) {
+        snprintf(path, sizeof path, "%ssums_overflow_inputs/sample_0/%s.npy", dir, ins[i]);
+        in[i].name = ins[i];
+        loaded = (in[i].value = test_load_npy(path)) != NULL && loaded;
+    }
+    size_t nn = m->graph->node_count;
+    uint8_t *p11 = malloc(nn), *pacc = malloc(nn);
+    cg_error err;
+    cg_error_clear(&err);
+    cg_runtime *r64 = NULL, *r11 = NULL, *racc = NULL;
+    if (loaded && p11 && pacc) {
+        memset(p11, CG_NODE_PREC_FP16_SUM11, nn);
+        memset(pacc, CG_NODE_PREC_FP16_ACC16, nn);
+        r64 = runtime(m, true, NULL, &err);
+        r11 = runtime(m, true, p11, &err);
+        racc = runtime(m, false, pacc, &err);
+    }
+    EXPECT(loaded && r64 && r11 && racc, "set-up: %s", err.msg);
+    cg_named_value *o[3] = {NULL};
+    size_t n[3] = {0};
+    cg_runtime *rts[3] = {r64, r11, racc};
+    bool ran = r64 && r11 && racc;
+    for (int i = 0; i < 3 && ran; i++)
+        ran = cg_runtime_run(rts[i], in, NIN, &o[i], &n[i], &err) == CG_OK && n[i] == 6;
+    EXPECT(ran, "runs: %s", err.msg);
+    /* per output: does fp16 accumulation overflow where the floor mode
+     * keeps the float64 value (else the two modes agree) */
+    static const struct {
+        const char *name;
+        bool overflows;
+    } want[] = {{"s_y", true},  {"sq_y", false}, {"l2_y", true},
+                {"lse_y", false}, {"p_y", true},  {"conv_y", true}};
+    for (size_t k = 0; ran && k < 6; k++) {
+        const cg_tensor *t64 = &o[0][k].value->tensor, *t11 = &o[1][k].value->tensor;
+        const cg_tensor *tac = &o[2][k].value->tensor;
+        EXPECT(strcmp(o[0][k].name, want[k].name) == 0, "output %zu is %s", k, o[0][k].name);
+        /* element 0 is the crafted one (conv_y's second channel is a control) */
+        double ref = ((const double *)t64->data)[0], v11 = ((const double *)t11->data)[0];
+        double vac = ((const float *)tac->data)[0];
+        /* in range, the floor's sums drift by fp16 rounding (sq_y: 0.3%) */
+        EXPECT(isfinite(v11) && fabs(v11 - ref) <= fabs(ref) * (want[k].overflows ? 0x1p-10 : 0.01),
+              "%s: the floor mode keeps %.9g (float64 %.9g)", want[k].name, v11, ref);
+        if (want[k].overflows)
+            EXPECT(isinf(vac), "%s: fp16 accumulation overflows (got %.9g)", want[k].name, vac);
+        else
+            EXPECT(vac == v11, "%s: both modes round alike in range (%.9g vs %.9g)",
+                  want[k].name, vac, v11);
+        if (strcmp(want[k].name, "conv_y") == 0)
+            EXPECT(((const float *)tac->data)[1] == ((const double *)t11->data)[1] &&
+                      ((const double *)t11->data)[1] == ((const double *)t64->data)[1],
+                  "conv_y's control channel agrees: %.9g %.9g %.9g",
+                  ((const float *)tac->data)[1], ((const double *)t11->data)[1],
+                  ((const double *)t64->data)[1]);
+    }
+    for (int i = 0; i < 3; i++) {
+        cg_runtime_free_outputs(o[i], n[i]);
+        cg_runtime_free(rts[i]);
+    }
+    for (int i = 0; i < NIN; i++)
+        cg_value_free(in[i].value);
+    free(p11);
+    free(pacc);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_rounding();
     test_promote();
     test_rmsnorm();
     test_sum11();
+    test_sums_overflow();
     return test_done("test_fp64");
 }

@@ -9,6 +9,11 @@
  * on dgemm; the integer convs subtract zero points into int32 and use an
  * exact int32 GEMM. Every shape, group and attribute is validated before any
  * buffer is read.
+ *
+ * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16 GPU
+ * computing in F16) and CG_KPREC_FP16_SUM11 (float64 mode: the F16 devices'
+ * floor) Conv sums each output in fp16 as TFLite GPU's F16 kernels do
+ * (conv_sum16, which cites them).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -674,6 +679,111 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
     return CG_OK;
 }
 
+/* ---- fp16 sums (CG_KPREC_FP16_ACC16, CG_KPREC_FP16_SUM11) ---------------------- */
+
+/* A GPU delegate computing in F16 keeps each output's running sum in fp16:
+ * TFLite GPU's ConvGeneric (tensorflow/lite/delegates/gpu/common/tasks/
+ * conv_generic.cc, GenerateConv) declares its accumulators ACCUM_FLT4,
+ * which GetCommonOpenCLDefines (delegates/gpu/cl/cl_operation.cc) defines as
+ * half4 at CalculationsPrecision::F16 and float4 at F32_F16; it adds each
+ * product weight * src in that type, over the kernel's taps (ky, kx outer)
+ * and, within a tap, the input channels, then converts the sum to FLT and
+ * adds the bias. Here every product and partial sum is rounded by r16
+ * (cg_fp16_round: fp16, overflowing to inf; cg_fp16_round_significand: the
+ * F16 devices' floor, fp16's significand without its range), in that order,
+ * and the bias is added to the rounded sum. */
+typedef struct conv16_job {
+    const double *x;     /* channels last: [n][position][channel] */
+    const double *w;     /* [output channel][tap][channel of its group] */
+    const double *b;
+    cg_tensor *y;
+    const conv_geom *g;
+    double (*r16)(double);
+    const int64_t *taps; /* per tap, its index along each spatial dim */
+    int64_t kn, in_plane, out_plane, cg, mg;
+} conv16_job;
+
+static void conv16_task(void *arg, int t, int nt)
+{
+    const conv16_job *j = arg;
+    const cg_nn_window *w = &j->g->w;
+    int64_t lo, hi;
+    /* one share per (image, output channel) plane */
+    cg_kernel_share(j->g->n * j->g->m, 1, t, nt, &lo, &hi);
+    for (int64_t plane = lo; plane < hi; plane++) {
+        int64_t n = plane / j->g->m, oc = plane % j->g->m, grp = oc / j->mg;
+        const double *xn = j->x + n * j->in_plane * j->g->c + grp * j->cg;
+        const double *wm = j->w + oc * j->kn * j->cg;
+        double bias = j->b ? j->b[oc] : 0.0;
+        for (int64_t o = 0; o < j->out_plane; o++) {
+            int64_t od[CG_MAX_RANK], rest = o;
+            for (int d = w->nsp - 1; d >= 0; d--) {
+                od[d] = rest % w->out[d];
+                rest /= w->out[d];
+            }
+            double acc = 0.0;
+            for (int64_t tap = 0; tap < j->kn; tap++) {
+                const int64_t *kd = j->taps + tap * w->nsp;
+                int64_t pos = 0;
+                bool inside = true;
+                for (int d = 0; d < w->nsp && inside; d++) {
+                    int64_t i = od[d] * w->stride[d] - w->pad0[d] + kd[d] * w->dil[d];
+                    inside = i >= 0 && i < w->in[d];
+                    pos = pos * w->in[d] + i;
+                }
+                if (!inside) /* the zero border adds products of 0 */
+                    continue;
+                const double *xs = xn + pos * j->g->c, *ws = wm + tap * j->cg;
+                for (int64_t ci = 0; ci < j->cg; ci++)
+                    acc = j->r16(acc + j->r16(ws[ci] * xs[ci]));
+            }
+            cg_tensor_set_f64(j->y, plane * j->out_plane + o, j->r16(acc + bias));
+        }
+    }
+}
+
+static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                            const cg_tensor *b, const conv_geom *g, cg_tensor *y)
+{
+    conv16_job j;
+    j.kn = cg_nn_prod(g->w.nsp, g->w.kernel);
+    j.in_plane = cg_nn_prod(g->w.nsp, g->w.in);
+    j.out_plane = cg_nn_prod(g->w.nsp, g->w.out);
+    j.cg = g->c / g->group;
+    j.mg = g->m / g->group;
+    /* channels innermost, so each tap's inner loop reads both operands in
+     * order (the values are the same; only the layout changes) */
+    double *xc = cg_nn_scratch(k, x->numel, sizeof *xc);
+    double *wc = cg_nn_scratch(k, wt->numel, sizeof *wc);
+    int64_t *taps = cg_nn_scratch(k, j.kn * g->w.nsp, sizeof *taps);
+    j.b = b ? cg_nn_as_f64(k, b) : NULL;
+    if (!xc || !wc || !taps || (b && !j.b))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t c = 0; c < g->c; c++)
+            for (int64_t p = 0; p < j.in_plane; p++)
+                xc[(n * j.in_plane + p) * g->c + c] =
+                    cg_tensor_get_f64(x, (n * g->c + c) * j.in_plane + p);
+    for (int64_t m = 0; m < g->m; m++)
+        for (int64_t c = 0; c < j.cg; c++)
+            for (int64_t tap = 0; tap < j.kn; tap++)
+                wc[(m * j.kn + tap) * j.cg + c] =
+                    cg_tensor_get_f64(wt, (m * j.cg + c) * j.kn + tap);
+    for (int64_t tap = 0; tap < j.kn; tap++)
+        for (int64_t d = g->w.nsp - 1, rest = tap; d >= 0; d--) {
+            taps[tap * g->w.nsp + d] = rest % g->w.kernel[d];
+            rest /= g->w.kernel[d];
+        }
+    j.x = xc;
+    j.w = wc;
+    j.taps = taps;
+    j.y = y;
+    j.g = g;
+    j.r16 = k->precision == CG_KPREC_FP16_SUM11 ? cg_fp16_round_significand : cg_fp16_round;
+    cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, conv16_task, &j);
+    return cg_kernel_check_time(k);
+}
+
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, bool transpose,
@@ -747,7 +857,11 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     conv_out_dims(&g, false, dims);
     /* float32 applies a fused activation (after a residual of exactly the
      * output's shape) in its stores, on both its paths */
-    const cg_epilogue *epi = x->dtype == CG_DTYPE_FLOAT ? cg_kernel_epilogue(k) : NULL;
+    /* a node emulating fp16 sums is never fused (fuse.c plans no
+     * epilogue where node precisions are set) */
+    bool sum16 = (k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE) ||
+                 (k->precision == CG_KPREC_FP16_SUM11 && x->dtype == CG_DTYPE_DOUBLE);
+    const cg_epilogue *epi = x->dtype == CG_DTYPE_FLOAT && !sum16 ? cg_kernel_epilogue(k) : NULL;
     if (epi && epi->add &&
         (epi->add->dtype != CG_DTYPE_FLOAT || epi->add->rank != x->rank ||
          memcmp(epi->add->dims, dims, (size_t)x->rank * sizeof *dims) != 0))
@@ -759,6 +873,8 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
+    if (sum16)
+        return conv_sum16(k, x, wt, b, &g, y);
     return conv_float(k, x, wt, b, &g, false, epi, y);
 }
 
