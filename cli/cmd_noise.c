@@ -35,8 +35,10 @@ static void noise_usage(FILE *f)
           "                       error as a multiple of its precision's floor, and the\n"
           "                       verdict; an fp16 path is rerun with fp32 accumulation\n"
           "                       and in fp32 to tell precision from a wrong kernel\n"
-          "  --accumulate fp16|fp32  how the fp16 target path accumulates (default: as the\n"
-          "                       profile says; litert-gpu: fp32, measured)\n"
+          "  --accumulate fp16|fp32  judge one device class of the fp16 target: fp16 sums\n"
+          "                       (against the fp16-sums floor) or fp32 sums (default:\n"
+          "                       both classes of a target that lists two, litert-gpu's\n"
+          "                       F16 and F32_F16 devices; else as its profile says)\n"
           "  --outputs-from DIR   judge outputs another runtime produced on the same\n"
           "                       samples, read in the layout of the inputs\n"
           "  --precision P        what those outputs were computed in: fp32 (default) or\n"
@@ -218,7 +220,11 @@ int cmd_noise(int argc, char **argv)
     base.random = &a.in.random;
     base.accumulate_fp32 = a.targets.accumulate == 2;
     base.accumulate_fp16 = a.targets.accumulate == 1;
+    /* a target with two device classes is judged as both unless
+     * --accumulate picks one, each against the floor of how it sums */
+    base.device_classes = a.targets.accumulate == 0;
     no.fp16 = a.fp16;
+    no.fp16_sums = a.fp16 && cg_target_path_options_sum16(&base);
     no.types = types;
     if ((st = cg_noise_init(model, &no, &noise, &err)) != CG_OK ||
         (a.targets.count && (st = cg_noise_target_init(noise, &base, &target, &err)) != CG_OK) ||

@@ -194,7 +194,7 @@ typedef struct cg_parity_report {
     bool reduced;                    /* the target computes in reduced precision */
     cg_precision precision;          /* what the judged outputs were computed in */
     bool by_noise;                   /* some output is judged against the noise floor */
-    char note[512];                  /* how the outputs were judged, when not the usual way */
+    char note[1536];                 /* how the outputs were judged, when not the usual way */
     size_t sample_count;
     char **sample_names;
     cg_parity_output *outputs;       /* graph-output order */

@@ -100,6 +100,24 @@ static const cg_noise_tally *side_tally(const cg_noise_side *s)
     return s->target ? cg_noise_target_tally(s->target) : s->tally;
 }
 
+/* A target side judged as two device classes: each class's verdict
+ * ([0] sums in fp16, [1] in fp32); false when there is one class. */
+static bool judge_classes(const cg_noise_side *s, size_t i, cg_judgement c[2], cg_error *err,
+                          bool *ok)
+{
+    *ok = true;
+    if (!s->target || !cg_noise_target_class(s->target, 0))
+        return false;
+    for (int k = 0; k < 2 && *ok; k++)
+        *ok = cg_noise_target_judge_class(s->target, i, k, NULL, &c[k], err) == CG_OK;
+    return true;
+}
+
+static const char *class_floor_name(const cg_judgement *j, int cls)
+{
+    return j->against == CG_PRECISION_FP32 ? "fp32" : cls == 0 ? "fp16-sums" : "fp16 storage";
+}
+
 bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err)
 {
     bool pass = true;
@@ -118,8 +136,11 @@ bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err)
         stats_text(f, "  ", "fp32 noise floor", &o->v.fp32);
         if (v->fp16)
             stats_text(f, "  ", "fp16 storage floor", &o->v.fp16);
+        if (o->v.fp16_sums.dist.count)
+            stats_text(f, "  ", "fp16-sums floor", &o->v.fp16_sums);
         for (size_t k = 0; k < v->side_count; k++) {
-            cg_judgement j;
+            cg_judgement j, c[2];
+            bool ok;
             if (!judge(v, &v->sides[k], i, &j, err)) {
                 pass = false;
                 continue;
@@ -127,6 +148,14 @@ bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err)
             pass = pass && cg_verdict_passes(j.verdict);
             cg_text_printf(f, "  %-19s %s: %s\n", v->sides[k].name, cg_verdict_name(j.verdict),
                            j.reason);
+            if (!judge_classes(&v->sides[k], i, c, err, &ok))
+                continue;
+            for (int cls = 0; cls < 2 && ok; cls++)
+                cg_text_printf(f, "    %s: %s, %.3gx the %s floor\n",
+                               cg_noise_target_class(v->sides[k].target, cls),
+                               cg_verdict_name(c[cls].verdict), c[cls].ratio,
+                               class_floor_name(&c[cls], cls));
+            pass = pass && ok;
         }
     }
     return pass;
@@ -157,16 +186,36 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err)
             continue;
         if (cg_json_set(jo, "scale", cg_json_number(cg_noise_scale(&o->v.fp32))) != 0 ||
             cg_json_set(jo, "fp32", cg_report_noise_stats_json(&o->v.fp32)) != 0 ||
-            (v->fp16 && cg_json_set(jo, "fp16", cg_report_noise_stats_json(&o->v.fp16)) != 0)) {
+            (v->fp16 && cg_json_set(jo, "fp16", cg_report_noise_stats_json(&o->v.fp16)) != 0) ||
+            cg_json_set(jo, "fp16_sums", o->v.fp16_sums.dist.count
+                                             ? cg_report_noise_stats_json(&o->v.fp16_sums)
+                                             : json_null()) != 0) {
             json_decref(root);
             return NULL;
         }
         for (size_t k = 0; k < v->side_count; k++) {
             const cg_noise_side *s = &v->sides[k];
-            cg_judgement j;
+            cg_judgement j, c[2];
+            bool ok;
             if (!judge(v, s, i, &j, err)) {
                 *pass = false;
                 continue;
+            }
+            json_t *classes = json_null();
+            if (judge_classes(s, i, c, err, &ok)) {
+                classes = json_array();
+                for (int cls = 0; cls < 2 && ok && classes; cls++) {
+                    json_t *jc = json_object();
+                    if (!jc || json_array_append_new(classes, jc) != 0 ||
+                        cg_json_set(jc, "name",
+                                    cg_json_text(cg_noise_target_class(s->target, cls))) != 0 ||
+                        cg_json_set(jc, "accumulate", cg_json_text(cls ? "fp32" : "fp16")) != 0 ||
+                        cg_json_set(jc, "verdict", cg_report_judgement_json(&c[cls])) != 0) {
+                        json_decref(classes);
+                        classes = NULL;
+                    }
+                }
+                *pass = *pass && ok;
             }
             *pass = *pass && cg_verdict_passes(j.verdict);
             const cg_noise_tally *t = side_tally(s);
@@ -174,6 +223,7 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err)
             json_t *jv = cg_report_judgement_json(&j);
             if (!jv || json_array_append_new(jj, jv) != 0 ||
                 cg_json_set(jv, "side", cg_json_text(s->name)) != 0 ||
+                cg_json_set(jv, "device_classes", classes) != 0 ||
                 cg_json_set(jv, "precision", cg_json_text(cg_precision_name(prec))) != 0 ||
                 cg_json_set(jv, "error_stats", cg_report_noise_stats_json(&t->errors[i])) != 0 ||
                 (o->discontinuous && t->flips_compared[i] &&

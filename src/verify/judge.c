@@ -54,6 +54,11 @@ struct cg_judge {
     bool *default_tol;          /* per output: no explicit tolerance */
     bool noise;                 /* floors are in play */
     bool golden_without_floors; /* a golden sample came without recorded floors */
+    bool golden_without_sums;   /* ... with floors but no fp16-sums floor (dumped before
+                                   the device classes) */
+    /* the target judged as its two device classes (no --accumulate), when
+     * there is one: the paths that run one class say which (class_note) */
+    const cg_target *classes;
     bool fp16_targets;          /* some target computes in fp16 */
     cg_type_env *types;
     cg_noise *floors;
@@ -199,6 +204,9 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     /* a target with two device classes is judged as both unless
      * --accumulate picks one (docs/gate3.md "Two device classes") */
     j->base.device_classes = opt->accumulate < 0 && classes;
+    for (size_t i = 0; j->base.device_classes && !j->classes && i < opt->target_count; i++)
+        if (opt->targets[i]->device_class[0] && opt->targets[i]->device_class[1])
+            j->classes = opt->targets[i];
     j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 && !classes
                                                   : opt->accumulate == 1;
     j->base.accumulate_fp16 = opt->accumulate == 0;
@@ -208,7 +216,9 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         memset(&no, 0, sizeof no);
         no.max_alloc_bytes = opt->max_alloc_bytes;
         no.fp16 = j->fp16_targets;
-        no.fp16_sums = j->fp16_targets && sums16; /* a path that sums in fp16: its floor */
+        /* a path that sums in fp16: its floor (outputs read back are
+         * judged as the class that sums in fp32 unless --accumulate fp16) */
+        no.fp16_sums = j->fp16_targets && sums16 && !(opt->outputs_from && opt->accumulate < 0);
         no.recorded = opt->golden;
         /* the decision analysis goes by the values' types when it can */
         cg_error terr;
@@ -671,6 +681,9 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         n32 = n64 = s->expected_count;
         if (j->noise && !s->expected_floors)
             j->golden_without_floors = true;
+        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count; k++)
+            j->golden_without_sums = j->golden_without_sums ||
+                                     isnan(s->expected_floors[k].fp16_sums);
         for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
              k++)
             st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
@@ -748,6 +761,11 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         cg_parity_output *o = &r->outputs[k];
         const cg_value *a = find_output(ref32, n32, o->name);
         const cg_value *b = find_output(got, ngot, o->name);
+        /* an explicit tolerance judges one class: with two, the one that
+         * sums in fp32 (the rerun with fp32 accumulation; class_note) */
+        if (!j->default_tol[k] && j->target && cg_noise_target_class(j->target, 1) &&
+            truns.out[1])
+            b = find_output(truns.out[1], truns.count[1], o->name);
         cg_metrics m;
         cg_tolerance tol = o->tol.tol;
         /* judged by the floor, a NaN the reference has too is no mismatch
@@ -805,7 +823,10 @@ static cg_status judge_given_fp16(cg_judge *j, size_t k, cg_judgement *v, cg_err
     cg_judgement e;
     char why[sizeof v->reason];
     memcpy(why, v->reason, sizeof why);
-    cg_status st = cg_noise_target_judge(j->emulation, k, NULL, &e, err);
+    /* the outputs were judged as one device class (class_note): so is
+     * their emulation */
+    int cls = cg_noise_target_class(j->emulation, 1) ? 1 : -1;
+    cg_status st = cg_noise_target_judge_class(j->emulation, k, cls, NULL, &e, err);
     if (st != CG_OK)
         return st;
     if (e.verdict == CG_VERDICT_PRECISION) {
@@ -849,7 +870,16 @@ static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
         }
         return cg_noise_target_judge(j->target, k, NULL, &o->verdict, err);
     }
-    if (cg_noise_within(&fl->v, r->precision, &t->errors[k].m, NULL, &o->verdict))
+    /* outputs given (files, compare --against): one device's, judged as
+     * one class: F16 devices (fp16 sums) against the fp16-sums floor with
+     * --accumulate fp16, else against the fp16 storage floor (class_note) */
+    cg_noise_output sums = *fl;
+    if (j->opt->accumulate == 0 && fl->v.fp16_sums.dist.count > 0) {
+        cg_noise_output_sums(fl, &sums);
+        o->floor16_sums = fl->v.fp16_sums;
+        o->floor16_sums_measured = true;
+    }
+    if (cg_noise_within(&sums.v, r->precision, &t->errors[k].m, NULL, &o->verdict))
         return CG_OK;
     if (r->precision == CG_PRECISION_FP16) {
         if (j->emulation)
@@ -993,6 +1023,46 @@ static void judge_task(cg_parity_report *r, cg_parity_output *o)
         o->samples[i].pass = false;
 }
 
+/* Appends a sentence to the report's note. */
+static void note_add(cg_parity_report *r, const char *text)
+{
+    size_t len = strlen(r->note);
+    snprintf(r->note + len, sizeof r->note - len, "%s%s", len ? "; " : "", text);
+}
+
+/* The paths that judge one device class of a two-class target say which,
+ * and why (docs/gate3.md "Two device classes"). */
+static void class_note(cg_judge *j)
+{
+    cg_parity_report *r = j->r;
+    const cg_target *t = j->classes;
+    char text[512];
+    if (!t)
+        return;
+    bool explicit_tol = false;
+    for (size_t k = 0; k < r->output_count; k++)
+        explicit_tol = explicit_tol || !j->default_tol[k];
+    if (j->opt->outputs_from && j->noise) {
+        snprintf(text, sizeof text, "outputs read back (one device's, not rerun) are judged as "
+                 "%s against the fp16 storage floor, as %s's measured accumulation; "
+                 "--accumulate fp16 judges them as %s", t->device_class[1], t->name,
+                 t->device_class[0]);
+        note_add(r, text);
+    }
+    if (explicit_tol) {
+        snprintf(text, sizeof text, "outputs under an explicit tolerance (--atol/--rtol/--tol) "
+                 "are judged as %s only: a fixed tolerance has no floor per class; "
+                 "--accumulate fp16 judges them as %s", t->device_class[1], t->device_class[0]);
+        note_add(r, text);
+    }
+    if (j->noise && j->golden_without_sums && !j->golden_without_floors) {
+        snprintf(text, sizeof text, "the golden set records no fp16-sums floor (dumped before "
+                 "the device classes): %s are judged against the fp16 storage floor, stricter "
+                 "than their own; dump-ref writes a set with it", t->device_class[0]);
+        note_add(r, text);
+    }
+}
+
 cg_status cg_judge_finish(cg_judge *j, cg_error *err)
 {
     cg_parity_report *r = j->r;
@@ -1002,9 +1072,10 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
     else if (j->sp_on && j->sp.reduced)
         r->precision = CG_PRECISION_FP16;
     if (j->noise && j->golden_without_floors)
-        snprintf(r->note, sizeof r->note, "the golden set records no noise floors (format 1, "
-                 "dump-ref --no-floors, or convert's): outputs are judged by the fixed "
-                 "tolerance; dump-ref writes a set with them");
+        note_add(r, "the golden set records no noise floors (format 1, dump-ref --no-floors, "
+                 "or convert's): outputs are judged by the fixed tolerance; dump-ref writes a "
+                 "set with them");
+    class_note(j);
     r->pass = true;
     r->failed_outputs = 0;
     for (size_t k = 0; k < r->output_count; k++) {

@@ -10,6 +10,10 @@
 #    --accumulate fp32 passes them; so does the LayerNorm of width 1024 with
 #    deviations ~10, its bisection naming the variance ReduceMean (whose sum
 #    of squared deviations passes 65504), not the mean's;
+#  - a cancelling ReduceSum, a ReduceProd whose running product passes 65504
+#    and a 3x3 Conv whose running sum passes it (summed taps outer, channels
+#    inner, as TFLite GPU's F16 kernels do) fail the same way on F16 devices,
+#    named, and match on F32_F16 devices;
 #  - the LayerNorm of values ~300 (spread 0.3) fails on both classes, a
 #    breakdown of fp16 storage (of a large-mean input) at its centering Sub
 #    (the mean's fp16 sum is within the fp16-sums floor; no sum overflows);
@@ -31,7 +35,12 @@
 #  - gate --json carries every metric, inf spelled "inf";
 #  - verify of outputs made elsewhere in fp16 against a golden set: the
 #    emulation of the placement tells a precision breakdown (it breaks down
-#    too) from a wrong result (it matches).
+#    too) from a wrong result (it matches);
+#  - the paths that judge one device class of litert-gpu say which in the
+#    note: outputs under an explicit tolerance (--atol, a --tol entry) and
+#    compare --against (outputs read back) as F32_F16 devices, each
+#    --accumulate fp16 judging F16 devices instead; a golden set without the
+#    fp16-sums floor judges F16 devices against the fp16 storage floor.
 # Models: tests/data/fp16 and tests/data/bisect (tools/make_fp16_cases.py,
 # tools/make_wrong_rewrite.py).
 # Usage: gate3_cases.sh CONVGATE SOURCE_DIR
@@ -81,6 +90,17 @@ for c in rmsnorm_overflow rmsnorm_pow global_mean layernorm_variance; do
     json "$T/${c}_16.json" 'r["matches"]["bisect"]["first_divergent"]["op_type"] == "ReduceMean" and r["matches"]["outputs"][0]["device_classes"] is None'
     run_named "${c}_32" 0 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --accumulate fp32
     file_matches "$T/${c}_32.out" "matches at fp16 precision"
+done
+# the other accumulating kernels litert-gpu places (SUM, REDUCE_PROD, CONV_2D): a
+# running sum or product past 65504 fails F16 devices, named; F32_F16 devices match
+for c in sum_cancel:ReduceSum prod_overflow:ReduceProd conv_cancel:Conv; do
+    n=${c%%:*} op=${c#*:}
+    run_named "$n" 1 gate "$F/$n.onnx" --target litert-gpu --inputs "$F/${n}_inputs" --min-coverage 0 --json "$T/$n.json"
+    file_matches "$T/$n.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown: F16 devices \\(fp16 sums\\)"
+    file_matches "$T/$n.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches"
+    file_matches "$T/$n.out" "fp16 overflow in $op '$(echo "$op" | sed 's/ReduceSum/sum/; s/ReduceProd/prod/; s/Conv/conv/')'"
+    file_lacks "$T/$n.out" "wrong"
+    json "$T/$n.json" 'r["matches"]["bisect"]["first_divergent"]["op_type"] == "'"$op"'" and r["matches"]["bisect"]["device_class"] == "F16 devices (fp16 sums)"'
 done
 # the LayerNorm's variance overflows, not its mean (whose fp16 sum is within its floor)
 file_matches "$T/layernorm_variance.out" "fp16 overflow in ReduceMean 'variance'"
@@ -212,5 +232,40 @@ x = np.load(sys.argv[1]); x.flat[3] += 0.5; np.save(sys.argv[1], x)
 PYEOF
 run_named vbad 1 verify "$SRC/examples/tiny_cnn.onnx" --golden "$T/g_cnn" --outputs-from "$T/dev_cnn" --target litert-gpu
 file_matches "$T/vbad.out" "wrong result: .*the fp16 emulation of this placement matches"
+
+# --- the paths that judge one device class say which, and why -----------------------------------
+R=$F/rmsnorm_overflow
+# an explicit tolerance: compared with the F32_F16 class's run; --accumulate fp16: the F16 class's
+run_named tol 0 compare "$R.onnx" --target litert-gpu --inputs "${R}_inputs" --atol 1e-2 --rtol 1e-2 --json
+json "$T/tol.out" '"explicit tolerance" in r["note"] and "judged as F32_F16 devices" in r["note"] and r["pass"]'
+run_named tol16 1 compare "$R.onnx" --target litert-gpu --inputs "${R}_inputs" --atol 1e-2 --rtol 1e-2 --accumulate fp16
+file_lacks "$T/tol16.out" "^note:"
+# a tolerance on one output beside the floors (a --tol file): the same class's run
+printf '{"outputs": {"y": {"atol": 0.01, "rtol": 0.01}}}\n' >"$T/tol.json"
+run_named tolf 0 compare "$F/boundary.onnx" --target litert-gpu --random 2 --tol "$T/tol.json" --json
+json "$T/tolf.out" '"explicit tolerance" in r["note"] and "judged as F32_F16 devices" in r["note"] and r["pass"] and [o["judged_by"] for o in r["outputs"]] == ["noise floor", "tolerance"]'
+
+# compare --against: the other side runs once and is read back: the F32_F16 class, said
+run_named agst 0 compare "$R.onnx" --against "$R.onnx" --target litert-gpu --inputs "${R}_inputs"
+file_matches "$T/agst.out" "^note: outputs read back \\(one device's, not rerun\\) are judged as F32_F16 devices .*--accumulate fp16 judges them as F16 devices"
+run_named agst16 1 compare "$R.onnx" --against "$R.onnx" --target litert-gpu --inputs "${R}_inputs" --accumulate fp16
+file_matches "$T/agst16.out" "precision breakdown: .*fp16 storage and sums alone"
+# a golden set dumped before the device classes (no fp16_sums_floor): said
+"$CG" dump-ref "$R.onnx" --inputs "${R}_inputs" -o "$T/g_old" >/dev/null || fail "dump-ref for the old set"
+$PY - "$T/g_old/manifest.json" <<'PYEOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+def strip(o):
+    if isinstance(o, dict):
+        o.pop("fp16_sums_floor", None)
+        [strip(v) for v in o.values()]
+    elif isinstance(o, list):
+        [strip(v) for v in o]
+strip(m)
+json.dump(m, open(sys.argv[1], "w"))
+PYEOF
+run_named gold 1 verify "$R.onnx" --golden "$T/g_old" --target litert-gpu
+file_matches "$T/gold.out" "^note: the golden set records no fp16-sums floor .*F16 devices \\(fp16 sums\\) are judged against the fp16 storage floor"
+file_matches "$T/gold.out" "F16 devices \\(fp16 sums\\): precision breakdown, [0-9.e+]+x the fp16 storage floor"
 
 finish

@@ -6,8 +6,11 @@
 #     fp16; tests/data/fp16: the RMSNorm whose sum of squares overflows, the
 #     LayerNorm of values ~300 (fp16 storage), the LayerNorm whose variance
 #     sum overflows, the global mean past 65504): precision
-#     breakdown, exit 1; the RMSNorm as litert-gpu is profiled (fp32
-#     accumulation, measured): matches at fp16 precision
+#     breakdown, exit 1; the RMSNorm on litert-gpu without --accumulate is
+#     judged as both device classes: F16 devices (fp16 sums, against the
+#     fp16-sums floor) a precision breakdown, F32_F16 devices (fp32 sums, the
+#     measured delegate) matching at fp16 precision (text and JSON); with
+#     --accumulate fp32 the F32_F16 class alone matches
 #   - the wrong-on-purpose rewrite (tests/data/bisect/swish_rewritten.onnx)
 #     judged against the original's floors: wrong result; the original's own
 #     outputs: matches
@@ -44,9 +47,30 @@ for c in rmsnorm_overflow layernorm_precision layernorm_variance global_mean; do
         "$src/tests/data/fp16/$c.onnx" --inputs "$src/tests/data/fp16/${c}_inputs" \
         --target litert-gpu --accumulate fp16
 done
-noise_case "rmsnorm_overflow on litert-gpu as profiled" 0 "litert-gpu +matches at fp16 precision" -- \
+# litert-gpu by default: both device classes, each against the floor of how it sums
+noise_case "rmsnorm_overflow on litert-gpu, both classes" 1 \
+    "^ +F16 devices \(fp16 sums\): precision breakdown, [0-9.e+]+x the fp16-sums floor" -- \
     "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
     --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu
+file_matches "$tmp/out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \(fp32 sums\): matches at fp16 precision, [0-9.e+-]+x the fp16 storage floor" "rmsnorm: F32_F16 class"
+file_matches "$tmp/out" "^ +fp16-sums floor +max" "rmsnorm: the fp16-sums floor measured"
+file_matches "$tmp/out" "litert-gpu +precision breakdown: F16 devices \(fp16 sums\): " "rmsnorm: the worse class named"
+expect_cg 1 noise "$src/tests/data/fp16/rmsnorm_overflow.onnx" --json \
+    --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu
+"$py" - "$tmp/out" <<'PYEOF' || fail "noise --json: device_classes of litert-gpu"
+import json, sys
+text = open(sys.argv[1]).read()
+o = json.loads(text[text.index("{"):])["result"]["outputs"][0]
+c = o["judged"][0]["device_classes"]
+sys.exit(0 if [(d["accumulate"], d["verdict"]["verdict"]) for d in c] ==
+         [("fp16", "precision breakdown"), ("fp32", "matches at fp16 precision")] and
+         o["fp16_sums"]["max_abs"] > 0 else 1)
+PYEOF
+# one class: --accumulate fp32 is the F32_F16 class alone (the measured delegate)
+noise_case "rmsnorm_overflow on litert-gpu, --accumulate fp32" 0 "litert-gpu +matches at fp16 precision" -- \
+    "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
+    --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu --accumulate fp32
+file_lacks "$tmp/out" "F16 devices" "one class: no class lines"
 noise_case "rmsnorm: fp16 accumulation named" 1 "with fp32 accumulation .*: fp16 accumulation" -- \
     "$src/tests/data/fp16/rmsnorm_overflow.onnx" \
     --inputs "$src/tests/data/fp16/rmsnorm_overflow_inputs" --target litert-gpu --accumulate fp16
