@@ -764,8 +764,8 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         /* an explicit tolerance judges one class: with two, the one that
          * sums in fp32 (the rerun with fp32 accumulation; class_note) */
         if (!j->default_tol[k] && j->target && cg_noise_target_class(j->target, 1) &&
-            truns.out[1])
-            b = find_output(truns.out[1], truns.count[1], o->name);
+            truns.out[CG_RUN_ACC32])
+            b = find_output(truns.out[CG_RUN_ACC32], truns.count[CG_RUN_ACC32], o->name);
         cg_metrics m;
         cg_tolerance tol = o->tol.tol;
         /* judged by the floor, a NaN the reference has too is no mismatch

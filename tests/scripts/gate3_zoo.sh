@@ -33,7 +33,8 @@ ran=0
 # litert-gpu places the converted TFLite ops (preprocess onnx-to-tflite) and
 # stores in fp16; F32_F16 devices sum in fp32 (LiteRT's GPU delegate as
 # measured, docs/gate3.md, tools/measure_litert_fp16.py), F16 devices in
-# fp16: the resnets' classifier Gemm (512 / 2048 inputs) matches at fp16
+# fp16 (their convolutions too, as TFLite GPU's F16 kernels do): the
+# resnets' convolutions and classifier Gemm (512 / 2048 inputs) match at fp16
 # precision on both, the F16 class within the fp16-sums floor. Where both
 # classes fail (fp16 storage), the F32_F16 class is bisected: mobilenet_v2's
 # untrained logits (~4e-9) are below fp16's range, first at a Conv; PP-OCR
