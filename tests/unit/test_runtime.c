@@ -14,6 +14,7 @@
 
 #include "convgate/budget.h"
 #include "convgate/runtime.h"
+#include "convgate/tensor_io.h"
 #include "core/arena.h"
 #include "run/exec.h"
 #include "testlib.h"
@@ -198,6 +199,128 @@ out:
  * value buffers) count against the budget for as long as they are kept; the
  * pool gives its idle buffers back before a run is refused; a refused run
  * leaves the runtime usable; freeing the runtime gives every byte back. */
+/* A random DAG of 300 Adds over 1-D values of four widths (so the
+ * planner's size order and gaps matter), each node reading two random
+ * earlier values: lifetimes of every length across ten time buckets of
+ * the planner's index. Every two planned values alive at a common step
+ * must have disjoint arena ranges, and the planned run (run 1) must give
+ * the bytes the unplanned one (run 0) gave. */
+static void test_memory_plan_random_dag(void)
+{
+    enum { NODES = 300 };
+    static const int64_t widths[4] = {4, 16, 40, 100};
+    cg_model *m = model_new(13);
+    cg_graph *g = test_graph_new(M, "main", NODES + 1);
+    const int64_t one[1] = {1};
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, one));
+    cg_rng rng;
+    cg_rng_seed(&rng, 7);
+    int width_of[NODES];
+    char ins[64], name[16];
+    /* each width class starts from its constant c0..c3 (x, of shape [1],
+     * broadcasts against any of them) */
+    static const char *const cname[4] = {"c0", "c1", "c2", "c3"};
+    for (int w = 0; w < 4; w++) {
+        float vals[100];
+        for (int64_t i = 0; i < widths[w]; i++)
+            vals[i] = (float)(w + 1) * 0.25f + (float)i * 0.001f;
+        test_graph_init_f32(M, g, cname[w], 1, &widths[w], vals);
+    }
+    for (int i = 0; i < NODES; i++) {
+        int w = (int)(cg_rng_next(&rng) % 4);
+        /* an earlier value of the same width, or the width's constant
+         * plus x; the first nodes of a width start from its constant */
+        int a = -1, b = -1;
+        for (int tries = 0; tries < 8 && (a < 0 || b < 0); tries++) {
+            int j = i ? (int)(cg_rng_next(&rng) % (uint64_t)i) : -1;
+            if (j >= 0 && width_of[j] == w) {
+                if (a < 0)
+                    a = j;
+                else
+                    b = j;
+            }
+        }
+        char an[16], bn[16];
+        if (a >= 0)
+            snprintf(an, sizeof an, "v%d", a);
+        else
+            snprintf(an, sizeof an, "c%d", w);
+        if (b >= 0)
+            snprintf(bn, sizeof bn, "v%d", b);
+        else
+            snprintf(bn, sizeof bn, "x");
+        snprintf(ins, sizeof ins, "%s,%s", an, bn);
+        snprintf(name, sizeof name, "v%d", i);
+        node(g, "Add", name, ins, name);
+        width_of[i] = w;
+    }
+    /* the output: the last value (the others die where their readers end) */
+    const int64_t wl[1] = {widths[width_of[NODES - 1]]};
+    test_graph_output(g, g->nodes[NODES - 1].outputs[0], ttype(CG_DTYPE_FLOAT, 1, wl));
+    m->graph = g;
+
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, NULL, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    float x1[1] = {0.5f}, *first = NULL;
+    int64_t first_n = 0;
+    for (int run = 0; run < 2; run++) {
+        cg_value *x = tensor_f32(1, one, x1);
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        st = run1(rt, "x", x, &outs, &n, &err);
+        EXPECT(st == CG_OK && n == 1, "run %d: %s", run, err.msg);
+        if (st == CG_OK && n == 1) {
+            const cg_tensor *t = &outs[0].value->tensor;
+            if (run == 0) {
+                first_n = t->numel;
+                first = malloc((size_t)t->numel * sizeof *first);
+                if (first)
+                    memcpy(first, t->data, (size_t)t->numel * sizeof *first);
+            } else {
+                EXPECT(first && t->numel == first_n &&
+                           memcmp(first, t->data, (size_t)first_n * sizeof *first) == 0,
+                       "the planned run differs from the unplanned one");
+            }
+        }
+        cg_runtime_free_outputs(outs, n);
+        cg_value_free(x);
+    }
+    free(first);
+    EXPECT(rt->mem.valid, "no memory plan after run 0");
+    const cg_plan *p = rt->main;
+    size_t planned = 0, pairs = 0;
+    for (size_t s = 0; s < p->slot_count; s++) {
+        if (rt->mem.slot_offset[s] == SIZE_MAX)
+            continue;
+        planned++;
+        int32_t f1 = rt->slot_first ? rt->slot_first[s] : p->slot_producer[s];
+        int32_t l1 = rt->slot_last ? rt->slot_last[s] : p->slot_last_use[s];
+        for (size_t u = s + 1; u < p->slot_count; u++) {
+            if (rt->mem.slot_offset[u] == SIZE_MAX)
+                continue;
+            int32_t f2 = rt->slot_first ? rt->slot_first[u] : p->slot_producer[u];
+            int32_t l2 = rt->slot_last ? rt->slot_last[u] : p->slot_last_use[u];
+            if (f1 > l2 || f2 > l1)
+                continue;
+            pairs++;
+            size_t o1 = rt->mem.slot_offset[s], o2 = rt->mem.slot_offset[u];
+            bool apart = o1 + rt->mem.slot_bytes[s] <= o2 || o2 + rt->mem.slot_bytes[u] <= o1;
+            EXPECT(apart, "values %s and %s are alive together and share arena bytes",
+                   p->slot_names[s], p->slot_names[u]);
+        }
+    }
+    EXPECT(planned > NODES / 2 && pairs > 0, "%zu values planned, %zu live pairs", planned,
+           pairs);
+out:
+    cg_runtime_free(rt);
+    cg_model_free(m);
+}
+
 static void test_kept_buffers_budget(void)
 {
     cg_model *m = chain_model();
@@ -907,6 +1030,7 @@ int main(void)
 {
     test_registry();
     test_chain_and_memory_plan();
+    test_memory_plan_random_dag();
     test_kept_buffers_budget();
     test_fixed_dims_and_initializer_default();
     test_init_errors();
