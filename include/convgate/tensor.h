@@ -106,7 +106,9 @@ CG_API int cg_string_compare(const char *a, size_t alen, const char *b, size_t b
 CG_API double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
 CG_API int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
 /* Writes element i from double / int64 with ONNX Cast's rules (no
- * saturation; NaN to an integer gives 0; out-of-range clamps to int64). */
+ * saturation; NaN to an integer gives 0; out-of-range clamps to int64);
+ * a complex element gets the value as its real part and 0 as its
+ * imaginary part; string, float8 and 4-bit elements are left as they are. */
 CG_API void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v);
 CG_API void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
 

@@ -359,8 +359,21 @@ void cg_tensor_set_f64(cg_tensor *t, int64_t i, double v)
     case CG_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cg_f64_to_fp16(v); return;
     case CG_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cg_f64_to_bf16(v); return;
     case CG_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0.0; return;
+    case CG_DTYPE_COMPLEX64:
+        ((float *)d)[2 * i] = (float)v;
+        ((float *)d)[2 * i + 1] = 0.0f;
+        return;
+    case CG_DTYPE_COMPLEX128:
+        ((double *)d)[2 * i] = v;
+        ((double *)d)[2 * i + 1] = 0.0;
+        return;
     default: break;
     }
+    /* strings, float8 and 4-bit types are not set one element at a time:
+     * nothing to write (and no call into cg_tensor_set_i64, which would
+     * call back here forever) */
+    if (!cg_dtype_is_int(t->dtype))
+        return;
     /* integers: truncate toward zero, NaN -> 0, clamp to int64 first */
     int64_t iv;
     if (isnan(v))
