@@ -14,6 +14,10 @@ optimizations act on, as exporters write them:
                     Div(1, x) * y (DivMulFusion)
   if_const.onnx     an If whose condition is a Constant: its branch is inlined
   unsorted.onnx     nodes out of topological order (the loader sorts them)
+  openvino_fe.onnx  what OpenVINO's ONNX frontend creates no op for: a Constant
+                    node, an Identity of a weight, a Dropout in inference, a
+                    one-input Sum; and an Identity of a computed value (kept)
+  openvino_train.onnx  a Dropout in training mode (the frontend refuses it)
 
 Run with the system python that has onnx (/usr/bin/python3 tools/make_lower_tests.py).
 The output is committed; rerun after changing this script.
@@ -116,12 +120,34 @@ def unsorted():
     save("unsorted", nodes, [vi("x", F32, [2])], [vi("y", F32, [2])], check=False)
 
 
+def openvino_fe():
+    w = rng.standard_normal((4, 4)).astype(np.float32)
+    nodes = [const("scale", np.array([2.0], np.float32)),
+             h.make_node("Identity", ["w"], ["w_id"], name="identity_w"),
+             h.make_node("MatMul", ["x", "w_id"], ["a"], name="mm"),
+             h.make_node("Identity", ["a"], ["b"], name="identity_a"),
+             h.make_node("Mul", ["b", "scale"], ["c"], name="mul"),
+             h.make_node("Dropout", ["c"], ["d"], name="drop"),
+             h.make_node("Sum", ["d"], ["e"], name="sum1"),
+             h.make_node("Relu", ["e"], ["y"], name="relu")]
+    save("openvino_fe", nodes, [vi("x", F32, [1, 4])], [vi("y", F32, [1, 4])], [init("w", w)])
+
+
+def openvino_train():
+    nodes = [h.make_node("Dropout", ["x", "ratio", "training"], ["d"], name="drop_train"),
+             h.make_node("Relu", ["d"], ["y"], name="relu")]
+    inits = [init("ratio", np.array(0.5, np.float32)), init("training", np.array(True))]
+    save("openvino_train", nodes, [vi("x", F32, [1, 4])], [vi("y", F32, [1, 4])], inits)
+
+
 def main():
     os.makedirs(ROOT, exist_ok=True)
     torch_like()
     fold()
     if_const()
     unsorted()
+    openvino_fe()
+    openvino_train()
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 
-TARGETS = ["nnapi", "coreml-nn", "coreml-mlprogram", "litert-gpu", "xnnpack"]
+TARGETS = ["nnapi", "coreml-nn", "coreml-mlprogram", "litert-gpu", "xnnpack", "openvino"]
 
 # The shapes a deployment fixes for the zoo's dynamic inputs (no guess: the
 # sizes the models are run at in their own repositories' demos).

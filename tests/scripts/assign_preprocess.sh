@@ -3,7 +3,9 @@
 # gate and profile place the ORT EP targets on ONNX Runtime's Level-1 graph,
 # report the nodes its optimizations removed apart from the CPU's share (on
 # the LiteRT targets, naming the converter that removed them), and never
-# count an Identity on a weight or a Constant node as unsupported.
+# count an Identity on a weight or a Constant node as unsupported; the
+# executing xnnpack target places the graph convgate's runtime runs, and
+# openvino what OpenVINO's ONNX frontend translates.
 # Models: tests/data/lower (tools/make_lower_tests.py); resnet50 from $CG_ZOO
 # when it is there (torchvision's export carries 47 Identity nodes on
 # weights). Usage: assign_preprocess.sh CONVGATE SOURCE_DIR
@@ -95,6 +97,21 @@ file_matches "$T/x.txt" "^Graph partitioned: preprocess 'convgate-init': 10 node
 file_matches "$T/x.txt" "removed by convgate's runtime \(constant folding at init\): 2 \(" "xnnpack: folded at init"
 file_lacks "$T/x.txt" "^  (Identity|Constant) '" "xnnpack: a folded node listed as unsupported"
 
+# openvino places what its ONNX frontend translates: no op for the Constant,
+# the Identity of a weight, the Dropout in inference, the one-input Sum; the
+# Identity of a computed value stays (src/lower/openvino_fe.c)
+"$CG" assign "$D/openvino_fe.onnx" --target openvino --no-time >"$T/ov.txt" 2>&1 ||
+    fail "assign openvino_fe on openvino: exit $?"
+file_matches "$T/ov.txt" "^Graph partitioned: preprocess 'openvino-onnx-fe': 8 nodes of the file -> 4" "openvino: the frontend's graph"
+file_matches "$T/ov.txt" "removed by OpenVINO's ONNX frontend: 4 \(Constant x1, Dropout x1, Identity x1, Sum x1\)" "openvino: removed by the frontend"
+file_matches "$T/ov.txt" "^4/4 nodes on openvino, 0 on CPU" "openvino: residency"
+# a Dropout in training mode fails the conversion, and OpenVINO has no fallback
+"$CG" assign "$D/openvino_train.onnx" --target openvino --no-time >"$T/ovt.txt" 2>"$T/ovt.err"
+rc=$?
+[ "$rc" = 2 ] || fail "openvino_train: exit $rc, want 2 (init failure)"
+file_matches "$T/ovt.err" "Dropout.*no fallback" "openvino: the training Dropout is a load failure"
+file_matches "$T/ovt.txt" "training_mode" "openvino: the refusal names the rule"
+
 # nodes out of topological order: sorted with a warning, then placed
 "$CG" check "$D/unsorted.onnx" >"$T/c.txt" 2>&1 || fail "unsorted: check exit $?"
 file_matches "$T/c.txt" "warning \[topo-order\].*sorted them" "the topo-order warning"
@@ -113,6 +130,10 @@ if [ -n "$zoo" ] && [ -f "$zoo/resnet50.onnx" ]; then
         fail "resnet50 on xnnpack: exit $?"
     file_matches "$T/rx.txt" "removed by convgate's runtime \(constant folding at init\): 47 \(Identity x47\)" "resnet50 on xnnpack: 47 Identity folded"
     file_matches "$T/rx.txt" "^122/122 nodes on xnnpack, 0 on CPU" "resnet50 on xnnpack: residency"
+    "$CG" assign "$zoo/resnet50.onnx" --target openvino --no-time >"$T/ro.txt" 2>&1 ||
+        fail "resnet50 on openvino: exit $?"
+    file_matches "$T/ro.txt" "removed by OpenVINO's ONNX frontend: 47 \(Identity x47\)" "resnet50 on openvino: 47 Identity removed"
+    file_matches "$T/ro.txt" "^122/122 nodes on openvino, 0 on CPU" "resnet50 on openvino: residency"
 else
     echo "note: \$CG_ZOO/resnet50.onnx not present; the resnet50 case did not run"
 fi

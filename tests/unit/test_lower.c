@@ -222,6 +222,36 @@ static void test_if_const(void)
     cg_model_free(m);
 }
 
+/* OpenVINO's ONNX frontend creates no op for a Constant node, an Identity of
+ * a weight, a Dropout in inference or a one-input Sum; an Identity of a
+ * computed value stays (v16::Identity), and so does a Dropout in training
+ * mode, which the profile refuses (src/lower/openvino_fe.c). */
+static void test_openvino_fe(void)
+{
+    cg_lowered *l;
+    cg_model *m = lower_fixture_by("openvino_fe", "openvino-onnx-fe", "MatMul,Identity,Mul,Relu",
+                                   &l);
+    if (l) {
+        const cg_lower_removed *r;
+        EXPECT(l->removed_count == 4, "%zu removed", l->removed_count);
+        EXPECT((r = test_removed(l, "scale_node")) && strstr(r->by, "v0::Constant"), "Constant");
+        EXPECT((r = test_removed(l, "identity_w")) && strstr(r->by, "Identity of a constant"),
+               "Identity of a weight");
+        EXPECT((r = test_removed(l, "drop")) && strstr(r->by, "Dropout in inference"), "Dropout");
+        EXPECT((r = test_removed(l, "sum1")) && strstr(r->by, "single-input variadic"), "Sum");
+        EXPECT(!test_removed(l, "identity_a"), "an Identity of a computed value stays");
+        EXPECT(!strcmp(l->remover, "OpenVINO's ONNX frontend"), "remover %s", l->remover);
+        int64_t dims[2] = {1, 4};
+        same_output(l, "x", 2, dims);
+    }
+    cg_lowered_free(l);
+    cg_model_free(m);
+    m = lower_fixture_by("openvino_train", "openvino-onnx-fe", "Dropout,Relu", &l);
+    EXPECT(!l || l->removed_count == 0, "a Dropout in training mode stays");
+    cg_lowered_free(l);
+    cg_model_free(m);
+}
+
 /* Targets that partition different graphs cannot be placed together. */
 static void test_targets(void)
 {
@@ -369,5 +399,6 @@ int main(void)
     test_if_const();
     test_targets();
     test_init_fold();
+    test_openvino_fe();
     return test_done("test_lower");
 }
