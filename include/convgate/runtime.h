@@ -163,6 +163,9 @@ typedef struct cg_runtime_partition_info {
                                cg_xnnpack_report, src/delegate/xnnpack/xnnpack.h) */
     uint64_t runs;
     double seconds;         /* wall time inside the target's run, boundary work included */
+    /* a nan_clamped target (target.h): runs whose infinite output lanes were
+     * checked against the reference, and the lanes set back to NaN */
+    uint64_t nan_checks, nan_restored;
 } cg_runtime_partition_info;
 
 /* CG_USAGE when i is out of range. */

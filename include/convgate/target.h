@@ -152,10 +152,7 @@ typedef struct cg_target_vtable {
                          cg_error *err);
     /* inputs/outputs in the order of p->inputs / p->outputs. Outputs are
      * allocated by the target (cg_value owned by the caller afterwards).
-     * A target that cannot give this run's result as its runtime would
-     * (the xnnpack target on non-finite values) returns CG_OK with every
-     * output left NULL: the runtime then runs the partition's nodes on the
-     * reference kernels, for this run only. */
+     * Every output must be set on CG_OK. */
     cg_status (*run)(void *state, const cg_value *const *inputs, cg_value **outputs,
                      cg_error *err);
     void (*release)(void *state);
@@ -179,6 +176,13 @@ struct cg_target {
      * accumulate_fp32 says. */
     const char *device_class[2];
     cg_layout layout;        /* inside its partitions (CG_LAYOUT_NCHW: as ONNX) */
+    /* Executing targets: its kernels may turn a NaN into +-inf (a min/max
+     * clamp at -inf..inf, as Debian's 2022 XNNPACK has on every binary,
+     * convolution and pooling kernel). When a run gives an infinite float32
+     * output lane, the runtime runs the partition's nodes on the reference
+     * too and puts NaN back in the lanes where the target has +-inf and the
+     * reference NaN; every other lane keeps the target's value. */
+    bool nan_clamped;
     /* The cost of one boundary crossing into or out of this target, when the
      * target states it: a fixed part plus the bytes over a bandwidth. When
      * not stated, the cost model's assumptions apply (docs/cost-model.md). */

@@ -121,6 +121,7 @@ typedef struct cg_rt_partition {
     cg_value **outs;         /* run scratch: produced outputs */
     uint64_t runs;
     double seconds;
+    uint64_t nan_checks, nan_restored; /* see cg_runtime_partition_info */
 } cg_rt_partition;
 
 /* One step of the main graph's schedule with an assignment: a reference
@@ -221,6 +222,8 @@ struct cg_exec {
     bool is_main;
     bool use_arena;         /* main graph with a matching memory plan */
     bool recording;         /* main graph building a memory plan */
+    bool shadow;            /* reference steps run only to read a partition's NaN lanes:
+                               no observer, timing, arena or memory-plan recording */
     bool epi_taken;         /* the running step's kernel took its epilogue */
     cg_epilogue epi_run;    /* the running step's epilogue, residual bound */
     cg_error *err;

@@ -16,6 +16,7 @@
  * and a step that produces a float32/16 value fails (a kernel without a
  * float64 path must not compute part of the float64 reference).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,7 +441,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
                        : prec == CG_NODE_PREC_FP16_SUM11 ? CG_KPREC_FP16_SUM11
                                                          : CG_KPREC_FP32};
     /* per-node timing only when asked: two clock reads per step otherwise wasted */
-    double *timing = f->is_main ? f->rt->opt.node_seconds : NULL;
+    double *timing = f->is_main && !f->shadow ? f->rt->opt.node_seconds : NULL;
     double t_start = timing ? cpu_seconds() : 0.0;
     cg_status status = st->fn(&k);
     if (timing)
@@ -502,7 +503,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
     }
     drop_step_outputs(f, n->output_count); /* unnamed outputs */
 
-    if (f->is_main && rt->opt.observe) {
+    if (f->is_main && rt->opt.observe && !f->shadow) {
         for (size_t i = 0; i < n->output_count; i++) {
             int32_t slot = st->out[i];
             if (slot < 0)
@@ -527,37 +528,65 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool any_value(cg_value *const *v, size_t n)
+/* true when a float32 tensor among v has an infinite lane */
+static bool any_inf(cg_value *const *v, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (v[i])
-            return true;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i] || v[i]->kind != CG_VALUE_TENSOR || v[i]->tensor.dtype != CG_DTYPE_FLOAT)
+            continue;
+        const float *x = v[i]->tensor.data;
+        for (int64_t k = 0; k < v[i]->tensor.numel; k++)
+            if (isinf(x[k]))
+                return true;
+    }
     return false;
 }
 
-/* The target declined this run (every output left NULL: see
- * cg_target_vtable.run): the partition's nodes run as reference steps, in
- * partition (topological) order, and what they made that does not leave
- * the partition is dropped again. */
-static cg_status run_partition_on_reference(cg_exec *f, const cg_rt_partition *rp)
+/* A nan_clamped target (cg_target) gave an infinite lane: the partition's
+ * nodes run again as reference steps, in shadow (no observer, timing, arena
+ * or memory-plan recording), and each output lane where the target has
+ * +-inf and the reference NaN takes the reference's NaN. Every other lane
+ * keeps the target's value: an inf where the reference is finite stays for
+ * the comparison to see. What the shadow run made is dropped again. */
+static cg_status restore_nan(cg_exec *f, cg_rt_partition *rp)
 {
     const cg_partition_desc *d = &rp->desc;
-    for (size_t k = 0; k < d->node_count; k++) {
-        cg_status st = run_step(f, d->nodes[k], false);
-        if (st != CG_OK)
-            return st;
+    bool arena = f->use_arena, recording = f->recording;
+    f->shadow = true;
+    f->use_arena = f->recording = false;
+    cg_status st = CG_OK;
+    for (size_t k = 0; k < d->node_count && st == CG_OK; k++)
+        st = run_step(f, d->nodes[k], false);
+    f->shadow = false;
+    f->use_arena = arena;
+    f->recording = recording;
+    rp->nan_checks++;
+    for (size_t i = 0; i < d->output_count && st == CG_OK; i++) {
+        const cg_value *ref = f->vals[rp->out_slots[i]];
+        cg_value *x = rp->outs[i];
+        if (!ref || ref->kind != CG_VALUE_TENSOR || x->kind != CG_VALUE_TENSOR ||
+            x->tensor.dtype != CG_DTYPE_FLOAT || ref->tensor.numel != x->tensor.numel)
+            continue;
+        float *xv = x->tensor.data;
+        for (int64_t k = 0; k < x->tensor.numel; k++) {
+            if (!isinf(xv[k]))
+                continue;
+            double r = ref->tensor.dtype == CG_DTYPE_FLOAT ? ((const float *)ref->tensor.data)[k]
+                       : ref->tensor.dtype == CG_DTYPE_DOUBLE
+                           ? ((const double *)ref->tensor.data)[k] : 0.0;
+            if (isnan(r)) {
+                xv[k] = (float)r;
+                rp->nan_restored++;
+            }
+        }
     }
     for (size_t k = 0; k < d->node_count; k++) {
         const cg_step *s = &f->plan->steps[d->nodes[k]];
-        for (size_t o = 0; o < s->node->output_count; o++) {
-            bool leaves = s->out[o] < 0;
-            for (size_t j = 0; j < d->output_count && !leaves; j++)
-                leaves = rp->out_slots[j] == s->out[o];
-            if (!leaves)
+        for (size_t o = 0; o < s->node->output_count; o++)
+            if (s->out[o] >= 0)
                 frame_drop(f, s->out[o]);
-        }
     }
-    return CG_OK;
+    return st;
 }
 
 /* Runs a compiled partition as one step: inputs from the frame, outputs
@@ -584,8 +613,6 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
     cg_status st = rp->target->vt->run(rp->state, rp->ins, rp->outs, err);
     rp->seconds += now_seconds() - t0;
     rp->runs++;
-    if (st == CG_OK && d->output_count && !any_value(rp->outs, d->output_count))
-        return run_partition_on_reference(f, rp);
     if (st == CG_OK) {
         for (size_t i = 0; i < d->output_count; i++)
             if (!rp->outs[i]) {
@@ -593,6 +620,8 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
                                   "'%s'", rp->id, rp->target->name, d->outputs[i]);
                 break;
             }
+        if (st == CG_OK && rp->target->nan_clamped && any_inf(rp->outs, d->output_count))
+            st = restore_nan(f, rp);
     } else if (err && err->status == CG_OK) {
         cg_error_set(err, st, "partition %d (%s) failed (%s)", rp->id, rp->target->name,
                      cg_status_name(st));

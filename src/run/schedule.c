@@ -364,5 +364,7 @@ cg_status cg_runtime_partition_info_get(const cg_runtime *rt, size_t i,
     out->state = rp->state;
     out->runs = rp->runs;
     out->seconds = rp->seconds;
+    out->nan_checks = rp->nan_checks;
+    out->nan_restored = rp->nan_restored;
     return CG_OK;
 }

@@ -168,9 +168,9 @@ static void free_feeds(cg_named_value *feeds, size_t n)
  * inputs of conformance models; at the default 0..1 a window size of 1
  * makes the expanded symmetric Hann/Hamming/Blackman windows compute
  * 0 * inf = NaN, which this XNNPACK's binary operators (min/max-clamped
- * kernels, even at -inf..inf) turn into -inf: the target then declines
- * the run to the reference kernels (test_xnnpack_nan), which is not what
- * this test measures). */
+ * kernels, even at -inf..inf) turn into -inf: the runtime then puts the
+ * reference's NaN back in those lanes (test_xnnpack_nan), which is not
+ * what this test measures). */
 static cg_input_range int_zero[64];
 static cg_random_inputs test_policy(const cg_model *m)
 {

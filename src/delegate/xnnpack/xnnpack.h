@@ -33,9 +33,6 @@ typedef struct cg_xnnpack_report {
     size_t weights_repacked, weights_in_place;
     /* runs and conversions done so far */
     uint64_t runs;
-    /* runs declined because a value was not finite (a NaN may have been
-     * clamped to -inf): the partition ran on the reference kernels */
-    uint64_t reference_runs;
     uint64_t layout_conversions;
 } cg_xnnpack_report;
 
