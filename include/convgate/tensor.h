@@ -72,6 +72,8 @@ typedef struct cg_value {
 CG_API size_t cg_tensor_elem_size(cg_dtype dtype);
 /* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
 CG_API bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
+/* Whether two shapes are the same: equal ranks and equal dims. */
+CG_API bool cg_shape_equal(int rank_a, const int64_t *a, int rank_b, const int64_t *b);
 /* Bytes of numel elements of dtype (sizeof(cg_string) each for STRING),
  * overflow-checked; false on overflow or a dtype without a byte layout. */
 CG_API bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out);

@@ -34,6 +34,16 @@ bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
     return true;
 }
 
+bool cg_shape_equal(int rank_a, const int64_t *a, int rank_b, const int64_t *b)
+{
+    if (rank_a != rank_b)
+        return false;
+    for (int i = 0; i < rank_a; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 bool cg_tensor_byte_size(cg_dtype dtype, int64_t numel, size_t *out)
 {
     size_t es = cg_tensor_elem_size(dtype);

@@ -97,10 +97,7 @@ static bool tensors_match(const cg_tensor *got, const cg_tensor *want, double rt
     if (got->dtype != want->dtype)
         return mismatch(why, why_size, "dtype %s, expected %s", cg_dtype_name(got->dtype),
                         cg_dtype_name(want->dtype));
-    bool same_shape = got->rank == want->rank;
-    for (int d = 0; same_shape && d < got->rank; d++)
-        same_shape = got->dims[d] == want->dims[d];
-    if (!same_shape) {
+    if (!cg_shape_equal(got->rank, got->dims, want->rank, want->dims)) {
         shape_text(got, gs, sizeof gs);
         shape_text(want, ws, sizeof ws);
         return mismatch(why, why_size, "shape %s, expected %s", gs, ws);

@@ -921,16 +921,6 @@ fail:
     return false;
 }
 
-static bool shapes_equal(const cg_value_type *a, const cg_value_type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 /* TFLite GPU's CheckAddMulBroadcastCompatibility, applied to the ONNX shapes:
  * inputs of different ranks (both > 1) are accepted only as 4-D vs 3-D with
  * batch 1, 4-D [1,x,y,z] vs 2-D [1,1], or 4-D [b,x,y,c] vs 2-D [b,c]. */
@@ -969,8 +959,9 @@ static bool check_broadcast(pf_eval *ev)
             first_i = i;
             continue;
         }
-        bool ok = ev->op->broadcast == BC_NONE ? shapes_equal(first, t)
-                                               : tflite_gpu_broadcast_ok(first, t);
+        bool ok = ev->op->broadcast == BC_NONE
+                      ? cg_shape_equal(first->rank, first->dims, t->rank, t->dims)
+                      : tflite_gpu_broadcast_ok(first, t);
         if (!ok) {
             rb_node(ev);
             rb_add(&ev->rb, "input %zu shape ", first_i);

@@ -135,16 +135,6 @@ static void finalize(cg_metrics *m)
     m->pass = m->mismatches == 0 && !m->shape_mismatch && !m->dtype_mismatch;
 }
 
-static bool same_shape(const cg_tensor *a, const cg_tensor *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const cg_tolerance *tol,
                              cg_metrics *out, cg_error *err)
 {
@@ -159,7 +149,8 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
     if (ref->dtype == CG_DTYPE_STRING && got->dtype == CG_DTYPE_STRING) {
         /* strings match exactly, every byte of their length (a NUL too) */
         out->count = (uint64_t)(ref->numel > 0 ? ref->numel : 0);
-        if (!same_shape(ref, got) || ref->numel != got->numel) {
+        if (!cg_shape_equal(ref->rank, ref->dims, got->rank, got->dims) ||
+            ref->numel != got->numel) {
             out->shape_mismatch = true;
             out->bit_identical = false;
             out->pass = false;
@@ -183,7 +174,8 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
      * target against the float64 reference) is compared as values; only a
      * change of kind (float, integer, bool) is a mismatch */
     out->dtype_mismatch = dtype_kind(ref->dtype) != dtype_kind(got->dtype);
-    if (!same_shape(ref, got) || ref->numel != got->numel) {
+    if (!cg_shape_equal(ref->rank, ref->dims, got->rank, got->dims) ||
+        ref->numel != got->numel) {
         out->shape_mismatch = true;
         out->bit_identical = false;
         out->pass = false;

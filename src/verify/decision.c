@@ -509,16 +509,6 @@ static double margin_of(const cg_node *node, margin_rule rule, const cg_tensor *
     return NAN;
 }
 
-static bool same_shape(const cg_tensor *a, const cg_tensor *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 /* Counts a flip with margin m (NaN: unknown) at element i. */
 static void add_flip(cg_flip_stats *f, const cg_node *node, double m, int64_t i, double floor32,
                      double floor16, const cg_noise_multiples *k)
@@ -567,7 +557,7 @@ cg_status cg_decision_flips(const cg_node *node, const cg_tensor *const *ref_in,
     if (ref_out->dtype == CG_DTYPE_STRING || got_out->dtype == CG_DTYPE_STRING)
         return cg_error_set(err, CG_UNSUPPORTED, "node '%s' (%s): string decisions are not "
                             "compared", node->name ? node->name : "", node->op_type);
-    if (!same_shape(ref_out, got_out)) {
+    if (!cg_shape_equal(ref_out->rank, ref_out->dims, got_out->rank, got_out->dims)) {
         /* a different number of selections (NMS, NonZero): every element of
          * the longer one past the shorter counts, margins unknown */
         int64_t a = ref_out->numel, b = got_out->numel;

@@ -459,20 +459,10 @@ static cg_status runtime_input(xnng_build *b, const cg_node *n, xnng_operand *x,
     return st;
 }
 
-static bool same_dims(int ra, const int64_t *a, int rb, const int64_t *b)
-{
-    if (ra != rb)
-        return false;
-    for (int i = 0; i < ra; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 static cg_status expect_shape(xnng_build *b, const cg_node *n, const cg_value_type *out, int rank,
                               const int64_t *dims)
 {
-    if (same_dims(out->rank, out->dims, rank, dims))
+    if (cg_shape_equal(out->rank, out->dims, rank, dims))
         return CG_OK;
     char want[160], got[160];
     cg_exec_format_shape(rank, dims, want, sizeof want);
@@ -913,7 +903,7 @@ static cg_status lower_reshape(xnng_build *b, const cg_node *n, bool dry_run)
     cg_exec_format_shape(out->rank, out->dims, so, sizeof so);
     if (ni != no)
         return xnng_refuse(b, n, "%s -> %s changes the element count", si, so);
-    if (!same_dims(x.rank, x.dims, out->rank, out->dims) &&
+    if (!cg_shape_equal(x.rank, x.dims, out->rank, out->dims) &&
         (!layout_trivial(x.rank, x.dims) || !layout_trivial(out->rank, out->dims)))
         return xnng_refuse(b, n, "%s -> %s: a rank-4 side is NHWC inside XNNPACK and its element "
                            "order differs from NCHW (needs a transpose, which this XNNPACK "
@@ -1502,7 +1492,7 @@ static cg_status lower_pool(xnng_build *b, const cg_node *n, bool dry_run, xnng_
                            "divides by the valid taps only");
     int64_t od[4] = {x.dims[0], x.dims[1], win.out[0], win.out[1]};
     if (kind != XNNG_POOL_GLOBAL_MAX && cg_node_attr_int(n, "ceil_mode", 0) != 0 &&
-        !same_dims(out->rank, out->dims, 4, od))
+        !cg_shape_equal(out->rank, out->dims, 4, od))
         return xnng_refuse(b, n, "ceil_mode=1 changes the output size here; XNNPACK's pooling "
                            "rounds down");
     if ((st = expect_shape(b, n, out, 4, od)) != CG_OK)

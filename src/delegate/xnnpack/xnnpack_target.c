@@ -312,8 +312,7 @@ static cg_status xnng_run(void *state, const cg_value *const *inputs, cg_value *
         const xnng_io *io = &s->in[i];
         const cg_value *v = inputs[i];
         if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != CG_DTYPE_FLOAT ||
-            v->tensor.rank != io->rank ||
-            memcmp(v->tensor.dims, io->dims, (size_t)io->rank * sizeof *io->dims) != 0) {
+            !cg_shape_equal(v->tensor.rank, v->tensor.dims, io->rank, io->dims)) {
             char want[160], got[160] = "(not a float tensor)";
             cg_exec_format_shape(io->rank, io->dims, want, sizeof want);
             if (v && v->kind == CG_VALUE_TENSOR && v->tensor.dtype == CG_DTYPE_FLOAT)
