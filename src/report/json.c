@@ -12,15 +12,6 @@
 
 #include "convgate/cost.h"
 
-json_t *cg_json_number(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when the byte at s
  * does not start one: overlong forms, surrogates and code points above
  * U+10FFFF are invalid, as RFC 3629 says. */

@@ -19,8 +19,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* A number (see above). NULL only when out of memory. */
-json_t *cg_json_number(double v);
+#include "core/json.h" /* cg_json_number: numbers, as above */
+
 /* A string (see above); NULL s gives JSON null. */
 json_t *cg_json_text(const char *s);
 /* obj[key] = v (v's reference is taken, also on failure); the key is

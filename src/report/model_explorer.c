@@ -61,14 +61,8 @@ static const char *me_key(json_t *node)
 /* A number of the view (reals, or "nan"/"inf"/"-inf", docs/json.md). */
 static double me_number(json_t *v)
 {
-    if (json_is_number(v))
-        return json_number_value(v);
-    const char *s = json_string_value(v);
-    if (s && strcmp(s, "inf") == 0)
-        return INFINITY;
-    if (s && strcmp(s, "-inf") == 0)
-        return -INFINITY;
-    return NAN;
+    double d;
+    return cg_json_number_read(v, &d) ? d : NAN;
 }
 
 static json_t *me_result(json_t *value, const char *bg)

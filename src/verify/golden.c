@@ -33,6 +33,7 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "core/file.h"
+#include "core/json.h"
 #include "core/path.h"
 #include "io/io_internal.h"
 #include "convgate/tensor.h"
@@ -281,50 +282,26 @@ fail:
     return st;
 }
 
-/* A floor as the manifest holds it. Non-finite values are the strings
- * "inf" and "nan", as docs/json.md spells them (JSON has no such numbers);
- * an fp16 floor not measured is null. */
-static json_t *floor_number(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
+/* A floor as the manifest holds it (non-finite values as cg_json_number
+ * writes them); an fp16 floor not measured is null. */
 static json_t *floor_json(const cg_output_floor *f)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:I}", "scale", floor_number(f->scale), "fp32_floor",
-                     floor_number(f->fp32), "fp16_floor",
-                     isnan(f->fp16) ? json_null() : floor_number(f->fp16), "fp16_sums_floor",
-                     isnan(f->fp16_sums) ? json_null() : floor_number(f->fp16_sums), "elements",
-                     (json_int_t)f->count);
+    return json_pack("{s:o, s:o, s:o, s:o, s:I}", "scale", cg_json_number(f->scale),
+                     "fp32_floor", cg_json_number(f->fp32), "fp16_floor",
+                     isnan(f->fp16) ? json_null() : cg_json_number(f->fp16), "fp16_sums_floor",
+                     isnan(f->fp16_sums) ? json_null() : cg_json_number(f->fp16_sums),
+                     "elements", (json_int_t)f->count);
 }
 
-/* Reads a number written by floor_number (null: NaN). */
+/* Reads a floor as the manifest holds it (cg_json_number's form; an fp16
+ * floor not measured is null: NaN). */
 static bool floor_read(json_t *v, double *out)
 {
-    if (json_is_number(v)) {
-        *out = json_number_value(v);
-        return true;
-    }
     if (json_is_null(v)) {
         *out = NAN;
         return true;
     }
-    const char *s = json_string_value(v);
-    if (!s)
-        return false;
-    if (strcmp(s, "inf") == 0)
-        *out = INFINITY;
-    else if (strcmp(s, "-inf") == 0)
-        *out = -INFINITY;
-    else if (strcmp(s, "nan") == 0)
-        *out = NAN;
-    else
-        return false;
-    return true;
+    return cg_json_number_read(v, out);
 }
 
 /* Writes the tensors of one side ("inputs"/"outputs") of a set into
