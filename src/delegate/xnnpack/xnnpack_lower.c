@@ -1265,50 +1265,80 @@ static cg_status define_filter_bias(xnng_build *b, const cg_node *n, int64_t m, 
     return CG_OK;
 }
 
-/* The operands of Conv and ConvTranspose: X (at run time), W, the bias when
- * has_bias, and the one output's type. */
-static cg_status conv_operands(xnng_build *b, const cg_node *n, bool has_bias, xnng_operand *x,
-                               xnng_operand *w, xnng_operand *bias, const cg_value_type **out)
+/* Conv and ConvTranspose as XNNPACK takes them: X at run time and 4-D,
+ * constant 4-D weights, a constant bias when there is one, one output;
+ * xnn_op names XNNPACK's node in the reasons. */
+typedef struct xnng_conv {
+    xnng_operand x, w, bias;
+    bool has_bias;
+    const cg_value_type *out;
+    int64_t group;
+} xnng_conv;
+
+static cg_status conv_begin(xnng_build *b, const cg_node *n, const char *xnn_op, xnng_conv *c)
 {
     cg_status st;
-    if ((st = operand(b, n, 0, true, x)) != CG_OK || (st = operand(b, n, 1, true, w)) != CG_OK)
+    c->has_bias = has_input(n, 2);
+    if ((st = operand(b, n, 0, true, &c->x)) != CG_OK ||
+        (st = operand(b, n, 1, true, &c->w)) != CG_OK)
         return st;
-    if (has_bias && (st = operand(b, n, 2, true, bias)) != CG_OK)
+    if (c->has_bias && (st = operand(b, n, 2, true, &c->bias)) != CG_OK)
         return st;
-    if ((st = not_all_static(b, n, x, 1)) != CG_OK)
+    if ((st = not_all_static(b, n, &c->x, 1)) != CG_OK)
         return st;
-    if ((st = output_type(b, n, 0, out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
+    if ((st = output_type(b, n, 0, &c->out)) != CG_OK || (st = only_outputs(b, n, 1)) != CG_OK)
         return st;
+    if (c->x.rank != 4)
+        return xnng_refuse(b, n, "input rank %d: XNNPACK's %s is 2-D only", c->x.rank, xnn_op);
+    if (!c->w.is_static)
+        return xnng_refuse(b, n, "weights '%s' are computed at run time; %s needs constant "
+                           "filters", c->w.name, xnn_op);
+    if (c->w.rank != 4)
+        return xnng_refuse(b, n, "weights have rank %d; expected 4", c->w.rank);
+    if (c->has_bias && !c->bias.is_static)
+        return xnng_refuse(b, n, "bias '%s' is computed at run time; %s needs a constant bias",
+                           c->bias.name, xnn_op);
+    c->group = cg_node_attr_int(n, "group", 1);
     return CG_OK;
+}
+
+/* A bias of m values, when there is one. */
+static cg_status conv_bias_count(xnng_build *b, const cg_node *n, const xnng_conv *c, int64_t m)
+{
+    if (c->has_bias && c->bias.data->numel != m)
+        return xnng_refuse(b, n, "bias has %lld values for %lld output channels",
+                           (long long)c->bias.data->numel, (long long)m);
+    return CG_OK;
+}
+
+/* The ids of X, the repacked filter [m, kh, kw, cg] with the bias, and the
+ * output. */
+static cg_status conv_ids(xnng_build *b, const cg_node *n, xnng_conv *c, int64_t m, int64_t kh,
+                          int64_t kw, int64_t cg, const float *wdata, uint32_t ids[4])
+{
+    cg_status st;
+    const float *bdata = c->has_bias ? c->bias.data->data : NULL;
+    if ((st = operand_id(b, n, &c->x, 4, &ids[0])) != CG_OK ||
+        (st = define_filter_bias(b, n, m, kh, kw, cg, wdata, bdata, &ids[1], &ids[2])) != CG_OK)
+        return st;
+    return define_output(b, n, 0, &ids[3]);
 }
 
 static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
 {
-    xnng_operand x, w, bias;
-    bool has_bias = has_input(n, 2);
-    const cg_value_type *out;
-    cg_status st = conv_operands(b, n, has_bias, &x, &w, &bias, &out);
+    xnng_conv cv;
+    cg_status st = conv_begin(b, n, "convolution_2d", &cv);
     if (st != CG_OK)
         return st;
-    if (x.rank != 4)
-        return xnng_refuse(b, n, "input rank %d: XNNPACK's convolution_2d is 2-D only", x.rank);
-    if (!w.is_static)
-        return xnng_refuse(b, n, "weights '%s' are computed at run time; convolution_2d needs "
-                           "constant filters", w.name);
-    if (w.rank != 4)
-        return xnng_refuse(b, n, "weights have rank %d; expected 4", w.rank);
-    if (has_bias && !bias.is_static)
-        return xnng_refuse(b, n, "bias '%s' is computed at run time; convolution_2d needs a "
-                           "constant bias", bias.name);
-    int64_t group = cg_node_attr_int(n, "group", 1);
+    const xnng_operand x = cv.x, w = cv.w;
+    int64_t group = cv.group;
     int64_t c = x.dims[1], m = w.dims[0], cg = w.dims[1];
     if (group < 1 || c % group != 0 || c / group != cg || m % group != 0)
         return xnng_refuse(b, n, "group %lld with %lld input channels and weights [%lld,%lld,..] "
                            "is inconsistent", (long long)group, (long long)c, (long long)m,
                            (long long)cg);
-    if (has_bias && bias.data->numel != m)
-        return xnng_refuse(b, n, "bias has %lld values for %lld output channels",
-                           (long long)bias.data->numel, (long long)m);
+    if ((st = conv_bias_count(b, n, &cv, m)) != CG_OK)
+        return st;
     size_t cnt;
     const int64_t *ks = cg_node_attr_ints(n, "kernel_shape", &cnt);
     if (ks && (cnt != 2 || ks[0] != w.dims[2] || ks[1] != w.dims[3]))
@@ -1317,7 +1347,7 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
     if ((st = window_read(b, n, x.dims + 2, w.dims + 2, true, &win)) != CG_OK)
         return st;
     int64_t od[4] = {x.dims[0], m, win.out[0], win.out[1]};
-    if ((st = expect_shape(b, n, out, 4, od)) != CG_OK)
+    if ((st = expect_shape(b, n, cv.out, 4, od)) != CG_OK)
         return st;
     if (!fits_u32(group) || !fits_u32(c) || !fits_u32(m))
         return xnng_refuse(b, n, "channel counts out of range");
@@ -1342,45 +1372,33 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
     } else {
         b->weights_in_place++;
     }
-    const float *bdata = has_bias ? bias.data->data : NULL;
-    uint32_t in, wid, bid, oid;
-    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK ||
-        (st = define_filter_bias(b, n, m, kh, kw, cg, wdata, bdata, &wid, &bid)) != CG_OK ||
-        (st = define_output(b, n, 0, &oid)) != CG_OK)
+    uint32_t id[4];
+    if ((st = conv_ids(b, n, &cv, m, kh, kw, cg, wdata, id)) != CG_OK)
         return st;
     XNNG_DEFINE(b, n, xnn_define_convolution_2d(
                           b->subgraph, (uint32_t)win.pad[0], (uint32_t)win.pad[3],
                           (uint32_t)win.pad[2], (uint32_t)win.pad[1], (uint32_t)kh, (uint32_t)kw,
                           (uint32_t)win.s[0], (uint32_t)win.s[1], (uint32_t)win.d[0],
                           (uint32_t)win.d[1], (uint32_t)group, (size_t)cg, (size_t)(m / group),
-                          -INFINITY, INFINITY, in, wid, bid, oid, 0));
+                          -INFINITY, INFINITY, id[0], id[1], id[2], id[3], 0));
     return CG_OK;
 }
 
 static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_run)
 {
-    xnng_operand x, w, bias;
-    bool has_bias = has_input(n, 2);
-    const cg_value_type *out;
-    cg_status st = conv_operands(b, n, has_bias, &x, &w, &bias, &out);
+    xnng_conv cv;
+    cg_status st = conv_begin(b, n, "deconvolution_2d", &cv);
     if (st != CG_OK)
         return st;
-    if (x.rank != 4)
-        return xnng_refuse(b, n, "input rank %d: XNNPACK's deconvolution_2d is 2-D only",
-                           x.rank);
-    if (!w.is_static || w.rank != 4)
-        return xnng_refuse(b, n, "weights '%s' must be a constant 4-D tensor", w.name);
-    if (has_bias && !bias.is_static)
-        return xnng_refuse(b, n, "bias '%s' must be a constant", bias.name);
-    int64_t group = cg_node_attr_int(n, "group", 1);
+    const xnng_operand x = cv.x, w = cv.w;
+    int64_t group = cv.group;
     int64_t c = x.dims[1], mg = w.dims[1], kh = w.dims[2], kw = w.dims[3];
     if (group < 1 || w.dims[0] != c || c % group != 0)
         return xnng_refuse(b, n, "group %lld with %lld input channels and weights [%lld,..] is "
                            "inconsistent", (long long)group, (long long)c, (long long)w.dims[0]);
     int64_t m = mg * group, cg = c / group;
-    if (has_bias && bias.data->numel != m)
-        return xnng_refuse(b, n, "bias has %lld values for %lld output channels",
-                           (long long)bias.data->numel, (long long)m);
+    if ((st = conv_bias_count(b, n, &cv, m)) != CG_OK)
+        return st;
     if (cg_node_attr(n, "output_shape"))
         return xnng_refuse(b, n, "output_shape is not delegated (give pads and output_padding)");
     char ap[32];
@@ -1422,14 +1440,13 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
         od[2 + i] = s[i] * (x.dims[2 + i] - 1) + adj[i] + (( i ? kw : kh) - 1) * d[i] + 1 -
                     pad[i] - pad[i + 2];
     }
-    if ((st = expect_shape(b, n, out, 4, od)) != CG_OK)
+    if ((st = expect_shape(b, n, cv.out, 4, od)) != CG_OK)
         return st;
     if (dry_run)
         return CG_OK;
     /* [C, M/g, kh, kw] -> [g * M/g, kh, kw, C/g] */
     const float *wsrc = w.data->data;
     float *wbuf = owned_floats(b, (size_t)w.data->numel);
-    const float *bdata = has_bias ? bias.data->data : NULL;
     if (!wbuf)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking weights");
     for (int64_t gi = 0; gi < group; gi++)
@@ -1440,17 +1457,15 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
                         wbuf[(((gi * mg + o) * kh + y) * kw + xx) * cg + i] =
                             wsrc[(((gi * cg + i) * mg + o) * kh + y) * kw + xx];
     b->weights_repacked++;
-    uint32_t in, wid, bid, oid;
-    if ((st = operand_id(b, n, &x, 4, &in)) != CG_OK ||
-        (st = define_filter_bias(b, n, m, kh, kw, cg, wbuf, bdata, &wid, &bid)) != CG_OK ||
-        (st = define_output(b, n, 0, &oid)) != CG_OK)
+    uint32_t id[4];
+    if ((st = conv_ids(b, n, &cv, m, kh, kw, cg, wbuf, id)) != CG_OK)
         return st;
     XNNG_DEFINE(b, n, xnn_define_deconvolution_2d(
                           b->subgraph, (uint32_t)pad[0], (uint32_t)pad[3], (uint32_t)pad[2],
                           (uint32_t)pad[1], (uint32_t)adj[0], (uint32_t)adj[1], (uint32_t)kh,
                           (uint32_t)kw, (uint32_t)s[0], (uint32_t)s[1], (uint32_t)d[0],
                           (uint32_t)d[1], (uint32_t)group, (size_t)cg, (size_t)mg, -INFINITY,
-                          INFINITY, in, wid, bid, oid, 0));
+                          INFINITY, id[0], id[1], id[2], id[3], 0));
     return CG_OK;
 }
 
