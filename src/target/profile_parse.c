@@ -1153,31 +1153,28 @@ static cg_status parse_device_classes(pf_parser *ps, const json_t *prec, pf_prof
         char ep[PATH_MAX_LEN];
         snprintf(ep, sizeof ep, "%s[%zu]", path, i);
         const json_t *c = json_array_get(j, i);
-        char *name = NULL, *acc = NULL, *source = NULL, *note = NULL;
+        /* device_class[k]: [0] sums in fp16, [1] in fp32 */
+        static const char *const sums[] = {"fp16", "fp32", NULL};
+        char *name = NULL, *source = NULL, *note = NULL;
+        int k = -1;
         st = expect_object(ps, c, ep);
         if (st == CG_OK)
             st = check_keys(ps, c, ep, keys);
         if (st == CG_OK)
             st = get_string(ps, c, ep, "name", true, &name);
         if (st == CG_OK)
-            st = get_string(ps, c, ep, "accumulate", true, &acc);
+            st = get_choice(ps, c, ep, "accumulate", true, sums, &k);
         if (st == CG_OK)
             st = get_string(ps, c, ep, "source", true, &source);
         if (st == CG_OK)
             st = get_string(ps, c, ep, "note", false, &note);
-        int k = acc && !strcmp(acc, "fp16") ? 0 : acc && !strcmp(acc, "fp32") ? 1 : -1;
-        if (st == CG_OK && k < 0)
-            st = perr(ps, ep, "accumulate '%s' is not \"fp16\" or \"fp32\"", acc);
-        else if (st == CG_OK && p->target.device_class[k])
-            st = perr(ps, ep, "a second class with \"accumulate\": \"%s\"", acc);
-        if (st == CG_OK && !name[0])
-            st = perr(ps, ep, "an empty name");
+        if (st == CG_OK && p->target.device_class[k])
+            st = perr(ps, ep, "a second class with \"accumulate\": \"%s\"", sums[k]);
         if (st == CG_OK) {
             p->target.device_class[k] = name;
             name = NULL;
         }
         free(name);
-        free(acc);
         free(source);
         free(note);
     }
