@@ -593,6 +593,47 @@ static bool check_global_dtype(pf_eval *ev, bool is_input, size_t i, const char 
     return false;
 }
 
+/* Input i (type t) against the node's first present input (first_i, of
+ * type first); false with the reason written. */
+typedef bool (*pf_input_pair)(pf_eval *ev, size_t first_i, const cg_value_type *first,
+                              size_t i, const cg_value_type *t);
+
+/* Every present input after the first against the first, by pair; an
+ * input of unknown type refuses the node for `rule`. */
+static bool inputs_against_first(pf_eval *ev, const char *rule, pf_input_pair pair)
+{
+    const cg_node *n = ev->q->node;
+    const cg_value_type *first = NULL;
+    size_t first_i = 0;
+    for (size_t i = 0; i < n->input_count; i++) {
+        if (!present(n->inputs[i]))
+            continue;
+        const cg_value_type *t = input_type(ev, i);
+        if (!t || !t->known)
+            return fail_unknown(ev, true, i, n->inputs[i], rule);
+        if (!first) {
+            first = t;
+            first_i = i;
+        } else if (!pair(ev, first_i, first, i, t)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool same_dtype(pf_eval *ev, size_t first_i, const cg_value_type *first, size_t i,
+                       const cg_value_type *t)
+{
+    if (t->dtype == first->dtype)
+        return true;
+    rb_node(ev);
+    rb_add(&ev->rb, "inputs mix dtypes: input %zu is %s, input %zu is %s, and %s requires one "
+           "dtype", first_i, cg_dtype_name(first->dtype), i, cg_dtype_name(t->dtype),
+           ev->p->target.name);
+    rb_note(ev, ev->p->limits.note_mixed);
+    return false;
+}
+
 static bool check_limits(pf_eval *ev)
 {
     const cg_node *n = ev->q->node;
@@ -612,29 +653,8 @@ static bool check_limits(pf_eval *ev)
         if (present(n->outputs[i]) && (!check_tensor_limits(ev, false, i, n->outputs[i]) ||
                                        !check_global_dtype(ev, false, i, n->outputs[i])))
             return false;
-    if (!l->mixed_input_dtypes) {
-        const cg_value_type *first = NULL;
-        size_t first_i = 0;
-        for (size_t i = 0; i < n->input_count; i++) {
-            if (!present(n->inputs[i]))
-                continue;
-            const cg_value_type *t = input_type(ev, i);
-            if (!t || !t->known)
-                return fail_unknown(ev, true, i, n->inputs[i], "the no-mixed-dtypes rule");
-            if (!first) {
-                first = t;
-                first_i = i;
-            } else if (t->dtype != first->dtype) {
-                rb_node(ev);
-                rb_add(&ev->rb, "inputs mix dtypes: input %zu is %s, input %zu is %s, and %s "
-                       "requires one dtype", first_i, cg_dtype_name(first->dtype), i,
-                       cg_dtype_name(t->dtype), ev->p->target.name);
-                rb_note(ev, l->note_mixed);
-                return false;
-            }
-        }
-    }
-    return true;
+    return l->mixed_input_dtypes || inputs_against_first(ev, "the no-mixed-dtypes rule",
+                                                         same_dtype);
 }
 
 /* --- per-op rules --------------------------------------------------------------------- */
@@ -941,44 +961,33 @@ static bool tflite_gpu_broadcast_ok(const cg_value_type *a, const cg_value_type 
     return false;
 }
 
+static bool broadcast_ok(pf_eval *ev, size_t first_i, const cg_value_type *first, size_t i,
+                         const cg_value_type *t)
+{
+    bool ok = ev->op->broadcast == BC_NONE
+                  ? cg_shape_equal(first->rank, first->dims, t->rank, t->dims)
+                  : tflite_gpu_broadcast_ok(first, t);
+    if (ok)
+        return true;
+    rb_node(ev);
+    rb_add(&ev->rb, "input %zu shape ", first_i);
+    rb_dims(&ev->rb, first);
+    rb_add(&ev->rb, " and input %zu shape ", i);
+    rb_dims(&ev->rb, t);
+    if (ev->op->broadcast == BC_NONE)
+        rb_add(&ev->rb, " differ and %s does not broadcast", ev->p->target.name);
+    else
+        rb_add(&ev->rb, " are not a broadcast %s accepts (different ranks > 1 only as "
+               "4-D vs 3-D with batch 1, 4-D [1,x,y,z] vs [1,1], 4-D [b,x,y,c] vs "
+               "[b,c])", ev->p->target.name);
+    rb_note(ev, ev->op->note);
+    return false;
+}
+
 static bool check_broadcast(pf_eval *ev)
 {
-    if (ev->op->broadcast == BC_NUMPY)
-        return true;
-    const cg_node *n = ev->q->node;
-    const cg_value_type *first = NULL;
-    size_t first_i = 0;
-    for (size_t i = 0; i < n->input_count; i++) {
-        if (!present(n->inputs[i]))
-            continue;
-        const cg_value_type *t = input_type(ev, i);
-        if (!t || !t->known)
-            return fail_unknown(ev, true, i, n->inputs[i], "its broadcast rule");
-        if (!first) {
-            first = t;
-            first_i = i;
-            continue;
-        }
-        bool ok = ev->op->broadcast == BC_NONE
-                      ? cg_shape_equal(first->rank, first->dims, t->rank, t->dims)
-                      : tflite_gpu_broadcast_ok(first, t);
-        if (!ok) {
-            rb_node(ev);
-            rb_add(&ev->rb, "input %zu shape ", first_i);
-            rb_dims(&ev->rb, first);
-            rb_add(&ev->rb, " and input %zu shape ", i);
-            rb_dims(&ev->rb, t);
-            if (ev->op->broadcast == BC_NONE)
-                rb_add(&ev->rb, " differ and %s does not broadcast", ev->p->target.name);
-            else
-                rb_add(&ev->rb, " are not a broadcast %s accepts (different ranks > 1 only as "
-                       "4-D vs 3-D with batch 1, 4-D [1,x,y,z] vs [1,1], 4-D [b,x,y,c] vs "
-                       "[b,c])", ev->p->target.name);
-            rb_note(ev, ev->op->note);
-            return false;
-        }
-    }
-    return true;
+    return ev->op->broadcast == BC_NUMPY ||
+           inputs_against_first(ev, "its broadcast rule", broadcast_ok);
 }
 
 static const pf_profile *profile_of(const cg_target *t);
