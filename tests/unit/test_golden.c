@@ -4,6 +4,7 @@
  * other format_version, unsafe or malformed manifest, planted link) failing
  * with the right status and a message naming the problem; input-set
  * directories (DIR/SET/NAME.npy and DIR/SET.npz) with strict checking. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,49 @@ static void test_round_trip(const cg_model *model)
     EXPECT(write_golden(dir, model, true, &err) == CG_OK, "force: %s", err.msg);
 }
 
+/* Floors that are not finite (an fp16 sum that overflowed, a scale of
+ * inf) are written as cg_json_number writes them ("inf"; an fp16 floor not
+ * measured is null) and read back as they were. */
+static void test_floors_non_finite(const cg_model *model)
+{
+    char dir[300], file[400];
+    cg_error err;
+    cg_error_clear(&err);
+    path_of(dir, sizeof dir, "inf");
+    cg_golden_writer *w = NULL;
+    int64_t in_dims[2] = {2, 3}, out_dims[1] = {4};
+    cg_named_value in = {"image", float_value(2, in_dims, 0)};
+    cg_named_value out[2] = {{"logits", float_value(1, out_dims, 1)},
+                             {"Logits", float_value(1, out_dims, 2)}};
+    const cg_output_floor floors[2] = {{true, INFINITY, INFINITY, NAN, INFINITY, 4},
+                                       {true, 1.5, 1e-6, 1e-3, NAN, 4}};
+    EXPECT(cg_golden_writer_init(dir, MODEL, model, false, &w, &err) == CG_OK &&
+               cg_golden_writer_add(w, "s", &in, 1, out, 2, floors, NULL, &err) == CG_OK &&
+               cg_golden_writer_finish(w, &err) == CG_OK,
+           "write: %s", err.msg);
+    cg_golden_writer_free(w);
+    cg_value_free(in.value);
+    cg_value_free(out[0].value);
+    cg_value_free(out[1].value);
+    snprintf(file, sizeof file, "%s/manifest.json", dir);
+    char *text = slurp(file);
+    EXPECT(text && strstr(text, "\"scale\": \"inf\"") && strstr(text, "\"fp16_floor\": null"),
+           "inf as \"inf\", an unmeasured floor as null: %s", text ? text : "(none)");
+    free(text);
+    cg_golden *g = NULL;
+    EXPECT(cg_golden_open(dir, &g, &err) == CG_OK, "open: %s", err.msg);
+    if (g && g->set_count == 1 && g->sets[0].output_count == 2) {
+        const cg_output_floor *a = &g->sets[0].outputs[0].floor;
+        const cg_output_floor *b = &g->sets[0].outputs[1].floor;
+        EXPECT(a->known && isinf(a->scale) && isinf(a->fp32) && isnan(a->fp16) &&
+                   isinf(a->fp16_sums) && a->count == 4,
+               "read back: %g %g %g %g", a->scale, a->fp32, a->fp16, a->fp16_sums);
+        EXPECT(b->scale == 1.5 && b->fp32 == 1e-6 && b->fp16 == 1e-3 && isnan(b->fp16_sums),
+               "finite floors: %g %g %g %g", b->scale, b->fp32, b->fp16, b->fp16_sums);
+    }
+    cg_golden_free(g);
+}
+
 /* Copies root/g to root/<name> by writing it again, then applies a change. */
 static cg_status open_variant(const cg_model *model, const char *name, const char *rel,
                               const char *from, const char *to, cg_error *err)
@@ -378,6 +422,7 @@ int main(void)
     test_sha256();
     test_stems();
     test_round_trip(model);
+    test_floors_non_finite(model);
     test_broken_sets(model);
     test_writer_refusals(model);
     cg_model_free(model);
