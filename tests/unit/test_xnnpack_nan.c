@@ -62,7 +62,7 @@ static cg_model *conv_model(void)
     test_graph_init_raw(m, m->graph, "flat", CG_DTYPE_INT64, 1, flat_dims, flat, sizeof flat);
     test_node(m, m->graph, "Reshape", "to_img", "a,img", "x");
     cg_node *c = test_node(m, m->graph, "Conv", "conv", "x,w", "c");
-    int64_t pads[4] = {1, 1, 1, 1};
+    static int64_t pads[4] = {1, 1, 1, 1}; /* attr_ints borrows */
     test_node_add_attr(c, attr_ints("pads", pads, 4));
     test_node(m, m->graph, "Add", "plus", "c,one", "z");
     test_node(m, m->graph, "Reshape", "to_flat", "z,flat", "y");
