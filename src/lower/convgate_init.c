@@ -41,24 +41,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/fold_policy.h"
 #include "lower/lgraph.h"
 #include "lower/lower_internal.h"
 
 #define CI_BY "constant folding at init"
-/* fold.c's FOLD_FREE_BYTES: larger outputs fold only while at most twice
- * their inputs. */
-#define CI_FREE_BYTES ((size_t)16 << 20)
-
-static bool ci_random(const char *op)
-{
-    static const char *const random_ops[] = {"RandomNormal", "RandomUniform",
-                                             "RandomNormalLike", "RandomUniformLike",
-                                             "Bernoulli", "Multinomial"};
-    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
-        if (strcmp(op, random_ops[i]) == 0)
-            return true;
-    return false;
-}
 
 static bool ci_has_bodies(const lg_node *n)
 {
@@ -91,7 +78,8 @@ static size_t ci_bytes(const cg_tensor_proto *tp)
 /* fold.c's `foldable`: judged before evaluating the node. */
 static bool ci_foldable(lg_graph *g, const lg_node *n)
 {
-    if (!n->op_type[0] || !n->output_count || ci_has_bodies(n) || ci_random(n->op_type))
+    if (!n->op_type[0] || !n->output_count || ci_has_bodies(n) ||
+        cg_fold_op_is_random(n->op_type))
         return false;
     for (size_t i = 0; i < n->input_count; i++)
         if (n->inputs[i][0] && !lg_constant(g, n->inputs[i], false))
@@ -129,7 +117,7 @@ static cg_status ci_graph(lg_graph *g, cg_error *err)
         /* a node that fails here fails the run where it happens: it stays */
         for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++) {
             size_t b = ci_bytes(outs[o]);
-            ok = b <= CI_FREE_BYTES || b / 2 <= in_bytes;
+            ok = cg_fold_size_ok(b, in_bytes);
         }
         for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++)
             if (outs[o] && !lg_add_init(g, outs[o]))

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "convgate/partition.h"
+#include "ir/fold_policy.h"
 #include "run/exec.h"
 #include "run/ops/kernels.h"
 
@@ -41,20 +42,6 @@ static cg_kernel_fn prepare_fn(const cg_node *n)
         if (strcmp(prepare_table[i].op, n->op_type) == 0 && strcmp(prepare_table[i].domain, d) == 0)
             return prepare_table[i].fn;
     return NULL;
-}
-
-/* Outputs above this many bytes fold only while at most twice their inputs. */
-#define FOLD_FREE_BYTES ((size_t)16 << 20)
-
-static bool op_is_random(const char *op)
-{
-    static const char *const random_ops[] = {"RandomNormal", "RandomUniform",
-                                             "RandomNormalLike", "RandomUniformLike",
-                                             "Bernoulli", "Multinomial"};
-    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
-        if (strcmp(op, random_ops[i]) == 0)
-            return true;
-    return false;
 }
 
 static bool slot_is_graph_input(const cg_plan *p, int32_t slot)
@@ -89,7 +76,7 @@ static bool runs_as_written(const cg_runtime *rt, const cg_plan *p, const cg_ste
 static bool foldable(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
 {
     const cg_node *n = st->node;
-    if (st->sub_count || !n->op_type || op_is_random(n->op_type) || !n->output_count)
+    if (st->sub_count || !n->op_type || cg_fold_op_is_random(n->op_type) || !n->output_count)
         return false;
     if (!runs_as_written(rt, p, st) || (p == rt->main && rt->opt.observe))
         return false;
@@ -166,7 +153,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
             int32_t slot = step->out[o];
             size_t b = slot >= 0 ? value_bytes(f.vals[slot]) : 0;
             keep = slot < 0 || ((f.own[slot] == CG_OWN_FULL || f.own[slot] == CG_OWN_POOLED) &&
-                                (b <= FOLD_FREE_BYTES || b / 2 <= in_bytes));
+                                cg_fold_size_ok(b, in_bytes));
         }
         for (size_t o = 0; o < n->output_count; o++) {
             int32_t slot = step->out[o];
