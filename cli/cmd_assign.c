@@ -522,7 +522,9 @@ int cmd_assign(int argc, char **argv)
         if (use_count)
             cg_text_printf(stdout, "Dims: %s\n", dims_text);
         cg_what_if_text(stdout, gains, gain_count, skipped,
-                   lowered && lowered->declared_types ? "TFLite ops" : "nodes");
+                   lowered && strcmp(lowered->lowering, "onnx-to-tflite") == 0 ? "TFLite ops"
+                   : lowered && strcmp(lowered->lowering, "onnx-to-aten") == 0 ? "ATen ops"
+                                                                              : "nodes");
         if (setting_count > 1)
             cg_report_settings_text(stdout, shape_views, setting_count);
     }
