@@ -79,19 +79,19 @@ class SameReportsAsTheCli(unittest.TestCase):
     def test_assign_what_if(self):
         # the ranking of refused ops and --assume-supported, as the CLI's
         with convgate.load(CNN) as m:
-            r = m.assign(target="executorch-xnnpack", no_time=True)
-            w = m.assign(target="executorch-xnnpack", no_time=True,
-                         assume_supported=["BatchNormalization", "Flatten"])
+            r = m.assign(target="ort-xnnpack", no_time=True)
+            w = m.assign(target="ort-xnnpack", no_time=True,
+                         assume_supported=["Relu", "Flatten"])
             with self.assertRaises(convgate.ConvgateError):
-                m.assign(target="executorch-xnnpack", assume_supported="Relu,,Conv")
-        self.assertEqual(dict(r), cli_json("assign", CNN, "--target", "executorch-xnnpack",
+                m.assign(target="ort-xnnpack", assume_supported="Relu,,Conv")
+        self.assertEqual(dict(r), cli_json("assign", CNN, "--target", "ort-xnnpack",
                                            "--no-time")["result"])
-        self.assertEqual(r["what_if"][0]["op"], "BatchNormalization")
+        self.assertEqual(r["what_if"][0]["op"], "Relu")
         self.assertEqual(r["what_if"][0]["cpu_after"], 2)
-        self.assertEqual(dict(w), cli_json("assign", CNN, "--target", "executorch-xnnpack",
+        self.assertEqual(dict(w), cli_json("assign", CNN, "--target", "ort-xnnpack",
                                            "--no-time", "--assume-supported",
-                                           "BatchNormalization,Flatten")["result"])
-        self.assertEqual(w["assumed_supported"], ["BatchNormalization", "Flatten"])
+                                           "Relu,Flatten")["result"])
+        self.assertEqual(w["assumed_supported"], ["Relu", "Flatten"])
         self.assertEqual([g["op"] for g in w["what_if"]], ["GlobalAveragePool"])
 
     def test_assign(self):

@@ -11,44 +11,50 @@ SRC=${2:?source dir}
 tiny=$SRC/examples/tiny_cnn.onnx
 G=$SRC/tests/data/gate2
 
-# executorch-xnnpack refuses tiny_cnn's 4 BatchNormalization, its
-# GlobalAveragePool and its Flatten: 6 nodes on the CPU in 6 partitions.
+# ort-xnnpack (after ORT's basic optimizations fold the batch norms into the
+# convs) refuses tiny_cnn's 4 Relu, its GlobalAveragePool and its Flatten:
+# 6 nodes on the CPU in 5 partitions.
 # --no-time: ranked by CPU nodes moved, then partitions, then name.
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time
+expect_cg 0 assign "$tiny" --target ort-xnnpack --no-time
 expect_out "What supporting each refused op would gain"
-check "BatchNormalization ranked first" \
-    grep -Eq '^  BatchNormalization +4 refused: 6 -> 2 nodes on CPU, partitions 6 -> 2$' "$tmp/out"
-rank_bn=$(grep -n '^  BatchNormalization .*refused:' "$tmp/out" | cut -d: -f1)
+check "Relu ranked first" \
+    grep -Eq '^  Relu +4 refused: 6 -> 2 nodes on CPU, partitions 5 -> 2$' "$tmp/out"
+rank_relu=$(grep -n '^  Relu .*refused:' "$tmp/out" | cut -d: -f1)
 rank_gap=$(grep -n '^  GlobalAveragePool .*refused:' "$tmp/out" | cut -d: -f1)
-check "BatchNormalization above GlobalAveragePool" test "${rank_bn:-99}" -lt "${rank_gap:-0}"
+check "Relu above GlobalAveragePool" test "${rank_relu:-99}" -lt "${rank_gap:-0}"
 check "no time without a timed run" bash -c "! grep -q 'est\\.' '$tmp/out'"
 
 # The ranked line is what --assume-supported shows.
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time \
-    --assume-supported BatchNormalization
-expect_out "What-if: placed as if every target took BatchNormalization" \
-    ", 2 on CPU"
-check "the assumed op is no longer ranked" bash -c "! grep -Eq '^  BatchNormalization .*refused:' '$tmp/out'"
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time \
-    --assume-supported BatchNormalization,GlobalAveragePool --assume-supported Flatten
+expect_cg 0 assign "$tiny" --target ort-xnnpack --no-time --assume-supported Relu
+expect_out "What-if: placed as if every target took Relu" ", 2 on CPU"
+check "the assumed op is no longer ranked" bash -c "! grep -Eq '^  Relu .*refused:' '$tmp/out'"
+expect_cg 0 assign "$tiny" --target ort-xnnpack --no-time \
+    --assume-supported Relu,GlobalAveragePool --assume-supported Flatten
 expect_out ", 0 on CPU" "Verdict: full residency"
 check "nothing left to rank" bash -c "! grep -q 'What supporting' '$tmp/out'"
 # a domain-qualified key matches only that domain
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time \
-    --assume-supported ai.onnx:BatchNormalization
+expect_cg 0 assign "$tiny" --target ort-xnnpack --no-time --assume-supported ai.onnx:Relu
 expect_out ", 2 on CPU"
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time \
-    --assume-supported com.example:BatchNormalization
+expect_cg 0 assign "$tiny" --target ort-xnnpack --no-time --assume-supported com.example:Relu
 expect_out ", 6 on CPU"
 
 # JSON: the ranking with the estimate, and the assumed ops
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --json
+expect_cg 0 assign "$tiny" --target ort-xnnpack --json
 check "what_if in JSON, timed" out_json \
-    'r["what_if"][0]["op"] == "BatchNormalization" and r["what_if"][0]["cpu_after"] == 2 and r["what_if"][0]["partitions_after"] == 2 and r["what_if"][0]["saved_ms"] > 0 and r["what_if"][0]["mixed_ms_after"] < r["what_if"][0]["mixed_ms_before"] and r["assumed_supported"] == []'
-expect_cg 0 assign "$tiny" --target executorch-xnnpack --json --no-time \
-    --assume-supported Flatten
+    'r["what_if"][0]["op"] == "Relu" and r["what_if"][0]["cpu_after"] == 2 and r["what_if"][0]["partitions_after"] == 2 and r["what_if"][0]["saved_ms"] > 0 and r["what_if"][0]["mixed_ms_after"] < r["what_if"][0]["mixed_ms_before"] and r["assumed_supported"] == []'
+expect_cg 0 assign "$tiny" --target ort-xnnpack --json --no-time --assume-supported Flatten
 check "assumed ops in JSON, untimed gains null" out_json \
     'r["assumed_supported"] == ["Flatten"] and all(g["saved_ms"] is None for g in r["what_if"]) and "Flatten" not in [g["op"] for g in r["what_if"]]'
+
+# executorch-xnnpack judges ATen ops (preprocess onnx-to-aten): its one
+# refusal on tiny_cnn is the global pool, the _adaptive_avg_pool2d edge op
+# no XNNPACK config names, and the key names the ATen op
+expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time
+check "executorch ranks the ATen op" \
+    grep -Eq '^  aten:_adaptive_avg_pool2d +1 refused: 1 -> 0 ATen ops on CPU, partitions 2 -> 1$' "$tmp/out"
+expect_cg 0 assign "$tiny" --target executorch-xnnpack --no-time \
+    --assume-supported aten:_adaptive_avg_pool2d
+expect_out "18/18 nodes on executorch-xnnpack, 0 on CPU" "Verdict: full residency"
 
 # LiteRT targets judge TFLite ops: keys name them (tflite:GREATER), and an
 # op the converter leaves as ONNX keeps its onnx: domain

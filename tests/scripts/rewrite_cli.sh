@@ -64,7 +64,8 @@ EOF
 # placed on the graph each runtime partitions, as assign places it: a
 # converter already writes GlobalAveragePool as MEAN and Flatten as RESHAPE
 # for litert-gpu, so neither rewrite is needed there; ExecuTorch's XNNPACK
-# partitioner has no global pool, so the rewrite takes it
+# partitioner has no config for the global pool (_adaptive_avg_pool2d, the
+# edge op torch.export writes for it), so the rewrite takes it
 cg rewrite "$data/global_pool.onnx" --target litert-gpu --what-if --json
 check "global_pool on litert-gpu: full before (MEAN, RESHAPE)" out_json 'r["before"]["cpu"] == 0 and r["before"]["partitions"] == 1'
 check "global_pool on litert-gpu: neither pool nor Flatten rewritten" out_json 'all(s["outcome"] != "applied" for s in r["steps"] if s["name"] in ("global-pool-to-reduce", "flatten-to-reshape"))'
@@ -131,7 +132,7 @@ check "fp32 target: precision rewrites not applicable" out_json 'all(s["outcome"
 cg rewrite "$src/examples/tiny_cnn.onnx" --target executorch-xnnpack --dim batch=1 --what-if --json
 check "what-if: exit 0" rc 0
 check "what-if: no output" out_json 'r["output"] is None'
-check "what-if: bn-folding applied with residency, partitions and latency after it" out_json 'any(s["name"] == "bn-folding" and s["outcome"] == "applied" and s["after"]["cpu"] < r["before"]["cpu"] and s["after"]["partitions"] >= 1 and isinstance(s["after"]["mixed_ms"], float) for s in r["steps"])'
+check "what-if: global-pool-to-reduce applied with residency, partitions and latency after it" out_json 'any(s["name"] == "global-pool-to-reduce" and s["outcome"] == "applied" and s["after"]["cpu"] < r["before"]["cpu"] and s["after"]["partitions"] >= 1 and isinstance(s["after"]["mixed_ms"], float) for s in r["steps"])'
 cg rewrite "$src/examples/tiny_cnn.onnx" --target executorch-xnnpack --dim batch=1 --what-if
 check "what-if text: after it" out_has "after it:"
 check "what-if text: mixed latency" out_has "mixed latency"
