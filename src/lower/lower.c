@@ -141,6 +141,45 @@ void lower_hist_free(lower_hist *h)
     memset(h, 0, sizeof *h);
 }
 
+/* --- shared by the mapping lowerings (lower_internal.h) -------------------------------- */
+
+bool lower_is_onnx_op(const cg_node *n, const char *op)
+{
+    return n->op_type && cg_domain_is_default(n->domain) && strcmp(n->op_type, op) == 0;
+}
+
+const char *lower_alias_resolve(const lower_alias *a, const char *name)
+{
+    /* bounded: an alias chain is at most one link per removed node */
+    for (size_t guard = 0; name && *name && guard <= a->count; guard++) {
+        size_t i = cg_strmap_get(&a->map, name);
+        if (i == CG_STRMAP_NONE)
+            return name;
+        name = a->to[i];
+    }
+    return name;
+}
+
+bool lower_alias_add(lower_alias *a, const char *from, const char *to)
+{
+    const char **grown = realloc(a->to, (a->count + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    a->to = grown;
+    a->to[a->count] = to;
+    if (cg_strmap_add(&a->map, from, a->count) == CG_STRMAP_NONE)
+        return false;
+    a->count++;
+    return true;
+}
+
+void lower_alias_free(lower_alias *a)
+{
+    free(a->to);
+    cg_strmap_free(&a->map);
+    memset(a, 0, sizeof *a);
+}
+
 /* --- what was removed ----------------------------------------------------------------- */
 
 static bool in_scope(const cg_lower_removed *r, const char *graph)

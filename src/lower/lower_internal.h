@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "core/strmap.h"
 #include "lower/lgraph.h"
 
 /* Rewrites m's graph (loaded by lg_load) into the graph the runtime
@@ -40,5 +41,22 @@ void lower_hist_sort(lower_hist *h);
 /* "Identity x47, Conv x20": at most max entries, then ", ...". */
 void lower_hist_text(const lower_hist *h, size_t max, char *buf, size_t len);
 void lower_hist_free(lower_hist *h);
+
+/* A node of the default ONNX domain of type op. */
+bool lower_is_onnx_op(const cg_node *n, const char *op);
+
+/* The values a mapping lowering removed, each read as the value it passed
+ * through (an Identity's output as its input), resolved transitively. A
+ * zeroed lower_alias is empty. */
+typedef struct lower_alias {
+    cg_strmap map; /* removed value -> index into to */
+    const char **to;
+    size_t count;
+} lower_alias;
+/* The value name reads as (name itself when it was not removed). */
+const char *lower_alias_resolve(const lower_alias *a, const char *name);
+/* from reads as to; false when out of memory. */
+bool lower_alias_add(lower_alias *a, const char *from, const char *to);
+void lower_alias_free(lower_alias *a);
 
 #endif

@@ -91,9 +91,7 @@ typedef struct ea_ctx {
     const cg_graph *g;   /* the source main graph */
     cg_type_env *types;  /* the source's types at the lowering's dims */
     size_t n;            /* source node count */
-    cg_strmap alias;     /* removed node's output -> index into alias_to */
-    const char **alias_to;
-    size_t alias_count;
+    lower_alias alias;     /* removed node's output -> the value it passes through */
     cg_strmap folded;    /* values with no op behind them (constants) */
     cg_strmap made;      /* names taken: the source's values (0) and the mapping's (1) */
     bool *skip;          /* per source node: removed */
@@ -138,34 +136,16 @@ static void ea_ints(ea_attrs *as, const char *name, const int64_t *v, size_t cou
     as->n++;
 }
 
-static bool is_op(const cg_node *n, const char *op)
-{
-    return n->op_type && cg_domain_is_default(n->domain) && strcmp(n->op_type, op) == 0;
-}
+static bool is_op(const cg_node *n, const char *op) { return lower_is_onnx_op(n, op); }
 
-/* The name a removed value reads as: the value it passes through. */
 static const char *resolve(ea_ctx *c, const char *name)
 {
-    for (int guard = 0; name && *name && guard < 10000; guard++) {
-        size_t i = cg_strmap_get(&c->alias, name);
-        if (i == CG_STRMAP_NONE)
-            return name;
-        name = c->alias_to[i];
-    }
-    return name;
+    return lower_alias_resolve(&c->alias, name);
 }
 
 static bool add_alias(ea_ctx *c, const char *from, const char *to)
 {
-    const char **grown = realloc(c->alias_to, (c->alias_count + 1) * sizeof *grown);
-    if (!grown)
-        return false;
-    c->alias_to = grown;
-    c->alias_to[c->alias_count] = to;
-    if (cg_strmap_add(&c->alias, from, c->alias_count) == CG_STRMAP_NONE)
-        return false;
-    c->alias_count++;
-    return true;
+    return lower_alias_add(&c->alias, from, to);
 }
 
 static const cg_value_type *vtype(ea_ctx *c, const char *name)
@@ -404,6 +384,31 @@ static bool map_conv(ea_ctx *c, size_t i, const cg_node *n, const char *name)
                      n->op_type);
 }
 
+/* The permute_copy [1, 0] of a 2-D runtime value `x` (Gemm's transA /
+ * transB), named "<base>/permute_<tag>"; its output, NULL when x is not a
+ * known 2-D value or out of memory. */
+static const char *emit_transpose_2d(ea_ctx *c, size_t i, const char *base, const char *x,
+                                     const char *tag)
+{
+    int rank = 0;
+    int64_t dims[CG_MAX_RANK];
+    if (!known_shape(c, x, &rank, dims) || rank != 2)
+        return NULL;
+    int64_t t[2] = {dims[1], dims[0]}, perm[2] = {1, 0};
+    char what[32];
+    snprintf(what, sizeof what, "%s_t", tag);
+    const char *out = made_name(c, base, what);
+    snprintf(what, sizeof what, "permute_%s", tag);
+    const char *pname = made_name(c, base, what);
+    ea_attrs as = {.n = 0};
+    ea_ints(&as, "dims", perm, 2);
+    if (!out || !pname ||
+        !emit_aten(c, i, "permute_copy", "default", pname, &x, 1, out, &as, NULL) ||
+        !declare(c, out, dtype_of(c, x), 2, t))
+        return NULL;
+    return out;
+}
+
 /* Gemm: nn.Linear (transB=1, alpha=beta=1) is linear, kept whole by
  * LinearConfig.get_original_aten ([ET-cfg], [ET-test] test_linear); other
  * forms are torch.addmm(C, A, B) / torch.mm(A, B), with a permute_copy
@@ -414,41 +419,16 @@ static bool map_gemm(ea_ctx *c, size_t i, const cg_node *n, const char *name)
     const char *bias = n->input_count > 2 ? n->inputs[2] : "";
     int64_t trans_a = cg_node_attr_int(n, "transA", 0), trans_b = cg_node_attr_int(n, "transB", 0);
     float alpha = cg_node_attr_float(n, "alpha", 1), beta = cg_node_attr_float(n, "beta", 1);
-    int rank = 0;
-    int64_t dims[CG_MAX_RANK];
-    if (trans_a) {
-        if (!known_shape(c, a, &rank, dims) || rank != 2)
-            return false;
-        int64_t t[2] = {dims[1], dims[0]}, perm[2] = {1, 0};
-        const char *out = made_name(c, name, "a_t");
-        const char *pname = made_name(c, name, "permute_a");
-        ea_attrs as = {.n = 0};
-        ea_ints(&as, "dims", perm, 2);
-        if (!out || !pname ||
-            !emit_aten(c, i, "permute_copy", "default", pname, &a, 1, out, &as, NULL) ||
-            !declare(c, out, dtype_of(c, a), 2, t))
-            return false;
-        a = out;
-    }
+    if (trans_a && !(a = emit_transpose_2d(c, i, name, a, "a")))
+        return false;
     if (trans_b && alpha == 1 && beta == 1) {
         const char *ins[3] = {a, b, bias};
         return emit_aten(c, i, "linear", "default", name, ins, 3, n->outputs[0], NULL,
                          n->op_type);
     }
-    if (trans_b && !is_const(c, b)) {
-        if (!known_shape(c, b, &rank, dims) || rank != 2)
-            return false;
-        int64_t t[2] = {dims[1], dims[0]}, perm[2] = {1, 0};
-        const char *out = made_name(c, name, "b_t");
-        const char *pname = made_name(c, name, "permute_b");
-        ea_attrs as = {.n = 0};
-        ea_ints(&as, "dims", perm, 2);
-        if (!out || !pname ||
-            !emit_aten(c, i, "permute_copy", "default", pname, &b, 1, out, &as, NULL) ||
-            !declare(c, out, dtype_of(c, b), 2, t))
-            return false;
-        b = out;
-    } /* a constant B^T is a parameter of the module */
+    /* a constant B^T is a parameter of the module */
+    if (trans_b && !is_const(c, b) && !(b = emit_transpose_2d(c, i, name, b, "b")))
+        return false;
     ea_attrs as = {.n = 0};
     if (*bias) {
         ea_float(&as, "beta", beta);
@@ -1255,8 +1235,7 @@ cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
         }
     free(c.skip);
     free(c.why);
-    free(c.alias_to);
-    cg_strmap_free(&c.alias);
+    lower_alias_free(&c.alias);
     cg_strmap_free(&c.folded);
     cg_strmap_free(&c.made);
     cg_type_env_free(c.types);

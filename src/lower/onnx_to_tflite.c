@@ -90,9 +90,7 @@ typedef struct lm_ctx {
     const cg_graph *g;     /* the source main graph */
     cg_type_env *types;    /* the source's types at the lowering's dims (NCHW) */
     size_t n;              /* source node count */
-    cg_strmap alias;       /* removed node's output -> index into alias_to */
-    const char **alias_to;
-    size_t alias_count;
+    lower_alias alias;     /* removed node's output -> the value it passes through */
     cg_strmap made;        /* names of the constants the mapping made */
     cg_strmap folded;      /* values the converter folds to constants */
     bool *skip;            /* per source node: removed */
@@ -104,33 +102,16 @@ typedef struct lm_ctx {
                               pattern's output (NULL: none) */
 } lm_ctx;
 
-static bool is_op(const cg_node *n, const char *op)
-{
-    return n->op_type && cg_domain_is_default(n->domain) && strcmp(n->op_type, op) == 0;
-}
+static bool is_op(const cg_node *n, const char *op) { return lower_is_onnx_op(n, op); }
 
 static const char *resolve(lm_ctx *c, const char *name)
 {
-    for (int guard = 0; name && *name && guard < 10000; guard++) {
-        size_t i = cg_strmap_get(&c->alias, name);
-        if (i == CG_STRMAP_NONE)
-            return name;
-        name = c->alias_to[i];
-    }
-    return name;
+    return lower_alias_resolve(&c->alias, name);
 }
 
 static bool add_alias(lm_ctx *c, const char *from, const char *to)
 {
-    const char **grown = realloc(c->alias_to, (c->alias_count + 1) * sizeof *grown);
-    if (!grown)
-        return false;
-    c->alias_to = grown;
-    c->alias_to[c->alias_count] = to;
-    if (cg_strmap_add(&c->alias, from, c->alias_count) == CG_STRMAP_NONE)
-        return false;
-    c->alias_count++;
-    return true;
+    return lower_alias_add(&c->alias, from, to);
 }
 
 /* Source node `node` leaves no op, for `why`; folded into source node
@@ -1304,8 +1285,7 @@ cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
     free(c.op);
     free(c.act);
     free(c.gelu);
-    free(c.alias_to);
-    cg_strmap_free(&c.alias);
+    lower_alias_free(&c.alias);
     cg_strmap_free(&c.made);
     cg_strmap_free(&c.folded);
     cg_type_env_free(c.types);
