@@ -118,6 +118,13 @@ refused_are() { # MODEL WHAT PYTHON-SET: assign's unsupported nodes, by name
     check "$2" out_json "set(u['node'] for u in r['unsupported']) == $3 and r['nodes_on_cpu'] == len($3)"
 }
 
+# the profile judges the lowered graph only: every rule keyed by an ATen op
+check "executorch-xnnpack: preprocess onnx-to-aten, every op key aten:*" $py -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+sys.exit(0 if p["preprocess"] == "onnx-to-aten" and all(k.startswith("aten:") for k in p["ops"]) else 1)' \
+    "$src/profiles/executorch-xnnpack.json"
+
 lowered gemm
 ops_are "gemm: linear, view/mm/view, mm, bmm" \
     '{"aten:linear": 1, "aten:view_copy": 2, "aten:mm": 2, "aten:bmm": 1}'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where convgate places the bundled examples and every model of the zoo on
-# nnapi, coreml-nn, coreml-mlprogram, litert-gpu, xnnpack and openvino: residency and
+# nnapi, coreml-nn, coreml-mlprogram, litert-gpu, xnnpack, openvino and executorch-xnnpack: residency and
 # partition count, pinned in tests/data/placement_pins.tsv (#9's "done
 # when"); docs/placement-zoo.md shows the same rows with the reason for every
 # node left on the CPU. Both are written by tools/placement_pins.py --update
