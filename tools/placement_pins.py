@@ -27,7 +27,8 @@ import os
 import subprocess
 import sys
 
-TARGETS = ["nnapi", "coreml-nn", "coreml-mlprogram", "litert-gpu", "xnnpack", "openvino"]
+TARGETS = ["nnapi", "coreml-nn", "coreml-mlprogram", "litert-gpu", "xnnpack", "openvino",
+           "executorch-xnnpack"]
 
 # The shapes a deployment fixes for the zoo's dynamic inputs (no guess: the
 # sizes the models are run at in their own repositories' demos).
