@@ -34,6 +34,7 @@
 #include "convgate/tensor.h"
 #include "core/strmap.h"
 #include "ir/walk.h"
+#include "verify_internal.h"
 
 #define SIDE_REF 0   /* float64 reference (by_tolerance: fp32) */
 #define SIDE_CAND 1
@@ -504,9 +505,7 @@ static cg_status side_init(side_state *s, bisect_ctx *c, int which, const cg_bis
     cg_status st;
     if (!side->path) {
         cg_runtime_options ro;
-        cg_runtime_options_default(&ro);
-        ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
-        ro.max_alloc_bytes = c->opt->max_alloc_bytes;
+        cg_verify_runtime_options(&ro, c->opt->max_alloc_bytes, 0);
         ro.observe = side_observe;
         ro.observe_user = s;
         ro.float64 = (which == SIDE_REF && c->noise) || which == SIDE_F16 || mode == CAND_FP64;

@@ -135,6 +135,18 @@ static void finalize(cg_metrics *m)
     m->pass = m->mismatches == 0 && !m->shape_mismatch && !m->dtype_mismatch;
 }
 
+/* Tensors of different shapes (or element counts) fail with no value
+ * compared: true after marking out so. */
+static bool shapes_differ(const cg_tensor *ref, const cg_tensor *got, cg_metrics *out)
+{
+    if (cg_shape_equal(ref->rank, ref->dims, got->rank, got->dims) && ref->numel == got->numel)
+        return false;
+    out->shape_mismatch = true;
+    out->bit_identical = false;
+    out->pass = false;
+    return true;
+}
+
 cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const cg_tolerance *tol,
                              cg_metrics *out, cg_error *err)
 {
@@ -149,13 +161,8 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
     if (ref->dtype == CG_DTYPE_STRING && got->dtype == CG_DTYPE_STRING) {
         /* strings match exactly, every byte of their length (a NUL too) */
         out->count = (uint64_t)(ref->numel > 0 ? ref->numel : 0);
-        if (!cg_shape_equal(ref->rank, ref->dims, got->rank, got->dims) ||
-            ref->numel != got->numel) {
-            out->shape_mismatch = true;
-            out->bit_identical = false;
-            out->pass = false;
+        if (shapes_differ(ref, got, out))
             return CG_OK;
-        }
         for (int64_t i = 0; i < ref->numel; i++) {
             size_t rl, gl;
             const char *r = cg_tensor_string(ref, i, &rl), *g = cg_tensor_string(got, i, &gl);
@@ -174,13 +181,8 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
      * target against the float64 reference) is compared as values; only a
      * change of kind (float, integer, bool) is a mismatch */
     out->dtype_mismatch = dtype_kind(ref->dtype) != dtype_kind(got->dtype);
-    if (!cg_shape_equal(ref->rank, ref->dims, got->rank, got->dims) ||
-        ref->numel != got->numel) {
-        out->shape_mismatch = true;
-        out->bit_identical = false;
-        out->pass = false;
+    if (shapes_differ(ref, got, out))
         return CG_OK;
-    }
     if (ref->numel < 0 || (ref->numel > 0 && (!ref->data || !got->data)))
         return cg_error_set(err, CG_INVALID, "compare: tensor without data (%lld elements)",
                             (long long)ref->numel);

@@ -24,6 +24,7 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "core/clock.h"
+#include "verify_internal.h"
 
 static char *str_dup(const char *s)
 {
@@ -136,9 +137,7 @@ static double *timed_run(const cg_model *model, const cg_sample *s, size_t max_a
     t.seconds = calloc(model->graph->node_count ? model->graph->node_count : 1, sizeof(double));
     if (!t.seconds)
         return NULL;
-    cg_runtime_options_default(&ro);
-    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
-    ro.max_alloc_bytes = max_alloc;
+    cg_verify_runtime_options(&ro, max_alloc, 0);
     ro.observe = timer_observe;
     ro.observe_user = &t;
     if (cg_runtime_init(model, &ro, &rt, NULL) == CG_OK) {
@@ -445,21 +444,14 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     r->matches = CG_GATE_FAIL;
     r->task = opt->task;
     r->threshold = opt->threshold;
-    memset(&po, 0, sizeof po);
-    po.targets = opt->targets;
-    po.target_count = opt->target_count;
-    po.dims = opt->dims;
-    po.dim_count = opt->dim_count;
-    po.random = opt->random;
-    po.accumulate = opt->accumulate_fp32 ? 1 : opt->accumulate_fp16 ? 0 : -1;
-    po.tol = opt->tol;
+    cg_parity_options_for_path(&po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
+                               opt->random, opt->accumulate_fp32, opt->accumulate_fp16,
+                               opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
     po.task = opt->task;
     po.threshold = opt->threshold;
     po.detect = opt->detect;
-    po.max_alloc_bytes = opt->max_alloc_bytes;
     po.threads = opt->threads;
     po.golden = opt->samples->samples[0].expected != NULL;
-    po.outputs_from = opt->outputs_from;
     po.outputs_reduced = opt->outputs_reduced;
     /* gate 2 typed this very graph on sample 0 (random, so also what the
      * floors' decision analysis types by): no second and third recording

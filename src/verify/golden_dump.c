@@ -11,6 +11,7 @@
 
 #include "convgate/golden.h"
 #include "convgate/noise.h"
+#include "verify_internal.h"
 
 void cg_golden_dump_report_free(cg_golden_dump_report *r)
 {
@@ -65,10 +66,7 @@ cg_status cg_golden_dump(const cg_model *model, cg_sample_source *src, const cha
     }
     if (plain) {
         cg_runtime_options ro;
-        cg_runtime_options_default(&ro);
-        ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
-        if (opt->max_alloc_bytes)
-            ro.max_alloc_bytes = opt->max_alloc_bytes;
+        cg_verify_runtime_options(&ro, opt->max_alloc_bytes, 0);
         st = cg_runtime_init(run_model, &ro, &rt, err);
     }
     if (st != CG_OK) {

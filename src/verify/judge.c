@@ -28,6 +28,7 @@
 #include "convgate/runtime.h"
 #include "core/clock.h"
 #include "core/threadpool.h"
+#include "verify_internal.h"
 
 #define DETECT_IOU_MIN 0.5
 
@@ -260,11 +261,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
      * and the reference's own outputs when there is no target */
     if ((!j->noise && !opt->golden) || (!opt->target_count && !opt->outputs_from)) {
         cg_runtime_options ro;
-        cg_runtime_options_default(&ro);
-        ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
-        if (opt->max_alloc_bytes)
-            ro.max_alloc_bytes = opt->max_alloc_bytes;
-        ro.threads = opt->threads;
+        cg_verify_runtime_options(&ro, opt->max_alloc_bytes, opt->threads);
         if ((st = cg_runtime_init(model, &ro, &j->rt, err)) != CG_OK) {
             cg_error_prefix(err, "reference runtime: ");
             goto fail;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "convgate/runtime.h"
+#include "verify_internal.h"
 
 /* --- a target path that follows the samples' shapes -------------------------------- */
 
@@ -86,6 +87,25 @@ void cg_sample_path_free(cg_sample_path *sp)
 }
 
 /* --- the comparison ------------------------------------------------------------------ */
+
+void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *targets,
+                                size_t target_count, const cg_dim_binding *dims,
+                                size_t dim_count, const cg_random_inputs *random,
+                                bool accumulate_fp32, bool accumulate_fp16,
+                                const char *outputs_from, const cg_tolerance_args *tol,
+                                size_t max_alloc_bytes)
+{
+    memset(po, 0, sizeof *po);
+    po->targets = targets;
+    po->target_count = target_count;
+    po->dims = dims;
+    po->dim_count = dim_count;
+    po->random = random;
+    po->accumulate = accumulate_fp32 ? 1 : accumulate_fp16 ? 0 : -1;
+    po->outputs_from = outputs_from;
+    po->tol = *tol;
+    po->max_alloc_bytes = max_alloc_bytes;
+}
 
 void cg_parity_report_free(cg_parity_report *r)
 {
@@ -185,16 +205,9 @@ cg_status cg_verify_golden(const cg_model *model, const char *model_path, const 
     /* 2. the judge: the outputs come from the reference, the target path
      * or files, and are compared with the golden ones */
     cg_parity_options po;
-    memset(&po, 0, sizeof po);
-    po.targets = opt->targets;
-    po.target_count = opt->target_count;
-    po.dims = opt->dims;
-    po.dim_count = opt->dim_count;
-    po.random = opt->random;
-    po.accumulate = opt->accumulate_fp32 ? 1 : opt->accumulate_fp16 ? 0 : -1;
-    po.outputs_from = opt->outputs_from;
-    po.tol = opt->tol;
-    po.max_alloc_bytes = opt->max_alloc_bytes;
+    cg_parity_options_for_path(&po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
+                               opt->random, opt->accumulate_fp32, opt->accumulate_fp16,
+                               opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
     po.keep_sample_metrics = true;
     po.golden = true;
     if ((st = cg_judge_init(model, &po, gd->set_count, &out->parity, &j, err)) != CG_OK)

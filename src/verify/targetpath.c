@@ -41,6 +41,7 @@
 #include "convgate/assign.h"
 #include "convgate/lower.h"
 #include "convgate/targetpath.h"
+#include "verify_internal.h"
 
 /* A target standing for t on the source graph of a lowering it places. */
 typedef struct tp_proxy {
@@ -316,11 +317,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     }
 
     cg_runtime_options ro;
-    cg_runtime_options_default(&ro);
-    ro.strict_output_shapes = true; /* verification: a contradicted declaration fails */
-    if (opt->max_alloc_bytes)
-        ro.max_alloc_bytes = opt->max_alloc_bytes;
-    ro.threads = opt->threads;
+    cg_verify_runtime_options(&ro, opt->max_alloc_bytes, opt->threads);
     ro.assignment = p->assign;
     ro.types = p->types;
     ro.node_precision = p->reduced ? p->node_prec : NULL;
@@ -365,6 +362,15 @@ const cg_assignment *cg_target_path_assignment(const cg_target_path *p)
 bool cg_target_path_reduced_precision(const cg_target_path *p)
 {
     return p && p->reduced;
+}
+
+void cg_verify_runtime_options(cg_runtime_options *ro, size_t max_alloc_bytes, int threads)
+{
+    cg_runtime_options_default(ro);
+    ro->strict_output_shapes = true; /* verification: a contradicted declaration fails */
+    if (max_alloc_bytes)
+        ro->max_alloc_bytes = max_alloc_bytes;
+    ro->threads = threads;
 }
 
 const cg_type_env *cg_target_path_types(const cg_target_path *p)

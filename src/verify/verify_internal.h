@@ -1,0 +1,36 @@
+/*
+ * What the verification stage's files share and nobody else needs: the
+ * runtime options every verifying run starts from, and the judge's
+ * options as gate 3 and verify (golden sets) describe the path they judge.
+ */
+#ifndef CG_VERIFY_INTERNAL_H
+#define CG_VERIFY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "convgate/compare.h"
+#include "convgate/parity.h"
+#include "convgate/runtime.h"
+
+/* The runtime options of a run that verifies (a reference, a target path,
+ * a bisection side, a golden set's recording): the defaults, with output
+ * shapes that contradict their declaration failing (strict_output_shapes),
+ * at most max_alloc_bytes per allocation (0: the default) and `threads`
+ * reference threads. The caller adds its observer, precision and the rest. */
+void cg_verify_runtime_options(cg_runtime_options *ro, size_t max_alloc_bytes, int threads);
+
+/* The judge's options for outputs produced by the path gate 3 and
+ * `convgate verify` describe alike: targets in priority order, dim
+ * bindings, random inputs, the accumulation the user forced (both false:
+ * as the profiles say), the folder of outputs made elsewhere (NULL: the
+ * path runs), tolerances and the allocation cap. Every other field is zero;
+ * the caller sets what only it has (golden, task, threads, ...). */
+void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *targets,
+                                size_t target_count, const cg_dim_binding *dims,
+                                size_t dim_count, const cg_random_inputs *random,
+                                bool accumulate_fp32, bool accumulate_fp16,
+                                const char *outputs_from, const cg_tolerance_args *tol,
+                                size_t max_alloc_bytes);
+
+#endif
