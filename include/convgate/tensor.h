@@ -120,6 +120,13 @@ CG_API void cg_tensor_set_i64(cg_tensor *t, int64_t i, int64_t v);
 CG_API CG_NODISCARD cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *out,
                             cg_error *err);
 
+/* A new tensor of element type `to` holding src's values, src's shape:
+ * between integer types (bool included) through int64, otherwise through
+ * double, with cg_tensor_set_f64's rules (float to float16 rounds to
+ * nearest even). STRING on either side is refused (CG_UNSUPPORTED). */
+CG_API CG_NODISCARD cg_status cg_tensor_convert(const cg_tensor *src, cg_dtype to,
+                                                cg_tensor *out, cg_error *err);
+
 /* --- values ----------------------------------------------------------------- */
 
 /* A new TENSOR value with a zero-filled payload, no allocation limit. */

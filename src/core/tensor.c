@@ -285,6 +285,25 @@ cg_status cg_tensor_permute(const cg_tensor *src, const int *perm, cg_tensor *ou
     return CG_OK;
 }
 
+cg_status cg_tensor_convert(const cg_tensor *src, cg_dtype to, cg_tensor *out, cg_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (src->dtype == CG_DTYPE_STRING || to == CG_DTYPE_STRING)
+        return cg_error_set(err, CG_UNSUPPORTED, "cannot convert %s to %s",
+                            cg_dtype_name(src->dtype), cg_dtype_name(to));
+    cg_status st = cg_tensor_alloc(out, to, src->rank, src->dims, 0, err);
+    if (st != CG_OK)
+        return st;
+    bool ints = !cg_dtype_is_float(src->dtype) && !cg_dtype_is_float(to);
+    for (int64_t i = 0; i < out->numel; i++) {
+        if (ints)
+            cg_tensor_set_i64(out, i, cg_tensor_get_i64(src, i));
+        else
+            cg_tensor_set_f64(out, i, cg_tensor_get_f64(src, i));
+    }
+    return CG_OK;
+}
+
 void cg_tensor_release(cg_tensor *t)
 {
     if (!t)

@@ -847,9 +847,7 @@ cg_status cg_samples_cast_inputs(const cg_model *model, const cg_named_value *in
             continue;
         cg_tensor t;
         cg_value *c = NULL;
-        cg_status st = cg_tensor_alloc(&t, want, v->tensor.rank, v->tensor.dims, 0, err);
-        for (int64_t e = 0; st == CG_OK && e < t.numel; e++)
-            cg_tensor_set_f64(&t, e, cg_tensor_get_f64(&v->tensor, e));
+        cg_status st = cg_tensor_convert(&v->tensor, want, &t, err);
         if (st == CG_OK && (st = cg_value_from_tensor(&t, &c, err)) != CG_OK)
             cg_tensor_release(&t);
         if (st != CG_OK) {

@@ -155,11 +155,9 @@ static cg_status demote_like(cg_value *got, const cg_value *want, cg_error *err)
     if (got->tensor.dtype != CG_DTYPE_DOUBLE || to == CG_DTYPE_DOUBLE || !cg_dtype_is_float(to))
         return CG_OK;
     cg_tensor t;
-    cg_status st = cg_tensor_alloc(&t, to, got->tensor.rank, got->tensor.dims, 0, err);
+    cg_status st = cg_tensor_convert(&got->tensor, to, &t, err);
     if (st != CG_OK)
         return st;
-    for (int64_t i = 0; i < t.numel; i++)
-        cg_tensor_set_f64(&t, i, ((const double *)got->tensor.data)[i]);
     cg_tensor_release(&got->tensor);
     got->tensor = t;
     got->seq_dtype = to;

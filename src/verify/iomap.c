@@ -441,21 +441,9 @@ cg_status cg_io_convert(const cg_io_pair *p, bool to_b, const cg_tensor *src, cg
         *out = moved;
         return CG_OK;
     }
-    if (moved.dtype == CG_DTYPE_STRING || dtype == CG_DTYPE_STRING ||
-        (st = cg_tensor_alloc(out, dtype, moved.rank, moved.dims, 0, err)) != CG_OK) {
-        cg_tensor_release(&moved);
-        return st != CG_OK ? st : cg_error_set(err, CG_UNSUPPORTED, "cannot convert %s to %s",
-                                               cg_dtype_name(moved.dtype), cg_dtype_name(dtype));
-    }
-    bool ints = !cg_dtype_is_float(moved.dtype) && !cg_dtype_is_float(dtype);
-    for (int64_t i = 0; i < moved.numel; i++) {
-        if (ints)
-            cg_tensor_set_i64(out, i, cg_tensor_get_i64(&moved, i));
-        else
-            cg_tensor_set_f64(out, i, cg_tensor_get_f64(&moved, i));
-    }
+    st = cg_tensor_convert(&moved, dtype, out, err);
     cg_tensor_release(&moved);
-    return CG_OK;
+    return st;
 }
 
 static cg_dtype declared(const cg_value_info *vi)

@@ -255,11 +255,9 @@ static cg_status promote_double(cg_value *v, cg_error *err)
         v->tensor.dtype == CG_DTYPE_DOUBLE)
         return CG_OK;
     cg_tensor t;
-    cg_status st = cg_tensor_alloc(&t, CG_DTYPE_DOUBLE, v->tensor.rank, v->tensor.dims, 0, err);
+    cg_status st = cg_tensor_convert(&v->tensor, CG_DTYPE_DOUBLE, &t, err);
     if (st != CG_OK)
         return st;
-    for (int64_t i = 0; i < t.numel; i++)
-        ((double *)t.data)[i] = cg_tensor_get_f64(&v->tensor, i);
     cg_tensor_release(&v->tensor);
     v->tensor = t;
     v->seq_dtype = CG_DTYPE_DOUBLE;

@@ -423,6 +423,55 @@ static void test_json(void)
     json_decref(env);
 }
 
+/* cg_tensor_convert: the one element-type conversion (input casts, the
+ * fp64 reference's promotion, a layout's dtype): floats through double
+ * with float16's rounding, integers through int64, strings refused. */
+static void test_convert(void)
+{
+    cg_tensor d, h, back, i64, i8, s;
+    cg_error err;
+    cg_error_clear(&err);
+    int64_t dims[2] = {2, 2};
+    EXPECT(cg_tensor_alloc(&d, CG_DTYPE_DOUBLE, 2, dims, 0, &err) == CG_OK, "alloc double");
+    double v[4] = {1.5, -2.25, 1.0 + 1.0 / 4096, 65504.0};
+    for (int k = 0; k < 4; k++)
+        cg_tensor_set_f64(&d, k, v[k]);
+    EXPECT(cg_tensor_convert(&d, CG_DTYPE_FLOAT16, &h, &err) == CG_OK, "to float16: %s",
+           err.msg);
+    EXPECT(h.dtype == CG_DTYPE_FLOAT16 && h.rank == 2 && h.dims[1] == 2 && h.numel == 4,
+           "float16 keeps the shape");
+    EXPECT(cg_tensor_convert(&h, CG_DTYPE_FLOAT, &back, &err) == CG_OK, "to float: %s", err.msg);
+    EXPECT(cg_tensor_get_f64(&back, 0) == 1.5 && cg_tensor_get_f64(&back, 1) == -2.25,
+           "exact values survive");
+    EXPECT(cg_tensor_get_f64(&back, 2) == 1.0, "1 + 2^-12 rounds to even in float16, got %.9g",
+           cg_tensor_get_f64(&back, 2));
+    EXPECT(cg_tensor_get_f64(&back, 3) == 65504.0, "float16's largest finite value");
+    int64_t one = 4;
+    EXPECT(cg_tensor_alloc(&i64, CG_DTYPE_INT64, 1, &one, 0, &err) == CG_OK, "alloc int64");
+    cg_tensor_set_i64(&i64, 0, INT64_MAX);
+    cg_tensor_set_i64(&i64, 1, -3);
+    cg_tensor_set_i64(&i64, 2, 300);
+    cg_tensor_set_i64(&i64, 3, 0);
+    EXPECT(cg_tensor_convert(&i64, CG_DTYPE_INT8, &i8, &err) == CG_OK, "to int8: %s", err.msg);
+    EXPECT(cg_tensor_get_i64(&i8, 1) == -3 && cg_tensor_get_i64(&i8, 2) == 44 &&
+               cg_tensor_get_i64(&i8, 0) == -1,
+           "integers wrap as Cast does, through int64 (not through double): %lld %lld %lld",
+           (long long)cg_tensor_get_i64(&i8, 0), (long long)cg_tensor_get_i64(&i8, 1),
+           (long long)cg_tensor_get_i64(&i8, 2));
+    EXPECT(cg_tensor_alloc(&s, CG_DTYPE_STRING, 1, &one, 0, &err) == CG_OK, "alloc string");
+    cg_tensor none;
+    cg_error_clear(&err);
+    EXPECT(cg_tensor_convert(&s, CG_DTYPE_FLOAT, &none, &err) == CG_UNSUPPORTED &&
+               none.data == NULL && strstr(err.msg, "string"),
+           "a string tensor is refused: %s", err.msg);
+    cg_tensor_release(&d);
+    cg_tensor_release(&h);
+    cg_tensor_release(&back);
+    cg_tensor_release(&i64);
+    cg_tensor_release(&i8);
+    cg_tensor_release(&s);
+}
+
 int main(void)
 {
     cg_model *m = NULL;
@@ -439,6 +488,7 @@ int main(void)
     test_folders(m);
     test_tolerances();
     test_json();
+    test_convert();
     cg_model_free(m);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
