@@ -4,20 +4,19 @@
  * output and optionally write each one to a folder. Inputs, random values
  * and file names come from the samples module (convgate/samples.h).
  */
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "convgate/against.h"
 #include "convgate/model.h"
+#include "convgate/profile.h"
 #include "convgate/runtime.h"
 #include "convgate/samples.h"
 #include "convgate/targetpath.h"
+#include "core/clock.h"
 #include "report/report.h"
 
 static void run_usage(FILE *f)
@@ -91,25 +90,6 @@ static void run_usage(FILE *f)
     fputs("\n" CLI_LIMITS_HELP, f);
 }
 
-/* BYTES with an optional K/M/G (binary) suffix. */
-static bool parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    if (!s || !isdigit((unsigned char)*s))
-        return false;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = *end == 'k' || *end == 'K'   ? 10
-                     : *end == 'm' || *end == 'M' ? 20
-                     : *end == 'g' || *end == 'G' ? 30
-                                                  : 0;
-    end += shift != 0;
-    if (errno || *end || v == 0 || v > (SIZE_MAX >> shift))
-        return false;
-    *out = (size_t)v << shift;
-    return true;
-}
-
 typedef struct run_args {
     const char *model_path, *out_dir, *inputs_dir, *sample;
     char **feeds; /* raw -i arguments */
@@ -162,7 +142,7 @@ static int parse_args(int argc, char **argv, run_args *a)
             }
             break;
         case 'M':
-            if (!parse_bytes(optarg, &a->max_alloc)) {
+            if (!cli_parse_bytes(optarg, &a->max_alloc)) {
                 cli_error("run", "--max-alloc needs a positive byte count (suffix K, M or G)");
                 return CG_EXIT_ERROR;
             }
@@ -246,32 +226,15 @@ static cg_status run_in_litert(run_args *a, const cg_model *model, const cg_samp
     return st;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+    return cg_clock_seconds(CLOCK_MONOTONIC) * 1e3;
 }
 
 /* The process's CPU time (every thread), in ms. */
 static double cpu_ms_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* Sorts v[0..n) and returns its median (n > 0). */
-static double median_of(double *v, uint64_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return cg_clock_seconds(CLOCK_PROCESS_CPUTIME_ID) * 1e3;
 }
 
 int cmd_run(int argc, char **argv)
@@ -383,8 +346,8 @@ int cmd_run(int argc, char **argv)
         cli_warn("run", "%.*s", (int)(nl - w), w);
     }
     if (a.repeat) {
-        ms = median_of(warm, a.repeat);
-        cpu_ms = median_of(warm + a.repeat, a.repeat);
+        ms = cg_profile_median(warm, a.repeat);
+        cpu_ms = cg_profile_median(warm + a.repeat, a.repeat);
     }
     if (a.out_dir && cg_samples_write_outputs(model, a.out_dir, outs, out_count, &paths, &err) !=
                          CG_OK) {

@@ -24,6 +24,7 @@
 #include "convgate/samples.h"
 #include "convgate/target.h"
 #include "convgate/tensor_io.h"
+#include "core/clock.h"
 #include "ir/walk.h"
 
 /* --- op classes -------------------------------------------------------------------- */
@@ -435,10 +436,7 @@ void cg_cost_verdict_text(const cg_cost_estimate *e, const cg_assignment *a, cha
  * thread pool) run a model on the calling thread. */
 static double now_s(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0.0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int cmp_double(const void *x, const void *y)

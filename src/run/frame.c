@@ -25,6 +25,7 @@
 #include "convgate/budget.h"
 #include "convgate/partition.h"
 #include "run/exec.h"
+#include "core/clock.h"
 #include "run/fp64.h"
 
 /* --- labels ----------------------------------------------------------------- */
@@ -210,10 +211,7 @@ static void drop_step_outputs(cg_exec *f, size_t count)
  * counts other processes' slices; the runtime runs a model on one thread. */
 static double cpu_seconds(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0.0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* Scratch owned by frame f, freed after the running step's kernel; NULL
@@ -522,10 +520,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
 
 static double now_seconds(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0.0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return cg_clock_seconds(CLOCK_MONOTONIC);
 }
 
 /* true when a float32 tensor among v has an infinite lane */

@@ -25,6 +25,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "core/clock.h"
 #include "core/file.h"
 #include "core/path.h"
 #include "ir/walk.h"
@@ -348,9 +349,7 @@ static const char *signal_name(int sig)
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return cg_clock_seconds(CLOCK_MONOTONIC) * 1e3;
 }
 
 /* Runs one test in a forked child with a timeout. */
