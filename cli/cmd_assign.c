@@ -211,7 +211,7 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
     }
     if (cli_views_wanted(views)) {
         cg_graph_view gv = {model, placement->main, NULL, NULL, NULL, 0, list, tg->count,
-                            NULL};
+                            NULL, NULL};
         char title[4300];
         snprintf(title, sizeof title, "convgate assign %s --target %s", path, tg->label);
         rc = cli_views_write("assign", views, rc, root, title, &gv);
@@ -508,7 +508,7 @@ int cmd_assign(int argc, char **argv)
     if (cli_views_wanted(&views)) {
         /* the file's nodes, placed and timed through the lowering's origins */
         cg_graph_view gv = {model, settings[0].placement->main, ref.node_ms, NULL, NULL,
-                            0, tg.list, tg.count, lowered};
+                            0, tg.list, tg.count, lowered, NULL};
         char title[4300];
         snprintf(title, sizeof title, "convgate assign %s --target %s", path, tg.label);
         rc = cli_views_write("assign", &views, rc, root, title, &gv);

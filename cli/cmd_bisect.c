@@ -232,7 +232,7 @@ int cmd_bisect(int argc, char **argv)
         if (cli_views_wanted(&views)) {
             /* with --against, the reference model's graph, unplaced */
             cg_graph_view gv = {model, path && !cand ? cg_target_path_assignment(path) : NULL,
-                                NULL, &res, NULL, 0, tg.list, tg.count, NULL};
+                                NULL, &res, NULL, 0, tg.list, tg.count, NULL, NULL};
             char title[4300];
             snprintf(title, sizeof title, "convgate bisect %s %s %s", model_path,
                      against ? "--against" : "--target", against ? against : tg.label);

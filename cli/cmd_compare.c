@@ -302,8 +302,7 @@ int cmd_compare(int argc, char **argv)
             (st = cg_against_init(&ao, &ag, &err)) == CG_OK)
             st = cg_against_write(ag, src, tmp, &err);
         a.opt.outputs_from = tmp;
-        a.opt.outputs_reduced = ao.runner && ao.runner->kind == CG_RUNNER_LITERT_WEBGPU &&
-                                ao.runner->precision && strcmp(ao.runner->precision, "fp16") == 0;
+        a.opt.outputs_reduced = cg_runner_reduced(ao.runner);
     }
     if (st == CG_OK)
         st = cg_parity_run(model, &a.opt, src, &rep, &err);
@@ -330,18 +329,13 @@ int cmd_compare(int argc, char **argv)
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
     if (cli_views_wanted(&a.views)) {
         json_t *root = cg_report_parity_json(&rep, &view);
-        cg_graph_view_output *outs = calloc(rep.output_count + 1, sizeof *outs);
-        for (size_t k = 0; outs && k < rep.output_count; k++)
-            outs[k] = (cg_graph_view_output){rep.outputs[k].name, &rep.outputs[k].merged};
         cg_graph_view gv = {model, rep.path ? cg_target_path_assignment(rep.path) : NULL, NULL,
-                            NULL, outs, rep.output_count, a.targets.list, a.targets.count,
-                            NULL};
+                            NULL, NULL, 0, a.targets.list, a.targets.count, NULL, &rep};
         char title[4300];
         snprintf(title, sizeof title, "convgate compare %s --target %s", a.model_path,
                  a.targets.label);
-        rc = root && outs ? cli_views_write("compare", &a.views, rc, root, title, &gv)
-                          : (cli_error("compare", "out of memory"), CG_EXIT_ERROR);
-        free(outs);
+        rc = root ? cli_views_write("compare", &a.views, rc, root, title, &gv)
+                  : (cli_error("compare", "out of memory"), CG_EXIT_ERROR);
         json_decref(root);
     }
     if (!cli_json_on()) {

@@ -126,12 +126,8 @@ static bool source_outputs(cli_against *ag, cg_model *model, cg_sample_set *samp
     o.other_path = ag->other_path;
     cg_against_describe(&o, producer, cap);
     cg_status st = cg_against_init(&o, side, &err);
-    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
-        cg_sample *s = &samples->samples[i];
-        size_t k;
-        if ((st = cg_against_add(*side, s, &k, &err)) == CG_OK)
-            st = cg_against_outputs(*side, k, &s->expected, &s->expected_count, &err);
-    }
+    if (st == CG_OK)
+        st = cg_against_expect(*side, samples, &err);
     if (st != CG_OK)
         cli_error("gate", "--source %s: %s", ag->other_path, err.msg);
     return st == CG_OK;
@@ -144,8 +140,8 @@ static bool litert_outputs(cli_against *ag, const char *model_path, cg_model *mo
                            char *measured, size_t cap)
 {
     cg_against_options o;
+    cg_sample_source *src = NULL;
     cg_error err;
-    char folder[4200];
     cg_error_clear(&err);
     memset(&o, 0, sizeof o);
     o.model = o.other = model;
@@ -153,23 +149,10 @@ static bool litert_outputs(cli_against *ag, const char *model_path, cg_model *mo
     o.other_path = model_path;
     cg_against_describe(&o, measured, cap);
     cg_status st = cg_against_init(&o, side, &err);
-    if (st == CG_OK)
-        st = cg_path_make_temp_dir("convgate-gate", dir, &err);
-    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
-        size_t k;
-        st = cg_against_add(*side, &samples->samples[i], &k, &err);
-    }
-    if (st == CG_OK)
-        st = cg_against_finish(*side, &err);
-    for (size_t i = 0; st == CG_OK && i < samples->count; i++) {
-        cg_named_value *outs;
-        size_t n;
-        if ((st = cg_against_outputs(*side, i, &outs, &n, &err)) != CG_OK)
-            break;
-        snprintf(folder, sizeof folder, "%s/%s", *dir, samples->samples[i].label);
-        st = cg_samples_write_outputs(model, folder, outs, n, NULL, &err);
-        cg_runtime_free_outputs(outs, n);
-    }
+    if (st == CG_OK && (st = cg_path_make_temp_dir("convgate-gate", dir, &err)) == CG_OK &&
+        (st = cg_sample_source_open_set(model, samples, &src, &err)) == CG_OK)
+        st = cg_against_write(*side, src, *dir, &err);
+    cg_sample_source_free(src);
     if (st != CG_OK)
         cli_error("gate", "--runner %s: %s", cg_runner_kind_name(ag->runner.kind), err.msg);
     return st == CG_OK;
@@ -327,8 +310,7 @@ int cmd_gate(int argc, char **argv)
                                           measured, sizeof measured))
         goto done;
     opt.outputs_from = outdir;
-    opt.outputs_reduced = ag.runner.kind == CG_RUNNER_LITERT_WEBGPU && ag.runner.precision &&
-                          strcmp(ag.runner.precision, "fp16") == 0;
+    opt.outputs_reduced = cg_runner_reduced(&ag.runner);
     opt.accumulate_fp32 = tg.accumulate == 2;
     opt.accumulate_fp16 = tg.accumulate == 1;
     opt.targets = tg.list;
@@ -347,53 +329,28 @@ int cmd_gate(int argc, char **argv)
     }
     FILE *text = json_stdout ? stderr : stdout;
     cg_gate_report_text(text, &rep);
-    cg_text_printf(text, "(samples: %s)\n", desc);
     if (timings)
         cg_gate_timings_text(stderr, &rep.timings);
     cg_against_view sv = {model, ag.other, ag.other_path, ag.have_map ? &ag.map : NULL, false,
                           producer, NULL};
-    const cg_runner_report *rr = litert ? cg_against_runner_report(litert) : NULL;
-    bool conversion = src_side && rep.matches == CG_GATE_FAIL && rep.bisected &&
-                      !rep.bisect.diverged;
-    if (src_side)
-        cg_report_against_text(text, "gate 3 reference", &sv);
-    if (conversion)
-        cg_text_printf(text, "  the target path follows %s's own reference run: the difference "
-                       "lies between %s and %s (the conversion), not in the target\n",
-                       model_path, ag.other_path, model_path);
-    if (rr)
-        cg_text_printf(text, "gate 3 target side: %s\n", measured);
-    cg_report_runner_text(text, rr, "  ");
+    cg_gate_sides sides = {model_path, src_side ? &sv : NULL,
+                           litert ? cg_against_runner_report(litert) : NULL, measured};
+    cg_report_gate_sides_text(text, &rep, &sides);
     rc = rep.pass ? CG_EXIT_OK : CG_EXIT_FAIL;
     if (cli_json_on() || cli_views_wanted(&views)) {
         json_t *root = cg_gate_report_json(&rep);
-        if (root) {
-            cg_json_set(root, "samples_source", cg_json_text(desc));
-            if (src_side) {
-                json_t *sj = cg_report_against_json(&sv);
-                cg_json_set(sj, "conversion_differs", json_boolean(conversion));
-                cg_json_set(root, "source", sj);
-            }
-            if (rr)
-                cg_json_set(root, "runner", cg_report_runner_json(rr));
-        }
+        cg_report_gate_sides_json(root, &rep, &sides);
         if (cli_views_wanted(&views)) {
-            const cg_parity_report *jr = &rep.judged;
-            cg_graph_view_output *outs = calloc(jr->output_count + 1, sizeof *outs);
-            for (size_t o = 0; outs && o < jr->output_count; o++)
-                outs[o] = (cg_graph_view_output){jr->outputs[o].name, &jr->outputs[o].merged};
             /* the file's nodes; the placement and the times index the
              * graph the targets partition, mapped back by the view (a
              * .tflite: its operators, drawn as placed) */
             cg_graph_view gv = {rep.tflite_ops ? rep.tflite_ops : model, rep.assignment,
-                                rep.node_ms,
-                                rep.bisected ? &rep.bisect : NULL, outs, jr->output_count,
-                                tg.list, tg.count, rep.tflite_ops ? NULL : rep.lowered};
+                                rep.node_ms, rep.bisected ? &rep.bisect : NULL, NULL, 0,
+                                tg.list, tg.count, rep.tflite_ops ? NULL : rep.lowered,
+                                &rep.judged};
             char title[4300];
             snprintf(title, sizeof title, "convgate gate %s --target %s", model_path, tg.label);
-            rc = outs ? cli_views_write("gate", &views, rc, root, title, &gv)
-                      : (cli_error("gate", "out of memory"), CG_EXIT_ERROR);
-            free(outs);
+            rc = cli_views_write("gate", &views, rc, root, title, &gv);
         }
         if (cli_json_on())
             rc = cli_json_emit(rc, root);

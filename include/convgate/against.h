@@ -66,6 +66,10 @@ CG_API CG_NODISCARD cg_status cg_against_outputs(cg_against *a, size_t i, cg_nam
  * outputs written into dir in src's layout (cg_sample_source_read_outputs
  * reads them back). */
 CG_API CG_NODISCARD cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir, cg_error *err);
+/* Every sample of set through the other side, its outputs becoming the
+ * sample's expected outputs (gate --source: gate 3 compares against them).
+ * A sample that already has expected outputs is refused (CG_USAGE). */
+CG_API CG_NODISCARD cg_status cg_against_expect(cg_against *a, cg_sample_set *set, cg_error *err);
 /* The runner's report (NULL without a runner or before it ran). */
 CG_API const cg_runner_report *cg_against_runner_report(const cg_against *a);
 /* Some target path built computes in reduced precision. */

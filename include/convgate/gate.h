@@ -129,6 +129,7 @@ typedef struct cg_gate_timings {
 typedef struct cg_gate_report {
     char *model;             /* the model's path (or "-") */
     char *targets;           /* "litert-gpu" or "a,b" */
+    char *samples;           /* opt.samples_desc, copied (NULL when none was given) */
     bool pass;
     /* the size every dynamic input dim took and where it came from
      * (convgate/samples.h; borrows the model's names), and as text */
@@ -221,7 +222,8 @@ CG_API CG_NODISCARD cg_status cg_gate_run(const cg_model *model, const char *mod
                                           cg_error *err);
 CG_API void cg_gate_report_free(cg_gate_report *r);
 
-/* The report a person reads: each gate's lines, then the verdict block. */
+/* The report a person reads: each gate's lines, the verdict block, then the samples
+ * ("(samples: 3 random sets, seed 0)") when the options described them. */
 CG_API void cg_gate_report_text(FILE *f, const cg_gate_report *r);
 /* The phase timings, one line each (--timings). */
 CG_API void cg_gate_timings_text(FILE *f, const cg_gate_timings *t);

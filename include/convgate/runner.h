@@ -51,6 +51,10 @@ typedef struct cg_runner_options {
     const char *litert_dir;  /* NULL: as above */
 } cg_runner_options;
 
+/* The runner computes in reduced precision (the WebGPU delegate at fp16):
+ * its outputs are judged against the fp16 floor. */
+CG_API bool cg_runner_reduced(const cg_runner_options *opt);
+
 /* What the real LiteRT said about the model (the first sample's run). */
 typedef struct cg_runner_rejected {
     char *op, *reason;

@@ -900,7 +900,6 @@ static int do_gate(bind_ctx *c, json_t **result)
         rc = bind_error(c, "out of memory");
         goto done;
     }
-    cg_json_set(*result, "samples_source", cg_json_text(desc));
     if (rep.bisected && bind_keep_bisect(c, &rep.bisect, &set.samples[rep.bisect_sample]))
         rc = 2;
 done:

@@ -1538,7 +1538,10 @@ cg_status cg_sample_source_write_outputs(const cg_sample_source *src, const char
     char folder[SAMPLES_PATH_MAX], suffix[SAMPLES_PATH_MAX];
     if (i >= src->count)
         return cg_error_set(err, CG_USAGE, "sample %zu of %zu", i, src->count);
-    bool sets = src->layout == CG_SAMPLES_SETS || src->layout == CG_SAMPLES_RANDOM;
+    /* where cg_sample_source_read_outputs looks: DIR/SET/ for every layout
+     * but the flat and numbered folders */
+    bool sets = src->layout == CG_SAMPLES_SETS || src->layout == CG_SAMPLES_RANDOM ||
+                src->layout == CG_SAMPLES_MEMORY;
     if (snprintf(folder, sizeof folder, "%s%s%s", dir, sets ? "/" : "",
                  sets ? src->names[i] : "") >= (int)sizeof folder ||
         snprintf(suffix, sizeof suffix, "_%s", src->names[i]) >= (int)sizeof suffix)

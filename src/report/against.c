@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "core/text.h"
 #include "report/json.h"
 #include "report/report.h"
 
@@ -153,4 +154,37 @@ json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t coun
         json_array_append_new(arr, e);
     }
     return arr;
+}
+
+/* --- gate 3's other sides ------------------------------------------------------------ */
+
+bool cg_gate_conversion_differs(const cg_gate_report *r, const cg_gate_sides *s)
+{
+    return s->source && r->matches == CG_GATE_FAIL && r->bisected && !r->bisect.diverged;
+}
+
+void cg_report_gate_sides_text(FILE *f, const cg_gate_report *r, const cg_gate_sides *s)
+{
+    if (s->source)
+        cg_report_against_text(f, "gate 3 reference", s->source);
+    if (cg_gate_conversion_differs(r, s))
+        cg_text_printf(f, "  the target path follows %s's own reference run: the difference "
+                       "lies between %s and %s (the conversion), not in the target\n",
+                       s->model_path, s->source->other_path, s->model_path);
+    if (s->runner)
+        cg_text_printf(f, "gate 3 target side: %s\n", s->measured);
+    cg_report_runner_text(f, s->runner, "  ");
+}
+
+void cg_report_gate_sides_json(json_t *root, const cg_gate_report *r, const cg_gate_sides *s)
+{
+    if (!root)
+        return;
+    if (s->source) {
+        json_t *sj = cg_report_against_json(s->source);
+        cg_json_set(sj, "conversion_differs", json_boolean(cg_gate_conversion_differs(r, s)));
+        cg_json_set(root, "source", sj);
+    }
+    if (s->runner)
+        cg_json_set(root, "runner", cg_report_runner_json(s->runner));
 }

@@ -85,6 +85,8 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
     if (r->dim_count)
         cg_text_printf(f, "DIMS: %s\n", r->dims_text);
     fprintf(f, "========================================\n");
+    if (r->samples)
+        cg_text_printf(f, "(samples: %s)\n", r->samples);
 }
 
 void cg_gate_timings_text(FILE *f, const cg_gate_timings *t)
@@ -217,5 +219,7 @@ json_t *cg_gate_report_json(const cg_gate_report *r)
         }
     }
     cg_json_set(root, "matches", g3);
+    if (r->samples)
+        cg_json_set(root, "samples_source", cg_json_text(r->samples));
     return root;
 }

@@ -23,6 +23,7 @@
 
 #include "convgate/assign.h"
 #include "convgate/lower.h"
+#include "convgate/parity.h"
 #include "report/report.h"
 
 #define GV_LABEL 256
@@ -55,7 +56,8 @@ static int gv_error_cmp(const void *a, const void *b)
 
 static bool gv_errors_build(const cg_graph_view *v, gv_errors *e)
 {
-    size_t n = v->output_count + (v->bisect ? v->bisect->point_count : 0);
+    size_t judged = v->judged ? v->judged->output_count : 0;
+    size_t n = v->output_count + judged + (v->bisect ? v->bisect->point_count : 0);
     e->count = 0;
     e->items = malloc((n ? n : 1) * sizeof *e->items);
     if (!e->items)
@@ -67,6 +69,10 @@ static bool gv_errors_build(const cg_graph_view *v, gv_errors *e)
     for (size_t i = 0; i < v->output_count; i++)
         if (v->outputs[i].name && v->outputs[i].metrics)
             e->items[e->count++] = (gv_error){v->outputs[i].name, v->outputs[i].metrics, "output"};
+    for (size_t i = 0; i < judged; i++)
+        if (v->judged->outputs[i].name)
+            e->items[e->count++] = (gv_error){v->judged->outputs[i].name,
+                                              &v->judged->outputs[i].merged, "output"};
     /* one entry per name; a name both measured keeps the bisection's */
     qsort(e->items, e->count, sizeof *e->items, gv_error_cmp);
     size_t w = 0;

@@ -43,7 +43,8 @@ void cg_what_if_text(FILE *f, const cg_what_if_gain *g, size_t n, size_t skipped
                      const char *unit);
 bool cg_what_if_json(json_t *root, const cg_what_if_gain *g, size_t n,
                      const char *const *assumed, size_t assumed_count);
-/* The gate report and its bisect part (report/gate.c, report/bisect.c). */
+/* The gate report and its bisect part (report/gate.c, report/bisect.c); the
+ * samples' description is its "samples_source". */
 json_t *cg_gate_report_json(const cg_gate_report *r);
 json_t *cg_bisect_report_json(const cg_bisect_result *b);
 /* What convgate bisect --json, and the binding's bisect, say around the
@@ -193,6 +194,9 @@ typedef struct cg_graph_view {
      * view maps them back to the file's (lowered->source) through the
      * lowering's origin record. */
     const cg_lowered *lowered;
+    /* compared graph outputs as a judge reported them (compare, gate 3):
+     * each output's metrics merged over the samples; NULL: none */
+    const struct cg_parity_report *judged;
 } cg_graph_view;
 
 /* {graph, placed, timed, owner_colours: {owner: "#rrggbb"}, lowering,
@@ -444,6 +448,24 @@ json_t *cg_report_against_verdicts_json(const cg_against_verdict *v, size_t coun
 /* The runner's measurements alone (run, gate). */
 void cg_report_runner_text(FILE *f, const cg_runner_report *r, const char *indent);
 json_t *cg_report_runner_json(const cg_runner_report *r);
+
+/* Gate 3's other sides, when its reference was another model (--source)
+ * or its target side the real LiteRT (--runner). */
+typedef struct cg_gate_sides {
+    const char *model_path;
+    const cg_against_view *source;   /* --source, else NULL */
+    const cg_runner_report *runner;  /* --runner, else NULL */
+    const char *measured;            /* the runner side's cg_against_describe */
+} cg_gate_sides;
+/* With --source, gate 3 failed where the target path follows the model's
+ * own reference (bisection found no divergence): the difference lies
+ * between the source and the model, in the conversion, not in the target. */
+bool cg_gate_conversion_differs(const cg_gate_report *r, const cg_gate_sides *s);
+/* The lines after cg_gate_report_text: the source side and the
+ * conversion's verdict, the runner side and its measurements. */
+void cg_report_gate_sides_text(FILE *f, const cg_gate_report *r, const cg_gate_sides *s);
+/* The same on gate's JSON root: source (with conversion_differs) and runner. */
+void cg_report_gate_sides_json(json_t *root, const cg_gate_report *r, const cg_gate_sides *s);
 
 /* --- dump-ref (report/dump.c) ------------------------------------------------------------ */
 

@@ -68,6 +68,12 @@ const char *cg_runner_kind_name(cg_runner_kind kind)
                                              : "none";
 }
 
+bool cg_runner_reduced(const cg_runner_options *opt)
+{
+    return opt && opt->kind == CG_RUNNER_LITERT_WEBGPU && opt->precision &&
+           strcmp(opt->precision, "fp16") == 0;
+}
+
 /* --- the environment ----------------------------------------------------------------- */
 
 /* An executable named `name` on $PATH (absolute names as they are). */

@@ -259,6 +259,31 @@ cg_status cg_against_write(cg_against *a, cg_sample_source *src, const char *dir
     return st;
 }
 
+cg_status cg_against_expect(cg_against *a, cg_sample_set *set, cg_error *err)
+{
+    cg_status st = CG_OK;
+    for (size_t i = 0; i < set->count; i++)
+        if (set->samples[i].expected)
+            return cg_error_set(err, CG_USAGE, "sample %s already has expected outputs",
+                                set->samples[i].label);
+    /* as cg_against_write: a runner runs its queue once, after the last */
+    for (size_t i = 0; st == CG_OK && i < set->count; i++) {
+        cg_sample *s = &set->samples[i];
+        size_t k;
+        if ((st = cg_against_add(a, s, &k, err)) == CG_OK && !a->runner)
+            st = cg_against_outputs(a, k, &s->expected, &s->expected_count, err);
+    }
+    if (st != CG_OK || !a->runner)
+        return st;
+    if ((st = cg_against_finish(a, err)) != CG_OK)
+        return st;
+    for (size_t i = 0; st == CG_OK && i < set->count; i++) {
+        cg_sample *s = &set->samples[i];
+        st = cg_against_outputs(a, i, &s->expected, &s->expected_count, err);
+    }
+    return st;
+}
+
 const cg_runner_report *cg_against_runner_report(const cg_against *a)
 {
     return a->runner && a->finished ? cg_runner_get_report(a->runner) : NULL;

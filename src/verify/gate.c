@@ -618,6 +618,7 @@ void cg_gate_report_free(cg_gate_report *r)
         return;
     free(r->model);
     free(r->targets);
+    free(r->samples);
     free(r->dims);
     cg_parity_report_free(&r->judged);
     free(r->bisect_sample_label);
@@ -661,7 +662,8 @@ static cg_status gate_run(const cg_model *model, const char *model_path,
         len += strlen(opt->targets[t]->name) + 1;
     out->model = str_dup(model_path ? model_path : "-");
     out->targets = malloc(len);
-    if (!out->model || !out->targets)
+    out->samples = opt->samples_desc ? str_dup(opt->samples_desc) : NULL;
+    if (!out->model || !out->targets || (opt->samples_desc && !out->samples))
         return cg_error_set(err, CG_NOMEM, "gate: out of memory");
     out->targets[0] = '\0';
     for (size_t t = 0; t < opt->target_count; t++) {

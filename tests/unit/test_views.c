@@ -78,8 +78,8 @@ static void test_views(const cg_target_registry *reg)
     opt.accumulate_fp16 = true; /* a GPU computing in f16: the sum of squares overflows */
     EXPECT(cg_gate_run(rms, path, &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.bisected && rep.assignment && rep.node_ms, "gate 3 fails, bisected");
-    cg_graph_view_output outs[1] = {{rep.judged.outputs[0].name, &rep.judged.outputs[0].merged}};
-    cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, outs, 1, t, 1, rep.lowered};
+    cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, NULL, 0, t, 1, rep.lowered,
+                        &rep.judged};
     json_t *view = cg_report_graph_json(&gv);
     EXPECT(view != NULL, "graph view");
     EXPECT(json_array_size(json_object_get(view, "nodes")) == 6, "6 nodes");
@@ -106,6 +106,10 @@ static void test_views(const cg_target_registry *reg)
     size_t len = 0;
     FILE *f = open_memstream(&page, &len);
     json_t *env = cg_json_envelope("gate", 1, NULL, NULL, cg_gate_report_json(&rep));
+    const char *said = json_string_value(
+        json_object_get(json_object_get(env, "result"), "samples_source"));
+    EXPECT(said && strcmp(said, "examples") == 0,
+           "the gate report carries its samples' description: %s", said ? said : "(none)");
     cg_json_set(view, "graph", cg_json_text("</script><script>alert(1)</script>"));
     EXPECT(f && env && cg_report_html_write(f, "<b>t</b>&\"'", env, view, &err) == CG_OK, "%s",
            err.msg);
@@ -188,7 +192,7 @@ static void test_views_lowered(const cg_target_registry *reg)
            "ORT's graph: 5 nodes, 6 removed");
     /* times of the runtime's 5 nodes: each goes to its first origin */
     const double ms[5] = {1, 2, 4, 8, 16};
-    cg_graph_view gv = {m, p->main, ms, NULL, NULL, 0, t, 1, l};
+    cg_graph_view gv = {m, p->main, ms, NULL, NULL, 0, t, 1, l, NULL};
     json_t *view = cg_report_graph_json(&gv);
     json_t *nodes = json_object_get(view, "nodes");
     EXPECT(json_array_size(nodes) == 10, "the file's 10 nodes drawn");
