@@ -20,6 +20,7 @@
 #include "core/threadpool.h"
 #include "run/exec.h"
 #include "run/fp64.h"
+#include "run/initshare.h"
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -31,20 +32,19 @@ typedef struct plan_build {
 } plan_build;
 
 /* The plan's arena is stashed in a hidden slot so cg_plan_free can find it,
- * with the block holding aligned copies of misaligned initializers. */
+ * with the aligned copies of misaligned initializers it holds (shared with
+ * every other runtime reading the same bytes: run/initshare.h). */
 typedef struct init_copy {
     int32_t slot;
-    uint8_t *dst;
-    const uint8_t *src;
-    size_t len;
+    cg_shared *copy;
 } init_copy;
 
 typedef struct plan_box {
     cg_plan plan;
     cg_arena *arena;
-    uint8_t *init_block;
-    size_t init_block_bytes;
-    /* copies into init_block not made yet (cg_plan_materialize) */
+    cg_shared **copies; /* every copy held, released with the plan */
+    size_t copy_count;
+    /* copies not filled yet by this plan (cg_plan_materialize) */
     init_copy *pending;
     size_t pending_count;
 } plan_box;
@@ -293,44 +293,20 @@ static cg_status reserve_init(plan_build *b, const cg_value *v, const char *name
     return st;
 }
 
-/* The payload of an initializer the runtime can use in place once it is
- * aligned: fixed-size elements in raw_data or external data. NULL else. */
-static const cg_bytes *raw_payload(const cg_tensor_proto *tp)
-{
-    if (!tp->has_data_type || !cg_dtype_valid(tp->data_type))
-        return NULL;
-    cg_dtype dt = (cg_dtype)tp->data_type;
-    if (dt == CG_DTYPE_STRING || dt == CG_DTYPE_BOOL || cg_dtype_size(dt) == 0)
-        return NULL;
-    const cg_bytes *raw = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL
-                              ? &tp->external_payload : &tp->raw_data;
-    return raw->data && raw->len ? raw : NULL;
-}
-
-#define INIT_ALIGN 64u
-
-/* Exporters put raw_data at any byte offset, so most weights cannot be used
- * in place: they are copied, all into one block of fresh memory (huge pages
- * where the kernel gives them; one allocation instead of one per tensor,
- * which page-faulted every 4 KiB of vit_b_16's 346 MB). Returns the block
- * (NULL when nothing needs it or it cannot be had: then every tensor is
- * copied on its own, as before). */
-static uint8_t *plan_init_block(const cg_graph *g, size_t *bytes)
+/* Bytes of aligned copies the graph's misaligned payloads need (0 when
+ * none, or when the sum overflows: then every tensor is copied on its own). */
+static size_t plan_copy_bytes(const cg_graph *g)
 {
     size_t total = 0;
-    *bytes = 0;
     for (size_t i = 0; i < g->initializer_count; i++) {
-        const cg_bytes *raw = raw_payload(&g->initializers[i]);
-        if (!raw || (uintptr_t)raw->data % cg_dtype_size((cg_dtype)g->initializers[i].data_type) == 0)
+        const cg_bytes *raw = cg_init_payload_misaligned(&g->initializers[i]);
+        if (!raw)
             continue;
-        if (raw->len > SIZE_MAX - total - INIT_ALIGN)
-            return NULL;
-        total += (raw->len + INIT_ALIGN - 1) / INIT_ALIGN * INIT_ALIGN;
+        if (raw->len > SIZE_MAX - total)
+            return 0;
+        total += raw->len;
     }
-    uint8_t *block = total ? cg_map_anon(total) : NULL;
-    if (block)
-        *bytes = total;
-    return block;
+    return total;
 }
 
 static cg_status plan_initializers(plan_build *b)
@@ -338,46 +314,48 @@ static cg_status plan_initializers(plan_build *b)
     cg_plan *p = b->p;
     const cg_graph *g = p->graph;
     plan_box *box = (plan_box *)p;
-    box->init_block = plan_init_block(g, &box->init_block_bytes);
-    if (box->init_block) { /* its copies are borrowed below: the block is what counts */
-        cg_status st = cg_budget_reserve(b->rt->budget, box->init_block_bytes,
+    /* Exporters put raw_data at any byte offset, so most weights cannot be
+     * used in place: they are copied to aligned memory, one copy per
+     * process shared by every runtime that reads the same bytes
+     * (run/initshare.h). Each plan counts what it holds against its budget. */
+    size_t copy_bytes = plan_copy_bytes(g);
+    if (copy_bytes) {
+        cg_status st = cg_budget_reserve(b->rt->budget, copy_bytes,
                                          "aligned copies of the initializers", b->err);
-        if (st != CG_OK) {
-            cg_unmap_anon(box->init_block, box->init_block_bytes);
-            box->init_block = NULL;
-            box->init_block_bytes = 0;
+        if (st != CG_OK)
             return st;
-        }
-        p->init_reserved += box->init_block_bytes;
+        p->init_reserved += copy_bytes;
+        box->copies = calloc(g->initializer_count, sizeof *box->copies);
+        if (!box->copies)
+            return cg_error_set(b->err, CG_NOMEM, "out of memory planning initializers");
     }
-    size_t used = 0;
-    /* The copies wait for the first run (first touches, as the runtime's
-     * other first-run work) unless something reads initializers at init:
-     * float64 promotion, fp16 emulation's rounded copies, a delegate. */
+    /* The copies are filled at the first run (first touches, as the
+     * runtime's other first-run work) unless something reads initializers
+     * at init: float64 promotion, fp16 emulation's rounded copies, a
+     * delegate. */
     const cg_runtime_options *o = &b->rt->opt;
     bool lazy = !o->float64 && !o->node_precision && !o->assignment;
-    if (box->init_block && lazy) {
-        box->pending = calloc(g->initializer_count + 1, sizeof *box->pending);
+    if (box->copies && lazy) {
+        box->pending = calloc(g->initializer_count, sizeof *box->pending);
         if (!box->pending)
             lazy = false;
     }
     for (size_t i = 0; i < g->initializer_count; i++) {
         const cg_tensor_proto *tp = &g->initializers[i];
         cg_tensor_proto aligned;
-        const cg_bytes *raw = box->init_block ? raw_payload(tp) : NULL;
+        const cg_bytes *raw = box->copies ? cg_init_payload_misaligned(tp) : NULL;
         init_copy *later = NULL;
-        if (raw && (uintptr_t)raw->data % cg_dtype_size((cg_dtype)tp->data_type) != 0) {
-            /* the same tensor, its payload copied to an aligned place */
-            uint8_t *dst = box->init_block + used;
+        cg_shared *copy = NULL;
+        if (raw && (copy = cg_init_copy_acquire(raw->data, raw->len)) != NULL) {
+            /* the same tensor, its payload in the shared aligned copy */
+            box->copies[box->copy_count++] = copy;
+            uint8_t *dst = cg_shared_data(copy);
             if (lazy) {
                 later = &box->pending[box->pending_count];
-                later->dst = dst;
-                later->src = raw->data;
-                later->len = raw->len;
+                later->copy = copy;
             } else {
-                memcpy(dst, raw->data, raw->len);
+                cg_init_copy_fill(copy);
             }
-            used += (raw->len + INIT_ALIGN - 1) / INIT_ALIGN * INIT_ALIGN;
             aligned = *tp;
             if (raw == &tp->external_payload)
                 aligned.external_payload.data = dst;
@@ -579,7 +557,9 @@ void cg_plan_free(cg_plan *p)
     free(p->captures);
     cg_strmap_free(&p->names);
     free(box->pending);
-    cg_unmap_anon(box->init_block, box->init_block_bytes);
+    for (size_t i = 0; i < box->copy_count; i++)
+        cg_shared_release(box->copies[i]);
+    free(box->copies);
     cg_arena_free(box->arena);
     free(box);
 }
@@ -599,10 +579,10 @@ static void materialize_task(void *arg, int t, int n)
     cg_kernel_share((int64_t)j->bytes, 1, t, n, &lo, &hi);
     size_t at = 0;
     for (size_t i = 0; i < j->box->pending_count; i++) {
-        const init_copy *c = &j->box->pending[i];
+        cg_shared *c = j->box->pending[i].copy;
         if ((int64_t)at >= lo && (int64_t)at < hi)
-            memcpy(c->dst, c->src, c->len);
-        at += c->len;
+            cg_init_copy_fill(c);
+        at += cg_shared_len(c);
     }
 }
 
@@ -612,7 +592,7 @@ void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool)
     if (box->pending_count) {
         materialize_job j = {box, 0};
         for (size_t i = 0; i < box->pending_count; i++)
-            j.bytes += box->pending[i].len;
+            j.bytes += cg_shared_len(box->pending[i].copy);
         cg_threadpool_run(pool, materialize_task, &j);
         box->pending_count = 0;
     }
@@ -626,7 +606,7 @@ size_t cg_plan_pending_bytes(const cg_plan *p)
     const plan_box *box = (const plan_box *)p;
     size_t bytes = 0;
     for (size_t i = 0; i < box->pending_count; i++)
-        bytes += box->pending[i].len;
+        bytes += cg_shared_len(box->pending[i].copy);
     for (size_t si = 0; si < p->step_count; si++)
         for (size_t k = 0; k < p->steps[si].sub_count; k++)
             bytes += cg_plan_pending_bytes(p->steps[si].subs[k].plan);
@@ -638,7 +618,7 @@ void cg_plan_materialize_slot(cg_plan *p, int32_t slot)
     plan_box *box = (plan_box *)p;
     for (size_t i = 0; i < box->pending_count; i++)
         if (box->pending[i].slot == slot) {
-            memcpy(box->pending[i].dst, box->pending[i].src, box->pending[i].len);
+            cg_init_copy_fill(box->pending[i].copy);
             box->pending[i] = box->pending[--box->pending_count];
             return;
         }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/initshare.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 #include "run/ops/packgemm.h"
@@ -261,13 +262,17 @@ typedef struct conv_packed {
     int8_t *qw;       /* the 8-bit GEMM: weights of every group, */
     int32_t *qsum;    /* their row sums (one per output channel), */
     int32_t *qzw;     /* and the zero points, W's signed domain */
+    cg_shared *shared; /* data is this shared buffer's (run/initshare.h) */
 } conv_packed;
 
 static void conv_packed_free(void *p)
 {
     conv_packed *cp = p;
     if (cp) {
-        free(cp->data);
+        if (cp->shared)
+            cg_shared_release(cp->shared);
+        else
+            free(cp->data);
         free(cp->qw);
         free(cp->qsum);
         free(cp->qzw);
@@ -283,6 +288,15 @@ static bool conv_packed_matches(const conv_packed *cp, const cg_tensor *wt, cons
            memcmp(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t)) == 0 &&
            cp->group == group && cp->gk == gk;
 }
+
+/* What a shared packing derives from besides W's address (its tag). */
+typedef struct conv_pack_tag {
+    int64_t dims[CG_MAX_RANK];
+    int64_t group;
+    const cg_simd_gemm *gk;
+    int32_t dtype;
+    int32_t rank;
+} conv_pack_tag;
 
 /* Records what cp was packed from (what conv_packed_matches compares). */
 static void conv_packed_key(conv_packed *cp, const cg_tensor *wt, const cg_tensor *zp,
@@ -334,28 +348,64 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
         return NULL;
     bool keep = cg_kernel_input_is_const(k, (size_t)ins[0]) &&
                 (!zp || cg_kernel_input_is_const(k, (size_t)ins[1]));
-    float *data = keep ? malloc((size_t)g->group * per * sizeof(float))
-                       : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(float));
-    if (!data)
-        return NULL;
-    for (int64_t gi = 0; gi < g->group; gi++)
-        cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
-    if (!keep)
-        return data;
+    size_t bytes = (size_t)g->group * per * sizeof(float);
+    /* a constant float W is packed once for every runtime in the process
+     * that reads the same W (a gate builds several over one model) */
+    cg_shared *shared = NULL;
+    if (keep && !zp) {
+        conv_pack_tag tag;
+        memset(&tag, 0, sizeof tag);
+        tag.dtype = wt->dtype;
+        tag.rank = wt->rank;
+        memcpy(tag.dims, wt->dims, (size_t)wt->rank * sizeof(int64_t));
+        tag.group = g->group;
+        tag.gk = gk;
+        shared = cg_shared_acquire(wt->data, &tag, sizeof tag, bytes ? bytes : 1);
+    }
+    float *data = NULL;
+    if (shared) {
+        data = (float *)cg_shared_data(shared);
+        if (cg_shared_fill_begin(shared)) {
+            const float *wf = conv_weights_f32(k, wt, zp, g->m);
+            for (int64_t gi = 0; wf && gi < g->group; gi++)
+                cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
+            cg_shared_fill_end(shared, wf != NULL);
+            if (!wf) {
+                cg_shared_release(shared);
+                return NULL;
+            }
+        }
+    } else {
+        const float *wf = conv_weights_f32(k, wt, zp, g->m);
+        if (!wf)
+            return NULL;
+        data = keep ? malloc(bytes) : cg_nn_scratch(k, (int64_t)((size_t)g->group * per),
+                                                   sizeof(float));
+        if (!data)
+            return NULL;
+        for (int64_t gi = 0; gi < g->group; gi++)
+            cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
+        if (!keep)
+            return data;
+    }
     cp = calloc(1, sizeof *cp);
     if (!cp) {
-        free(data);
+        if (shared)
+            cg_shared_release(shared);
+        else
+            free(data);
         return NULL;
     }
     conv_packed_key(cp, wt, zp, g->group);
     cp->gk = gk;
     cp->per_group = per;
     cp->data = data;
+    cp->shared = shared;
     if (!cg_kernel_set_state(k, cp, conv_packed_free)) {
         /* no runtime to keep it: use it once */
         float *copy = cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(float));
         if (copy)
-            memcpy(copy, data, (size_t)g->group * per * sizeof(float));
+            memcpy(copy, data, bytes);
         conv_packed_free(cp);
         return copy;
     }

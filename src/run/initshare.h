@@ -1,0 +1,74 @@
+/*
+ * Constant buffers shared by every runtime in the process that derives
+ * them from the same bytes: aligned copies of initializer payloads, and
+ * weights packed for a kernel.
+ *
+ * Exporters put raw_data at any byte offset, so most weights cannot be used
+ * in place and must be copied to aligned memory; convolutions then pack
+ * them for their GEMM. Each plan used to do both on its own: a gate builds
+ * five to seven runtimes over one model (typing runs, the timed run, the
+ * float32 and float64 references, the target path), so it copied and
+ * packed resnet50's 98 MB five times and held three copies at once.
+ *
+ * A shared buffer is a function of (source address, tag, length) alone,
+ * where the tag says how it derives from the source (nothing for a copy;
+ * the packing's shape, group and kernel for packed weights), and it is
+ * never written after it is filled. Each holder (a runtime's plan or
+ * kernel state) borrows the model or value that holds the source bytes,
+ * so those bytes stay alive and unchanged while any holder exists: sharing
+ * cannot change a result.
+ *
+ * This is the runtime's one process-wide table, guarded by a mutex. An
+ * entry is counted (acquire/release) and filled once, by whichever holder
+ * needs it first, under the entry's own lock (safe from any thread).
+ */
+#ifndef CG_RUN_INITSHARE_H
+#define CG_RUN_INITSHARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convgate/model.h"
+
+typedef struct cg_shared cg_shared;
+
+/* The most tag bytes an entry keeps. */
+#define CG_SHARED_TAG_MAX 256
+
+/* The buffer of `bytes` bytes derived from src as `tag` says, shared by
+ * every holder; not filled yet when this is its first holder. Its data is
+ * aligned to 64 bytes. NULL when memory cannot be had or the tag is over
+ * CG_SHARED_TAG_MAX (the caller then makes its own). */
+cg_shared *cg_shared_acquire(const void *src, const void *tag, size_t tag_len, size_t bytes);
+uint8_t *cg_shared_data(const cg_shared *c);
+size_t cg_shared_len(const cg_shared *c);
+/* true: the caller fills the buffer now and then calls cg_shared_fill_end
+ * (other holders wait); false: it is filled already. */
+bool cg_shared_fill_begin(cg_shared *c);
+void cg_shared_fill_end(cg_shared *c, bool filled);
+/* Drops one hold; the last frees the buffer. NULL is a no-op. */
+void cg_shared_release(cg_shared *c);
+/* Entries alive (for tests). */
+size_t cg_shared_live(void);
+
+/* Aligned copies: the shared buffer of src[0, len) with no tag, and its
+ * fill (a copy, once over all holders and threads). */
+cg_shared *cg_init_copy_acquire(const uint8_t *src, size_t len);
+void cg_init_copy_fill(cg_shared *c);
+
+/* The payload of an initializer that needs an aligned copy before the
+ * runtime can use it: fixed-size elements in raw_data or external data, at
+ * an address that is not a multiple of the element size. NULL else. */
+const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp);
+
+/* A hold on the copies of every misaligned payload of a graph (subgraphs
+ * included), not filled until a runtime needs them: work that builds and
+ * frees runtimes over one model one after another (a gate) keeps one copy
+ * instead of making one per runtime. NULL when there is nothing to hold or
+ * no memory (each runtime then copies on its own). */
+typedef struct cg_init_hold cg_init_hold;
+cg_init_hold *cg_init_hold_graph(const cg_graph *g);
+void cg_init_hold_free(cg_init_hold *h);
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * Shared constant buffers (src/run/initshare.h): runtimes over one model
+ * share the aligned copy of a misaligned weight and its packing for the
+ * convolution GEMM, a hold keeps both across runtimes built one after
+ * another, results are bit-identical to unshared ones, and nothing is left
+ * once the last holder is gone, from one thread or several.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/initshare.h"
+#include "testlib.h"
+
+#define CI 16
+#define CO 32
+#define HW 20
+#define WN (CO * CI * 3 * 3)
+
+/* W's bytes at an odd offset, as exporters leave raw_data */
+static uint8_t w_odd[1 + WN * sizeof(float)];
+/* ... and an aligned twin with other values (a model of its own) */
+static float w_other[WN];
+
+static cg_model *conv_model(const void *raw)
+{
+    cg_model *m = test_model_graph(13, 4, "x", "y");
+    int64_t wd[4] = {CO, CI, 3, 3};
+    test_graph_init_raw(m, m->graph, "w", CG_DTYPE_FLOAT, 4, wd, raw, WN * sizeof(float));
+    test_node(m, m->graph, "Conv", "conv", "x,w", "y");
+    return m;
+}
+
+static cg_value *input(void)
+{
+    int64_t d[4] = {1, CI, HW, HW};
+    double v[CI * HW * HW];
+    for (int i = 0; i < CI * HW * HW; i++)
+        v[i] = (double)((i * 37) % 23) / 7.0 - 1.5;
+    return test_value(CG_DTYPE_FLOAT, 4, d, v);
+}
+
+/* One runtime's output on the fixed input, copied out (NULL on failure). */
+static float *run_once(const cg_model *m, cg_runtime **keep)
+{
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.threads = 1;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_value *x = input();
+    cg_named_value feed = {"x", x};
+    cg_named_value *outs = NULL;
+    size_t n = 0;
+    float *y = NULL;
+    if (cg_runtime_init(m, &o, &rt, &err) == CG_OK &&
+        cg_runtime_run(rt, &feed, 1, &outs, &n, &err) == CG_OK && n == 1 &&
+        outs[0].value->tensor.numel == CO * (HW - 2) * (HW - 2)) {
+        y = malloc(sizeof(float) * CO * (HW - 2) * (HW - 2));
+        if (y)
+            memcpy(y, outs[0].value->tensor.data, sizeof(float) * CO * (HW - 2) * (HW - 2));
+    }
+    cg_runtime_free_outputs(outs, n);
+    cg_value_free(x);
+    if (keep)
+        *keep = rt;
+    else
+        cg_runtime_free(rt);
+    return y;
+}
+
+static bool same(const float *a, const float *b)
+{
+    return a && b && memcmp(a, b, sizeof(float) * CO * (HW - 2) * (HW - 2)) == 0;
+}
+
+typedef struct worker {
+    const cg_model *m;
+    const float *want;
+    int bad;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    for (int i = 0; i < 20; i++) {
+        float *y = run_once(w->m, NULL);
+        if (!same(y, w->want))
+            w->bad++;
+        free(y);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    float w[WN];
+    for (int i = 0; i < WN; i++) {
+        w[i] = (float)((i * 13) % 17) / 16.0f - 0.5f;
+        w_other[i] = -w[i] * 0.5f + 0.25f;
+    }
+    memcpy(w_odd + 1, w, sizeof w);
+    static float w_aligned[WN];
+    memcpy(w_aligned, w, sizeof w);
+    cg_model *odd = conv_model(w_odd + 1), *aligned = conv_model(w_aligned),
+             *other = conv_model(w_other);
+    EXPECT(cg_shared_live() == 0, "nothing shared before any runtime");
+
+    /* the reference: W used in place, nothing to copy */
+    float *want = run_once(aligned, NULL);
+    EXPECT(want != NULL, "the aligned model runs");
+
+    /* two live runtimes: one copy and one packing between them */
+    cg_runtime *a = NULL, *b = NULL;
+    float *ya = run_once(odd, &a);
+    size_t after_a = cg_shared_live();
+    float *yb = run_once(odd, &b);
+    EXPECT(after_a == 2, "the copy of W and its packing: %zu entries", after_a);
+    EXPECT(cg_shared_live() == after_a, "a second runtime shares them: %zu entries",
+           cg_shared_live());
+    EXPECT(same(ya, want) && same(yb, want), "shared or not, the same bits");
+    cg_runtime_free(a);
+    EXPECT(cg_shared_live() == after_a, "still held by the second runtime");
+    cg_runtime_free(b);
+    EXPECT(cg_shared_live() == 0, "the last runtime gone, nothing left: %zu",
+           cg_shared_live());
+    free(ya);
+    free(yb);
+
+    /* a model with other weights at another address shares nothing */
+    float *yo = run_once(other, &a);
+    EXPECT(yo && !same(yo, want), "other weights, other results");
+    free(yo);
+    cg_runtime_free(a);
+
+    /* a hold keeps the copy, and the packing made from it, across
+     * runtimes built one after another */
+    cg_init_hold *h = cg_init_hold_graph(odd->graph);
+    EXPECT(h != NULL && cg_shared_live() == 1, "the hold takes W's copy: %zu",
+           cg_shared_live());
+    ya = run_once(odd, NULL);
+    EXPECT(cg_shared_live() == 2, "the packing outlives its runtime under the hold: %zu",
+           cg_shared_live());
+    yb = run_once(odd, NULL);
+    EXPECT(cg_shared_live() == 2, "and is found again, not made twice: %zu",
+           cg_shared_live());
+    EXPECT(same(ya, want) && same(yb, want), "held or not, the same bits");
+    free(ya);
+    free(yb);
+    /* a hold on an aligned model keeps the packing made from its bytes */
+    cg_init_hold *h2 = cg_init_hold_graph(aligned->graph);
+    EXPECT(h2 != NULL, "an aligned model is held too (its packings)");
+    free(run_once(aligned, NULL));
+    EXPECT(cg_shared_live() == 3, "its packing kept: %zu", cg_shared_live());
+    cg_init_hold_free(h);
+    EXPECT(cg_shared_live() == 1, "the first hold's buffers freed with it: %zu",
+           cg_shared_live());
+    cg_init_hold_free(h2);
+    EXPECT(cg_shared_live() == 0, "no hold, nothing left: %zu", cg_shared_live());
+
+    /* threads building runtimes over one model at once */
+    pthread_t t[4];
+    worker wk[4];
+    for (int i = 0; i < 4; i++) {
+        wk[i] = (worker){odd, want, 0};
+        EXPECT(pthread_create(&t[i], NULL, work, &wk[i]) == 0, "thread %d starts", i);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        EXPECT(wk[i].bad == 0, "thread %d: %d runs differed", i, wk[i].bad);
+    }
+    EXPECT(cg_shared_live() == 0, "after the threads, nothing left: %zu", cg_shared_live());
+
+    free(want);
+    cg_model_free(odd);
+    cg_model_free(aligned);
+    cg_model_free(other);
+    return test_done("test_initshare");
+}
