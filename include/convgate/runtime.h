@@ -134,6 +134,17 @@ CG_API CG_NODISCARD cg_status cg_runtime_init(const cg_model *model, const cg_ru
                                               cg_runtime **out, cg_error *err);
 CG_API void cg_runtime_free(cg_runtime *rt);
 
+/* Runtimes over one model share its constant buffers while they are alive
+ * at the same time: the aligned copies of weights stored at odd offsets
+ * (exporters put raw_data anywhere) and weights packed for the kernels. A
+ * hold on the model keeps those buffers between runtimes built one after
+ * another (a gate builds up to seven), so each is made once. Results do not
+ * depend on it. The model must outlive the hold. NULL when the model has
+ * nothing to hold or memory is short (runtimes then make their own). */
+typedef struct cg_weights_hold cg_weights_hold;
+CG_API cg_weights_hold *cg_runtime_hold_weights(const cg_model *model);
+CG_API void cg_runtime_hold_free(cg_weights_hold *hold);
+
 /* One named input or output. */
 typedef struct cg_named_value {
     const char *name;

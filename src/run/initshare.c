@@ -12,6 +12,7 @@
 
 #include "convgate/dtype.h"
 #include "core/mapfile.h"
+#include "convgate/runtime.h"
 #include "run/initshare.h"
 
 #define SHARE_ALIGN 64u
@@ -203,7 +204,7 @@ const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp)
     return raw;
 }
 
-/* A hold (cg_init_hold_graph) keeps, for its lifetime, the copies of its
+/* A hold (cg_runtime_hold_weights) keeps, for its lifetime, the copies of its
  * graph's misaligned payloads, and every shared buffer whose source lies in
  * the graph's payloads or in those copies once its last holder is gone:
  * those sources live as long as the hold, so a later runtime finds the
@@ -212,27 +213,27 @@ typedef struct byte_range {
     uintptr_t lo, hi; /* [lo, hi) */
 } byte_range;
 
-struct cg_init_hold {
+struct cg_weights_hold {
     cg_shared **copies;
     size_t count, cap;
     byte_range *ranges; /* the sources it keeps alive */
     size_t range_count, range_cap;
-    cg_init_hold *next; /* holds alive, under table_lock */
+    cg_weights_hold *next; /* holds alive, under table_lock */
 };
 
-static cg_init_hold *holds;
+static cg_weights_hold *holds;
 
 static bool held_source(const void *src)
 {
     uintptr_t a = (uintptr_t)src;
-    for (const cg_init_hold *h = holds; h; h = h->next)
+    for (const cg_weights_hold *h = holds; h; h = h->next)
         for (size_t i = 0; i < h->range_count; i++)
             if (a >= h->ranges[i].lo && a < h->ranges[i].hi)
                 return true;
     return false;
 }
 
-static bool hold_range(cg_init_hold *h, const void *p, size_t len)
+static bool hold_range(cg_weights_hold *h, const void *p, size_t len)
 {
     if (h->range_count == h->range_cap) {
         size_t cap = h->range_cap ? h->range_cap * 2 : 64;
@@ -251,7 +252,7 @@ static bool hold_range(cg_init_hold *h, const void *p, size_t len)
 /* Depth as the loader bounds nesting; deeper graphs are simply not held. */
 #define HOLD_MAX_DEPTH 64
 
-static bool hold_add(cg_init_hold *h, const cg_tensor_proto *tp)
+static bool hold_add(cg_weights_hold *h, const cg_tensor_proto *tp)
 {
     const cg_bytes *any = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL
                               ? &tp->external_payload : &tp->raw_data;
@@ -275,7 +276,7 @@ static bool hold_add(cg_init_hold *h, const cg_tensor_proto *tp)
     return hold_range(h, cg_shared_data(c), cg_shared_len(c));
 }
 
-static bool hold_graph(cg_init_hold *h, const cg_graph *g, int depth)
+static bool hold_graph(cg_weights_hold *h, const cg_graph *g, int depth)
 {
     if (!g || depth > HOLD_MAX_DEPTH)
         return true;
@@ -294,13 +295,16 @@ static bool hold_graph(cg_init_hold *h, const cg_graph *g, int depth)
     return true;
 }
 
-cg_init_hold *cg_init_hold_graph(const cg_graph *g)
+cg_weights_hold *cg_runtime_hold_weights(const cg_model *model)
 {
-    cg_init_hold *h = calloc(1, sizeof *h);
+    const cg_graph *g = model ? model->graph : NULL;
+    if (!g)
+        return NULL;
+    cg_weights_hold *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
     if (!hold_graph(h, g, 0) || !h->range_count) {
-        cg_init_hold_free(h);
+        cg_runtime_hold_free(h);
         return NULL;
     }
     pthread_mutex_lock(&table_lock);
@@ -310,12 +314,12 @@ cg_init_hold *cg_init_hold_graph(const cg_graph *g)
     return h;
 }
 
-void cg_init_hold_free(cg_init_hold *h)
+void cg_runtime_hold_free(cg_weights_hold *h)
 {
     if (!h)
         return;
     pthread_mutex_lock(&table_lock);
-    for (cg_init_hold **at = &holds; *at; at = &(*at)->next)
+    for (cg_weights_hold **at = &holds; *at; at = &(*at)->next)
         if (*at == h) {
             *at = h->next;
             break;

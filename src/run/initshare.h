@@ -62,13 +62,9 @@ void cg_init_copy_fill(cg_shared *c);
  * an address that is not a multiple of the element size. NULL else. */
 const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp);
 
-/* A hold on the copies of every misaligned payload of a graph (subgraphs
- * included), not filled until a runtime needs them: work that builds and
- * frees runtimes over one model one after another (a gate) keeps one copy
- * instead of making one per runtime. NULL when there is nothing to hold or
- * no memory (each runtime then copies on its own). */
-typedef struct cg_init_hold cg_init_hold;
-cg_init_hold *cg_init_hold_graph(const cg_graph *g);
-void cg_init_hold_free(cg_init_hold *h);
+/* Holds (cg_runtime_hold_weights, convgate/runtime.h) are implemented
+ * here: a hold takes the copies of its model's misaligned payloads and
+ * keeps, past their last holder, the buffers derived from the model's
+ * payloads or those copies. */
 
 #endif

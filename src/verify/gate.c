@@ -24,7 +24,6 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "core/clock.h"
-#include "run/initshare.h"
 #include "verify_internal.h"
 
 static char *str_dup(const char *s)
@@ -727,9 +726,9 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
      * the timed run, the references, the target path, bisection), most one
      * after another: held here, the aligned copies of its misaligned
      * weights are made once, not once per runtime */
-    cg_init_hold *hold = model && model->graph ? cg_init_hold_graph(model->graph) : NULL;
+    cg_weights_hold *hold = cg_runtime_hold_weights(model);
     cg_status st = gate_run(model, model_path, opt, out, err);
-    cg_init_hold_free(hold);
+    cg_runtime_hold_free(hold);
     cg_lap_add(&lap, &out->timings.total_wall_s, &out->timings.total_cpu_s);
     return st;
 }

@@ -135,7 +135,7 @@ int main(void)
 
     /* a hold keeps the copy, and the packing made from it, across
      * runtimes built one after another */
-    cg_init_hold *h = cg_init_hold_graph(odd->graph);
+    cg_weights_hold *h = cg_runtime_hold_weights(odd);
     EXPECT(h != NULL && cg_shared_live() == 1, "the hold takes W's copy: %zu",
            cg_shared_live());
     ya = run_once(odd, NULL);
@@ -148,14 +148,14 @@ int main(void)
     free(ya);
     free(yb);
     /* a hold on an aligned model keeps the packing made from its bytes */
-    cg_init_hold *h2 = cg_init_hold_graph(aligned->graph);
+    cg_weights_hold *h2 = cg_runtime_hold_weights(aligned);
     EXPECT(h2 != NULL, "an aligned model is held too (its packings)");
     free(run_once(aligned, NULL));
     EXPECT(cg_shared_live() == 3, "its packing kept: %zu", cg_shared_live());
-    cg_init_hold_free(h);
+    cg_runtime_hold_free(h);
     EXPECT(cg_shared_live() == 1, "the first hold's buffers freed with it: %zu",
            cg_shared_live());
-    cg_init_hold_free(h2);
+    cg_runtime_hold_free(h2);
     EXPECT(cg_shared_live() == 0, "no hold, nothing left: %zu", cg_shared_live());
 
     /* threads building runtimes over one model at once */
