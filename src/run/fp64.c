@@ -73,8 +73,14 @@ static cg_status promote_tensor(cg_tensor *t, bool borrowed, cg_error *err)
     if (!d)
         return cg_error_set(err, CG_NOMEM, "out of memory promoting a %s tensor of %lld "
                             "elements to double", cg_dtype_name(t->dtype), (long long)t->numel);
-    for (int64_t i = 0; i < t->numel; i++)
-        d[i] = cg_tensor_get_f64(t, i);
+    if (t->dtype == CG_DTYPE_FLOAT) { /* the common case, without a dtype switch per element */
+        const float *s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = s[i];
+    } else {
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = cg_tensor_get_f64(t, i);
+    }
     if (!borrowed)
         free(t->data);
     t->data = d;
