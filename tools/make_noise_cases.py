@@ -13,6 +13,12 @@
                    value (float zeros): in the float64 mode every edge where a
                    float type enters is promoted, so y = x + (double)0.1f
                    exactly, with no fp16 rounding (tests/unit/test_fp64.c).
+  zero_head.onnx   the defect of an untrained export (ViT's zero-initialized
+                   classifier head): features = MatMul(x, w) [1,4,5] varies
+                   with x, logits = Gemm(features, zero weight, zero bias)
+                   is 0 whatever x, half = 0 * features + 0.5 is 0.5: gate 3
+                   must call the last two comparisons vacuous
+                   (tests/unit/test_noise.c, tests/scripts/noise_cli.sh)
   swish_inputs/s1/x.npy  an input set for tests/data/bisect/swish_*.onnx: the
                    wrong-on-purpose rewrite judged against the original's
                    floors (tests/scripts/noise_cli.sh)
@@ -88,10 +94,38 @@ def promote_model():
     return m
 
 
+def zero_head_model():
+    rng = np.random.default_rng(11)
+    inits = [nh.from_array(rng.standard_normal((8, 5)).astype(np.float32), "w"),
+             nh.from_array(np.zeros((3, 5), np.float32), "head_w"),
+             nh.from_array(np.zeros((3,), np.float32), "head_b"),
+             nh.from_array(np.array([-1, 5], np.int64), "rows"),
+             nh.from_array(np.array(0.0, np.float32), "zero"),
+             nh.from_array(np.array(0.5, np.float32), "half_c")]
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["features"], name="fc"),
+        h.make_node("Reshape", ["features", "rows"], ["flat"], name="flatten"),
+        h.make_node("Gemm", ["flat", "head_w", "head_b"], ["logits"], name="head", transB=1),
+        h.make_node("Mul", ["features", "zero"], ["zeroed"], name="zeroed"),
+        h.make_node("Add", ["zeroed", "half_c"], ["half"], name="half"),
+    ]
+    outs = [h.make_tensor_value_info("features", TP.FLOAT, [1, 4, 5]),
+            h.make_tensor_value_info("logits", TP.FLOAT, [4, 3]),
+            h.make_tensor_value_info("half", TP.FLOAT, [1, 4, 5])]
+    g = h.make_graph(nodes, "zero_head", [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 8])],
+                     outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)],
+                     producer_name="convgate tools/make_noise_cases.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     onnx.save(decisions_model(), os.path.join(OUT, "decisions.onnx"))
     onnx.save(promote_model(), os.path.join(OUT, "promote.onnx"))
+    onnx.save(zero_head_model(), os.path.join(OUT, "zero_head.onnx"))
     d = os.path.join(OUT, "swish_inputs", "s1")
     os.makedirs(d, exist_ok=True)
     np.save(os.path.join(d, "x.npy"), np.random.default_rng(3).standard_normal((2, 16))

@@ -88,6 +88,10 @@ typedef struct cg_noise_stats {
     cg_metrics m;
     cg_noise_dist dist;
     double ref_max;        /* largest |ref| over finite values: the output's scale */
+    /* smallest and largest finite ref value (lo > hi: none seen); from a
+     * recorded floor, -scale and scale (only a zero scale is then known to
+     * be constant) */
+    double ref_lo, ref_hi;
 } cg_noise_stats;
 
 CG_API void cg_noise_stats_init(cg_noise_stats *s);
@@ -105,6 +109,12 @@ CG_API double cg_noise_quantile(const cg_noise_stats *s, double q);
 CG_API double cg_noise_scale(const cg_noise_stats *s);
 /* max |d| / scale (0 for an exact match, +inf for a zero scale with an error). */
 CG_API double cg_noise_rel(const cg_noise_stats *s);
+/* Whether the reference held one value on every element it was compared
+ * on, over every sample merged into s, with *value that value: all zero,
+ * or one value over at least two elements (a single nonzero scalar is not
+ * taken as constant). Such an output judges nothing: any target that
+ * returns the constant matches it, whatever it computed upstream. */
+CG_API bool cg_noise_constant(const cg_noise_stats *s, double *value);
 
 /* --- decisions (graph analysis) -------------------------------------------------- */
 
@@ -347,6 +357,11 @@ typedef struct cg_judgement {
     double ratio;           /* error / floor (0 when both are 0) */
     double scale;           /* largest |fp64 reference| of the output */
     bool by_flips;          /* judged by decision flips, not elementwise */
+    /* the fp64 reference is one value (`constant`) on every element of
+     * every sample (cg_noise_constant): the verdict stands, but it judges
+     * nothing, and the reason leads with "vacuous: ..." */
+    bool vacuous;
+    double constant;
     char reason[512];       /* one line: "2.3x the fp32 noise floor (max |d| 6.9e-05)" */
 } cg_judgement;
 

@@ -47,8 +47,9 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
             cg_text_printf(f, "       note: %s\n", j->note);
         for (size_t o = 0; o < j->output_count; o++) {
             const cg_parity_output *po = &j->outputs[o];
-            cg_text_printf(f, "       %s %s (%s)\n", po->pass ? "ok  " : "FAIL", po->name,
-                           cg_report_output_state(po));
+            cg_text_printf(f, "       %s %s (%s%s)\n", po->pass ? "ok  " : "FAIL", po->name,
+                           cg_report_output_state(po),
+                           po->by_noise && po->verdict.vacuous ? ", vacuous" : "");
             cg_report_judged_text(f, "            ", po);
             cg_text_printf(f, "            against the fp32 reference%s: ",
                            po->detection ? " (in output order; the detections are matched below)"

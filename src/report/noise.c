@@ -74,6 +74,9 @@ json_t *cg_report_judgement_json(const cg_judgement *j)
               cg_json_set(o, "ratio", cg_json_number(j->ratio)) == 0 &&
               cg_json_set(o, "scale", cg_json_number(j->scale)) == 0 &&
               cg_json_set(o, "by_flips", json_boolean(j->by_flips)) == 0 &&
+              cg_json_set(o, "vacuous", json_boolean(j->vacuous)) == 0 &&
+              cg_json_set(o, "constant", j->vacuous ? cg_json_number(j->constant)
+                                                    : json_null()) == 0 &&
               cg_json_set(o, "reason", cg_json_text(j->reason)) == 0;
     if (!ok) {
         json_decref(o);

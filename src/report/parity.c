@@ -346,8 +346,9 @@ void cg_report_parity_text(FILE *f, const cg_parity_report *r, const cg_parity_v
         cg_text_printf(f, "note: %s\n", r->note);
     for (size_t k = 0; k < r->output_count; k++) {
         const cg_parity_output *o = &r->outputs[k];
-        cg_text_printf(f, "\noutput %s: %s (%s)\n", o->name, o->pass ? "PASS" : "FAIL",
-                       cg_report_output_state(o));
+        cg_text_printf(f, "\noutput %s: %s (%s%s)\n", o->name, o->pass ? "PASS" : "FAIL",
+                       cg_report_output_state(o),
+                       o->by_noise && o->verdict.vacuous ? ", vacuous" : "");
         cg_report_judged_text(f, "    ", o);
         if (o->by_noise)
             cg_text_printf(f, "    against the fp32 reference%s (mismatches at atol %g rtol %g, "

@@ -125,11 +125,12 @@ typedef struct cg_noise_view {
  * output matches; a verdict that cannot be given sets err (first one) and
  * counts as not matching. The JSON: {model, samples, outputs: [{name,
  * compared, discontinuous, scale, fp32, fp16, judged: [{verdict, passes,
- * against, error, floor, ratio, scale, by_flips, reason, side, precision,
+ * against, error, floor, ratio, scale, by_flips, vacuous, constant, reason, side, precision,
  * error_stats, flips}]}]}; NULL when out of memory. */
 bool cg_report_noise_text(FILE *f, const cg_noise_view *v, cg_error *err);
 json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err);
-/* {verdict, passes, against, error, floor, ratio, scale, by_flips, reason} */
+/* {verdict, passes, against, error, floor, ratio, scale, by_flips, vacuous, constant
+ * (the value of a vacuous output, else null), reason} */
 json_t *cg_report_judgement_json(const cg_judgement *j);
 /* A floor's or an error's statistics: {count, differing, nonfinite,
  * max_abs, mean_abs, rel, p50, p90, p99}. */

@@ -411,6 +411,33 @@ done:
     return st;
 }
 
+/* Appends to a passing gate 3's detail which outputs were vacuous (their
+ * fp64 reference constant: matching them judges nothing), naming them. */
+static void vacuous_detail(const cg_parity_report *j, char *detail, size_t cap)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < j->output_count; k++)
+        n += j->outputs[k].by_noise && j->outputs[k].verdict.vacuous;
+    if (n == 0)
+        return;
+    size_t len = strlen(detail);
+    if (n == j->output_count)
+        len += (size_t)snprintf(detail + len, len < cap ? cap - len : 0, "; vacuous: every "
+                                "output's fp64 reference is constant, so gate 3 judged nothing (");
+    else
+        len += (size_t)snprintf(detail + len, len < cap ? cap - len : 0, "; %zu vacuous (the "
+                                "fp64 reference is constant, so they judge nothing: ", n);
+    const char *sep = "";
+    for (size_t k = 0; k < j->output_count && len < cap; k++) {
+        if (!j->outputs[k].by_noise || !j->outputs[k].verdict.vacuous)
+            continue;
+        len += (size_t)snprintf(detail + len, cap - len, "%s'%.60s'", sep, j->outputs[k].name);
+        sep = ", ";
+    }
+    if (len < cap)
+        snprintf(detail + len, cap - len, ")");
+}
+
 /* The sample gate 3 bisects: where the first failing output is worst. */
 static size_t bisect_sample(const cg_parity_report *j, size_t *output)
 {
@@ -543,6 +570,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
                  jr->output_count == 1 ? "" : "s",
                  jr->by_noise ? cg_verdict_name(worst) : "within tolerance", r->sample_count,
                  r->sample_count == 1 ? "" : "s");
+        vacuous_detail(jr, r->matches_detail, sizeof r->matches_detail);
         return CG_OK;
     }
     size_t bad = 0, si = bisect_sample(jr, &bad);

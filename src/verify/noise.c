@@ -76,6 +76,8 @@ void cg_noise_stats_init(cg_noise_stats *s)
 {
     memset(s, 0, sizeof *s);
     cg_metrics_init(&s->m);
+    s->ref_lo = INFINITY; /* no reference value seen */
+    s->ref_hi = -INFINITY;
 }
 
 static bool real_dtype(cg_dtype dt)
@@ -96,12 +98,15 @@ cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_t
                             "elements)", (long long)ref->numel, (long long)got->numel);
     cg_noise_dist d;
     memset(&d, 0, sizeof d);
-    double ref_max = 0.0;
+    double ref_max = 0.0, ref_lo = INFINITY, ref_hi = -INFINITY;
     for (int64_t i = 0; i < ref->numel; i++) {
         double r = cg_tensor_get_f64(ref, i), g = cg_tensor_get_f64(got, i);
         d.count++;
-        if (isfinite(r) && fabs(r) > ref_max)
-            ref_max = fabs(r);
+        if (isfinite(r)) {
+            ref_max = fabs(r) > ref_max ? fabs(r) : ref_max;
+            ref_lo = r < ref_lo ? r : ref_lo;
+            ref_hi = r > ref_hi ? r : ref_hi;
+        }
         if (!isfinite(r) || !isfinite(g)) {
             if (isnan(r) && isnan(g))
                 d.zero++;
@@ -117,7 +122,7 @@ cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_t
         else
             d.bins[dist_bin(a)]++;
     }
-    cg_noise_stats add = {m, d, ref_max};
+    cg_noise_stats add = {m, d, ref_max, ref_lo, ref_hi};
     cg_noise_stats_merge(s, &add);
     return CG_OK;
 }
@@ -130,6 +135,8 @@ void cg_noise_stats_merge(cg_noise_stats *a, const cg_noise_stats *b)
     }
     cg_metrics_merge(&a->m, &b->m);
     a->ref_max = b->ref_max > a->ref_max ? b->ref_max : a->ref_max;
+    a->ref_lo = b->ref_lo < a->ref_lo ? b->ref_lo : a->ref_lo;
+    a->ref_hi = b->ref_hi > a->ref_hi ? b->ref_hi : a->ref_hi;
     a->dist.count += b->dist.count;
     a->dist.zero += b->dist.zero;
     a->dist.nonfinite += b->dist.nonfinite;
@@ -162,6 +169,17 @@ double cg_noise_quantile(const cg_noise_stats *s, double q)
 double cg_noise_scale(const cg_noise_stats *s)
 {
     return s->ref_max;
+}
+
+bool cg_noise_constant(const cg_noise_stats *s, double *value)
+{
+    if (s->dist.count == 0 || !(s->ref_lo <= s->ref_hi) || s->ref_lo != s->ref_hi)
+        return false;
+    if (s->ref_lo != 0 && s->dist.count < 2)
+        return false;
+    if (value)
+        *value = s->ref_lo;
+    return true;
 }
 
 double cg_noise_rel(const cg_noise_stats *s)
@@ -641,6 +659,8 @@ static void recorded_stats(cg_noise_stats *s, double max, double scale, uint64_t
     cg_noise_stats one;
     cg_noise_stats_init(&one);
     one.ref_max = scale;
+    one.ref_lo = -scale;
+    one.ref_hi = scale;
     one.m.count = one.dist.count = count ? count : 1;
     one.m.max_abs = max;
     if (isinf(max))
@@ -1072,8 +1092,30 @@ bool cg_noise_within(const cg_noise_value *fl, cg_precision precision, const cg_
     return false;
 }
 
+static cg_status judge(const cg_judge_input *in, const cg_noise_multiples *k, cg_judgement *out,
+                       cg_error *err);
+
 cg_status cg_noise_judge(const cg_judge_input *in, const cg_noise_multiples *k,
                          cg_judgement *out, cg_error *err)
+{
+    cg_status st = judge(in, k, out, err);
+    double c;
+    if (st != CG_OK || !cg_noise_constant(&in->floor->v.fp32, &c))
+        return st;
+    /* a constant reference: say that the verdict judges nothing */
+    const cg_noise_stats *s = &in->floor->v.fp32;
+    char why[sizeof out->reason];
+    memcpy(why, out->reason, sizeof why);
+    out->vacuous = true;
+    out->constant = c;
+    snprintf(out->reason, sizeof out->reason, "vacuous: the fp64 reference is %.9g on every "
+             "one of its %llu elements over the samples, so this comparison judges nothing; "
+             "%.300s", c, (unsigned long long)s->dist.count, why);
+    return st;
+}
+
+static cg_status judge(const cg_judge_input *in, const cg_noise_multiples *k, cg_judgement *out,
+                       cg_error *err)
 {
     cg_noise_multiples dk;
     memset(out, 0, sizeof *out);

@@ -14,6 +14,8 @@
 #   - the wrong-on-purpose rewrite (tests/data/bisect/swish_rewritten.onnx)
 #     judged against the original's floors: wrong result; the original's own
 #     outputs: matches
+#   - zero_head.onnx (a head that outputs 0 whatever its input, and an
+#     output that is 0.5): gate 3 calls them vacuous (text and JSON)
 #   - decisions.onnx on litert-gpu: the quantizer's output is judged by its
 #     flips, which are within the fp16 noise: matches
 #   - resnet50 on xnnpack: matches (fp32 noise), when ${CG_ZOO:-SOURCE_DIR/zoo}
@@ -101,6 +103,27 @@ noise_case "decisions judged by flips" 0 \
     -- "$src/tests/data/noise/decisions.onnx" --target litert-gpu --random 3 --seed 2
 expect_cg 0 noise "$src/tests/data/noise/decisions.onnx" --json --random 2
 expect_out '"discontinuous": true' '"fp16"'
+
+# a constant reference output (an untrained export's zero head) judges
+# nothing: gate 3 says so per output and in its verdict, text and JSON
+expect_cg 0 gate "$src/tests/data/noise/zero_head.onnx" --random 2 --target litert-gpu \
+    --json "$tmp/zero_head.json"
+file_matches "$tmp/out" "^ +ok +logits \(matches \(fp32 noise\), vacuous\)" "zero head: logits vacuous"
+file_matches "$tmp/out" "vacuous: the fp64 reference is 0 on every one of its 24 elements" \
+    "zero head: the reason says the reference is 0"
+file_matches "$tmp/out" "^ +ok +features \(matches at fp16 precision\)$" "zero head: features judged"
+file_matches "$tmp/out" "2 vacuous \(the fp64 reference is constant, so they judge nothing: 'logits', 'half'\)" \
+    "zero head: the gate's verdict names the vacuous outputs"
+"$py" - "$tmp/zero_head.json" <<'PYEOF' || fail "gate --json: vacuous outputs of zero_head"
+import json, sys
+outs = {o["name"]: o for o in json.load(open(sys.argv[1]))["result"]["matches"]["outputs"]}
+want = {"features": (False, None), "logits": (True, 0.0), "half": (True, 0.5)}
+for name, (vac, const) in want.items():
+    v = outs[name]["verdict"]
+    assert v["vacuous"] is vac and v["constant"] == const, (name, v)
+    for c in outs[name]["device_classes"]:
+        assert c["verdict"]["vacuous"] is vac, (name, c)
+PYEOF
 
 noise_case "usage: --precision alone" 2 "--precision describes --outputs-from" -- \
     "$src/tests/data/noise/decisions.onnx" --precision fp16

@@ -421,6 +421,89 @@ static void test_verdicts(void)
           "names");
 }
 
+/* A reference output that is constant over every sample (an untrained
+ * export's zero-initialized head) judges nothing: the verdict says so
+ * instead of passing it as "0x the floor" (#14). zero_head.onnx has a
+ * varying output (features), one that is 0 whatever the input (logits) and
+ * one that is 0.5 (half); judged on the fp32 reference over two samples. */
+static void test_vacuous(void)
+{
+    cg_model *m = test_load_model("tests/data/noise/zero_head.onnx");
+    if (!m)
+        return;
+    cg_noise_options o;
+    memset(&o, 0, sizeof o);
+    cg_noise *n = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_noise_init(m, &o, &n, &err) == CG_OK, "%s", err.msg);
+    cg_runtime *rt = NULL;
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    EXPECT(cg_runtime_init(m, &ro, &rt, &err) == CG_OK, "%s", err.msg);
+    cg_noise_tally t;
+    memset(&t, 0, sizeof t);
+    EXPECT(n && cg_noise_tally_init(n, &t, &err) == CG_OK, "%s", err.msg);
+    int64_t dims[3] = {1, 4, 8};
+    cg_rng rng;
+    cg_rng_seed(&rng, 3);
+    for (size_t s = 0; n && rt && s < 2; s++) {
+        cg_value *x = NULL;
+        EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, dims, &x, &err) == CG_OK &&
+                  cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK, "%s", err.msg);
+        cg_named_value in = {"x", x};
+        cg_noise_runs runs;
+        memset(&runs, 0, sizeof runs);
+        cg_named_value *got = NULL;
+        size_t ngot = 0;
+        EXPECT(cg_noise_add_sample(n, &in, 1, &runs, NULL, &err) == CG_OK &&
+                  cg_runtime_run(rt, &in, 1, &got, &ngot, &err) == CG_OK &&
+                  cg_noise_tally_add(n, &t, runs.out[CG_RUN_FP64], runs.count[CG_RUN_FP64], got,
+                                     ngot, NULL, NULL, NULL, s, &err) == CG_OK, "%s", err.msg);
+        cg_runtime_free_outputs(got, ngot);
+        cg_noise_runs_free(&runs);
+        cg_value_free(x);
+    }
+    const char *names[3] = {"features", "logits", "half"};
+    const double constants[3] = {0, 0.0, 0.5};
+    for (size_t i = 0; n && t.errors && i < 3; i++) {
+        const cg_noise_output *no = cg_noise_output_get(n, i);
+        cg_judgement j;
+        EXPECT(cg_noise_judge_tally(no, i, CG_PRECISION_FP32, &t, NULL, NULL, NULL, &j, &err) ==
+                  CG_OK, "%s", err.msg);
+        double c = -1;
+        bool constant = cg_noise_constant(&no->v.fp32, &c);
+        EXPECT(!strcmp(no->v.name, names[i]), "output %zu is %s", i, no->v.name);
+        /* the target matches the constant: the verdict stands, and says it is vacuous */
+        EXPECT(j.verdict == CG_VERDICT_MATCH_FP32, "%s: %s", names[i], j.reason);
+        if (i == 0) {
+            EXPECT(!constant && !j.vacuous && !strstr(j.reason, "vacuous"),
+                  "features vary: not vacuous (%s)", j.reason);
+            continue;
+        }
+        char want[96];
+        snprintf(want, sizeof want, "vacuous: the fp64 reference is %g on every one of its %d "
+                 "elements", constants[i], i == 1 ? 24 : 40);
+        EXPECT(constant && c == constants[i] && j.vacuous && j.constant == constants[i] &&
+                  !strncmp(j.reason, want, strlen(want)), "%s: vacuous, %g (%s)", names[i],
+              constants[i], j.reason);
+    }
+    /* one nonzero scalar on one sample is not taken as constant; zero is */
+    cg_noise_stats one;
+    cg_noise_stats_init(&one);
+    one.dist.count = 1;
+    one.ref_lo = one.ref_hi = one.ref_max = 0.495;
+    EXPECT(!cg_noise_constant(&one, NULL), "a single nonzero scalar is not vacuous");
+    one.ref_lo = one.ref_hi = one.ref_max = 0;
+    EXPECT(cg_noise_constant(&one, NULL), "a single zero is");
+    cg_noise_stats_init(&one);
+    EXPECT(!cg_noise_constant(&one, NULL), "nothing seen: not constant");
+    cg_noise_tally_free(&t);
+    cg_runtime_free(rt);
+    cg_noise_free(n);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_stats();
@@ -428,5 +511,6 @@ int main(void)
     test_flips();
     test_floors();
     test_verdicts();
+    test_vacuous();
     return test_done("test_noise");
 }
