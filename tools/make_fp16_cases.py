@@ -70,9 +70,18 @@ gives; the inputs are what trigger it:
                                             TFLite GPU does (taps outer, channels inner) the
                                             running sum passes 65504 after tap 4 (inf in fp16);
                                             16384 in fp32
+  tests/data/fp16/convt_cancel.onnx         a ConvTranspose of 16 channels of 32 onto one pixel
+                                            (3x3 kernel, pads 2: all 9 taps meet it) whose
+                                            weights are +32 for taps 0-4 and -16 for taps 5-8:
+                                            summed as TFLite GPU's transposed convolution does
+                                            (taps ascending, outer; channels inner) the running
+                                            sum passes 65504 after tap 3 (inf in fp16); taps
+                                            descending or channels outer it never does; 49153 in
+                                            fp32
   tests/data/fp16/<case>_inputs/            their inputs (one set each, fp16-exact)
   tests/data/fp16/sums_overflow.onnx        one node each of ReduceSum, ReduceSumSquare, ReduceL2,
-                                            ReduceLogSumExp, ReduceProd and Conv, on inputs
+                                            ReduceLogSumExp, ReduceProd, Conv and ConvTranspose,
+                                            on inputs
                                             (sums_overflow_inputs) whose fp16 running sums
                                             pass 65504 where an fp16 sum can (tests/unit/
                                             test_fp64.c: the F16 devices' floor mode stays
@@ -475,6 +484,31 @@ def conv_cancel_inputs():
     return {"sample_0": {"x": np.full((1, 16, 3, 3), 32.0, np.float32)}}
 
 
+def convt_cancel_weights():
+    w = np.empty((16, 2, 3, 3), np.float32)      # [in, out, kH, kW]
+    taps = np.arange(9).reshape(3, 3)
+    w[:, 0] = np.where(taps < 5, 32.0, -16.0)    # +32 on taps 0-4, -16 on taps 5-8
+    w[:, 1] = np.where(taps % 2 == 0, 0.5, -0.5)  # the control: no running sum grows
+    return w
+
+
+def convt_node(x, y, name):
+    return h.make_node("ConvTranspose", [x, "tw", "tb"], [y], name=name, kernel_shape=[3, 3],
+                       pads=[2, 2, 2, 2])
+
+
+def convt_cancel_model():
+    return graph_model(
+        "convt_cancel", [convt_node("x", "y", "convt")],
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 16, 3, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 2, 1, 1])],
+        [const("tw", convt_cancel_weights()), const("tb", [1.0, -1.0])])
+
+
+def convt_cancel_inputs():
+    return {"sample_0": {"x": np.full((1, 16, 3, 3), 32.0, np.float32)}}
+
+
 def sums_overflow_model():
     red = [("ReduceSum", "s"), ("ReduceSumSquare", "sq"), ("ReduceL2", "l2"),
            ("ReduceLogSumExp", "lse"), ("ReduceProd", "p")]
@@ -490,9 +524,13 @@ def sums_overflow_model():
                              kernel_shape=[3, 3]))
     ins.append(h.make_tensor_value_info("cx", TP.FLOAT, [1, 16, 3, 3]))
     outs.append(h.make_tensor_value_info("conv_y", TP.FLOAT, [1, 2, 1, 1]))
+    nodes.append(convt_node("tx", "convt_y", "ConvTranspose"))
+    ins.append(h.make_tensor_value_info("tx", TP.FLOAT, [1, 16, 3, 3]))
+    outs.append(h.make_tensor_value_info("convt_y", TP.FLOAT, [1, 2, 1, 1]))
     return graph_model("sums_overflow", nodes, ins, outs,
                        [numpy_helper.from_array(np.array([1], np.int64), "axes"),
-                        const("w", conv_cancel_weights()), const("b", [1.0, -1.0])])
+                        const("w", conv_cancel_weights()), const("b", [1.0, -1.0]),
+                        const("tw", convt_cancel_weights()), const("tb", [1.0, -1.0])])
 
 
 def sums_overflow_inputs():
@@ -501,12 +539,13 @@ def sums_overflow_inputs():
     l2: 64 values of 40 (sum of squares 102400 past 65504, L2 320); lse: 64
     values of 12 (every exp 162755 past 65504; the kernel subtracts the max
     first, so no sum grows: the modes agree); p: prod_overflow's row 0;
-    cx: conv_cancel's input."""
+    cx: conv_cancel's input; tx: convt_cancel's."""
     x = {"s": sum_cancel_inputs()["sample_0"]["x"],
          "sq": np.full((1, 64), 30.0), "l2": np.full((1, 64), 40.0),
          "lse": np.full((1, 64), 12.0),
          "p": prod_overflow_inputs()["sample_0"]["x"][:1],
-         "cx": conv_cancel_inputs()["sample_0"]["x"]}
+         "cx": conv_cancel_inputs()["sample_0"]["x"],
+         "tx": convt_cancel_inputs()["sample_0"]["x"]}
     return {"sample_0": {k: np.asarray(v, np.float32) for k, v in x.items()}}
 
 
@@ -534,6 +573,7 @@ def main():
     for name, model, inputs in (("sum_cancel", sum_cancel_model, sum_cancel_inputs),
                                 ("prod_overflow", prod_overflow_model, prod_overflow_inputs),
                                 ("conv_cancel", conv_cancel_model, conv_cancel_inputs),
+                                ("convt_cancel", convt_cancel_model, convt_cancel_inputs),
                                 ("sums_overflow", sums_overflow_model, sums_overflow_inputs)):
         save(model(), os.path.join(DATA, name + ".onnx"))
         save_sets(os.path.join(DATA, name + "_inputs"), inputs())

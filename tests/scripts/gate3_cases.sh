@@ -91,14 +91,16 @@ for c in rmsnorm_overflow rmsnorm_pow global_mean layernorm_variance; do
     run_named "${c}_32" 0 gate "$F/$c.onnx" --target litert-gpu --inputs "$F/${c}_inputs" --accumulate fp32
     file_matches "$T/${c}_32.out" "matches at fp16 precision"
 done
-# the other accumulating kernels litert-gpu places (SUM, REDUCE_PROD, CONV_2D): a
-# running sum or product past 65504 fails F16 devices, named; F32_F16 devices match
-for c in sum_cancel:ReduceSum prod_overflow:ReduceProd conv_cancel:Conv; do
-    n=${c%%:*} op=${c#*:}
+# the other accumulating kernels litert-gpu places (SUM, REDUCE_PROD, CONV_2D,
+# TRANSPOSE_CONV): a running sum or product past 65504 fails F16 devices, named;
+# F32_F16 devices match
+for c in sum_cancel:ReduceSum:sum prod_overflow:ReduceProd:prod conv_cancel:Conv:conv \
+         convt_cancel:ConvTranspose:convt; do
+    IFS=: read -r n op node <<<"$c"
     run_named "$n" 1 gate "$F/$n.onnx" --target litert-gpu --inputs "$F/${n}_inputs" --min-coverage 0 --json "$T/$n.json"
     file_matches "$T/$n.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown: F16 devices \\(fp16 sums\\)"
     file_matches "$T/$n.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches"
-    file_matches "$T/$n.out" "fp16 overflow in $op '$(echo "$op" | sed 's/ReduceSum/sum/; s/ReduceProd/prod/; s/Conv/conv/')'"
+    file_matches "$T/$n.out" "fp16 overflow in $op '$node'"
     file_lacks "$T/$n.out" "wrong"
     json "$T/$n.json" 'r["matches"]["bisect"]["first_divergent"]["op_type"] == "'"$op"'" and r["matches"]["bisect"]["device_class"] == "F16 devices (fp16 sums)"'
 done

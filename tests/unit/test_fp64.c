@@ -24,7 +24,8 @@
  *    sums_overflow.onnx): ReduceSum (a cancelling sum), ReduceL2 (a sum of
  *    squares past 65504), ReduceProd (a running product past it) and Conv
  *    (a 3x3 conv whose running sum passes it only in TFLite GPU's order,
- *    taps outer) give inf with fp16 accumulation and the float64 value,
+ *    taps outer) and ConvTranspose (the same for its transposed kernel:
+ *    taps ascending, outer) give inf with fp16 accumulation and the float64 value,
  *    fp16-rounded, in the floor mode; ReduceSumSquare and ReduceLogSumExp
  *    (whose sums cannot pass 65504 without their output doing so: squares
  *    are non-negative; the exps are taken after subtracting the max) give
@@ -355,8 +356,8 @@ static void test_sum11(void)
  * significand, no range) where fp16 accumulation passes 65504. */
 static void test_sums_overflow(void)
 {
-    static const char *const ins[] = {"s", "sq", "l2", "lse", "p", "cx"};
-    enum { NIN = 6 };
+    static const char *const ins[] = {"s", "sq", "l2", "lse", "p", "cx", "tx"};
+    enum { NIN = 7 };
     const char *dir = CG_SOURCE_DIR "/tests/data/fp16/";
     char path[512];
     snprintf(path, sizeof path, "%ssums_overflow.onnx", dir);
@@ -388,20 +389,21 @@ static void test_sums_overflow(void)
     cg_runtime *rts[3] = {r64, r11, racc};
     bool ran = r64 && r11 && racc;
     for (int i = 0; i < 3 && ran; i++)
-        ran = cg_runtime_run(rts[i], in, NIN, &o[i], &n[i], &err) == CG_OK && n[i] == 6;
+        ran = cg_runtime_run(rts[i], in, NIN, &o[i], &n[i], &err) == CG_OK && n[i] == 7;
     EXPECT(ran, "runs: %s", err.msg);
     /* per output: does fp16 accumulation overflow where the floor mode
      * keeps the float64 value (else the two modes agree) */
     static const struct {
         const char *name;
         bool overflows;
-    } want[] = {{"s_y", true},  {"sq_y", false}, {"l2_y", true},
-                {"lse_y", false}, {"p_y", true},  {"conv_y", true}};
-    for (size_t k = 0; ran && k < 6; k++) {
+    } want[] = {{"s_y", true},  {"sq_y", false}, {"l2_y", true},   {"lse_y", false},
+                {"p_y", true},  {"conv_y", true}, {"convt_y", true}};
+    for (size_t k = 0; ran && k < 7; k++) {
         const cg_tensor *t64 = &o[0][k].value->tensor, *t11 = &o[1][k].value->tensor;
         const cg_tensor *tac = &o[2][k].value->tensor;
         EXPECT(strcmp(o[0][k].name, want[k].name) == 0, "output %zu is %s", k, o[0][k].name);
-        /* element 0 is the crafted one (conv_y's second channel is a control) */
+        /* element 0 is the crafted one (conv_y's and convt_y's second channel is
+         * a control) */
         double ref = ((const double *)t64->data)[0], v11 = ((const double *)t11->data)[0];
         double vac = ((const float *)tac->data)[0];
         /* in range, the floor's sums drift by fp16 rounding (sq_y: 0.3%) */
@@ -412,10 +414,10 @@ static void test_sums_overflow(void)
         else
             EXPECT(vac == v11, "%s: both modes round alike in range (%.9g vs %.9g)",
                   want[k].name, vac, v11);
-        if (strcmp(want[k].name, "conv_y") == 0)
+        if (strcmp(want[k].name, "conv_y") == 0 || strcmp(want[k].name, "convt_y") == 0)
             EXPECT(((const float *)tac->data)[1] == ((const double *)t11->data)[1] &&
                       ((const double *)t11->data)[1] == ((const double *)t64->data)[1],
-                  "conv_y's control channel agrees: %.9g %.9g %.9g",
+                  "%s's control channel agrees: %.9g %.9g %.9g", want[k].name,
                   ((const float *)tac->data)[1], ((const double *)t11->data)[1],
                   ((const double *)t64->data)[1]);
     }

@@ -12,8 +12,8 @@
  *
  * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16 GPU
  * computing in F16) and CG_KPREC_FP16_SUM11 (float64 mode: the F16 devices'
- * floor) Conv sums each output in fp16 as TFLite GPU's F16 kernels do
- * (conv_sum16, which cites them).
+ * floor) Conv and ConvTranspose sum each output in fp16 as TFLite GPU's F16
+ * kernels do (conv_sum16 and convt_sum16, which cite them).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -834,6 +834,101 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
     return cg_kernel_check_time(k);
 }
 
+/* ConvTranspose with fp16 sums. TFLite GPU's transposed convolution
+ * (ConvolutionTransposed, tensorflow/lite/delegates/gpu/common/tasks/
+ * convolution_transposed.cc, GenerateConvolutionTransposedCode, at
+ * c7c147de9e55c76cbf012f86248227a0b6cce0c0) declares its accumulators
+ * ACCUM_FLT4 (half4 at F16, as for conv_sum16) and, for each output, walks
+ * the input rows that reach it and within a row the input columns, from
+ * the one that meets the kernel's first tap on (kernel_y = dst_y + pad -
+ * src_y * stride grows as src_y steps down: taps in ascending order, rows
+ * outer), and within a tap the source's channel slices; at F16 its CONV
+ * macro adds each product to the accumulator on its own (R += S.x * f0;
+ * R += S.y * f1; ...), and after the loops the sum is converted to FLT and
+ * the bias added. Here the same: per output, taps in ascending kernel index
+ * (those that meet an input position), input channels of the group inner,
+ * every product and partial sum rounded by r16, the bias added to the
+ * rounded sum. */
+typedef struct convt16_job {
+    const double *x;     /* [n][channel][position] as given */
+    const double *w;     /* [input channel][output channel of its group][tap] */
+    const double *b;
+    cg_tensor *y;
+    const conv_geom *g;  /* the adjoint window: w.in is y's extent, w.out x's */
+    double (*r16)(double);
+    const int64_t *taps;
+    int64_t kn, x_plane, y_plane, cg, mg;
+} convt16_job;
+
+static void convt16_task(void *arg, int t, int nt)
+{
+    const convt16_job *j = arg;
+    const cg_nn_window *w = &j->g->w;
+    int64_t lo, hi;
+    cg_kernel_share(j->g->n * j->g->m, 1, t, nt, &lo, &hi);
+    for (int64_t plane = lo; plane < hi; plane++) {
+        int64_t n = plane / j->g->m, oc = plane % j->g->m, grp = oc / j->mg, ocg = oc % j->mg;
+        double bias = j->b ? j->b[oc] : 0.0;
+        for (int64_t o = 0; o < j->y_plane; o++) {
+            int64_t od[CG_MAX_RANK], rest = o;
+            for (int d = w->nsp - 1; d >= 0; d--) {
+                od[d] = rest % w->in[d];
+                rest /= w->in[d];
+            }
+            double acc = 0.0;
+            for (int64_t tap = 0; tap < j->kn; tap++) {
+                const int64_t *kd = j->taps + tap * w->nsp;
+                int64_t pos = 0;
+                bool meets = true;
+                for (int d = 0; d < w->nsp && meets; d++) {
+                    /* y position od = i * stride - pad0 + kd * dil */
+                    int64_t num = od[d] + w->pad0[d] - kd[d] * w->dil[d];
+                    int64_t i = num / w->stride[d];
+                    meets = num >= 0 && num % w->stride[d] == 0 && i < w->out[d];
+                    pos = pos * w->out[d] + i;
+                }
+                if (!meets)
+                    continue;
+                for (int64_t ci = 0; ci < j->cg; ci++) {
+                    int64_t ic = grp * j->cg + ci;
+                    double xv = j->x[(n * j->g->c + ic) * j->x_plane + pos];
+                    double wv = j->w[(ic * j->mg + ocg) * j->kn + tap];
+                    acc = j->r16(acc + j->r16(xv * wv));
+                }
+            }
+            cg_tensor_set_f64(j->y, plane * j->y_plane + o, j->r16(acc + bias));
+        }
+    }
+}
+
+static cg_status convt_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
+                             const cg_tensor *b, const conv_geom *g, cg_tensor *y)
+{
+    convt16_job j;
+    j.kn = cg_nn_prod(g->w.nsp, g->w.kernel);
+    j.x_plane = cg_nn_prod(g->w.nsp, g->w.out);
+    j.y_plane = cg_nn_prod(g->w.nsp, g->w.in);
+    j.cg = g->c / g->group;
+    j.mg = g->m / g->group;
+    int64_t *taps = cg_nn_scratch(k, j.kn * g->w.nsp, sizeof *taps);
+    j.x = cg_nn_as_f64(k, x);
+    j.w = cg_nn_as_f64(k, wt);
+    j.b = b ? cg_nn_as_f64(k, b) : NULL;
+    if (!taps || !j.x || !j.w || (b && !j.b))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t tap = 0; tap < j.kn; tap++)
+        for (int64_t d = g->w.nsp - 1, rest = tap; d >= 0; d--) {
+            taps[tap * g->w.nsp + d] = rest % g->w.kernel[d];
+            rest /= g->w.kernel[d];
+        }
+    j.taps = taps;
+    j.y = y;
+    j.g = g;
+    j.r16 = k->precision == CG_KPREC_FP16_SUM11 ? cg_fp16_round_significand : cg_fp16_round;
+    cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, convt16_task, &j);
+    return cg_kernel_check_time(k);
+}
+
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, bool transpose,
@@ -1102,6 +1197,9 @@ cg_status cg_op_convtranspose(cg_kernel_ctx *k)
     }
     if (g.col_elems == 0)
         g.col_elems = 1;
+    if ((k->precision == CG_KPREC_FP16_ACC16 && x->dtype != CG_DTYPE_DOUBLE) ||
+        (k->precision == CG_KPREC_FP16_SUM11 && x->dtype == CG_DTYPE_DOUBLE))
+        return convt_sum16(k, x, wt, b, &g, y);
     return conv_float(k, x, wt, b, &g, true, NULL, y);
 }
 
