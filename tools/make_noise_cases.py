@@ -19,6 +19,12 @@
                    is 0 whatever x, half = 0 * features + 0.5 is 0.5: gate 3
                    must call the last two comparisons vacuous
                    (tests/unit/test_noise.c, tests/scripts/noise_cli.sh)
+  shape_flip.onnx  sel = Compress(x, x > 0.1), then a decision read from sel
+                   (flag = sel > 0.5) summed to a count: with x holding
+                   0.100003 (above 0.1 in float32, 0.1 once rounded to fp16)
+                   the fp16-storage run keeps one element fewer in sel than
+                   float64, so sel has no elementwise fp16 floor
+                   (tests/unit/test_noise.c)
   swish_inputs/s1/x.npy  an input set for tests/data/bisect/swish_*.onnx: the
                    wrong-on-purpose rewrite judged against the original's
                    floors (tests/scripts/noise_cli.sh)
@@ -121,11 +127,31 @@ def zero_head_model():
     return m
 
 
+def shape_flip_model():
+    inits = [nh.from_array(np.array(0.1, np.float32), "thr"),
+             nh.from_array(np.array(0.5, np.float32), "thr2")]
+    nodes = [
+        h.make_node("Greater", ["x", "thr"], ["keep"], name="keep"),
+        h.make_node("Compress", ["x", "keep"], ["sel"], name="select", axis=0),
+        h.make_node("Greater", ["sel", "thr2"], ["flag"], name="flag"),
+        h.make_node("Cast", ["flag"], ["flagf"], name="tofloat", to=TP.FLOAT),
+        h.make_node("ReduceSum", ["flagf"], ["count"], name="count", keepdims=0),
+    ]
+    g = h.make_graph(nodes, "shape_flip", [h.make_tensor_value_info("x", TP.FLOAT, [6])],
+                     [h.make_tensor_value_info("count", TP.FLOAT, [])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)],
+                     producer_name="convgate tools/make_noise_cases.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     onnx.save(decisions_model(), os.path.join(OUT, "decisions.onnx"))
     onnx.save(promote_model(), os.path.join(OUT, "promote.onnx"))
     onnx.save(zero_head_model(), os.path.join(OUT, "zero_head.onnx"))
+    onnx.save(shape_flip_model(), os.path.join(OUT, "shape_flip.onnx"))
     d = os.path.join(OUT, "swish_inputs", "s1")
     os.makedirs(d, exist_ok=True)
     np.save(os.path.join(d, "x.npy"), np.random.default_rng(3).standard_normal((2, 16))

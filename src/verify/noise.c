@@ -251,7 +251,11 @@ static cg_status observe(void *user, const cg_node *node, const char *name, cons
     }
     if (!w->decision_input)
         return CG_OK;
-    if (!w->ref || !numeric_tensor(w->ref) || !numeric_tensor(value)) {
+    /* not numeric, or another shape: a decision upstream kept another number
+     * of elements in this run (a score threshold's survivors), so the value
+     * has no elementwise floor (a flip read from it is then not noise) */
+    if (!w->ref || !numeric_tensor(w->ref) || !numeric_tensor(value) ||
+        w->ref->tensor.numel != value->tensor.numel) {
         w->v.compared = false;
         return CG_OK;
     }
