@@ -19,9 +19,10 @@ convgate's outputs with onnxruntime's.
   compare_npy.py expose MODEL OUT
       copies MODEL to OUT with one more graph output per tensor that feeds
       a node producing a graph output (initializers excepted): the features
-      before a classifier head.  vit_b_16's export has torchvision's
-      zero-initialized head, so its logits are all 0 whatever the encoder
-      computes; its features are what parity can compare.  Needs onnx.
+      before a classifier head.  vit_b_16's export had torchvision's
+      zero-initialized head, so its logits were all 0 whatever the encoder
+      computed (tools/export_zoo.py gives it a seeded init since #14); its
+      features are still compared beside the logits.  Needs onnx.
 
   compare_npy.py compare ORT_DIR CG_JSON [--argmax]
       ORT_DIR holds onnxruntime's outputs as <sanitized name>.npy

@@ -88,7 +88,8 @@ fi
 # (it normalizes itself), the LSTM/GRU 200 frames of 80 features and the
 # transformer 2048 tokens of 256, both in [-1, 1).
 # expose=1: compare a copy with the classifier head's input as an extra
-# output, because the head's weights are all zero (see compare_npy.py).
+# output: the encoder's features are judged directly, not only through the
+# head (see compare_npy.py).
 contract() {
     specs=()
     classifier=0

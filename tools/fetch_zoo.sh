@@ -19,19 +19,22 @@
 #
 # Idempotent: a file already present with the recorded hash is skipped (a
 # torch export already present is kept even when its hash differs: a
-# re-export with the same torch would give the same bytes).
+# re-export with the same torch would give the same bytes), except an
+# export that bench/zoo.superseded lists: made by an older export_zoo.py,
+# it is exported again.
 #
 #   tools/fetch_zoo.sh [--only npm|torch] [DIR]
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 manifest="$repo/bench/zoo.sha256"
+superseded="$repo/bench/zoo.superseded"
 only=""
 dir=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --only) only="${2:-}"; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "fetch_zoo: unknown option $1" >&2; exit 2 ;;
         *) dir="$1"; shift ;;
     esac
@@ -44,6 +47,10 @@ tmp="$(mktemp -d /tmp/convgate-zoo.XXXXXX)"
 trap 'rm -rf "$tmp"' EXIT
 
 sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+# why_superseded FILE SHA: the reason bench/zoo.superseded gives, or nothing
+why_superseded() {
+    awk -F'\t' -v f="$1" -v s="$2" '$1 == f && $2 == s { print $3; exit }' "$superseded"
+}
 
 failures=0
 torch_todo=()      # "file<TAB>model<TAB>sha"
@@ -61,9 +68,14 @@ while IFS=$'\t' read -r file source sha; do
     case "$kind" in
         torch)
             if [ -f "$dest" ]; then
-                echo "warning: $file: sha256 $(sha_of "$dest") differs from the recorded $sha" \
-                     "(torch export, other torch/torchvision version?); kept" >&2
-                continue
+                have="$(sha_of "$dest")"
+                why="$(why_superseded "$file" "$have")"
+                if [ -z "$why" ]; then
+                    echo "warning: $file: sha256 $have differs from the recorded $sha" \
+                         "(torch export, other torch/torchvision version?); kept" >&2
+                    continue
+                fi
+                echo "$file: superseded export ($why); exporting again"
             fi
             torch_todo+=("$file"$'\t'"${source#torch:}"$'\t'"$sha") ;;
         npm)

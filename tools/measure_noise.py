@@ -7,7 +7,7 @@ data behind the multiples of docs/noise-floor.md.
 
 Zoo models (--zoo, default $CG_ZOO): two input sets made by bench/parity.sh's
 input contracts (seeds 1 and 2); vit_b_16 with its head's input exposed as
-parity does (its zero-initialized head makes the logits all 0). For each:
+parity does (its head was zero-initialized before #14: logits all 0). For each:
   convgate noise MODEL --inputs SETS --target xnnpack --json
   convgate noise MODEL --inputs SETS --target litert-gpu --json
   convgate noise MODEL --inputs SETS --outputs-from ORT --json

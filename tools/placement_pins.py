@@ -12,7 +12,8 @@ as such.
 
 Without --update it compares with tests/data/placement_pins.tsv and exits
 1 on any difference (each printed), 77 when no zoo was given (after the
-examples passed). --update rewrites the pin file (the rows of the models
+examples passed). A zoo export that bench/zoo.superseded lists is skipped,
+by name (the pins are of bench/zoo.sha256's). --update rewrites the pin file (the rows of the models
 it ran; other rows are kept) and --docs FILE writes the table with the
 reason for every node left on the CPU (docs/placement-zoo.md), from the
 same JSON. Regenerate after a change to a profile or a lowering:
@@ -22,6 +23,7 @@ same JSON. Regenerate after a change to a profile or a lowering:
 """
 import argparse
 import collections
+import hashlib
 import json
 import os
 import subprocess
@@ -114,6 +116,26 @@ def docs_table(rows, out):
                     f.write("  - %s x%d: %s\n" % (op, n, why.replace("|", "/")))
 
 
+def read_superseded(path):
+    """file -> the sha256s of its exports that bench/zoo.superseded lists."""
+    out = collections.defaultdict(set)
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) >= 2 and not line.startswith("#"):
+                    out[cols[0]].add(cols[1])
+    return out
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("convgate")
@@ -130,8 +152,13 @@ def main():
     pins = read_pins(pin_path)
     rows = collections.OrderedDict()
     diffs = 0
+    superseded = read_superseded(os.path.join(a.src, "bench", "zoo.superseded"))
     for path in models:
         m = os.path.basename(path)
+        if m in superseded and sha256_of(path) in superseded[m]:
+            print("skip %s: a superseded export (bench/zoo.superseded; tools/fetch_zoo.sh "
+                  "exports it again)" % m)
+            continue
         for t in TARGETS:
             res, parts, cpu = place(a.convgate, path, t)
             rows[(m, t)] = (res, parts, cpu)

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "convgate/golden.h"
 #include "convgate/tensor_io.h"
 #include "core/arena.h"
 #include "testlib.h"
@@ -129,6 +130,32 @@ cg_value *test_load_npy(const char *path)
         return NULL;
     }
     return v;
+}
+
+bool test_zoo_superseded(const char *path, const char *file)
+{
+    char list[1024], line[512], hex[CG_SHA256_HEX];
+    snprintf(list, sizeof list, "%s/bench/zoo.superseded", CG_SOURCE_DIR);
+    FILE *f = fopen(list, "r");
+    if (!f)
+        return false;
+    bool hashed = false, found = false;
+    size_t flen = strlen(file);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || strncmp(line, file, flen) != 0 || line[flen] != '\t')
+            continue;
+        cg_error err;
+        uint64_t bytes = 0;
+        if (!hashed && cg_sha256_file(path, hex, &bytes, &err) != CG_OK)
+            break;
+        hashed = true;
+        found = strncmp(line + flen + 1, hex, CG_SHA256_HEX - 1) == 0;
+    }
+    fclose(f);
+    if (found)
+        printf("%-34s a superseded export (bench/zoo.superseded): skipped; tools/fetch_zoo.sh "
+               "exports it again\n", file);
+    return found;
 }
 
 const cg_lower_removed *test_removed(const cg_lowered *l, const char *node)

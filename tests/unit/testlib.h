@@ -76,6 +76,10 @@ cg_value *test_value(cg_dtype dt, int rank, const int64_t *dims, const double *v
 cg_model *test_load_model(const char *path);
 /* A .npy file as a tensor value, or NULL with a failure recorded. */
 cg_value *test_load_npy(const char *path);
+/* Whether the zoo model at path is an export bench/zoo.superseded lists (an
+ * older tools/export_zoo.py's, which tools/fetch_zoo.sh redoes): a test
+ * pinned on the current export skips it, saying so. */
+bool test_zoo_superseded(const char *path, const char *file);
 
 /* --- lowered models ------------------------------------------------------------ */
 
