@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convgate/samples.h"
+#include "core/rng.h"
 
 /* --- the random-input policy ------------------------------------------------------ */
 
@@ -37,7 +38,7 @@ void cg_random_seed(const cg_random_inputs *p, size_t sample, size_t input, cg_r
 /* Uniform double in [0, 1) from the top 53 bits. */
 static double rng_unit(cg_rng *rng)
 {
-    return (double)(cg_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+    return cg_unit_interval(cg_rng_next(rng));
 }
 
 /* Integer limits a random value of dt must stay within. */

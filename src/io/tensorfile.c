@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "convgate/budget.h"
+#include "core/rng.h"
 #include "io/io_internal.h"
 
 size_t cg_io_limit(size_t max_bytes)
@@ -116,9 +117,5 @@ void cg_rng_seed(cg_rng *rng, uint64_t seed) { rng->state = seed; }
 
 uint64_t cg_rng_next(cg_rng *rng)
 {
-    /* splitmix64: tiny, good enough for test inputs, identical everywhere. */
-    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return cg_splitmix64(&rng->state);
 }

@@ -24,8 +24,8 @@
 
 #include "convgate/budget.h"
 #include "convgate/partition.h"
-#include "run/exec.h"
 #include "core/clock.h"
+#include "run/exec.h"
 #include "run/fp64.h"
 
 /* --- labels ----------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 
@@ -290,16 +291,8 @@ typedef struct rng {
     uint64_t s;
 } rng;
 
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* Uniform in [0, 1). */
-static double rng_uniform(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+static double rng_uniform(rng *r) { return cg_unit_interval(cg_splitmix64(&r->s)); }
 
 static double rng_normal(rng *r)
 {

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
 
@@ -503,15 +504,6 @@ cg_status cg_op_lrn(cg_kernel_ctx *k)
 
 /* ---- Dropout --------------------------------------------------------------------- */
 
-/* splitmix64: a tiny deterministic generator for training-mode masks. */
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 cg_status cg_op_dropout(cg_kernel_ctx *k)
 {
     const cg_tensor *x, *rt, *tt;
@@ -562,7 +554,7 @@ cg_status cg_op_dropout(cg_kernel_ctx *k)
     uint64_t state = (uint64_t)cg_attr_int(k, "seed", 0);
     double keep = 1.0 - ratio;
     for (int64_t i = 0; i < x->numel; i++) {
-        bool kept = (double)(splitmix64(&state) >> 11) * 0x1.0p-53 < keep;
+        bool kept = cg_unit_interval(cg_splitmix64(&state)) < keep;
         cg_tensor_set_f64(y, i, kept ? cg_tensor_get_f64(x, i) / keep : 0.0);
         if (mask)
             cg_tensor_set_i64(mask, i, kept);
