@@ -521,17 +521,13 @@ bool cli_samples_load(const char *cmd, const cg_model *model, const char *model_
             return false;
         }
         st = cg_samples_load_golden(model, model_path, golden, 0, out, &err);
-        snprintf(desc, cap, "%zu golden set%s from %s (outputs compared to the golden outputs)",
-                 out->count, out->count == 1 ? "" : "s", golden);
     } else if (inputs) {
         st = cg_samples_load_dir(model, inputs, 0, out, &err);
-        snprintf(desc, cap, "%zu set%s from %s", out->count, out->count == 1 ? "" : "s", inputs);
     } else {
         st = cg_samples_random(model, (size_t)(random_n ? random_n : default_random), &in->random,
                                in->dims, in->dim_count, 0, out, &err);
-        snprintf(desc, cap, "%zu random set%s, seed %" PRIu64, out->count,
-                 out->count == 1 ? "" : "s", in->random.seed);
     }
+    cg_sample_set_describe(out, golden ? golden : inputs, golden != NULL, &in->random, desc, cap);
     if (st != CG_OK) {
         if (golden)
             cli_error(cmd, "golden set %s: %s", golden, err.msg);

@@ -88,17 +88,6 @@ typedef struct assign_setting {
     size_t key_count;
 } assign_setting;
 
-static void setting_label(assign_setting *s)
-{
-    size_t n = 0;
-    s->label[0] = '\0';
-    for (size_t k = 0; k < s->dim_count && n < sizeof s->label; k++)
-        n += (size_t)snprintf(s->label + n, sizeof s->label - n, "%s%s=%" PRId64, k ? "," : "",
-                              s->dims[k].symbol, s->dims[k].value);
-    if (!s->dim_count)
-        snprintf(s->label, sizeof s->label, "(defaults)");
-}
-
 /* Types and placement of one setting, typed by a reference run on `fed`
  * (the --inputs sample) or on random inputs (a lowering that declares its
  * types still runs the source on them). Where the model fails on them
@@ -183,13 +172,11 @@ static int assign_tflite(const char *path, const cli_targets *tg, cli_views *vie
         list = (const cg_target *const *)wrapped;
     }
     if (cg_tflite_load(path, NULL, &tfl, &err) != CG_OK ||
-        cg_tflite_op_model(tfl, &model, &err) != CG_OK ||
-        cg_type_env_build_declared(model, &types, &err) != CG_OK ||
-        cg_placement_build(model, types, list, tg->count, &placement, &err) != CG_OK) {
+        cg_placement_build_tflite(tfl, list, tg->count, &model, &types, &placement, &err) !=
+            CG_OK) {
         cli_error("assign", "%s", err.msg);
         goto done;
     }
-    placement->tflite_ops = true;
     gain_count = cg_what_if_rank(placement, tg->list, tg->count,
                                  (const char *const *)assumed->ops, assumed->count, NULL, gains,
                                  CG_WHAT_IF_MAX_RANKED, &skipped);
@@ -367,32 +354,16 @@ int cmd_assign(int argc, char **argv)
         if (dims_arg_count &&
             !cli_parse_dims("assign", "dims", dims_args[i], extra, &extra_count, CLI_MAX_DIMS))
             goto done;
-        cg_status st = cg_samples_check_options(model, extra, extra_count, NULL, 0, &err);
-        /* the setting's values replace the --dim ones; the symbols stay owned by extra
-         * only for this loop, so point at the model's copies */
-        for (size_t k = 0; k < extra_count && st == CG_OK; k++) {
-            size_t j = 0;
-            while (j < s->dim_count && strcmp(s->dims[j].symbol, extra[k].symbol) != 0)
-                j++;
-            if (j == s->dim_count && s->dim_count < CLI_MAX_DIMS)
-                s->dim_count++;
-            s->dims[j].value = extra[k].value;
-            s->dims[j].symbol = NULL;
-            for (size_t g = 0; g < model->graph->input_count && !s->dims[j].symbol; g++) {
-                const cg_type *t = model->graph->inputs[g].type;
-                for (size_t d = 0; t && t->shape && d < t->shape->rank; d++)
-                    if (t->shape->dims[d].param &&
-                        strcmp(t->shape->dims[d].param, extra[k].symbol) == 0)
-                        s->dims[j].symbol = t->shape->dims[d].param;
-            }
-        }
+        /* the setting's values replace the --dim ones */
+        cg_status st = cg_samples_dims_overlay(model, s->dims, &s->dim_count, CLI_MAX_DIMS,
+                                               extra, extra_count, &err);
         for (size_t k = 0; k < extra_count; k++)
             free((char *)extra[k].symbol);
         if (st != CG_OK) {
             cli_error("assign", "%s", err.msg);
             goto done;
         }
-        setting_label(s);
+        cg_samples_dims_label(s->dims, s->dim_count, s->label, sizeof s->label);
         /* the sizes of the dynamic dims: stated, and never guessed unless
          * the user accepts it (as gate: convgate/samples.h) */
         size_t n = fed ? cg_samples_dim_uses(model, in.dims, in.dim_count, fed, uses,
@@ -447,17 +418,10 @@ int cmd_assign(int argc, char **argv)
         s->placement->lowered = lowered;
     }
     if (timed && settings[0].types) {
-        /* a graph of ops the reference does not run (TFLite's) is timed by its source */
-        const cg_named_value *fv = fed ? fed->inputs : NULL;
-        size_t fn = fed ? fed->input_count : 0;
-        cg_status st = lowered->declared_types
-                           ? cg_profile_quick_estimate_lowered_fed(
-                                 lowered, settings[0].dims, settings[0].dim_count, &in.random,
-                                 fv, fn, settings[0].placement->main, &estimate, &ref, &err)
-                           : cg_profile_quick_estimate_fed(lowered->model, settings[0].types,
-                                                           &in.random, fv, fn,
-                                                           settings[0].placement->main,
-                                                           &estimate, &ref, &err);
+        cg_status st = cg_profile_quick_estimate_placed(
+            lowered, settings[0].types, settings[0].dims, settings[0].dim_count, &in.random,
+            fed ? fed->inputs : NULL, fed ? fed->input_count : 0, settings[0].placement->main,
+            &estimate, &ref, &err);
         if (st == CG_OK)
             settings[0].placement->time = &estimate;
         else

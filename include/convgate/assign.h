@@ -69,6 +69,17 @@ CG_API CG_NODISCARD cg_status cg_placement_build(const cg_model *model, const cg
                                                  cg_error *err);
 CG_API void cg_placement_free(cg_placement *p);
 
+/* A .tflite placed on its own operators, as LiteRT's delegates see them:
+ * *ops (cg_tflite_op_model) typed from the file (the static shapes it
+ * stores, its constant tensors: no reference run, the ops are TFLite's)
+ * and placed (tflite_ops set). On failure every out is NULL. */
+struct cg_tflite_model;
+CG_API CG_NODISCARD cg_status cg_placement_build_tflite(const struct cg_tflite_model *tfl,
+                                                        const cg_target *const *targets,
+                                                        size_t target_count, cg_model **ops,
+                                                        cg_type_env **types, cg_placement **out,
+                                                        cg_error *err);
+
 /* --- what-if (assign --assume-supported) -------------------------------------------- */
 
 /* True when `key` names node's op: "Op" in any domain, "domain:Op" in that

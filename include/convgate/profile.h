@@ -278,6 +278,17 @@ CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_lowered_fed(
     const cg_assignment *a, cg_cost_estimate *out, cg_reference_profile *ref_out,
     cg_error *err);
 
+/* The estimate behind a placement of l->model (assign, the binding's
+ * assign): cg_profile_quick_estimate_fed on the placed graph typed by
+ * `types`, or, when l declares its types (a graph the reference does not
+ * run: TFLite ops), cg_profile_quick_estimate_lowered_fed, which times its
+ * source at dims. */
+CG_API CG_NODISCARD cg_status cg_profile_quick_estimate_placed(
+    const struct cg_lowered *l, const struct cg_type_env *types, const cg_dim_binding *dims,
+    size_t dim_count, const struct cg_random_inputs *random, const cg_named_value *fed,
+    size_t fed_count, const cg_assignment *a, cg_cost_estimate *out,
+    cg_reference_profile *ref_out, cg_error *err);
+
 /* --- work: a deterministic stand-in for time (src/cost/work.c) ----------------------------- */
 
 /* Node `node` of g's work: its multiply-accumulates (Conv, ConvTranspose,

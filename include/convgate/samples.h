@@ -221,6 +221,24 @@ CG_API CG_NODISCARD cg_status cg_sample_check_complete(const cg_sample *s, const
 CG_API size_t cg_sample_dims(const cg_model *model, const cg_dim_binding *base, size_t base_count,
                       const cg_sample *s, cg_dim_binding *out, size_t cap);
 
+/* How reports name a loaded set of samples: "3 random sets, seed 0" (dir
+ * NULL; random NULL: seed 0), "2 sets from DIR", or with golden "2 golden
+ * sets from DIR (outputs compared to the golden outputs)". */
+CG_API void cg_sample_set_describe(const cg_sample_set *set, const char *dir, bool golden,
+                                   const cg_random_inputs *random, char *buf, size_t cap);
+/* "SYM=VAL,SYM=VAL" of the bindings in order, or "(defaults)" when there
+ * are none: how assign names a shape setting. */
+CG_API void cg_samples_dims_label(const cg_dim_binding *dims, size_t n, char *buf, size_t cap);
+/* A shape setting (assign --dims): extra's values on top of dims[0..*count)
+ * (a symbol both bind takes extra's value; a new one is appended below
+ * cap). The symbols written are the model's own copies, so extra may be
+ * freed afterwards. CG_USAGE for a name no input declares as a symbolic dim
+ * (a --shape key "input[1]" included), CG_LIMIT past cap. */
+CG_API CG_NODISCARD cg_status cg_samples_dims_overlay(const cg_model *model, cg_dim_binding *dims,
+                                                      size_t *count, size_t cap,
+                                                      const cg_dim_binding *extra,
+                                                      size_t extra_count, cg_error *err);
+
 /* --- dynamic dims: the sizes used, and where they come from ------------------------ */
 
 typedef enum cg_dim_source {

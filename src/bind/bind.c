@@ -365,16 +365,14 @@ static int bind_sample_set(bind_ctx *c, size_t default_random, cg_sample_set *ou
     if (dir) {
         if (cg_samples_load_dir(c->model, dir, 0, out, &err) != CG_OK)
             return bind_error(c, "%s", err.msg);
-        snprintf(desc, desc_cap, "%zu set%s from %s", out->count, out->count == 1 ? "" : "s",
-                 dir);
+        cg_sample_set_describe(out, dir, false, NULL, desc, desc_cap);
         return 0;
     }
     n = n ? n : default_random;
     if (cg_samples_random(c->model, (size_t)n, &c->random, c->dims, c->dim_count, 0, out,
                           &err) != CG_OK)
         return bind_error(c, "%s", err.msg);
-    snprintf(desc, desc_cap, "%zu random set%s, seed %" PRIu64, out->count,
-             out->count == 1 ? "" : "s", c->random.seed);
+    cg_sample_set_describe(out, NULL, false, &c->random, desc, desc_cap);
     return 0;
 }
 
@@ -507,13 +505,11 @@ static int do_assign_tflite(bind_ctx *c, const bind_assumed *a, json_t **result)
                         "apply");
         goto done;
     }
-    if (cg_tflite_op_model(c->model->tflite->source, &ops, &err) != CG_OK ||
-        cg_type_env_build_declared(ops, &types, &err) != CG_OK ||
-        cg_placement_build(ops, types, c->targets, c->target_count, &p, &err) != CG_OK) {
+    if (cg_placement_build_tflite(c->model->tflite->source, c->targets, c->target_count, &ops,
+                                  &types, &p, &err) != CG_OK) {
         rc = bind_error(c, "%s", err.msg);
         goto done;
     }
-    p->tflite_ops = true;
     if (cg_assign_init_failure(p->main, types, why, sizeof why))
         rc = bind_error(c, "%s", why);
     if (!(*result = cg_assign_report_json(p))) {
@@ -597,12 +593,9 @@ static int do_assign_model(bind_ctx *c, const bind_assumed *a, json_t **result)
     }
     p->lowered = lowered;
     if (!opt_bool(c, "no_time", false)) {
-        cg_status st = lowered->declared_types
-                           ? cg_profile_quick_estimate_lowered(lowered, c->dims, c->dim_count,
-                                                               &c->random, p->main, &est, &ref,
-                                                               &err)
-                           : cg_profile_quick_estimate(placed, types, &c->random, p->main, &est,
-                                                       &ref, &err);
+        cg_status st = cg_profile_quick_estimate_placed(lowered, types, c->dims, c->dim_count,
+                                                        &c->random, NULL, 0, p->main, &est,
+                                                        &ref, &err);
         if (st == CG_OK)
             p->time = &est;
         else
@@ -614,11 +607,8 @@ static int do_assign_model(bind_ctx *c, const bind_assumed *a, json_t **result)
         rc = bind_error(c, "out of memory");
         goto done;
     }
-    char setting[512] = "(defaults)";
-    size_t used = 0;
-    for (size_t k = 0; k < given && used < sizeof setting; k++)
-        used += (size_t)snprintf(setting + used, sizeof setting - used, "%s%s=%" PRId64,
-                                 k ? "," : "", c->dims[k].symbol, c->dims[k].value);
+    char setting[512];
+    cg_samples_dims_label(c->dims, given, setting, sizeof setting);
     cg_json_set(*result, "model", cg_json_text(c->path));
     cg_json_set(*result, "setting", cg_json_text(setting));
     cg_json_set(*result, "dims", cg_report_dims_json(uses, nu));
@@ -864,8 +854,7 @@ static int do_gate(bind_ctx *c, json_t **result)
             rc = bind_error(c, "golden set %s: %s", golden, err.msg);
             goto done;
         }
-        snprintf(desc, sizeof desc, "%zu golden set%s from %s (outputs compared to the golden "
-                 "outputs)", set.count, set.count == 1 ? "" : "s", golden);
+        cg_sample_set_describe(&set, golden, true, NULL, desc, sizeof desc);
     } else if ((rc = bind_sample_set(c, 3, &set, desc, sizeof desc, &owned)) != 0) {
         goto done;
     }

@@ -1121,6 +1121,20 @@ cg_status cg_profile_quick_estimate_lowered_fed(const cg_lowered *l, const cg_di
     return st;
 }
 
+cg_status cg_profile_quick_estimate_placed(const cg_lowered *l, const cg_type_env *types,
+                                           const cg_dim_binding *dims, size_t dim_count,
+                                           const cg_random_inputs *random,
+                                           const cg_named_value *fed, size_t fed_count,
+                                           const cg_assignment *a, cg_cost_estimate *out,
+                                           cg_reference_profile *ref_out, cg_error *err)
+{
+    if (l->declared_types)
+        return cg_profile_quick_estimate_lowered_fed(l, dims, dim_count, random, fed, fed_count,
+                                                     a, out, ref_out, err);
+    return cg_profile_quick_estimate_fed(l->model, types, random, fed, fed_count, a, out,
+                                         ref_out, err);
+}
+
 cg_status cg_profile_quick_estimate(const cg_model *model, const cg_type_env *types,
                                     const cg_random_inputs *random, const cg_assignment *a,
                                     cg_cost_estimate *out, cg_reference_profile *ref_out,

@@ -352,6 +352,71 @@ static cg_status check_shape_key(const cg_graph *g, const cg_dim_binding *dims, 
     return CG_OK;
 }
 
+void cg_sample_set_describe(const cg_sample_set *set, const char *dir, bool golden,
+                            const cg_random_inputs *random, char *buf, size_t cap)
+{
+    const char *s = set->count == 1 ? "" : "s";
+    if (!dir)
+        snprintf(buf, cap, "%zu random set%s, seed %" PRIu64, set->count, s,
+                 random ? random->seed : 0);
+    else if (golden)
+        snprintf(buf, cap, "%zu golden set%s from %s (outputs compared to the golden outputs)",
+                 set->count, s, dir);
+    else
+        snprintf(buf, cap, "%zu set%s from %s", set->count, s, dir);
+}
+
+void cg_samples_dims_label(const cg_dim_binding *dims, size_t n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    if (!cap)
+        return;
+    buf[0] = '\0';
+    for (size_t k = 0; k < n && used < cap; k++) {
+        int w = snprintf(buf + used, cap - used, "%s%s=%" PRId64, k ? "," : "", dims[k].symbol,
+                         dims[k].value);
+        used = w < 0 ? cap : used + (size_t)w;
+    }
+    if (!n)
+        snprintf(buf, cap, "(defaults)");
+}
+
+/* The model's own copy of symbolic dim `sym` (an input's dim param), or NULL. */
+static const char *declared_symbol(const cg_graph *g, const char *sym)
+{
+    for (size_t i = 0; i < g->input_count; i++) {
+        const cg_type *t = g->inputs[i].type;
+        for (size_t d = 0; t && t->shape && d < t->shape->rank; d++)
+            if (t->shape->dims[d].param && strcmp(t->shape->dims[d].param, sym) == 0)
+                return t->shape->dims[d].param;
+    }
+    return NULL;
+}
+
+cg_status cg_samples_dims_overlay(const cg_model *model, cg_dim_binding *dims, size_t *count,
+                                  size_t cap, const cg_dim_binding *extra, size_t extra_count,
+                                  cg_error *err)
+{
+    cg_status st = cg_samples_check_options(model, extra, extra_count, NULL, 0, err);
+    for (size_t k = 0; k < extra_count && st == CG_OK; k++) {
+        const char *own = declared_symbol(model->graph, extra[k].symbol);
+        if (!own)
+            return cg_error_set(err, CG_USAGE, "'%s' is not a symbolic dim of the model's "
+                                "inputs: a shape setting binds named dims", extra[k].symbol);
+        size_t j = 0;
+        while (j < *count && strcmp(dims[j].symbol, own) != 0)
+            j++;
+        if (j == *count) {
+            if (*count == cap)
+                return cg_error_set(err, CG_LIMIT, "more than %zu dim bindings", cap);
+            (*count)++;
+        }
+        dims[j].symbol = own;
+        dims[j].value = extra[k].value;
+    }
+    return st;
+}
+
 cg_status cg_samples_check_options(const cg_model *model, const cg_dim_binding *dims,
                                    size_t dim_count, const cg_input_range *ranges,
                                    size_t range_count, cg_error *err)

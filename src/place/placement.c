@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convgate/assign.h"
+#include "convgate/tflite.h"
 #include "ir/walk.h"
 #include "target/registry.h"
 
@@ -19,6 +20,27 @@
 static const char *ar_op(const cg_node *n) { return n->op_type ? n->op_type : "?"; }
 
 /* --- placement: main graph and bodies -------------------------------------------- */
+
+cg_status cg_placement_build_tflite(const cg_tflite_model *tfl, const cg_target *const *targets,
+                                    size_t target_count, cg_model **ops, cg_type_env **types,
+                                    cg_placement **out, cg_error *err)
+{
+    *ops = NULL;
+    *types = NULL;
+    *out = NULL;
+    cg_status st;
+    if ((st = cg_tflite_op_model(tfl, ops, err)) != CG_OK ||
+        (st = cg_type_env_build_declared(*ops, types, err)) != CG_OK ||
+        (st = cg_placement_build(*ops, *types, targets, target_count, out, err)) != CG_OK) {
+        cg_type_env_free(*types);
+        cg_model_free(*ops);
+        *types = NULL;
+        *ops = NULL;
+        return st;
+    }
+    (*out)->tflite_ops = true;
+    return CG_OK;
+}
 
 void cg_placement_free(cg_placement *p)
 {

@@ -181,6 +181,13 @@ file_matches "$T/out" '^  branch/then_branch: 1/2 nodes on test-xnnpack, 1 on CP
 file_matches "$T/out" '^  branch/else_branch: 1/1 nodes on test-xnnpack, 0 on CPU' "else body"
 
 # --- usage errors
+# a --dims setting binds named dims: a --shape key is refused by name (it
+# was accepted and left the setting without a symbol: SIGSEGV)
+"$CG" assign "$T/chain.onnx" --target smalldims --profiles "$P" \
+    --dims 'x[0]=2,x[1]=3,x[2]=8,x[3]=8' >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -qF "'x[0]' is not a symbolic dim" "$T/err" ||
+    fail "--dims with a --shape key: exit $rc ($(cat "$T/err"))"
 "$CG" assign "$T/chain.onnx" --profiles "$P" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -q -- '--target is required' "$T/err" || fail "missing --target"
 "$CG" assign "$T/chain.onnx" --target nosuch --profiles "$P" >/dev/null 2>"$T/err"

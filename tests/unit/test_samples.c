@@ -472,6 +472,57 @@ static void test_convert(void)
     cg_tensor_release(&s);
 }
 
+/* A shape setting (assign --dims) on top of the --dim bindings, its label,
+ * and how a loaded set is described (one rule for the CLI and the binding). */
+static void test_settings(const cg_model *m)
+{
+    cg_dim_binding dims[2];
+    size_t n = 0;
+    char label[64], desc[128];
+    cg_error err;
+    cg_error_clear(&err);
+    char sym[] = "N";
+    cg_dim_binding four = {sym, 4}, seven = {sym, 7};
+    EXPECT(cg_samples_dims_overlay(m, dims, &n, 2, &four, 1, &err) == CG_OK && n == 1 &&
+               dims[0].value == 4,
+           "N=4 appended: %s", err.msg);
+    EXPECT(dims[0].symbol != sym && strcmp(dims[0].symbol, "N") == 0,
+           "the binding names the model's own copy of the symbol");
+    EXPECT(cg_samples_dims_overlay(m, dims, &n, 2, &seven, 1, &err) == CG_OK && n == 1 &&
+               dims[0].value == 7,
+           "a later value replaces the earlier one");
+    cg_samples_dims_label(dims, n, label, sizeof label);
+    EXPECT(strcmp(label, "N=7") == 0, "label '%s'", label);
+    cg_samples_dims_label(dims, 0, label, sizeof label);
+    EXPECT(strcmp(label, "(defaults)") == 0, "label '%s'", label);
+    char key0[] = "x[0]", key1[] = "x[1]", unknown[] = "M";
+    cg_dim_binding shape_keys[2] = {{key0, 2}, {key1, 3}}, bad = {unknown, 2};
+    cg_error_clear(&err);
+    EXPECT(cg_samples_dims_overlay(m, dims, &n, 2, shape_keys, 2, &err) == CG_USAGE &&
+               strstr(err.msg, "x[0]") && n == 1 && dims[0].value == 7,
+           "a --shape key (the whole shape, valid for --shape) is no named dim of a setting: "
+           "%s", err.msg);
+    cg_error_clear(&err);
+    EXPECT(cg_samples_dims_overlay(m, dims, &n, 2, &bad, 1, &err) == CG_USAGE && n == 1,
+           "an unknown symbol is refused: %s", err.msg);
+    n = 0;
+    cg_error_clear(&err);
+    EXPECT(cg_samples_dims_overlay(m, dims, &n, 0, &four, 1, &err) == CG_LIMIT && n == 0,
+           "no room: refused, nothing written past cap");
+
+    cg_sample one[1], two[2];
+    cg_sample_set set1 = {one, 1}, set2 = {two, 2};
+    cg_random_inputs r = {0};
+    r.seed = 5;
+    cg_sample_set_describe(&set2, NULL, false, &r, desc, sizeof desc);
+    EXPECT(strcmp(desc, "2 random sets, seed 5") == 0, "'%s'", desc);
+    cg_sample_set_describe(&set1, "in", false, NULL, desc, sizeof desc);
+    EXPECT(strcmp(desc, "1 set from in") == 0, "'%s'", desc);
+    cg_sample_set_describe(&set2, "g", true, NULL, desc, sizeof desc);
+    EXPECT(strcmp(desc, "2 golden sets from g (outputs compared to the golden outputs)") == 0,
+           "'%s'", desc);
+}
+
 int main(void)
 {
     cg_model *m = NULL;
@@ -489,6 +540,7 @@ int main(void)
     test_tolerances();
     test_json();
     test_convert();
+    test_settings(m);
     cg_model_free(m);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
