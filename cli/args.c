@@ -185,11 +185,12 @@ int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *a
         return 1;
     }
     if (strcmp(opt, "accumulate") == 0) {
-        if (strcmp(arg, "fp16") != 0 && strcmp(arg, "fp32") != 0) {
-            cli_error(cmd, "--accumulate expects fp16 or fp32, got '%s'", arg);
+        cg_error err;
+        cg_error_clear(&err);
+        if (cg_accumulate_parse(arg, &t->accumulate, &err) != CG_OK) {
+            cli_error(cmd, "--%s", err.msg);
             return -1;
         }
-        t->accumulate = strcmp(arg, "fp32") == 0 ? 2 : 1;
         return 1;
     }
     return 0;

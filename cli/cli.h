@@ -130,6 +130,7 @@ void cli_model_free(cli_model *m);
 #include <stdint.h>
 #include "convgate/runtime.h"
 #include "convgate/target.h"
+#include "convgate/targetpath.h"
 bool cli_parse_double(const char *s, double *out);
 /* BYTES with an optional K/M/G (binary) suffix, > 0. */
 bool cli_parse_bytes(const char *s, size_t *out);
@@ -176,7 +177,7 @@ typedef struct cli_targets {
     const cg_target *list[CLI_MAX_TARGETS];
     size_t count;
     char label[1024];
-    int accumulate; /* --accumulate: 0 not given (as the profiles say), 1 fp16, 2 fp32 */
+    cg_accumulate accumulate; /* --accumulate (zeroed: as the profiles say) */
 } cli_targets;
 int cli_targets_option(const char *cmd, cli_targets *t, const char *opt, char *arg);
 bool cli_targets_resolve(const char *cmd, cli_targets *t);

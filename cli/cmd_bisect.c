@@ -171,13 +171,12 @@ int cmd_bisect(int argc, char **argv)
     po.dims = bound;
     po.dim_count = cg_sample_dims(model, in.dims, in.dim_count, &samples.samples[sample], bound,
                                   CLI_MAX_DIMS);
-    po.accumulate_fp32 = tg.accumulate == 2;
-    po.accumulate_fp16 = tg.accumulate == 1;
+    po.accumulate = tg.accumulate;
     /* an fp16 target with two device classes (its profile's): the class
      * that sums in fp16 first, then, when it finds nothing, the one that
      * sums in fp32; --accumulate picks one */
     const char *classes[2] = {NULL, NULL};
-    for (size_t i = 0; !cand && !tg.accumulate && i < tg.count; i++)
+    for (size_t i = 0; !cand && tg.accumulate == CG_ACCUMULATE_PROFILE && i < tg.count; i++)
         if (tg.list[i]->device_class[0] && tg.list[i]->device_class[1]) {
             classes[0] = tg.list[i]->device_class[0];
             classes[1] = tg.list[i]->device_class[1];
@@ -213,7 +212,7 @@ int cmd_bisect(int argc, char **argv)
     if (bst == CG_OK && classes[0] && !res.diverged) {
         cg_bisect_result_free(&res);
         po.device_classes = false;
-        po.accumulate_fp32 = true;
+        po.accumulate = CG_ACCUMULATE_FP32;
         as_class = classes[1];
         bst = cg_bisect_run(&bo, s->inputs, s->input_count, &res, &err);
     }

@@ -210,7 +210,7 @@ static int parse_args(int argc, char **argv, cmp_args *a)
     }
     if (!(a->model_path = cli_model_arg("compare", argc, argv, compare_usage)))
         return CG_EXIT_ERROR;
-    o->accumulate = a->targets.accumulate - 1;
+    o->accumulate = a->targets.accumulate;
     bool other = a->against.other_path || a->against.runner.kind != CG_RUNNER_NONE;
     if (!a->targets.arg_count && !o->outputs_from && !other) {
         cli_error("compare", "give --target T (`convgate targets` lists them), "
@@ -295,8 +295,7 @@ int cmd_compare(int argc, char **argv)
         ao.targets = ao.runner ? NULL : a.targets.list;
         ao.target_count = ao.runner ? 0 : a.targets.count;
         ao.random = &a.in.random;
-        ao.accumulate_fp32 = a.targets.accumulate == 2;
-        ao.accumulate_fp16 = a.targets.accumulate == 1;
+        ao.accumulate = a.targets.accumulate;
         cg_against_describe(&ao, producer, sizeof producer);
         if ((st = cg_path_make_temp_dir("convgate-compare", &tmp, &err)) == CG_OK &&
             (st = cg_against_init(&ao, &ag, &err)) == CG_OK)

@@ -197,8 +197,7 @@ int cmd_convert(int argc, char **argv)
     o.rewrite.only_count = a.rw.only_count;
     o.rewrite.opt_in = (const char *const *)a.rw.opt_in;
     o.rewrite.opt_in_count = a.rw.opt_in_count;
-    o.rewrite.accumulate_fp32 = a.tg.accumulate == 2;
-    o.rewrite.accumulate_fp16 = a.tg.accumulate == 1;
+    o.rewrite.accumulate = a.tg.accumulate;
     o.samples_desc = desc;
     o.argv = (const char *const *)typed;
     o.argc = nrec;

@@ -311,8 +311,7 @@ int cmd_gate(int argc, char **argv)
         goto done;
     opt.outputs_from = outdir;
     opt.outputs_reduced = cg_runner_reduced(&ag.runner);
-    opt.accumulate_fp32 = tg.accumulate == 2;
-    opt.accumulate_fp16 = tg.accumulate == 1;
+    opt.accumulate = tg.accumulate;
     opt.targets = tg.list;
     opt.target_count = tg.count;
     opt.dims = in.dims;

@@ -218,11 +218,10 @@ int cmd_noise(int argc, char **argv)
     base.targets = a.targets.list;
     base.target_count = a.targets.count;
     base.random = &a.in.random;
-    base.accumulate_fp32 = a.targets.accumulate == 2;
-    base.accumulate_fp16 = a.targets.accumulate == 1;
+    base.accumulate = a.targets.accumulate;
     /* a target with two device classes is judged as both unless
      * --accumulate picks one, each against the floor of how it sums */
-    base.device_classes = a.targets.accumulate == 0;
+    base.device_classes = a.targets.accumulate == CG_ACCUMULATE_PROFILE;
     no.fp16 = a.fp16;
     no.fp16_sums = a.fp16 && cg_target_path_options_sum16(&base);
     no.types = types;

@@ -149,8 +149,7 @@ int cmd_rewrite(int argc, char **argv)
     o.only_count = a.rw.only_count;
     o.opt_in = (const char *const *)a.rw.opt_in;
     o.opt_in_count = a.rw.opt_in_count;
-    o.accumulate_fp32 = a.tg.accumulate == 2;
-    o.accumulate_fp16 = a.tg.accumulate == 1;
+    o.accumulate = a.tg.accumulate;
     o.what_if = a.what_if;
     if (cg_rewrite_run(model, &o, &res, &err) != CG_OK) {
         cli_error("rewrite", "%s", err.msg);

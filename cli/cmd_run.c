@@ -286,8 +286,7 @@ int cmd_run(int argc, char **argv)
         o.dims = dims;
         o.dim_count = cg_sample_dims(model, a.in.dims, a.in.dim_count, &s, dims, CLI_MAX_DIMS);
         o.random = &a.in.random;
-        o.accumulate_fp32 = a.targets.accumulate == 2;
-        o.accumulate_fp16 = a.targets.accumulate == 1;
+        o.accumulate = a.targets.accumulate;
         o.feeds = s.inputs; /* typed and placed on the inputs it runs */
         o.feed_count = s.input_count;
         o.max_alloc_bytes = a.max_alloc;

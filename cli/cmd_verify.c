@@ -123,8 +123,7 @@ static int verify_artifact(verify_args *a)
     cg_error_clear(&err);
     if (a->targets.arg_count && !cli_targets_resolve("verify", &a->targets))
         return CG_EXIT_ERROR;
-    a->opt.accumulate_fp32 = a->targets.accumulate == 2;
-    a->opt.accumulate_fp16 = a->targets.accumulate == 1;
+    a->opt.accumulate = a->targets.accumulate;
     a->opt.targets = a->targets.list;
     a->opt.target_count = a->targets.count;
     a->opt.dims = a->in.dims;
@@ -174,8 +173,7 @@ int cmd_verify(int argc, char **argv)
     }
     if (!(model = cli_model_for("verify", a.model_path, &a.in, &a.targets)))
         goto done;
-    a.opt.accumulate_fp32 = a.targets.accumulate == 2;
-    a.opt.accumulate_fp16 = a.targets.accumulate == 1;
+    a.opt.accumulate = a.targets.accumulate;
     a.opt.targets = a.targets.list;
     a.opt.target_count = a.targets.count;
     a.opt.dims = a.in.dims;

@@ -26,6 +26,7 @@
 #include "convgate/runner.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
+#include "convgate/targetpath.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,8 +46,7 @@ typedef struct cg_against_options {
     const cg_dim_binding *dims;
     size_t dim_count;
     const cg_random_inputs *random;
-    bool accumulate_fp32;
-    bool accumulate_fp16;            /* cg_target_path_options.accumulate_fp16 */
+    cg_accumulate accumulate;        /* convgate/targetpath.h */
     size_t max_alloc_bytes;
 } cg_against_options;
 

@@ -66,8 +66,7 @@ typedef struct cg_gate_options {
      * samples' files bind, take 1 instead of refusing the gate (CG_USAGE
      * naming the dim: cg_samples_refuse_guessed_dims) */
     bool accept_default_dims;
-    bool accumulate_fp32;
-    bool accumulate_fp16;            /* --accumulate fp16 (cg_target_path_options) */
+    cg_accumulate accumulate;        /* --accumulate (convgate/targetpath.h) */
     /* --atol/--rtol/--tol: outputs given a tolerance are judged by it
      * instead of the noise floor (cg_tolerances_resolve) */
     cg_tolerance_args tol;

@@ -405,7 +405,7 @@ CG_API CG_NODISCARD cg_status cg_noise_judge_tally(const cg_noise_output *o, siz
  * decision values. targets must outlive t. */
 typedef struct cg_noise_target cg_noise_target;
 /* base: the targets and how to place and run them (targets, random,
- * accumulate_fp32, max_alloc_bytes; dims come per sample, observe is the
+ * accumulate, max_alloc_bytes; dims come per sample, observe is the
  * decision capture); borrowed, with its arrays, for t's life. */
 CG_API CG_NODISCARD cg_status cg_noise_target_init(const cg_noise *n,
                                                    const cg_target_path_options *base,

@@ -61,7 +61,7 @@ typedef struct cg_sample_path {
 CG_API void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
                                 const cg_target *const *targets, size_t target_count,
                                 const cg_dim_binding *dims, size_t dim_count,
-                                const cg_random_inputs *random, bool accumulate_fp32,
+                                const cg_random_inputs *random, cg_accumulate accumulate,
                                 size_t max_alloc_bytes);
 /* The path for sample s, (re)built when its dims differ from the last. */
 CG_API CG_NODISCARD cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s,
@@ -163,7 +163,7 @@ typedef struct cg_parity_options {
     const cg_dim_binding *dims;
     size_t dim_count;
     const cg_random_inputs *random;  /* the target path's placement run */
-    int accumulate;                  /* -1: as the profiles say; 0 fp16; 1 fp32 */
+    cg_accumulate accumulate;        /* convgate/targetpath.h */
     /* read the target's outputs from this folder (samples.h's layout)
      * instead of running the target path */
     const char *outputs_from;
@@ -258,8 +258,7 @@ typedef struct cg_verify_options {
     const cg_dim_binding *dims;
     size_t dim_count;
     const cg_random_inputs *random;
-    bool accumulate_fp32;
-    bool accumulate_fp16;            /* cg_target_path_options.accumulate_fp16 */
+    cg_accumulate accumulate;        /* convgate/targetpath.h */
     const char *outputs_from;        /* OUT/SET/NAME.npy or OUT/SET.npz; the targets
                                         then only say what precision they hold */
     cg_tolerance_args tol;           /* cg_tolerances_resolve */

@@ -90,9 +90,7 @@ typedef struct cg_rewrite_options {
     const char *const *opt_in;
     size_t opt_in_count;
     bool what_if;                    /* also estimate the mixed latency after each step */
-    /* how fp16 targets accumulate on the target path (--accumulate;
-     * cg_target_path_options): neither is as the profiles say */
-    bool accumulate_fp32, accumulate_fp16;
+    cg_accumulate accumulate;        /* on the target path (--accumulate) */
     size_t max_alloc_bytes;
 } cg_rewrite_options;
 

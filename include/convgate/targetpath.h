@@ -25,6 +25,24 @@ extern "C" {
 
 typedef struct cg_target_path cg_target_path;
 
+/* How fp16 targets accumulate reductions and dot products on the target
+ * path (--accumulate, the binding's "accumulate"): as each target's profile
+ * says, or forced to one width for every fp16 target. A target with device
+ * classes (cg_target.device_class) is judged as both classes unless the
+ * width is forced. */
+typedef enum cg_accumulate {
+    CG_ACCUMULATE_PROFILE = 0, /* as the profiles say */
+    CG_ACCUMULATE_FP16,        /* in fp16 even where the profile says fp32 (a GPU in f16) */
+    CG_ACCUMULATE_FP32,
+} cg_accumulate;
+
+/* "fp16" or "fp32" (what --accumulate takes) into *out; anything else is
+ * CG_USAGE naming what was given, *out unchanged. */
+CG_API CG_NODISCARD cg_status cg_accumulate_parse(const char *text, cg_accumulate *out,
+                                                  cg_error *err);
+/* "profile", "fp16", "fp32"; NULL outside the enum. */
+CG_API const char *cg_accumulate_name(cg_accumulate a);
+
 typedef struct cg_target_path_options {
     const cg_target *const *targets; /* priority order */
     size_t target_count;
@@ -38,13 +56,10 @@ typedef struct cg_target_path_options {
      * do (cg_type_env_build_fed); NULL: `random` */
     const cg_named_value *feeds;
     size_t feed_count;
-    bool accumulate_fp32;            /* fp16 targets accumulate reductions/dots in fp32 */
-    /* fp16 targets accumulate in fp16 even where their profile says fp32
-     * (a GPU computing in f16; --accumulate fp16); accumulate_fp32 wins */
-    bool accumulate_fp16;
+    cg_accumulate accumulate;        /* how fp16 targets accumulate */
     /* targets with device classes (cg_target.device_class) run as the class
-     * that sums in fp16, unless accumulate_fp32 (a judge reruns the path
-     * with it for the class that sums in fp32) */
+     * that sums in fp16, unless accumulate is CG_ACCUMULATE_FP32 (a judge
+     * reruns the path with it for the class that sums in fp32) */
     bool device_classes;
     bool force_fp32;                 /* run fp16 targets' partitions in fp32 (bisect triage) */
     size_t max_alloc_bytes;          /* 0: runtime default */

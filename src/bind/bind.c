@@ -65,7 +65,7 @@ typedef struct bind_ctx {
     size_t range_count;
     cg_random_inputs random;
     cg_sample_set given; /* the caller's tensors, as samples */
-    int accumulate;      /* 0 as the profiles say, 1 fp16, 2 fp32 */
+    cg_accumulate accumulate;
     cg_tolerance_args tol;
 } bind_ctx;
 
@@ -266,9 +266,11 @@ static int bind_common(bind_ctx *c, bool need_target)
     c->random.ranges = c->ranges;
     c->random.range_count = c->range_count;
     const char *acc = opt_string(c, "accumulate", &bad);
-    if (acc && strcmp(acc, "fp16") != 0 && strcmp(acc, "fp32") != 0)
-        return bind_error(c, "accumulate expects \"fp16\" or \"fp32\", got '%s'", acc);
-    c->accumulate = !acc ? 0 : strcmp(acc, "fp16") == 0 ? 1 : 2;
+    c->accumulate = CG_ACCUMULATE_PROFILE;
+    cg_error aerr;
+    cg_error_clear(&aerr);
+    if (acc && cg_accumulate_parse(acc, &c->accumulate, &aerr) != CG_OK)
+        return bind_error(c, "%s", aerr.msg);
     json_t *atol = opt(c, "atol"), *rtol = opt(c, "rtol");
     if ((atol && !json_is_null(atol) && (!json_is_number(atol) || json_number_value(atol) < 0 ||
                                          !isfinite(json_number_value(atol)))) ||
@@ -711,8 +713,7 @@ static int do_run(bind_ctx *c, json_t **result)
         o.dims = dims;
         o.dim_count = cg_sample_dims(c->model, c->dims, c->dim_count, &s, dims, BIND_MAX_DIMS);
         o.random = &c->random;
-        o.accumulate_fp32 = c->accumulate == 2;
-        o.accumulate_fp16 = c->accumulate == 1;
+        o.accumulate = c->accumulate;
         o.feeds = s.inputs;
         o.feed_count = s.input_count;
         o.observe = watch ? watch_observe : NULL;
@@ -774,7 +775,7 @@ static int do_compare(bind_ctx *c, json_t **result)
     po.dims = c->dims;
     po.dim_count = c->dim_count;
     po.random = &c->random;
-    po.accumulate = c->accumulate - 1;
+    po.accumulate = c->accumulate;
     po.tol = c->tol;
     po.threshold = 0.5;
     if (cg_parity_run(c->model, &po, src, &rep, &err) != CG_OK) {
@@ -873,8 +874,7 @@ static int do_gate(bind_ctx *c, json_t **result)
         go.have_min_coverage = true;
         go.min_coverage = json_number_value(bar);
     }
-    go.accumulate_fp32 = c->accumulate == 2;
-    go.accumulate_fp16 = c->accumulate == 1;
+    go.accumulate = c->accumulate;
     go.tol = c->tol; /* given, atol/rtol override the noise floor */
     go.random = &c->random;
     go.samples = &set;
@@ -927,8 +927,7 @@ static int do_bisect(bind_ctx *c, json_t **result)
     po.target_count = c->target_count;
     po.dims = bound;
     po.dim_count = cg_sample_dims(c->model, c->dims, c->dim_count, s, bound, BIND_MAX_DIMS);
-    po.accumulate_fp32 = c->accumulate == 2;
-    po.accumulate_fp16 = c->accumulate == 1;
+    po.accumulate = c->accumulate;
     po.random = &c->random;
     po.feeds = s->inputs;
     po.feed_count = s->input_count;

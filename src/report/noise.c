@@ -212,7 +212,8 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err)
                     if (!jc || json_array_append_new(classes, jc) != 0 ||
                         cg_json_set(jc, "name",
                                     cg_json_text(cg_noise_target_class(s->target, cls))) != 0 ||
-                        cg_json_set(jc, "accumulate", cg_json_text(cls ? "fp32" : "fp16")) != 0 ||
+                        cg_json_set(jc, "accumulate", cg_json_text(cg_accumulate_name(
+                                        cls ? CG_ACCUMULATE_FP32 : CG_ACCUMULATE_FP16))) != 0 ||
                         cg_json_set(jc, "verdict", cg_report_judgement_json(&c[cls])) != 0) {
                         json_decref(classes);
                         classes = NULL;

@@ -101,7 +101,8 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
         json_t *jc = json_object();
         rc |= !jc || json_array_append_new(classes, jc) != 0;
         rc |= cg_json_set(jc, "name", cg_json_text(o->device_class[c]));
-        rc |= cg_json_set(jc, "accumulate", cg_json_text(c == 0 ? "fp16" : "fp32"));
+        rc |= cg_json_set(jc, "accumulate", cg_json_text(cg_accumulate_name(
+                                 c == 0 ? CG_ACCUMULATE_FP16 : CG_ACCUMULATE_FP32)));
         rc |= cg_json_set(jc, "verdict", cg_report_judgement_json(&o->class_verdict[c]));
     }
     rc |= cg_json_set(obj, "device_classes", classes);

@@ -385,8 +385,7 @@ cg_status cg_convert_run(const cg_model *source, const char *source_path, const 
     memset(&vo.tol, 0, sizeof vo.tol);
     vo.targets = opt->rewrite.targets;
     vo.target_count = opt->rewrite.target_count;
-    vo.accumulate_fp32 = opt->rewrite.accumulate_fp32;
-    vo.accumulate_fp16 = opt->rewrite.accumulate_fp16;
+    vo.accumulate = opt->rewrite.accumulate;
     cg_error te;
     cg_error_clear(&te);
     if ((st = cg_verify_golden(out->rewrite.model, path, golden, &vo, &out->target, &te)) !=
@@ -408,8 +407,7 @@ cg_status cg_convert_run(const cg_model *source, const char *source_path, const 
     go.dims = opt->rewrite.dims;
     go.dim_count = opt->rewrite.dim_count;
     go.random = opt->rewrite.random;
-    go.accumulate_fp32 = opt->rewrite.accumulate_fp32;
-    go.accumulate_fp16 = opt->rewrite.accumulate_fp16;
+    go.accumulate = opt->rewrite.accumulate;
     go.samples = &gsamples;
     go.samples_desc = "the golden sets";
     st = cg_gate_run(out->rewrite.model, path, &go, &out->gate, err);

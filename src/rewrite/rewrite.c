@@ -654,8 +654,7 @@ static double target_error(const cg_model *m, const cg_rewrite_options *o, rw_ve
     cg_sample_path sp;
     double worst = 0;
     cg_sample_path_init(&sp, m, o->targets, o->target_count, o->dims, o->dim_count, o->random,
-                        o->accumulate_fp32, o->max_alloc_bytes);
-    sp.options.accumulate_fp16 = o->accumulate_fp16;
+                        o->accumulate, o->max_alloc_bytes);
     for (size_t i = 0; i < v->samples->count && worst >= 0; i++) {
         const cg_sample *s = &v->samples->samples[i];
         cg_target_path *path = NULL;
@@ -808,13 +807,9 @@ cg_status cg_rewrite_run(const cg_model *model, const cg_rewrite_options *o, cg_
         (st = cg_rewrite_check_names(o->opt_in, o->opt_in_count, "--opt-in", err)) != CG_OK)
         return st;
     cg_precision prec = CG_PRECISION_FP32;
-    bool acc32 = true;
     for (size_t t = 0; t < o->target_count; t++)
-        if (o->targets[t]->precision == CG_PRECISION_FP16) {
+        if (o->targets[t]->precision == CG_PRECISION_FP16)
             prec = CG_PRECISION_FP16;
-            acc32 = acc32 && o->targets[t]->accumulate_fp32;
-        }
-    (void)acc32;
     out->sample_count = o->samples->count;
     out->source_nodes = model->graph->node_count;
     out->steps = calloc(RW_CATALOG_COUNT, sizeof *out->steps);

@@ -40,7 +40,6 @@ typedef struct rw_ctx {
     const cg_dim_binding *dims;    /* --dim */
     size_t dim_count;
     cg_precision precision;        /* the targets' (fp16 if any is) */
-    bool accumulate_fp32;
     const rw_stats *stats;         /* precision rewrites (NULL otherwise) */
     size_t sites, unneeded;
     char detail[512];

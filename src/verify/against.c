@@ -75,9 +75,8 @@ cg_status cg_against_init(const cg_against_options *opt, cg_against **out, cg_er
         st = cg_runner_init(opt->runner, opt->other_path, opt->other, &a->runner, err);
     } else if (opt->target_count) {
         cg_sample_path_init(&a->sp, opt->other, opt->targets, opt->target_count, opt->dims,
-                            opt->dim_count, opt->random, opt->accumulate_fp32,
+                            opt->dim_count, opt->random, opt->accumulate,
                             opt->max_alloc_bytes);
-        a->sp.options.accumulate_fp16 = opt->accumulate_fp16;
         a->path = true;
     } else {
         cg_runtime_options ro;

@@ -518,7 +518,7 @@ static cg_status side_init(side_state *s, bisect_ctx *c, int which, const cg_bis
         s->path_opt.observe_user = s;
         s->path_opt.force_fp32 = mode == CAND_FP32;
         if (mode == CAND_ACC32)
-            s->path_opt.accumulate_fp32 = true;
+            s->path_opt.accumulate = CG_ACCUMULATE_FP32;
         st = cg_target_path_init(side->model, &s->path_opt, &s->path, err);
     }
     if (st != CG_OK)

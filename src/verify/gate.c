@@ -472,7 +472,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     r->task = opt->task;
     r->threshold = opt->threshold;
     cg_parity_options_for_path(&po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
-                               opt->random, opt->accumulate_fp32, opt->accumulate_fp16,
+                               opt->random, opt->accumulate,
                                opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
     po.task = opt->task;
     po.threshold = opt->threshold;
@@ -600,15 +600,13 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         tpo.targets = opt->targets;
         tpo.target_count = opt->target_count;
         tpo.random = opt->random;
-        tpo.accumulate_fp32 = opt->accumulate_fp32;
-        tpo.accumulate_fp16 = opt->accumulate_fp16;
+        tpo.accumulate = opt->accumulate;
         /* two device classes: bisect the failing one, the class that sums
          * in fp32 first (its failure is not about the sums) */
         if (o->by_noise && jr->device_class[0] && jr->device_class[1]) {
             int c = cg_verdict_passes(o->class_verdict[1].verdict) ? 0 : 1;
             r->bisect_class = jr->device_class[c];
-            tpo.accumulate_fp32 = c == 1;
-            tpo.accumulate_fp16 = c == 0;
+            tpo.accumulate = c == 1 ? CG_ACCUMULATE_FP32 : CG_ACCUMULATE_FP16;
         }
         tpo.max_alloc_bytes = opt->max_alloc_bytes;
         tpo.threads = opt->threads;

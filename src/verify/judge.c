@@ -194,23 +194,23 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     j->base.random = opt->random;
     j->base.max_alloc_bytes = opt->max_alloc_bytes;
     j->base.types = opt->types;
-    bool profile_fp32 = false, sums16 = opt->accumulate == 0, classes = false;
+    bool profile_fp32 = false, sums16 = opt->accumulate == CG_ACCUMULATE_FP16, classes = false;
     for (size_t i = 0; i < opt->target_count; i++) {
         const cg_target *t = opt->targets[i];
         profile_fp32 = profile_fp32 || t->accumulate_fp32;
         classes = classes || (t->device_class[0] && t->device_class[1]);
-        sums16 = sums16 || (opt->accumulate < 0 && t->precision == CG_PRECISION_FP16 &&
+        sums16 = sums16 || (opt->accumulate == CG_ACCUMULATE_PROFILE && t->precision == CG_PRECISION_FP16 &&
                             (!t->accumulate_fp32 || t->device_class[0]));
     }
     /* a target with two device classes is judged as both unless
      * --accumulate picks one (docs/gate3.md "Two device classes") */
-    j->base.device_classes = opt->accumulate < 0 && classes;
+    j->base.device_classes = opt->accumulate == CG_ACCUMULATE_PROFILE && classes;
     for (size_t i = 0; j->base.device_classes && !j->classes && i < opt->target_count; i++)
         if (opt->targets[i]->device_class[0] && opt->targets[i]->device_class[1])
             j->classes = opt->targets[i];
-    j->base.accumulate_fp32 = opt->accumulate < 0 ? profile_fp32 && !classes
-                                                  : opt->accumulate == 1;
-    j->base.accumulate_fp16 = opt->accumulate == 0;
+    j->base.accumulate = opt->accumulate;
+    if (opt->accumulate == CG_ACCUMULATE_PROFILE && profile_fp32 && !classes)
+        j->base.accumulate = CG_ACCUMULATE_FP32;
 
     if (j->noise) {
         cg_noise_options no;
@@ -219,7 +219,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
         no.fp16 = j->fp16_targets;
         /* a path that sums in fp16: its floor (outputs read back are
          * judged as the class that sums in fp32 unless --accumulate fp16) */
-        no.fp16_sums = j->fp16_targets && sums16 && !(opt->outputs_from && opt->accumulate < 0);
+        no.fp16_sums = j->fp16_targets && sums16 && !(opt->outputs_from && opt->accumulate == CG_ACCUMULATE_PROFILE);
         no.recorded = opt->golden;
         /* the decision analysis goes by the values' types when it can */
         cg_error terr;
@@ -244,9 +244,8 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     }
     if (opt->target_count && !opt->outputs_from && !j->target) {
         cg_sample_path_init(&j->sp, model, opt->targets, opt->target_count, opt->dims,
-                            opt->dim_count, opt->random, j->base.accumulate_fp32,
+                            opt->dim_count, opt->random, j->base.accumulate,
                             opt->max_alloc_bytes);
-        j->sp.options.accumulate_fp16 = j->base.accumulate_fp16;
         j->sp.options.threads = opt->threads;
         j->sp_on = true;
     }
@@ -871,7 +870,7 @@ static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
      * one class: F16 devices (fp16 sums) against the fp16-sums floor with
      * --accumulate fp16, else against the fp16 storage floor (class_note) */
     cg_noise_output sums = *fl;
-    if (j->opt->accumulate == 0 && fl->v.fp16_sums.dist.count > 0) {
+    if (j->opt->accumulate == CG_ACCUMULATE_FP16 && fl->v.fp16_sums.dist.count > 0) {
         cg_noise_output_sums(fl, &sums);
         o->floor16_sums = fl->v.fp16_sums;
         o->floor16_sums_measured = true;

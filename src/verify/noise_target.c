@@ -142,7 +142,7 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     for (size_t i = 0; i < model->graph->node_count; i++)
         t->sums16 = t->sums16 ||
                     cg_target_path_node_precision(t->path[0], i) == CG_NODE_PREC_FP16_ACC16;
-    for (size_t i = 0; t->sums16 && po.device_classes && !po.accumulate_fp16 &&
+    for (size_t i = 0; t->sums16 && po.device_classes && po.accumulate != CG_ACCUMULATE_FP16 &&
                        i < po.target_count; i++)
         if (po.targets[i]->device_class[0] && po.targets[i]->device_class[1]) {
             t->class_name[0] = po.targets[i]->device_class[0];
@@ -151,12 +151,12 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
         }
     if (t->precision == CG_PRECISION_FP16) {
         /* the reruns differ in precision only: path[0]'s types and placement */
-        bool acc32 = po.accumulate_fp32;
+        cg_accumulate acc = po.accumulate;
         po.like = t->path[0];
-        po.accumulate_fp32 = true;
+        po.accumulate = CG_ACCUMULATE_FP32;
         if ((st = cg_target_path_init(model, &po, &t->path[1], err)) != CG_OK)
             return st;
-        po.accumulate_fp32 = acc32;
+        po.accumulate = acc;
         po.force_fp32 = true;
         if ((st = cg_target_path_init(model, &po, &t->path[2], err)) != CG_OK)
             return st;

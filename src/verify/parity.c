@@ -19,7 +19,7 @@
 void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
                          const cg_target *const *targets, size_t target_count,
                          const cg_dim_binding *dims, size_t dim_count,
-                         const cg_random_inputs *random, bool accumulate_fp32,
+                         const cg_random_inputs *random, cg_accumulate accumulate,
                          size_t max_alloc_bytes)
 {
     memset(sp, 0, sizeof *sp);
@@ -29,7 +29,7 @@ void cg_sample_path_init(cg_sample_path *sp, const cg_model *model,
     sp->options.dims = dims;
     sp->options.dim_count = dim_count;
     sp->options.random = random;
-    sp->options.accumulate_fp32 = accumulate_fp32;
+    sp->options.accumulate = accumulate;
     sp->options.max_alloc_bytes = max_alloc_bytes;
 }
 
@@ -91,7 +91,7 @@ void cg_sample_path_free(cg_sample_path *sp)
 void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *targets,
                                 size_t target_count, const cg_dim_binding *dims,
                                 size_t dim_count, const cg_random_inputs *random,
-                                bool accumulate_fp32, bool accumulate_fp16,
+                                cg_accumulate accumulate,
                                 const char *outputs_from, const cg_tolerance_args *tol,
                                 size_t max_alloc_bytes)
 {
@@ -101,7 +101,7 @@ void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *t
     po->dims = dims;
     po->dim_count = dim_count;
     po->random = random;
-    po->accumulate = accumulate_fp32 ? 1 : accumulate_fp16 ? 0 : -1;
+    po->accumulate = accumulate;
     po->outputs_from = outputs_from;
     po->tol = *tol;
     po->max_alloc_bytes = max_alloc_bytes;
@@ -206,7 +206,7 @@ cg_status cg_verify_golden(const cg_model *model, const char *model_path, const 
      * or files, and are compared with the golden ones */
     cg_parity_options po;
     cg_parity_options_for_path(&po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
-                               opt->random, opt->accumulate_fp32, opt->accumulate_fp16,
+                               opt->random, opt->accumulate,
                                opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
     po.keep_sample_metrics = true;
     po.golden = true;

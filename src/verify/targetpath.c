@@ -71,6 +71,28 @@ struct cg_target_path {
     bool reduced;                /* some node has an fp16 precision */
 };
 
+cg_status cg_accumulate_parse(const char *text, cg_accumulate *out, cg_error *err)
+{
+    if (text && strcmp(text, "fp16") == 0)
+        *out = CG_ACCUMULATE_FP16;
+    else if (text && strcmp(text, "fp32") == 0)
+        *out = CG_ACCUMULATE_FP32;
+    else
+        return cg_error_set(err, CG_USAGE, "accumulate expects fp16 or fp32, got '%s'",
+                            text ? text : "(none)");
+    return CG_OK;
+}
+
+const char *cg_accumulate_name(cg_accumulate a)
+{
+    switch (a) {
+    case CG_ACCUMULATE_PROFILE: return "profile";
+    case CG_ACCUMULATE_FP16: return "fp16";
+    case CG_ACCUMULATE_FP32: return "fp32";
+    }
+    return NULL;
+}
+
 /* The precision a node owned by target t computes in on this path. */
 static cg_node_precision target_node_precision(const cg_target *t,
                                                const cg_target_path_options *opt)
@@ -78,9 +100,9 @@ static cg_node_precision target_node_precision(const cg_target *t,
     if (!t || t->kind != CG_TARGET_PROFILED || t->precision != CG_PRECISION_FP16 ||
         opt->force_fp32)
         return CG_NODE_PREC_FP32;
-    if (opt->accumulate_fp32)
+    if (opt->accumulate == CG_ACCUMULATE_FP32)
         return CG_NODE_PREC_FP16;
-    if (opt->accumulate_fp16 || (opt->device_classes && t->device_class[0]))
+    if (opt->accumulate == CG_ACCUMULATE_FP16 || (opt->device_classes && t->device_class[0]))
         return CG_NODE_PREC_FP16_ACC16;
     return t->accumulate_fp32 ? CG_NODE_PREC_FP16 : CG_NODE_PREC_FP16_ACC16;
 }

@@ -22,14 +22,13 @@ void cg_verify_runtime_options(cg_runtime_options *ro, size_t max_alloc_bytes, i
 
 /* The judge's options for outputs produced by the path gate 3 and
  * `convgate verify` describe alike: targets in priority order, dim
- * bindings, random inputs, the accumulation the user forced (both false:
- * as the profiles say), the folder of outputs made elsewhere (NULL: the
+ * bindings, random inputs, the accumulation the user forced, the folder of outputs made elsewhere (NULL: the
  * path runs), tolerances and the allocation cap. Every other field is zero;
  * the caller sets what only it has (golden, task, threads, ...). */
 void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *targets,
                                 size_t target_count, const cg_dim_binding *dims,
                                 size_t dim_count, const cg_random_inputs *random,
-                                bool accumulate_fp32, bool accumulate_fp16,
+                                cg_accumulate accumulate,
                                 const char *outputs_from, const cg_tolerance_args *tol,
                                 size_t max_alloc_bytes);
 

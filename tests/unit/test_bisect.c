@@ -115,7 +115,7 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
         goto done;
     po.targets = &t;
     po.target_count = 1;
-    po.accumulate_fp16 = true;
+    po.accumulate = CG_ACCUMULATE_FP16;
     bo.reference.model = m;
     bo.candidate.model = m;
     bo.candidate.path = &po;
@@ -156,7 +156,7 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
 
     /* with fp32 accumulation the sum does not overflow: no divergence,
      * under the tolerance or against the floors */
-    po.accumulate_fp32 = true;
+    po.accumulate = CG_ACCUMULATE_FP32;
     EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
     EXPECT(!r.diverged, "fp32 accumulation diverged at %s",
@@ -248,16 +248,15 @@ static void test_gates(const cg_target_registry *reg)
           "rmsnorm, litert-gpu, both classes: %s", rep.reason);
     cg_gate_report_free(&rep);
     /* ... the F32_F16 class alone passes */
-    opt.accumulate_fp32 = true;
+    opt.accumulate = CG_ACCUMULATE_FP32;
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(rep.matches == CG_GATE_PASS && rep.judged.output_count == 1 &&
               rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP16 &&
               !rep.judged.device_class[0],
           "rmsnorm, litert-gpu --accumulate fp32: %s", rep.reason);
     cg_gate_report_free(&rep);
-    opt.accumulate_fp32 = false;
     /* ... and with fp16 accumulation gate 3 fails at the reduction */
-    opt.accumulate_fp16 = true;
+    opt.accumulate = CG_ACCUMULATE_FP16;
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
               rep.matches == CG_GATE_FAIL && rep.reduced_precision,

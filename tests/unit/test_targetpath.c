@@ -3,12 +3,12 @@
  *
  * On the crafted cases of tools/make_fp16_cases.py (tests/data/fp16): the
  * reference is finite and sane; under litert-gpu with fp16 accumulation
- * (accumulate_fp16: a GPU computing in f16) each diverges for its reason:
+ * (CG_ACCUMULATE_FP16: a GPU computing in f16) each diverges for its reason:
  * the RMSNorm rows whose sum of squares passes 65504 come out exactly zero
  * (the mean of squares is +inf, checked on the runtime with every node
  * emulated), the LayerNorm loses most of its digits, the global mean is
  * inf; with force_fp32 each is bit-identical to the reference, and with
- * fp32 accumulation (accumulate_fp32, and litert-gpu's profile: measured on
+ * fp32 accumulation (CG_ACCUMULATE_FP32, and litert-gpu's profile: measured on
  * the real delegate, tools/measure_litert_fp16.py) the global mean and the
  * RMSNorm match to fp16 storage precision. Also: the casts sit at
  * the partition boundary (a CPU value entering the partition is rounded
@@ -109,9 +109,9 @@ static bool seen(const seen_names *s, const char *name)
 }
 
 typedef struct path_flags {
-    bool accumulate_fp32, force_fp32;
+    cg_accumulate accumulate;
+    bool force_fp32;
     seen_names *observe;
-    bool accumulate_fp16;
 } path_flags;
 
 static bool run_path(const cg_model *m, const cg_target *t, path_flags f, cg_value *x,
@@ -123,9 +123,8 @@ static bool run_path(const cg_model *m, const cg_target *t, path_flags f, cg_val
     memset(&po, 0, sizeof po);
     po.targets = &t;
     po.target_count = 1;
-    po.accumulate_fp32 = f.accumulate_fp32;
+    po.accumulate = f.accumulate;
     po.force_fp32 = f.force_fp32;
-    po.accumulate_fp16 = f.accumulate_fp16;
     if (f.observe) {
         po.observe = remember;
         po.observe_user = f.observe;
@@ -189,7 +188,7 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
     EXPECT(big > 0.5, "reference rows 2-3 are normalized values, max %g", big);
 
     seen_names obs = {.count = 0};
-    path_flags acc16 = {false, false, &obs, true};
+    path_flags acc16 = {CG_ACCUMULATE_FP16, false, &obs};
     if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         EXPECT(yt && n2 == n, "target y");
@@ -208,22 +207,22 @@ static void test_rmsnorm(const char *model_path, const char *inputs_dir)
         result_free(&tp);
     }
 
-    path_flags force = {false, true, NULL, false};
+    path_flags force = {CG_ACCUMULATE_PROFILE, true, NULL};
     if (run_path(m, gpu, force, x, &f32, NULL)) {
         const float *yf = result_f32(&f32, "y", &n2);
         EXPECT(yf && n2 == n && memcmp(yf, yr, (size_t)n * sizeof *yf) == 0,
               "force_fp32 must equal the reference bit for bit");
         result_free(&f32);
     }
-    path_flags wide = {true, false, NULL, false};
+    path_flags wide = {CG_ACCUMULATE_FP32, false, NULL};
     if (run_path(m, gpu, wide, x, &acc, NULL)) {
         const float *ya = result_f32(&acc, "y", &n2);
-        EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "accumulate_fp32: err %g",
+        EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "accumulate fp32: err %g",
               ya ? rel_error(yr, ya, n) : -1.0);
         result_free(&acc);
     }
     /* litert-gpu's profile accumulates in fp32, as the real delegate does */
-    path_flags profile = {false, false, NULL, false};
+    path_flags profile = {CG_ACCUMULATE_PROFILE, false, NULL};
     if (run_path(m, gpu, profile, x, &acc, NULL)) {
         const float *ya = result_f32(&acc, "y", &n2);
         EXPECT(ya && rel_error(yr, ya, n) < 2e-3, "litert-gpu as profiled: err %g",
@@ -337,7 +336,7 @@ static void test_layernorm(void)
         goto done;
     const float *yr = result_f32(&ref, "y", &n);
     EXPECT(yr && n == 8 * 64 && all_finite(yr, n), "reference y");
-    path_flags acc16 = {false, false, NULL, true}, force = {false, true, NULL, false};
+    path_flags acc16 = {CG_ACCUMULATE_FP16, false, NULL}, force = {CG_ACCUMULATE_PROFILE, true, NULL};
     if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         double e = yt ? rel_error(yr, yt, n) : -1.0;
@@ -371,8 +370,8 @@ static void test_global_mean(void)
     const float *yr = result_f32(&ref, "y", &n);
     EXPECT(yr && n == 1 && yr[0] > 45 && yr[0] < 55, "reference y = mean/2 ~ 50, got %g",
           yr ? yr[0] : -1.0);
-    path_flags acc16 = {false, false, NULL, true}, wide = {true, false, NULL, false},
-               force = {false, true, NULL, false}, profile = {false, false, NULL, false};
+    path_flags acc16 = {CG_ACCUMULATE_FP16, false, NULL}, wide = {CG_ACCUMULATE_FP32, false, NULL},
+               force = {CG_ACCUMULATE_PROFILE, true, NULL}, profile = {CG_ACCUMULATE_PROFILE, false, NULL};
     if (run_path(m, gpu, acc16, x, &tp, NULL)) {
         const float *yt = result_f32(&tp, "y", &n2);
         EXPECT(yt && isinf(yt[0]) && yt[0] > 0, "fp16 accumulation of 3072 values ~100 must "
@@ -384,7 +383,7 @@ static void test_global_mean(void)
         const float *ya = result_f32(&acc, "y", &n2);
         printf("global mean: litert-gpu with fp32 accumulation %.6g\n", ya ? ya[0] : NAN);
         EXPECT(ya && fabs(ya[0] - yr[0]) <= 1e-3 * fabs(yr[0]),
-              "accumulate_fp32 matches to fp16 storage precision: %g vs %g", ya ? ya[0] : -1.0,
+              "accumulate fp32 matches to fp16 storage precision: %g vs %g", ya ? ya[0] : -1.0,
               yr[0]);
         result_free(&acc);
     }
@@ -429,7 +428,7 @@ static void test_boundary(void)
     if (!run_reference(m, NULL, x, &ref))
         goto done;
     seen_names obs = {.count = 0};
-    path_flags dflt = {false, false, &obs, false};
+    path_flags dflt = {CG_ACCUMULATE_PROFILE, false, &obs};
     cg_target_path *p = NULL;
     if (run_path(m, gpu, dflt, x, &tp, &p)) {
         const float *ar = result_f32(&ref, "a", &n), *at = result_f32(&tp, "a", &n);
@@ -461,32 +460,25 @@ static void test_boundary(void)
         result_free(&tp);
         cg_target_path_free(p);
     }
-    /* with accumulate_fp32 / force_fp32 the precision flags follow */
+    /* with accumulate fp32 / force_fp32 the precision flags follow */
     cg_target_path_options po;
     memset(&po, 0, sizeof po);
     po.targets = &gpu;
     po.target_count = 1;
-    po.accumulate_fp32 = true;
+    po.accumulate = CG_ACCUMULATE_FP32;
     p = NULL;
     EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16 &&
               cg_target_path_reduced_precision(p),
-          "accumulate_fp32 -> fp16 storage only: %s", err.msg);
+          "accumulate fp32 -> fp16 storage only: %s", err.msg);
     cg_target_path_free(p);
-    po.accumulate_fp16 = true; /* accumulate_fp32 wins (the triage's rerun) */
-    p = NULL;
-    EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
-              cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16,
-          "accumulate_fp32 over accumulate_fp16: %s", err.msg);
-    cg_target_path_free(p);
-    po.accumulate_fp32 = false;
+    po.accumulate = CG_ACCUMULATE_FP16;
     p = NULL;
     EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
               cg_target_path_node_precision(p, 1) == CG_NODE_PREC_FP16_ACC16,
-          "accumulate_fp16 -> fp16 accumulation over the profile's fp32: %s", err.msg);
+          "accumulate fp16 -> fp16 accumulation over the profile's fp32: %s", err.msg);
     cg_target_path_free(p);
-    po.accumulate_fp16 = false;
-    po.accumulate_fp32 = true;
+    po.accumulate = CG_ACCUMULATE_FP32;
     po.force_fp32 = true;
     p = NULL;
     EXPECT(cg_target_path_init(m, &po, &p, &err) == CG_OK &&
@@ -682,6 +674,31 @@ done:
     cg_model_free(m);
 }
 
+/* --accumulate's words, as every command and the binding read them: the
+ * two widths round-trip through their names, anything else is refused
+ * with what was given and leaves the value alone. */
+static void test_accumulate_words(void)
+{
+    cg_error err;
+    cg_accumulate a = CG_ACCUMULATE_PROFILE;
+    cg_error_clear(&err);
+    EXPECT(cg_accumulate_parse("fp16", &a, &err) == CG_OK && a == CG_ACCUMULATE_FP16,
+           "fp16: %s", err.msg);
+    EXPECT(strcmp(cg_accumulate_name(a), "fp16") == 0, "name of fp16");
+    EXPECT(cg_accumulate_parse("fp32", &a, &err) == CG_OK && a == CG_ACCUMULATE_FP32,
+           "fp32: %s", err.msg);
+    EXPECT(strcmp(cg_accumulate_name(a), "fp32") == 0, "name of fp32");
+    EXPECT(strcmp(cg_accumulate_name(CG_ACCUMULATE_PROFILE), "profile") == 0, "name of profile");
+    EXPECT(cg_accumulate_parse("FP16", &a, &err) == CG_USAGE && a == CG_ACCUMULATE_FP32 &&
+               strstr(err.msg, "'FP16'") && strstr(err.msg, "fp16 or fp32"),
+           "FP16 refused, naming it: %s", err.msg);
+    cg_error_clear(&err);
+    EXPECT(cg_accumulate_parse("profile", &a, &err) == CG_USAGE && a == CG_ACCUMULATE_FP32,
+           "'profile' is the default, not a width: %s", err.msg);
+    cg_error_clear(&err);
+    EXPECT(cg_accumulate_parse(NULL, &a, &err) == CG_USAGE, "NULL refused");
+}
+
 int main(void)
 {
     cg_error err;
@@ -713,6 +730,7 @@ int main(void)
     test_dot();
     test_xnnpack_full();
     test_fed();
+    test_accumulate_words();
 
     cg_target_registry_free(reg);
     return test_done("test_targetpath");

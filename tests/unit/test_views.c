@@ -75,7 +75,7 @@ static void test_views(const cg_target_registry *reg)
     opt.target_count = 1;
     opt.samples = &samples;
     opt.samples_desc = "examples";
-    opt.accumulate_fp16 = true; /* a GPU computing in f16: the sum of squares overflows */
+    opt.accumulate = CG_ACCUMULATE_FP16; /* a GPU computing in f16: the sum of squares overflows */
     EXPECT(cg_gate_run(rms, path, &opt, &rep, &err) == CG_OK, "%s", err.msg);
     EXPECT(!rep.pass && rep.bisected && rep.assignment && rep.node_ms, "gate 3 fails, bisected");
     cg_graph_view gv = {rms, rep.assignment, rep.node_ms, &rep.bisect, NULL, 0, t, 1, rep.lowered,
