@@ -425,61 +425,15 @@ static void check_tensor(checker *ck, const cg_tensor_proto *t, const char *what
     }
 
     /* The typed field the dtype must use, and how many values it needs. */
-    const char *want = NULL;
-    size_t have = 0;
-    uint64_t need = (uint64_t)nelem;
-    switch (t->data_type) {
-    case CG_DTYPE_COMPLEX64:
-        need = (uint64_t)nelem * 2;
-        /* fall through */
-    case CG_DTYPE_FLOAT:
-        want = "float_data";
-        have = t->float_data.count;
-        break;
-    case CG_DTYPE_COMPLEX128:
-        need = (uint64_t)nelem * 2;
-        /* fall through */
-    case CG_DTYPE_DOUBLE:
-        want = "double_data";
-        have = t->double_data.count;
-        break;
-    case CG_DTYPE_UINT4:
-    case CG_DTYPE_INT4:
-        need = ((uint64_t)nelem + 1) / 2;
-        /* fall through */
-    case CG_DTYPE_INT32:
-    case CG_DTYPE_UINT8:
-    case CG_DTYPE_INT8:
-    case CG_DTYPE_UINT16:
-    case CG_DTYPE_INT16:
-    case CG_DTYPE_BOOL:
-    case CG_DTYPE_FLOAT16:
-    case CG_DTYPE_BFLOAT16:
-    case CG_DTYPE_FLOAT8E4M3FN:
-    case CG_DTYPE_FLOAT8E4M3FNUZ:
-    case CG_DTYPE_FLOAT8E5M2:
-    case CG_DTYPE_FLOAT8E5M2FNUZ:
-        want = "int32_data";
-        have = t->int32_data.count;
-        break;
-    case CG_DTYPE_INT64:
-        want = "int64_data";
-        have = t->int64_data.count;
-        break;
-    case CG_DTYPE_UINT32:
-    case CG_DTYPE_UINT64:
-        want = "uint64_data";
-        have = t->uint64_data.count;
-        break;
-    case CG_DTYPE_STRING:
-        want = "string_data";
-        have = t->string_count;
-        break;
-    default:
+    cg_proto_field f = cg_proto_field_of(t->data_type);
+    if (f == CG_PROTO_FIELD_NONE) {
         ERR(ck, "tensor-dtype", "tensor '%s' has unsupported data_type %" PRId32, name,
             t->data_type);
         return;
     }
+    const char *want = cg_proto_field_name(f);
+    size_t have = cg_proto_field_count(t, f);
+    uint64_t need = cg_proto_field_values(t->data_type, nelem);
     if (strcmp(want, field) != 0) {
         ERR(ck, "tensor-data-fields", "tensor '%s': values of data_type %s must be in %s, not %s",
             name, cg_dtype_name((cg_dtype)t->data_type), want, field);

@@ -53,6 +53,77 @@ uint64_t cg_tensor_proto_bytes(const cg_tensor_proto *t)
            t->double_data.count * 8 + t->uint64_data.count * 8;
 }
 
+static const uint8_t proto_field_of[CG_DTYPE_COUNT] = {
+    [CG_DTYPE_FLOAT] = CG_PROTO_FIELD_FLOAT,
+    [CG_DTYPE_COMPLEX64] = CG_PROTO_FIELD_FLOAT,
+    [CG_DTYPE_UINT8] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_INT8] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_UINT16] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_INT16] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_INT32] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_BOOL] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_FLOAT16] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_BFLOAT16] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_FLOAT8E4M3FN] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_FLOAT8E4M3FNUZ] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_FLOAT8E5M2] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_FLOAT8E5M2FNUZ] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_UINT4] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_INT4] = CG_PROTO_FIELD_INT32,
+    [CG_DTYPE_STRING] = CG_PROTO_FIELD_STRING,
+    [CG_DTYPE_INT64] = CG_PROTO_FIELD_INT64,
+    [CG_DTYPE_DOUBLE] = CG_PROTO_FIELD_DOUBLE,
+    [CG_DTYPE_COMPLEX128] = CG_PROTO_FIELD_DOUBLE,
+    [CG_DTYPE_UINT32] = CG_PROTO_FIELD_UINT64,
+    [CG_DTYPE_UINT64] = CG_PROTO_FIELD_UINT64,
+};
+
+cg_proto_field cg_proto_field_of(int32_t data_type)
+{
+    return cg_dtype_valid(data_type) ? (cg_proto_field)proto_field_of[data_type]
+                                     : CG_PROTO_FIELD_NONE;
+}
+
+const char *cg_proto_field_name(cg_proto_field f)
+{
+    switch (f) {
+    case CG_PROTO_FIELD_NONE: break;
+    case CG_PROTO_FIELD_FLOAT: return "float_data";
+    case CG_PROTO_FIELD_INT32: return "int32_data";
+    case CG_PROTO_FIELD_STRING: return "string_data";
+    case CG_PROTO_FIELD_INT64: return "int64_data";
+    case CG_PROTO_FIELD_DOUBLE: return "double_data";
+    case CG_PROTO_FIELD_UINT64: return "uint64_data";
+    }
+    return NULL;
+}
+
+size_t cg_proto_field_count(const cg_tensor_proto *t, cg_proto_field f)
+{
+    switch (f) {
+    case CG_PROTO_FIELD_NONE: break;
+    case CG_PROTO_FIELD_FLOAT: return t->float_data.count;
+    case CG_PROTO_FIELD_INT32: return t->int32_data.count;
+    case CG_PROTO_FIELD_STRING: return t->string_count;
+    case CG_PROTO_FIELD_INT64: return t->int64_data.count;
+    case CG_PROTO_FIELD_DOUBLE: return t->double_data.count;
+    case CG_PROTO_FIELD_UINT64: return t->uint64_data.count;
+    }
+    return 0;
+}
+
+uint64_t cg_proto_field_values(int32_t data_type, int64_t nelem)
+{
+    uint64_t n = nelem > 0 ? (uint64_t)nelem : 0;
+    switch (data_type) {
+    case CG_DTYPE_COMPLEX64:
+    case CG_DTYPE_COMPLEX128: return n * 2; /* n <= INT64_MAX: no wrap */
+    case CG_DTYPE_UINT4:
+    case CG_DTYPE_INT4: return n / 2 + n % 2;
+    default: return n;
+    }
+}
+
 bool cg_domain_is_default(const char *domain)
 {
     return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;

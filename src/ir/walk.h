@@ -20,6 +20,27 @@ bool cg_node_is_control_flow(const cg_node *node);
  * types when the element count is valid, else the bytes actually stored. */
 uint64_t cg_tensor_proto_bytes(const cg_tensor_proto *t);
 
+/* The TensorProto field that holds a dtype's values when raw_data does not
+ * (onnx/onnx.proto, TensorProto: each *_data field lists its element
+ * types). The one table the checker and the runtime read. */
+typedef enum cg_proto_field {
+    CG_PROTO_FIELD_NONE = 0, /* UNDEFINED, or a value that names no dtype */
+    CG_PROTO_FIELD_FLOAT,
+    CG_PROTO_FIELD_INT32,
+    CG_PROTO_FIELD_STRING,
+    CG_PROTO_FIELD_INT64,
+    CG_PROTO_FIELD_DOUBLE,
+    CG_PROTO_FIELD_UINT64,
+} cg_proto_field;
+cg_proto_field cg_proto_field_of(int32_t data_type);
+/* "float_data", "int32_data", ...; NULL for CG_PROTO_FIELD_NONE. */
+const char *cg_proto_field_name(cg_proto_field f);
+/* How many values t holds in field f (strings for the string field). */
+size_t cg_proto_field_count(const cg_tensor_proto *t, cg_proto_field f);
+/* How many values of its field nelem (>= 0) elements of data_type take: two
+ * per complex element, one per two 4-bit elements (rounded up), else one. */
+uint64_t cg_proto_field_values(int32_t data_type, int64_t nelem);
+
 /* True for the spellings of ONNX's default domain: NULL, "" and "ai.onnx". */
 bool cg_domain_is_default(const char *domain);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/walk.h"
 #include "run/exec.h"
 
 /* --- TensorProto conversion ---------------------------------------------- */
@@ -19,39 +20,6 @@
 static const char *proto_name(const cg_tensor_proto *tp)
 {
     return tp->name ? tp->name : "(unnamed)";
-}
-
-/* Which typed field carries the payload of a dtype, and its element width. */
-typedef enum field_kind {
-    FIELD_NONE = 0, FIELD_FLOAT, FIELD_INT32, FIELD_INT64, FIELD_DOUBLE, FIELD_UINT64,
-    FIELD_STRING
-} field_kind;
-
-static field_kind typed_field(cg_dtype dt)
-{
-    switch (dt) {
-    case CG_DTYPE_FLOAT:
-    case CG_DTYPE_COMPLEX64: return FIELD_FLOAT;
-    case CG_DTYPE_INT8:
-    case CG_DTYPE_INT16:
-    case CG_DTYPE_INT32:
-    case CG_DTYPE_UINT8:
-    case CG_DTYPE_UINT16:
-    case CG_DTYPE_BOOL:
-    case CG_DTYPE_FLOAT16:
-    case CG_DTYPE_BFLOAT16:
-    case CG_DTYPE_FLOAT8E4M3FN:
-    case CG_DTYPE_FLOAT8E4M3FNUZ:
-    case CG_DTYPE_FLOAT8E5M2:
-    case CG_DTYPE_FLOAT8E5M2FNUZ: return FIELD_INT32;
-    case CG_DTYPE_INT64: return FIELD_INT64;
-    case CG_DTYPE_DOUBLE:
-    case CG_DTYPE_COMPLEX128: return FIELD_DOUBLE;
-    case CG_DTYPE_UINT32:
-    case CG_DTYPE_UINT64: return FIELD_UINT64;
-    case CG_DTYPE_STRING: return FIELD_STRING;
-    default: return FIELD_NONE;
-    }
 }
 
 /* Reads element i of a little-endian array that may be unaligned. */
@@ -63,20 +31,19 @@ static int32_t read_i32(const void *p, size_t i)
 }
 
 /* Fills t (allocated, numel elements) from the typed field. */
-static cg_status fill_from_typed(cg_tensor *t, const cg_tensor_proto *tp, field_kind f,
+static cg_status fill_from_typed(cg_tensor *t, const cg_tensor_proto *tp, cg_proto_field f,
                                  cg_error *err)
 {
     const char *name = proto_name(tp);
     size_t n = (size_t)t->numel;
-    size_t per = (t->dtype == CG_DTYPE_COMPLEX64 || t->dtype == CG_DTYPE_COMPLEX128) ? 2 : 1;
     const cg_numbers *nums = NULL;
     switch (f) {
-    case FIELD_FLOAT: nums = &tp->float_data; break;
-    case FIELD_INT32: nums = &tp->int32_data; break;
-    case FIELD_INT64: nums = &tp->int64_data; break;
-    case FIELD_DOUBLE: nums = &tp->double_data; break;
-    case FIELD_UINT64: nums = &tp->uint64_data; break;
-    case FIELD_STRING:
+    case CG_PROTO_FIELD_FLOAT: nums = &tp->float_data; break;
+    case CG_PROTO_FIELD_INT32: nums = &tp->int32_data; break;
+    case CG_PROTO_FIELD_INT64: nums = &tp->int64_data; break;
+    case CG_PROTO_FIELD_DOUBLE: nums = &tp->double_data; break;
+    case CG_PROTO_FIELD_UINT64: nums = &tp->uint64_data; break;
+    case CG_PROTO_FIELD_STRING:
         if (tp->string_count != n)
             return cg_error_set(err, CG_INVALID, "tensor '%s': %zu strings for %zu elements",
                                 name, tp->string_count, n);
@@ -87,21 +54,21 @@ static cg_status fill_from_typed(cg_tensor *t, const cg_tensor_proto *tp, field_
                 return cg_error_set(err, CG_NOMEM, "tensor '%s': out of memory", name);
         }
         return CG_OK;
-    case FIELD_NONE: break;
+    case CG_PROTO_FIELD_NONE: break;
     }
     if (!nums)
         return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': dtype %s has no typed field",
                             name, cg_dtype_name(t->dtype));
-    if (n > SIZE_MAX / per || nums->count != n * per)
+    if (nums->count != cg_proto_field_values(t->dtype, (int64_t)n))
         return cg_error_set(err, CG_INVALID, "tensor '%s': %zu values for %zu elements of %s",
                             name, nums->count, n, cg_dtype_name(t->dtype));
     if (n == 0)
         return CG_OK;
     switch (f) {
-    case FIELD_FLOAT:
-    case FIELD_INT64:
-    case FIELD_DOUBLE:
-    case FIELD_UINT64:
+    case CG_PROTO_FIELD_FLOAT:
+    case CG_PROTO_FIELD_INT64:
+    case CG_PROTO_FIELD_DOUBLE:
+    case CG_PROTO_FIELD_UINT64:
         /* element width equals the field's width for these dtypes */
         memcpy(t->data, nums->data, cg_tensor_bytes(t));
         return CG_OK;
@@ -160,7 +127,7 @@ cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, c
     } else if (tp->raw_data.data) {
         raw = &tp->raw_data;
     }
-    field_kind f = typed_field(dt);
+    cg_proto_field f = cg_proto_field_of(dt);
     int typed_fields = (tp->float_data.count > 0) + (tp->int32_data.count > 0) +
                        (tp->int64_data.count > 0) + (tp->double_data.count > 0) +
                        (tp->uint64_data.count > 0) + (tp->string_count > 0);
@@ -177,19 +144,11 @@ cg_status cg_value_from_proto_ex(const cg_tensor_proto *tp, bool allow_borrow, c
     /* The payload must match the shape before anything of that size is
      * allocated: a header claiming a huge shape with no data is rejected. */
     if (!raw) {
-        size_t have = 0, per = (dt == CG_DTYPE_COMPLEX64 || dt == CG_DTYPE_COMPLEX128) ? 2 : 1;
-        switch (f) {
-        case FIELD_FLOAT: have = tp->float_data.count; break;
-        case FIELD_INT32: have = tp->int32_data.count; break;
-        case FIELD_INT64: have = tp->int64_data.count; break;
-        case FIELD_DOUBLE: have = tp->double_data.count; break;
-        case FIELD_UINT64: have = tp->uint64_data.count; break;
-        case FIELD_STRING: have = tp->string_count; break;
-        case FIELD_NONE:
+        if (f == CG_PROTO_FIELD_NONE)
             return cg_error_set(err, CG_UNSUPPORTED, "tensor '%s': dtype %s has no typed "
                                 "field", name, cg_dtype_name(dt));
-        }
-        if ((uint64_t)numel > SIZE_MAX / per || have != (size_t)numel * per)
+        size_t have = cg_proto_field_count(tp, f);
+        if (have != cg_proto_field_values(dt, numel))
             return cg_error_set(err, CG_INVALID, "tensor '%s': %zu values for %lld elements of "
                                 "%s", name, have, (long long)numel, cg_dtype_name(dt));
     }

@@ -5,7 +5,8 @@
  * consumers, predecessor/successor lists, a topological order for a graph
  * listed out of order, what a subgraph reads from outside, outer-scope
  * resolution, and the errors for a cycle and for two producers of a name.
- * Plus the small queries of ir/walk.h.
+ * Plus the small queries of ir/walk.h, and its one table of the TensorProto
+ * field each dtype's values sit in (the checker and the runtime read it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,61 @@ static void test_queries(void)
     cg_model_free(m);
 }
 
+/* Every dtype's typed field, written here from onnx.proto's comments
+ * (python3-onnx 1.12.0, onnx/onnx.proto, TensorProto fields 4-11: float
+ * and complex64 in float_data; int32, int16, int8, uint16, uint8, bool and
+ * float16 in int32_data; string_data; int64_data; double and complex128 in
+ * double_data; uint32 and uint64 in uint64_data). bfloat16, the float8s
+ * and the 4-bit types are int32_data in later revisions of the file. */
+static void test_proto_fields(void)
+{
+    static const struct {
+        cg_dtype dt;
+        const char *field;
+    } want[] = {
+        {CG_DTYPE_FLOAT, "float_data"},        {CG_DTYPE_COMPLEX64, "float_data"},
+        {CG_DTYPE_INT32, "int32_data"},        {CG_DTYPE_INT16, "int32_data"},
+        {CG_DTYPE_INT8, "int32_data"},         {CG_DTYPE_UINT16, "int32_data"},
+        {CG_DTYPE_UINT8, "int32_data"},        {CG_DTYPE_BOOL, "int32_data"},
+        {CG_DTYPE_FLOAT16, "int32_data"},      {CG_DTYPE_BFLOAT16, "int32_data"},
+        {CG_DTYPE_FLOAT8E4M3FN, "int32_data"}, {CG_DTYPE_FLOAT8E4M3FNUZ, "int32_data"},
+        {CG_DTYPE_FLOAT8E5M2, "int32_data"},   {CG_DTYPE_FLOAT8E5M2FNUZ, "int32_data"},
+        {CG_DTYPE_UINT4, "int32_data"},        {CG_DTYPE_INT4, "int32_data"},
+        {CG_DTYPE_STRING, "string_data"},      {CG_DTYPE_INT64, "int64_data"},
+        {CG_DTYPE_DOUBLE, "double_data"},      {CG_DTYPE_COMPLEX128, "double_data"},
+        {CG_DTYPE_UINT32, "uint64_data"},      {CG_DTYPE_UINT64, "uint64_data"},
+    };
+    EXPECT(sizeof want / sizeof want[0] == CG_DTYPE_COUNT - 1, "every dtype listed");
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *got = cg_proto_field_name(cg_proto_field_of(want[i].dt));
+        EXPECT(got && strcmp(got, want[i].field) == 0, "%s: %s, expected %s",
+               cg_dtype_name(want[i].dt), got ? got : "(none)", want[i].field);
+    }
+    EXPECT(cg_proto_field_of(CG_DTYPE_UNDEFINED) == CG_PROTO_FIELD_NONE &&
+               cg_proto_field_of(CG_DTYPE_COUNT) == CG_PROTO_FIELD_NONE &&
+               cg_proto_field_of(-1) == CG_PROTO_FIELD_NONE &&
+               cg_proto_field_name(CG_PROTO_FIELD_NONE) == NULL,
+           "no field for UNDEFINED or a value outside the list");
+    /* how many values: two per complex element, two 4-bit elements per value */
+    EXPECT(cg_proto_field_values(CG_DTYPE_FLOAT, 5) == 5 &&
+               cg_proto_field_values(CG_DTYPE_COMPLEX64, 5) == 10 &&
+               cg_proto_field_values(CG_DTYPE_COMPLEX128, INT64_MAX) == (uint64_t)INT64_MAX * 2 &&
+               cg_proto_field_values(CG_DTYPE_INT4, 5) == 3 &&
+               cg_proto_field_values(CG_DTYPE_UINT4, 4) == 2 &&
+               cg_proto_field_values(CG_DTYPE_STRING, 0) == 0,
+           "value counts");
+    /* the count read from the field the table names */
+    cg_tensor_proto t;
+    memset(&t, 0, sizeof t);
+    t.int64_data.count = 3;
+    t.string_count = 2;
+    EXPECT(cg_proto_field_count(&t, cg_proto_field_of(CG_DTYPE_INT64)) == 3 &&
+               cg_proto_field_count(&t, cg_proto_field_of(CG_DTYPE_STRING)) == 2 &&
+               cg_proto_field_count(&t, cg_proto_field_of(CG_DTYPE_FLOAT)) == 0 &&
+               cg_proto_field_count(&t, CG_PROTO_FIELD_NONE) == 0,
+           "field counts");
+}
+
 int main(void)
 {
     test_strmap();
@@ -217,5 +273,6 @@ int main(void)
     test_index_subgraph();
     test_index_errors();
     test_queries();
+    test_proto_fields();
     return test_done("test_ir");
 }
