@@ -72,6 +72,10 @@ typedef struct cg_value {
 CG_API size_t cg_tensor_elem_size(cg_dtype dtype);
 /* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
 CG_API bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
+/* The dims Shape (opset 15: start, end) takes of a shape of rank `rank`:
+ * a negative start or end counts from the end, both are clamped to
+ * [0, rank]. Returns how many (0 when end <= start); *first is the first. */
+CG_API int64_t cg_shape_slice(int64_t rank, int64_t start, int64_t end, int64_t *first);
 /* Whether two shapes are the same: equal ranks and equal dims. */
 CG_API bool cg_shape_equal(int rank_a, const int64_t *a, int rank_b, const int64_t *b);
 /* Bytes of numel elements of dtype (sizeof(cg_string) each for STRING),

@@ -14,6 +14,18 @@ size_t cg_tensor_elem_size(cg_dtype dtype)
     return dtype == CG_DTYPE_STRING ? sizeof(cg_string) : cg_dtype_size(dtype);
 }
 
+int64_t cg_shape_slice(int64_t rank, int64_t start, int64_t end, int64_t *first)
+{
+    if (start < 0)
+        start += rank;
+    if (end < 0)
+        end += rank;
+    start = start < 0 ? 0 : start > rank ? rank : start;
+    end = end < 0 ? 0 : end > rank ? rank : end;
+    *first = start;
+    return end > start ? end - start : 0;
+}
+
 bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
 {
     /* any 0 makes the count 0, whatever the other dims: [2^40, 2^40, 0]

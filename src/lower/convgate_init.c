@@ -87,46 +87,34 @@ static bool ci_foldable(lg_graph *g, const lg_node *n)
     return true;
 }
 
-static cg_status ci_graph(lg_graph *g, cg_error *err)
+/* lg_walk's visit: folds node ni when fold.c would (an lg_visit_fn). */
+static cg_status ci_node(lg_graph *g, size_t ni, void *user, cg_error *err)
 {
-    size_t *order = NULL, count = 0;
-    if (!lg_topo_order(g, &order, &count))
+    (void)user;
+    lg_node *n = &g->nodes[ni];
+    if (!ci_foldable(g, n))
+        return CG_OK;
+    size_t in_bytes = 0;
+    for (size_t i = 0; i < n->input_count; i++)
+        if (n->inputs[i][0])
+            in_bytes += ci_bytes(lg_constant(g, n->inputs[i], false));
+    cg_tensor_proto **outs = calloc(n->output_count, sizeof *outs);
+    if (!outs)
         return cg_error_set(err, CG_NOMEM, "out of memory");
-    cg_status st = CG_OK;
-    for (size_t k = 0; k < count && st == CG_OK; k++) {
-        size_t ni = order[k];
-        for (size_t a = 0; g->nodes[ni].bodies && a < g->nodes[ni].attr_count && st == CG_OK;
-             a++)
-            if (g->nodes[ni].bodies[a])
-                st = ci_graph(g->nodes[ni].bodies[a], err);
-        lg_node *n = &g->nodes[ni];
-        if (st != CG_OK || n->dead || !ci_foldable(g, n))
-            continue;
-        size_t in_bytes = 0;
-        for (size_t i = 0; i < n->input_count; i++)
-            if (n->inputs[i][0])
-                in_bytes += ci_bytes(lg_constant(g, n->inputs[i], false));
-        cg_tensor_proto **outs = calloc(n->output_count, sizeof *outs);
-        if (!outs) {
-            st = cg_error_set(err, CG_NOMEM, "out of memory");
-            break;
-        }
-        bool ok = false;
-        char why[CG_ERROR_MSG_MAX];
-        st = lg_eval_node(g, n, outs, &ok, why, sizeof why, err);
-        /* a node that fails here fails the run where it happens: it stays */
-        for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++) {
-            size_t b = ci_bytes(outs[o]);
-            ok = cg_fold_size_ok(b, in_bytes);
-        }
-        for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++)
-            if (outs[o] && !lg_add_init(g, outs[o]))
-                st = cg_error_set(err, CG_NOMEM, "out of memory");
-        free(outs);
-        if (st == CG_OK && ok)
-            lg_remove(g, ni, CI_BY, SIZE_MAX);
+    bool ok = false;
+    char why[CG_ERROR_MSG_MAX];
+    cg_status st = lg_eval_node(g, n, outs, &ok, why, sizeof why, err);
+    /* a node that fails here fails the run where it happens: it stays */
+    for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++) {
+        size_t b = ci_bytes(outs[o]);
+        ok = cg_fold_size_ok(b, in_bytes);
     }
-    free(order);
+    for (size_t o = 0; st == CG_OK && ok && o < n->output_count; o++)
+        if (outs[o] && !lg_add_init(g, outs[o]))
+            st = cg_error_set(err, CG_NOMEM, "out of memory");
+    free(outs);
+    if (st == CG_OK && ok)
+        lg_remove(g, ni, CI_BY, SIZE_MAX);
     return st;
 }
 
@@ -200,7 +188,7 @@ static size_t ci_keep_read(lg_graph *g)
 
 cg_status cg_lower_convgate_init(lg_model *m, cg_error *err)
 {
-    cg_status st = ci_graph(m->main, err);
+    cg_status st = lg_walk(m->main, ci_node, NULL, err);
     size_t kept = st == CG_OK ? ci_keep_read(m->main) : 0;
     if (kept)
         lg_note(m, "%zu node%s the runtime computes once, at init, %s kept: %s value%s read "

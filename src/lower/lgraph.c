@@ -495,6 +495,42 @@ bool lg_topo_order(lg_graph *g, size_t **order, size_t *count)
     return true;
 }
 
+cg_status lg_type_source(lg_model *m, cg_type_env **out, cg_error *err)
+{
+    m->declare_types = true;
+    cg_error terr;
+    cg_error_clear(&terr);
+    cg_status st = cg_type_env_build_fed(m->source, m->dims, m->dim_count, NULL, m->feeds,
+                                         m->feed_count, out, &terr);
+    if (st == CG_NOMEM)
+        return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
+    if (st != CG_OK) {
+        lg_note(m, "shapes: only declared shapes are known, the reference run failed (%s)",
+                terr.msg);
+        st = cg_type_env_build_declared(m->source, out, err);
+    }
+    return st;
+}
+
+cg_status lg_walk(lg_graph *g, lg_visit_fn visit, void *user, cg_error *err)
+{
+    size_t *order = NULL, count = 0;
+    if (!lg_topo_order(g, &order, &count))
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    cg_status st = CG_OK;
+    for (size_t k = 0; k < count && st == CG_OK; k++) {
+        size_t ni = order[k];
+        for (size_t a = 0; g->nodes[ni].bodies && a < g->nodes[ni].attr_count && st == CG_OK;
+             a++)
+            if (g->nodes[ni].bodies[a])
+                st = lg_walk(g->nodes[ni].bodies[a], visit, user, err);
+        if (st == CG_OK && !g->nodes[ni].dead)
+            st = visit(g, ni, user, err);
+    }
+    free(order);
+    return st;
+}
+
 /* --- attributes -------------------------------------------------------------------- */
 
 const cg_attr *lg_attr(const lg_node *n, const char *name)

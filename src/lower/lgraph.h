@@ -187,6 +187,17 @@ size_t lg_output_edge_count(lg_graph *g, const lg_node *n);
 /* Topological order of the live nodes of g (stable: file order among
  * ready nodes). *order is malloc'd; returns false when out of memory. */
 bool lg_topo_order(lg_graph *g, size_t **order, size_t *count);
+/* Types the source for a lowering into ops the reference does not run
+ * (sets m->declare_types): one reference run at the lowering's dims and
+ * feeds; when that run fails, the declared shapes, with a note saying why.
+ * *out is the caller's to free. */
+cg_status lg_type_source(lg_model *m, cg_type_env **out, cg_error *err);
+/* Visits the live nodes of g in lg_topo_order, each node's bodies (walked
+ * the same way) before the node, and stops at the first status that is not
+ * CG_OK. The order is taken once per graph, before any visit: a node a
+ * visit adds is not visited, a node it removes is skipped. */
+typedef cg_status (*lg_visit_fn)(lg_graph *g, size_t ni, void *user, cg_error *err);
+cg_status lg_walk(lg_graph *g, lg_visit_fn visit, void *user, cg_error *err);
 
 /* The attribute called name, or NULL. */
 const cg_attr *lg_attr(const lg_node *n, const char *name);

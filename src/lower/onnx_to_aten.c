@@ -243,6 +243,22 @@ static bool const_ints(ea_ctx *c, const char *name, int64_t *out, size_t *count,
     return true;
 }
 
+/* n's "axes": the attribute (Squeeze, Unsqueeze and ReduceMean before
+ * opsets 13 and 18) or the constant second input; *count 0 when neither is
+ * given. False when the input is not a constant (axes computed at run time). */
+static bool node_axes(ea_ctx *c, const cg_node *n, int64_t axes[CG_MAX_RANK], size_t *count)
+{
+    const cg_attr *aa = cg_node_attr(n, "axes");
+    *count = 0;
+    if (aa && aa->ints_count <= CG_MAX_RANK) {
+        memcpy(axes, aa->ints, aa->ints_count * sizeof *axes);
+        *count = aa->ints_count;
+    } else if (n->input_count > 1 && *n->inputs[1]) {
+        return const_ints(c, n->inputs[1], axes, count, CG_MAX_RANK);
+    }
+    return true;
+}
+
 /* The declared type of a value made here, or a source value's own. */
 static bool declare(ea_ctx *c, const char *name, int32_t dtype, int rank, const int64_t *dims)
 {
@@ -599,16 +615,10 @@ static bool map_reduce_mean(ea_ctx *c, size_t i, const cg_node *n, const char *n
     int rank = value_rank(c, n->inputs[0]);
     int64_t axes[CG_MAX_RANK];
     size_t count = 0;
-    const cg_attr *aa = cg_node_attr(n, "axes");
     *unmapped = false;
-    if (aa && aa->ints_count <= CG_MAX_RANK) {
-        memcpy(axes, aa->ints, aa->ints_count * sizeof *axes);
-        count = aa->ints_count;
-    } else if (n->input_count > 1 && *n->inputs[1]) {
-        if (!const_ints(c, n->inputs[1], axes, &count, CG_MAX_RANK)) {
-            *unmapped = true; /* axes computed at run time: no static dims */
-            return true;
-        }
+    if (!node_axes(c, n, axes, &count)) {
+        *unmapped = true; /* axes computed at run time: no static dims */
+        return true;
     }
     if (rank < 0) {
         *unmapped = true;
@@ -851,31 +861,17 @@ static bool map_view(ea_ctx *c, size_t i, const cg_node *n, const char *name)
         }
         return emit_aten(c, i, "permute_copy", "default", name, &x, 1, y, &as, n->op_type);
     }
+    int64_t axes[CG_MAX_RANK];
+    size_t count = 0;
     if (is_op(n, "Squeeze")) {
-        int64_t axes[CG_MAX_RANK];
-        size_t count = 0;
-        const cg_attr *aa = cg_node_attr(n, "axes");
-        if (aa && aa->ints_count <= CG_MAX_RANK) {
-            memcpy(axes, aa->ints, aa->ints_count * sizeof *axes);
-            count = aa->ints_count;
-        } else if (n->input_count > 1 && *n->inputs[1]) {
-            (void)const_ints(c, n->inputs[1], axes, &count, CG_MAX_RANK);
-        }
+        (void)node_axes(c, n, axes, &count);
         for (size_t k = 0; k < count && rx >= 0; k++)
             axes[k] = norm_axis(axes[k], rx);
         ea_ints(&as, "dim", axes, count);
         return emit_aten(c, i, "squeeze_copy", "dims", name, &x, 1, y, &as, n->op_type);
     }
     if (is_op(n, "Unsqueeze")) {
-        int64_t axes[CG_MAX_RANK];
-        size_t count = 0;
-        const cg_attr *aa = cg_node_attr(n, "axes");
-        if (aa && aa->ints_count <= CG_MAX_RANK) {
-            memcpy(axes, aa->ints, aa->ints_count * sizeof *axes);
-            count = aa->ints_count;
-        } else if (n->input_count > 1 && *n->inputs[1]) {
-            (void)const_ints(c, n->inputs[1], axes, &count, CG_MAX_RANK);
-        }
+        (void)node_axes(c, n, axes, &count);
         if (count == 1 && ry > 0) {
             ea_int(&as, "dim", norm_axis(axes[0], ry) - ry);
             return emit_aten(c, i, "unsqueeze_copy", "default", name, &x, 1, y, &as,
@@ -1088,11 +1084,9 @@ static cg_tensor_proto *shape_value(ea_ctx *c, const cg_node *n)
     int64_t dims[CG_MAX_RANK];
     if (!n->output_count || !*n->outputs[0] || !known_shape(c, n->inputs[0], &rank, dims))
         return NULL;
-    int64_t start = norm_axis(cg_node_attr_int(n, "start", 0), rank);
-    int64_t end = norm_axis(cg_node_attr_int(n, "end", rank), rank);
-    start = start < 0 ? 0 : start > rank ? rank : start;
-    end = end < start ? start : end > rank ? rank : end;
-    int64_t len = end - start;
+    int64_t start = 0;
+    int64_t len = cg_shape_slice(rank, cg_node_attr_int(n, "start", 0),
+                                 cg_node_attr_int(n, "end", rank), &start);
     return lg_tensor_new(c->m, n->outputs[0], CG_DTYPE_INT64, &len, 1, dims + start,
                          (size_t)len * sizeof *dims);
 }
@@ -1157,14 +1151,6 @@ static bool plan_removals(ea_ctx *c)
     return true;
 }
 
-static int64_t onnx_opset(const lg_model *m)
-{
-    for (size_t i = 0; i < m->source->opset_count; i++)
-        if (cg_domain_is_default(m->source->opsets[i].domain))
-            return m->source->opsets[i].version;
-    return 0;
-}
-
 cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
 {
     ea_ctx c;
@@ -1173,22 +1159,11 @@ cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
     c.lg = m->main;
     c.g = m->source->graph;
     c.n = c.g->node_count;
-    c.opset = onnx_opset(m);
-    m->declare_types = true;
-    /* the sizes torch.export would specialize to: one reference run at the
-     * lowering's dims; without it, the declared shapes */
-    cg_error terr;
-    cg_error_clear(&terr);
-    cg_status st = cg_type_env_build_fed(m->source, m->dims, m->dim_count, NULL, m->feeds,
-                                         m->feed_count, &c.types, &terr);
-    if (st == CG_NOMEM)
-        return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
-    if (st != CG_OK) {
-        lg_note(m, "shapes: only declared shapes are known, the reference run failed (%s)",
-                terr.msg);
-        if ((st = cg_type_env_build_declared(m->source, &c.types, err)) != CG_OK)
-            return st;
-    }
+    c.opset = cg_model_opset(m->source, ""); /* -1 when none */
+    /* the sizes torch.export would specialize to */
+    cg_status st = lg_type_source(m, &c.types, err);
+    if (st != CG_OK)
+        return st;
     size_t n = c.n;
     c.skip = calloc(n + 1, sizeof *c.skip);
     c.why = calloc(n + 1, sizeof *c.why);

@@ -1217,21 +1217,10 @@ cg_status cg_lower_onnx_to_tflite(lg_model *m, cg_error *err)
     c.lg = m->main;
     c.g = m->source->graph;
     c.n = c.g->node_count;
-    m->declare_types = true;
-    /* the shapes a conversion at the lowering's dims stores; without a
-     * reference run, the declared ones */
-    cg_error terr;
-    cg_error_clear(&terr);
-    cg_status st = cg_type_env_build_fed(m->source, m->dims, m->dim_count, NULL, m->feeds,
-                                         m->feed_count, &c.types, &terr);
-    if (st == CG_NOMEM)
-        return cg_error_set(err, CG_NOMEM, "%s", terr.msg);
-    if (st != CG_OK) {
-        lg_note(m, "shapes: only declared shapes are known, the reference run failed (%s)",
-                terr.msg);
-        if ((st = cg_type_env_build_declared(m->source, &c.types, err)) != CG_OK)
-            return st;
-    }
+    /* the shapes a conversion at the lowering's dims stores */
+    cg_status st = lg_type_source(m, &c.types, err);
+    if (st != CG_OK)
+        return st;
     size_t n = c.n;
     c.skip = calloc(n + 1, sizeof *c.skip);
     c.why = calloc(n + 1, sizeof *c.why);

@@ -46,15 +46,6 @@
 #include "lower/lgraph.h"
 #include "lower/lower_internal.h"
 
-/* The opset of the default domain the model imports (0 when none). */
-static int64_t ov_onnx_opset(const lg_model *m)
-{
-    for (size_t i = 0; i < m->source->opset_count; i++)
-        if (cg_domain_is_default(m->source->opsets[i].domain))
-            return m->source->opsets[i].version;
-    return 0;
-}
-
 /* Whether any output of n is a graph output of g. */
 static bool ov_feeds_graph_output(lg_graph *g, const lg_node *n)
 {
@@ -135,42 +126,34 @@ static cg_status ov_constant(lg_graph *g, size_t ni, cg_error *err)
     return CG_OK;
 }
 
-static cg_status ov_graph(lg_graph *g, int64_t opset, cg_error *err)
+/* lg_walk's visit: what the frontend makes of node ni; user is the
+ * model's ONNX opset (an int64_t). */
+static cg_status ov_node(lg_graph *g, size_t ni, void *user, cg_error *err)
 {
-    size_t *order = NULL, count = 0;
-    if (!lg_topo_order(g, &order, &count))
-        return cg_error_set(err, CG_NOMEM, "out of memory");
-    cg_status st = CG_OK;
-    for (size_t k = 0; k < count && st == CG_OK; k++) {
-        size_t ni = order[k];
-        for (size_t a = 0; g->nodes[ni].bodies && a < g->nodes[ni].attr_count && st == CG_OK;
-             a++)
-            if (g->nodes[ni].bodies[a])
-                st = ov_graph(g->nodes[ni].bodies[a], opset, err);
-        lg_node *n = &g->nodes[ni];
-        if (st != CG_OK || n->dead || ov_feeds_graph_output(g, n))
-            continue;
-        if (lg_is_op(n, "", "Constant")) {
-            st = ov_constant(g, ni, err);
-        } else if (n->output_count < 1) {
-            continue;
-        } else if (lg_is_op(n, "", "Identity")) {
-            if (n->input_count >= 1 && n->inputs[0][0] && lg_initializer(g, n->inputs[0], false))
-                ov_pass_through(g, ni, "optimized out: Identity of a constant (op/identity.cpp)");
-        } else if (lg_is_op(n, "", "Dropout")) {
-            if (n->input_count >= 1 && n->inputs[0][0] && ov_dropout_passes_through(g, n, opset))
-                ov_pass_through(g, ni, "optimized out: Dropout in inference (op/dropout.cpp)");
-        } else if (ov_is_variadic(n) && ov_present_inputs(n) == 1 && n->inputs[0][0]) {
-            ov_pass_through(g, ni, "optimized out: a single-input variadic op (utils/variadic.hpp)");
-        }
+    int64_t opset = *(const int64_t *)user;
+    lg_node *n = &g->nodes[ni];
+    if (ov_feeds_graph_output(g, n))
+        return CG_OK;
+    if (lg_is_op(n, "", "Constant"))
+        return ov_constant(g, ni, err);
+    if (n->output_count < 1)
+        return CG_OK;
+    if (lg_is_op(n, "", "Identity")) {
+        if (n->input_count >= 1 && n->inputs[0][0] && lg_initializer(g, n->inputs[0], false))
+            ov_pass_through(g, ni, "optimized out: Identity of a constant (op/identity.cpp)");
+    } else if (lg_is_op(n, "", "Dropout")) {
+        if (n->input_count >= 1 && n->inputs[0][0] && ov_dropout_passes_through(g, n, opset))
+            ov_pass_through(g, ni, "optimized out: Dropout in inference (op/dropout.cpp)");
+    } else if (ov_is_variadic(n) && ov_present_inputs(n) == 1 && n->inputs[0][0]) {
+        ov_pass_through(g, ni, "optimized out: a single-input variadic op (utils/variadic.hpp)");
     }
-    free(order);
-    return st;
+    return CG_OK;
 }
 
 cg_status cg_lower_openvino_fe(lg_model *m, cg_error *err)
 {
-    cg_status st = ov_graph(m->main, ov_onnx_opset(m), err);
+    int64_t opset = cg_model_opset(m->source, ""); /* -1 when none */
+    cg_status st = lg_walk(m->main, ov_node, &opset, err);
     if (st == CG_OK && m->oom)
         st = cg_error_set(err, CG_NOMEM, "out of memory");
     return st;

@@ -2391,11 +2391,7 @@ static bool fold_shape(ob_ctx *c, lg_graph *g, size_t ni, cg_tensor_proto **out)
     int64_t start = 0, end = INT64_MAX, rank = t.rank;
     lg_attr_int(n, "start", &start);
     lg_attr_int(n, "end", &end);
-    start = start < 0 ? start + rank : start;
-    start = start < 0 ? 0 : (start > rank ? rank : start);
-    end = end < 0 ? end + rank : end;
-    end = end < 0 ? 0 : (end > rank ? rank : end);
-    int64_t len = end - start < 0 ? 0 : end - start;
+    int64_t len = cg_shape_slice(rank, start, end, &start);
     int64_t dims[1] = {len};
     *out = lg_tensor_new(c->m, n->outputs[0], CG_DTYPE_INT64, dims, 1, t.dims + start,
                          (size_t)len * sizeof(int64_t));

@@ -130,15 +130,10 @@ cg_status rw_shape_folding(rw_ctx *c)
             continue;
         int64_t v[CG_MAX_RANK], n = 0, numel = 1;
         if (shape) {
-            int64_t r = t->rank, start = rw_attr_int(g, i, "start", 0),
-                    end = rw_attr_int(g, i, "end", r);
-            if (start < 0)
-                start += r;
-            if (end < 0)
-                end += r;
-            start = start < 0 ? 0 : start > r ? r : start;
-            end = end < 0 ? 0 : end > r ? r : end;
-            for (int64_t d = start; d < end; d++)
+            int64_t r = t->rank, start = 0;
+            int64_t len = cg_shape_slice(r, rw_attr_int(g, i, "start", 0),
+                                         rw_attr_int(g, i, "end", r), &start);
+            for (int64_t d = start; d < start + len; d++)
                 v[n++] = t->dims[d];
         } else {
             for (int d = 0; d < t->rank; d++)

@@ -371,6 +371,30 @@ static void test_onehot_out_of_range(void)
     node_free(&t);
 }
 
+/* Shape's start/end (opset 15) as the kernel, the rewrite's shape folding
+ * and the lowerings read them (cg_shape_slice): negative counts from the
+ * end, both clamped to [0, rank], an empty slice when end <= start. */
+static void test_shape_slice(void)
+{
+    static const struct {
+        int64_t rank, start, end, first, len;
+    } cases[] = {
+        {4, 0, 4, 0, 4},          {4, 1, 3, 1, 2},          {4, -1, 4, 3, 1},
+        {4, 0, -1, 0, 3},         {4, -10, 10, 0, 4},       {4, 3, 1, 3, 0},
+        {4, 5, 9, 4, 0},          {4, -5, -6, 0, 0},        {0, 0, 0, 0, 0},
+        {4, INT64_MIN, INT64_MAX, 0, 4}, {4, INT64_MAX, INT64_MIN, 4, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t first = -1;
+        int64_t len = cg_shape_slice(cases[i].rank, cases[i].start, cases[i].end, &first);
+        EXPECT(len == cases[i].len && first == cases[i].first,
+               "rank %lld start %lld end %lld: first %lld len %lld, expected %lld %lld",
+               (long long)cases[i].rank, (long long)cases[i].start, (long long)cases[i].end,
+               (long long)first, (long long)len, (long long)cases[i].first,
+               (long long)cases[i].len);
+    }
+}
+
 int main(void)
 {
     test_gather_index_range();
@@ -382,5 +406,6 @@ int main(void)
     test_slice_negative_step();
     test_exact_int64_and_empty_sets();
     test_onehot_out_of_range();
+    test_shape_slice();
     return test_done("test_ops_shape");
 }

@@ -116,13 +116,7 @@ cg_status cg_op_shape(cg_kernel_ctx *k)
         start = cg_attr_int(k, "start", 0);
         end = cg_attr_int(k, "end", r);
     }
-    if (start < 0)
-        start += r;
-    if (end < 0)
-        end += r;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    int64_t len = end > start ? end - start : 0;
+    int64_t len = cg_shape_slice(r, start, end, &start);
     if ((st = cg_kernel_output(k, 0, CG_DTYPE_INT64, 1, &len, &out)) != CG_OK)
         return st;
     for (int64_t i = 0; i < len; i++)
