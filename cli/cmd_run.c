@@ -1,8 +1,9 @@
 /*
  * convgate run: feed a model inputs from files (or seeded random data), run
- * it on the reference CPU runtime or as targets would, summarize every
- * output and optionally write each one to a folder. Inputs, random values
- * and file names come from the samples module (convgate/samples.h).
+ * it on the reference CPU runtime, as targets would or in the real LiteRT,
+ * summarize every output and optionally write each one to a folder. The
+ * sample and the runner are the library's (convgate/samplerun.h); file
+ * names come from the samples module (convgate/samples.h).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,12 +11,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "convgate/against.h"
 #include "convgate/model.h"
 #include "convgate/profile.h"
-#include "convgate/runtime.h"
-#include "convgate/samples.h"
-#include "convgate/targetpath.h"
+#include "convgate/samplerun.h"
 #include "core/clock.h"
 #include "report/report.h"
 
@@ -177,53 +175,25 @@ static int parse_args(int argc, char **argv, run_args *a)
     return CG_EXIT_OK;
 }
 
-/* The sample: --inputs DIR's, then every -i, then random values. */
+/* The sample (cg_sample_assemble: --inputs DIR's, then every -i, then
+ * random values), refused when an input is still missing. */
 static bool build_sample(run_args *a, const cg_model *model, cg_sample *s)
 {
     cg_error err;
-    cg_sample_source *src = NULL;
-    size_t pick = 0;
-    cg_status st;
     cg_error_clear(&err);
-    if (a->inputs_dir) {
-        if ((st = cg_sample_source_open_dir(model, a->inputs_dir, a->max_alloc, &src, &err)) ==
-                CG_OK &&
-            (st = cg_sample_source_find(src, a->sample, &pick, &err)) == CG_OK)
-            st = cg_sample_source_load(src, pick, s, &err);
-        cg_sample_source_free(src);
-    } else {
-        st = cg_sample_init(s, model, "inputs", &err);
+    cg_sample_spec spec = {a->inputs_dir, a->sample, (const char *const *)a->feeds,
+                           a->feed_count, a->random, &a->in.random, a->in.dims,
+                           a->in.dim_count, a->max_alloc};
+    if (cg_sample_assemble(model, &spec, s, &err) != CG_OK) {
+        cli_error("run", "%s", err.msg);
+        return false;
     }
-    for (size_t i = 0; st == CG_OK && i < a->feed_count; i++)
-        st = cg_sample_feed_spec(s, model, a->feeds[i], a->max_alloc, &err);
-    if (st == CG_OK && a->random)
-        st = cg_sample_fill_random(s, model, &a->in.random, 0, a->in.dims, a->in.dim_count,
-                                   a->max_alloc, &err);
-    if (st == CG_OK && cg_sample_check_complete(s, model, &err) != CG_OK) {
+    if (cg_sample_check_complete(s, model, &err) != CG_OK) {
         cli_error("run", "%s: feed it with -i NAME=FILE or --inputs DIR, or use --random",
                   err.msg);
         return false;
     }
-    if (st != CG_OK)
-        cli_error("run", "%s", err.msg);
-    return st == CG_OK;
-}
-
-/* The sample in the real LiteRT (--runner); *ag holds the runner's report. */
-static cg_status run_in_litert(run_args *a, const cg_model *model, const cg_sample *s,
-                               cg_against **ag, cg_named_value **outs, size_t *n, cg_error *err)
-{
-    cg_against_options o;
-    size_t k;
-    memset(&o, 0, sizeof o);
-    o.model = o.other = model;
-    o.runner = &a->runner.runner;
-    o.other_path = a->model_path;
-    cg_status st = cg_against_init(&o, ag, err);
-    if (st == CG_OK && (st = cg_against_add(*ag, s, &k, err)) == CG_OK &&
-        (st = cg_against_finish(*ag, err)) == CG_OK)
-        st = cg_against_outputs(*ag, k, outs, n, err);
-    return st;
+    return true;
 }
 
 static double now_ms(void)
@@ -243,14 +213,12 @@ int cmd_run(int argc, char **argv)
     run_args a;
     cg_error err;
     cg_model *model = NULL;
-    cg_runtime *rt = NULL;
-    cg_target_path *tp = NULL;
+    cg_sample_runner *runner = NULL;
     cg_sample s;
     cg_named_value *outs = NULL;
     size_t out_count = 0;
     char **paths = NULL;
     double *warm = NULL;
-    cg_against *ag = NULL;
     memset(&a, 0, sizeof a);
     memset(&s, 0, sizeof s);
     cli_inputs_init(&a.in);
@@ -271,44 +239,34 @@ int cmd_run(int argc, char **argv)
     if (!build_sample(&a, model, &s))
         goto done;
     double t_init = now_ms();
-    if (a.runner.runner.kind) {
-        if (run_in_litert(&a, model, &s, &ag, &outs, &out_count, &err) != CG_OK) {
-            cli_error("run", "%s", err.msg);
+    cg_sample_runner_options ro;
+    memset(&ro, 0, sizeof ro);
+    ro.runner = &a.runner.runner;
+    ro.model_path = a.model_path;
+    ro.targets = a.targets.list;
+    ro.target_count = a.targets.count;
+    ro.dims = a.in.dims;
+    ro.dim_count = a.in.dim_count;
+    ro.random = &a.in.random;
+    ro.accumulate = a.targets.accumulate;
+    ro.float64 = a.fp64;
+    ro.threads = a.threads;
+    ro.simd = a.simd;
+    ro.max_alloc_bytes = a.max_alloc;
+    cg_sample_runner_kind kind = cg_sample_runner_choose(&ro);
+    /* LiteRT runs its batch at init (its time is the runner block's) */
+    if (cg_sample_runner_init(model, &ro, &s, &runner, &err) != CG_OK ||
+        (kind == CG_SAMPLE_RUNNER_LITERT &&
+         cg_sample_runner_run(runner, &s, &outs, &out_count, &err) != CG_OK)) {
+        /* exit 1 where the model (or LiteRT) failed, 2 where the call did */
+        cli_error("run", "%s%s", kind == CG_SAMPLE_RUNNER_TARGETS ? "target path: " : "",
+                  err.msg);
+        if (kind == CG_SAMPLE_RUNNER_LITERT)
             rc = err.status == CG_USAGE ? CG_EXIT_ERROR : CG_EXIT_FAIL;
-            goto done;
-        }
-    } else if (a.targets.arg_count) {
-        cg_target_path_options o;
-        cg_dim_binding dims[CLI_MAX_DIMS];
-        memset(&o, 0, sizeof o);
-        o.targets = a.targets.list;
-        o.target_count = a.targets.count;
-        o.dims = dims;
-        o.dim_count = cg_sample_dims(model, a.in.dims, a.in.dim_count, &s, dims, CLI_MAX_DIMS);
-        o.random = &a.in.random;
-        o.accumulate = a.targets.accumulate;
-        o.feeds = s.inputs; /* typed and placed on the inputs it runs */
-        o.feed_count = s.input_count;
-        o.max_alloc_bytes = a.max_alloc;
-        o.threads = a.threads;
-        if (cg_target_path_init(model, &o, &tp, &err) != CG_OK) {
-            cli_error("run", "target path: %s", err.msg);
-            goto done;
-        }
-    } else {
-        cg_runtime_options ro;
-        cg_runtime_options_default(&ro);
-        if (a.max_alloc)
-            ro.max_alloc_bytes = a.max_alloc;
-        ro.float64 = a.fp64;
-        ro.threads = a.threads;
-        ro.simd = a.simd;
-        if (cg_runtime_init(model, &ro, &rt, &err) != CG_OK) {
-            cli_error("run", "%s", err.msg);
+        else if (kind == CG_SAMPLE_RUNNER_REFERENCE)
             rc = err.status == CG_UNSUPPORTED || err.status == CG_RUNTIME ? CG_EXIT_FAIL
                                                                           : CG_EXIT_ERROR;
-            goto done;
-        }
+        goto done;
     }
     double init_ms = now_ms() - t_init;
     /* the first run builds the memory plan; with --repeat, the warm runs
@@ -316,7 +274,7 @@ int cmd_run(int argc, char **argv)
      * by their median */
     cg_status st = CG_OK;
     double first_ms = 0, ms = 0, cpu_ms = 0;
-    for (uint64_t r = 0; r <= a.repeat && st == CG_OK && !ag; r++) {
+    for (uint64_t r = 0; r <= a.repeat && st == CG_OK && kind != CG_SAMPLE_RUNNER_LITERT; r++) {
         if (r == 1 && !(warm = malloc(2 * a.repeat * sizeof *warm))) {
             cli_error("run", "out of memory");
             goto done;
@@ -325,8 +283,7 @@ int cmd_run(int argc, char **argv)
         outs = NULL;
         out_count = 0;
         double t0 = now_ms(), c0 = cpu_ms_now();
-        st = tp ? cg_target_path_run(tp, s.inputs, s.input_count, &outs, &out_count, &err)
-                : cg_runtime_run(rt, s.inputs, s.input_count, &outs, &out_count, &err);
+        st = cg_sample_runner_run(runner, &s, &outs, &out_count, &err);
         if (r == 0) {
             first_ms = ms = now_ms() - t0;
         } else {
@@ -340,7 +297,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     /* outputs whose shape contradicts the declared one (as ONNX Runtime warns) */
-    for (const char *w = rt ? cg_runtime_warnings(rt) : NULL, *nl; w && *w; w = nl + 1) {
+    for (const char *w = cg_sample_runner_warnings(runner), *nl; w && *w; w = nl + 1) {
         nl = strchr(w, '\n');
         cli_warn("run", "%.*s", (int)(nl - w), w);
     }
@@ -354,12 +311,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     char residency[1024];
-    const cg_runner_report *rr = ag ? cg_against_runner_report(ag) : NULL;
+    const cg_runner_report *rr = cg_sample_runner_report(runner);
     if (rr) /* the batch's wall time, LiteRT's start-up included (the runner block says so) */
         first_ms = ms = rr->seconds * 1e3;
     cg_run_view view = {outs, out_count, paths, NULL, NULL, 0, false, first_ms, ms, warm,
                         (size_t)a.repeat, load_ms, init_ms, cpu_ms, a.threads};
-    cg_run_view_set_path(&view, tp, a.targets.label, residency, sizeof residency);
+    cg_run_view_set_path(&view, cg_sample_runner_path(runner), a.targets.label, residency,
+                         sizeof residency);
     rc = CG_EXIT_OK;
     if (cli_json_on()) {
         json_t *result = cg_report_run_json(&view);
@@ -374,9 +332,7 @@ done:
     free(warm);
     cg_samples_stems_free(paths, paths ? out_count : 0);
     cg_runtime_free_outputs(outs, out_count);
-    cg_target_path_free(tp);
-    cg_runtime_free(rt);
-    cg_against_free(ag);
+    cg_sample_runner_free(runner);
     cli_against_free(&a.runner);
     cg_sample_clear(&s);
     cg_model_free(model);

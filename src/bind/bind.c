@@ -25,6 +25,7 @@
 #include "convgate/lower.h"
 #include "convgate/parity.h"
 #include "convgate/profile.h"
+#include "convgate/samplerun.h"
 #include "convgate/samples.h"
 #include "convgate/targetpath.h"
 #include "convgate/tflite.h"
@@ -647,8 +648,7 @@ static cg_status watch_observe(void *user, const cg_node *node, const char *name
 static int do_run(bind_ctx *c, json_t **result)
 {
     cg_error err;
-    cg_runtime *rt = NULL;
-    cg_target_path *tp = NULL;
+    cg_sample_runner *runner = NULL;
     cg_named_value *outs = NULL;
     size_t out_count = 0;
     cg_sample s;
@@ -703,31 +703,19 @@ static int do_run(bind_ctx *c, json_t **result)
         rc = bind_error(c, "%s: give it as an array, or random=True", err.msg);
         goto done;
     }
-    cg_status st;
-    if (c->target_count) {
-        cg_target_path_options o;
-        cg_dim_binding dims[BIND_MAX_DIMS];
-        memset(&o, 0, sizeof o);
-        o.targets = c->targets;
-        o.target_count = c->target_count;
-        o.dims = dims;
-        o.dim_count = cg_sample_dims(c->model, c->dims, c->dim_count, &s, dims, BIND_MAX_DIMS);
-        o.random = &c->random;
-        o.accumulate = c->accumulate;
-        o.feeds = s.inputs;
-        o.feed_count = s.input_count;
-        o.observe = watch ? watch_observe : NULL;
-        o.observe_user = &w;
-        if ((st = cg_target_path_init(c->model, &o, &tp, &err)) == CG_OK)
-            st = cg_target_path_run(tp, s.inputs, s.input_count, &outs, &out_count, &err);
-    } else {
-        cg_runtime_options ro;
-        cg_runtime_options_default(&ro);
-        ro.observe = watch ? watch_observe : NULL;
-        ro.observe_user = &w;
-        if ((st = cg_runtime_init(c->model, &ro, &rt, &err)) == CG_OK)
-            st = cg_runtime_run(rt, s.inputs, s.input_count, &outs, &out_count, &err);
-    }
+    cg_sample_runner_options ro;
+    memset(&ro, 0, sizeof ro);
+    ro.targets = c->targets;
+    ro.target_count = c->target_count;
+    ro.dims = c->dims;
+    ro.dim_count = c->dim_count;
+    ro.random = &c->random;
+    ro.accumulate = c->accumulate;
+    ro.observe = watch ? watch_observe : NULL;
+    ro.observe_user = &w;
+    cg_status st = cg_sample_runner_init(c->model, &ro, &s, &runner, &err);
+    if (st == CG_OK)
+        st = cg_sample_runner_run(runner, &s, &outs, &out_count, &err);
     if (st != CG_OK) {
         rc = bind_error(c, "%s", err.msg);
         if (st != CG_USAGE)
@@ -738,13 +726,13 @@ static int do_run(bind_ctx *c, json_t **result)
         rc = bind_keep(c, "outputs/", outs[i].name ? outs[i].name : "", outs[i].value);
     char residency[1024];
     cg_run_view view = {outs, out_count, NULL, NULL, NULL, 0, false, 0, 0, NULL, 0, 0, 0, 0, 1};
-    cg_run_view_set_path(&view, tp, c->label, residency, sizeof residency);
+    cg_run_view_set_path(&view, cg_sample_runner_path(runner), c->label, residency,
+                         sizeof residency);
     if (!rc && !(*result = cg_report_run_json(&view)))
         rc = bind_error(c, "out of memory");
 done:
     cg_runtime_free_outputs(outs, out_count);
-    cg_target_path_free(tp);
-    cg_runtime_free(rt);
+    cg_sample_runner_free(runner);
     cg_sample_clear(&s);
     return rc;
 }

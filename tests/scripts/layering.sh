@@ -43,7 +43,7 @@ public = {
     "cost.h": "cost", "profile.h": "cost",
     "compare.h": "verify", "golden.h": "verify", "bisect.h": "verify", "gate.h": "verify",
     "targetpath.h": "verify", "parity.h": "verify", "conformance.h": "verify",
-    "noise.h": "verify", "iomap.h": "verify", "against.h": "verify",
+    "noise.h": "verify", "iomap.h": "verify", "against.h": "verify", "samplerun.h": "verify",
     "runner.h": "runner",
     "rewrite.h": "rewrite",
     "inspect.h": "report",
