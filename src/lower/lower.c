@@ -390,3 +390,36 @@ cg_status cg_lower_for_targets_fed(const cg_model *src, const cg_target *const *
                        : cg_lower_fed(src, lowering, dims, dim_count, feeds, feed_count, out,
                                       err);
 }
+
+/* --- the attributes of a made node (lower_internal.h) ----------------------------------- */
+
+void lower_attrs_str(lower_attrs *as, const char *name, const char *v)
+{
+    if (as->n < LOWER_ATTRS_MAX)
+        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_STRING, .has_type = true,
+                                   .s = {(const uint8_t *)v, strlen(v)}};
+}
+
+void lower_attrs_int(lower_attrs *as, const char *name, int64_t v)
+{
+    if (as->n < LOWER_ATTRS_MAX)
+        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_INT, .has_type = true, .i = v,
+                                   .has_i = true};
+}
+
+void lower_attrs_float(lower_attrs *as, const char *name, float v)
+{
+    if (as->n < LOWER_ATTRS_MAX)
+        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_FLOAT, .has_type = true, .f = v,
+                                   .has_f = true};
+}
+
+void lower_attrs_ints(lower_attrs *as, const char *name, const int64_t *v, size_t count)
+{
+    if (as->n >= LOWER_ATTRS_MAX || count > CG_MAX_RANK)
+        return;
+    memcpy(as->ints[as->n], v, count * sizeof *v);
+    as->a[as->n] = (cg_attr){.name = name, .type = CG_ATTR_INTS, .has_type = true,
+                             .ints = as->ints[as->n], .ints_count = count};
+    as->n++;
+}

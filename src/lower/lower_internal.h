@@ -59,4 +59,19 @@ const char *lower_alias_resolve(const lower_alias *a, const char *name);
 bool lower_alias_add(lower_alias *a, const char *from, const char *to);
 void lower_alias_free(lower_alias *a);
 
+/* The attributes of a node a mapping lowering makes (passed to lg_add or
+ * lg_replace, which copy them): names and strings are borrowed, ints lists
+ * copied here. An attribute past the capacity, or a list longer than
+ * CG_MAX_RANK, is dropped. A zeroed lower_attrs is empty. */
+#define LOWER_ATTRS_MAX 12
+typedef struct lower_attrs {
+    cg_attr a[LOWER_ATTRS_MAX];
+    int64_t ints[LOWER_ATTRS_MAX][CG_MAX_RANK];
+    size_t n;
+} lower_attrs;
+void lower_attrs_str(lower_attrs *as, const char *name, const char *v);
+void lower_attrs_int(lower_attrs *as, const char *name, int64_t v);
+void lower_attrs_float(lower_attrs *as, const char *name, float v);
+void lower_attrs_ints(lower_attrs *as, const char *name, const int64_t *v, size_t count);
+
 #endif

@@ -99,43 +99,6 @@ typedef struct ea_ctx {
     int64_t opset;       /* of the default domain */
 } ea_ctx;
 
-typedef struct ea_attrs {
-    cg_attr a[10];
-    int64_t ints[10][CG_MAX_RANK];
-    size_t n;
-} ea_attrs;
-
-static void ea_str(ea_attrs *as, const char *name, const char *v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_STRING, .has_type = true,
-                                   .s = {(const uint8_t *)v, strlen(v)}};
-}
-
-static void ea_int(ea_attrs *as, const char *name, int64_t v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_INT, .has_type = true, .i = v,
-                                   .has_i = true};
-}
-
-static void ea_float(ea_attrs *as, const char *name, float v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_FLOAT, .has_type = true, .f = v,
-                                   .has_f = true};
-}
-
-static void ea_ints(ea_attrs *as, const char *name, const int64_t *v, size_t count)
-{
-    if (as->n >= sizeof as->a / sizeof as->a[0] || count > CG_MAX_RANK)
-        return;
-    memcpy(as->ints[as->n], v, count * sizeof *v);
-    as->a[as->n] = (cg_attr){.name = name, .type = CG_ATTR_INTS, .has_type = true,
-                             .ints = as->ints[as->n], .ints_count = count};
-    as->n++;
-}
-
 static bool is_op(const cg_node *n, const char *op) { return lower_is_onnx_op(n, op); }
 
 static const char *resolve(ea_ctx *c, const char *name)
@@ -312,7 +275,7 @@ static const char *made_name(ea_ctx *c, const char *base, const char *what)
  * the translation of (NULL for a view the decomposition adds). */
 static bool emit(ea_ctx *c, size_t origin, const char *domain, const char *op, const char *name,
                  const char *const *ins, size_t n_in, const char *const *outs, size_t n_out,
-                 const ea_attrs *as, const char *translates)
+                 const lower_attrs *as, const char *translates)
 {
     const char **resolved = malloc((n_in ? n_in : 1) * sizeof *resolved);
     if (!resolved)
@@ -346,12 +309,12 @@ static bool emit(ea_ctx *c, size_t origin, const char *domain, const char *op, c
 
 static bool emit_aten(ea_ctx *c, size_t origin, const char *op, const char *overload,
                       const char *name, const char *const *ins, size_t n_in, const char *out,
-                      ea_attrs *as, const char *translates)
+                      lower_attrs *as, const char *translates)
 {
-    ea_attrs none = {.n = 0};
+    lower_attrs none = {.n = 0};
     if (!as)
         as = &none;
-    ea_str(as, "overload", overload);
+    lower_attrs_str(as, "overload", overload);
     return emit(c, origin, EA_DOMAIN, op, name, ins, n_in, &out, 1, as, translates);
 }
 
@@ -362,8 +325,8 @@ static const char *emit_view(ea_ctx *c, size_t origin, const char *base, const c
 {
     const char *out = made_name(c, base, what);
     const char *vname = made_name(c, base, "view");
-    ea_attrs as = {.n = 0};
-    ea_ints(&as, "size", dims, (size_t)rank);
+    lower_attrs as = {.n = 0};
+    lower_attrs_ints(&as, "size", dims, (size_t)rank);
     if (!out || !vname || !emit_aten(c, origin, "view_copy", "default", vname, &in, 1, out, &as,
                                      NULL) ||
         !declare(c, out, dtype_of(c, in), rank, dims))
@@ -391,9 +354,9 @@ static const char *node_name(ea_ctx *c, const cg_node *n, size_t i)
  * convolution.default, transposed is its args[6]). */
 static bool map_conv(ea_ctx *c, size_t i, const cg_node *n, const char *name)
 {
-    ea_attrs as = {.n = 0};
-    ea_int(&as, "transposed", is_op(n, "ConvTranspose"));
-    ea_int(&as, "groups", cg_node_attr_int(n, "group", 1));
+    lower_attrs as = {.n = 0};
+    lower_attrs_int(&as, "transposed", is_op(n, "ConvTranspose"));
+    lower_attrs_int(&as, "groups", cg_node_attr_int(n, "group", 1));
     const char *ins[3] = {n->inputs[0], n->input_count > 1 ? n->inputs[1] : "",
                           n->input_count > 2 ? n->inputs[2] : ""};
     return emit_aten(c, i, "convolution", "default", name, ins, 3, n->outputs[0], &as,
@@ -416,8 +379,8 @@ static const char *emit_transpose_2d(ea_ctx *c, size_t i, const char *base, cons
     const char *out = made_name(c, base, what);
     snprintf(what, sizeof what, "permute_%s", tag);
     const char *pname = made_name(c, base, what);
-    ea_attrs as = {.n = 0};
-    ea_ints(&as, "dims", perm, 2);
+    lower_attrs as = {.n = 0};
+    lower_attrs_ints(&as, "dims", perm, 2);
     if (!out || !pname ||
         !emit_aten(c, i, "permute_copy", "default", pname, &x, 1, out, &as, NULL) ||
         !declare(c, out, dtype_of(c, x), 2, t))
@@ -445,10 +408,10 @@ static bool map_gemm(ea_ctx *c, size_t i, const cg_node *n, const char *name)
     /* a constant B^T is a parameter of the module */
     if (trans_b && !is_const(c, b) && !(b = emit_transpose_2d(c, i, name, b, "b")))
         return false;
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     if (*bias) {
-        ea_float(&as, "beta", beta);
-        ea_float(&as, "alpha", alpha);
+        lower_attrs_float(&as, "beta", beta);
+        lower_attrs_float(&as, "alpha", alpha);
         const char *ins[3] = {bias, a, b};
         return emit_aten(c, i, "addmm", "default", name, ins, 3, n->outputs[0], &as,
                          n->op_type);
@@ -504,8 +467,8 @@ static bool map_matmul(ea_ctx *c, size_t i, const cg_node *n, const char *name, 
             !emit_aten(c, i, "mm", "default", mm_name, ins, 2, mm_out, NULL, n->op_type) ||
             !declare(c, mm_out, dtype_of(c, y), 2, out2))
             return false;
-        ea_attrs as = {.n = 0};
-        ea_ints(&as, "size", dy, (size_t)ry);
+        lower_attrs as = {.n = 0};
+        lower_attrs_ints(&as, "size", dy, (size_t)ry);
         return emit_aten(c, i, "view_copy", "default", name, &mm_out, 1, y, &as, NULL);
     }
     if (ra >= 2 && rb >= 2 && ry >= 3) {
@@ -531,8 +494,8 @@ static bool map_matmul(ea_ctx *c, size_t i, const cg_node *n, const char *name, 
                 snprintf(what, sizeof what, "expand_%s", tags[s]);
                 const char *out = made_name(c, name, what);
                 const char *ename = made_name(c, name, "expand");
-                ea_attrs as = {.n = 0};
-                ea_ints(&as, "size", ex, (size_t)ry);
+                lower_attrs as = {.n = 0};
+                lower_attrs_ints(&as, "size", ex, (size_t)ry);
                 if (!out || !ename ||
                     !emit_aten(c, i, "expand_copy", "default", ename, &ops[s], 1, out, &as,
                                NULL) ||
@@ -558,8 +521,8 @@ static bool map_matmul(ea_ctx *c, size_t i, const cg_node *n, const char *name, 
             !emit_aten(c, i, "bmm", "default", bmm_name, ops, 2, bmm_out, NULL, n->op_type) ||
             !declare(c, bmm_out, dtype_of(c, y), 3, o3))
             return false;
-        ea_attrs as = {.n = 0};
-        ea_ints(&as, "size", dy, (size_t)ry);
+        lower_attrs as = {.n = 0};
+        lower_attrs_ints(&as, "size", dy, (size_t)ry);
         return emit_aten(c, i, "view_copy", "default", name, &bmm_out, 1, y, &as, NULL);
     }
     *unmapped = true;
@@ -572,7 +535,7 @@ static bool map_matmul(ea_ctx *c, size_t i, const cg_node *n, const char *name, 
  * ClampConfig; [ET-test] test_hardtanh, test_clamp). */
 static bool map_clip(ea_ctx *c, size_t i, const cg_node *n, const char *name)
 {
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     bool has_lo, has_hi, runtime = false;
     double lo = 0, hi = 0;
     if (c->opset < 11) {
@@ -595,15 +558,15 @@ static bool map_clip(ea_ctx *c, size_t i, const cg_node *n, const char *name)
                          n->op_type);
     }
     if (has_lo && has_hi) {
-        ea_float(&as, "min_val", (float)lo);
-        ea_float(&as, "max_val", (float)hi);
+        lower_attrs_float(&as, "min_val", (float)lo);
+        lower_attrs_float(&as, "max_val", (float)hi);
         return emit_aten(c, i, "hardtanh", "default", name, &x, 1, n->outputs[0], &as,
                          n->op_type);
     }
     if (has_lo)
-        ea_float(&as, "min", (float)lo);
+        lower_attrs_float(&as, "min", (float)lo);
     if (has_hi)
-        ea_float(&as, "max", (float)hi);
+        lower_attrs_float(&as, "max", (float)hi);
     return emit_aten(c, i, "clamp", "default", name, &x, 1, n->outputs[0], &as, n->op_type);
 }
 
@@ -637,9 +600,9 @@ static bool map_reduce_mean(ea_ctx *c, size_t i, const cg_node *n, const char *n
             axes[j] = axes[j - 1];
             axes[j - 1] = t;
         }
-    ea_attrs as = {.n = 0};
-    ea_ints(&as, "dim", axes, count);
-    ea_int(&as, "keepdim", cg_node_attr_int(n, "keepdims", 1));
+    lower_attrs as = {.n = 0};
+    lower_attrs_ints(&as, "dim", axes, count);
+    lower_attrs_int(&as, "keepdim", cg_node_attr_int(n, "keepdims", 1));
     return emit_aten(c, i, "mean", "dim", name, n->inputs, 1, n->outputs[0], &as, n->op_type);
 }
 
@@ -652,7 +615,7 @@ static bool map_reduce_mean(ea_ctx *c, size_t i, const cg_node *n, const char *n
 static bool map_pool(ea_ctx *c, size_t i, const cg_node *n, const char *name)
 {
     const char *x = n->inputs[0];
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     if (is_op(n, "GlobalAveragePool"))
         return emit_aten(c, i, "_adaptive_avg_pool2d", "default", name, &x, 1, n->outputs[0],
                          &as, n->op_type);
@@ -669,19 +632,19 @@ static bool map_pool(ea_ctx *c, size_t i, const cg_node *n, const char *name)
         pad[d] = p && p->ints_count == 2 * sp ? p->ints[d] : 0;
     }
     if (k && sp <= CG_MAX_RANK) {
-        ea_ints(&as, "kernel_size", k->ints, sp);
-        ea_ints(&as, "stride", stride, sp);
-        ea_ints(&as, "padding", pad, sp);
+        lower_attrs_ints(&as, "kernel_size", k->ints, sp);
+        lower_attrs_ints(&as, "stride", stride, sp);
+        lower_attrs_ints(&as, "padding", pad, sp);
     }
-    ea_int(&as, "ceil_mode", cg_node_attr_int(n, "ceil_mode", 0));
+    lower_attrs_int(&as, "ceil_mode", cg_node_attr_int(n, "ceil_mode", 0));
     if (is_op(n, "AveragePool")) {
-        ea_int(&as, "count_include_pad", cg_node_attr_int(n, "count_include_pad", 0));
+        lower_attrs_int(&as, "count_include_pad", cg_node_attr_int(n, "count_include_pad", 0));
         return emit_aten(c, i, "avg_pool2d", "default", name, &x, 1, n->outputs[0], &as,
                          n->op_type);
     }
     /* a MaxPool whose Indices output is read is max_pool2d_with_indices */
     bool indices = n->output_count > 1 && *n->outputs[1];
-    ea_str(&as, "overload", "default");
+    lower_attrs_str(&as, "overload", "default");
     return emit(c, i, EA_DOMAIN, indices ? "max_pool2d_with_indices" : "max_pool2d", name, &x,
                 1, n->outputs, indices ? 2 : 1, &as, n->op_type);
 }
@@ -701,7 +664,7 @@ static bool map_softmax(ea_ctx *c, size_t i, const cg_node *n, const char *name)
     int64_t axis = cg_node_attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
     if (r >= 0)
         axis = norm_axis(axis, r);
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     if (c->opset < 13 && r >= 0 && axis != r - 1) {
         if (!shaped)
             return false;
@@ -709,16 +672,16 @@ static bool map_softmax(ea_ctx *c, size_t i, const cg_node *n, const char *name)
         const char *v = emit_view(c, i, name, "view_in", x, 2, flat);
         const char *sm = made_name(c, name, "softmax_out");
         const char *smn = made_name(c, name, "softmax");
-        ea_int(&as, "dim", 1);
+        lower_attrs_int(&as, "dim", 1);
         if (!v || !sm || !smn ||
             !emit_aten(c, i, op, "default", smn, &v, 1, sm, &as, n->op_type) ||
             !declare(c, sm, dtype_of(c, x), 2, flat))
             return false;
-        ea_attrs vs = {.n = 0};
-        ea_ints(&vs, "size", dims, (size_t)rank);
+        lower_attrs vs = {.n = 0};
+        lower_attrs_ints(&vs, "size", dims, (size_t)rank);
         return emit_aten(c, i, "view_copy", "default", name, &sm, 1, n->outputs[0], &vs, NULL);
     }
-    ea_int(&as, "dim", axis);
+    lower_attrs_int(&as, "dim", axis);
     return emit_aten(c, i, op, "default", name, &x, 1, n->outputs[0], &as, n->op_type);
 }
 
@@ -776,11 +739,11 @@ static bool map_slice(ea_ctx *c, size_t i, const cg_node *n, const char *name, b
         int64_t out_len = step > 0 ? (en > st ? (en - st + step - 1) / step : 0)
                                    : (st > en ? (st - en + (-step) - 1) / (-step) : 0);
         shape[ax] = out_len;
-        ea_attrs as = {.n = 0};
-        ea_int(&as, "dim", ax);
-        ea_int(&as, "start", st);
-        ea_int(&as, "end", en);
-        ea_int(&as, "step", step);
+        lower_attrs as = {.n = 0};
+        lower_attrs_int(&as, "dim", ax);
+        lower_attrs_int(&as, "start", st);
+        lower_attrs_int(&as, "end", en);
+        lower_attrs_int(&as, "step", step);
         bool last = k + 1 == ns;
         const char *out = last ? n->outputs[0] : made_name(c, name, "slice_out");
         const char *sname = k == 0 ? name : made_name(c, name, "slice");
@@ -830,14 +793,14 @@ static bool map_pad(ea_ctx *c, size_t i, const cg_node *n, const char *name, boo
     const char *op = strcmp(mode, "reflect") == 0  ? "reflection_pad2d"
                      : strcmp(mode, "edge") == 0 ? "replication_pad2d"
                                                  : "constant_pad_nd";
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     /* at most CG_MAX_RANK ints per attribute: the ATen list is trimmed of
      * its leading (outer-dim) zero pairs, as torch writes it */
     while (used > CG_MAX_RANK && aten_pad[used - 1] == 0 && aten_pad[used - 2] == 0)
         used -= 2;
     if (used > CG_MAX_RANK)
         return false;
-    ea_ints(&as, "pad", aten_pad, used);
+    lower_attrs_ints(&as, "pad", aten_pad, used);
     return emit_aten(c, i, op, "default", name, n->inputs, 1, n->outputs[0], &as, n->op_type);
 }
 
@@ -851,13 +814,13 @@ static bool map_view(ea_ctx *c, size_t i, const cg_node *n, const char *name)
     int ry = 0, rx = value_rank(c, x);
     int64_t dy[CG_MAX_RANK];
     bool y_known = known_shape(c, y, &ry, dy);
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     if (is_op(n, "Transpose")) {
         const cg_attr *p = cg_node_attr(n, "perm");
         int64_t perm[CG_MAX_RANK];
         if (p && p->ints_count <= CG_MAX_RANK) {
             memcpy(perm, p->ints, p->ints_count * sizeof *perm);
-            ea_ints(&as, "dims", perm, p->ints_count);
+            lower_attrs_ints(&as, "dims", perm, p->ints_count);
         }
         return emit_aten(c, i, "permute_copy", "default", name, &x, 1, y, &as, n->op_type);
     }
@@ -867,13 +830,13 @@ static bool map_view(ea_ctx *c, size_t i, const cg_node *n, const char *name)
         (void)node_axes(c, n, axes, &count);
         for (size_t k = 0; k < count && rx >= 0; k++)
             axes[k] = norm_axis(axes[k], rx);
-        ea_ints(&as, "dim", axes, count);
+        lower_attrs_ints(&as, "dim", axes, count);
         return emit_aten(c, i, "squeeze_copy", "dims", name, &x, 1, y, &as, n->op_type);
     }
     if (is_op(n, "Unsqueeze")) {
         (void)node_axes(c, n, axes, &count);
         if (count == 1 && ry > 0) {
-            ea_int(&as, "dim", norm_axis(axes[0], ry) - ry);
+            lower_attrs_int(&as, "dim", norm_axis(axes[0], ry) - ry);
             return emit_aten(c, i, "unsqueeze_copy", "default", name, &x, 1, y, &as,
                              n->op_type);
         }
@@ -882,7 +845,7 @@ static bool map_view(ea_ctx *c, size_t i, const cg_node *n, const char *name)
      * output shape (torch.export writes the sizes as ints; without one the
      * size would be symbolic, which ViewCopyConfig refuses: no "size") */
     if (y_known)
-        ea_ints(&as, "size", dy, (size_t)ry);
+        lower_attrs_ints(&as, "size", dy, (size_t)ry);
     return emit_aten(c, i, "view_copy", "default", name, &x, 1, y, &as, n->op_type);
 }
 
@@ -907,16 +870,16 @@ static bool map_hard_sigmoid(ea_ctx *c, size_t i, const cg_node *n, const char *
     const char *cur = x;
     for (size_t k = 0; k < count; k++) {
         bool last = k + 1 == count;
-        ea_attrs as = {.n = 0};
+        lower_attrs as = {.n = 0};
         bool clamp = strcmp(ops[k], "clamp") == 0;
         if (clamp && torch_form)
-            ea_float(&as, k == 1 ? "min" : "max", k == 1 ? 0.0f : 6.0f);
+            lower_attrs_float(&as, k == 1 ? "min" : "max", k == 1 ? 0.0f : 6.0f);
         if (clamp && !torch_form) {
-            ea_float(&as, "min", 0.0f);
-            ea_float(&as, "max", 1.0f);
+            lower_attrs_float(&as, "min", 0.0f);
+            lower_attrs_float(&as, "max", 1.0f);
         }
         if (!clamp)
-            ea_float(&as, "other", torch_form ? (k == 0 ? 3.0f : 6.0f) : (k == 0 ? alpha : beta));
+            lower_attrs_float(&as, "other", torch_form ? (k == 0 ? 3.0f : 6.0f) : (k == 0 ? alpha : beta));
         const char *out = last ? n->outputs[0] : made_name(c, name, ops[k]);
         const char *nn = k == 0 ? name : made_name(c, name, "op");
         if (!out || !nn ||
@@ -936,11 +899,11 @@ static bool map_gather(ea_ctx *c, size_t i, const cg_node *n, const char *name)
 {
     const char *data = n->inputs[0], *idx = n->input_count > 1 ? n->inputs[1] : "";
     int rank = value_rank(c, data);
-    ea_attrs as = {.n = 0};
+    lower_attrs as = {.n = 0};
     int64_t axis = cg_node_attr_int(n, "axis", 0);
     if (rank >= 0)
         axis = norm_axis(axis, rank);
-    ea_int(&as, "dim", axis);
+    lower_attrs_int(&as, "dim", axis);
     const char *ins[2] = {data, idx};
     if (is_const(c, data) && axis == 0)
         return emit_aten(c, i, "embedding", "default", name, ins, 2, n->outputs[0], NULL,
@@ -990,9 +953,9 @@ static bool map_node(ea_ctx *c, size_t i)
     } else if (is_op(n, "Pow")) {
         /* [ET-cfg] PowConfig: pow.Tensor_Scalar with the exponent an int 2 */
         double e = 0;
-        ea_attrs as = {.n = 0};
+        lower_attrs as = {.n = 0};
         if (n->input_count > 1 && const_scalar(c, n->inputs[1], &e)) {
-            ea_float(&as, "exponent", (float)e);
+            lower_attrs_float(&as, "exponent", (float)e);
             ok = emit_aten(c, i, "pow", "Tensor_Scalar", name, n->inputs, 1, n->outputs[0], &as,
                            n->op_type);
         } else {
@@ -1060,7 +1023,7 @@ static bool map_node(ea_ctx *c, size_t i)
         unmapped = true; /* a form the mapping does not decompose (unknown shapes) */
     if (unmapped) {
         /* kept as the ONNX op in domain "onnx": no aten:* rule takes it */
-        ea_attrs as = {.n = 0};
+        lower_attrs as = {.n = 0};
         return emit(c, i, "onnx", n->op_type ? n->op_type : "?", name, n->inputs, n->input_count,
                     n->outputs, n->output_count, &as, n->op_type);
     }

@@ -284,32 +284,6 @@ static const char *new_const_i32(lm_ctx *c, const char *base, const char *what,
     return new_const(c, base, what, CG_DTYPE_INT32, dims, 1, v, n * sizeof *v);
 }
 
-typedef struct lm_attrs {
-    cg_attr a[12];
-    size_t n;
-} lm_attrs;
-
-static void la_int(lm_attrs *as, const char *name, int64_t v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_INT, .has_type = true, .i = v,
-                                   .has_i = true};
-}
-
-static void la_float(lm_attrs *as, const char *name, float v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_FLOAT, .has_type = true, .f = v,
-                                   .has_f = true};
-}
-
-static void la_str(lm_attrs *as, const char *name, const char *v)
-{
-    if (as->n < sizeof as->a / sizeof as->a[0])
-        as->a[as->n++] = (cg_attr){.name = name, .type = CG_ATTR_STRING, .has_type = true,
-                                   .s = {(const uint8_t *)v, strlen(v)}};
-}
-
 /* --- op versions ----------------------------------------------------------------- */
 
 /* An operand as op_version.cc's OpSignature sees it: its element type (an
@@ -333,7 +307,7 @@ static lm_operand operand(lm_ctx *c, const char *name)
     return o;
 }
 
-static int64_t attr_i(const lm_attrs *as, const char *name, int64_t dflt)
+static int64_t attr_i(const lower_attrs *as, const char *name, int64_t dflt)
 {
     for (size_t i = 0; as && i < as->n; i++)
         if (strcmp(as->a[i].name, name) == 0 && as->a[i].type == CG_ATTR_INT)
@@ -349,7 +323,7 @@ static int64_t attr_i(const lm_attrs *as, const char *name, int64_t dflt)
  * it over the written model (UpdateOpVersion), so the delegates'
  * CheckMaxSupportedOpVersion judge exactly this number. */
 static int op_version(const char *op, const lm_operand *in, size_t n_in, const lm_operand *out,
-                      const lm_attrs *as)
+                      const lower_attrs *as)
 {
     int t0 = n_in ? in[0].dtype : CG_DTYPE_FLOAT, r0 = n_in ? in[0].rank : -1;
     int t1 = n_in > 1 ? in[1].dtype : CG_DTYPE_UNDEFINED;
@@ -472,14 +446,14 @@ static int op_version(const char *op, const lm_operand *in, size_t n_in, const l
  * (op_version). */
 static bool emit(lm_ctx *c, size_t origin, const char *domain, const char *op, const char *name,
                  const char *const *ins, size_t n_in, const char *const *outs, size_t n_out,
-                 const lm_attrs *as, const char *translates)
+                 const lower_attrs *as, const char *translates)
 {
     const char **resolved = malloc((n_in ? n_in : 1) * sizeof *resolved);
     if (!resolved)
         return false;
     for (size_t i = 0; i < n_in; i++)
         resolved[i] = ins[i] ? resolve(c, ins[i]) : "";
-    lm_attrs versioned = {.n = 0};
+    lower_attrs versioned = {.n = 0};
     if (as)
         versioned = *as;
     if (strcmp(domain, CG_TFLITE_OPS_DOMAIN) == 0) {
@@ -562,8 +536,8 @@ static const char *emit_pad(lm_ctx *c, size_t i, const cg_node *n)
     if (!out || !pname || !pads)
         return NULL;
     const char *ins[2] = {n->inputs[0], pads};
-    lm_attrs as = {.n = 0};
-    la_int(&as, "version", 1);
+    lower_attrs as = {.n = 0};
+    lower_attrs_int(&as, "version", 1);
     if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, "PAD", pname, ins, 2, &out, 1, &as, NULL))
         return NULL;
     /* the padded value: the input's type with H and W grown by the pads */
@@ -602,10 +576,10 @@ static bool emit_hard_sigmoid(lm_ctx *c, size_t i, const cg_node *n, const char 
         if (!cst || !nm || !out)
             return false;
         const char *ins[2] = {prev, cst};
-        lm_attrs as = {.n = 0};
-        la_int(&as, "version", 1);
+        lower_attrs as = {.n = 0};
+        lower_attrs_int(&as, "version", 1);
         if (s < 2)
-            la_str(&as, "fused_activation_function", "NONE");
+            lower_attrs_str(&as, "fused_activation_function", "NONE");
         if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, ops[s], nm, ins, 2, &out, 1, &as, n->op_type))
             return false;
         if (s < 3 && !set_type(c, out, t))
@@ -628,12 +602,12 @@ static const char *emit_step(lm_ctx *c, size_t i, const cg_node *n, const char *
     if (!nm || !out)
         return NULL;
     const char *ins[2] = {a, b};
-    lm_attrs as = {.n = 0};
-    la_int(&as, "version", 1);
+    lower_attrs as = {.n = 0};
+    lower_attrs_int(&as, "version", 1);
     if (!strcmp(op, "ADD") || !strcmp(op, "SUB") || !strcmp(op, "MUL"))
-        la_str(&as, "fused_activation_function", "NONE");
+        lower_attrs_str(&as, "fused_activation_function", "NONE");
     if (!strcmp(op, "MEAN"))
-        la_int(&as, "keep_dims", 1);
+        lower_attrs_int(&as, "keep_dims", 1);
     if (!emit(c, i, CG_TFLITE_OPS_DOMAIN, op, nm, ins, b ? 2 : 1, &out, 1, &as, n->op_type))
         return NULL;
     return set_type(c, out, t) ? out : NULL;
@@ -721,7 +695,7 @@ static bool slice_param(lm_ctx *c, const cg_node *n, size_t input, const char *a
  * STRIDED_SLICE with constant begin, end and strides over every axis (NHWC
  * for 4-D data). */
 static bool emit_strided_slice(lm_ctx *c, size_t i, const cg_node *n, const char *name,
-                               lm_attrs *as)
+                               lower_attrs *as)
 {
     static const int to_nhwc[4] = {0, 3, 1, 2};
     const cg_value_type *x = vtype(c, n->inputs[0]);
@@ -758,11 +732,11 @@ static bool emit_strided_slice(lm_ctx *c, size_t i, const cg_node *n, const char
                           new_const_i32(c, name, "strides", stride, (size_t)rank)};
     if (!ins[1] || !ins[2] || !ins[3])
         return false;
-    la_int(as, "begin_mask", 0);
-    la_int(as, "end_mask", 0);
-    la_int(as, "ellipsis_mask", 0);
-    la_int(as, "new_axis_mask", 0);
-    la_int(as, "shrink_axis_mask", 0);
+    lower_attrs_int(as, "begin_mask", 0);
+    lower_attrs_int(as, "end_mask", 0);
+    lower_attrs_int(as, "ellipsis_mask", 0);
+    lower_attrs_int(as, "new_axis_mask", 0);
+    lower_attrs_int(as, "shrink_axis_mask", 0);
     return emit(c, i, CG_TFLITE_OPS_DOMAIN, "STRIDED_SLICE", name, ins, 4, n->outputs, 1, as,
                 n->op_type);
 }
@@ -772,8 +746,8 @@ static bool map_node(lm_ctx *c, size_t i)
 {
     const cg_node *n = &c->g->nodes[i];
     const char *name = node_name(n, i, c);
-    lm_attrs as = {.n = 0};
-    la_int(&as, "version", 1);
+    lower_attrs as = {.n = 0};
+    lower_attrs_int(&as, "version", 1);
     const char *act = c->act[i] ? c->act[i] : "NONE";
     const char *ins[4] = {NULL, NULL, NULL, NULL};
     size_t n_in = n->input_count < 4 ? n->input_count : 4;
@@ -809,24 +783,24 @@ static bool map_node(lm_ctx *c, size_t i)
             pad = "VALID";
         }
         const cg_attr *s = cg_node_attr(n, "strides"), *d = cg_node_attr(n, "dilations");
-        la_str(&as, "padding", pad);
-        la_str(&as, "fused_activation_function", act);
-        la_int(&as, "stride_h", s && s->ints_count == 2 ? s->ints[0] : 1);
-        la_int(&as, "stride_w", s && s->ints_count == 2 ? s->ints[1] : 1);
+        lower_attrs_str(&as, "padding", pad);
+        lower_attrs_str(&as, "fused_activation_function", act);
+        lower_attrs_int(&as, "stride_h", s && s->ints_count == 2 ? s->ints[0] : 1);
+        lower_attrs_int(&as, "stride_w", s && s->ints_count == 2 ? s->ints[1] : 1);
         if (!conv) {
-            la_int(&as, "filter_height", kernel[0]);
-            la_int(&as, "filter_width", kernel[1]);
+            lower_attrs_int(&as, "filter_height", kernel[0]);
+            lower_attrs_int(&as, "filter_width", kernel[1]);
             return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                         is_op(n, "MaxPool") ? "MAX_POOL_2D" : "AVERAGE_POOL_2D", name, ins, 1,
                         outs, 1, &as, n->op_type);
         }
-        la_int(&as, "dilation_h_factor", d && d->ints_count == 2 ? d->ints[0] : 1);
-        la_int(&as, "dilation_w_factor", d && d->ints_count == 2 ? d->ints[1] : 1);
+        lower_attrs_int(&as, "dilation_h_factor", d && d->ints_count == 2 ? d->ints[0] : 1);
+        lower_attrs_int(&as, "dilation_w_factor", d && d->ints_count == 2 ? d->ints[1] : 1);
         int64_t group = cg_node_attr_int(n, "group", 1);
         const char *op = "CONV_2D";
         if (group > 1 && x && x->known && x->rank == 4 && x->dims[1] == group && w && w->known) {
             op = "DEPTHWISE_CONV_2D";
-            la_int(&as, "depth_multiplier", w->dims[0] / group);
+            lower_attrs_int(&as, "depth_multiplier", w->dims[0] / group);
         }
         if ((n_in < 3 || !*n->inputs[2]) && w && w->known && w->rank == 4 && w->dims[0] > 0 &&
             w->dims[0] <= (1 << 20)) {
@@ -852,7 +826,7 @@ static bool map_node(lm_ctx *c, size_t i)
         if (!axes)
             return false;
         ins[1] = axes;
-        la_int(&as, "keep_dims", 1);
+        lower_attrs_int(&as, "keep_dims", 1);
         return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                     is_op(n, "GlobalAveragePool") ? "MEAN" : "REDUCE_MAX", name, ins, 2, outs, 1,
                     &as, n->op_type);
@@ -876,15 +850,15 @@ static bool map_node(lm_ctx *c, size_t i)
         const cg_value_type *b = n->input_count > 1 ? vtype(c, n->inputs[1]) : NULL;
         const cg_value_type *a = vtype(c, n->inputs[0]);
         if (b && b->is_const && b->known && b->rank == 2) {
-            la_str(&as, "fused_activation_function", act);
-            la_str(&as, "weights_format", "DEFAULT");
+            lower_attrs_str(&as, "fused_activation_function", act);
+            lower_attrs_str(&as, "weights_format", "DEFAULT");
             /* a matmul of a rank > 2 activation is a BatchMatMulV2 to TF; the
              * converter makes it a FULLY_CONNECTED with keep_num_dims = true
              * (tensorflow/compiler/mlir/lite/transforms/
              * optimize_batch_matmul.cc, ConvertBatchMatMulOp2FullyConnectedOp):
              * version 5 */
             if (a && a->known && a->rank > 2)
-                la_int(&as, "keep_num_dims", 1);
+                lower_attrs_int(&as, "keep_num_dims", 1);
             return emit(c, i, CG_TFLITE_OPS_DOMAIN, "FULLY_CONNECTED", name, ins, n_in, outs, 1,
                         &as, n->op_type);
         }
@@ -904,7 +878,7 @@ static bool map_node(lm_ctx *c, size_t i)
     if (c->gelu[i]) {
         /* the Div that opens onnx2tf's GELU pattern (plan_removals): GELU of
          * its dividend, writing the pattern's last output */
-        la_int(&as, "approximate", 0);
+        lower_attrs_int(&as, "approximate", 0);
         return emit(c, i, CG_TFLITE_OPS_DOMAIN, "GELU", name, ins, 1, &c->gelu[i], 1, &as,
                     n->op_type);
     }
@@ -945,12 +919,12 @@ static bool map_node(lm_ctx *c, size_t i)
             return false;
         ins[1] = axes_name;
         n_in = 2;
-        la_int(&as, "keep_dims", cg_node_attr_int(n, "keepdims", 1));
+        lower_attrs_int(&as, "keep_dims", cg_node_attr_int(n, "keepdims", 1));
     }
     if (is_op(n, "Softmax"))
-        la_float(&as, "beta", 1.0f);
+        lower_attrs_float(&as, "beta", 1.0f);
     if (is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Sub") || is_op(n, "Div"))
-        la_str(&as, "fused_activation_function", act);
+        lower_attrs_str(&as, "fused_activation_function", act);
     if (is_op(n, "Slice"))
         return emit_strided_slice(c, i, n, name, &as);
     if (is_op(n, "Squeeze")) {
@@ -979,9 +953,9 @@ static bool map_node(lm_ctx *c, size_t i)
             snprintf(mode, sizeof mode, "%.*s", (int)ct->s.len, (const char *)ct->s.data);
         else if (!ct && cg_model_opset(c->m->source, "") >= 11)
             snprintf(mode, sizeof mode, "half_pixel");
-        la_int(&as, "half_pixel_centers",
+        lower_attrs_int(&as, "half_pixel_centers",
                strcmp(mode, "half_pixel") == 0 || strcmp(mode, "pytorch_half_pixel") == 0);
-        la_int(&as, "align_corners", strcmp(mode, "align_corners") == 0);
+        lower_attrs_int(&as, "align_corners", strcmp(mode, "align_corners") == 0);
         ins[1] = NULL;
         return emit(c, i, CG_TFLITE_OPS_DOMAIN,
                     nearest ? "RESIZE_NEAREST_NEIGHBOR" : "RESIZE_BILINEAR", name, ins, 1, outs,
@@ -991,7 +965,7 @@ static bool map_node(lm_ctx *c, size_t i)
         const cg_attr *m = cg_node_attr(n, "mode");
         bool reflect = m && m->s.len == 7 && memcmp(m->s.data, "reflect", 7) == 0;
         if (reflect)
-            la_str(&as, "mode", "REFLECT");
+            lower_attrs_str(&as, "mode", "REFLECT");
         return emit(c, i, CG_TFLITE_OPS_DOMAIN, reflect ? "MIRROR_PAD" : "PAD", name, ins,
                     n_in > 2 ? 2 : n_in, outs, 1, &as, n->op_type);
     }
