@@ -71,6 +71,11 @@ typedef struct cg_step {
     int32_t residual_slot;  /* the fused Add's other input (local), or -1 */
 } cg_step;
 
+/* Float initializers of at least this many elements stay float in the
+ * float64 mode and are promoted by each step that reads them (frame.c): a
+ * gate's float64 reference of resnet50 held 196 MB of double weights. */
+#define CG_LAZY64_MIN_NUMEL 4096
+
 typedef struct cg_plan {
     const cg_graph *graph;
     struct cg_plan *parent;
@@ -85,6 +90,10 @@ typedef struct cg_plan {
     uint64_t init_reserved;  /* bytes of converted initializers (the budget's) */
     cg_value **init_values;  /* INIT slots: the converted initializer */
     bool *init_borrowed;     /* its data points into the model mapping */
+    /* float64 mode: an INIT slot left in its stored float type and promoted
+     * into scratch by each step that reads it (frame.c), rather than held
+     * as double for the runtime's life (twice the weights' bytes) */
+    bool *init_lazy64;      /* (CG_LAZY64_MIN_NUMEL elements or more) */
     int32_t *input_slots;    /* graph->inputs order */
     cg_ref *output_refs;     /* graph->outputs order */
     cg_step *steps;

@@ -111,6 +111,56 @@ static void materialize_inputs(cg_plan *p, const cg_step *st)
             cg_plan_materialize_slot(p, st->in[i].slot);
 }
 
+/* Whether the step reads an initializer the float64 mode left float
+ * (cg_plan.init_lazy64): folding it would hold a double result for the
+ * runtime's life, what leaving it float saves: only results smaller than
+ * the initializers left float fold. */
+static bool reads_lazy64(const cg_plan *p, const cg_step *step)
+{
+    for (size_t i = 0; i < step->node->input_count; i++)
+        if (step->in[i].slot >= 0 && step->in[i].up == 0 && p->init_lazy64[step->in[i].slot])
+            return true;
+    return false;
+}
+
+/* An Identity of an initializer folds to a view of the initializer's bytes
+ * rather than to a copy (torchvision routes every resnet50 weight through
+ * one: 47 nodes, 98 MB). The view borrows: the bytes belong to the model
+ * mapping or to the plan's initializer copy, which live as long as the
+ * plan. In the float64 mode the view stays float as its source does. The
+ * packed-weight cache keys on the bytes' address, so a convolution fed by
+ * the Identity shares the initializer's packing. */
+static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
+{
+    const cg_node *n = step->node;
+    if (strcmp(n->op_type, "Identity") != 0 ||
+        (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
+        return false;
+    if (n->input_count != 1 || n->output_count != 1 || step->in[0].slot < 0 ||
+        step->in[0].up != 0 || step->out[0] < 0)
+        return false;
+    int32_t in = step->in[0].slot, out = step->out[0];
+    /* a graph output is handed out as its own value */
+    if (p->slot_is_output[out] || f->vals[out])
+        return false;
+    materialize_inputs(p, step);
+    const cg_value *src = f->vals[in];
+    if (!src || src != p->init_values[in] || src->kind != CG_VALUE_TENSOR ||
+        src->tensor.dtype == CG_DTYPE_STRING || !src->tensor.data)
+        return false;
+    cg_value *view = calloc(1, sizeof *view);
+    if (!view)
+        return false; /* the step runs as written */
+    *view = *src;
+    p->init_values[out] = view;
+    p->init_borrowed[out] = true;
+    p->init_lazy64[out] = p->init_lazy64[in];
+    p->slot_kind[out] = CG_SLOT_INIT;
+    f->vals[out] = view;
+    f->own[out] = CG_OWN_NONE;
+    return true;
+}
+
 static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
 {
     cg_exec f;
@@ -123,7 +173,9 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
             if ((st = fold_plan(rt, step->subs[s].plan, err)) != CG_OK)
                 goto done;
         if (!foldable(rt, p, step)) {
-            cg_kernel_fn prep = step->node->op_type && runs_as_written(rt, p, step)
+            /* the float64 mode packs nothing (the prepared forms are float) */
+            cg_kernel_fn prep = step->node->op_type && runs_as_written(rt, p, step) &&
+                                        !rt->opt.float64
                                     ? prepare_fn(step->node) : NULL;
             if (prep) {
                 materialize_inputs(p, step);
@@ -136,6 +188,10 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
             continue;
         }
         const cg_node *n = step->node;
+        if (alias_identity(p, &f, step)) {
+            step->folded = true;
+            continue;
+        }
         size_t in_bytes = 0;
         for (size_t i = 0; i < n->input_count; i++)
             if (step->in[i].slot >= 0)
@@ -153,7 +209,8 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
             int32_t slot = step->out[o];
             size_t b = slot >= 0 ? value_bytes(f.vals[slot]) : 0;
             keep = slot < 0 || ((f.own[slot] == CG_OWN_FULL || f.own[slot] == CG_OWN_POOLED) &&
-                                cg_fold_size_ok(b, in_bytes));
+                                cg_fold_size_ok(b, in_bytes) &&
+                                (!reads_lazy64(p, step) || b < CG_LAZY64_MIN_NUMEL * sizeof(double)));
         }
         for (size_t o = 0; o < n->output_count; o++) {
             int32_t slot = step->out[o];

@@ -377,6 +377,44 @@ void cg_prec_init_free(cg_runtime *rt)
 
 /* Runs step si; with release, drops the slots whose last use it is (the
  * plan's liveness; a schedule applies its own). */
+/* Input i of a step in the float64 mode when it is an initializer left
+ * float (cg_plan.init_lazy64): promoted into scratch for this step. */
+static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
+{
+    cg_ref r = st->in[i];
+    const cg_exec *owner = f;
+    for (int32_t up = 0; up < r.up && owner; up++)
+        owner = owner->parent;
+    const cg_plan *p = owner ? owner->plan : NULL;
+    const cg_value *v = f->ins[i];
+    if (!p || !p->init_lazy64[r.slot] || v != p->init_values[r.slot])
+        return CG_OK; /* promoted at init, or replaced by a feed */
+    const cg_tensor *t = &v->tensor;
+    size_t bytes;
+    cg_value *c = cg_frame_scratch(f, sizeof *c);
+    double *d = c && cg_tensor_byte_size(CG_DTYPE_DOUBLE, t->numel, &bytes)
+                    ? cg_frame_scratch(f, bytes ? bytes : 1) : NULL;
+    if (!d) {
+        char lbl[256];
+        return cg_error_set(f->err, CG_NOMEM, "%s: out of memory promoting initializer '%s' "
+                            "to float64", cg_exec_step_label(st->node, st->index, lbl,
+                                                             sizeof lbl), st->node->inputs[i]);
+    }
+    *c = *v;
+    c->tensor.dtype = CG_DTYPE_DOUBLE;
+    c->tensor.data = d;
+    if (t->dtype == CG_DTYPE_FLOAT) {
+        const float *src = t->data;
+        for (int64_t e = 0; e < t->numel; e++)
+            d[e] = src[e];
+    } else {
+        for (int64_t e = 0; e < t->numel; e++)
+            d[e] = cg_tensor_get_f64(t, e);
+    }
+    f->ins[i] = c;
+    return CG_OK;
+}
+
 static cg_status run_step(cg_exec *f, size_t si, bool release)
 {
     const cg_plan *p = f->plan;
@@ -406,6 +444,15 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
             return cg_error_set(err, CG_RUNTIME, "%s: input '%s' has no value (released "
                                 "early or never produced)",
                                 cg_exec_step_label(n, st->index, lbl, sizeof lbl), n->inputs[i]);
+    }
+    for (size_t i = 0; f->rt->opt.float64 && i < n->input_count; i++) {
+        if (!f->ins[i])
+            continue;
+        cg_status rs = promoted_input(f, st, i);
+        if (rs != CG_OK) {
+            step_scratch_end(f, mark);
+            return rs;
+        }
     }
     cg_node_precision prec = step_precision(f, st);
     for (size_t i = 0; prec != CG_NODE_PREC_FP32 && i < n->input_count; i++) {
@@ -734,7 +781,10 @@ cg_status cg_frame_take_outputs(cg_exec *f, cg_value **outs, size_t count, cg_er
             outs[i] = v;
             continue;
         }
-        st = cg_value_copy(v, &outs[i], err);
+        /* in the float64 mode a float value here is an initializer left
+         * float (cg_plan.init_lazy64), read from an enclosing graph */
+        st = f->rt->opt.float64 ? cg_fp64_promoted_copy(v, &outs[i], err)
+                                : cg_value_copy(v, &outs[i], err);
         if (st != CG_OK)
             goto fail;
     }

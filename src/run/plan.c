@@ -309,6 +309,46 @@ static size_t plan_copy_bytes(const cg_graph *g)
     return total;
 }
 
+static bool promotes_lazily(const plan_build *b, const cg_value *v)
+{
+    const cg_runtime_options *o = &b->rt->opt;
+    /* fp16 emulation rounds (and delegates read) the initializers at init,
+     * as double */
+    if (o->node_precision || o->assignment || v->kind != CG_VALUE_TENSOR)
+        return false;
+    cg_dtype d = v->tensor.dtype;
+    return (d == CG_DTYPE_FLOAT || d == CG_DTYPE_FLOAT16 || d == CG_DTYPE_BFLOAT16) &&
+           v->tensor.numel >= CG_LAZY64_MIN_NUMEL;
+}
+
+/* An initializer that is also a graph input (a feed may replace it) or a
+ * graph output (handed to the caller as it is) is promoted at init after
+ * all: only steps promote lazily. */
+static cg_status plan_fp64(plan_build *b)
+{
+    cg_plan *p = b->p;
+    for (size_t s = 0; s < p->slot_count; s++) {
+        if (!p->init_lazy64[s])
+            continue;
+        bool io = p->slot_is_output[s];
+        for (size_t j = 0; !io && j < p->graph->input_count; j++)
+            io = p->input_slots[j] == (int32_t)s;
+        if (!io)
+            continue;
+        p->init_lazy64[s] = false;
+        cg_status st = cg_fp64_promote_value(p->init_values[s], p->init_borrowed[s], b->err);
+        if (st == CG_OK) {
+            p->init_borrowed[s] = false;
+            st = reserve_init(b, p->init_values[s], p->slot_names[s]);
+        }
+        if (st != CG_OK) {
+            cg_error_prefix(b->err, "initializer '%s': ", p->slot_names[s]);
+            return st;
+        }
+    }
+    return CG_OK;
+}
+
 static cg_status plan_initializers(plan_build *b)
 {
     cg_plan *p = b->p;
@@ -384,12 +424,16 @@ static cg_status plan_initializers(plan_build *b)
             box->pending_count++;
         }
         if (b->rt->opt.float64 && cg_fp64_leaks(p->init_values[s])) {
-            /* converted once; the double copy is the plan's own */
-            if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
-                cg_error_prefix(b->err, "initializer '%s': ", tp->name);
-                return st;
+            if (promotes_lazily(b, p->init_values[s])) {
+                p->init_lazy64[s] = true; /* plan_fp64 decides, once inputs and outputs are known */
+            } else {
+                /* converted once; the double copy is the plan's own */
+                if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
+                    cg_error_prefix(b->err, "initializer '%s': ", tp->name);
+                    return st;
+                }
+                p->init_borrowed[s] = false;
             }
-            p->init_borrowed[s] = false;
         }
         if (!p->init_borrowed[s] && (st = reserve_init(b, p->init_values[s], tp->name)) != CG_OK)
             return st;
@@ -507,11 +551,13 @@ cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int 
     p->slot_is_output = cg_arena_calloc(arena, n1, sizeof *p->slot_is_output);
     p->init_values = cg_arena_calloc(arena, n1, sizeof *p->init_values);
     p->init_borrowed = cg_arena_calloc(arena, n1, sizeof *p->init_borrowed);
+    p->init_lazy64 = cg_arena_calloc(arena, n1, sizeof *p->init_lazy64);
     p->input_slots = cg_arena_calloc(arena, g->input_count + 1, sizeof *p->input_slots);
     p->output_refs = cg_arena_calloc(arena, g->output_count + 1, sizeof *p->output_refs);
     p->steps = cg_arena_calloc(arena, g->node_count + 1, sizeof *p->steps);
     if (!p->slot_names || !p->slot_kind || !p->slot_producer || !p->slot_last_use ||
-        !p->slot_is_output || !p->init_values || !p->init_borrowed || !p->input_slots ||
+        !p->slot_is_output || !p->init_values || !p->init_borrowed || !p->init_lazy64 ||
+        !p->input_slots ||
         !p->output_refs || !p->steps || !cg_strmap_reserve(&p->names, slots)) {
         st = cg_error_set(err, CG_NOMEM, "out of memory planning graph");
         goto fail;
@@ -523,7 +569,8 @@ cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int 
     for (size_t i = 0; i < g->node_count; i++)
         if ((st = plan_step(&b, i)) != CG_OK)
             goto fail;
-    if ((st = plan_outputs(&b)) != CG_OK || (st = plan_liveness(&b)) != CG_OK)
+    if ((st = plan_outputs(&b)) != CG_OK || (st = plan_liveness(&b)) != CG_OK ||
+        (st = plan_fp64(&b)) != CG_OK)
         goto fail;
     *out = p;
     return CG_OK;

@@ -30,6 +30,10 @@
  *    (whose sums cannot pass 65504 without their output doing so: squares
  *    are non-negative; the exps are taken after subtracting the max) give
  *    the same value in both modes.
+ *  - weights of CG_LAZY64_MIN_NUMEL elements or more stay float in the
+ *    float64 mode and are promoted by each step that reads them: through a
+ *    folded Identity (a view), directly, one scope out in an If's branches,
+ *    and as a graph output, every result is the float64 one.
  */
 #include <math.h>
 #include <stdio.h>
@@ -432,6 +436,135 @@ static void test_sums_overflow(void)
     cg_model_free(m);
 }
 
+/* --- weights left float (cg_plan.init_lazy64) ------------------------------------- */
+
+#define LZ_K 64
+#define LZ_N 128 /* W: 8192 elements, above CG_LAZY64_MIN_NUMEL: left float */
+
+static float lz_w[LZ_K * LZ_N];
+
+/* y_alias = x @ Identity(W) (a folded view), y_direct = x @ W, r = If(c,
+ * then: x @ W read one scope out, else: Identity(W) one scope out), w2 =
+ * Identity(W) + W, and V (of W's values) an initializer that is itself a
+ * graph output. */
+static cg_model *lazy_model(void)
+{
+    cg_model *m = test_model_graph(13, 8, "x,c", "y_alias,y_direct,r,w2,V");
+    int64_t wd[2] = {LZ_K, LZ_N};
+    for (int i = 0; i < LZ_K * LZ_N; i++)
+        lz_w[i] = (float)((i * 37) % 97) / 31.0f - 1.3f;
+    test_graph_init_f32(m, m->graph, "W", 2, wd, lz_w);
+    test_graph_init_f32(m, m->graph, "V", 2, wd, lz_w);
+    test_node(m, m->graph, "Identity", "view", "W", "Wi");
+    test_node(m, m->graph, "MatMul", "mm_alias", "x,Wi", "y_alias");
+    test_node(m, m->graph, "MatMul", "mm_direct", "x,W", "y_direct");
+    test_node(m, m->graph, "Add", "twice", "Wi,W", "w2");
+    cg_node *n = test_node(m, m->graph, "If", "if", "c", "r");
+    cg_graph *then_g = test_graph_new(m, "then", 2), *else_g = test_graph_new(m, "else", 2);
+    test_node(m, then_g, "MatMul", "mm_then", "x,W", "r_then");
+    test_graph_output(then_g, "r_then", NULL);
+    test_node(m, else_g, "Identity", "id_else", "W", "r_else");
+    test_graph_output(else_g, "r_else", NULL);
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    return m;
+}
+
+static const cg_tensor *lz_out(const cg_named_value *o, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(o[i].name, name) == 0)
+            return &o[i].value->tensor;
+    return NULL;
+}
+
+static void test_lazy_weights(void)
+{
+    cg_model *m = lazy_model();
+    cg_error err;
+    cg_runtime *rt = runtime(m, true, NULL, &err);
+    EXPECT(rt, "init: %s", err.msg);
+    int64_t xd[2] = {2, LZ_K};
+    double xv[2 * LZ_K];
+    for (int i = 0; i < 2 * LZ_K; i++)
+        xv[i] = (double)(float)((double)((i * 13) % 29) / 7.0 - 2.0); /* as x holds it */
+    cg_value *x = test_value(CG_DTYPE_FLOAT, 2, xd, xv);
+    bool yes = true, no = false;
+    cg_value *c = test_value(CG_DTYPE_BOOL, 0, NULL, NULL);
+    /* x @ W in double, the sum in k order */
+    static double want[2 * LZ_N];
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < LZ_N; j++) {
+            double acc = 0.0;
+            for (int k = 0; k < LZ_K; k++)
+                acc += xv[r * LZ_K + k] * (double)lz_w[k * LZ_N + j];
+            want[r * LZ_N + j] = acc;
+        }
+    for (int run = 0; rt && run < 2; run++) {
+        memcpy(c->tensor.data, run == 0 ? &yes : &no, sizeof yes);
+        cg_named_value in[2] = {{"x", x}, {"c", c}}, *out = NULL;
+        size_t n = 0;
+        cg_error_clear(&err);
+        if (cg_runtime_run(rt, in, 2, &out, &n, &err) != CG_OK) {
+            EXPECT(0, "run %d: %s", run, err.msg);
+            break;
+        }
+        const cg_tensor *ya = lz_out(out, n, "y_alias"), *yd = lz_out(out, n, "y_direct");
+        const cg_tensor *r = lz_out(out, n, "r"), *w = lz_out(out, n, "V");
+        const cg_tensor *w2 = lz_out(out, n, "w2");
+        bool dbl = ya && yd && r && w && w2 && ya->dtype == CG_DTYPE_DOUBLE &&
+                   yd->dtype == CG_DTYPE_DOUBLE && r->dtype == CG_DTYPE_DOUBLE &&
+                   w->dtype == CG_DTYPE_DOUBLE && w2->dtype == CG_DTYPE_DOUBLE;
+        EXPECT(dbl, "run %d: every output is float64", run);
+        if (dbl) {
+            double worst = 0.0;
+            bool same = ya->numel == 2 * LZ_N && yd->numel == 2 * LZ_N;
+            for (int i = 0; same && i < 2 * LZ_N; i++) {
+                double a = ((double *)ya->data)[i], d = ((double *)yd->data)[i];
+                same = a == d;
+                double e = fabs(d - want[i]) / (fabs(want[i]) + 1.0);
+                worst = e > worst ? e : worst;
+            }
+            EXPECT(same, "run %d: x @ Identity(W) equals x @ W", run);
+            /* double sums in another order differ by ~1e-16; float weights
+             * or float sums by ~1e-7 */
+            EXPECT(worst < 1e-13, "run %d: x @ W in double, worst relative error %.3g", run,
+                   worst);
+            bool w_ok = w->numel == LZ_K * LZ_N && w2->numel == LZ_K * LZ_N;
+            for (int i = 0; w_ok && i < LZ_K * LZ_N; i++)
+                w_ok = ((double *)w->data)[i] == (double)lz_w[i] &&
+                       ((double *)w2->data)[i] == 2.0 * (double)lz_w[i];
+            EXPECT(w_ok, "run %d: V as a graph output and Identity(W) + W, in float64", run);
+            bool r_ok = run == 0 ? r->numel == 2 * LZ_N : r->numel == LZ_K * LZ_N;
+            for (int64_t i = 0; r_ok && i < r->numel; i++)
+                r_ok = ((double *)r->data)[i] ==
+                       (run == 0 ? ((double *)yd->data)[i] : (double)lz_w[i]);
+            EXPECT(r_ok, "run %d: the If's %s branch reads W one scope out", run,
+                   run == 0 ? "then" : "else");
+        }
+        cg_runtime_free_outputs(out, n);
+    }
+    cg_runtime_free(rt);
+    /* float32: the view of W gives the same products as W */
+    rt = runtime(m, false, NULL, &err);
+    EXPECT(rt, "fp32 init: %s", err.msg);
+    cg_named_value in[2] = {{"x", x}, {"c", c}}, *out = NULL;
+    size_t n = 0;
+    if (rt && cg_runtime_run(rt, in, 2, &out, &n, &err) == CG_OK) {
+        const cg_tensor *ya = lz_out(out, n, "y_alias"), *yd = lz_out(out, n, "y_direct");
+        EXPECT(ya && yd && ya->dtype == CG_DTYPE_FLOAT &&
+                   memcmp(ya->data, yd->data, cg_tensor_bytes(yd)) == 0,
+               "fp32: x @ Identity(W) equals x @ W");
+        cg_runtime_free_outputs(out, n);
+    } else if (rt) {
+        EXPECT(0, "fp32 run: %s", err.msg);
+    }
+    cg_runtime_free(rt);
+    cg_value_free(x);
+    cg_value_free(c);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_rounding();
@@ -439,5 +572,6 @@ int main(void)
     test_rmsnorm();
     test_sum11();
     test_sums_overflow();
+    test_lazy_weights();
     return test_done("test_fp64");
 }
