@@ -58,6 +58,24 @@ bool cg_mapping_lookup(const void *addr, const char **label, size_t *size)
     return false;
 }
 
+void cg_mapping_drop_pages(const void *addr, size_t len)
+{
+    const char *label;
+    size_t size;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)addr;
+    /* only a file mapping: MADV_DONTNEED on anonymous or heap memory would
+     * zero it, where a read-only private file mapping reads the file again */
+    if (!addr || !len || page <= 0 || a > UINTPTR_MAX - len ||
+        !cg_mapping_lookup(addr, &label, &size) ||
+        !cg_mapping_lookup((const uint8_t *)addr + len - 1, &label, &size))
+        return;
+    uintptr_t p = (uintptr_t)page;
+    uintptr_t lo = (a + p - 1) / p * p, hi = (a + len) / p * p;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: failure changes nothing */
+}
+
 void *cg_map_anon(size_t bytes)
 {
     if (!bytes)

@@ -46,6 +46,11 @@ void cg_mappings_free(cg_mapping *m);
  * its label and mapped size. For SIGBUS handlers (see above). */
 bool cg_mapping_lookup(const void *addr, const char **label, size_t *size);
 
+/* Hands back to the kernel the whole pages of [addr, addr + len) when the
+ * range lies in a live mapping (nothing otherwise): bytes that were copied
+ * elsewhere and are not read again. A later read of them faults the pages
+ * in again from the file, so this only lowers the resident size. */
+void cg_mapping_drop_pages(const void *addr, size_t len);
 /* bytes of fresh zeroed memory for bulk data (initializer copies), in the
  * kernel's default page size: huge pages asked with MADV_HUGEPAGE made the
  * first touch 4x dearer here (346 MB copied: 0.94-1.14 s of CPU time

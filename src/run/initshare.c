@@ -186,6 +186,9 @@ void cg_init_copy_fill(cg_shared *c)
     if (cg_shared_fill_begin(c)) {
         memcpy(c->data, c->src, c->len);
         cg_shared_fill_end(c, true);
+        /* the misaligned source is read through the copy from now on: its
+         * pages of the model's mapping need not stay resident as well */
+        cg_mapping_drop_pages(c->src, c->len);
     }
 }
 
