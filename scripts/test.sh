@@ -2,7 +2,7 @@
 # Installs what the tests need, builds convgate twice and runs every test:
 #   1. build-asan/: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with the libFuzzer targets (the library built with coverage
-#      instrumentation); CTest runs the whole suite there, the 7 fuzzers
+#      instrumentation); CTest runs the whole suite there, the 10 fuzzers
 #      included (15 s each from their committed corpora in tests/fuzz/corpus,
 #      after replaying tests/fuzz/regressions; each prints the coverage it
 #      reached).
