@@ -52,6 +52,11 @@ gives; the inputs are what trigger it:
                                             target the two near-tied boxes swap places in every
                                             output while every box is present on both sides
   tests/data/fp16/detect_tie_inputs/        its input x (one set)
+  tests/data/fp16/detect_sum.onnx           the same tail scoring its boxes by a ReduceSum per
+                                            box (/ 1024): box 0's row is sum_cancel's (70 x 1024
+                                            then 69 x -1024), whose running sum passes 65504 with
+                                            fp16 sums (inf: score 1 where fp32 gives 0.73) and
+                                            not with fp32 sums; with detect_sum_inputs/
   tests/data/fp16/segment_tie.onnx          a per-pixel classifier (1x1 Conv, 3 classes) whose
                                             classes 0 and 1 differ by weights 1e-4..3e-4 apart:
                                             their logits are 1e-4..6e-4 apart, resolved in fp32
@@ -371,16 +376,19 @@ def to_float16(model):
 
 # --- (f) a detector's tail with near-tied scores ---------------------------------------
 
-def detect_tie_model():
-    n = 6
+DETECT_BOXES = 6
+DETECT_LABELS = [1, 2, 3, 1, 2, 3]
+
+
+def detect_model(name, head, x_shape, head_inits):
+    """A detector's tail after `head`, which computes the six logits:
+    scores Sigmoid(logits), NonMaxSuppression over six disjoint boxes, and
+    the boxes, scores and labels gathered in the order NMS keeps them."""
+    n = DETECT_BOXES
     # disjoint boxes (x1, y1, x2, y2): NMS keeps all six, in score order
     boxes = np.array([[10 * i, 0, 10 * i + 8, 8] for i in range(n)], np.float32)
-    w = np.array([0.5, -0.25, 1.0, 0.75, -0.5, 1.0], np.float32)
-    b = np.array([0.0, 0.5, 2.0, -1.0, 1.0, 2.0 + 1e-4], np.float32)
-    labels = np.array([1, 2, 3, 1, 2, 3], np.int64)
-    nodes = [
-        h.make_node("Mul", ["x", "w"], ["xw"], name="weigh"),
-        h.make_node("Add", ["xw", "b"], ["logits"], name="bias"),
+    labels = np.array(DETECT_LABELS, np.int64)
+    nodes = head + [
         h.make_node("Sigmoid", ["logits"], ["prob"], name="score"),
         h.make_node("Reshape", ["prob", "score_shape"], ["nms_scores"], name="to_nms_scores"),
         h.make_node("NonMaxSuppression", ["nms_boxes", "nms_scores", "max_out", "iou_thr",
@@ -391,8 +399,8 @@ def detect_tie_model():
         h.make_node("Gather", ["label_table", "keep"], ["labels"], name="gather_labels",
                     axis=0),
     ]
-    inits = [
-        const("w", w), const("b", b), const("box_table", boxes),
+    inits = head_inits + [
+        const("box_table", boxes),
         numpy_helper.from_array(boxes.reshape(1, n, 4), "nms_boxes"),
         numpy_helper.from_array(np.array([1, 1, n], np.int64), "score_shape"),
         numpy_helper.from_array(np.array([n], np.int64), "max_out"),
@@ -401,10 +409,36 @@ def detect_tie_model():
         numpy_helper.from_array(labels, "label_table"),
     ]
     return graph_model(
-        "detect_tie", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [n])],
+        name, nodes, [h.make_tensor_value_info("x", TP.FLOAT, x_shape)],
         [h.make_tensor_value_info("boxes", TP.FLOAT, ["k", 4]),
          h.make_tensor_value_info("scores", TP.FLOAT, ["k"]),
          h.make_tensor_value_info("labels", TP.INT64, ["k"])], inits)
+
+
+def detect_tie_model():
+    w = np.array([0.5, -0.25, 1.0, 0.75, -0.5, 1.0], np.float32)
+    b = np.array([0.0, 0.5, 2.0, -1.0, 1.0, 2.0 + 1e-4], np.float32)
+    head = [h.make_node("Mul", ["x", "w"], ["xw"], name="weigh"),
+            h.make_node("Add", ["xw", "b"], ["logits"], name="bias")]
+    return detect_model("detect_tie", head, [DETECT_BOXES], [const("w", w), const("b", b)])
+
+
+def detect_sum_model():
+    head = [h.make_node("ReduceSum", ["x", "axes"], ["total"], name="sum", keepdims=0),
+            h.make_node("Mul", ["total", "unit"], ["logits"], name="to_logits")]
+    return detect_model("detect_sum", head, [DETECT_BOXES, 139],
+                        [numpy_helper.from_array(np.array([1], np.int64), "axes"),
+                         const("unit", 1.0 / 1024)])
+
+
+def detect_sum_inputs():
+    """Row 0 is sum_cancel's row (70 x 1024 then 69 x -1024: a running sum of
+    71680 in fp16 sums, inf; 1024 in fp32): logit 1; rows 1-5 hold their
+    logit x 1024 in their first element (0, 4, 0.5, -1, 2), zeros after."""
+    x = np.zeros((DETECT_BOXES, 139), np.float32)
+    x[0] = sum_cancel_inputs()["sample_0"]["x"][0]
+    x[1:, 0] = np.array([0, 4, 0.5, -1, 2]) * 1024
+    return {"sample_0": {"x": x}}
 
 
 def detect_tie_inputs():
@@ -568,6 +602,8 @@ def main():
          os.path.join(DATA, "tiny_cnn_fp16.onnx"))
     save(detect_tie_model(), os.path.join(DATA, "detect_tie.onnx"))
     save_sets(os.path.join(DATA, "detect_tie_inputs"), detect_tie_inputs())
+    save(detect_sum_model(), os.path.join(DATA, "detect_sum.onnx"))
+    save_sets(os.path.join(DATA, "detect_sum_inputs"), detect_sum_inputs())
     save(segment_tie_model(), os.path.join(DATA, "segment_tie.onnx"))
     save_sets(os.path.join(DATA, "segment_tie_inputs"), segment_tie_inputs())
     for name, model, inputs in (("sum_cancel", sum_cancel_model, sum_cancel_inputs),

@@ -458,6 +458,9 @@ CG_API CG_NODISCARD cg_status cg_noise_target_judge(const cg_noise_target *t, si
  * that sums in fp16 (the path as placed), 1 the class that sums in fp32
  * (its fp32-accumulation rerun); NULL when the path is judged as one. */
 CG_API const char *cg_noise_target_class(const cg_noise_target *t, int cls);
+/* Whether the path as placed sums in fp16 somewhere (known once a sample
+ * ran): judged as one class, it is judged against the fp16-sums floor. */
+CG_API bool cg_noise_target_sums16(const cg_noise_target *t);
 /* One class's verdict (cls -1: the path as placed, as a single class). */
 CG_API CG_NODISCARD cg_status cg_noise_target_judge_class(const cg_noise_target *t,
                                                           size_t output, int cls,

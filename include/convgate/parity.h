@@ -152,9 +152,13 @@ typedef struct cg_detect_report {
     uint64_t ref_boxes, target_boxes, matched, missing, extra;
     double min_iou;             /* over matched pairs (1 with none) */
     double max_score_diff, max_box_diff; /* matched pairs, against the fp32 reference */
-    cg_flip_stats flips;        /* missing and extra boxes */
-    cg_judgement verdict;
+    cg_flip_stats flips;        /* missing and extra boxes (the target as placed) */
+    cg_judgement verdict;       /* with two device classes, the worse class's */
     bool pass;
+    /* a target judged as two device classes: each class judged by
+     * detection, [0] the class that sums in fp16 (names borrowed; NULL: one) */
+    const char *device_class[2];
+    cg_judgement class_verdict[2];
 } cg_detect_report;
 
 typedef struct cg_parity_options {

@@ -279,9 +279,13 @@ void cg_report_detect_text(FILE *f, const char *ind, const cg_parity_report *r,
                    d->outputs.labels >= 0 ? " and class" : "", d->ref_boxes, d->target_boxes,
                    d->matched, d->min_iou, d->missing, d->extra, d->max_score_diff,
                    d->max_box_diff);
-    if (r->by_noise)
-        cg_text_printf(f, "%sdetections: %s: %s\n", ind, cg_verdict_name(d->verdict.verdict),
-                       d->verdict.reason);
+    if (!r->by_noise)
+        return;
+    cg_text_printf(f, "%sdetections: %s: %s\n", ind, cg_verdict_name(d->verdict.verdict),
+                   d->verdict.reason);
+    for (int c = 0; c < 2 && d->device_class[0] && d->device_class[1]; c++)
+        cg_text_printf(f, "%s  %s: %s: %s\n", ind, d->device_class[c],
+                       cg_verdict_name(d->class_verdict[c].verdict), d->class_verdict[c].reason);
 }
 
 static json_t *detect_json(const cg_parity_report *r, const char *const *names)
@@ -304,6 +308,17 @@ static json_t *detect_json(const cg_parity_report *r, const char *const *names)
     cg_json_set(j, "flips", cg_report_flips_json(&d->flips));
     cg_json_set(j, "pass", json_boolean(r->by_noise ? d->pass : true));
     cg_json_set(j, "verdict", r->by_noise ? cg_report_judgement_json(&d->verdict) : json_null());
+    json_t *classes = r->by_noise && d->device_class[0] && d->device_class[1] ? json_array()
+                                                                              : json_null();
+    for (int c = 0; c < 2 && json_is_array(classes); c++) {
+        json_t *jc = json_object();
+        if (!jc || json_array_append_new(classes, jc) != 0)
+            break;
+        cg_json_set(jc, "name", cg_json_text(d->device_class[c]));
+        cg_json_set(jc, "accumulate", cg_json_text(c == 0 ? "fp16" : "fp32"));
+        cg_json_set(jc, "verdict", cg_report_judgement_json(&d->class_verdict[c]));
+    }
+    cg_json_set(j, "device_classes", classes);
     return j;
 }
 

@@ -41,7 +41,8 @@ typedef struct det_flips {
 
 /* [0] boxes, [1] scores */
 typedef struct det_tally {
-    cg_noise_stats err[2], f32[2], f16[2], acc32[2], in32[2];
+    /* f16s: the fp16-sums floor (the class that sums in fp16) */
+    cg_noise_stats err[2], f32[2], f16[2], f16s[2], acc32[2], in32[2];
     det_flips flips[3];     /* target, fp32 accumulation, in fp32 */
     bool reruns;
 } det_tally;
@@ -463,6 +464,7 @@ static cg_status detect_setup(cg_judge *j, const cg_named_value *ref, size_t nre
         cg_noise_stats_init(&j->det->err[w]);
         cg_noise_stats_init(&j->det->f32[w]);
         cg_noise_stats_init(&j->det->f16[w]);
+        cg_noise_stats_init(&j->det->f16s[w]);
         cg_noise_stats_init(&j->det->acc32[w]);
         cg_noise_stats_init(&j->det->in32[w]);
     }
@@ -476,10 +478,11 @@ static cg_status detect_setup(cg_judge *j, const cg_named_value *ref, size_t nre
 /* One sample's detections: the target against fp64 (and against fp32, for
  * the absolute figures), the floors, the reruns. */
 static cg_status detect_add(cg_judge *j, const cg_named_value *ref64, size_t n64,
-                            const cg_named_value *ref32, size_t n32,
-                            const cg_named_value *ref16, size_t n16, const cg_noise_runs *t,
-                            cg_error *err)
+                            const cg_named_value *ref32, size_t n32, const cg_noise_runs *refs,
+                            const cg_noise_runs *t, cg_error *err)
 {
+    const cg_named_value *ref16 = refs->out[CG_RUN_FP16], *ref16s = refs->out[CG_RUN_FP16_SUMS];
+    size_t n16 = refs->count[CG_RUN_FP16], n16s = refs->count[CG_RUN_FP16_SUMS];
     cg_detect_report *dr = &j->r->detect;
     det_tally *dt = j->det;
     const cg_named_value *got = t->out[CG_RUN_TARGET];
@@ -527,6 +530,9 @@ static cg_status detect_add(cg_judge *j, const cg_named_value *ref64, size_t n64
         return st;
     if (ref16 && (st = detect_run(&dr->outputs, ref64, n64, ref16, n16, j->names, dt->f16, NULL,
                                   NULL, err)) != CG_OK)
+        return st;
+    if (ref16s && (st = detect_run(&dr->outputs, ref64, n64, ref16s, n16s, j->names, dt->f16s,
+                                   NULL, NULL, err)) != CG_OK)
         return st;
     if (t->out[CG_RUN_ACC32] && t->out[CG_RUN_IN_FP32]) {
         dt->reruns = true;
@@ -775,7 +781,7 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             o->samples[si].error = max_error(find_output(ref64, n64, o->name), b);
     }
     if (st == CG_OK && opt->task == CG_TASK_DETECT)
-        st = detect_add(j, ref64, n64, ref32, n32, ref16, n16, &truns, err);
+        st = detect_add(j, ref64, n64, ref32, n32, &runs, &truns, err);
     if (st == CG_OK && j->noise && !s->expected && ref64 &&
         (opt->task == CG_TASK_CLASSIFY || opt->task == CG_TASK_SEGMENT))
         task_noise_add(j, ref64, n64, ref32, n32, ref16, n16, got, ngot);
@@ -886,40 +892,52 @@ static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
     return st;
 }
 
-/* The detections' verdict (boxes, scores), which the detection outputs take. */
-static cg_status judge_detect(cg_judge *j, cg_error *err)
+/* The flips of run r (0 the target, 1 with fp32 accumulation, 2 in fp32):
+ * its missing and extra boxes, noise when their score margin is within
+ * the score floor's limit of the precision. */
+static void detect_flip_stats(const det_flips *d, double lim32, double lim16, cg_flip_stats *fs)
 {
-    cg_detect_report *dr = &j->r->detect;
-    det_tally *dt = j->det;
+    cg_flip_stats_init(fs);
+    fs->decisions = d->decisions;
+    fs->flips = d->flips;
+    fs->max_margin = fs->min_margin = d->max_margin;
+    fs->margin_known = !d->unknown;
+    fs->noise_fp32 = !d->unknown && d->max_margin <= lim32 ? d->flips : 0;
+    fs->noise_fp16 = !d->unknown && d->max_margin <= lim16 ? d->flips : 0;
+    snprintf(fs->node, sizeof fs->node, "%s", "detections (missing or extra boxes)");
+}
+
+/* One run's detections judged: run 0 the target as placed, 1 its rerun
+ * with fp32 accumulation (the device class that sums in fp32). Its matched
+ * boxes and scores against their floors, f16 the fp16 floor of how the run
+ * sums (`sums`: the fp16-sums floor, else fp16 storage), and its missing
+ * and extra boxes as flips; the reruns tell precision from a wrong kernel.
+ * *flips gets the run's. */
+static cg_status detect_judge_run(const cg_judge *j, int run, const cg_noise_stats f16[2],
+                                  bool sums, cg_precision prec, cg_flip_stats *flips,
+                                  cg_judgement *out, cg_error *err)
+{
+    const cg_detect_report *dr = &j->r->detect;
+    const det_tally *dt = j->det;
+    const cg_noise_stats *e = run == 1 ? dt->acc32 : dt->err;
     cg_noise_multiples k;
     cg_noise_multiples_default(&k);
-    cg_precision prec = j->target ? cg_noise_target_precision(j->target) : j->r->precision;
     /* the score floor decides which unmatched boxes are at the cut */
     cg_noise_value score_floor;
     memset(&score_floor, 0, sizeof score_floor);
     score_floor.fp32 = dt->f32[1];
-    score_floor.fp16 = dt->f16[1];
+    score_floor.fp16 = f16[1];
     double lim32 = cg_noise_limit(&score_floor, CG_PRECISION_FP32, &k);
     double lim16 = cg_noise_limit(&score_floor, CG_PRECISION_FP16, &k);
     cg_flip_stats fs[3];
-    for (int r = 0; r < 3; r++) {
-        const det_flips *d = &dt->flips[r];
-        cg_flip_stats_init(&fs[r]);
-        fs[r].decisions = d->decisions;
-        fs[r].flips = d->flips;
-        fs[r].max_margin = fs[r].min_margin = d->max_margin;
-        fs[r].margin_known = !d->unknown;
-        fs[r].noise_fp32 = !d->unknown && d->max_margin <= lim32 ? d->flips : 0;
-        fs[r].noise_fp16 = !d->unknown && d->max_margin <= lim16 ? d->flips : 0;
-        snprintf(fs[r].node, sizeof fs[r].node, "%s", "detections (missing or extra boxes)");
-    }
-    dr->flips = fs[0];
-    memset(&dr->verdict, 0, sizeof dr->verdict);
-    bool flips_noise = fs[0].flips == 0 ||
-                       (fs[0].margin_known &&
-                        (prec == CG_PRECISION_FP16 ? fs[0].noise_fp16 : fs[0].noise_fp32) ==
-                            fs[0].flips);
-    bool have_pairs = dt->err[0].dist.count > 0 && dt->f32[0].dist.count > 0;
+    for (int r = 0; r < 3; r++)
+        detect_flip_stats(&dt->flips[r], lim32, lim16, &fs[r]);
+    const cg_flip_stats *f = &fs[run];
+    *flips = *f;
+    bool flips_noise = f->flips == 0 ||
+                       (f->margin_known &&
+                        (prec == CG_PRECISION_FP16 ? f->noise_fp16 : f->noise_fp32) == f->flips);
+    bool have_pairs = e[0].dist.count > 0 && dt->f32[0].dist.count > 0;
     cg_judgement worst;
     memset(&worst, 0, sizeof worst);
     worst.verdict = CG_VERDICT_MATCH_FP32;
@@ -930,16 +948,17 @@ static cg_status judge_detect(cg_judge *j, cg_error *err)
         o.v.name = (char *)j->names[w ? dr->outputs.scores : dr->outputs.boxes];
         o.v.compared = true;
         o.v.fp32 = dt->f32[w];
-        o.v.fp16 = dt->f16[w];
+        o.v.fp16 = f16[w];
+        o.v.fp16_is_sums = sums;
         cg_judge_input in;
         memset(&in, 0, sizeof in);
         in.precision = prec;
         in.floor = &o;
-        in.error = &dt->err[w].m;
+        in.error = &e[w].m;
         in.acc32 = dt->reruns ? &dt->acc32[w].m : NULL;
         in.fp32 = dt->reruns ? &dt->in32[w].m : NULL;
         if (!flips_noise) {
-            in.flips = &fs[0];
+            in.flips = f;
             in.flips_acc32 = dt->reruns ? &fs[1] : NULL;
             in.flips_fp32 = dt->reruns ? &fs[2] : NULL;
         }
@@ -962,17 +981,64 @@ static cg_status judge_detect(cg_judge *j, cg_error *err)
                             : CG_VERDICT_WRONG;
         worst.by_flips = true;
         snprintf(worst.reason, sizeof worst.reason, "%llu of %llu detections missing or extra",
-                 (unsigned long long)fs[0].flips, (unsigned long long)fs[0].decisions);
+                 (unsigned long long)f->flips, (unsigned long long)f->decisions);
     }
-    if (fs[0].flips && flips_noise) {
+    if (f->flips && flips_noise) {
         size_t len = strlen(worst.reason);
         snprintf(worst.reason + len, sizeof worst.reason - len, "; %llu box%s missing or extra "
                  "at the cut, largest score margin %.3g, within the %s noise",
-                 (unsigned long long)fs[0].flips, fs[0].flips == 1 ? "" : "es",
-                 fs[0].max_margin, prec == CG_PRECISION_FP16 ? "fp16" : "fp32");
+                 (unsigned long long)f->flips, f->flips == 1 ? "" : "es", f->max_margin,
+                 prec == CG_PRECISION_FP16 ? "fp16" : "fp32");
     }
-    dr->verdict = worst;
-    dr->pass = cg_verdict_passes(worst.verdict);
+    *out = worst;
+    return CG_OK;
+}
+
+/* The detections' verdict (boxes, scores), which the detection outputs
+ * take. A target judged as two device classes is judged by detection per
+ * class, as the elementwise verdicts are (cg_noise_target_judge_class):
+ * the path as placed (fp16 sums) against the fp16-sums floor of the
+ * matched pairs, the rerun with fp32 accumulation against the fp16
+ * storage floor; the verdict is the worse, led by its class's name. */
+static cg_status judge_detect(cg_judge *j, cg_error *err)
+{
+    cg_detect_report *dr = &j->r->detect;
+    const det_tally *dt = j->det;
+    cg_precision prec = j->target ? cg_noise_target_precision(j->target) : j->r->precision;
+    bool have_sums = dt->f16s[0].dist.count > 0 && dt->f16s[1].dist.count > 0;
+    const char *cls[2] = {cg_noise_target_class(j->target, 0),
+                          cg_noise_target_class(j->target, 1)};
+    cg_status st = CG_OK;
+    memset(&dr->verdict, 0, sizeof dr->verdict);
+    memset(dr->class_verdict, 0, sizeof dr->class_verdict);
+    dr->device_class[0] = dr->device_class[1] = NULL;
+    if (cls[0] && cls[1] && dt->reruns) {
+        cg_flip_stats fs[2];
+        for (int c = 0; c < 2 && st == CG_OK; c++)
+            st = detect_judge_run(j, c, c == 0 && have_sums ? dt->f16s : dt->f16,
+                                  c == 0 && have_sums, prec, &fs[c], &dr->class_verdict[c], err);
+        if (st != CG_OK)
+            return st;
+        int w = verdict_rank(dr->class_verdict[1].verdict) >
+                        verdict_rank(dr->class_verdict[0].verdict)
+                    ? 1
+                    : 0;
+        dr->device_class[0] = cls[0];
+        dr->device_class[1] = cls[1];
+        dr->flips = fs[0];
+        dr->verdict = dr->class_verdict[w];
+        snprintf(dr->verdict.reason, sizeof dr->verdict.reason, "%.120s: %.380s", cls[w],
+                 dr->class_verdict[w].reason);
+    } else {
+        /* one path: against the fp16-sums floor when it sums in fp16 (as
+         * placed, or outputs given with --accumulate fp16) */
+        bool sums = have_sums && (j->target ? cg_noise_target_sums16(j->target)
+                                            : j->opt->accumulate == CG_ACCUMULATE_FP16);
+        if ((st = detect_judge_run(j, 0, sums ? dt->f16s : dt->f16, sums, prec, &dr->flips,
+                                   &dr->verdict, err)) != CG_OK)
+            return st;
+    }
+    dr->pass = cg_verdict_passes(dr->verdict.verdict);
     return CG_OK;
 }
 
@@ -1122,6 +1188,11 @@ cg_status cg_judge_finish(cg_judge *j, cg_error *err)
             o->by_noise = true;
             o->verdict = r->detect.verdict;
             o->pass = r->detect.pass;
+            /* and so do its device classes' */
+            for (int c = 0; c < 2; c++) {
+                o->device_class[c] = r->detect.device_class[c];
+                o->class_verdict[c] = r->detect.class_verdict[c];
+            }
             for (size_t i = 0; i < r->sample_count; i++)
                 o->samples[i].pass = o->pass;
         }

@@ -250,6 +250,11 @@ const char *cg_noise_target_class(const cg_noise_target *t, int cls)
     return t && cls >= 0 && cls < 2 ? t->class_name[cls] : NULL;
 }
 
+bool cg_noise_target_sums16(const cg_noise_target *t)
+{
+    return t && t->sums16;
+}
+
 cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, int cls,
                                       const cg_noise_multiples *k, cg_judgement *out,
                                       cg_error *err)

@@ -21,7 +21,10 @@
 #  - the example CNN passes on xnnpack within fp32 noise and on litert-gpu at
 #    fp16 precision;
 #  - a detector whose near-tied boxes swap places on an fp16 target passes
-#    under --task detect (and elementwise is a precision breakdown, not wrong);
+#    under --task detect (and elementwise is a precision breakdown, not wrong),
+#    each device class judged by detection too; one whose box is scored by
+#    a ReduceSum that overflows with fp16 sums fails by detection on F16
+#    devices only (a precision breakdown naming the ReduceSum);
 #  - a segmenter with near-tied classes on an fp16 target: the pixels it
 #    changes against float64 stand beside those fp16 storage changes,
 #    within the noise, and the task verdict passes; a pixel forced to
@@ -151,6 +154,27 @@ file_lacks "$T/det.out" "wrong"
 run_named detect 0 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --min-coverage 0 --task detect --json "$T/detect.json"
 file_matches "$T/detect.out" "6 reference boxes, 6 target boxes, 6 matched .*0 missing, 0 extra"
 json "$T/detect.json" 'r["matches"]["task"]["detect"]["matched"] == 6 and r["matches"]["task"]["detect"]["pass"] and r["matches"]["outputs"][0]["noise"]["detection"] and float(r["matches"]["outputs"][0]["max_abs"]) >= 20'
+# each device class judged by detection too (the matcher of the verdict), so its lines agree
+# with the verdict: F16 devices against the fp16-sums floor of the matched pairs, F32_F16 devices
+# (the rerun with fp32 sums) against the fp16 storage floor; no elementwise "breakdown" under it
+file_matches "$T/detect.out" "^ +detections: matches at fp16 precision: F16 devices \\(fp16 sums\\): scores: "
+file_matches "$T/detect.out" "^ +F16 devices \\(fp16 sums\\): matches at fp16 precision: scores: [0-9.e-]+x the fp16-sums floor"
+file_matches "$T/detect.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision: scores: [0-9.e-]+x the fp16 storage floor"
+file_lacks "$T/detect.out" "precision breakdown"
+json "$T/detect.json" '[c["verdict"]["verdict"] for c in r["matches"]["task"]["detect"]["device_classes"]] == ["matches at fp16 precision"] * 2 and all([c["verdict"]["verdict"] for c in out["device_classes"]] == ["matches at fp16 precision"] * 2 for out in r["matches"]["outputs"])'
+# a detector whose box 0 is scored by a ReduceSum that overflows with fp16 sums: F16 devices
+# fail by detection (a precision breakdown, gone with fp32 accumulation), F32_F16 devices match
+run_named detsum 1 gate "$F/detect_sum.onnx" --target litert-gpu --inputs "$F/detect_sum_inputs" --min-coverage 0 --task detect --json "$T/detsum.json"
+file_matches "$T/detsum.out" "^GATE 3 matches: FAIL  output 'boxes': precision breakdown: F16 devices \\(fp16 sums\\): scores: max \\|d\\| 0.269"
+file_matches "$T/detsum.out" "^ +F16 devices \\(fp16 sums\\): precision breakdown: scores: .*with fp32 accumulation"
+file_matches "$T/detsum.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision: scores: "
+file_matches "$T/detsum.out" "on sample sample_0, as F16 devices \\(fp16 sums\\):"
+file_matches "$T/detsum.out" "verdict: precision breakdown: fp16 overflow in ReduceSum 'sum'"
+file_lacks "$T/detsum.out" "wrong"
+json "$T/detsum.json" '[c["verdict"]["verdict"] for c in r["matches"]["task"]["detect"]["device_classes"]] == ["precision breakdown", "matches at fp16 precision"] and [c["verdict"]["verdict"] for c in r["matches"]["outputs"][1]["device_classes"]] == ["precision breakdown", "matches at fp16 precision"]'
+run_named detsum32 0 gate "$F/detect_sum.onnx" --target litert-gpu --inputs "$F/detect_sum_inputs" --min-coverage 0 --task detect --accumulate fp32
+run_named detsum16 1 gate "$F/detect_sum.onnx" --target litert-gpu --inputs "$F/detect_sum_inputs" --min-coverage 0 --task detect --accumulate fp16
+file_matches "$T/detsum16.out" "^ +detections: precision breakdown: scores: .*fp16 storage and sums alone"
 run_named detectc 0 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,scores,labels
 file_matches "$T/detectc.out" "detections: matches at fp16 precision"
 run_named detectbad 2 compare "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --task detect:boxes,nosuch
