@@ -28,9 +28,10 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZOO_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
-              "vit_b_16", "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer",
+              "efficientnet_b0", "vit_b_16", "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer",
               "ch_ppocr_mobile_v2.0_cls_infer", "silero_vad_legacy", "silero_vad_v5",
-              "silero_vad_v6", "ssdlite320_mobilenet_v3_large"]
+              "silero_vad_v6", "ssdlite320_mobilenet_v3_large", "lstm_gru", "transformer_s2048",
+              "resnet18_dynquant", "resnet18_fp16"]
 # Detectors: judged with --task detect, on a seeded image in [0, 1) (torchvision's
 # detection models normalize inside the graph); bench/parity.sh has no contract for them.
 DETECTORS = {"ssdlite320_mobilenet_v3_large": ("image", (1, 3, 320, 320))}
