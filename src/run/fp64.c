@@ -59,6 +59,18 @@ bool cg_fp64_leaks(const cg_value *v)
     return cg_fp64_promotes(v->tensor.dtype);
 }
 
+void cg_fp64_convert(const cg_tensor *t, double *d)
+{
+    if (t->dtype == CG_DTYPE_FLOAT) { /* the common case, without a dtype switch per element */
+        const float *s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = s[i];
+    } else {
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = cg_tensor_get_f64(t, i);
+    }
+}
+
 /* Converts t to DOUBLE into a fresh buffer; frees the old payload unless
  * borrowed. */
 static cg_status promote_tensor(cg_tensor *t, bool borrowed, cg_error *err)
@@ -73,14 +85,7 @@ static cg_status promote_tensor(cg_tensor *t, bool borrowed, cg_error *err)
     if (!d)
         return cg_error_set(err, CG_NOMEM, "out of memory promoting a %s tensor of %lld "
                             "elements to double", cg_dtype_name(t->dtype), (long long)t->numel);
-    if (t->dtype == CG_DTYPE_FLOAT) { /* the common case, without a dtype switch per element */
-        const float *s = t->data;
-        for (int64_t i = 0; i < t->numel; i++)
-            d[i] = s[i];
-    } else {
-        for (int64_t i = 0; i < t->numel; i++)
-            d[i] = cg_tensor_get_f64(t, i);
-    }
+    cg_fp64_convert(t, d);
     if (!borrowed)
         free(t->data);
     t->data = d;

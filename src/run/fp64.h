@@ -20,6 +20,9 @@ cg_dtype cg_fp64_dtype(cg_dtype dt);
  * a float32/16 value leaking into a float64 run. */
 bool cg_fp64_leaks(const cg_value *v);
 
+/* t's numel values as doubles into d (room for them): the one conversion
+ * promotion makes, at init or into a step's scratch (frame.c). */
+void cg_fp64_convert(const cg_tensor *t, double *d);
 /* Converts, in place, every promoted tensor v holds (sequence items and
  * optional payloads included) to DOUBLE. With data_borrowed the old payload
  * of a top-level tensor belongs to someone else (a zero-copy initializer)

@@ -403,14 +403,7 @@ static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
     *c = *v;
     c->tensor.dtype = CG_DTYPE_DOUBLE;
     c->tensor.data = d;
-    if (t->dtype == CG_DTYPE_FLOAT) {
-        const float *src = t->data;
-        for (int64_t e = 0; e < t->numel; e++)
-            d[e] = src[e];
-    } else {
-        for (int64_t e = 0; e < t->numel; e++)
-            d[e] = cg_tensor_get_f64(t, e);
-    }
+    cg_fp64_convert(t, d);
     f->ins[i] = c;
     return CG_OK;
 }
