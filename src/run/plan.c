@@ -321,19 +321,16 @@ static bool promotes_lazily(const plan_build *b, const cg_value *v)
            v->tensor.numel >= CG_LAZY64_MIN_NUMEL;
 }
 
-/* An initializer that is also a graph input (a feed may replace it) or a
- * graph output (handed to the caller as it is) is promoted at init after
- * all: only steps promote lazily. */
+/* An initializer that is also a graph input is promoted at init after all:
+ * a feed may replace it, and the memory plan is keyed by the inputs' element
+ * types. (One that is a graph output may stay float: the frame hands out a
+ * promoted copy, as it copies any initializer it returns.) */
 static cg_status plan_fp64(plan_build *b)
 {
     cg_plan *p = b->p;
-    for (size_t s = 0; s < p->slot_count; s++) {
-        if (!p->init_lazy64[s])
-            continue;
-        bool io = p->slot_is_output[s];
-        for (size_t j = 0; !io && j < p->graph->input_count; j++)
-            io = p->input_slots[j] == (int32_t)s;
-        if (!io)
+    for (size_t j = 0; j < p->graph->input_count; j++) {
+        int32_t s = p->input_slots[j];
+        if (s < 0 || !p->init_lazy64[s])
             continue;
         p->init_lazy64[s] = false;
         cg_status st = cg_fp64_promote_value(p->init_values[s], p->init_borrowed[s], b->err);
@@ -425,7 +422,7 @@ static cg_status plan_initializers(plan_build *b)
         }
         if (b->rt->opt.float64 && cg_fp64_leaks(p->init_values[s])) {
             if (promotes_lazily(b, p->init_values[s])) {
-                p->init_lazy64[s] = true; /* plan_fp64 decides, once inputs and outputs are known */
+                p->init_lazy64[s] = true; /* plan_fp64 decides, once the inputs are known */
             } else {
                 /* converted once; the double copy is the plan's own */
                 if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
