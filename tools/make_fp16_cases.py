@@ -466,6 +466,50 @@ def segment_tie_inputs():
     return {"sample_0": {"x": x.astype(np.float32)}}
 
 
+# --- (g2) a shape subgraph the converter folds, larger than the placed head ---------------
+
+def folded_chain_model():
+    """lstm_gru's layout in small: a shape subgraph of x (Constant, Shape,
+    Gather, Unsqueeze, Concat, Expand: 9 nodes the converter folds) feeds
+    an Add whose only consumer is an Erf (litert-gpu has none: both on the
+    CPU), and the head (MatMul, Add, Mul, Tanh) is litert-gpu's one
+    partition."""
+    rng = np.random.default_rng(700)
+    w = (rng.integers(-64, 64, size=(128, 16)) / 256.0).astype(np.float32)
+    b = (rng.integers(-64, 64, size=(16,)) / 64.0).astype(np.float32)
+
+    def cnode(name, arr):
+        return h.make_node("Constant", [], [name], name=name + "_const",
+                           value=numpy_helper.from_array(np.asarray(arr), name))
+    nodes = [
+        cnode("idx0", np.array(0, np.int64)), cnode("axes0", np.array([0], np.int64)),
+        cnode("width", np.array([128], np.int64)),
+        cnode("half", np.array([0.5], np.float32)),
+        h.make_node("Shape", ["x"], ["x_shape"], name="shape"),
+        h.make_node("Gather", ["x_shape", "idx0"], ["rows"], name="rows", axis=0),
+        h.make_node("Unsqueeze", ["rows", "axes0"], ["rows1"], name="rows1"),
+        h.make_node("Concat", ["rows1", "width"], ["zshape"], name="zshape", axis=0),
+        h.make_node("Expand", ["half", "zshape"], ["z"], name="z"),
+        h.make_node("Add", ["x", "z"], ["q"], name="shift"),
+        h.make_node("Erf", ["q"], ["e"], name="erf"),
+        h.make_node("MatMul", ["e", "w"], ["hm"], name="head_matmul"),
+        h.make_node("Add", ["hm", "b"], ["hb"], name="head_bias"),
+        h.make_node("Mul", ["hb", "gain"], ["hg"], name="head_gain"),
+        h.make_node("Tanh", ["hg"], ["y"], name="head_tanh"),
+    ]
+    return graph_model(
+        "folded_chain", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [4, 128])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [4, 16])],
+        [const("w", w), const("b", b), const("gain", [0.25])])
+
+
+def folded_chain_inputs():
+    """x in [-2, 2) on a 1/64 grid (exact in fp16)."""
+    rng = np.random.default_rng(701)
+    x = rng.integers(-128, 128, size=(4, 128)) / 64.0
+    return {"sample_0": {"x": x.astype(np.float32)}}
+
+
 # --- (h) fp16 running sums past 65504, one reduction or convolution each ------------
 
 def sum_cancel_model():
@@ -606,6 +650,8 @@ def main():
     save_sets(os.path.join(DATA, "detect_sum_inputs"), detect_sum_inputs())
     save(segment_tie_model(), os.path.join(DATA, "segment_tie.onnx"))
     save_sets(os.path.join(DATA, "segment_tie_inputs"), segment_tie_inputs())
+    save(folded_chain_model(), os.path.join(DATA, "folded_chain.onnx"))
+    save_sets(os.path.join(DATA, "folded_chain_inputs"), folded_chain_inputs())
     for name, model, inputs in (("sum_cancel", sum_cancel_model, sum_cancel_inputs),
                                 ("prod_overflow", prod_overflow_model, prod_overflow_inputs),
                                 ("conv_cancel", conv_cancel_model, conv_cancel_inputs),

@@ -171,6 +171,12 @@ static void proxies_use(cg_target_path *p, const char *lowering)
     for (size_t i = 0; i < p->opt.target_count; i++) {
         tp_proxy *px = &p->proxies[i];
         px->t = *p->targets[i];
+        /* the lowered graph's placement applied the partition rules; on the
+         * source graph they would count again nodes the conversion folded
+         * away (lstm_gru's shape subgraph of 10 nodes outranked its 4-op
+         * head under litert-gpu's one partition, and gate 3 ran the head
+         * on the CPU in fp32 while gate 2 placed it on the GPU) */
+        memset(&px->t.rules, 0, sizeof px->t.rules);
         px->t.vt = &proxy_vt;
         px->t.impl = px;
         px->graph = p->model->graph;

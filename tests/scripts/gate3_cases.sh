@@ -20,6 +20,8 @@
 #  - the wrong-on-purpose rewrite is a wrong result (bisect and compare);
 #  - the example CNN passes on xnnpack within fp32 noise and on litert-gpu at
 #    fp16 precision;
+#  - gate 3's path runs on litert-gpu the head gate 2 placed there, not the
+#    CPU, when a folded shape subgraph is larger than the head;
 #  - a detector whose near-tied boxes swap places on an fp16 target passes
 #    under --task detect (and elementwise is a precision breakdown, not wrong),
 #    each device class judged by detection too; one whose box is scored by
@@ -146,6 +148,13 @@ run_named cnn16 0 gate "$SRC/examples/tiny_cnn.onnx" --target litert-gpu --input
 # both device classes, each against the floor of how it sums
 file_matches "$T/cnn16.out" "matches at fp16 precision: F16 devices \\(fp16 sums\\): [0-9.e-]+x the fp16-sums floor"
 file_matches "$T/cnn16.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): matches at fp16 precision, [0-9.e-]+x the fp16 storage floor"
+
+# --- gate 3 runs on the GPU what gate 2 placed there: the partition rules are not applied again
+# to the ONNX graph, where a shape subgraph the converter folds (9 nodes) outranked the 4-op head
+run_named folded 0 gate "$F/folded_chain.onnx" --target litert-gpu --inputs "$F/folded_chain_inputs" --min-coverage 0
+file_matches "$T/folded.out" "4/6 nodes on litert-gpu"
+file_matches "$T/folded.out" "^ +F16 devices \\(fp16 sums\\): matches at fp16 precision"
+file_lacks "$T/folded.out" "matches \\(fp32 noise\\)"
 
 # --- near-tied detections that swap places on an fp16 target --------------------------------
 run_named det 1 gate "$F/detect_tie.onnx" --target litert-gpu --inputs "$F/detect_tie_inputs" --min-coverage 0
