@@ -3,6 +3,7 @@
  * source into the editable graph, runs the named lowering, records what it
  * removed and writes the runtime's graph back as a model.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,153 @@ void lower_alias_free(lower_alias *a)
     free(a->to);
     cg_strmap_free(&a->map);
     memset(a, 0, sizeof *a);
+}
+
+size_t lower_consumers(const cg_graph *g, const char *name, size_t *only)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g->node_count; i++)
+        for (size_t k = 0; k < g->nodes[i].input_count; k++)
+            if (g->nodes[i].inputs[k] && strcmp(g->nodes[i].inputs[k], name) == 0) {
+                n++;
+                *only = i;
+            }
+    for (size_t i = 0; i < g->output_count; i++)
+        if (g->outputs[i].name && strcmp(g->outputs[i].name, name) == 0)
+            n += 2;
+    return n;
+}
+
+static bool scalar_of(const cg_tensor_proto *t, double *out)
+{
+    int64_t numel = 0;
+    return t && lg_tensor_numel(t, &numel) && numel == 1 && lg_tensor_f64(t, 0, out);
+}
+
+bool lower_graph_scalar(const cg_graph *g, const char *name, double *out)
+{
+    if (!name || !*name)
+        return false;
+    for (size_t i = 0; i < g->initializer_count; i++)
+        if (g->initializers[i].name && strcmp(g->initializers[i].name, name) == 0)
+            return scalar_of(&g->initializers[i], out);
+    for (size_t i = 0; i < g->node_count; i++) {
+        const cg_node *n = &g->nodes[i];
+        if (!lower_is_onnx_op(n, "Constant") || !n->output_count ||
+            strcmp(n->outputs[0], name) != 0)
+            continue;
+        const cg_attr *v = cg_node_attr(n, "value");
+        if (v && v->t)
+            return scalar_of(v->t, out);
+        if (cg_node_attr(n, "value_float")) {
+            *out = cg_node_attr_float(n, "value_float", 0);
+            return true;
+        }
+        return false;
+    }
+    return false;
+}
+
+/* The single reader of node n's first output when it is op `op`, else SIZE_MAX. */
+static size_t sole_reader(const cg_graph *g, const cg_node *n, const char *op)
+{
+    size_t only = 0;
+    if (!n->output_count || !*n->outputs[0] || lower_consumers(g, n->outputs[0], &only) != 1)
+        return SIZE_MAX;
+    return lower_is_onnx_op(&g->nodes[only], op) ? only : SIZE_MAX;
+}
+
+static bool near(double got, double v)
+{
+    return fabs(got - v) <= 1e-6 * fabs(v); /* float32 rounding of v */
+}
+
+static bool same(const char *a, const char *b)
+{
+    return a && b && *a && strcmp(a, b) == 0;
+}
+
+/* Binary node n reads `value` and the constant v (either side). */
+static bool reads_const(const cg_graph *g, const cg_node *n, const char *value, double v)
+{
+    double got;
+    if (n->input_count != 2)
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (same(n->inputs[k], value) && lower_graph_scalar(g, n->inputs[1 - k], &got) &&
+            near(got, v))
+            return true;
+    return false;
+}
+
+/* Binary node n reads a and b (either order). */
+static bool reads_pair(const cg_node *n, const char *a, const char *b)
+{
+    return n->input_count == 2 && ((same(n->inputs[0], a) && same(n->inputs[1], b)) ||
+                                   (same(n->inputs[0], b) && same(n->inputs[1], a)));
+}
+
+/* Walks the chain from nodes[count - 1]: the sole reader of its output,
+ * of op `op`; appended. False when the chain breaks there. */
+static bool next_in_chain(const cg_graph *g, lower_gelu *m, const char *op)
+{
+    size_t k = sole_reader(g, &g->nodes[m->nodes[m->count - 1]], op);
+    if (k == SIZE_MAX || m->count >= sizeof m->nodes / sizeof m->nodes[0])
+        return false;
+    m->nodes[m->count++] = k;
+    return true;
+}
+
+static const char *out0(const cg_graph *g, const lower_gelu *m, size_t at)
+{
+    return g->nodes[m->nodes[at]].outputs[0];
+}
+
+bool lower_match_gelu(const cg_graph *g, size_t first, lower_gelu *out)
+{
+    const double sqrt2 = 1.4142135623730951, sqrt_2_pi = 0.7978845608028654;
+    const cg_node *n0 = &g->nodes[first];
+    lower_gelu m = {.nodes = {first}, .count = 1};
+    if (n0->input_count != 2 || !n0->output_count || !*n0->outputs[0])
+        return false;
+    m.x = n0->inputs[0];
+    if (lower_is_onnx_op(n0, "Div")) {
+        double d;
+        if (!lower_graph_scalar(g, n0->inputs[1], &d) || !near(d, sqrt2) ||
+            !next_in_chain(g, &m, "Erf") || !next_in_chain(g, &m, "Add") ||
+            !reads_const(g, &g->nodes[m.nodes[2]], out0(g, &m, 1), 1.0) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_pair(&g->nodes[m.nodes[3]], m.x, out0(g, &m, 2)) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_const(g, &g->nodes[m.nodes[4]], out0(g, &m, 3), 0.5))
+            return false;
+        m.core = 1;
+    } else if (lower_is_onnx_op(n0, "Mul") && same(n0->inputs[0], n0->inputs[1])) {
+        if (!next_in_chain(g, &m, "Mul") ||
+            !reads_pair(&g->nodes[m.nodes[1]], m.x, out0(g, &m, 0)) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_const(g, &g->nodes[m.nodes[2]], out0(g, &m, 1), 0.044715) ||
+            !next_in_chain(g, &m, "Add") ||
+            !reads_pair(&g->nodes[m.nodes[3]], m.x, out0(g, &m, 2)) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_const(g, &g->nodes[m.nodes[4]], out0(g, &m, 3), sqrt_2_pi) ||
+            !next_in_chain(g, &m, "Tanh") || !next_in_chain(g, &m, "Add") ||
+            !reads_const(g, &g->nodes[m.nodes[6]], out0(g, &m, 5), 1.0) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_pair(&g->nodes[m.nodes[7]], m.x, out0(g, &m, 6)) ||
+            !next_in_chain(g, &m, "Mul") ||
+            !reads_const(g, &g->nodes[m.nodes[8]], out0(g, &m, 7), 0.5))
+            return false;
+        m.tanh = true;
+        m.core = 5;
+    } else {
+        return false;
+    }
+    m.y = out0(g, &m, m.count - 1);
+    if (!m.y || !*m.y)
+        return false;
+    *out = m;
+    return true;
 }
 
 /* --- what was removed ----------------------------------------------------------------- */

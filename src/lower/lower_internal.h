@@ -74,4 +74,33 @@ void lower_attrs_int(lower_attrs *as, const char *name, int64_t v);
 void lower_attrs_float(lower_attrs *as, const char *name, float v);
 void lower_attrs_ints(lower_attrs *as, const char *name, const int64_t *v, size_t count);
 
+/* How many nodes of g read name (a graph output counts 2: it cannot be
+ * fused away); *only: the last of them. */
+size_t lower_consumers(const cg_graph *g, const char *name, size_t *only);
+/* A one-element numeric constant of g: an initializer or a Constant node's
+ * value (value / value_float). */
+bool lower_graph_scalar(const cg_graph *g, const char *name, double *out);
+
+/* PyTorch's exported GELU: the nodes torch.onnx writes for nn.GELU (its
+ * symbolic for aten::gelu, opsets 9-19; opset 20 writes a Gelu node):
+ *   approximate="none": Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .)
+ *                       -> Mul(., 0.5)
+ *   approximate="tanh": Mul(x, x) -> Mul(x, .) -> Mul(0.044715, .) ->
+ *                       Add(x, .) -> Mul(sqrt(2/pi), .) -> Tanh ->
+ *                       Add(1, .) -> Mul(x, .) -> Mul(0.5, .)
+ * Each inner value is read by the next node only; the constant of an Add
+ * or Mul may be either operand. The formula spelled out by hand in another
+ * order (x * 0.5 * (1 + erf(x / sqrt 2)), older BERT code) is not matched:
+ * torch.export keeps that as its element ops. */
+typedef struct lower_gelu {
+    size_t nodes[9]; /* source node indices in the order above; nodes[0] the first */
+    size_t count;    /* 5 ("none") or 9 ("tanh") */
+    size_t core;     /* index into nodes of its Erf / Tanh */
+    const char *x;   /* the input */
+    const char *y;   /* the output (the last Mul's) */
+    bool tanh;       /* the tanh approximation */
+} lower_gelu;
+/* True when node `first` of g opens a GELU pattern, filling *out. */
+bool lower_match_gelu(const cg_graph *g, size_t first, lower_gelu *out);
+
 #endif

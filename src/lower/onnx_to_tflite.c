@@ -152,22 +152,6 @@ static bool static_shape(lm_ctx *c, const char *name)
     return true;
 }
 
-/* Number of consumers of name in the source graph (and whether it is a graph output). */
-static size_t consumers(const cg_graph *g, const char *name, size_t *only)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < g->node_count; i++)
-        for (size_t k = 0; k < g->nodes[i].input_count; k++)
-            if (g->nodes[i].inputs[k] && strcmp(g->nodes[i].inputs[k], name) == 0) {
-                n++;
-                *only = i;
-            }
-    for (size_t i = 0; i < g->output_count; i++)
-        if (g->outputs[i].name && strcmp(g->outputs[i].name, name) == 0)
-            n += 2; /* a graph output cannot be fused away */
-    return n;
-}
-
 /* A float scalar of a constant: an initializer or a Constant node's value. */
 static bool tensor_scalar(const cg_tensor_proto *t, double *out)
 {
@@ -979,24 +963,6 @@ static bool map_node(lm_ctx *c, size_t i)
                 outs, n_out, &as, n->op_type);
 }
 
-/* The single consumer of node n's first output when it is op `op` (any op:
- * NULL), else SIZE_MAX. */
-static size_t sole_consumer(lm_ctx *c, const cg_node *n, const char *op)
-{
-    size_t only = 0;
-    if (!n->output_count || !*n->outputs[0] || consumers(c->g, n->outputs[0], &only) != 1)
-        return SIZE_MAX;
-    return !op || is_op(&c->g->nodes[only], op) ? only : SIZE_MAX;
-}
-
-/* Input k of node n is the constant scalar v (within float32 rounding). */
-static bool scalar_input(lm_ctx *c, const cg_node *n, size_t k, double v)
-{
-    double got;
-    return n->input_count > k && const_scalar(c, n->inputs[k], &got) &&
-           fabs(got - v) <= 1e-6 * fabs(v);
-}
-
 /* onnx2tf Div.py's GELU pattern (PINTO0309/onnx2tf#465), as PyTorch
  * exports nn.GELU(): Div(x, 1.4142135) -> Erf -> Add(1) -> Mul(x, .) ->
  * Mul(., 0.5). onnx2tf writes tf.nn.gelu for the Div (the converter's
@@ -1004,28 +970,14 @@ static bool scalar_input(lm_ctx *c, const cg_node *n, size_t k, double v)
  * of memory. */
 static bool plan_gelu(lm_ctx *c, size_t i)
 {
-    const cg_node *div = &c->g->nodes[i];
-    if (!is_op(div, "Div") || div->input_count != 2 || !scalar_input(c, div, 1, 1.4142135623730951))
-        return true;
-    size_t erf = sole_consumer(c, div, "Erf");
-    size_t add = erf == SIZE_MAX ? SIZE_MAX : sole_consumer(c, &c->g->nodes[erf], "Add");
-    if (add == SIZE_MAX || !scalar_input(c, &c->g->nodes[add], 1, 1.0))
-        return true;
-    size_t mul1 = sole_consumer(c, &c->g->nodes[add], "Mul");
-    const cg_node *m1 = mul1 == SIZE_MAX ? NULL : &c->g->nodes[mul1];
-    if (!m1 || m1->input_count != 2 ||
-        (strcmp(m1->inputs[0], div->inputs[0]) != 0 && strcmp(m1->inputs[1], div->inputs[0]) != 0))
-        return true;
-    size_t mul2 = sole_consumer(c, m1, "Mul");
-    if (mul2 == SIZE_MAX || !scalar_input(c, &c->g->nodes[mul2], 1, 0.5) ||
-        !c->g->nodes[mul2].output_count || !*c->g->nodes[mul2].outputs[0])
-        return true;
-    const size_t folded[4] = {erf, add, mul1, mul2};
-    for (int k = 0; k < 4; k++)
-        if (!note_removed(c, folded[k], "folded into the GELU the converter makes of this "
-                                        "pattern (onnx2tf Div.py: tf.identity)", i))
+    lower_gelu m;
+    if (!lower_match_gelu(c->g, i, &m) || m.tanh)
+        return true; /* onnx2tf's pattern is the erf form's */
+    for (size_t k = 1; k < m.count; k++)
+        if (!note_removed(c, m.nodes[k], "folded into the GELU the converter makes of this "
+                                         "pattern (onnx2tf Div.py: tf.identity)", i))
             return false;
-    c->gelu[i] = c->g->nodes[mul2].outputs[0];
+    c->gelu[i] = m.y;
     return true;
 }
 
@@ -1089,7 +1041,7 @@ static bool plan_removals(lm_ctx *c)
             continue;
         }
         size_t only = 0;
-        if (!n->output_count || !*n->outputs[0] || consumers(g, n->outputs[0], &only) != 1)
+        if (!n->output_count || !*n->outputs[0] || lower_consumers(g, n->outputs[0], &only) != 1)
             continue;
         const cg_node *next = &g->nodes[only];
         if (!next->output_count || !*next->outputs[0])
@@ -1103,7 +1055,7 @@ static bool plan_removals(lm_ctx *c)
                 return false;
             /* an activation after the batch norm fuses into the conv too */
             size_t after = 0;
-            if (consumers(g, next->outputs[0], &after) == 1 && g->nodes[after].output_count &&
+            if (lower_consumers(g, next->outputs[0], &after) == 1 && g->nodes[after].output_count &&
                 activation_of(c, &g->nodes[after])) {
                 c->act[i] = activation_of(c, &g->nodes[after]);
                 if (!note_removed(c, after, "fused into the op before it", i) ||
