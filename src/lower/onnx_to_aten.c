@@ -31,9 +31,24 @@
  *            is mm; N-D x 2-D folds the batch into rows (view, mm, view);
  *            N-D x N-D is bmm between views (expand where batch dims
  *            broadcast); 1-D x 1-D dot, 2-D x 1-D mv.
+ *  [ET-flow] the same revision: exir/backend/canonical_partitioners/
+ *            config_partitioner.py get_matched_nodes_from_configs walks
+ *            ep.graph_module.graph.nodes (the top-level graph; to_backend's
+ *            recursion into cond/map/scan submodules in exir/backend/
+ *            backend_api.py lowers only nodes a partitioner tagged);
+ *            exir/emit/_emitter.py emits cond as JumpFalseCall around the
+ *            inlined branches (_emit_cond), map and scan likewise, and
+ *            raises "Unsupported control flow operator" for while_loop
+ *            (_emit_control_flow; exir/program/test/test_program.py
+ *            test_while expects exactly that from to_executorch).
  *  [edge]    the edge dialect's view ops are the copy variants (view_copy,
  *            permute_copy, squeeze_copy, unsqueeze_copy, slice_copy,
  *            expand_copy), as the configs' target names are.
+ *
+ * GELU: nn.GELU is aten.gelu under torch.export (a core ATen op, taken by
+ * [ET-cfg] GeluConfig in fp32, test_gelu); torch.onnx writes it as five
+ * nodes (nine for approximate="tanh"), which lower_match_gelu finds and
+ * which become that one gelu, the others folded into it.
  *
  * What has no op: a Constant node (a lifted constant of the exported
  * program), an Identity (nn.Identity returns its input), a node computed
@@ -41,11 +56,18 @@
  * Python int under torch.export): the equivalent module holds the folded
  * value as a parameter. These are removed (lg_remove, with why). An ONNX
  * op this mapping does not know keeps its op type in domain "onnx", which
- * no aten:* rule takes, so it is refused naming it; only the main graph is
- * mapped, so an If/Loop/Scan is such an op (torch.cond / while_loop are
- * higher-order ops no XNNPACK config takes). Values keep their names and
- * NCHW types (every value's type is declared: the reference cannot run
- * ATen ops); values the mapping makes are named "<node>/<what>".
+ * no aten:* rule takes, so it is refused naming it.
+ *
+ * Control flow ([ET-flow]): If, Loop and Scan become the higher-order ops
+ * torch.cond, torch.while_loop and torch.scan (domain "higher_order"),
+ * which no config names; only the main graph is mapped. The partitioner
+ * tags nodes of the top-level graph only, so nothing inside a cond or scan
+ * is delegated: it and its bodies run in ExecuTorch's portable runtime.
+ * while_loop is not emitted at all at this revision: to_executorch fails.
+ *
+ * Values keep their names and NCHW types (every value's type is declared:
+ * the reference cannot run ATen ops); values the mapping makes are named
+ * "<node>/<what>".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +79,8 @@
 #include "lower/lower_internal.h"
 
 #define EA_DOMAIN "aten"
+/* torch.ops.higher_order: cond, while_loop, scan ([ET-flow]) */
+#define EA_HIGHER_ORDER "higher_order"
 
 /* 1:1 ops: the ONNX op, the ATen op its module call exports as, the
  * overload ([ET-cfg] target names; ops without an XNNPACK config are
@@ -96,6 +120,9 @@ typedef struct ea_ctx {
     cg_strmap made;      /* names taken: the source's values (0) and the mapping's (1) */
     bool *skip;          /* per source node: removed */
     const char **why;    /* per source node: why */
+    size_t *into;        /* per source node: the source node it folded into, or SIZE_MAX */
+    size_t *op;          /* per source node: its (first) ATen node, or SIZE_MAX */
+    lower_gelu *gelu;    /* per source node: the GELU pattern it opens (count 0: none) */
     int64_t opset;       /* of the default domain */
 } ea_ctx;
 
@@ -158,7 +185,8 @@ static const cg_tensor_proto *source_init(ea_ctx *c, const char *name)
     return lg_initializer(c->lg, name, false);
 }
 
-/* A float scalar (one element) of an initializer or a Constant node. */
+/* A float scalar (one element) of an initializer of the lowered graph (a
+ * folded value too) or of the source (lower_graph_scalar). */
 static bool const_scalar(ea_ctx *c, const char *name, double *out)
 {
     if (!name || !*name)
@@ -167,22 +195,7 @@ static bool const_scalar(ea_ctx *c, const char *name, double *out)
     int64_t numel = 0;
     if (t)
         return lg_tensor_numel(t, &numel) && numel == 1 && lg_tensor_f64(t, 0, out);
-    for (size_t i = 0; i < c->g->node_count; i++) {
-        const cg_node *n = &c->g->nodes[i];
-        if (is_op(n, "Constant") && n->output_count && strcmp(n->outputs[0], name) == 0) {
-            const cg_attr *v = cg_node_attr(n, "value");
-            if (v && v->t)
-                return lg_tensor_numel(v->t, &numel) && numel == 1 &&
-                       lg_tensor_f64(v->t, 0, out);
-            float f = cg_node_attr_float(n, "value_float", 0);
-            if (cg_node_attr(n, "value_float")) {
-                *out = f;
-                return true;
-            }
-            return false;
-        }
-    }
-    return false;
+    return lower_graph_scalar(c->g, name, out);
 }
 
 /* The int64 elements of a constant vector (initializer or Constant node). */
@@ -917,6 +930,16 @@ static bool map_gather(ea_ctx *c, size_t i, const cg_node *n, const char *name)
 
 /* --- one node ------------------------------------------------------------------------ */
 
+/* The torch higher-order op an ONNX control-flow node stands for: If is
+ * torch.cond, Loop torch.while_loop (a Python loop over a static range
+ * would be unrolled by torch.export instead), Scan torch.scan. NULL for
+ * any other node. */
+static const char *control_flow_op(const cg_node *n)
+{
+    return is_op(n, "If") ? "cond" : is_op(n, "Loop") ? "while_loop" : is_op(n, "Scan") ? "scan"
+                                                                                       : NULL;
+}
+
 /* Maps source node i. Unmapped ops keep their ONNX op type in domain "onnx". */
 static bool map_node(ea_ctx *c, size_t i)
 {
@@ -926,8 +949,26 @@ static bool map_node(ea_ctx *c, size_t i)
         return false;
     bool unmapped = false, ok = true;
     bool has_io = n->input_count > 0 && *n->inputs[0] && n->output_count > 0 && *n->outputs[0];
+    const char *flow = control_flow_op(n);
+    if (flow) {
+        /* [ET-flow]: the higher-order op, its bodies not mapped (the
+         * partitioner never looks inside them) */
+        lower_attrs as = {.n = 0};
+        return emit(c, i, EA_HIGHER_ORDER, flow, name, n->inputs, n->input_count, n->outputs,
+                    n->output_count, &as, n->op_type);
+    }
     if (!has_io || !cg_domain_is_default(n->domain)) {
         unmapped = true;
+    } else if (c->gelu[i].count) {
+        /* [ET-cfg] GeluConfig (gelu.default, fp32): nn.GELU exports as
+         * aten.gelu, a core ATen op; the pattern torch.onnx wrote for it
+         * (plan_removals) is that one op, reading x and writing the
+         * pattern's output. GeluConfig does not check `approximate` (and
+         * operators/op_gelu.py serializes XNNGelu with no flag for it) */
+        lower_attrs as = {.n = 0};
+        lower_attrs_str(&as, "approximate", c->gelu[i].tanh ? "tanh" : "none");
+        ok = emit_aten(c, i, "gelu", "default", name, &c->gelu[i].x, 1, c->gelu[i].y, &as,
+                       n->op_type);
     } else if (is_op(n, "Conv") || is_op(n, "ConvTranspose")) {
         ok = map_conv(c, i, n, name);
     } else if (is_op(n, "Gemm")) {
@@ -1062,6 +1103,25 @@ static bool plan_removals(ea_ctx *c)
     const cg_graph *g = c->g;
     for (size_t i = 0; i < g->node_count; i++) {
         const cg_node *n = &g->nodes[i];
+        if (c->skip[i])
+            continue; /* inside a GELU pattern */
+        lower_gelu gl;
+        if (lower_match_gelu(g, i, &gl)) {
+            /* the gelu stands in the place of the pattern's Erf / Tanh, the
+             * others fold into it */
+            size_t core = gl.nodes[gl.core];
+            c->gelu[core] = gl;
+            for (size_t k = 0; k < gl.count; k++) {
+                size_t f = gl.nodes[k];
+                if (f == core)
+                    continue;
+                c->skip[f] = true;
+                c->into[f] = core;
+                c->why[f] = "folded into the aten.gelu of nn.GELU (torch.onnx writes it as "
+                            "this pattern)";
+            }
+            continue;
+        }
         if (is_op(n, "Identity") && n->input_count && *n->inputs[0] && n->output_count) {
             c->skip[i] = true;
             c->why[i] = "no op: nn.Identity returns its input";
@@ -1130,7 +1190,12 @@ cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
     size_t n = c.n;
     c.skip = calloc(n + 1, sizeof *c.skip);
     c.why = calloc(n + 1, sizeof *c.why);
-    bool ok = c.skip && c.why;
+    c.into = malloc((n + 1) * sizeof *c.into);
+    c.op = malloc((n + 1) * sizeof *c.op);
+    c.gelu = calloc(n + 1, sizeof *c.gelu);
+    bool ok = c.skip && c.why && c.into && c.op && c.gelu;
+    for (size_t i = 0; ok && i <= n; i++)
+        c.into[i] = c.op[i] = SIZE_MAX;
     for (size_t i = 0; ok && i < c.g->input_count; i++)
         ok = !c.g->inputs[i].name || cg_strmap_add(&c.made, c.g->inputs[i].name, 0) !=
                                          CG_STRMAP_NONE;
@@ -1142,20 +1207,36 @@ cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
             ok = !*c.g->nodes[i].outputs[o] ||
                  cg_strmap_add(&c.made, c.g->nodes[i].outputs[o], 0) != CG_STRMAP_NONE;
     ok = ok && plan_removals(&c);
-    for (size_t i = 0; ok && i < n; i++)
+    for (size_t i = 0; ok && i < n; i++) {
+        c.op[i] = c.lg->node_count;
         ok = c.skip[i] || map_node(&c, i);
+    }
     for (size_t i = 0; ok && i < n; i++) {
         const cg_node *cf = &c.g->nodes[i];
-        if (!c.skip[i] && (is_op(cf, "If") || is_op(cf, "Loop") || is_op(cf, "Scan")))
-            lg_note(m, "control flow: %s '%s' is kept as the ONNX op, which no aten:* rule "
-                       "accepts, so it and its bodies run on the CPU (torch.cond / "
-                       "while_loop are higher-order ops no XNNPACK config names); this "
-                       "lowering maps the main graph only",
+        const char *flow = control_flow_op(cf);
+        if (c.skip[i] || !flow)
+            continue;
+        if (strcmp(flow, "while_loop") == 0)
+            lg_note(m, "control flow: %s '%s' is torch.while_loop, which ExecuTorch does not "
+                       "emit (exir/emit/_emitter.py _emit_control_flow: \"Unsupported control "
+                       "flow operator: while_loop\", pytorch/executorch@cff6f4dd32e6): "
+                       "to_executorch fails on the program, whatever is delegated",
                     cf->op_type, cf->name && *cf->name ? cf->name : "?");
+        else
+            lg_note(m, "control flow: %s '%s' is torch.%s; the XNNPACK partitioner tags "
+                       "nodes of the top-level graph only (ConfigerationBasedPartitioner."
+                       "get_matched_nodes_from_configs, pytorch/executorch@cff6f4dd32e6), so "
+                       "it and every op of its %s run in the portable runtime (exir/emit/"
+                       "_emitter.py _emit_%s); its bodies are not counted here",
+                    cf->op_type, cf->name && *cf->name ? cf->name : "?", flow,
+                    strcmp(flow, "cond") == 0 ? "branches" : "body", flow);
     }
-    /* the source nodes give way to their ATen ops */
-    for (size_t i = 0; ok && i < n; i++)
-        lg_remove(c.lg, i, c.skip[i] ? c.why[i] : "translated to ATen", SIZE_MAX);
+    /* the source nodes give way to their ATen ops; one folded into
+     * another's op (a GELU pattern's) is recorded as folded into it */
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t into = c.skip[i] && c.into[i] < n ? c.op[c.into[i]] : SIZE_MAX;
+        lg_remove(c.lg, i, c.skip[i] ? c.why[i] : "translated to ATen", into);
+    }
     for (size_t i = 0; ok && i < c.lg->output_count; i++)
         c.lg->outputs[i] = resolve(&c, c.lg->outputs[i]);
     /* declared types: the graph inputs and every output of a source node
@@ -1173,6 +1254,9 @@ cg_status cg_lower_onnx_to_aten(lg_model *m, cg_error *err)
         }
     free(c.skip);
     free(c.why);
+    free(c.into);
+    free(c.op);
+    free(c.gelu);
     lower_alias_free(&c.alias);
     cg_strmap_free(&c.folded);
     cg_strmap_free(&c.made);

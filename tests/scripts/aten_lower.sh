@@ -102,6 +102,62 @@ save("pools", [
     h.make_node("Pow", ["x", "three"], ["p3"], "cube"),
 ], [("x", [1, 4, 6, 6])], ["g", "m23", "m1", "ap0", "ap1", "p2", "p3"],
    [nh.from_array(np.array(2, np.float32), "two"), nh.from_array(np.array(3, np.float32), "three")])
+
+# GELU: torch.onnx writes nn.GELU as Div, Erf, Add, Mul, Mul (constants in
+# Constant nodes) and nn.GELU(approximate="tanh") as nine Mul/Add/Tanh
+# nodes; torch.export gives one aten.gelu for each, which GeluConfig takes.
+# The formula spelled out in another order (x * 0.5 * (1 + erf(x / sqrt 2)))
+# is not nn.GELU: its element ops stay, and the erf is refused.
+def const(name, v):
+    return h.make_node("Constant", [], [name], name, value=nh.from_array(np.array(v, np.float32)))
+save("gelu", [
+    const("sqrt2", 1.4142135623730951), const("one", 1.0), const("half", 0.5),
+    h.make_node("Div", ["x", "sqrt2"], ["e_div"], "e_div"),
+    h.make_node("Erf", ["e_div"], ["e_erf"], "e_erf"),
+    h.make_node("Add", ["e_erf", "one"], ["e_add"], "e_add"),
+    h.make_node("Mul", ["x", "e_add"], ["e_mul"], "e_mul"),
+    h.make_node("Mul", ["e_mul", "half"], ["g1"], "e_half"),
+    const("kappa", 0.044715), const("beta", 0.7978845608028654),
+    h.make_node("Mul", ["g1", "g1"], ["t_sq"], "t_sq"),
+    h.make_node("Mul", ["g1", "t_sq"], ["t_cube"], "t_cube"),
+    h.make_node("Mul", ["kappa", "t_cube"], ["t_k"], "t_k"),
+    h.make_node("Add", ["g1", "t_k"], ["t_in"], "t_in"),
+    h.make_node("Mul", ["beta", "t_in"], ["t_b"], "t_b"),
+    h.make_node("Tanh", ["t_b"], ["t_tanh"], "t_tanh"),
+    h.make_node("Add", ["one", "t_tanh"], ["t_add"], "t_add"),
+    h.make_node("Mul", ["g1", "t_add"], ["t_mul"], "t_mul"),
+    h.make_node("Mul", ["half", "t_mul"], ["g2"], "t_half"),
+    h.make_node("Mul", ["g2", "half"], ["b_half"], "b_half"),
+    h.make_node("Div", ["g2", "sqrt2"], ["b_div"], "b_div"),
+    h.make_node("Erf", ["b_div"], ["b_erf"], "b_erf"),
+    h.make_node("Add", ["one", "b_erf"], ["b_add"], "b_add"),
+    h.make_node("Mul", ["b_half", "b_add"], ["y"], "b_mul"),
+], [("x", [2, 16])], ["y"], [])
+
+# control flow: If is torch.cond, Loop torch.while_loop (higher-order ops
+# no config names); the notes say what ExecuTorch does with each
+then_g = h.make_graph([h.make_node("Relu", ["x"], ["t"], "then_relu")], "then", [],
+                      [h.make_tensor_value_info("t", T.FLOAT, [2, 4])])
+else_g = h.make_graph([h.make_node("Neg", ["x"], ["e"], "else_neg")], "else", [],
+                      [h.make_tensor_value_info("e", T.FLOAT, [2, 4])])
+body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"], "body_cond"),
+                     h.make_node("Add", ["v_in", "x"], ["v_out"], "body_add")], "body",
+                    [h.make_tensor_value_info("it", T.INT64, []),
+                     h.make_tensor_value_info("c_in", T.BOOL, []),
+                     h.make_tensor_value_info("v_in", T.FLOAT, [2, 4])],
+                    [h.make_tensor_value_info("c_out", T.BOOL, []),
+                     h.make_tensor_value_info("v_out", T.FLOAT, [2, 4])])
+g = h.make_graph([
+    h.make_node("ReduceSum", ["x"], ["s"], "sum", keepdims=0),
+    h.make_node("Greater", ["s", "zero"], ["pos"], "pos"),
+    h.make_node("If", ["pos"], ["b"], "branch", then_branch=then_g, else_branch=else_g),
+    h.make_node("Loop", ["trips", "", "b"], ["y"], "loop", body=body),
+], "flow", [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+    [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+    [nh.from_array(np.array(0, np.float32), "zero"), i64("trips", 3)])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, "%s/flow.onnx" % d)
 PY
 
 lowered() { # MODEL: the runtime graph's op histogram into $tmp/ops.json
@@ -158,6 +214,29 @@ ops_are "pools: each op as torch exports it" \
     '{"aten:_adaptive_avg_pool2d": 1, "aten:mean": 2, "aten:avg_pool2d": 2, "aten:pow": 2}'
 refused_are pools "pools: global pool, mean over C, counted padding, cube refused" \
     '{"gap", "mean_c", "avg_pad_count", "cube"}'
+
+lowered gelu
+ops_are "gelu: the erf and tanh patterns one gelu each, the hand-written formula its ops" \
+    '{"aten:gelu": 2, "aten:mul": 2, "aten:div": 1, "aten:erf": 1, "aten:add": 1}'
+check "gelu: the other twelve pattern nodes recorded as folded into the gelu" out_json \
+    'sorted(x["op_type"] for x in r["removed"] if "gelu" in x["by"]) == ["Add"] * 3 + ["Div"] + ["Mul"] * 8'
+refused_are gelu "gelu: only the hand-written formula's erf refused" '{"b_erf"}'
+cg lower "$tmp/gelu.onnx" --preprocess onnx-to-aten -o "$tmp/gelu_aten.onnx"
+check "gelu: lowered graph written" rc 0
+check "gelu: approximate none on e_erf, tanh on t_tanh, reading x and g1" $py -c '
+import onnx, sys
+g = onnx.load(sys.argv[1]).graph
+gelu = {n.name: (list(n.input), list(n.output), {a.name: a.s.decode() for a in n.attribute if a.type == onnx.AttributeProto.STRING}) for n in g.node if n.op_type == "gelu"}
+sys.exit(0 if gelu == {"e_erf": (["x"], ["g1"], {"overload": "default", "approximate": "none"}),
+                       "t_tanh": (["g1"], ["g2"], {"overload": "default", "approximate": "tanh"})} else print(gelu) or 1)' \
+    "$tmp/gelu_aten.onnx"
+
+lowered flow
+ops_are "flow: If and Loop as torch's higher-order ops" \
+    '{"onnx:ReduceSum": 1, "aten:gt": 1, "higher_order:cond": 1, "higher_order:while_loop": 1}'
+refused_are flow "flow: cond and while_loop refused with the rest" '{"sum", "pos", "branch", "loop"}'
+check "flow: the notes say cond runs in the portable runtime and while_loop does not convert" out_json \
+    'any("torch.cond" in n and "portable runtime" in n and "_emit_cond" in n for n in r["preprocess"]["notes"]) and any("torch.while_loop" in n and "Unsupported control flow operator: while_loop" in n for n in r["preprocess"]["notes"])'
 
 # the mapping keeps its way back to the ONNX nodes: the view/mm/view of
 # mm_nd all stand for it
