@@ -27,6 +27,16 @@ for t in coreml-mlprogram nnapi coreml-nn; do
 done
 file_matches "$T/a.txt" "Identity x1" "the removed Identity by op"
 
+# #9: a PyTorch export's Constant node failed TFLite Micro and --require-full
+# on NNAPI; the same graph is fully resident on both now
+"$CG" assign "$D/torch_like.onnx" --target tflm --no-time >"$T/c.txt" 2>&1 ||
+    fail "assign torch_like on tflm: exit $?"
+file_matches "$T/c.txt" "^5/5 nodes on tflm, 0 on CPU" "tflm: the Constant is no op, full residency"
+file_matches "$T/c.txt" "removed by the ONNX-to-TFLite converter: 5 \(.*Constant x1" "tflm: the Constant removed by the converter"
+"$CG" gate "$D/torch_like.onnx" --target nnapi --require-full >"$T/c.txt" 2>&1 ||
+    fail "gate --require-full on nnapi with a Constant node: exit $?"
+file_matches "$T/c.txt" "^VERDICT: PASS .*5/5 nodes on nnapi" "nnapi: --require-full passes with the Constant"
+
 "$CG" assign "$D/torch_like.onnx" --target nnapi --no-time --json >"$T/a.json" 2>&1 ||
     fail "assign --json: exit $?"
 file_matches "$T/a.json" '"removed_by_runtime": 6' "JSON removed_by_runtime"
