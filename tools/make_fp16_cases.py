@@ -84,6 +84,15 @@ gives; the inputs are what trigger it:
                                             descending or channels outer it never does; 49153 in
                                             fp32
   tests/data/fp16/<case>_inputs/            their inputs (one set each, fp16-exact)
+  tests/data/fp16/dynquant_overflow.onnx    a dynamically quantized 3x3 convolution (ONNX
+                                            Runtime's quantize_dynamic layout: DynamicQuantizeLinear,
+                                            ConvInteger, Cast of the int32 accumulator to float, the
+                                            Mul by the two scales) followed by a DynamicQuantizeLinear
+                                            and DequantizeLinear, as the next quantized layer reads
+                                            it: the accumulators reach 459000, which fp16 cannot hold
+                                            (65504), so fp16 storage of the Cast's output is inf and
+                                            the second quantizer has no range (no output at all); in
+                                            fp32 it is exact; with dynquant_overflow_inputs/
   tests/data/fp16/sums_overflow.onnx        one node each of ReduceSum, ReduceSumSquare, ReduceL2,
                                             ReduceLogSumExp, ReduceProd, Conv and ConvTranspose,
                                             on inputs
@@ -627,6 +636,38 @@ def sums_overflow_inputs():
     return {"sample_0": {k: np.asarray(v, np.float32) for k, v in x.items()}}
 
 
+def dynquant_overflow_model():
+    """x -> DynamicQuantizeLinear -> ConvInteger (uint8 weights 200, zero
+    point 0) -> Cast to float ('acc_cast') -> Mul by x's scale times the
+    weights' (0.01) -> DynamicQuantizeLinear ('y_quant') -> DequantizeLinear."""
+    w = np.full((2, 1, 3, 3), 200, np.uint8)
+    w[1] = 100
+    nodes = [
+        h.make_node("DynamicQuantizeLinear", ["x"], ["x_q", "x_scale", "x_zp"], name="x_quant"),
+        h.make_node("ConvInteger", ["x_q", "w", "x_zp", "w_zp"], ["acc"], name="conv",
+                    kernel_shape=[3, 3]),
+        h.make_node("Cast", ["acc"], ["acc_f"], name="acc_cast", to=TP.FLOAT),
+        h.make_node("Mul", ["x_scale", "w_scale"], ["scale"], name="scale_mul"),
+        h.make_node("Mul", ["acc_f", "scale"], ["z"], name="rescale"),
+        h.make_node("DynamicQuantizeLinear", ["z"], ["z_q", "z_scale", "z_zp"], name="y_quant"),
+        h.make_node("DequantizeLinear", ["z_q", "z_scale", "z_zp"], ["y"], name="y_dequant"),
+    ]
+    return graph_model(
+        "dynquant_overflow", nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 1, 6, 6])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 2, 4, 4])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0, np.uint8), "w_zp"),
+         const("w_scale", 0.01)])
+
+
+def dynquant_overflow_inputs():
+    """Values in [0, 1] on a 1/64 grid (fp16-exact), with 1 present: x's
+    scale is 1/255, its zero point 0, and the quantized values reach 255."""
+    rng = np.random.default_rng(700)
+    x = rng.integers(0, 65, size=(1, 1, 6, 6)) / 64.0
+    x[0, 0, 0, 0] = 1.0
+    return {"sample_0": {"x": x.astype(np.float32)}}
+
+
 def main():
     save(rmsnorm_model(), os.path.join(DATA, "rmsnorm_overflow.onnx"))
     save_sets(os.path.join(DATA, "rmsnorm_overflow_inputs"), rmsnorm_inputs())
@@ -656,7 +697,9 @@ def main():
                                 ("prod_overflow", prod_overflow_model, prod_overflow_inputs),
                                 ("conv_cancel", conv_cancel_model, conv_cancel_inputs),
                                 ("convt_cancel", convt_cancel_model, convt_cancel_inputs),
-                                ("sums_overflow", sums_overflow_model, sums_overflow_inputs)):
+                                ("sums_overflow", sums_overflow_model, sums_overflow_inputs),
+                                ("dynquant_overflow", dynquant_overflow_model,
+                                 dynquant_overflow_inputs)):
         save(model(), os.path.join(DATA, name + ".onnx"))
         save_sets(os.path.join(DATA, name + "_inputs"), inputs())
     save(rmsnorm_model(), os.path.join(EXAMPLES, "rmsnorm_fp16.onnx"))
