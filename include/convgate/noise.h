@@ -190,6 +190,53 @@ CG_API CG_NODISCARD cg_status cg_decision_flips(const cg_node *node, const cg_te
                                                 cg_flip_stats *out, cg_error *err);
 CG_API void cg_flip_stats_merge(cg_flip_stats *a, const cg_flip_stats *b);
 
+/* --- runs that stop on a non-finite value ----------------------------------------- */
+
+/* A value that holds inf or NaN: where a run produced it. */
+typedef struct cg_nonfinite_site {
+    char node[128];          /* the node that produced it ("" none) */
+    char op[48];
+    char value[128];         /* the value's name */
+    int64_t index;           /* its first non-finite element */
+    uint64_t count, numel;   /* its non-finite elements, of numel */
+    double got;              /* the run's value there: +-inf or NaN */
+    double ref;              /* the fp64 reference there (ref_known) */
+    bool ref_known;          /* false: the fp64 reference was not run (a golden set) or
+                                does not have the value */
+} cg_nonfinite_site;
+
+/* The values of one run that hold a non-finite element, in the order the
+ * run produced them (the first CG_NONFINITE_SITES). An observer fills it
+ * (cg_nonfinite_note) when `on`. */
+#define CG_NONFINITE_SITES 8
+typedef struct cg_nonfinite_watch {
+    bool on;
+    size_t count;
+    cg_nonfinite_site sites[CG_NONFINITE_SITES];
+} cg_nonfinite_watch;
+CG_API void cg_nonfinite_note(cg_nonfinite_watch *w, const cg_node *node, const char *name,
+                              const cg_value *value);
+
+/* A run in reduced precision that stopped (a kernel refused its input)
+ * after producing a non-finite value that the fp64 reference does not
+ * have there: a precision breakdown, not an error (docs/gate3.md "Runs
+ * that stop on inf or NaN"). */
+typedef struct cg_run_stop {
+    bool stopped;
+    cg_nonfinite_site site;  /* the first such value */
+    char message[256];       /* the run's error: the node that refused it */
+    size_t sample;           /* the first sample it stopped on (index) */
+    size_t samples;          /* how many samples it stopped on */
+} cg_run_stop;
+/* One line: "fp16 overflow in Cast 'acc_cast' ('acc_f' [0] is inf where the
+ * fp64 reference is 459000; fp16 holds at most 65504), and the run stopped:
+ * node 'y_quant' (DynamicQuantizeLinear): input holds ..." */
+CG_API void cg_run_stop_describe(const cg_run_stop *s, char *buf, size_t cap);
+/* The first site of w whose value the fp64 reference holds finite there
+ * (or whose reference is unknown); false when every site's non-finite
+ * element is non-finite in the fp64 reference too. */
+CG_API bool cg_nonfinite_first_new(const cg_nonfinite_watch *w, cg_nonfinite_site *out);
+
 /* --- floors of a model ------------------------------------------------------------ */
 
 typedef struct cg_noise_value {
@@ -265,6 +312,17 @@ CG_API CG_NODISCARD cg_status cg_noise_add_recorded(cg_noise *n, size_t output,
 CG_API void cg_noise_decision_values_free(cg_noise_decision_values *d);
 CG_API const cg_value *cg_noise_decision_value(const cg_noise_decision_values *d, const char *name);
 
+/* When the fp16 storage run (the fp16 floors' reference) stopped on a
+ * non-finite value the fp64 reference does not have: where, and the fp16
+ * storage and fp16-sums floors are not measured (empty) from then on;
+ * NULL while they are measurable. */
+CG_API const cg_run_stop *cg_noise_fp16_stop(const cg_noise *n);
+/* Runs the fp64 reference on one input set and fills in each site's
+ * reference value (ref, ref_known). CG_USAGE with recorded floors. */
+CG_API CG_NODISCARD cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs,
+                                             size_t input_count, cg_nonfinite_watch *w,
+                                             cg_error *err);
+
 CG_API size_t cg_noise_sample_count(const cg_noise *n);
 CG_API size_t cg_noise_output_count(const cg_noise *n);
 CG_API const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i);
@@ -288,9 +346,15 @@ typedef struct cg_noise_capture {
     const cg_noise *noise;
     cg_noise_decision_values values;
     cg_error *err;
+    cg_nonfinite_watch nonfinite; /* with nonfinite.on: the run's non-finite values */
 } cg_noise_capture;
 CG_API CG_NODISCARD cg_status cg_noise_capture_observe(void *user, const cg_node *node,
                                                        const char *name, const cg_value *value);
+/* An observe_inside (cg_target_path_options) that notes the non-finite
+ * values of a run into the capture's `nonfinite` when it is on. */
+CG_API CG_NODISCARD cg_status cg_noise_capture_nonfinite(void *user, const cg_node *node,
+                                                         const char *name,
+                                                         const cg_value *value);
 
 /* A target's errors against the fp64 reference, merged over samples: per
  * graph output the elementwise statistics and, for discontinuous outputs,
@@ -314,6 +378,14 @@ CG_API CG_NODISCARD cg_status cg_noise_tally_add(const cg_noise *n, cg_noise_tal
                                                  const cg_noise_decision_values *got_dec,
                                                  const cg_noise_multiples *k, size_t sample,
                                                  cg_error *err);
+/* One sample on which the target's run stopped (no outputs): every output's
+ * error is +inf over the fp64 reference's elements. */
+CG_API void cg_noise_tally_add_stopped(const cg_noise *n, cg_noise_tally *t,
+                                       const cg_named_value *ref64, size_t ref_count,
+                                       size_t sample);
+/* The metrics of an output a stopped run did not give, against ref: every
+ * element a mismatch, max_abs +inf. */
+CG_API void cg_metrics_stopped(const cg_tensor *ref, cg_metrics *m);
 CG_API void cg_noise_tally_free(cg_noise_tally *t);
 
 /* --- verdicts ---------------------------------------------------------------------- */
@@ -363,6 +435,9 @@ typedef struct cg_judgement {
     bool vacuous;
     double constant;
     char reason[512];       /* one line: "2.3x the fp32 noise floor (max |d| 6.9e-05)" */
+    /* the judged run stopped on a non-finite value (cg_noise_target): it
+     * gave no outputs, the error is +inf, and the reason leads with where */
+    cg_run_stop stop;
 } cg_judgement;
 
 /* Whether an error is within the floor of its precision, before any
@@ -407,7 +482,7 @@ typedef struct cg_noise_target cg_noise_target;
 /* base: the targets and how to place and run them (targets, random,
  * accumulate, max_alloc_bytes; dims come per sample, observe is the
  * decision capture); borrowed, with its arrays, for t's life. */
-CG_API CG_NODISCARD cg_status cg_noise_target_init(const cg_noise *n,
+CG_API CG_NODISCARD cg_status cg_noise_target_init(cg_noise *n,
                                                    const cg_target_path_options *base,
                                                    cg_noise_target **out, cg_error *err);
 /* One sample: its inputs and dims (cg_sample_dims), and what
@@ -466,6 +541,11 @@ CG_API CG_NODISCARD cg_status cg_noise_target_judge_class(const cg_noise_target 
                                                           size_t output, int cls,
                                                           const cg_noise_multiples *k,
                                                           cg_judgement *out, cg_error *err);
+/* Whether path p (CG_RUN_TARGET, CG_RUN_ACC32) stopped on a non-finite value
+ * on the last sample tallied (it gave no outputs), and where it first did
+ * on any sample (NULL: never). */
+CG_API bool cg_noise_target_stopped_last(const cg_noise_target *t, int p);
+CG_API const cg_run_stop *cg_noise_target_stop(const cg_noise_target *t, int p);
 CG_API void cg_noise_target_free(cg_noise_target *t);
 
 #ifdef __cplusplus

@@ -126,6 +126,9 @@ typedef struct cg_parity_output {
     cg_judgement verdict;
     cg_noise_stats floor32, floor16, error;
     bool floor16_measured;
+    /* the fp16 storage run stopped on a non-finite value: the fp16 floors
+     * are not measurable, and where it stopped (cg_noise_fp16_stop) */
+    cg_run_stop floor16_stop;
     /* the fp16-sums floor (a path that sums in fp16) and, with the report's
      * device classes, each class's verdict ([0] sums in fp16, [1] in fp32);
      * `verdict` is then the worse of the two */

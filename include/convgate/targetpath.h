@@ -69,6 +69,12 @@ typedef struct cg_target_path_options {
     cg_status (*observe)(void *user, const cg_node *node, const char *name,
                          const cg_value *value);
     void *observe_user;
+    /* with observe_user too: every value the main graph produces, those
+     * inside a partition that runs on the reference kernels (an emulated
+     * target) included, before observe sees the visible ones; for
+     * diagnostics only (the real target never shows them) */
+    cg_status (*observe_inside)(void *user, const cg_node *node, const char *name,
+                                const cg_value *value);
     /* Work another build already did, for the same model, dims and feeds
      * (both borrowed: they must outlive the path; NULL: done here):
      * `types`, the type environment (cg_type_env_build_fed's on them), so

@@ -63,6 +63,35 @@ json_t *cg_report_flips_json(const cg_flip_stats *f)
     return o;
 }
 
+json_t *cg_report_run_stop_json(const cg_run_stop *s)
+{
+    if (!s || !s->stopped)
+        return json_null();
+    const cg_nonfinite_site *x = &s->site;
+    char line[640];
+    cg_run_stop_describe(s, line, sizeof line);
+    json_t *o = json_object();
+    bool ok = o && cg_json_set(o, "node", cg_json_text(x->node)) == 0 &&
+              cg_json_set(o, "op_type", cg_json_text(x->op)) == 0 &&
+              cg_json_set(o, "tensor", cg_json_text(x->value)) == 0 &&
+              cg_json_set(o, "index", json_integer((json_int_t)x->index)) == 0 &&
+              cg_json_set(o, "value", cg_json_number(x->got)) == 0 &&
+              cg_json_set(o, "fp64", x->ref_known ? cg_json_number(x->ref) : json_null()) == 0 &&
+              cg_json_set(o, "overflow", json_boolean(!isnan(x->got) && x->ref_known &&
+                                                      fabs(x->ref) > 65504.0)) == 0 &&
+              cg_json_set(o, "nonfinite", json_integer((json_int_t)x->count)) == 0 &&
+              cg_json_set(o, "elements", json_integer((json_int_t)x->numel)) == 0 &&
+              cg_json_set(o, "stopped_by", cg_json_text(s->message)) == 0 &&
+              cg_json_set(o, "sample", json_integer((json_int_t)s->sample)) == 0 &&
+              cg_json_set(o, "samples", json_integer((json_int_t)s->samples)) == 0 &&
+              cg_json_set(o, "reason", cg_json_text(line)) == 0;
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *cg_report_judgement_json(const cg_judgement *j)
 {
     json_t *o = json_object();
@@ -77,7 +106,8 @@ json_t *cg_report_judgement_json(const cg_judgement *j)
               cg_json_set(o, "vacuous", json_boolean(j->vacuous)) == 0 &&
               cg_json_set(o, "constant", j->vacuous ? cg_json_number(j->constant)
                                                     : json_null()) == 0 &&
-              cg_json_set(o, "reason", cg_json_text(j->reason)) == 0;
+              cg_json_set(o, "reason", cg_json_text(j->reason)) == 0 &&
+              cg_json_set(o, "stopped", cg_report_run_stop_json(&j->stop)) == 0;
     if (!ok) {
         json_decref(o);
         return NULL;

@@ -56,6 +56,12 @@ void cg_report_judged_text(FILE *f, const char *ind, const cg_parity_output *o)
         fprintf(f, ", fp16 storage %.3g", o->floor16.m.max_abs);
     if (o->floor16_sums_measured)
         fprintf(f, ", fp16 storage and sums %.3g", o->floor16_sums.m.max_abs);
+    if (o->floor16_stop.stopped) {
+        char why[640];
+        cg_run_stop_describe(&o->floor16_stop, why, sizeof why);
+        fprintf(f, ", fp16 storage: not measurable (the fp16 storage reference stopped on "
+                   "sample %zu: %s)", o->floor16_stop.sample, why);
+    }
     cg_text_printf(f, ", scale %.4g; error against %s %.3g%s\n", cg_noise_scale(&o->floor32),
                    o->against_golden ? "the golden outputs" : "float64", o->error.m.max_abs,
                    o->discontinuous ? " (downstream of a decision)" : "");
@@ -87,6 +93,7 @@ int cg_report_judged_json(json_t *obj, const cg_parity_output *o)
     rc |= cg_json_set(n, "fp16_sums_floor", o->floor16_sums_measured
                                                   ? cg_report_noise_stats_json(&o->floor16_sums)
                                                   : json_null());
+    rc |= cg_json_set(n, "fp16_floor_stop", cg_report_run_stop_json(&o->floor16_stop));
     rc |= cg_json_set(n, "error", cg_report_noise_stats_json(&o->error));
     rc |= cg_json_set(n, "scale", cg_json_number(cg_noise_scale(&o->floor32)));
     rc |= cg_json_set(n, "discontinuous", json_boolean(o->discontinuous));

@@ -132,6 +132,8 @@ json_t *cg_report_noise_json(const cg_noise_view *v, bool *pass, cg_error *err);
 /* {verdict, passes, against, error, floor, ratio, scale, by_flips, vacuous, constant
  * (the value of a vacuous output, else null), reason} */
 json_t *cg_report_judgement_json(const cg_judgement *j);
+/* Where a run stopped on a non-finite value, or null (s NULL or not stopped). */
+json_t *cg_report_run_stop_json(const cg_run_stop *s);
 /* A floor's or an error's statistics: {count, differing, nonfinite,
  * max_abs, mean_abs, rel, p50, p90, p99}. */
 json_t *cg_report_noise_stats_json(const cg_noise_stats *s);

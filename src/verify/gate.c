@@ -590,6 +590,18 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
                  "those runs do not expose", opt->outputs_from);
         return CG_OK;
     }
+    /* a run that stopped on a non-finite value has no later tensors to
+     * compare: its verdict names the first value fp16 made non-finite */
+    const cg_judgement *vj = &o->verdict;
+    if (o->by_noise && jr->device_class[0] && jr->device_class[1])
+        vj = &o->class_verdict[cg_verdict_passes(o->class_verdict[1].verdict) ? 0 : 1];
+    if (o->by_noise && vj->stop.stopped) {
+        snprintf(r->bisect_error, sizeof r->bisect_error, "the target path "
+                 "stopped on sample %zu before giving its outputs; the first value fp16 made "
+                 "non-finite is named in the verdict (%.47s '%.100s', value '%.100s')",
+                 vj->stop.sample, vj->stop.site.op, vj->stop.site.node, vj->stop.site.value);
+        return CG_OK;
+    }
     /* bisect that sample: against the floors, or by the output's tolerance */
     {
         const cg_sample *s = &opt->samples->samples[si];

@@ -338,7 +338,7 @@ static void parity_add(cg_parity_output *o, size_t si, const cg_metrics *m0, con
                                         m.bit_identical, 0.0};
     if (o->per_sample)
         o->per_sample[si] = m;
-    if (!m.shape_mismatch)
+    if (!m.shape_mismatch && got)
         cg_task_metrics_add(&o->task, &ref->tensor, &got->tensor);
 }
 
@@ -685,7 +685,8 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             j->golden_without_floors = true;
         for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count; k++)
             j->golden_without_sums = j->golden_without_sums ||
-                                     isnan(s->expected_floors[k].fp16_sums);
+                                     (isnan(s->expected_floors[k].fp16_sums) &&
+                                      !isnan(s->expected_floors[k].fp16));
         for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
              k++)
             st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
@@ -752,6 +753,12 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
     cg_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
     const cg_named_value *got = truns.out[CG_RUN_TARGET];
     size_t ngot = truns.count[CG_RUN_TARGET];
+    /* runs of the target that stopped on a non-finite value give no
+     * outputs: each is +inf off (cg_metrics_stopped), and the verdicts say
+     * where it stopped (cg_noise_target_judge_class) */
+    bool stopped[2] = {false, false};
+    for (int p = 0; p < 2 && st == CG_OK && j->target; p++)
+        stopped[p] = cg_noise_target_stopped_last(j->target, p);
     if (st == CG_OK && j->tally_on && ref64)
         st = cg_noise_tally_add(j->floors, &j->tally, ref64, n64, got, ngot, NULL, NULL, NULL, si,
                                 err);
@@ -765,10 +772,17 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         const cg_value *b = find_output(got, ngot, o->name);
         /* an explicit tolerance judges one class: with two, the one that
          * sums in fp32 (the rerun with fp32 accumulation; class_note) */
-        if (!j->default_tol[k] && j->target && cg_noise_target_class(j->target, 1) &&
-            truns.out[CG_RUN_ACC32])
+        bool acc32 = !j->default_tol[k] && j->target && cg_noise_target_class(j->target, 1) &&
+                     (truns.out[CG_RUN_ACC32] || stopped[CG_RUN_ACC32]);
+        if (acc32)
             b = find_output(truns.out[CG_RUN_ACC32], truns.count[CG_RUN_ACC32], o->name);
         cg_metrics m;
+        if (!b && a && a->kind == CG_VALUE_TENSOR && stopped[acc32 ? CG_RUN_ACC32 : CG_RUN_TARGET]) {
+            cg_metrics_stopped(&a->tensor, &m);
+            parity_add(o, si, &m, a, NULL);
+            o->samples[si].error = INFINITY;
+            continue;
+        }
         cg_tolerance tol = o->tol.tol;
         /* judged by the floor, a NaN the reference has too is no mismatch
          * (the float64 reference has it as well): the figures say the same */
@@ -780,9 +794,9 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         if (ref64)
             o->samples[si].error = max_error(find_output(ref64, n64, o->name), b);
     }
-    if (st == CG_OK && opt->task == CG_TASK_DETECT)
+    if (st == CG_OK && opt->task == CG_TASK_DETECT && !stopped[0] && !stopped[1])
         st = detect_add(j, ref64, n64, ref32, n32, &runs, &truns, err);
-    if (st == CG_OK && j->noise && !s->expected && ref64 &&
+    if (st == CG_OK && j->noise && !s->expected && ref64 && got &&
         (opt->task == CG_TASK_CLASSIFY || opt->task == CG_TASK_SEGMENT))
         task_noise_add(j, ref64, n64, ref32, n32, ref16, n16, got, ngot);
     if (given) {
@@ -854,6 +868,8 @@ static cg_status judge_output(cg_judge *j, size_t k, cg_error *err)
     o->floor32 = fl->v.fp32;
     o->floor16 = fl->v.fp16;
     o->floor16_measured = fl->v.fp16.dist.count > 0;
+    if (cg_noise_fp16_stop(j->floors))
+        o->floor16_stop = *cg_noise_fp16_stop(j->floors);
     o->error = t->errors[k];
     o->discontinuous = fl->discontinuous;
     o->flips_compared = t->flips_compared[k];

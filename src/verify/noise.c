@@ -15,6 +15,7 @@
  * compared against those copies as they are produced, so nothing else of a
  * run outlives it.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,8 +215,17 @@ struct cg_noise {
     size_t watch_count;
     size_t samples;
     cg_error *run_err;    /* the error of the run the observer serves */
-    int phase;            /* 0: fp64, 1: fp32, 2: fp16 */
+    int phase;            /* 0: fp64, 1: fp32, 2: fp16, 3: fp16 sums, 4: probe */
+    cg_nonfinite_watch nonfinite; /* the fp16 storage run's non-finite values */
+    cg_nonfinite_watch *probe;    /* phase 4: the sites whose fp64 values are wanted */
+    cg_run_stop fp16_stop;        /* the fp16 storage run stopped: no fp16 floors */
 };
+
+/* The fp16 storage floors are measured on this sample. */
+static bool fp16_on(const cg_noise *n)
+{
+    return n->rt16 && !n->fp16_stop.stopped;
+}
 
 static int cmp_watch(const void *a, const void *b)
 {
@@ -237,10 +247,87 @@ static bool numeric_tensor(const cg_value *v)
     return v && v->kind == CG_VALUE_TENSOR && real_dtype(v->tensor.dtype);
 }
 
+/* --- runs that stop on a non-finite value ---------------------------------------------- */
+
+void cg_nonfinite_note(cg_nonfinite_watch *w, const cg_node *node, const char *name,
+                       const cg_value *value)
+{
+    if (!w || !w->on || w->count >= CG_NONFINITE_SITES || !name ||
+        !numeric_tensor(value) || !cg_dtype_is_float(value->tensor.dtype))
+        return;
+    const cg_tensor *t = &value->tensor;
+    int64_t first = -1;
+    uint64_t count = 0;
+    for (int64_t i = 0; i < t->numel; i++)
+        if (!isfinite(cg_tensor_get_f64(t, i))) {
+            first = first < 0 ? i : first;
+            count++;
+        }
+    if (!count)
+        return;
+    for (size_t i = 0; i < w->count; i++)
+        if (strcmp(w->sites[i].value, name) == 0)
+            return;
+    cg_nonfinite_site *s = &w->sites[w->count++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->node, sizeof s->node, "%s", node && node->name ? node->name : "");
+    snprintf(s->op, sizeof s->op, "%s", node && node->op_type ? node->op_type : "?");
+    snprintf(s->value, sizeof s->value, "%s", name);
+    s->index = first;
+    s->count = count;
+    s->numel = (uint64_t)t->numel;
+    s->got = cg_tensor_get_f64(t, first);
+    s->ref = NAN;
+}
+
+bool cg_nonfinite_first_new(const cg_nonfinite_watch *w, cg_nonfinite_site *out)
+{
+    for (size_t i = 0; w && i < w->count; i++) {
+        const cg_nonfinite_site *s = &w->sites[i];
+        if (!s->ref_known || isfinite(s->ref) || (isinf(s->ref) && s->ref != s->got)) {
+            *out = *s;
+            return true;
+        }
+    }
+    return false;
+}
+
+void cg_run_stop_describe(const cg_run_stop *s, char *buf, size_t cap)
+{
+    const cg_nonfinite_site *x = &s->site;
+    const char *what = isnan(x->got) ? "NaN" : x->got > 0 ? "inf" : "-inf";
+    char ref[96];
+    if (x->ref_known)
+        snprintf(ref, sizeof ref, "where the fp64 reference is %.9g", x->ref);
+    else
+        snprintf(ref, sizeof ref, "(the fp64 reference was not run)");
+    bool overflow = !isnan(x->got) && x->ref_known && fabs(x->ref) > 65504.0;
+    char where[160];
+    if (x->node[0])
+        snprintf(where, sizeof where, "%.47s '%.100s'", x->op, x->node);
+    else
+        snprintf(where, sizeof where, "%.47s", x->op);
+    snprintf(buf, cap, "%s in %s ('%.100s' is %s %s%s), and the run stopped: %.200s",
+             overflow ? "fp16 overflow" : "non-finite value", where, x->value, what, ref,
+             overflow ? "; fp16 holds at most 65504" : "", s->message);
+}
+
 static cg_status observe(void *user, const cg_node *node, const char *name, const cg_value *value)
 {
     cg_noise *n = user;
-    (void)node;
+    if (n->phase == 4) {
+        for (size_t i = 0; n->probe && name && i < n->probe->count; i++) {
+            cg_nonfinite_site *s = &n->probe->sites[i];
+            if (strcmp(s->value, name) != 0 || !numeric_tensor(value) ||
+                s->index >= value->tensor.numel)
+                continue;
+            s->ref = cg_tensor_get_f64(&value->tensor, s->index);
+            s->ref_known = true;
+        }
+        return CG_OK;
+    }
+    if (n->phase == 2)
+        cg_nonfinite_note(&n->nonfinite, node, name, value);
     watched *w = watch_find(n, name);
     if (!w)
         return CG_OK;
@@ -488,7 +575,7 @@ static cg_status source_floors(cg_noise *n, watched *w, cg_error *err)
     if (!numeric_tensor(w->ref) || !cg_dtype_is_float(w->ref->tensor.dtype))
         return CG_OK;
     cg_status st = cg_noise_stats_add(&w->v.fp32, &w->ref->tensor, &w->ref->tensor, err);
-    if (st != CG_OK || !n->rt16)
+    if (st != CG_OK || !fp16_on(n))
         return st;
     cg_value *r = NULL;
     if ((st = cg_value_copy(w->ref, &r, err)) != CG_OK)
@@ -499,6 +586,60 @@ static cg_status source_floors(cg_noise *n, watched *w, cg_error *err)
     st = cg_noise_stats_add(&w->v.fp16, &w->ref->tensor, &r->tensor, err);
     cg_value_free(r);
     return st;
+}
+
+cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                         cg_nonfinite_watch *w, cg_error *err)
+{
+    if (!n || !n->rt64)
+        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
+    cg_named_value *o = NULL;
+    size_t c = 0;
+    int phase = n->phase;
+    n->phase = 4;
+    n->probe = w;
+    cg_status st = cg_runtime_run(n->rt64, inputs, input_count, &o, &c, err);
+    n->probe = NULL;
+    n->phase = phase;
+    cg_runtime_free_outputs(o, c);
+    if (st != CG_OK)
+        cg_error_prefix(err, "float64 reference: ");
+    return st;
+}
+
+/* The fp16 storage run failed with st: true (err cleared) when it stopped
+ * on a non-finite value the fp64 reference does not have, and from then on
+ * the fp16 floors are not measured (those of earlier samples are dropped:
+ * a floor of some samples is no floor). */
+static bool fp16_stopped(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                         cg_status st, cg_error *err)
+{
+    cg_nonfinite_site site;
+    cg_error perr;
+    cg_error_clear(&perr);
+    if (st == CG_NOMEM || n->nonfinite.count == 0 ||
+        cg_noise_probe(n, inputs, input_count, &n->nonfinite, &perr) != CG_OK ||
+        !cg_nonfinite_first_new(&n->nonfinite, &site))
+        return false;
+    cg_run_stop *s = &n->fp16_stop;
+    s->stopped = true;
+    s->site = site;
+    snprintf(s->message, sizeof s->message, "%.255s", err->msg);
+    s->sample = n->samples;
+    s->samples = 1;
+    for (size_t i = 0; i < n->output_count; i++) {
+        cg_noise_stats_init(&n->outputs[i].v.fp16);
+        cg_noise_stats_init(&n->outputs[i].v.fp16_sums);
+    }
+    for (size_t i = 0; i < n->watch_count; i++)
+        cg_noise_stats_init(&n->watch[i].v.fp16);
+    cg_error_clear(err);
+    return true;
+}
+
+const cg_run_stop *cg_noise_fp16_stop(const cg_noise *n)
+{
+    return n && n->fp16_stop.stopped ? &n->fp16_stop : NULL;
 }
 
 static void watch_clear_sample(cg_noise *n)
@@ -566,14 +707,19 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         cg_error_prefix(err, "float32 reference: ");
         goto done;
     }
-    if (n->rt16) {
+    if (n->rt16 && !n->fp16_stop.stopped) {
         n->phase = 2;
-        if ((st = cg_runtime_run(n->rt16, inputs, input_count, &o16, &c16, err)) != CG_OK) {
+        memset(&n->nonfinite, 0, sizeof n->nonfinite);
+        n->nonfinite.on = true;
+        st = cg_runtime_run(n->rt16, inputs, input_count, &o16, &c16, err);
+        n->nonfinite.on = false;
+        if (st != CG_OK && !fp16_stopped(n, inputs, input_count, st, err)) {
             cg_error_prefix(err, "fp16 storage run: ");
             goto done;
         }
+        st = CG_OK;
     }
-    if (n->rt16s) {
+    if (n->rt16s && !n->fp16_stop.stopped) {
         n->phase = 3;
         if ((st = cg_runtime_run(n->rt16s, inputs, input_count, &o16s, &c16s, err)) != CG_OK) {
             cg_error_prefix(err, "fp16 storage and fp16-significand sums run: ");
@@ -584,11 +730,11 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         if ((st = compare_output(&n->outputs[i], o64[i].value, i < c32 ? o32[i].value : NULL,
                                  0, n->samples, err)) != CG_OK)
             goto done;
-        if (n->rt16 && (st = compare_output(&n->outputs[i], o64[i].value,
+        if (o16 && (st = compare_output(&n->outputs[i], o64[i].value,
                                             i < c16 ? o16[i].value : NULL, 1, n->samples,
                                             err)) != CG_OK)
             goto done;
-        if (n->rt16s && (st = compare_output(&n->outputs[i], o64[i].value,
+        if (o16s && (st = compare_output(&n->outputs[i], o64[i].value,
                                              i < c16s ? o16s[i].value : NULL, 2, n->samples,
                                              err)) != CG_OK)
             goto done;
@@ -602,7 +748,7 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
             st = source_floors(n, w, err);
         /* a decision input neither produced by both runs nor a source (a
          * value inside a subgraph) has no floor here */
-        else if (w->decision_input && (!w->seen32 || (n->rt16 && !w->seen16)))
+        else if (w->decision_input && (!w->seen32 || (fp16_on(n) && !w->seen16)))
             w->v.compared = false;
     }
     if (st != CG_OK)
@@ -754,6 +900,14 @@ void cg_noise_free(cg_noise *n)
 
 /* --- a target against the floors ----------------------------------------------------------- */
 
+cg_status cg_noise_capture_nonfinite(void *user, const cg_node *node, const char *name,
+                                     const cg_value *value)
+{
+    cg_noise_capture *c = user;
+    cg_nonfinite_note(&c->nonfinite, node, name, value);
+    return CG_OK;
+}
+
 cg_status cg_noise_capture_observe(void *user, const cg_node *node, const char *name,
                                    const cg_value *value)
 {
@@ -811,6 +965,49 @@ void cg_noise_tally_free(cg_noise_tally *t)
     free(t->flips);
     free(t->flips_compared);
     memset(t, 0, sizeof *t);
+}
+
+void cg_metrics_stopped(const cg_tensor *ref, cg_metrics *m)
+{
+    cg_metrics_init(m);
+    uint64_t count = ref ? (uint64_t)ref->numel : 0;
+    m->count = count;
+    m->mismatches = count;
+    m->max_abs = INFINITY;
+    m->max_rel = INFINITY;
+    m->worst_index = count ? 0 : -1;
+    m->worst_ref = ref && count ? cg_tensor_get_f64(ref, 0) : NAN;
+    m->worst_got = NAN;
+    m->hist[CG_HIST_BINS - 1] = count;
+    m->bit_identical = false;
+    m->pass = false;
+    m->cosine = m->pearson = 0.0;
+    m->worst_sample = 0;
+}
+
+void cg_noise_tally_add_stopped(const cg_noise *n, cg_noise_tally *t,
+                                const cg_named_value *ref64, size_t ref_count, size_t sample)
+{
+    for (size_t i = 0; i < t->output_count && i < n->output_count; i++) {
+        const cg_value *r = NULL;
+        for (size_t k = 0; k < ref_count && !r; k++)
+            if (ref64[k].name && strcmp(ref64[k].name, n->outputs[i].v.name) == 0)
+                r = ref64[k].value;
+        cg_noise_stats one;
+        cg_noise_stats_init(&one);
+        cg_metrics_stopped(numeric_tensor(r) ? &r->tensor : NULL, &one.m);
+        one.m.worst_sample = (int64_t)sample;
+        one.dist.count = one.dist.nonfinite = one.m.count ? one.m.count : 1;
+        for (int64_t e = 0; numeric_tensor(r) && e < r->tensor.numel; e++) {
+            double v = cg_tensor_get_f64(&r->tensor, e);
+            if (isfinite(v)) {
+                one.ref_max = fabs(v) > one.ref_max ? fabs(v) : one.ref_max;
+                one.ref_lo = v < one.ref_lo ? v : one.ref_lo;
+                one.ref_hi = v > one.ref_hi ? v : one.ref_hi;
+            }
+        }
+        cg_noise_stats_merge(&t->errors[i], &one);
+    }
 }
 
 static const cg_tensor *dec_tensor(const cg_noise_decision_values *d, const char *name)

@@ -20,7 +20,7 @@
 #include "convgate/targetpath.h"
 
 struct cg_noise_target {
-    const cg_noise *noise;
+    cg_noise *noise;
     cg_target_path_options base;
     cg_target_path *path[3];        /* as placed, fp32 accumulation, fp32 */
     cg_noise_tally tally[3];
@@ -35,6 +35,16 @@ struct cg_noise_target {
     cg_precision precision;
     bool sums16;                    /* path[0] sums in fp16 somewhere */
     const char *class_name[2];      /* device classes judged (NULL: one) */
+    /* runs that stopped on a non-finite value (paths 0 and 1): the last
+     * run_sample's, until tally_sample confirms them against the fp64
+     * reference (its inputs kept for that) */
+    const cg_named_value *inputs;
+    size_t input_count;
+    cg_nonfinite_watch pending[2];
+    char pending_msg[2][256];
+    bool pending_on[2];
+    cg_run_stop stop[2];            /* where each first stopped */
+    bool stopped_last[2];           /* ... and on the last sample tallied */
 };
 
 static void paths_free(cg_noise_target *t)
@@ -71,7 +81,7 @@ void cg_noise_target_free(cg_noise_target *t)
     free(t);
 }
 
-cg_status cg_noise_target_init(const cg_noise *n, const cg_target_path_options *base,
+cg_status cg_noise_target_init(cg_noise *n, const cg_target_path_options *base,
                                cg_noise_target **out, cg_error *err)
 {
     *out = NULL;
@@ -128,6 +138,7 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     po.feeds = inputs; /* typed and placed on this sample's inputs, as gate 2 */
     po.feed_count = input_count;
     po.observe = cg_noise_capture_observe;
+    po.observe_inside = cg_noise_capture_nonfinite;
     po.observe_user = &t->cap;
     /* the caller's types are those of the first sample's dims and inputs */
     po.types = t->builds++ == 0 ? t->base.types : NULL;
@@ -177,18 +188,61 @@ cg_status cg_noise_target_run_sample(cg_noise_target *t, const cg_named_value *i
         cg_error_prefix(err, "target path: ");
         return st;
     }
+    t->inputs = inputs;
+    t->input_count = input_count;
     for (int p = 0; p < 3 && st == CG_OK; p++) {
+        if (p < 2)
+            t->pending_on[p] = false;
         if (!t->path[p])
             continue;
         memset(&t->cap.values, 0, sizeof t->cap.values);
+        memset(&t->cap.nonfinite, 0, sizeof t->cap.nonfinite);
+        /* an fp16 path (not its rerun in fp32) may stop on an inf or NaN
+         * that fp16 made: noted, and judged once the fp64 reference says
+         * it does not have it (tally_sample) */
+        t->cap.nonfinite.on = p < 2 && t->precision == CG_PRECISION_FP16;
         st = cg_target_path_run(t->path[p], inputs, input_count, &t->kept.out[p],
                                 &t->kept.count[p], err);
         t->kept_dec[p] = t->cap.values;
         memset(&t->cap.values, 0, sizeof t->cap.values);
+        if (st != CG_OK && st != CG_NOMEM && t->cap.nonfinite.on && t->cap.nonfinite.count) {
+            t->pending[p] = t->cap.nonfinite;
+            t->pending_on[p] = true;
+            snprintf(t->pending_msg[p], sizeof t->pending_msg[p], "%.255s", err->msg);
+            cg_error_clear(err);
+            st = CG_OK;
+        }
+        t->cap.nonfinite.on = false;
     }
     if (st != CG_OK)
         kept_free(t);
     return st;
+}
+
+/* Path p stopped on this sample with non-finite values noted: a breakdown
+ * when the fp64 reference does not have the first of them (without the
+ * fp64 reference, a golden set's, it is taken not to), else the run's
+ * error stands. */
+static cg_status confirm_stop(cg_noise_target *t, int p, size_t sample, cg_error *err)
+{
+    cg_nonfinite_site site;
+    cg_error perr;
+    cg_error_clear(&perr);
+    cg_status st = cg_noise_probe(t->noise, t->inputs, t->input_count, &t->pending[p], &perr);
+    if (st == CG_NOMEM || (st != CG_OK && st != CG_USAGE))
+        return cg_error_set(err, st, "%s", perr.msg);
+    if (!cg_nonfinite_first_new(&t->pending[p], &site))
+        return cg_error_set(err, CG_RUNTIME, "%s", t->pending_msg[p]);
+    cg_run_stop *s = &t->stop[p];
+    if (!s->stopped) {
+        s->stopped = true;
+        s->site = site;
+        memcpy(s->message, t->pending_msg[p], sizeof s->message);
+        s->sample = sample;
+    }
+    s->samples++;
+    t->stopped_last[p] = true;
+    return CG_OK;
 }
 
 cg_status cg_noise_target_tally_sample(cg_noise_target *t, const cg_named_value *ref64,
@@ -198,6 +252,12 @@ cg_status cg_noise_target_tally_sample(cg_noise_target *t, const cg_named_value 
     cg_status st = CG_OK;
     if (outs)
         memset(outs, 0, sizeof *outs);
+    for (int p = 0; p < 2 && st == CG_OK; p++) {
+        t->stopped_last[p] = false;
+        if (t->pending_on[p] && (st = confirm_stop(t, p, sample, err)) == CG_OK)
+            cg_noise_tally_add_stopped(t->noise, &t->tally[p], ref64, ref_count, sample);
+        t->pending_on[p] = false;
+    }
     for (int p = 0; p < 3 && st == CG_OK; p++)
         if (t->kept.out[p])
             st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, t->kept.out[p],
@@ -255,6 +315,63 @@ bool cg_noise_target_sums16(const cg_noise_target *t)
     return t && t->sums16;
 }
 
+bool cg_noise_target_stopped_last(const cg_noise_target *t, int p)
+{
+    return t && p >= 0 && p < 2 && t->stopped_last[p];
+}
+
+const cg_run_stop *cg_noise_target_stop(const cg_noise_target *t, int p)
+{
+    return t && p >= 0 && p < 2 && t->stop[p].stopped ? &t->stop[p] : NULL;
+}
+
+/* The verdict of a class whose run (path p) stopped on a non-finite value
+ * on some sample: a precision breakdown when a wider run explains it (the
+ * fp32-accumulation rerun within the fp16 storage floor: fp16
+ * accumulation; the run in fp32 within the fp32 floor: fp16 storage),
+ * else a wrong result. o: the floors the class is judged against, storage
+ * the output's own (the fp32-accumulation rerun's). */
+static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
+                               const cg_noise_output *o, const cg_noise_output *storage,
+                               const cg_noise_multiples *k, cg_judgement *out, cg_error *err)
+{
+    cg_judgement wider;
+    cg_status st = CG_OK;
+    const char *cause = NULL;
+    char stop[400];
+    cg_noise_within(&o->v, t->precision, &t->tally[p].errors[output].m, k, out);
+    cg_run_stop_describe(&t->stop[p], stop, sizeof stop);
+    if (p == 0 && t->path[1] && !t->stop[1].stopped &&
+        (st = cg_noise_judge_tally(storage, output, t->precision, &t->tally[1], NULL,
+                                   t->path[2] ? &t->tally[2] : NULL, k, &wider, err)) == CG_OK &&
+        cg_verdict_passes(wider.verdict))
+        cause = "with fp32 accumulation";
+    if (st == CG_OK && !cause && t->path[2] &&
+        (st = cg_noise_judge_tally(storage, output, CG_PRECISION_FP32, &t->tally[2], NULL, NULL,
+                                   k, &wider, err)) == CG_OK &&
+        cg_verdict_passes(wider.verdict))
+        cause = "in fp32";
+    if (st != CG_OK)
+        return st;
+    out->verdict = cause ? CG_VERDICT_PRECISION : CG_VERDICT_WRONG;
+    out->by_flips = false;
+    out->stop = t->stop[p];
+    char how[160];
+    if (wider.by_flips)
+        snprintf(how, sizeof how, "%.40s, judged by its decisions", cg_verdict_name(wider.verdict));
+    else
+        snprintf(how, sizeof how, "%.40s, %.3gx the %s floor", cg_verdict_name(wider.verdict),
+                 wider.ratio, wider.against == CG_PRECISION_FP32 ? "fp32" : "fp16");
+    if (!t->path[2])
+        snprintf(out->reason, sizeof out->reason, "%.400s; not rerun in fp32", stop);
+    else if (cause)
+        snprintf(out->reason, sizeof out->reason, "%.300s; %s: %s: fp16 %s", stop, cause, how,
+                 p == 0 && cause[0] == 'w' ? "accumulation" : "storage");
+    else
+        snprintf(out->reason, sizeof out->reason, "%.300s; in fp32: %s too", stop, how);
+    return CG_OK;
+}
+
 cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, int cls,
                                       const cg_noise_multiples *k, cg_judgement *out,
                                       cg_error *err)
@@ -267,11 +384,14 @@ cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, i
         return cg_error_set(err, CG_USAGE, "noise: device class %d is not judged", cls);
     /* the class that sums in fp32 is the fp32-accumulation rerun */
     const cg_noise_tally *run = cls == 1 ? &t->tally[1] : &t->tally[0];
+    const cg_noise_output *storage = o;
     cg_noise_output sums;
     if (t->sums16 && cls != 1) {
         cg_noise_output_sums(o, &sums);
         o = &sums;
     }
+    if (t->stop[cls == 1 ? 1 : 0].stopped)
+        return judge_stopped(t, output, cls == 1 ? 1 : 0, o, storage, k, out, err);
     return cg_noise_judge_tally(o, output, t->precision, run,
                                 t->path[1] ? &t->tally[1] : NULL,
                                 t->path[2] ? &t->tally[2] : NULL, k, out, err);

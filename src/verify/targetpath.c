@@ -139,7 +139,11 @@ static cg_status path_observe(void *user, const cg_node *node, const char *name,
                               const cg_value *value)
 {
     cg_target_path *p = user;
-    if (!path_value_visible(p, node, name))
+    cg_status st;
+    if (p->opt.observe_inside &&
+        (st = p->opt.observe_inside(p->opt.observe_user, node, name, value)) != CG_OK)
+        return st;
+    if (!p->opt.observe || !path_value_visible(p, node, name))
         return CG_OK;
     return p->opt.observe(p->opt.observe_user, node, name, value);
 }
@@ -349,7 +353,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     ro.assignment = p->assign;
     ro.types = p->types;
     ro.node_precision = p->reduced ? p->node_prec : NULL;
-    if (opt->observe) {
+    if (opt->observe || opt->observe_inside) {
         ro.observe = path_observe;
         ro.observe_user = p;
     }

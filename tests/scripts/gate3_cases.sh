@@ -37,6 +37,10 @@
 #  - an fp16 conversion bisected --against its source: compared as values
 #    (no dtype mismatch), within its floors (the CNN) or a precision
 #    breakdown (the LayerNorm);
+#  - a dynamically quantized convolution whose int32 accumulator, cast to float, does
+#    not fit fp16 (the next DynamicQuantizeLinear refuses the inf and the run gives no
+#    outputs) is a precision breakdown naming the Cast, on gate, compare and verify, its
+#    fp16 floor "not measurable", never an error;
 #  - gate --json carries every metric, inf spelled "inf";
 #  - verify of outputs made elsewhere in fp16 against a golden set: the
 #    emulation of the placement tells a precision breakdown (it breaks down
@@ -109,6 +113,40 @@ for c in sum_cancel:ReduceSum:sum prod_overflow:ReduceProd:prod conv_cancel:Conv
     file_lacks "$T/$n.out" "wrong"
     json "$T/$n.json" 'r["matches"]["bisect"]["first_divergent"]["op_type"] == "'"$op"'" and r["matches"]["bisect"]["device_class"] == "F16 devices (fp16 sums)"'
 done
+# --- a run that stops on an inf fp16 made: a precision breakdown, not an error -------------
+# dynquant_overflow: ConvInteger's int32 accumulators (up to 459000) cast to float do not
+# fit fp16; on litert-gpu (the Cast is placed there) and in the fp16 storage reference the
+# Cast gives inf and the DynamicQuantizeLinear after it refuses it (no outputs); in fp32
+# the model is exact. The verdict names the Cast and the node that stopped the run, the
+# fp16 floor is "not measurable", and `convgate run` still refuses the infinity.
+D=dynquant_overflow
+run_named "$D" 1 gate "$F/$D.onnx" --target litert-gpu --inputs "$F/${D}_inputs" --min-coverage 0 --json "$T/$D.json"
+file_matches "$T/$D.out" "^GATE 3 matches: FAIL  output 'y': precision breakdown: F16 devices \\(fp16 sums\\): fp16 overflow in Cast 'acc_cast' \\('acc_f' is inf where the fp64 reference is 247200; fp16 holds at most 65504\\), and the run stopped: node 'y_quant' \\(DynamicQuantizeLinear\\): input holds an infinity"
+file_matches "$T/$D.out" "in fp32: matches \\(fp32 noise\\), [0-9.]+x the fp32 floor: fp16 storage"
+file_matches "$T/$D.out" "^ +F32_F16 devices / use_f32_accum_for_fp16 \\(fp32 sums\\): precision breakdown"
+file_matches "$T/$D.out" "fp16 storage: not measurable \\(the fp16 storage reference stopped on sample 0: fp16 overflow in Cast 'acc_cast'"
+file_matches "$T/$D.out" "bisect could not run: the target path stopped on sample 0 before giving its outputs.*Cast 'acc_cast'"
+file_lacks "$T/$D.out" "wrong|not judged"
+file_lacks "$T/$D.err" "."
+json "$T/$D.json" 'r["matches"]["state"] == "fail" and r["matches"]["outputs"][0]["max_abs"] == "inf" and r["matches"]["outputs"][0]["noise"]["error"]["max_abs"] == "inf"'
+json "$T/$D.json" '(lambda v: v["verdict"] == "precision breakdown" and v["error"] == "inf" and v["ratio"] == "inf" and v["stopped"]["node"] == "acc_cast" and v["stopped"]["op_type"] == "Cast" and v["stopped"]["tensor"] == "acc_f" and v["stopped"]["value"] == "inf" and v["stopped"]["fp64"] == 247200 and v["stopped"]["overflow"] is True and v["stopped"]["nonfinite"] == 32 and v["stopped"]["elements"] == 32 and "y_quant" in v["stopped"]["stopped_by"] and v["stopped"]["sample"] == 0 and v["stopped"]["samples"] == 1)(r["matches"]["outputs"][0]["verdict"])'
+json "$T/$D.json" '[(d["verdict"]["verdict"], d["verdict"]["stopped"]["node"]) for d in r["matches"]["outputs"][0]["device_classes"]] == [("precision breakdown", "acc_cast")] * 2'
+json "$T/$D.json" '(lambda n: n["fp16_floor"] is None and n["fp16_sums_floor"] is None and n["fp16_floor_stop"]["node"] == "acc_cast" and n["fp16_floor_stop"]["fp64"] == 247200 and n["fp32_floor"]["max_abs"] > 0)(r["matches"]["outputs"][0]["noise"])'
+json "$T/$D.json" '"acc_cast" in r["matches"]["bisect_error"]'
+# compare and verify share the judge: the same verdict
+run_named "${D}_cmp" 1 compare "$F/$D.onnx" --target litert-gpu --inputs "$F/${D}_inputs"
+file_matches "$T/${D}_cmp.out" "precision breakdown: F16 devices \\(fp16 sums\\): fp16 overflow in Cast 'acc_cast'"
+run_named "${D}_dump" 0 dump-ref "$F/$D.onnx" --inputs "$F/${D}_inputs" -o "$T/${D}_golden"
+run_named "${D}_verify" 1 verify "$F/$D.onnx" --golden "$T/${D}_golden" --target litert-gpu
+file_matches "$T/${D}_verify.out" "precision breakdown: F16 devices \\(fp16 sums\\): non-finite value in Cast 'acc_cast' \\('acc_f' is inf \\(the fp64 reference was not run\\)\\)"
+file_lacks "$T/${D}_verify.out" "dumped before the device classes"
+# on xnnpack (fp32) nothing overflows; the reference runtime still refuses an infinity
+if [ "$xnn" = 1 ]; then
+    run_named "${D}_xnn" 0 gate "$F/$D.onnx" --target xnnpack --inputs "$F/${D}_inputs" --min-coverage 0
+fi
+run_named "${D}_run" 1 run "$F/$D.onnx" -i "x=$F/${D}_inputs/sample_0/x.npy" --target litert-gpu
+file_matches "$T/${D}_run.err" "node 'y_quant' \\(DynamicQuantizeLinear\\): input holds an infinity at 0 \\(no quantization range\\)"
+
 # the LayerNorm's variance overflows, not its mean (whose fp16 sum is within its floor)
 file_matches "$T/layernorm_variance.out" "fp16 overflow in ReduceMean 'variance'"
 json "$T/layernorm_variance.json" 'r["matches"]["bisect"]["first_divergent"]["node"] == "variance" and r["matches"]["bisect"]["last_matching"]["tensor"] == "centered_sq"'

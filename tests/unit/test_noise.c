@@ -248,7 +248,10 @@ static void test_floors(void)
     cg_runtime *rt = NULL;
     cg_runtime_options ro;
     cg_runtime_options_default(&ro);
-    cg_noise_capture cap = {n, {0, NULL, NULL}, &err};
+    cg_noise_capture cap;
+    memset(&cap, 0, sizeof cap);
+    cap.noise = n;
+    cap.err = &err;
     ro.observe = cg_noise_capture_observe;
     ro.observe_user = &cap;
     cg_named_value *got = NULL;
