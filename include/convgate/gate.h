@@ -172,7 +172,7 @@ typedef struct cg_gate_report {
     cg_parity_report judged;  /* every output's figures and verdict over the samples */
     cg_task task;             /* as asked (the task block of the report) */
     double threshold;
-    char matches_detail[512];
+    char matches_detail[768];
     char matches_short[160];  /* "output 'y' precision breakdown" */
     bool bisected;
     size_t bisect_sample;    /* index of the sample bisected */

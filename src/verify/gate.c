@@ -578,7 +578,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     snprintf(r->matches_short, sizeof r->matches_short, "output '%.100s' %s", o->name,
              o->by_noise ? cg_verdict_name(o->verdict.verdict) : "outside tolerance");
     if (o->by_noise)
-        snprintf(r->matches_detail, sizeof r->matches_detail, "output '%.100s': %s: %.350s",
+        snprintf(r->matches_detail, sizeof r->matches_detail, "output '%.100s': %s: %.511s",
                  o->name, cg_verdict_name(o->verdict.verdict), o->verdict.reason);
     else
         snprintf(r->matches_detail, sizeof r->matches_detail,

@@ -338,7 +338,7 @@ static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
     cg_judgement wider;
     cg_status st = CG_OK;
     const char *cause = NULL;
-    char stop[400];
+    char stop[480];
     cg_noise_within(&o->v, t->precision, &t->tally[p].errors[output].m, k, out);
     cg_run_stop_describe(&t->stop[p], stop, sizeof stop);
     if (p == 0 && t->path[1] && !t->stop[1].stopped &&
@@ -356,7 +356,7 @@ static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
     out->verdict = cause ? CG_VERDICT_PRECISION : CG_VERDICT_WRONG;
     out->by_flips = false;
     out->stop = t->stop[p];
-    char how[160];
+    char how[100];
     if (wider.by_flips)
         snprintf(how, sizeof how, "%.40s, judged by its decisions", cg_verdict_name(wider.verdict));
     else
@@ -365,10 +365,10 @@ static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
     if (!t->path[2])
         snprintf(out->reason, sizeof out->reason, "%.400s; not rerun in fp32", stop);
     else if (cause)
-        snprintf(out->reason, sizeof out->reason, "%.300s; %s: %s: fp16 %s", stop, cause, how,
+        snprintf(out->reason, sizeof out->reason, "%.370s; %s: %.90s: fp16 %s", stop, cause, how,
                  p == 0 && cause[0] == 'w' ? "accumulation" : "storage");
     else
-        snprintf(out->reason, sizeof out->reason, "%.300s; in fp32: %s too", stop, how);
+        snprintf(out->reason, sizeof out->reason, "%.370s; in fp32: %.90s too", stop, how);
     return CG_OK;
 }
 
