@@ -540,6 +540,98 @@ static void test_shape_flip(void)
     cg_model_free(m);
 }
 
+/* A run that stops on an inf fp16 made (docs/gate3.md "Runs that stop on inf
+ * or NaN"): the values noted, the one to blame (the first the fp64
+ * reference holds finite), and the fp16 storage floor of a model whose
+ * fp16 storage reference stops: not measurable, named. */
+static void test_run_stops(void)
+{
+    cg_nonfinite_watch w;
+    memset(&w, 0, sizeof w);
+    const char *no_inputs[1] = {""};
+    cg_node mask_node = {no_inputs, 0, no_inputs, 0, "add_mask", "Add", "", NULL, 0, NULL, {0}};
+    cg_node cast_node = {no_inputs, 0, no_inputs, 0, "acc_cast", "Cast", "", NULL, 0, NULL, {0}};
+    static const double mask[4] = {0, -INFINITY, 0, 0};
+    static const double acc[4] = {INFINITY, 3, -INFINITY, 5};
+    static const double fine[4] = {1, 2, 3, 4};
+    int64_t dims[1] = {4};
+    cg_value *vm = test_value(CG_DTYPE_FLOAT, 1, dims, mask);
+    cg_value *va = test_value(CG_DTYPE_FLOAT, 1, dims, acc);
+    cg_value *vf = test_value(CG_DTYPE_FLOAT, 1, dims, fine);
+    cg_nonfinite_note(&w, &mask_node, "m", vm);
+    EXPECT(w.count == 0, "a watch that is off notes nothing");
+    w.on = true;
+    cg_nonfinite_note(&w, &mask_node, "m", vm);
+    cg_nonfinite_note(&w, &cast_node, "acc_f", vf);
+    cg_nonfinite_note(&w, &cast_node, "acc_f", va);
+    cg_nonfinite_note(&w, &mask_node, "m", vm);
+    EXPECT(w.count == 2 && strcmp(w.sites[0].value, "m") == 0 && w.sites[0].index == 1 &&
+               strcmp(w.sites[1].node, "acc_cast") == 0 && w.sites[1].index == 0 &&
+               w.sites[1].count == 2 && w.sites[1].numel == 4 && isinf(w.sites[1].got),
+           "the non-finite values in run order, once each (%zu)", w.count);
+    /* the mask's -inf is the fp64 reference's too: the Cast's inf is the new one */
+    w.sites[0].ref = -INFINITY;
+    w.sites[0].ref_known = true;
+    w.sites[1].ref = 247200;
+    w.sites[1].ref_known = true;
+    cg_nonfinite_site site;
+    EXPECT(cg_nonfinite_first_new(&w, &site) && strcmp(site.value, "acc_f") == 0,
+           "the first value the fp64 reference holds finite");
+    cg_run_stop stop;
+    memset(&stop, 0, sizeof stop);
+    stop.stopped = true;
+    stop.site = site;
+    snprintf(stop.message, sizeof stop.message, "node 'q' (DynamicQuantizeLinear): input holds "
+             "an infinity at 0 (no quantization range)");
+    char line[640];
+    cg_run_stop_describe(&stop, line, sizeof line);
+    EXPECT(strstr(line, "fp16 overflow in Cast 'acc_cast' ('acc_f' is inf where the fp64 "
+                        "reference is 247200; fp16 holds at most 65504), and the run stopped: "
+                        "node 'q'") == line, "%s", line);
+    w.sites[1].ref = INFINITY;
+    EXPECT(!cg_nonfinite_first_new(&w, &site), "every non-finite value is the reference's too");
+    cg_value_free(vm);
+    cg_value_free(va);
+    cg_value_free(vf);
+
+    cg_model *m = test_load_model("tests/data/fp16/dynquant_overflow.onnx");
+    if (!m)
+        return;
+    cg_noise_options o;
+    memset(&o, 0, sizeof o);
+    o.fp16 = true;
+    o.fp16_sums = true;
+    cg_noise *n = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_noise_init(m, &o, &n, &err) == CG_OK, "%s", err.msg);
+    double xs[36];
+    for (int i = 0; i < 36; i++)
+        xs[i] = (i % 9) / 8.0;
+    int64_t xd[4] = {1, 1, 6, 6};
+    cg_value *x = test_value(CG_DTYPE_FLOAT, 4, xd, xs);
+    cg_named_value in = {"x", x};
+    EXPECT(n && x && cg_noise_add_sample(n, &in, 1, NULL, NULL, &err) == CG_OK,
+           "the fp16 storage reference stops, the floors go on: %s", err.msg);
+    const cg_run_stop *s = n ? cg_noise_fp16_stop(n) : NULL;
+    EXPECT(s && strcmp(s->site.node, "acc_cast") == 0 && s->site.ref_known &&
+               s->site.ref > 65504 && strstr(s->message, "y_quant") && s->sample == 0,
+           "the fp16 floor's stop names the Cast");
+    const cg_noise_output *y = n ? cg_noise_output_get(n, 0) : NULL;
+    EXPECT(y && y->v.fp32.dist.count == 32 && y->v.fp16.dist.count == 0 &&
+               y->v.fp16_sums.dist.count == 0, "fp32 floor measured, fp16 floors not");
+    cg_noise_free(n);
+    /* without fp16 nothing stops */
+    o.fp16 = o.fp16_sums = false;
+    n = NULL;
+    EXPECT(cg_noise_init(m, &o, &n, &err) == CG_OK &&
+               cg_noise_add_sample(n, &in, 1, NULL, NULL, &err) == CG_OK && !cg_noise_fp16_stop(n),
+           "fp32 and fp64 only: %s", err.msg);
+    cg_noise_free(n);
+    cg_value_free(x);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_stats();
@@ -549,5 +641,6 @@ int main(void)
     test_verdicts();
     test_vacuous();
     test_shape_flip();
+    test_run_stops();
     return test_done("test_noise");
 }
