@@ -13,6 +13,7 @@
 #include "convgate/dtype.h"
 #include "core/mapfile.h"
 #include "convgate/runtime.h"
+#include "run/exec.h"
 #include "run/initshare.h"
 
 #define SHARE_ALIGN 64u
@@ -176,6 +177,17 @@ size_t cg_shared_live(void)
     return n;
 }
 
+size_t cg_init_copy_holders(const void *src, size_t len)
+{
+    size_t refs = 0;
+    pthread_mutex_lock(&table_lock);
+    for (cg_shared *c = table[bucket_of(src)]; c; c = c->next)
+        if (c->src == src && c->len == len && c->tag_len == 0)
+            refs = c->refs;
+    pthread_mutex_unlock(&table_lock);
+    return refs;
+}
+
 cg_shared *cg_init_copy_acquire(const uint8_t *src, size_t len)
 {
     return cg_shared_acquire(src, NULL, 0, len);
@@ -190,6 +202,30 @@ void cg_init_copy_fill(cg_shared *c)
          * pages of the model's mapping need not stay resident as well */
         cg_mapping_drop_pages(c->src, c->len);
     }
+}
+
+cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
+                               cg_shared **copy, cg_error *err)
+{
+    *copy = NULL;
+    const cg_bytes *raw = cg_init_payload_misaligned(tp);
+    cg_shared *c = raw ? cg_init_copy_acquire(raw->data, raw->len) : NULL;
+    if (!c)
+        return cg_value_from_proto_ex(tp, true, out, borrowed, err);
+    cg_init_copy_fill(c);
+    /* the same tensor, its payload in the shared aligned copy */
+    cg_tensor_proto aligned = *tp;
+    if (raw == &tp->external_payload)
+        aligned.external_payload.data = cg_shared_data(c);
+    else
+        aligned.raw_data.data = cg_shared_data(c);
+    cg_status st = cg_value_from_proto_ex(&aligned, true, out, borrowed, err);
+    if (st != CG_OK || !*borrowed) {
+        cg_shared_release(c); /* a failure, or a value with its own data */
+        return st;
+    }
+    *copy = c;
+    return CG_OK;
 }
 
 const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp)

@@ -30,6 +30,8 @@
 #include <stdint.h>
 
 #include "convgate/model.h"
+#include "convgate/status.h"
+#include "convgate/tensor.h"
 
 typedef struct cg_shared cg_shared;
 
@@ -49,8 +51,10 @@ bool cg_shared_fill_begin(cg_shared *c);
 void cg_shared_fill_end(cg_shared *c, bool filled);
 /* Drops one hold; the last frees the buffer. NULL is a no-op. */
 void cg_shared_release(cg_shared *c);
-/* Entries alive (for tests). */
+/* Entries alive, and the holders of the aligned copy of src[0, len) (0
+ * when there is none): for tests. */
 size_t cg_shared_live(void);
+size_t cg_init_copy_holders(const void *src, size_t len);
 
 /* Aligned copies: the shared buffer of src[0, len) with no tag, and its
  * fill (a copy, once over all holders and threads). */
@@ -61,6 +65,16 @@ void cg_init_copy_fill(cg_shared *c);
  * runtime can use it: fixed-size elements in raw_data or external data, at
  * an address that is not a multiple of the element size. NULL else. */
 const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp);
+
+/* An initializer as a read-only value: an aligned payload is used in place,
+ * a misaligned one through its shared aligned copy (filled now), so every
+ * reader of the same bytes shares one copy. *borrowed says the value's data
+ * is not its own (set it to NULL before cg_value_free); *copy is the shared
+ * copy it reads, or NULL: release it once the value is gone. When no shared
+ * entry can be had the value owns a private copy, as cg_value_from_proto_ex
+ * makes. */
+cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
+                               cg_shared **copy, cg_error *err);
 
 /* Holds (cg_runtime_hold_weights, convgate/runtime.h) are implemented
  * here: a hold takes the copies of its model's misaligned payloads and

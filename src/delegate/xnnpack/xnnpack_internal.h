@@ -44,6 +44,7 @@ typedef struct xnng_const {
     cg_value *value;
     bool borrowed; /* data points into the model mapping */
     bool alias;    /* same value as an earlier entry (Identity): not owned */
+    struct cg_shared *copy; /* the shared aligned copy data points into, or NULL */
 } xnng_const;
 
 /* Bytes XNNPACK keeps pointers to (repacked weights, composite constants). */

@@ -30,6 +30,7 @@
 #include "delegate/xnnpack/xnnpack_internal.h"
 #include "ir/walk.h"
 #include "run/exec.h"
+#include "run/initshare.h"
 
 #define XNNG_MAX_DIMS XNN_MAX_TENSOR_DIMS
 #define XNNG_IDENTITY_DEPTH 16
@@ -155,6 +156,7 @@ void xnng_build_clear(xnng_build *b)
         if (c->borrowed)
             c->value->tensor.data = NULL;
         cg_value_free(c->value);
+        cg_shared_release(c->copy);
     }
     free(b->consts);
     b->consts = NULL;
@@ -216,6 +218,7 @@ static cg_status consts_add(xnng_build *b, const char *name, cg_value *v, bool b
     c->value = v;
     c->borrowed = borrowed;
     c->alias = alias;
+    c->copy = NULL;
     return CG_OK;
 }
 
@@ -274,15 +277,21 @@ static cg_status const_lookup(xnng_build *b, const char *name, int depth, xnng_k
     bool type_const = vt && vt->is_const;
     const cg_tensor_proto *tp = cg_graph_initializer(g, name);
     if (tp && (!is_graph_input(g, name) || type_const)) {
+        /* a misaligned payload is read through the aligned copy every
+         * runtime over these bytes shares (the reference's, in a gate) */
         cg_value *v = NULL;
+        cg_shared *copy = NULL;
         bool borrowed = false;
-        cg_status st = cg_value_from_proto_ex(tp, true, &v, &borrowed, b->err);
+        cg_status st = cg_init_value_shared(tp, &v, &borrowed, &copy, b->err);
         if (st != CG_OK) {
             cg_error_prefix(b->err, "xnnpack: initializer '%s': ", name);
             return st;
         }
-        if ((st = consts_add(b, name, v, borrowed, false)) != CG_OK)
+        if ((st = consts_add(b, name, v, borrowed, false)) != CG_OK) {
+            cg_shared_release(copy);
             return st;
+        }
+        b->consts[b->const_count - 1].copy = copy;
         *kind = XNNG_STATIC;
         *t = &v->tensor;
         return CG_OK;
