@@ -8,10 +8,11 @@
 # the other processes too). The machine's load average is printed before
 # and after. bench/bench_run.sh prints these rows in its gate section.
 #
-#   bench/bench_gate.sh [--zoo DIR] [--repeat N] [--targets "xnnpack litert-gpu"] [--phases] CONVGATE [MODEL...]
+#   bench/bench_gate.sh [--zoo DIR] [--repeat N] [--targets "xnnpack litert-gpu"] [--except "MODEL:TARGET ..."] [--phases] CONVGATE [MODEL...]
 #
 # MODELs are zoo names (default: resnet18 resnet50 mobilenet_v2 vit_b_16)
-# in --zoo, else $CG_ZOO, else <repo>/zoo. Needs GNU time.
+# in --zoo, else $CG_ZOO, else <repo>/zoo. --except leaves out the named
+# model/target pairs (each gets a row saying so). Needs GNU time.
 set -uo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,14 +20,16 @@ zoo="${CG_ZOO:-$repo/zoo}"
 repeat=1
 targets="xnnpack litert-gpu"
 phases=0
+except=""
 usage() { sed -n '11p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --repeat) repeat="${2:?--repeat needs a number}"; shift 2 ;;
         --targets) targets="${2:?--targets needs a list}"; shift 2 ;;
+        --except) except="${2?--except needs a list}"; shift 2 ;;
         --phases) phases=1; shift ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_gate: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -54,6 +57,9 @@ for m in "${models[@]}"; do
         >/dev/null 2>&1 || true
     r=$(tail -n 1 "$work/ref.time")
     for t in $targets; do
+        case " $except " in
+            *" $m:$t "*) echo "| $m | $t | not run (--except) | | | | | | | |"; continue ;;
+        esac
         : >"$work/rows"
         for i in $(seq "$repeat"); do
             if /usr/bin/time -f '%e %U %S %M' -o "$work/gate.time" "$convgate" gate "$path" \
