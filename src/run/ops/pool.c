@@ -112,12 +112,12 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             if ((st = cg_kernel_check_time(k)) != CG_OK)
                 return st;
             if (two_d)
-                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow);
+                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, k);
             else
                 poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
                            &w, mode, include_pad, p, order == 1);
         }
-        return CG_OK;
+        return cg_kernel_check_time(k); /* the last plane may have stopped early */
     }
     const float *xf = cg_nn_as_f32(k, x);
     float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
@@ -128,11 +128,13 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
         if ((st = cg_kernel_check_time(k)) != CG_OK)
             return st;
         if (two_d)
-            pool2d_f32(xf + pl * in_n, yf + pl * out_n, 1, &w, mode, include_pad, vrow);
+            pool2d_f32(xf + pl * in_n, yf + pl * out_n, 1, &w, mode, include_pad, vrow, k);
         else
             poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w,
                        mode, include_pad, p, order == 1);
     }
+    if ((st = cg_kernel_check_time(k)) != CG_OK)
+        return st; /* the last plane may have stopped early */
     cg_nn_store_f32(k, y, yf);
     return CG_OK;
 }
