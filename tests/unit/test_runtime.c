@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "convgate/budget.h"
 #include "convgate/runtime.h"
@@ -1026,12 +1027,73 @@ static void test_sparse_initializer(void)
     cg_model_free(m);
 }
 
+/* A pooling whose window spans half of one plane does work far beyond its
+ * output (here 30001x16 outputs of 30000 taps each, 1.4e10 additions, under
+ * the kernels' cap on taps inside the image, 2^34): the
+ * kernel looks at the run's time limit inside the plane, on the 2-D path
+ * (MaxPool, AveragePool) and the general one (MaxPool's Indices output),
+ * and stops with CG_LIMIT soon after the deadline. The limit was checked
+ * only between planes before: one plane ran to its end (fuzz_tflite_run's
+ * timeout input, tests/fuzz/regressions/tflite). */
+static void test_pool_time_limit(void)
+{
+    static const char *const ops[3] = {"MaxPool", "AveragePool", "MaxPool"};
+    int64_t d[4] = {1, 1, 60000, 16}, ks[2] = {30000, 1};
+    cg_value *x = NULL;
+    EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, d, &x, NULL) == CG_OK, "input");
+    if (!x)
+        return;
+    float *xv = x->tensor.data;
+    for (int64_t i = 0; i < x->tensor.numel; i++)
+        xv[i] = (float)(i % 97) / 97.0f;
+    for (int c = 0; c < 3; c++) {
+        bool indices = c == 2;
+        cg_model *m = model_graph(13, "x", indices ? "y,i" : "y");
+        cg_node *n = node(m->graph, ops[c], "pool", "x", indices ? "y,i" : "y");
+        test_node_add_attr(n, attr_ints("kernel_shape", ks, 2));
+        cg_budget *b = cg_budget_new(0, 0);
+        cg_runtime_options opt;
+        cg_runtime_options_default(&opt);
+        opt.threads = 1;
+        opt.budget = b;
+        cg_runtime *rt = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        cg_named_value feed = {"x", x}, *outs = NULL;
+        size_t nout = 0;
+        cg_status st = cg_runtime_init(m, &opt, &rt, &err);
+        EXPECT(st == CG_OK, "%s init: %s", ops[c], err.msg);
+        if (st == CG_OK) {
+            cg_budget_set(b, 0, 0.05);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            st = cg_runtime_run(rt, &feed, 1, &outs, &nout, &err);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            EXPECT(st == CG_LIMIT && strstr(err.msg, "time limit") && strstr(err.msg, "'pool'"),
+                   "%s%s stops at the time limit: %s", ops[c], indices ? " with Indices" : "",
+                   err.msg);
+            /* the whole plane takes seconds in Release (about half a minute on
+             * the general path); one output row is 480,000 additions */
+            EXPECT(s < 1.0, "%s%s stopped %.2f s after starting, 0.05 s allowed", ops[c],
+                   indices ? " with Indices" : "", s);
+            if (st == CG_OK)
+                cg_runtime_free_outputs(outs, nout);
+        }
+        cg_runtime_free(rt);
+        cg_budget_free(b);
+        cg_model_free(m);
+    }
+    cg_value_free(x);
+}
+
 int main(void)
 {
     test_registry();
     test_chain_and_memory_plan();
     test_memory_plan_random_dag();
     test_kept_buffers_budget();
+    test_pool_time_limit();
     test_fixed_dims_and_initializer_default();
     test_init_errors();
     test_if_outer_scope();

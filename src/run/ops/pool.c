@@ -15,6 +15,9 @@
 
 typedef enum pool_mode { POOL_MAX, POOL_AVG, POOL_LP } pool_mode;
 
+/* outputs between two looks at the time limit: a multiple of the 8-wide
+ * blocks, and rare enough that the clock read costs nothing measurable */
+#define POOL_CHECK_EVERY 64
 
 #define CT float
 #define POOL_FN(x) x##_f32
@@ -115,7 +118,7 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
                 pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, k);
             else
                 poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
-                           &w, mode, include_pad, p, order == 1);
+                           &w, mode, include_pad, p, order == 1, k);
         }
         return cg_kernel_check_time(k); /* the last plane may have stopped early */
     }
@@ -131,7 +134,7 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             pool2d_f32(xf + pl * in_n, yf + pl * out_n, 1, &w, mode, include_pad, vrow, k);
         else
             poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w,
-                       mode, include_pad, p, order == 1);
+                       mode, include_pad, p, order == 1, k);
     }
     if ((st = cg_kernel_check_time(k)) != CG_OK)
         return st; /* the last plane may have stopped early */
