@@ -204,6 +204,16 @@ void cg_init_copy_fill(cg_shared *c)
     }
 }
 
+void cg_init_proto_over(const cg_tensor_proto *tp, const cg_bytes *raw, const uint8_t *data,
+                        cg_tensor_proto *out)
+{
+    *out = *tp;
+    if (raw == &tp->external_payload)
+        out->external_payload.data = data;
+    else
+        out->raw_data.data = data;
+}
+
 cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
                                cg_shared **copy, cg_error *err)
 {
@@ -213,12 +223,8 @@ cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *
     if (!c)
         return cg_value_from_proto_ex(tp, true, out, borrowed, err);
     cg_init_copy_fill(c);
-    /* the same tensor, its payload in the shared aligned copy */
-    cg_tensor_proto aligned = *tp;
-    if (raw == &tp->external_payload)
-        aligned.external_payload.data = cg_shared_data(c);
-    else
-        aligned.raw_data.data = cg_shared_data(c);
+    cg_tensor_proto aligned;
+    cg_init_proto_over(tp, raw, cg_shared_data(c), &aligned);
     cg_status st = cg_value_from_proto_ex(&aligned, true, out, borrowed, err);
     if (st != CG_OK || !*borrowed) {
         cg_shared_release(c); /* a failure, or a value with its own data */

@@ -73,6 +73,10 @@ const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp);
  * copy it reads, or NULL: release it once the value is gone. When no shared
  * entry can be had the value owns a private copy, as cg_value_from_proto_ex
  * makes. */
+/* *out = tp with its misaligned payload raw (cg_init_payload_misaligned)
+ * read from data instead: the same tensor over an aligned copy. */
+void cg_init_proto_over(const cg_tensor_proto *tp, const cg_bytes *raw, const uint8_t *data,
+                        cg_tensor_proto *out);
 cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
                                cg_shared **copy, cg_error *err);
 

@@ -393,11 +393,7 @@ static cg_status plan_initializers(plan_build *b)
             } else {
                 cg_init_copy_fill(copy);
             }
-            aligned = *tp;
-            if (raw == &tp->external_payload)
-                aligned.external_payload.data = dst;
-            else
-                aligned.raw_data.data = dst;
+            cg_init_proto_over(tp, raw, dst, &aligned);
             tp = &aligned;
         }
         if (!tp->name || !tp->name[0])
