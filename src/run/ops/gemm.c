@@ -18,8 +18,12 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "run/initshare.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/packgemm.h"
 
 /* The broadcast batch structure of a (possibly promoted) matrix product. */
 typedef struct mm_plan {
@@ -172,6 +176,272 @@ static cg_status mm_f32(cg_kernel_ctx *k, const mm_plan *p, const float *a, cons
     return CG_OK;
 }
 
+/* ---- float32 products on the reference's own GEMM (packgemm.h) -----------
+ *
+ * At a vector level, float32 MatMul and Gemm run on the convolution GEMM's
+ * micro-kernels rather than OpenBLAS: B (K x N) is packed into panels of
+ * the kernel's nr columns of Y, and the rows of A are the positions, read
+ * in place (A(i,q) at a[i*ars + q*acs], so a transposed A costs nothing).
+ * A constant B is packed once, at init (prepare.def), shared by every
+ * runtime of the process over the same weights; a computed B is packed per
+ * matrix into scratch, which costs K*N copies against rows*K*N
+ * multiply-adds, so it is done only when there are at least 2*mr rows.
+ * OpenBLAS keeps the portable level (its kernels beat plain C), the
+ * products of few rows, and the float64 mode.
+ *
+ * Why not OpenBLAS everywhere: which of its kernels runs is the
+ * environment's choice (OPENBLAS_CORETYPE). With Haswell there, as on the
+ * machine of docs/BENCHMARKS.md, an AVX-512 CPU runs its AVX2 kernels: vit_b_16
+ * took 368 ms against 233 ms with its SkylakeX kernels, and 230 ms here.
+ * Every Y element is one float32 sum over K in packgemm's fixed order, so
+ * the result does not depend on the thread count. */
+
+typedef struct mm_packed {
+    const void *b_data;
+    cg_dtype b_dtype;
+    int64_t kk, n;
+    bool tb; /* B is stored N x K (Gemm's transB) */
+    const cg_simd_gemm *g;
+    const float *data;
+    cg_shared *shared; /* data belongs to this shared buffer, else malloc'd */
+} mm_packed;
+
+static void mm_packed_free(void *v)
+{
+    mm_packed *mp = v;
+    if (mp) {
+        if (mp->shared)
+            cg_shared_release(mp->shared);
+        else
+            free((void *)mp->data);
+    }
+    free(mp);
+}
+
+/* What a shared packing derives from besides B's address. */
+typedef struct mm_pack_tag {
+    char what[8]; /* "matmul": never equal to conv.c's tags */
+    int64_t kk, n;
+    const cg_simd_gemm *g;
+    int32_t dtype;
+    int32_t tb;
+} mm_pack_tag;
+
+/* B into panels of g->nr columns of Y, k-major, zero past n: B is kk x n
+ * row-major, or n x kk with tb. */
+static void mm_pack_b(const cg_simd_gemm *g, const float *b, bool tb, int64_t kk, int64_t n,
+                      float *dst)
+{
+    if (tb) {
+        cg_pg_pack(g, b, kk, n, kk, dst);
+        return;
+    }
+    int64_t panels = (n + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        int64_t n0 = pn * g->nr, cols = n - n0 < g->nr ? n - n0 : g->nr;
+        float *d = dst + pn * g->nr * kk;
+        for (int64_t q = 0; q < kk; q++) {
+            memcpy(d + q * g->nr, b + q * n + n0, (size_t)cols * sizeof(float));
+            memset(d + q * g->nr + cols, 0, (size_t)(g->nr - cols) * sizeof(float));
+        }
+    }
+}
+
+/* The packgemm kernel for a float32 product of rows x kk by kk x n, or
+ * NULL for OpenBLAS (see above). */
+static const cg_simd_gemm *mm_pg_kernel(cg_kernel_ctx *k, int64_t rows, int64_t n, bool b_const)
+{
+    if (cg_kernel_simd(k) == CG_SIMD_PORTABLE)
+        return NULL;
+    const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
+    if (ops->level == CG_SIMD_PORTABLE || ops->gemm_count < 1)
+        return NULL;
+    const cg_simd_gemm *g = cg_pg_choose(ops, n);
+    return b_const || rows >= 2 * g->mr ? g : NULL;
+}
+
+/* A constant B packed for g: the node's state (filled once, shared by every
+ * runtime of the process over the same B), or NULL when memory runs out. */
+static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, int64_t kk,
+                                int64_t n, const cg_simd_gemm *g)
+{
+    mm_packed *mp = cg_kernel_state(k);
+    if (mp && mp->b_data == b->data && mp->b_dtype == b->dtype && mp->kk == kk && mp->n == n &&
+        mp->tb == tb && mp->g == g)
+        return mp->data;
+    size_t floats = cg_pg_packed_floats(g, n, kk);
+    if (floats > SIZE_MAX / sizeof(float))
+        return NULL;
+    size_t bytes = floats * sizeof(float);
+    mm_pack_tag tag;
+    memset(&tag, 0, sizeof tag);
+    memcpy(tag.what, "matmul", 7);
+    tag.kk = kk;
+    tag.n = n;
+    tag.g = g;
+    tag.dtype = b->dtype;
+    tag.tb = tb;
+    cg_shared *shared = cg_shared_acquire(b->data, &tag, sizeof tag, bytes ? bytes : 1);
+    float *data;
+    if (shared) {
+        data = (float *)cg_shared_data(shared);
+        if (cg_shared_fill_begin(shared)) {
+            const float *bf = cg_nn_as_f32(k, b);
+            if (bf)
+                mm_pack_b(g, bf, tb, kk, n, data);
+            cg_shared_fill_end(shared, bf != NULL);
+            if (!bf) {
+                cg_shared_release(shared);
+                return NULL;
+            }
+        }
+    } else {
+        const float *bf = cg_nn_as_f32(k, b);
+        if (!bf || !(data = malloc(bytes ? bytes : 1)))
+            return NULL;
+        mm_pack_b(g, bf, tb, kk, n, data);
+    }
+    mp = calloc(1, sizeof *mp);
+    if (!mp) {
+        if (shared)
+            cg_shared_release(shared);
+        else
+            free(data);
+        return NULL;
+    }
+    mp->b_data = b->data;
+    mp->b_dtype = b->dtype;
+    mp->kk = kk;
+    mp->n = n;
+    mp->tb = tb;
+    mp->g = g;
+    mp->data = data;
+    mp->shared = shared;
+    if (!cg_kernel_set_state(k, mp, mm_packed_free)) {
+        /* no runtime to keep it (a one-off kernel call): use it once */
+        float *copy = cg_nn_scratch(k, (int64_t)floats, sizeof(float));
+        if (copy)
+            memcpy(copy, data, bytes);
+        mm_packed_free(mp);
+        return copy;
+    }
+    return data;
+}
+
+/* Where a finished tile goes: Y (pitch n) = alpha * AB + beta * C(i,j),
+ * C(i,j) at c[i*crs + j*ccs] (Gemm), or plain AB when c is NULL. */
+typedef struct mm_pg_store_ctx {
+    float *y;
+    int64_t n;
+    float alpha, beta;
+    const float *c;
+    int64_t crs, ccs;
+} mm_pg_store_ctx;
+
+static void mm_pg_store(void *ctx, const float *t, int64_t ld, int64_t p0, int64_t np,
+                        int64_t m0, int64_t m1)
+{
+    const mm_pg_store_ctx *s = ctx;
+    for (int64_t i = 0; i < np; i++) {
+        float *yr = s->y + (p0 + i) * s->n + m0;
+        const float *tr = t + i * ld;
+        if (!s->c && s->alpha == 1.0f) {
+            memcpy(yr, tr, (size_t)(m1 - m0) * sizeof(float));
+            continue;
+        }
+        const float *cr = s->c ? s->c + (p0 + i) * s->crs + m0 * s->ccs : NULL;
+        for (int64_t j = 0; j < m1 - m0; j++)
+            yr[j] = s->alpha * tr[j] + (cr ? s->beta * cr[j * s->ccs] : 0.0f);
+    }
+}
+
+/* rows x n of Y from A(i,q) = a[i*ars + q*acs] and B packed for g. */
+static cg_status mm_pg_product(cg_kernel_ctx *k, const cg_simd_gemm *g, const float *wpack,
+                               const float *a, int64_t ars, int64_t acs, int64_t rows,
+                               int64_t kk, int64_t n, mm_pg_store_ctx *sc)
+{
+    int64_t *off = cg_nn_scratch(k, kk, sizeof(int64_t));
+    int64_t *pos = cg_nn_scratch(k, rows, sizeof(int64_t));
+    if (!off || !pos)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t q = 0; q < kk; q++)
+        off[q] = q * acs;
+    for (int64_t r = 0; r < rows; r++)
+        pos[r] = r * ars;
+    cg_pg_problem pr = {g, wpack, n, kk, rows, a, off, pos, mm_pg_store, sc, NULL};
+    if (!cg_pg_run(k, &pr))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    return cg_kernel_check_time(k);
+}
+
+/* MatMul's float32 product on packgemm: a constant 2-D B (A's batches
+ * stacked as one tall matrix), else each batch's B packed into scratch. */
+static cg_status mm_f32_pg(cg_kernel_ctx *k, const mm_plan *p, const cg_simd_gemm *g,
+                           const cg_tensor *b, const float *a, const float *bf, float *y)
+{
+    mm_pg_store_ctx sc = {y, p->n, 1.0f, 0.0f, NULL, 0, 0};
+    bool b_const = cg_kernel_input_is_const(k, 1) && p->b_batches == 1 &&
+                   p->a_batches == p->batch;
+    if (b_const) {
+        const float *wpack = mm_packed_b(k, b, false, p->kk, p->n, g);
+        if (!wpack)
+            return cg_kernel_fail(k, CG_NOMEM, "out of memory packing B");
+        return mm_pg_product(k, g, wpack, a, p->kk, 1, p->m * p->batch, p->kk, p->n, &sc);
+    }
+    int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
+    float *wpack = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(g, p->n, p->kk), sizeof(float));
+    if (!wpack)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    int64_t last_bo = -1;
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t ao, bo;
+        mm_offsets(p, bi, &ao, &bo);
+        if (bo != last_bo) /* a B broadcast over A's batches is packed once */
+            mm_pack_b(g, bf + bo * bsz, false, p->kk, p->n, wpack);
+        last_bo = bo;
+        sc.y = y + bi * ysz;
+        cg_status st = mm_pg_product(k, g, wpack, a + ao * asz, p->kk, 1, p->m, p->kk, p->n, &sc);
+        if (st != CG_OK)
+            return st;
+    }
+    return CG_OK;
+}
+
+/* Whether MatMul's float32 product takes packgemm, and with which kernel. */
+static const cg_simd_gemm *mm_pg_for(cg_kernel_ctx *k, const mm_plan *p)
+{
+    bool b_const = cg_kernel_input_is_const(k, 1) && p->b_batches == 1 &&
+                   p->a_batches == p->batch;
+    return mm_pg_kernel(k, b_const ? p->m * p->batch : p->m, p->n, b_const);
+}
+
+cg_status cg_op_matmul_prepare(cg_kernel_ctx *k)
+{
+    const cg_tensor *b = cg_kernel_input(k, 1);
+    if (!b || b->rank < 2 || !cg_kernel_input_is_const(k, 1) || !cg_nn_is_real(b->dtype) ||
+        b->dtype == CG_DTYPE_DOUBLE || cg_nn_prod(b->rank - 2, b->dims) != 1)
+        return CG_UNSUPPORTED;
+    int64_t kk = b->dims[b->rank - 2], n = b->dims[b->rank - 1];
+    const cg_simd_gemm *g = mm_pg_kernel(k, 0, n, true);
+    if (!g)
+        return CG_UNSUPPORTED;
+    return mm_packed_b(k, b, false, kk, n, g) ? CG_OK : CG_NOMEM;
+}
+
+cg_status cg_op_gemm_prepare(cg_kernel_ctx *k)
+{
+    const cg_tensor *b = cg_kernel_input(k, 1);
+    if (!b || b->rank != 2 || !cg_kernel_input_is_const(k, 1) || !cg_nn_is_real(b->dtype) ||
+        b->dtype == CG_DTYPE_DOUBLE)
+        return CG_UNSUPPORTED;
+    bool tb = cg_attr_int(k, "transB", 0) != 0;
+    int64_t kk = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
+    const cg_simd_gemm *g = mm_pg_kernel(k, 0, n, true);
+    if (!g)
+        return CG_UNSUPPORTED;
+    return mm_packed_b(k, b, tb, kk, n, g) ? CG_OK : CG_NOMEM;
+}
+
 static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, const double *b,
                         double *y)
 {
@@ -315,9 +585,14 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
         if (!af || !bf || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL : mm_pg_for(k, &p);
         if (k->precision == CG_KPREC_FP16_ACC16)
             mm_f32_acc16(&p, af, bf, yf);
-        else if ((st = mm_f32(k, &p, af, bf, yf)) != CG_OK)
+        else if (g)
+            st = mm_f32_pg(k, &p, g, b, af, bf, yf);
+        else
+            st = mm_f32(k, &p, af, bf, yf);
+        if (st != CG_OK)
             return st;
         cg_nn_store_f32(k, y, yf);
         return CG_OK;
@@ -427,6 +702,29 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
         if (!af || !bf || !yf || (use_c && !cf))
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        bool b_const = cg_kernel_input_is_const(k, 1);
+        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL
+                                                                    : mm_pg_kernel(k, m, n, b_const);
+        if (g) {
+            const float *wpack;
+            if (b_const) {
+                wpack = mm_packed_b(k, b, tb, kk, n, g);
+            } else {
+                float *w = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(g, n, kk), sizeof(float));
+                if (w)
+                    mm_pack_b(g, bf, tb, kk, n, w);
+                wpack = w;
+            }
+            if (!wpack)
+                return cg_kernel_fail(k, CG_NOMEM, "out of memory packing B");
+            int64_t lda = a->dims[1];
+            mm_pg_store_ctx sc = {yf, n, (float)alpha, (float)beta, use_c ? cf : NULL, rs, cs};
+            if ((st = mm_pg_product(k, g, wpack, af, ta ? 1 : lda, ta ? lda : 1, m, kk, n, &sc)) !=
+                CG_OK)
+                return st;
+            cg_nn_store_f32(k, y, yf);
+            return CG_OK;
+        }
         for (int64_t i = 0; use_c && i < m; i++) {
             if (cs == 1 && rs == n) {
                 memcpy(yf, cf, (size_t)(m * n) * sizeof(float));
