@@ -244,8 +244,8 @@ SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 
 /* packgemm micro-kernels: 7 x 64, 9 x 48 and 14 x 32 (27 or 28 of the 32
  * zmm registers hold accumulators) */
-#define UK_NAME gemm_ukr_7x64_avx512
-#define UK_MR 7
+#define UK_NAME gemm_ukr_6x64_avx512
+#define UK_MR 6
 #define UK_NV 4
 #include "run/ops/simd_gemm_x86.inc"
 #undef UK_NAME
@@ -265,7 +265,7 @@ SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 #undef UK_NAME
 #undef UK_MR
 #undef UK_NV
-#define SX_GEMMS {{7, 64, gemm_ukr_7x64_avx512}, {9, 48, gemm_ukr_9x48_avx512}, {14, 32, gemm_ukr_14x32_avx512}}
+#define SX_GEMMS {{6, 64, gemm_ukr_6x64_avx512}, {9, 48, gemm_ukr_9x48_avx512}, {14, 32, gemm_ukr_14x32_avx512}}
 /* pointwise tiles: 8 channels x 3 vectors (24 accumulators) */
 #define SX_PW_MR 8
 #define SX_PW_NV 3

@@ -1,0 +1,293 @@
+/*
+ * The float32 matrix products (gemm.c) on every path against a double
+ * product: MatMul by a constant B (packed once at init for the vector
+ * levels' GEMM, packgemm.c, A's batches stacked), by a computed B (packed
+ * per matrix; broadcast and batched), with few rows (OpenBLAS), and Gemm
+ * with transA/transB, alpha, beta and every C broadcast, B constant or not.
+ * Column counts leave the last panel partly empty and row counts the last
+ * tile. Each case runs at every vector level the CPU has, with one and
+ * three threads: the results must agree bit for bit, and each value must
+ * be within the float32 rounding bound of a K-term sum,
+ *
+ *     |got - want| <= (K + 4) * 2^-24 * (|alpha| sum_q |a_iq b_qj| + |beta c_ij|),
+ *
+ * the bound any summation order meets (Higham, Accuracy and Stability of
+ * Numerical Algorithms, 2nd ed., section 3.1). At a vector level, a
+ * constant B's packing must be made at init and shared by a second
+ * runtime of the same model.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convgate/model.h"
+#include "convgate/runtime.h"
+#include "run/cpu.h"
+#include "run/initshare.h"
+#include "testlib.h"
+
+static double pseudo(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static float *fill(int64_t n, uint64_t seed)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        test_fatal("out of memory");
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)pseudo(&seed);
+    return v;
+}
+
+static int64_t prod(int rank, const int64_t *d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= d[i];
+    return n;
+}
+
+typedef struct mm_case {
+    const char *what;
+    const char *op;        /* "MatMul" or "Gemm" */
+    int ar, br, cr;        /* ranks; cr < 0: no C */
+    int64_t ad[3], bd[3], cd[2];
+    bool b_const;          /* B an initializer */
+    bool ta, tb;           /* Gemm */
+    float alpha, beta;     /* Gemm */
+} mm_case;
+
+/* The model of c; a, b, cv are its operands (b an initializer or an input). */
+static cg_model *build(const mm_case *c, const float *b, const float *cv)
+{
+    bool has_c = c->cr >= 0;
+    cg_model *m = test_model_graph(13, 2, c->b_const ? "a" : "a,b", "y");
+    m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, c->ar, c->ad);
+    if (c->b_const)
+        test_graph_init_f32(m, m->graph, "b", c->br, c->bd, b);
+    else
+        m->graph->inputs[1].type = test_type(m, CG_DTYPE_FLOAT, c->br, c->bd);
+    if (has_c)
+        test_graph_init_f32(m, m->graph, "c", c->cr, c->cd, cv);
+    cg_node *n = test_node(m, m->graph, c->op, "mm", has_c ? "a,b,c" : "a,b", "y");
+    if (strcmp(c->op, "Gemm") == 0) {
+        test_node_add_attr(n, attr_int("transA", c->ta));
+        test_node_add_attr(n, attr_int("transB", c->tb));
+        test_node_add_attr(n, attr_float("alpha", c->alpha));
+        test_node_add_attr(n, attr_float("beta", c->beta));
+    }
+    return m;
+}
+
+static cg_value *value_f32(int rank, const int64_t *dims, const float *v)
+{
+    int64_t n = prod(rank, dims);
+    double *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+    if (!d)
+        test_fatal("out of memory");
+    for (int64_t i = 0; i < n; i++)
+        d[i] = v[i];
+    cg_value *val = test_value(CG_DTYPE_FLOAT, rank, dims, d);
+    free(d);
+    return val;
+}
+
+/* Runs m twice on one runtime (the second run uses the plan and the
+ * packing); the output copied out (NULL on failure), *count its size. */
+static float *run(const cg_model *m, const mm_case *c, const float *a, const float *b, int threads,
+                  cg_simd simd, int64_t *count)
+{
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.threads = threads;
+    o.simd = simd;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_named_value feeds[2] = {{"a", value_f32(c->ar, c->ad, a)}, {"b", NULL}};
+    size_t nfeed = 1;
+    if (!c->b_const)
+        feeds[nfeed++].value = value_f32(c->br, c->bd, b);
+    float *y = NULL;
+    cg_status st = cg_runtime_init(m, &o, &rt, &err);
+    EXPECT(st == CG_OK, "%s: init: %s", c->what, err.msg);
+    for (int r = 0; r < 2 && st == CG_OK; r++) {
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        st = cg_runtime_run(rt, feeds, nfeed, &outs, &n, &err);
+        EXPECT(st == CG_OK && n == 1, "%s: run: %s", c->what, err.msg);
+        if (st == CG_OK && n == 1 && r == 1) {
+            const cg_tensor *t = &outs[0].value->tensor;
+            *count = t->numel;
+            y = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *y);
+            if (y)
+                memcpy(y, t->data, (size_t)t->numel * sizeof *y);
+        }
+        cg_runtime_free_outputs(outs, n);
+    }
+    cg_runtime_free(rt);
+    for (size_t i = 0; i < nfeed; i++)
+        cg_value_free(feeds[i].value);
+    return y;
+}
+
+/* The product in double, and the rounding bound of each element. */
+static void reference(const mm_case *c, const float *a, const float *b, const float *cv,
+                      double *want, double *bound, int64_t *count)
+{
+    bool gemm = strcmp(c->op, "Gemm") == 0;
+    int64_t m = gemm ? (c->ta ? c->ad[1] : c->ad[0]) : c->ad[c->ar - 2];
+    int64_t kk = gemm ? (c->ta ? c->ad[0] : c->ad[1]) : c->ad[c->ar - 1];
+    int64_t n = gemm ? (c->tb ? c->bd[0] : c->bd[1]) : c->bd[c->br - 1];
+    int64_t abatch = c->ar > 2 ? prod(c->ar - 2, c->ad) : 1;
+    int64_t bbatch = c->br > 2 ? prod(c->br - 2, c->bd) : 1;
+    int64_t batch = abatch > bbatch ? abatch : bbatch;
+    double alpha = gemm ? c->alpha : 1.0, beta = gemm ? c->beta : 0.0;
+    for (int64_t bi = 0; bi < batch; bi++) {
+        const float *ab = a + (abatch == 1 ? 0 : bi) * m * kk;
+        const float *bb = b + (bbatch == 1 ? 0 : bi) * kk * n;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0, mag = 0;
+                for (int64_t q = 0; q < kk; q++) {
+                    double av = c->ta ? ab[q * m + i] : ab[i * kk + q];
+                    double bv = c->tb ? bb[j * kk + q] : bb[q * n + j];
+                    s += av * bv;
+                    mag += fabs(av * bv);
+                }
+                double cij = 0;
+                if (c->cr >= 0) {
+                    int64_t cm = c->cr == 2 ? c->cd[0] : 1;
+                    int64_t cn = c->cr == 2 ? c->cd[1] : c->cr == 1 ? c->cd[0] : 1;
+                    cij = cv[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+                }
+                int64_t e = (bi * m + i) * n + j;
+                want[e] = alpha * s + beta * cij;
+                bound[e] = (double)(kk + 4) * 0x1.0p-24 * (fabs(alpha) * mag + fabs(beta * cij)) +
+                           1e-30;
+            }
+    }
+    *count = batch * m * n;
+}
+
+static void run_case(const mm_case *c)
+{
+    int64_t an = prod(c->ar, c->ad), bn = prod(c->br, c->bd);
+    int64_t cn = c->cr >= 0 ? prod(c->cr, c->cd) : 0;
+    float *a = fill(an, 101), *b = fill(bn, 202), *cv = cn ? fill(cn, 303) : NULL;
+    cg_model *m = build(c, b, cv);
+    int64_t cap = 1 << 20, want_n = 0;
+    double *want = malloc((size_t)cap * sizeof *want), *bound = malloc((size_t)cap * sizeof *bound);
+    if (!want || !bound)
+        test_fatal("out of memory");
+    reference(c, a, b, cv, want, bound, &want_n);
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; li < 3; li++) {
+        if (levels[li] > best)
+            continue;
+        int64_t n1 = -1, n3 = -1;
+        float *y1 = run(m, c, a, b, 1, levels[li], &n1);
+        float *y3 = run(m, c, a, b, 3, levels[li], &n3);
+        const char *lv = cg_simd_name(levels[li]);
+        if (y1 && y3) {
+            EXPECT(n1 == want_n, "%s (%s): %lld values, want %lld", c->what, lv, (long long)n1,
+                   (long long)want_n);
+            EXPECT(n1 == n3 && memcmp(y1, y3, (size_t)n1 * sizeof *y1) == 0,
+                   "%s (%s): 3 threads differ from 1", c->what, lv);
+            double worst = 0;
+            int64_t at = 0;
+            for (int64_t i = 0; i < n1 && i < want_n; i++) {
+                double r = fabs((double)y1[i] - want[i]) / bound[i];
+                if (!(r <= worst)) {
+                    worst = r;
+                    at = i;
+                }
+            }
+            EXPECT(worst <= 1.0, "%s (%s): %g times the rounding bound at %lld (got %.9g, want %.9g)",
+                   c->what, lv, worst, (long long)at, n1 > at ? y1[at] : 0.0f, want[at]);
+        }
+        free(y1);
+        free(y3);
+    }
+    cg_model_free(m);
+    free(a);
+    free(b);
+    free(cv);
+    free(want);
+    free(bound);
+}
+
+/* A constant B's packing is made at init, at a vector level, and a second
+ * runtime of the same model finds it instead of packing again. */
+static void test_packed_at_init(void)
+{
+    if (cg_simd_detect() < CG_SIMD_AVX2) {
+        printf("  (packing at init: no vector level on this CPU)\n");
+        return;
+    }
+    const mm_case c = {"init", "MatMul", 2, 2, -1, {40, 64}, {64, 100}, {0}, true,
+                       false, false, 1, 0};
+    float *b = fill(64 * 100, 7);
+    /* raw bytes, as a model file holds them (float_data is decoded per
+     * runtime, so two runtimes would not read the same B) */
+    cg_model *m = test_model_graph(13, 2, "a", "y");
+    m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, c.ar, c.ad);
+    test_graph_init_raw(m, m->graph, "b", CG_DTYPE_FLOAT, c.br, c.bd, b,
+                        64 * 100 * sizeof(float));
+    test_node(m, m->graph, "MatMul", "mm", "a,b", "y");
+    size_t before = cg_shared_live();
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.threads = 1;
+    cg_runtime *r1 = NULL, *r2 = NULL;
+    cg_error err;
+    EXPECT(cg_runtime_init(m, &o, &r1, &err) == CG_OK, "init: %s", err.msg);
+    size_t after1 = cg_shared_live();
+    EXPECT(after1 == before + 1, "B packed at init: %zu shared buffers, want %zu", after1,
+           before + 1);
+    EXPECT(cg_runtime_init(m, &o, &r2, &err) == CG_OK, "init: %s", err.msg);
+    EXPECT(cg_shared_live() == after1, "a second runtime shares the packing: %zu buffers",
+           cg_shared_live());
+    cg_runtime_free(r1);
+    cg_runtime_free(r2);
+    EXPECT(cg_shared_live() == before, "freed with the last runtime: %zu buffers",
+           cg_shared_live());
+    cg_model_free(m);
+    free(b);
+}
+
+int main(void)
+{
+    const mm_case cases[] = {
+        /* what, op, ar, br, cr, ad, bd, cd, b_const, ta, tb, alpha, beta */
+        {"constant B, batches stacked", "MatMul", 3, 2, -1, {2, 45, 70}, {70, 100}, {0}, true,
+         false, false, 1, 0},
+        {"constant B, K past one block", "MatMul", 2, 2, -1, {61, 600}, {600, 37}, {0}, true,
+         false, false, 1, 0},
+        {"constant B, one row", "MatMul", 2, 2, -1, {1, 96}, {96, 130}, {0}, true, false, false,
+         1, 0},
+        {"computed B", "MatMul", 2, 2, -1, {50, 33}, {33, 70}, {0}, false, false, false, 1, 0},
+        {"computed B, batched", "MatMul", 3, 3, -1, {3, 40, 64}, {3, 64, 30}, {0}, false, false,
+         false, 1, 0},
+        {"computed B broadcast", "MatMul", 3, 2, -1, {4, 29, 17}, {17, 49}, {0}, false, false,
+         false, 1, 0},
+        {"computed B, few rows", "MatMul", 2, 2, -1, {5, 64}, {64, 48}, {0}, false, false, false,
+         1, 0},
+        {"Gemm transB, C row", "Gemm", 2, 2, 1, {37, 80}, {90, 80}, {90}, true, false, true,
+         1, 1},
+        {"Gemm transA, C column, alpha beta", "Gemm", 2, 2, 2, {80, 37}, {80, 90}, {37, 1},
+         true, true, false, 0.5f, 2.0f},
+        {"Gemm both transposed, full C", "Gemm", 2, 2, 2, {64, 33}, {50, 64}, {33, 50}, false,
+         true, true, -1.5f, 0.25f},
+        {"Gemm computed B, no C", "Gemm", 2, 2, -1, {70, 45}, {45, 66}, {0}, false, false, false,
+         1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+    test_packed_at_init();
+    return test_done("test_matmul_paths");
+}
