@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mapfile.h"
 #include "run/initshare.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
@@ -374,6 +375,9 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
                 cg_shared_release(shared);
                 return NULL;
             }
+            /* W is read through its packing from now on: its pages of the
+             * model's mapping need not stay resident as well */
+            cg_mapping_drop_pages(wt->data, cg_tensor_bytes(wt));
         }
     } else {
         const float *wf = conv_weights_f32(k, wt, zp, g->m);

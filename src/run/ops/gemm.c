@@ -20,6 +20,7 @@
 
 #include <stdlib.h>
 
+#include "core/mapfile.h"
 #include "run/initshare.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
@@ -294,6 +295,9 @@ static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, i
                 cg_shared_release(shared);
                 return NULL;
             }
+            /* B is read through its packing from now on: its pages of the
+             * model's mapping need not stay resident as well */
+            cg_mapping_drop_pages(b->data, cg_tensor_bytes(b));
         }
     } else {
         const float *bf = cg_nn_as_f32(k, b);
