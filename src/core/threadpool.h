@@ -12,11 +12,16 @@
  * job (nested parallelism) runs fn(arg, 0, 1) on its own thread.
  *
  * Workers spin briefly after a job (kernels come back to back) and then
- * sleep on a condition variable, so an idle runtime costs no CPU.
+ * sleep on a condition variable, so an idle runtime costs no CPU. While
+ * the owner marks the pool hot (a runtime run is in progress: the next
+ * kernel is microseconds away) they spin longer, yielding the CPU to any
+ * other runnable thread as they do, before they sleep.
  * One job at a time: a pool is used by one runtime run at a time.
  */
 #ifndef CG_CORE_THREADPOOL_H
 #define CG_CORE_THREADPOOL_H
+
+#include <stdbool.h>
 
 #include "convgate/status.h"
 
@@ -36,6 +41,8 @@ int cg_threadpool_size(const cg_threadpool *p);
 /* Runs fn(arg, t, n) for t in [0, n) (see above); NULL pool: fn(arg, 0, 1). */
 void cg_threadpool_run(cg_threadpool *p, cg_threadpool_fn fn, void *arg);
 
+/* Marks the pool hot (a run in progress) or not (see above). */
+void cg_threadpool_set_hot(cg_threadpool *p, bool hot);
 /* The online processors (sysconf), at least 1: the default of --threads 0. */
 int cg_threadpool_cpu_count(void);
 

@@ -400,7 +400,9 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
         }
     }
 
+    cg_threadpool_set_hot(rt->pool, true); /* kernels come back to back now */
     st = cg_frame_run(&f);
+    cg_threadpool_set_hot(rt->pool, false);
     if (st != CG_OK)
         goto done;
     st = cg_frame_take_outputs(&f, outs, g->output_count, err);
