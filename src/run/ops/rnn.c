@@ -18,6 +18,7 @@
 #include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/packgemm.h"
 #include "run/ops/simd.h"
 
 typedef enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM } rnn_kind;
@@ -186,9 +187,56 @@ static double rnn_clip(const rnn_cfg *c, double v)
  * the input projections of every time step are one sgemm per direction
  * (X [rows, I] times W^T, both biases added, except GRU's recurrent h-gate
  * bias under linear_before_reset, which the reset gate scales), each step
- * adds the recurrent product (sgemv) and applies the gates, the default
+ * adds the recurrent product (rnn_rec_run) and applies the gates, the default
  * sigmoid/tanh through the vector tables. Sums run in BLAS order rather
  * than the double path's i order. */
+
+/* A recurrent product y[m] = R_blk h over a block of R's rows (m x kk,
+ * row-major): on the vector level's one-position GEMM kernel (simd.h,
+ * gemv) with the block packed for it once per run, each y[i] one float32
+ * sum over kk in order; else (the portable level) OpenBLAS's sgemv. The
+ * packing costs m*kk copies against m*kk multiply-adds per time step. */
+typedef struct rnn_rec {
+    const cg_simd_gemm *g; /* NULL: sgemv over r */
+    const float *r;
+    float *wp;             /* r packed for g */
+    int64_t m, kk;
+} rnn_rec;
+
+static bool rnn_rec_init(cg_kernel_ctx *k, const cg_simd_ops *ops, const float *r, int64_t m,
+                         int64_t kk, rnn_rec *rr)
+{
+    rr->g = NULL;
+    rr->r = r;
+    rr->wp = NULL;
+    rr->m = m;
+    rr->kk = kk;
+    if (!ops->gemv.ukr || m <= 0 || kk <= 0)
+        return true;
+    rr->wp = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(&ops->gemv, m, kk), sizeof(float));
+    if (!rr->wp)
+        return false;
+    cg_pg_pack(&ops->gemv, r, kk, m, kk, rr->wp);
+    rr->g = &ops->gemv;
+    return true;
+}
+
+/* off: kk offsets 0, 1, ...; tile: g->nr floats of scratch. */
+static void rnn_rec_run(const rnn_rec *rr, const int64_t *off, const float *x, float *y,
+                        float *tile)
+{
+    if (!rr->g) {
+        cg_nn_sgemv(rr->m, rr->kk, rr->r, x, y);
+        return;
+    }
+    const cg_simd_gemm *g = rr->g;
+    const int64_t pos0 = 0;
+    for (int64_t m0 = 0; m0 < rr->m; m0 += g->nr) {
+        g->ukr(rr->kk, rr->wp + m0 * rr->kk, x, off, &pos0, tile, 0);
+        int64_t n = rr->m - m0 < g->nr ? rr->m - m0 : g->nr;
+        memcpy(y + m0, tile, (size_t)n * sizeof(float));
+    }
+}
 
 /* v[0..n) = act(clip(v)) in place. */
 static void rnn_act_f32(const cg_simd_ops *ops, const rnn_cfg *c, const rnn_act *a, float *v,
@@ -224,11 +272,22 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
     float *hr = cg_nn_scratch(k, GH, sizeof(float)), *h = cg_nn_scratch(k, H, sizeof(float));
     float *cell = cg_nn_scratch(k, H, sizeof(float)), *tmp = cg_nn_scratch(k, H, sizeof(float));
     float *cand = cg_nn_scratch(k, H, sizeof(float));
-    if (!xw || !hr || !h || !cell || !tmp || !cand)
+    int64_t *off = cg_nn_scratch(k, H, sizeof(int64_t));
+    float *tile = cg_nn_scratch(k, ops->gemv.ukr ? ops->gemv.nr : 1, sizeof(float));
+    if (!xw || !hr || !h || !cell || !tmp || !cand || !off || !tile)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    for (int64_t q = 0; q < H; q++)
+        off[q] = q;
     for (int64_t d = 0; d < c->dirs; d++) {
         bool rev = c->reverse_only || d == 1;
         const float *wd = w + d * GH * c->I, *rd = r + d * GH * H;
+        /* GRU without linear_before_reset multiplies r into h before its
+         * h-gate product: that part waits for r (rec_h) */
+        int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
+        rnn_rec rr, rr_h;
+        if (!rnn_rec_init(k, ops, rd, rec, H, &rr) ||
+            !rnn_rec_init(k, ops, rd + 2 * H * H, c->kind == RNN_GRU ? H : 0, H, &rr_h))
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         const float *wb = bias ? bias + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
         const float *pd = p ? p + d * 3 * H : NULL;
         const rnn_act *act = c->acts[d];
@@ -257,10 +316,7 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
             for (int64_t s = 0; s < len; s++) {
                 int64_t t = rev ? len - 1 - s : s;
                 float *g = xw + (c->layout ? b * c->S + t : t * c->B + b) * GH;
-                /* GRU without linear_before_reset multiplies r into h before
-                 * its h-gate product: that part waits for r */
-                int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
-                cg_nn_sgemv(rec, H, rd, h, hr);
+                rnn_rec_run(&rr, off, h, hr, tile);
                 if (c->kind == RNN_PLAIN) {
                     for (int64_t j = 0; j < H; j++)
                         cand[j] = g[j] + hr[j];
@@ -272,13 +328,13 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
                     rnn_act_f32(ops, c, &act[0], hr, 2 * H);
                     const float *z = hr, *rg = hr + H;
                     if (c->lbr) {
-                        cg_nn_sgemv(H, H, rd + 2 * H * H, h, cand);
+                        rnn_rec_run(&rr_h, off, h, cand, tile);
                         for (int64_t j = 0; j < H; j++)
                             cand[j] = g[2 * H + j] + rg[j] * (cand[j] + (rb ? rb[2 * H + j] : 0.0f));
                     } else {
                         for (int64_t j = 0; j < H; j++)
                             tmp[j] = rg[j] * h[j];
-                        cg_nn_sgemv(H, H, rd + 2 * H * H, tmp, cand);
+                        rnn_rec_run(&rr_h, off, tmp, cand, tile);
                         for (int64_t j = 0; j < H; j++)
                             cand[j] += g[2 * H + j];
                     }

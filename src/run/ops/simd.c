@@ -317,6 +317,7 @@ static const cg_simd_ops portable = {
     {{4, 8, cg_pg_ukr_c}},
     1,
     {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c},
+    {0, 0, NULL},
 };
 
 const cg_simd_ops *cg_simd_ops_get(cg_simd level)

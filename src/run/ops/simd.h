@@ -103,6 +103,10 @@ typedef struct cg_simd_ops {
     cg_simd_gemm gemm[3];
     int gemm_count;
     cg_simd_pw pw;
+    /* a packgemm micro-kernel of one position (mr 1), for matrix-vector
+     * products over weights packed for it; ukr NULL where there is none
+     * (the portable level: OpenBLAS's sgemv) */
+    cg_simd_gemm gemv;
 } cg_simd_ops;
 
 /* Floats a dw_plane input must stay readable past its last row, times 4. */

@@ -118,6 +118,15 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMMS {{3, 32, gemm_ukr_3x32_avx2}, {6, 16, gemm_ukr_6x16_avx2}, {12, 8, gemm_ukr_12x8_avx2}}
+/* the matrix-vector product (one position): 8 vectors, eight chains */
+#define UK_NAME gemm_ukr_1x64_avx2
+#define UK_MR 1
+#define UK_NV 8
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define SX_GEMV {1, 64, gemm_ukr_1x64_avx2}
 /* pointwise tiles: 4 channels x 3 vectors (twelve accumulators) */
 #define SX_PW_MR 4
 #define SX_PW_NV 3
@@ -125,6 +134,7 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #include "run/ops/simd_x86.inc"
 
 #undef SX_GEMMS
+#undef SX_GEMV
 #undef SX_PW_MR
 #undef SX_PW_NV
 #undef vtail
@@ -266,6 +276,15 @@ SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMMS {{6, 64, gemm_ukr_6x64_avx512}, {9, 48, gemm_ukr_9x48_avx512}, {14, 32, gemm_ukr_14x32_avx512}}
+/* the matrix-vector product (one position): 8 vectors, eight chains */
+#define UK_NAME gemm_ukr_1x128_avx512
+#define UK_MR 1
+#define UK_NV 8
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define SX_GEMV {1, 128, gemm_ukr_1x128_avx512}
 /* pointwise tiles: 8 channels x 3 vectors (24 accumulators) */
 #define SX_PW_MR 8
 #define SX_PW_NV 3
