@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -76,18 +77,77 @@ void cg_mapping_drop_pages(const void *addr, size_t len)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: failure changes nothing */
 }
 
+/* Advises huge pages for the whole 2 MiB pages of [p, p + bytes). */
+static void advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    uintptr_t a = (uintptr_t)p, huge = (uintptr_t)CG_HUGE_MIN;
+    if (!p || bytes < CG_HUGE_MIN || a > UINTPTR_MAX - bytes)
+        return;
+    uintptr_t lo = (a + huge - 1) / huge * huge, hi = (a + bytes) / huge * huge;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: fine if refused */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 void *cg_map_anon(size_t bytes)
 {
     if (!bytes)
         return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* the whole mapping, not only its whole 2 MiB pages: neighbouring
+     * mappings with the same advice merge into one, and a 2 MiB page that
+     * spans two of them is huge too (vit_b_16's 2.4 MB weights have no
+     * aligned 2 MiB page of their own) */
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: fine if refused */
+#endif
+    return p;
 }
 
 void cg_unmap_anon(void *p, size_t bytes)
 {
     if (p && bytes)
         munmap(p, bytes);
+}
+
+void *cg_alloc_bulk(size_t align, size_t bytes)
+{
+    void *p = NULL;
+    if (!bytes)
+        bytes = 1;
+    if (bytes >= CG_HUGE_MIN && align < CG_HUGE_MIN)
+        align = CG_HUGE_MIN;
+    if (posix_memalign(&p, align, bytes) != 0)
+        return NULL;
+    advise_huge(p, bytes);
+    return p;
+}
+
+bool cg_huge_advised(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return false;
+    uintptr_t a = (uintptr_t)p;
+    bool inside = false, advised = false;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2) { /* a mapping's first line */
+            inside = a >= lo && a < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            advised = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return advised;
 }
 
 cg_status cg_map_fd(int fd, const char *label, cg_mapping **out, cg_error *err)

@@ -51,12 +51,33 @@ bool cg_mapping_lookup(const void *addr, const char **label, size_t *size);
  * elsewhere and are not read again. A later read of them faults the pages
  * in again from the file, so this only lowers the resident size. */
 void cg_mapping_drop_pages(const void *addr, size_t len);
-/* bytes of fresh zeroed memory for bulk data (initializer copies), in the
- * kernel's default page size: huge pages asked with MADV_HUGEPAGE made the
- * first touch 4x dearer here (346 MB copied: 0.94-1.14 s of CPU time
- * against 0.25 s, the 2 MiB faults zeroing and compacting). NULL when it
- * cannot be had. */
+/* Bulk memory (initializer copies and packed weights, the memory plan's
+ * arena, big value buffers, scratch chunks) asks the kernel for
+ * transparent huge pages: its first touch then takes one fault per 2 MiB,
+ * not one per 4 KiB. On this machine's VM (kernel 6.18, THP "madvise",
+ * 2026-12-02 23:30) a 4 KiB fault of fresh memory cost 17-33 us of CPU:
+ * copying 100 MB into fresh memory took 340-840 ms of CPU in 4 KiB pages
+ * against 14-35 ms in huge pages (alternating runs, a standalone test);
+ * vit_b_16's first run (346 MB of copies) went from 75k faults to 10k.
+ * An earlier measurement here (2026-12-02 00:50, load 15-20) found huge
+ * pages 4x dearer (the 2 MiB faults zeroing and compacting), so the cost
+ * depends on the host's state; the figures in docs/BENCHMARKS.md say which
+ * held in a run. cg_alloc_bulk advises only the whole 2 MiB pages inside
+ * its block, so a block never becomes resident beyond the bytes it
+ * touches. */
+#define CG_HUGE_MIN ((size_t)2 << 20)
+
+/* bytes of fresh zeroed memory, huge-page advised (all of it: the
+ * mapping's bytes are all written, as an initializer copy's are); NULL
+ * when it cannot be had. Freed by cg_unmap_anon. */
 void *cg_map_anon(size_t bytes);
 void cg_unmap_anon(void *p, size_t bytes);
+/* A heap block of bytes (freed by free()) aligned to align (a power of
+ * two, a multiple of sizeof(void *)); from CG_HUGE_MIN bytes on, aligned
+ * to 2 MiB and huge-page advised. NULL when it cannot be had. */
+void *cg_alloc_bulk(size_t align, size_t bytes);
+/* Whether the kernel was asked to back [p, p + 1) with huge pages (its
+ * mapping carries the advice): for tests. false where it cannot tell. */
+bool cg_huge_advised(const void *p);
 
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "convgate/budget.h"
+#include "core/mapfile.h"
 #include "run/exec.h"
 
 #define SCRATCH_ALIGN 64u
@@ -93,7 +94,7 @@ void *cg_scratch_alloc(cg_runtime *rt, size_t bytes)
     if (b && (!cg_buffers_make_room(rt, cap) ||
               cg_budget_reserve(b, cap, "kernel scratch", NULL) != CG_OK))
         return NULL;
-    uint8_t *base = aligned_alloc(SCRATCH_ALIGN, cap);
+    uint8_t *base = cg_alloc_bulk(SCRATCH_ALIGN, cap);
     if (!base) {
         if (b)
             cg_budget_release(b, cap);
@@ -128,7 +129,7 @@ void *cg_buffer_get(cg_runtime *rt, size_t bytes)
         p->items[best] = p->items[--p->count];
         return ptr;
     }
-    return malloc(bytes ? bytes : 1);
+    return cg_alloc_bulk(sizeof(void *), bytes);
 }
 
 void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes)

@@ -871,7 +871,7 @@ cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t sig
             goto done;
         m->budget = rt->budget;
         m->arena_bytes = total;
-        m->arena = aligned_alloc(MEM_ALIGN, total);
+        m->arena = cg_alloc_bulk(MEM_ALIGN, total);
         if (!m->arena) {
             st = cg_error_set(err, CG_NOMEM, "out of memory allocating the %zu-byte arena",
                               total);

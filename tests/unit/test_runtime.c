@@ -4,7 +4,9 @@
  * liveness (release points, outer-scope uses inside subgraphs), If/Loop/Scan,
  * sequences and optionals, initializer defaults, input checks, and the error
  * paths (unknown op, undefined input, allocation limit, subgraph depth,
- * body signature mismatch, bad positions) with the node named in the message.
+ * body signature mismatch, bad positions) with the node named in the message;
+ * and bulk memory (an initializer's aligned copy, a big value buffer, the
+ * arena) asked of the kernel in huge pages.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -17,7 +19,9 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "core/arena.h"
+#include "core/mapfile.h"
 #include "run/exec.h"
+#include "run/initshare.h"
 #include "testlib.h"
 
 /* --- model builder: testlib's, on the model being built -------------------- */
@@ -1087,6 +1091,79 @@ static void test_pool_time_limit(void)
     cg_value_free(x);
 }
 
+/* The bulk memory a run touches first is asked of the kernel in huge pages
+ * (core/mapfile.h: a 4 KiB fault of fresh memory was most of a first run's
+ * extra time): the aligned copy of a misaligned initializer, a big output
+ * buffer of the first run (no arena yet), and the arena planned from it. */
+#define BULK_N ((int64_t)1 << 20) /* 4 MiB of floats */
+static void test_bulk_memory_huge_pages(void)
+{
+    char mode[128] = "";
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (thp) {
+        if (!fgets(mode, sizeof mode, thp))
+            mode[0] = '\0';
+        fclose(thp);
+    }
+    if (!mode[0] || strstr(mode, "[never]")) {
+        test_skip("bulk memory in huge pages: transparent huge pages are off here");
+        return;
+    }
+    /* b's bytes at an odd offset, as exporters leave raw_data */
+    uint8_t *raw = malloc(1 + (size_t)BULK_N * sizeof(float));
+    float *ones = malloc((size_t)BULK_N * sizeof(float));
+    if (!raw || !ones)
+        test_fatal("out of memory");
+    for (int64_t i = 0; i < BULK_N; i++)
+        ones[i] = 1.0f;
+    memcpy(raw + 1, ones, (size_t)BULK_N * sizeof(float));
+    /* a = Add(x, b) lives in the arena from run 1 on; y = Add(a, a) is the output */
+    cg_model *m = model_new(13);
+    cg_graph *g = graph_new("main");
+    int64_t d[1] = {BULK_N};
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, d));
+    test_graph_init_raw(m, g, "b", CG_DTYPE_FLOAT, 1, d, raw + 1,
+                        (size_t)BULK_N * sizeof(float));
+    node(g, "Add", "a", "x,b", "a");
+    node(g, "Add", "y", "a,a", "y");
+    test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, d));
+    m->graph = g;
+
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, NULL, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    cg_value *x = st == CG_OK ? tensor_f32(1, d, ones) : NULL;
+    for (int run = 0; run < 2 && x; run++) {
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        st = run1(rt, "x", x, &outs, &n, &err);
+        EXPECT(st == CG_OK && n == 1, "run %d: %s", run, err.msg);
+        if (st != CG_OK)
+            break;
+        const float *y = outs[0].value->tensor.data;
+        EXPECT(y[0] == 4.0f && y[BULK_N - 1] == 4.0f, "run %d: y = %g", run, (double)y[0]);
+        if (run == 0) {
+            EXPECT(cg_huge_advised(y), "the first run's 4 MiB output buffer is not advised huge");
+            cg_shared *copy = cg_init_copy_acquire(raw + 1, (size_t)BULK_N * sizeof(float));
+            EXPECT(copy && cg_huge_advised(cg_shared_data(copy)),
+                   "the aligned copy of b is not advised huge");
+            cg_shared_release(copy);
+            EXPECT(rt->mem.valid && rt->mem.arena_bytes >= (size_t)BULK_N * sizeof(float) &&
+                       cg_huge_advised(rt->mem.arena),
+                   "the arena (%zu bytes) is not advised huge", rt->mem.arena_bytes);
+        }
+        cg_runtime_free_outputs(outs, n);
+    }
+    cg_value_free(x);
+    cg_runtime_free(rt);
+    cg_model_free(m);
+    free(ones);
+    free(raw);
+}
+#undef BULK_N
+
 int main(void)
 {
     test_registry();
@@ -1094,6 +1171,7 @@ int main(void)
     test_memory_plan_random_dag();
     test_kept_buffers_budget();
     test_pool_time_limit();
+    test_bulk_memory_huge_pages();
     test_fixed_dims_and_initializer_default();
     test_init_errors();
     test_if_outer_scope();
