@@ -58,7 +58,8 @@ void cg_mapping_drop_pages(const void *addr, size_t len);
  * 2026-12-02 23:30) a 4 KiB fault of fresh memory cost 17-33 us of CPU:
  * copying 100 MB into fresh memory took 340-840 ms of CPU in 4 KiB pages
  * against 14-35 ms in huge pages (alternating runs, a standalone test);
- * vit_b_16's first run (346 MB of copies) went from 75k faults to 10k.
+ * vit_b_16's set-up and first run (346 MB of copies) went from 75k faults
+ * to 10k (main at c7db9a8).
  * An earlier measurement here (2026-12-02 00:50, load 15-20) found huge
  * pages 4x dearer (the 2 MiB faults zeroing and compacting), so the cost
  * depends on the host's state; the figures in docs/BENCHMARKS.md say which
