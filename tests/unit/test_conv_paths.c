@@ -8,7 +8,9 @@
  * equal to the integer reference, uint8 and int8 x and W, scalar and
  * per-channel zero points; the 8-bit GEMM at the AVX-512 level when the
  * CPU has VNNI, the float GEMM elsewhere). Every case runs at each vector
- * level the CPU has (portable, AVX2, AVX-512) and with one and three threads; the
+ * level the CPU has (portable, AVX2, AVX-512) and with one and three threads, in
+ * float32 and in float64 (the float64 mode's own convolution GEMM at the
+ * vector levels, within 1e-13 of a long double reference); the
  * three-thread result must equal the one-thread result bit for bit (work is
  * split by output rows and channels only), and the shapes are big enough
  * that the threads really split the work. An elementwise op over a big
@@ -77,7 +79,8 @@ typedef struct conv_spec {
     int64_t in[3], k[3], s[3], d[3], p0[3], p1[3];
 } conv_spec;
 
-/* Naive conv in double: out dims are written to od. */
+/* Naive conv, each sum in long double and then + bias: out dims are
+ * written to od. */
 static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor *w,
                         const cg_tensor *b, int64_t *od, int64_t *count)
 {
@@ -100,7 +103,7 @@ static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor
                     o[d] = r % od[d];
                     r /= od[d];
                 }
-                double acc = b ? cg_tensor_get_f64(b, m) : 0.0;
+                long double acc = 0.0L;
                 for (int64_t c = 0; c < cg; c++)
                     for (int64_t q = 0; q < kn; q++) {
                         int64_t kk[3] = {0}, rr = q, xi = 0;
@@ -116,10 +119,11 @@ static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor
                         }
                         if (!inside)
                             continue;
-                        acc += cg_tensor_get_f64(x, (n * cs->c + gi * cg + c) * in_n + xi) *
-                               cg_tensor_get_f64(w, (m * cg + c) * kn + q);
+                        acc += (long double)cg_tensor_get_f64(x, (n * cs->c + gi * cg + c) *
+                                                                     in_n + xi) *
+                               (long double)cg_tensor_get_f64(w, (m * cg + c) * kn + q);
                     }
-                y[(n * cs->m + m) * on + p] = acc;
+                y[(n * cs->m + m) * on + p] = (double)(acc + (b ? cg_tensor_get_f64(b, m) : 0.0));
             }
         }
     *count = cs->n * cs->m * on;
@@ -144,18 +148,22 @@ static cg_tensor *make_q8(bool is_signed, int rank, const int64_t *dims, uint64_
     return t;
 }
 
-static void run_conv(const conv_spec *cs, bool integer, int qmode)
+/* A float Conv (float32, or float64 when f64: the float64 mode's
+ * convolution GEMM at the vector levels, BLAS dgemm at the portable one),
+ * or with integer a ConvInteger of qmode. */
+static void run_conv(const conv_spec *cs, bool integer, int qmode, bool f64)
 {
+    cg_dtype ft = f64 ? CG_DTYPE_DOUBLE : CG_DTYPE_FLOAT;
     int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->m, cs->c / cs->group}, bd[1] = {cs->m};
     for (int d = 0; d < cs->nsp; d++) {
         xd[2 + d] = cs->in[d];
         wd[2 + d] = cs->k[d];
     }
     cg_tensor *x = integer ? make_q8(qmode & Q_X_INT8, cs->nsp + 2, xd, 11)
-                           : make(CG_DTYPE_FLOAT, cs->nsp + 2, xd, 11, false);
+                           : make(ft, cs->nsp + 2, xd, 11, false);
     cg_tensor *w = integer ? make_q8(qmode & Q_W_INT8, cs->nsp + 2, wd, 12)
-                           : make(CG_DTYPE_FLOAT, cs->nsp + 2, wd, 12, false);
-    cg_tensor *b = integer ? NULL : make(CG_DTYPE_FLOAT, 1, bd, 13, false);
+                           : make(ft, cs->nsp + 2, wd, 12, false);
+    cg_tensor *b = integer ? NULL : make(ft, 1, bd, 13, false);
     cg_tensor *xz = NULL, *wz = NULL;
     int64_t pads[6], strides[3], dil[3], one[1] = {1};
     for (int d = 0; d < cs->nsp; d++) {
@@ -216,7 +224,8 @@ static void run_conv(const conv_spec *cs, bool integer, int qmode)
             EXPECT(t1->numel == count, "%s: %lld outputs, want %lld", cs->what,
                    (long long)t1->numel, (long long)count);
             EXPECT(t1->numel == t3->numel && memcmp(t1->data, t3->data, cg_tensor_bytes(t1)) == 0,
-                   "%s (%s): 3 threads differ from 1", cs->what, cg_simd_name(levels[li]));
+                   "%s%s (%s): 3 threads differ from 1", cs->what, f64 ? " float64" : "",
+                   cg_simd_name(levels[li]));
             double worst = 0;
             int64_t at = 0;
             for (int64_t i = 0; i < count && i < t1->numel; i++) {
@@ -228,8 +237,11 @@ static void run_conv(const conv_spec *cs, bool integer, int qmode)
                     at = i;
                 }
             }
-            EXPECT(worst <= (integer ? 0.0 : 2e-5), "%s (%s): off by %g at %lld (got %g, want %g)",
-                   cs->what, cg_simd_name(levels[li]), worst, (long long)at,
+            /* float64: a sum of at most a few thousand products of
+             * magnitude below 1 in double is within 1e-13 of the exact one */
+            EXPECT(worst <= (integer ? 0.0 : f64 ? 1e-13 : 2e-5),
+                   "%s%s (%s): off by %g at %lld (got %g, want %g)", cs->what,
+                   f64 ? " float64" : "", cg_simd_name(levels[li]), worst, (long long)at,
                    cg_tensor_get_f64(t1, at), want[at]);
         }
         if (o1)
@@ -420,16 +432,21 @@ int main(void)
         {"pointwise 24 to 36", 2, 2, 24, 36, 1, {13, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
         {"pointwise grouped", 2, 1, 32, 48, 2, {10, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
         {"pointwise 1-D tiles", 1, 1, 20, 8, 1, {500}, {1}, {1}, {1}, {0}, {0}},
+        /* 576 taps: three K blocks of the GEMM continue each sum */
+        {"3x3 576 taps", 2, 1, 64, 40, 1, {12, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
     };
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-        run_conv(&specs[i], false, 0);
+    /* every window in float32 and float64 */
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        run_conv(&specs[i], false, 0, false);
+        run_conv(&specs[i], false, 0, true);
+    }
     /* ConvInteger: the float GEMM (portable, AVX2) and the 8-bit GEMM
      * (AVX-512 with VNNI) on every window shape, channel counts off the
      * panel (5, 33, 40), positions off the tile, taps off a group of four */
     for (size_t i = 0; i < 9; i++)
-        run_conv(&specs[i], true, (int)(i % 8));
-    run_conv(&specs[0], true, Q_X_INT8 | Q_W_INT8 | Q_W_PER_CHANNEL);
-    run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL);
+        run_conv(&specs[i], true, (int)(i % 8), false);
+    run_conv(&specs[0], true, Q_X_INT8 | Q_W_INT8 | Q_W_PER_CHANNEL, false);
+    run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL, false);
     test_elementwise_threads();
     const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
     const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */

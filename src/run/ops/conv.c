@@ -264,6 +264,8 @@ typedef struct conv_packed {
     int32_t *qsum;    /* their row sums (one per output channel), */
     int32_t *qzw;     /* and the zero points, W's signed domain */
     cg_shared *shared; /* data is this shared buffer's (run/initshare.h) */
+    const cg_simd_dgemm *dk; /* float64 W: data64 is packed for dk */
+    double *data64;
 } conv_packed;
 
 static void conv_packed_free(void *p)
@@ -277,6 +279,7 @@ static void conv_packed_free(void *p)
         free(cp->qw);
         free(cp->qsum);
         free(cp->qzw);
+        free(cp->data64);
     }
     free(cp);
 }
@@ -646,6 +649,114 @@ static cg_status conv_pointwise(cg_kernel_ctx *k, const float *x, const cg_tenso
     return CG_OK;
 }
 
+/* ---- float64 Conv on the float64 convolution GEMM (packgemm.h) -------------------- */
+
+typedef struct conv_store_f64_ctx {
+    double *y;          /* output planes of this image and group */
+    const double *bias; /* per output channel of the group, or NULL */
+    int64_t plane;
+} conv_store_f64_ctx;
+
+/* Tile [position][channel] -> planes y[channel][position], plus bias. */
+static void conv_store_f64(void *ctx, const double *c, int64_t ld, int64_t p0, int64_t np,
+                           int64_t m0, int64_t m1)
+{
+    const conv_store_f64_ctx *s = ctx;
+    for (int64_t m = m0; m < m1; m++) {
+        const double *cm = c + (m - m0);
+        double *restrict yr = s->y + m * s->plane + p0;
+        double bv = s->bias ? s->bias[m] : 0.0;
+        for (int64_t i = 0; i < np; i++)
+            yr[i] = cm[i * ld] + bv;
+    }
+}
+
+/* conv_weights_packed for float64 W (no conversion, no sharing): the
+ * node's state when W is constant, else packed into scratch for this run. */
+static const double *conv_weights_packed_f64(cg_kernel_ctx *k, const cg_tensor *wt,
+                                             const conv_geom *g, const cg_simd_dgemm *dk,
+                                             int64_t kk)
+{
+    int64_t mg = g->m / g->group;
+    conv_packed *cp = cg_kernel_state(k);
+    if (cp && cp->dk == dk && cp->data64 && cp->w_data == wt->data &&
+        cp->w_dtype == wt->dtype && cp->rank == wt->rank && cp->group == g->group &&
+        memcmp(cp->w_dims, wt->dims, (size_t)wt->rank * sizeof(int64_t)) == 0)
+        return cp->data64;
+    size_t per = cg_pg_packed_doubles(dk, mg, kk);
+    if ((uint64_t)g->group > SIZE_MAX / sizeof(double) / (per ? per : 1))
+        return NULL;
+    size_t bytes = (size_t)g->group * per * sizeof(double);
+    bool keep = cg_kernel_input_is_const(k, 1);
+    double *data = keep ? malloc(bytes ? bytes : 1)
+                        : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(double));
+    if (!data)
+        return NULL;
+    for (int64_t gi = 0; gi < g->group; gi++)
+        cg_pg_pack_f64(dk, (const double *)wt->data + gi * mg * kk, kk, mg, kk,
+                       data + (size_t)gi * per);
+    if (!keep)
+        return data;
+    cp = calloc(1, sizeof *cp);
+    if (!cp) {
+        free(data);
+        return NULL;
+    }
+    conv_packed_key(cp, wt, NULL, g->group);
+    cp->dk = dk;
+    cp->per_group = per;
+    cp->data64 = data;
+    if (!cg_kernel_set_state(k, cp, conv_packed_free)) {
+        /* no runtime to keep it: use it once */
+        double *copy = cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(double));
+        if (copy)
+            memcpy(copy, data, bytes);
+        conv_packed_free(cp);
+        return copy;
+    }
+    return data;
+}
+
+/* y = conv(x, w) + bias in float64, every group one float64 convolution
+ * GEMM reading x in place (a zero-padded copy when the window pads): each
+ * output is one double sum over the group's taps in order, then + bias. */
+static cg_status conv_gemm_f64(cg_kernel_ctx *k, const double *x, const cg_tensor *wt,
+                               const double *bias, const conv_geom *g, const cg_simd_dgemm *dk,
+                               double *y)
+{
+    const cg_nn_window *win = &g->w;
+    int nsp = win->nsp;
+    int64_t cg = g->c / g->group, mg = g->m / g->group;
+    int64_t on = cg_nn_prod(nsp, win->out), in_n = cg_nn_prod(nsp, win->in);
+    int64_t kk = cg * cg_nn_prod(nsp, win->kernel);
+    conv_taps taps;
+    if (!conv_taps_init(k, win, kk, on, &taps))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    const double *wpack = conv_weights_packed_f64(k, wt, g, dk, kk);
+    size_t per_group = cg_pg_packed_doubles(dk, mg, kk);
+    double *xpad = taps.padded ? cg_nn_scratch(k, cg * taps.plane, sizeof(double)) : NULL;
+    if (!wpack || (taps.padded && !xpad))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    conv_store_f64_ctx sc = {NULL, NULL, on};
+    for (int64_t n = 0; n < g->n; n++) {
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const double *xg = x + (n * g->c + gi * cg) * in_n;
+            if (taps.padded)
+                cg_nn_pad_copy_f64(xg, cg, win, xpad);
+            sc.y = y + (n * g->m + gi * mg) * on;
+            sc.bias = bias ? bias + gi * mg : NULL;
+            cg_pg_problem_f64 p = {dk,       wpack + (size_t)gi * per_group,
+                                   mg,       kk,
+                                   on,       taps.padded ? xpad : xg,
+                                   taps.off, taps.pos,
+                                   conv_store_f64, &sc};
+            if (!cg_pg_run_f64(k, &p))
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        }
+    }
+    return CG_OK;
+}
+
 /* ---- float32 depthwise Conv ------------------------------------------------------- */
 
 typedef struct dw_job {
@@ -941,6 +1052,17 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
     bool ok;
     if (x->dtype == CG_DTYPE_DOUBLE) {
         const double *bd = b ? cg_nn_as_f64(k, b) : NULL;
+        /* the float64 GEMM where the level has one, but not for the
+         * depthwise convs that keep their row kernel (as in float32) */
+        const cg_simd_dgemm *dk =
+            transpose || (conv_use_depthwise(&g->w, g->c / g->group) && g->m / g->group < 8)
+                ? NULL
+                : cg_pg_choose_f64(cg_simd_ops_get(cg_kernel_simd(k)), g->m / g->group);
+        if (dk) {
+            if (b && !bd)
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            return conv_gemm_f64(k, x->data, wt, bd, g, dk, y->data);
+        }
         double *col = g->col_elems ? cg_nn_scratch(k, g->col_elems, sizeof(double)) : NULL;
         if ((b && !bd) || (g->col_elems && !col))
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");

@@ -355,6 +355,11 @@ void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float 
     pad_copy(x, sizeof(float), c, w, 0, dst); /* all-zero bytes are 0.0f */
 }
 
+void cg_nn_pad_copy_f64(const double *x, int64_t c, const cg_nn_window *w, double *dst)
+{
+    pad_copy(x, sizeof(double), c, w, 0, dst); /* all-zero bytes are 0.0 */
+}
+
 void cg_nn_pad_copy_u8(const uint8_t *x, int64_t c, const cg_nn_window *w, uint8_t fill,
                        uint8_t *dst)
 {

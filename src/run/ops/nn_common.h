@@ -101,6 +101,7 @@ int64_t cg_nn_window_taps(const cg_nn_window *w, int64_t planes);
 /* Copies c channels of x (spatial dims w->in) into dst with w's zero
  * padding around each (dims in + pad0 + pad1), channel after channel. */
 void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst);
+void cg_nn_pad_copy_f64(const double *x, int64_t c, const cg_nn_window *w, double *dst);
 /* The same for bytes, the padding `fill` (a quantized zero point). */
 void cg_nn_pad_copy_u8(const uint8_t *x, int64_t c, const cg_nn_window *w, uint8_t fill,
                        uint8_t *dst);

@@ -11,19 +11,19 @@
  * while the K blocks pass. */
 #define PG_GROUP_FLOATS 8192
 
+/* Lanes a panel of nr channels wastes on m channels. */
+static int64_t pg_waste(int64_t m, int nr)
+{
+    return (m + nr - 1) / nr * nr - m;
+}
+
 const cg_simd_gemm *cg_pg_choose(const cg_simd_ops *ops, int64_t m)
 {
     /* the widest panel that divides m; else the one wasting fewest lanes */
     const cg_simd_gemm *best = &ops->gemm[0];
-    int64_t best_waste = INT64_MAX;
-    for (int i = 0; i < ops->gemm_count; i++) {
-        const cg_simd_gemm *g = &ops->gemm[i];
-        int64_t waste = (m + g->nr - 1) / g->nr * g->nr - m;
-        if (waste < best_waste) {
-            best = g;
-            best_waste = waste;
-        }
-    }
+    for (int i = 1; i < ops->gemm_count; i++)
+        if (pg_waste(m, ops->gemm[i].nr) < pg_waste(m, best->nr))
+            best = &ops->gemm[i];
     return best;
 }
 
@@ -101,6 +101,19 @@ static void pg_task(void *arg, int t, int nt)
     }
 }
 
+/* Positions one task covers (a C block of about group_elems elements, in
+ * L1 while the K blocks pass), shrunk until every thread has tasks. */
+static int64_t pg_group(int threads, int mr, int nr, int64_t panels, int64_t positions,
+                        int64_t group_elems)
+{
+    int64_t group = group_elems / nr / mr * mr;
+    if (group < mr)
+        group = mr;
+    while (threads > 1 && group > mr && panels * ((positions + group - 1) / group) < 4 * threads)
+        group -= mr;
+    return group;
+}
+
 bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
 {
     if (p->m == 0 || p->p == 0)
@@ -111,13 +124,7 @@ bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
     j.p = p;
     j.panels = (p->m + g->nr - 1) / g->nr;
     j.kblock = CG_PG_KBLOCK;
-    j.group = PG_GROUP_FLOATS / g->nr / g->mr * g->mr;
-    if (j.group < g->mr)
-        j.group = g->mr;
-    /* enough tasks for every thread: shrink the groups if needed */
-    while (threads > 1 && j.group > g->mr &&
-           j.panels * ((p->p + j.group - 1) / j.group) < 4 * threads)
-        j.group -= g->mr;
+    j.group = pg_group(threads, g->mr, g->nr, j.panels, p->p, PG_GROUP_FLOATS);
     j.groups = (p->p + j.group - 1) / j.group;
     j.cbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.cbuf);
     j.posbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.posbuf);
@@ -134,6 +141,107 @@ bool cg_pg_run(cg_kernel_ctx *k, const cg_pg_problem *p)
             return false;
     }
     cg_kernel_parallel_work(k, (double)p->m * (double)p->k * (double)p->p, pg_task, &j);
+    return true;
+}
+
+/* ---- float64 ---------------------------------------------------------------------- */
+
+const cg_simd_dgemm *cg_pg_choose_f64(const cg_simd_ops *ops, int64_t m)
+{
+    if (ops->dgemm_count == 0)
+        return NULL;
+    const cg_simd_dgemm *best = &ops->dgemm[0];
+    for (int i = 1; i < ops->dgemm_count; i++)
+        if (pg_waste(m, ops->dgemm[i].nr) < pg_waste(m, best->nr))
+            best = &ops->dgemm[i];
+    return best;
+}
+
+size_t cg_pg_packed_doubles(const cg_simd_dgemm *g, int64_t m, int64_t k)
+{
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    return (size_t)panels * (size_t)g->nr * (size_t)k;
+}
+
+void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_t m, int64_t k,
+                    double *dst)
+{
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        double *d = dst + pn * g->nr * k;
+        int64_t m0 = pn * g->nr, rows = m - m0 < g->nr ? m - m0 : g->nr;
+        for (int64_t q = 0; q < k; q++) {
+            double *dq = d + q * g->nr;
+            for (int64_t j = 0; j < rows; j++)
+                dq[j] = w[(m0 + j) * ldw + q];
+            for (int64_t j = rows; j < g->nr; j++)
+                dq[j] = 0.0;
+        }
+    }
+}
+
+typedef struct pg_job_f64 {
+    const cg_pg_problem_f64 *p;
+    int64_t panels, group, groups;
+    double **cbuf;    /* per thread: group x nr */
+    int64_t **posbuf; /* per thread: the last tile's positions, padded to mr */
+} pg_job_f64;
+
+/* pg_task in float64: the K blocks continue each tile's sums (acc), so
+ * every element is one chain over k in order. */
+static void pg_task_f64(void *arg, int t, int nt)
+{
+    const pg_job_f64 *j = arg;
+    const cg_pg_problem_f64 *p = j->p;
+    const cg_simd_dgemm *g = p->g;
+    int64_t lo, hi;
+    double *c = j->cbuf[t];
+    int64_t *tail = j->posbuf[t];
+    cg_kernel_share(j->panels * j->groups, 1, t, nt, &lo, &hi);
+    for (int64_t task = lo; task < hi; task++) {
+        int64_t pn = task % j->panels, gi = task / j->panels;
+        int64_t p0 = gi * j->group, np = p->p - p0 < j->group ? p->p - p0 : j->group;
+        const double *w = p->w + pn * g->nr * p->k;
+        for (int64_t kb = 0; kb < p->k; kb += CG_PG_KBLOCK) {
+            int64_t kc = p->k - kb < CG_PG_KBLOCK ? p->k - kb : CG_PG_KBLOCK;
+            for (int64_t i = 0; i < np; i += g->mr) {
+                const int64_t *pos = p->pos + p0 + i;
+                if (np - i < g->mr) {
+                    for (int r = 0; r < g->mr; r++)
+                        tail[r] = pos[r < np - i ? r : np - i - 1];
+                    pos = tail;
+                }
+                g->ukr(kc, w + kb * g->nr, p->x, p->off + kb, pos, c + i * g->nr, kb > 0);
+            }
+        }
+        int64_t m0 = pn * g->nr, m1 = m0 + g->nr < p->m ? m0 + g->nr : p->m;
+        p->store(p->store_ctx, c, g->nr, p0, np, m0, m1);
+    }
+}
+
+bool cg_pg_run_f64(cg_kernel_ctx *k, const cg_pg_problem_f64 *p)
+{
+    if (p->m == 0 || p->p == 0)
+        return true;
+    const cg_simd_dgemm *g = p->g;
+    int threads = cg_kernel_threads(k);
+    pg_job_f64 j;
+    j.p = p;
+    j.panels = (p->m + g->nr - 1) / g->nr;
+    /* the float32 C block's bytes */
+    j.group = pg_group(threads, g->mr, g->nr, j.panels, p->p, PG_GROUP_FLOATS / 2);
+    j.groups = (p->p + j.group - 1) / j.group;
+    j.cbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.cbuf);
+    j.posbuf = cg_kernel_scratch(k, (size_t)threads * sizeof *j.posbuf);
+    if (!j.cbuf || !j.posbuf)
+        return false;
+    for (int t = 0; t < threads; t++) {
+        j.cbuf[t] = cg_kernel_scratch(k, (size_t)(j.group * g->nr) * sizeof(double));
+        j.posbuf[t] = cg_kernel_scratch(k, (size_t)g->mr * sizeof(int64_t));
+        if (!j.cbuf[t] || !j.posbuf[t])
+            return false;
+    }
+    cg_kernel_parallel_work(k, (double)p->m * (double)p->k * (double)p->p, pg_task_f64, &j);
     return true;
 }
 

@@ -94,4 +94,28 @@ typedef struct cg_pg_pw_problem {
  * taking its scratch from k; false when that cannot be allocated. */
 bool cg_pg_pw_run(cg_kernel_ctx *k, const cg_pg_pw_problem *p);
 
+/* The float64 form (the float64 mode's convolutions), on a level's
+ * cg_simd_dgemm kernels: the same problem in double, every C element one
+ * double sum over k in increasing order (a K block continues the sum of the
+ * one before), whatever the split over threads. */
+const cg_simd_dgemm *cg_pg_choose_f64(const cg_simd_ops *ops, int64_t m);
+size_t cg_pg_packed_doubles(const cg_simd_dgemm *g, int64_t m, int64_t k);
+void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_t m, int64_t k,
+                    double *dst);
+
+typedef void (*cg_pg_store_f64_fn)(void *ctx, const double *c, int64_t ld, int64_t p0,
+                                   int64_t np, int64_t m0, int64_t m1);
+typedef struct cg_pg_problem_f64 {
+    const cg_simd_dgemm *g;
+    const double *w; /* packed for g */
+    int64_t m, k, p;
+    const double *x; /* tap k of position p at x[off[k] + pos[p]] */
+    const int64_t *off;
+    const int64_t *pos;
+    cg_pg_store_f64_fn store;
+    void *store_ctx;
+} cg_pg_problem_f64;
+
+bool cg_pg_run_f64(cg_kernel_ctx *k, const cg_pg_problem_f64 *p);
+
 #endif

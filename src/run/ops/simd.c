@@ -318,6 +318,8 @@ static const cg_simd_ops portable = {
     1,
     {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c},
     {0, 0, NULL},
+    {{0, 0, NULL}},
+    0,
 };
 
 const cg_simd_ops *cg_simd_ops_get(cg_simd level)

@@ -35,6 +35,14 @@ typedef struct cg_simd_gemm {
                 const int64_t *pos, float *c, int acc);
 } cg_simd_gemm;
 
+/* The same micro-kernel in float64 (the float64 mode's convolutions): each
+ * c element one double sum over q in order, no float32 anywhere. */
+typedef struct cg_simd_dgemm {
+    int mr, nr;
+    void (*ukr)(int64_t kc, const double *w, const double *x, const int64_t *off,
+                const int64_t *pos, double *c, int acc);
+} cg_simd_dgemm;
+
 /* A pointwise convolution's epilogue, applied to the sums in registers in
  * the order of the GEMM store and the fused epilogue (conv.c): + bias (0.0f
  * without one), + the residual, then Relu or Clip. */
@@ -107,6 +115,10 @@ typedef struct cg_simd_ops {
      * products over weights packed for it; ukr NULL where there is none
      * (the portable level: OpenBLAS's sgemv) */
     cg_simd_gemm gemv;
+    /* float64 packgemm micro-kernels, widest nr first; none at the portable
+     * level (the float64 convolutions use BLAS dgemm there) */
+    cg_simd_dgemm dgemm[3];
+    int dgemm_count;
 } cg_simd_ops;
 
 /* Floats a dw_plane input must stay readable past its last row, times 4. */

@@ -127,6 +127,38 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMV {1, 64, gemm_ukr_1x64_avx2}
+/* the float64 micro-kernels: the same tiles over 4 doubles a vector */
+#define VWD 4
+typedef __m256d vd;
+#define vdload(p) _mm256_loadu_pd(p)
+#define vdstore(p, v) _mm256_storeu_pd(p, v)
+#define vdset1(x) _mm256_set1_pd(x)
+#define vdzero() _mm256_setzero_pd()
+#define vdfmadd(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define UK_F64
+#define UK_NAME dgemm_ukr_3x16_avx2
+#define UK_MR 3
+#define UK_NV 4
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME dgemm_ukr_6x8_avx2
+#define UK_MR 6
+#define UK_NV 2
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME dgemm_ukr_12x4_avx2
+#define UK_MR 12
+#define UK_NV 1
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#undef UK_F64
+#define SX_DGEMMS {{3, 16, dgemm_ukr_3x16_avx2}, {6, 8, dgemm_ukr_6x8_avx2}, {12, 4, dgemm_ukr_12x4_avx2}}
 /* pointwise tiles: 4 channels x 3 vectors (twelve accumulators) */
 #define SX_PW_MR 4
 #define SX_PW_NV 3
@@ -135,6 +167,14 @@ SX_TARGET static inline vf vscale_avx2(vf p, vi n)
 
 #undef SX_GEMMS
 #undef SX_GEMV
+#undef SX_DGEMMS
+#undef VWD
+#undef vd
+#undef vdload
+#undef vdstore
+#undef vdset1
+#undef vdzero
+#undef vdfmadd
 #undef SX_PW_MR
 #undef SX_PW_NV
 #undef vtail
@@ -285,6 +325,39 @@ SX_TARGET static inline vf vscale_avx512(vf p, vi n)
 #undef UK_MR
 #undef UK_NV
 #define SX_GEMV {1, 128, gemm_ukr_1x128_avx512}
+/* the float64 micro-kernels: the same tiles over 8 doubles a vector */
+#define VWD 8
+typedef __m512d vd8;
+#define vd vd8
+#define vdload(p) _mm512_loadu_pd(p)
+#define vdstore(p, v) _mm512_storeu_pd(p, v)
+#define vdset1(x) _mm512_set1_pd(x)
+#define vdzero() _mm512_setzero_pd()
+#define vdfmadd(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define UK_F64
+#define UK_NAME dgemm_ukr_6x32_avx512
+#define UK_MR 6
+#define UK_NV 4
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME dgemm_ukr_9x24_avx512
+#define UK_MR 9
+#define UK_NV 3
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#define UK_NAME dgemm_ukr_14x16_avx512
+#define UK_MR 14
+#define UK_NV 2
+#include "run/ops/simd_gemm_x86.inc"
+#undef UK_NAME
+#undef UK_MR
+#undef UK_NV
+#undef UK_F64
+#define SX_DGEMMS {{6, 32, dgemm_ukr_6x32_avx512}, {9, 24, dgemm_ukr_9x24_avx512}, {14, 16, dgemm_ukr_14x16_avx512}}
 /* pointwise tiles: 8 channels x 3 vectors (24 accumulators) */
 #define SX_PW_MR 8
 #define SX_PW_NV 3
