@@ -5,10 +5,11 @@
  * (conv_impl.inc); a 1x1 stride-1 unpadded conv is a plain GEMM on the input,
  * and groups with one input channel (depthwise) use a direct row kernel.
  * ConvTranspose is the adjoint: GEMM with the transposed weights, then
- * col2im. float32 (and float16/bfloat16 via float32) runs on sgemm, float64
- * on dgemm; the integer convs subtract zero points into int32 and use an
- * exact int32 GEMM. Every shape, group and attribute is validated before any
- * buffer is read.
+ * col2im. float32 (and float16/bfloat16 via float32) runs on the
+ * reference's convolution GEMM (packgemm.h), float64 on its float64 form at
+ * the vector levels and on dgemm at the portable one; the integer convs
+ * subtract zero points into int32 and use an exact int32 GEMM. Every shape,
+ * group and attribute is validated before any buffer is read.
  *
  * Under CG_KPREC_FP16_ACC16 (a node of a partition emulating an fp16 GPU
  * computing in F16) and CG_KPREC_FP16_SUM11 (float64 mode: the F16 devices'
