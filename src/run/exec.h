@@ -61,6 +61,7 @@ typedef struct cg_step {
     size_t release_count;
     void *state;         /* the kernel's cache (cg_kernel_set_state) */
     void (*state_free)(void *);
+    uint32_t state_covers; /* inputs (bit i) the state stands for (cg_kernel_state_covers) */
     bool folded;         /* computed at init (fold.c): its outputs are INIT slots */
     /* fusion (fuse.c): epi.kind != NONE on a producer whose output 0 may
      * land, activated, in fused_slot; absorbed_final >= 0 on a step fused
@@ -256,6 +257,12 @@ void cg_plan_materialize(cg_plan *p, struct cg_threadpool *pool);
 /* Bytes of the copies cg_plan_materialize would make, in p and its subgraphs. */
 size_t cg_plan_pending_bytes(const cg_plan *p);
 void cg_plan_materialize_slot(cg_plan *p, int32_t slot);
+/* The source bytes of slot's aligned copy while that copy is not filled
+ * (the misaligned payload in the model), else NULL. */
+const void *cg_plan_copy_source(const cg_plan *p, int32_t slot);
+/* Leaves slot's copy out of cg_plan_materialize: only
+ * cg_plan_materialize_slot fills it then (a reader that needs the bytes). */
+void cg_plan_defer_slot(cg_plan *p, int32_t slot);
 void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,

@@ -161,6 +161,35 @@ static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
     return true;
 }
 
+/* Leaves out of the first run's copies those of initializers every reader
+ * of which has a prepared state standing for them (cg_kernel_state_covers):
+ * vit_b_16's MatMul weights are packed from the model's bytes, and their
+ * 346 MB of aligned copies need never be made. A graph output or a
+ * subgraph's capture reads the value itself. */
+static void defer_covered_copies(cg_plan *p)
+{
+    for (int32_t s = 0; s < (int32_t)p->slot_count; s++) {
+        if (p->slot_kind[s] != CG_SLOT_INIT || p->slot_is_output[s] || !cg_plan_copy_source(p, s))
+            continue;
+        bool covered = true, read = false;
+        for (size_t si = 0; si < p->step_count && covered; si++) {
+            const cg_step *st = &p->steps[si];
+            for (size_t i = 0; i < st->node->input_count && covered; i++)
+                if (st->in[i].up == 0 && st->in[i].slot == s) {
+                    read = true;
+                    covered = i < 32 && st->state && (st->state_covers >> i & 1u);
+                }
+            for (size_t k = 0; k < st->sub_count && covered; k++) {
+                const cg_plan *sub = st->subs[k].plan;
+                for (size_t c = 0; c < sub->capture_count && covered; c++)
+                    covered = cg_plan_slot(p, sub->captures[c]) != s;
+            }
+        }
+        if (covered && read)
+            cg_plan_defer_slot(p, s);
+    }
+}
+
 static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
 {
     cg_exec f;
@@ -178,7 +207,8 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
                                         !rt->opt.float64
                                     ? prepare_fn(step->node) : NULL;
             if (prep) {
-                materialize_inputs(p, step);
+                /* a prepare function fills the copies it reads
+                 * (cg_kernel_input_fill) or reads the model's bytes */
                 cg_error local;
                 cg_error_clear(&local);
                 f.err = &local;
@@ -233,6 +263,7 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
         }
         step->folded = keep;
     }
+    defer_covered_copies(p);
 done:
     cg_frame_free(&f);
     return st;

@@ -109,6 +109,10 @@ cg_shared *cg_shared_acquire(const void *src, const void *tag, size_t tag_len, s
     return c;
 }
 
+const void *cg_shared_src(const cg_shared *c) { return c->src; }
+
+bool cg_shared_is_filled(const cg_shared *c) { return atomic_load(&c->filled) != 0; }
+
 uint8_t *cg_shared_data(const cg_shared *c)
 {
     return c->data;
@@ -175,6 +179,18 @@ size_t cg_shared_live(void)
     size_t n = live;
     pthread_mutex_unlock(&table_lock);
     return n;
+}
+
+size_t cg_shared_filled_bytes(void)
+{
+    size_t bytes = 0;
+    pthread_mutex_lock(&table_lock);
+    for (size_t b = 0; b < SHARE_BUCKETS; b++)
+        for (cg_shared *c = table[b]; c; c = c->next)
+            if (atomic_load(&c->filled))
+                bytes += c->len;
+    pthread_mutex_unlock(&table_lock);
+    return bytes;
 }
 
 size_t cg_init_copy_holders(const void *src, size_t len)

@@ -44,6 +44,9 @@ typedef struct cg_shared cg_shared;
  * CG_SHARED_TAG_MAX (the caller then makes its own). */
 cg_shared *cg_shared_acquire(const void *src, const void *tag, size_t tag_len, size_t bytes);
 uint8_t *cg_shared_data(const cg_shared *c);
+/* The bytes an entry derives from, and whether it is filled yet. */
+const void *cg_shared_src(const cg_shared *c);
+bool cg_shared_is_filled(const cg_shared *c);
 size_t cg_shared_len(const cg_shared *c);
 /* true: the caller fills the buffer now and then calls cg_shared_fill_end
  * (other holders wait); false: it is filled already. */
@@ -54,6 +57,8 @@ void cg_shared_release(cg_shared *c);
 /* Entries alive, and the holders of the aligned copy of src[0, len) (0
  * when there is none): for tests. */
 size_t cg_shared_live(void);
+/* Bytes of the live entries that are filled: for tests. */
+size_t cg_shared_filled_bytes(void);
 size_t cg_init_copy_holders(const void *src, size_t len);
 
 /* Aligned copies: the shared buffer of src[0, len) with no tag, and its

@@ -205,6 +205,20 @@ bool cg_kernel_set_state(cg_kernel_ctx *k, void *state, void (*free_fn)(void *))
 /* True when input i is an initializer (or a constant the runtime folded)
  * that no feed can replace: its data is the same on every run. */
 bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i);
+/* A constant input whose payload is misaligned in the model is read
+ * through an aligned copy that is filled lazily. At init (prepare.def) a
+ * kernel may read the model's bytes instead: cg_kernel_input_source gives
+ * them (same length as the tensor's data, any alignment: read them with
+ * memcpy) while the copy is not filled, else NULL; cg_kernel_input_fill
+ * fills the copy (a prepare function that reads an input's data calls it
+ * first; a no-op when there is no copy). cg_kernel_state_covers says the
+ * state stands for input i: while the state matches, the kernel never
+ * reads i's data, and when no other reader needs it the copy is never
+ * made (the kernel must call cg_kernel_input_fill(k, i) before it reads i
+ * at a run whose state does not match). */
+const void *cg_kernel_input_source(const cg_kernel_ctx *k, size_t i);
+void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i);
+void cg_kernel_state_covers(cg_kernel_ctx *k, size_t i);
 
 /* --- shared helpers (src/run/tensor.c) ------------------------------------ */
 

@@ -95,6 +95,39 @@ bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i)
     return true;
 }
 
+/* The local INIT slot input i reads, or -1. */
+static int32_t input_init_slot(const cg_kernel_ctx *k, size_t i, const cg_step **stp)
+{
+    const cg_step *st = running_step(k);
+    *stp = st;
+    if (!st || i >= st->node->input_count || st->in[i].up != 0 || st->in[i].slot < 0 ||
+        k->exec->plan->slot_kind[st->in[i].slot] != CG_SLOT_INIT)
+        return -1;
+    return st->in[i].slot;
+}
+
+const void *cg_kernel_input_source(const cg_kernel_ctx *k, size_t i)
+{
+    const cg_step *st;
+    int32_t s = input_init_slot(k, i, &st);
+    return s >= 0 ? cg_plan_copy_source(k->exec->plan, s) : NULL;
+}
+
+void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i)
+{
+    const cg_step *st;
+    int32_t s = input_init_slot(k, i, &st);
+    if (s >= 0)
+        cg_plan_materialize_slot((cg_plan *)k->exec->plan, s);
+}
+
+void cg_kernel_state_covers(cg_kernel_ctx *k, size_t i)
+{
+    cg_step *st = running_step(k);
+    if (st && i < 32)
+        st->state_covers |= 1u << i;
+}
+
 const cg_epilogue *cg_kernel_epilogue(const cg_kernel_ctx *k)
 {
     cg_step *st = running_step(k);

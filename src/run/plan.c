@@ -47,6 +47,9 @@ typedef struct plan_box {
     /* copies not filled yet by this plan (cg_plan_materialize) */
     init_copy *pending;
     size_t pending_count;
+    /* copies left unfilled until a reader asks (cg_plan_defer_slot) */
+    init_copy *deferred;
+    size_t deferred_count;
 } plan_box;
 
 static cg_status add_capture(plan_build *b, const char *name)
@@ -597,6 +600,7 @@ void cg_plan_free(cg_plan *p)
     free(p->captures);
     cg_strmap_free(&p->names);
     free(box->pending);
+    free(box->deferred);
     for (size_t i = 0; i < box->copy_count; i++)
         cg_shared_release(box->copies[i]);
     free(box->copies);
@@ -659,6 +663,44 @@ void cg_plan_materialize_slot(cg_plan *p, int32_t slot)
     for (size_t i = 0; i < box->pending_count; i++)
         if (box->pending[i].slot == slot) {
             cg_init_copy_fill(box->pending[i].copy);
+            box->pending[i] = box->pending[--box->pending_count];
+            return;
+        }
+    for (size_t i = 0; i < box->deferred_count; i++)
+        if (box->deferred[i].slot == slot) {
+            cg_init_copy_fill(box->deferred[i].copy);
+            box->deferred[i] = box->deferred[--box->deferred_count];
+            return;
+        }
+}
+
+const void *cg_plan_copy_source(const cg_plan *p, int32_t slot)
+{
+    const plan_box *box = (const plan_box *)p;
+    for (size_t i = 0; i < box->pending_count; i++)
+        if (box->pending[i].slot == slot)
+            return cg_shared_is_filled(box->pending[i].copy) ? NULL
+                                                             : cg_shared_src(box->pending[i].copy);
+    for (size_t i = 0; i < box->deferred_count; i++)
+        if (box->deferred[i].slot == slot)
+            return cg_shared_is_filled(box->deferred[i].copy)
+                       ? NULL
+                       : cg_shared_src(box->deferred[i].copy);
+    return NULL;
+}
+
+void cg_plan_defer_slot(cg_plan *p, int32_t slot)
+{
+    plan_box *box = (plan_box *)p;
+    for (size_t i = 0; i < box->pending_count; i++)
+        if (box->pending[i].slot == slot) {
+            if (!box->deferred) {
+                /* room for every pending copy: deferred ones come from there */
+                box->deferred = calloc(box->pending_count, sizeof *box->deferred);
+                if (!box->deferred)
+                    return; /* it stays pending: filled at the first run */
+            }
+            box->deferred[box->deferred_count++] = box->pending[i];
             box->pending[i] = box->pending[--box->pending_count];
             return;
         }

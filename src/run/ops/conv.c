@@ -1156,6 +1156,9 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
  * way conv_gemm (and conv_pointwise) will ask for them, as the node's state. */
 static cg_status conv_prepare(cg_kernel_ctx *k, int w_in, int zp_in)
 {
+    cg_kernel_input_fill(k, (size_t)w_in); /* the packing reads their data */
+    if (zp_in >= 0)
+        cg_kernel_input_fill(k, (size_t)zp_in);
     const cg_tensor *wt = cg_kernel_input(k, (size_t)w_in);
     const cg_tensor *zp = zp_in >= 0 ? cg_kernel_input(k, (size_t)zp_in) : NULL;
     if (!wt || wt->rank < 3 || !cg_kernel_input_is_const(k, (size_t)w_in) ||

@@ -228,6 +228,24 @@ typedef struct mm_pack_tag {
     int32_t tb;
 } mm_pack_tag;
 
+/* A float32 B (kk x n, row-major) at any alignment into panels of g->nr
+ * columns of Y, k-major, zero past n (read with memcpy: the model's bytes
+ * of a misaligned payload, cg_kernel_input_source). */
+static void mm_pack_b_bytes(const cg_simd_gemm *g, const uint8_t *b, int64_t kk, int64_t n,
+                            float *dst)
+{
+    int64_t panels = (n + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        int64_t n0 = pn * g->nr, cols = n - n0 < g->nr ? n - n0 : g->nr;
+        float *d = dst + pn * g->nr * kk;
+        for (int64_t q = 0; q < kk; q++) {
+            memcpy(d + q * g->nr, b + (size_t)(q * n + n0) * sizeof(float),
+                   (size_t)cols * sizeof(float));
+            memset(d + q * g->nr + cols, 0, (size_t)(g->nr - cols) * sizeof(float));
+        }
+    }
+}
+
 /* B into panels of g->nr columns of Y, k-major, zero past n: B is kk x n
  * row-major, or n x kk with tb. */
 static void mm_pack_b(const cg_simd_gemm *g, const float *b, bool tb, int64_t kk, int64_t n,
@@ -237,15 +255,7 @@ static void mm_pack_b(const cg_simd_gemm *g, const float *b, bool tb, int64_t kk
         cg_pg_pack(g, b, kk, n, kk, dst);
         return;
     }
-    int64_t panels = (n + g->nr - 1) / g->nr;
-    for (int64_t pn = 0; pn < panels; pn++) {
-        int64_t n0 = pn * g->nr, cols = n - n0 < g->nr ? n - n0 : g->nr;
-        float *d = dst + pn * g->nr * kk;
-        for (int64_t q = 0; q < kk; q++) {
-            memcpy(d + q * g->nr, b + q * n + n0, (size_t)cols * sizeof(float));
-            memset(d + q * g->nr + cols, 0, (size_t)(g->nr - cols) * sizeof(float));
-        }
-    }
+    mm_pack_b_bytes(g, (const uint8_t *)b, kk, n, dst);
 }
 
 /* The packgemm kernel for a float32 product of rows x kk by kk x n, or
@@ -261,15 +271,29 @@ static const cg_simd_gemm *mm_pg_kernel(cg_kernel_ctx *k, int64_t rows, int64_t 
     return b_const || rows >= 2 * g->mr ? g : NULL;
 }
 
-/* A constant B packed for g: the node's state (filled once, shared by every
- * runtime of the process over the same B), or NULL when memory runs out. */
-static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, int64_t kk,
-                                int64_t n, const cg_simd_gemm *g)
+/* The node's state when it is B packed for g, else NULL. */
+static const mm_packed *mm_state(const cg_kernel_ctx *k, const cg_tensor *b, bool tb,
+                                 int64_t kk, int64_t n, const cg_simd_gemm *g)
 {
-    mm_packed *mp = cg_kernel_state(k);
-    if (mp && mp->b_data == b->data && mp->b_dtype == b->dtype && mp->kk == kk && mp->n == n &&
-        mp->tb == tb && mp->g == g)
-        return mp->data;
+    const mm_packed *mp = cg_kernel_state(k);
+    return mp && mp->b_data == b->data && mp->b_dtype == b->dtype && mp->kk == kk &&
+                   mp->n == n && mp->tb == tb && mp->g == g
+               ? mp
+               : NULL;
+}
+
+/* A constant B packed for g: the node's state (filled once, shared by every
+ * runtime of the process over the same B), or NULL when memory runs out.
+ * src: B's float32 bytes in the model, at any alignment, while its aligned
+ * copy is not made (cg_kernel_input_source; !tb only), else NULL: then B's
+ * data is read, and the caller has filled it (cg_kernel_input_fill). */
+static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void *src, bool tb,
+                                int64_t kk, int64_t n, const cg_simd_gemm *g)
+{
+    const mm_packed *have = mm_state(k, b, tb, kk, n, g);
+    if (have)
+        return have->data;
+    mm_packed *mp;
     size_t floats = cg_pg_packed_floats(g, n, kk);
     if (floats > SIZE_MAX / sizeof(float))
         return NULL;
@@ -287,23 +311,28 @@ static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, i
     if (shared) {
         data = (float *)cg_shared_data(shared);
         if (cg_shared_fill_begin(shared)) {
-            const float *bf = cg_nn_as_f32(k, b);
-            if (bf)
+            const float *bf = src ? NULL : cg_nn_as_f32(k, b);
+            if (src)
+                mm_pack_b_bytes(g, src, kk, n, data);
+            else if (bf)
                 mm_pack_b(g, bf, tb, kk, n, data);
-            cg_shared_fill_end(shared, bf != NULL);
-            if (!bf) {
+            cg_shared_fill_end(shared, src || bf);
+            if (!src && !bf) {
                 cg_shared_release(shared);
                 return NULL;
             }
             /* B is read through its packing from now on: its pages of the
              * model's mapping need not stay resident as well */
-            cg_mapping_drop_pages(b->data, cg_tensor_bytes(b));
+            cg_mapping_drop_pages(src ? src : b->data, cg_tensor_bytes(b));
         }
     } else {
-        const float *bf = cg_nn_as_f32(k, b);
-        if (!bf || !(data = malloc(bytes ? bytes : 1)))
+        const float *bf = src ? NULL : cg_nn_as_f32(k, b);
+        if ((!src && !bf) || !(data = malloc(bytes ? bytes : 1)))
             return NULL;
-        mm_pack_b(g, bf, tb, kk, n, data);
+        if (src)
+            mm_pack_b_bytes(g, src, kk, n, data);
+        else
+            mm_pack_b(g, bf, tb, kk, n, data);
     }
     mp = calloc(1, sizeof *mp);
     if (!mp) {
@@ -378,16 +407,20 @@ static cg_status mm_pg_product(cg_kernel_ctx *k, const cg_simd_gemm *g, const fl
     return cg_kernel_check_time(k);
 }
 
+/* Whether MatMul's B is one constant matrix for all of A's (stacked) rows. */
+static bool mm_b_is_const(cg_kernel_ctx *k, const mm_plan *p)
+{
+    return cg_kernel_input_is_const(k, 1) && p->b_batches == 1 && p->a_batches == p->batch;
+}
+
 /* MatMul's float32 product on packgemm: a constant 2-D B (A's batches
  * stacked as one tall matrix), else each batch's B packed into scratch. */
 static cg_status mm_f32_pg(cg_kernel_ctx *k, const mm_plan *p, const cg_simd_gemm *g,
                            const cg_tensor *b, const float *a, const float *bf, float *y)
 {
     mm_pg_store_ctx sc = {y, p->n, 1.0f, 0.0f, NULL, 0, 0};
-    bool b_const = cg_kernel_input_is_const(k, 1) && p->b_batches == 1 &&
-                   p->a_batches == p->batch;
-    if (b_const) {
-        const float *wpack = mm_packed_b(k, b, false, p->kk, p->n, g);
+    if (mm_b_is_const(k, p)) {
+        const float *wpack = mm_packed_b(k, b, NULL, false, p->kk, p->n, g);
         if (!wpack)
             return cg_kernel_fail(k, CG_NOMEM, "out of memory packing B");
         return mm_pg_product(k, g, wpack, a, p->kk, 1, p->m * p->batch, p->kk, p->n, &sc);
@@ -414,9 +447,22 @@ static cg_status mm_f32_pg(cg_kernel_ctx *k, const mm_plan *p, const cg_simd_gem
 /* Whether MatMul's float32 product takes packgemm, and with which kernel. */
 static const cg_simd_gemm *mm_pg_for(cg_kernel_ctx *k, const mm_plan *p)
 {
-    bool b_const = cg_kernel_input_is_const(k, 1) && p->b_batches == 1 &&
-                   p->a_batches == p->batch;
+    bool b_const = mm_b_is_const(k, p);
     return mm_pg_kernel(k, b_const ? p->m * p->batch : p->m, p->n, b_const);
+}
+
+/* Packs a constant B at init: from the model's bytes when its aligned copy
+ * is not made (then, no other reader needing it, it never is: fold.c). */
+static cg_status mm_prepare_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, int64_t kk,
+                              int64_t n, const cg_simd_gemm *g)
+{
+    const void *src = b->dtype == CG_DTYPE_FLOAT && !tb ? cg_kernel_input_source(k, 1) : NULL;
+    if (!src)
+        cg_kernel_input_fill(k, 1);
+    if (!mm_packed_b(k, b, src, tb, kk, n, g))
+        return CG_NOMEM;
+    cg_kernel_state_covers(k, 1);
+    return CG_OK;
 }
 
 cg_status cg_op_matmul_prepare(cg_kernel_ctx *k)
@@ -429,7 +475,7 @@ cg_status cg_op_matmul_prepare(cg_kernel_ctx *k)
     const cg_simd_gemm *g = mm_pg_kernel(k, 0, n, true);
     if (!g)
         return CG_UNSUPPORTED;
-    return mm_packed_b(k, b, false, kk, n, g) ? CG_OK : CG_NOMEM;
+    return mm_prepare_b(k, b, false, kk, n, g);
 }
 
 cg_status cg_op_gemm_prepare(cg_kernel_ctx *k)
@@ -443,7 +489,7 @@ cg_status cg_op_gemm_prepare(cg_kernel_ctx *k)
     const cg_simd_gemm *g = mm_pg_kernel(k, 0, n, true);
     if (!g)
         return CG_UNSUPPORTED;
-    return mm_packed_b(k, b, tb, kk, n, g) ? CG_OK : CG_NOMEM;
+    return mm_prepare_b(k, b, tb, kk, n, g);
 }
 
 static cg_status mm_f64(cg_kernel_ctx *k, const mm_plan *p, const double *a, const double *b,
@@ -585,11 +631,13 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
     if (a->dtype == CG_DTYPE_DOUBLE)
         return mm_f64(k, &p, a->data, b->data, y->data);
     if (cg_nn_is_real(a->dtype)) {
+        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL : mm_pg_for(k, &p);
+        if (!(g && mm_b_is_const(k, &p) && mm_state(k, b, false, p.kk, p.n, g)))
+            cg_kernel_input_fill(k, 1); /* B's bytes are read (cg_kernel_state_covers) */
         const float *af = cg_nn_as_f32(k, a), *bf = cg_nn_as_f32(k, b);
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
         if (!af || !bf || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL : mm_pg_for(k, &p);
         if (k->precision == CG_KPREC_FP16_ACC16)
             mm_f32_acc16(&p, af, bf, yf);
         else if (g)
@@ -701,18 +749,20 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
         return CG_OK;
     }
     if (cg_nn_is_real(a->dtype)) {
+        bool b_const = cg_kernel_input_is_const(k, 1);
+        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL
+                                                                    : mm_pg_kernel(k, m, n, b_const);
+        if (!(g && b_const && mm_state(k, b, tb, kk, n, g)))
+            cg_kernel_input_fill(k, 1); /* B's bytes are read (cg_kernel_state_covers) */
         const float *af = cg_nn_as_f32(k, a), *bf = cg_nn_as_f32(k, b);
         const float *cf = use_c ? cg_nn_as_f32(k, c) : NULL;
         float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
         if (!af || !bf || !yf || (use_c && !cf))
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-        bool b_const = cg_kernel_input_is_const(k, 1);
-        const cg_simd_gemm *g = k->precision == CG_KPREC_FP16_ACC16 ? NULL
-                                                                    : mm_pg_kernel(k, m, n, b_const);
         if (g) {
             const float *wpack;
             if (b_const) {
-                wpack = mm_packed_b(k, b, tb, kk, n, g);
+                wpack = mm_packed_b(k, b, NULL, tb, kk, n, g);
             } else {
                 float *w = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(g, n, kk), sizeof(float));
                 if (w)
