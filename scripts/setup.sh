@@ -32,7 +32,7 @@ done
 # (only a Recommends of clang-14, which --no-install-recommends skips)
 packages=(
     build-essential cmake ninja-build clang-14 clang libclang-rt-14-dev pkg-config
-    libopenblas-dev libxnnpack-dev libpthreadpool-dev libjansson-dev
+    libopenblas-dev libopenblas0-serial libxnnpack-dev libpthreadpool-dev libjansson-dev
     zlib1g-dev libssl-dev help2man
     python3-onnx python3-numpy libonnx-testdata
     python3-flatbuffers chromium

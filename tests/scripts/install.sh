@@ -18,6 +18,24 @@ if ! cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1; then
 fi
 ibin="$prefix/bin/convgate"
 [ -x "$ibin" ] || fail "no installed binary at $ibin"
+
+# Every RUNPATH/RPATH entry of the binaries and libraries, built and
+# installed, is an absolute directory (or $ORIGIN-relative): an empty entry
+# (CMake pads build RUNPATHs with a trailing ':') or a relative one makes the
+# loader search the current directory, where a planted library would load.
+if command -v readelf >/dev/null 2>&1; then
+    for f in "$bin" "$build"/libconvgate.so "$ibin" "$prefix"/lib*/libconvgate.so \
+             "$prefix"/lib/*/libconvgate.so; do
+        [ -e "$f" ] || continue
+        for rp in $(readelf -d "$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p' | tr ' ' '_'); do
+            case ":$rp:" in *::*) fail "$f: RUNPATH '$rp' has an empty entry (the current directory)" ;; esac
+            IFS=: read -r -a dirs <<<"$rp"
+            for d in "${dirs[@]}"; do
+                case "$d" in /*|'$ORIGIN'*) ;; *) fail "$f: RUNPATH entry '$d' is not absolute" ;; esac
+            done
+        done
+    done
+fi
 for h in "$src"/include/convgate/*.h; do
     [ -f "$prefix/include/convgate/$(basename "$h")" ] || fail "header $(basename "$h") not installed"
 done

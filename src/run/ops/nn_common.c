@@ -16,9 +16,11 @@
 
 void cg_nn_blas_init(void)
 {
-    /* OpenBLAS (pthreads build) otherwise spawns one thread per core per
-     * call; the runtime splits work over its own threads (cg_runtime_options
-     * .threads), each calling BLAS single-threaded. An explicit
+    /* The build links OpenBLAS's serial build where it is installed
+     * (CMakeLists.txt); with the pthreads build, BLAS would otherwise use a
+     * thread per core per call. The runtime splits work over its own
+     * threads (cg_runtime_options.threads), each calling BLAS
+     * single-threaded. An explicit
      * OPENBLAS_NUM_THREADS from the user wins (and, above 1, oversubscribes
      * the cores when the runtime has threads too). The flag only avoids
      * repeating a cheap call. The first calls allocate OpenBLAS's buffers:
