@@ -19,6 +19,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
+#include "run/cpu.h"
 #include "run/kernel.h"
 #include "testlib.h"
 
@@ -305,6 +306,98 @@ static void test_group_norm(void)
     expect_fail(&bad, "scale", "GroupNormalization-21 with per-group scales");
 }
 
+/* 2-D pooling with stride 2 (the SSE2 path, four outputs at a time, at the
+ * vector levels; planes split over threads): every vector level and thread
+ * count gives the portable level's single-threaded bits, over kernel sizes,
+ * dilations, pads, ceil_mode and widths that leave 0-3 outputs to the scalar
+ * loop, with NaN, infinities and signed zeros among MaxPool's inputs. */
+static float *pool_levels_run(const test_case *c, cg_simd level, int threads, int64_t *n,
+                              const char *what)
+{
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.simd = level;
+    opt.threads = threads;
+    cg_named_value *outs = NULL;
+    size_t nouts = 0;
+    cg_error err;
+    cg_status st = test_case_run_with(c, &opt, 2, &outs, &nouts, &err);
+    EXPECT(st == CG_OK, "%s at %s, %d thread(s): %s", what, cg_simd_name(level), threads,
+           err.msg);
+    if (st != CG_OK)
+        return NULL;
+    const cg_tensor *t = &outs[0].value->tensor;
+    float *y = malloc((size_t)t->numel * sizeof *y + 1);
+    if (!y)
+        test_fatal("out of memory");
+    memcpy(y, t->data, (size_t)t->numel * sizeof *y);
+    *n = t->numel;
+    cg_runtime_free_outputs(outs, nouts);
+    return y;
+}
+
+static void test_pool_stride2_levels(void)
+{
+    cg_simd best = cg_simd_resolve(CG_SIMD_AUTO);
+    const cg_simd levels[2] = {CG_SIMD_AVX2, CG_SIMD_AVX512};
+    int cases = 0;
+    for (int mode = 0; mode < 3; mode++)             /* max, avg, avg counting pads */
+        for (int64_t k = 1; k <= 5; k++)
+            for (int64_t dil = 1; dil <= (mode == 0 ? 2 : 1); dil++)
+                for (int64_t pad = 0; pad <= 2 && pad <= (k - 1) * dil; pad++)
+                    for (int ceil = 0; ceil <= 1; ceil++)
+                        for (int wi = 0; wi < 5; wi++) {
+                            /* the last case is big enough to split over threads */
+                            const int64_t widths[5] = {9, 16, 23, 30, 121};
+                            int64_t wd = widths[wi], big = wi == 4;
+                            int64_t xd[4] = {2, big ? 4 : 3, big ? 101 : 11, wd};
+                            if ((wd + 2 * pad - (k - 1) * dil - 1) < 0)
+                                continue;
+                            static int64_t ks[2], st[2], pads[4], dils[2];
+                            ks[0] = ks[1] = k;
+                            st[0] = st[1] = 2;
+                            dils[0] = dils[1] = dil;
+                            pads[0] = pads[1] = pads[2] = pads[3] = pad;
+                            test_case c = {mode == 0 ? "MaxPool" : "AveragePool", 13, 1, 1,
+                                           {tensor(CG_DTYPE_FLOAT, 4, xd, NULL, 77 + (uint64_t)cases)},
+                                           {{0}}, 0, NULL, 0};
+                            cg_tensor *x = c.in[0];
+                            float *xv = x->data;
+                            for (int64_t i = 0; mode == 0 && i < x->numel; i += 13)
+                                xv[i] = i % 5 == 0 ? NAN : i % 5 == 1 ? -0.0f
+                                                 : i % 5 == 2 ? 0.0f : i % 5 == 3 ? INFINITY : -INFINITY;
+                            c.attrs[c.nattr++] = attr_ints("kernel_shape", ks, 2);
+                            c.attrs[c.nattr++] = attr_ints("strides", st, 2);
+                            c.attrs[c.nattr++] = attr_ints("pads", pads, 4);
+                            c.attrs[c.nattr++] = attr_int("ceil_mode", ceil);
+                            if (mode == 0)
+                                c.attrs[c.nattr++] = attr_ints("dilations", dils, 2);
+                            else
+                                c.attrs[c.nattr++] = attr_int("count_include_pad", mode == 2);
+                            char what[96];
+                            snprintf(what, sizeof what, "%s k%lld d%lld p%lld ceil%d width %lld",
+                                     c.op, (long long)k, (long long)dil, (long long)pad, ceil,
+                                     (long long)wd);
+                            int64_t n0 = 0;
+                            float *y0 = pool_levels_run(&c, CG_SIMD_PORTABLE, 1, &n0, what);
+                            for (int li = 0; li < 2 && y0; li++)
+                                for (int th = 1; th <= 3 && levels[li] <= best; th += 2) {
+                                    int64_t n1 = 0;
+                                    float *y1 = pool_levels_run(&c, levels[li], th, &n1, what);
+                                    EXPECT(y1 && n1 == n0 &&
+                                               memcmp(y0, y1, (size_t)n0 * sizeof *y0) == 0,
+                                           "%s: %s with %d thread(s) differs from the "
+                                           "portable level's bits", what,
+                                           cg_simd_name(levels[li]), th);
+                                    free(y1);
+                                }
+                            free(y0);
+                            test_case_free(&c);
+                            cases++;
+                        }
+    EXPECT(cases > 200, "only %d stride-2 pooling cases ran", cases);
+}
+
 int main(void)
 {
     test_conv_errors();
@@ -312,6 +405,7 @@ int main(void)
     test_depthwise_wide();
     test_pool_wide();
     test_pool_huge_window();
+    test_pool_stride2_levels();
     test_group_norm();
     return test_done("test_ops_nn");
 }

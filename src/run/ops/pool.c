@@ -19,11 +19,36 @@ typedef enum pool_mode { POOL_MAX, POOL_AVG, POOL_LP } pool_mode;
  * blocks, and rare enough that the clock read costs nothing measurable */
 #define POOL_CHECK_EVERY 64
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* Four outputs of a stride-2 window of kw_n taps (dilation dw) into out:
+ * output t's taps are v[2t + kw * dw]. Each tap's four values are the even
+ * lanes of eight loaded floats, so this reads v up to one element past the
+ * last tap. Max and sum as pool2d's scalar loop computes them, tap by tap in
+ * the same order: _mm_max_ps(e, acc) is e > acc ? e : acc, the scalar
+ * acc < e ? e : acc, NaN and signed zeros included. Plain SSE2 (every
+ * x86-64), not the runtime's vector levels: worth it where the scalar loop
+ * was most of squeezenet1_1's MaxPool. */
+static void pool_s2x4_f32(float *out, const float *v, int64_t kw_n, int64_t dw, bool max)
+{
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t kw = 0; kw < kw_n; kw++) {
+        const float *p = v + kw * dw;
+        __m128 e = _mm_shuffle_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 4), _MM_SHUFFLE(2, 0, 2, 0));
+        acc = kw == 0 ? e : max ? _mm_max_ps(e, acc) : _mm_add_ps(acc, e);
+    }
+    _mm_storeu_ps(out, acc);
+}
+#define POOL_S2X4 pool_s2x4_f32
+#endif
+
 #define CT float
 #define POOL_FN(x) x##_f32
 #include "run/ops/pool_impl.inc"
 #undef CT
 #undef POOL_FN
+#undef POOL_S2X4
 
 #define CT double
 #define POOL_FN(x) x##_f64
@@ -50,6 +75,30 @@ static bool pool_dtype_ok(cg_dtype dt, pool_mode mode)
     if (cg_nn_is_real(dt))
         return true;
     return mode == POOL_MAX && (dt == CG_DTYPE_INT8 || dt == CG_DTYPE_UINT8);
+}
+
+/* float32 2-D max/average pooling, planes split over the runtime's threads
+ * (each share with its own row of the vertical pass). */
+typedef struct pool2d_job {
+    const float *x;
+    float *y;
+    int64_t planes, in_n, out_n, row_n;
+    const cg_nn_window *w;
+    pool_mode mode;
+    bool include_pad;
+    float *rows; /* row_n floats per thread */
+    bool vec;
+    const cg_kernel_ctx *k;
+} pool2d_job;
+
+static void pool2d_task(void *arg, int t, int n)
+{
+    const pool2d_job *j = arg;
+    int64_t lo, hi;
+    cg_kernel_share(j->planes, 1, t, n, &lo, &hi);
+    if (lo < hi)
+        pool2d_f32(j->x + lo * j->in_n, j->y + lo * j->out_n, hi - lo, j->w, j->mode,
+                   j->include_pad, j->rows + (int64_t)t * j->row_n, j->vec, j->k);
 }
 
 static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
@@ -115,7 +164,8 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             if ((st = cg_kernel_check_time(k)) != CG_OK)
                 return st;
             if (two_d)
-                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, k);
+                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, false,
+                           k);
             else
                 poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
                            &w, mode, include_pad, p, order == 1, k);
@@ -124,17 +174,29 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
     }
     const float *xf = cg_nn_as_f32(k, x);
     float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
-    float *vrow = cg_nn_scratch(k, w.in[nsp - 1], sizeof(float));
+    int threads = two_d ? cg_kernel_threads(k) : 1;
+    /* a row per thread, 4 more floats than the input row (pool2d) */
+    int64_t row_n = w.in[nsp - 1] <= INT64_MAX - 4 ? w.in[nsp - 1] + 4 : -1;
+    float *vrow = row_n > 0 && row_n <= INT64_MAX / threads
+                      ? cg_nn_scratch(k, row_n * threads, sizeof(float))
+                      : NULL;
     if (!xf || !yf || !vrow)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    for (int64_t pl = 0; pl < planes; pl++) {
+    /* the elements past a row are read, into lanes that are dropped */
+    memset(vrow, 0, (size_t)(row_n * threads) * sizeof(float));
+    if (two_d) {
+        /* shares check the time limit per output row; the check below
+         * reports it */
+        pool2d_job job = {.x = xf, .y = yf, .planes = planes, .in_n = in_n, .out_n = out_n,
+                          .row_n = row_n, .w = &w, .mode = mode, .include_pad = include_pad,
+                          .rows = vrow, .vec = cg_kernel_simd(k) != CG_SIMD_PORTABLE, .k = k};
+        cg_kernel_parallel_work(k, (double)taps, pool2d_task, &job);
+    }
+    for (int64_t pl = 0; pl < planes && !two_d; pl++) {
         if ((st = cg_kernel_check_time(k)) != CG_OK)
             return st;
-        if (two_d)
-            pool2d_f32(xf + pl * in_n, yf + pl * out_n, 1, &w, mode, include_pad, vrow, k);
-        else
-            poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w,
-                       mode, include_pad, p, order == 1, k);
+        poolnd_f32(xf + pl * in_n, yf + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl, &w, mode,
+                   include_pad, p, order == 1, k);
     }
     if ((st = cg_kernel_check_time(k)) != CG_OK)
         return st; /* the last plane may have stopped early */
