@@ -116,6 +116,42 @@ void cg_unmap_anon(void *p, size_t bytes)
         munmap(p, bytes);
 }
 
+void *cg_reserve_anon(size_t bytes)
+{
+    size_t huge = CG_HUGE_MIN;
+    if (!bytes || bytes % huge || bytes > SIZE_MAX - huge)
+        return NULL;
+    /* one huge page more, so that a 2 MiB aligned start fits; the rest is
+     * unmapped again */
+    uint8_t *m = mmap(NULL, bytes + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uintptr_t a = (uintptr_t)m;
+    uint8_t *p = m + ((huge - a % huge) % huge);
+    if (p > m)
+        munmap(m, (size_t)(p - m));
+    if (p + bytes < m + bytes + huge)
+        munmap(p + bytes, (size_t)(m + bytes + huge - (p + bytes)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: fine if refused */
+#endif
+    return p;
+}
+
+bool cg_commit_anon(void *p, size_t bytes)
+{
+    return !bytes || mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
+void cg_decommit_anon(void *p, size_t bytes)
+{
+    if (!p || !bytes)
+        return;
+    (void)madvise(p, bytes, MADV_DONTNEED); /* the pages go; the range stays reserved */
+    (void)mprotect(p, bytes, PROT_NONE);
+}
+
 void *cg_alloc_bulk(size_t align, size_t bytes)
 {
     void *p = NULL;

@@ -77,6 +77,19 @@ void cg_unmap_anon(void *p, size_t bytes);
  * two, a multiple of sizeof(void *)); from CG_HUGE_MIN bytes on, aligned
  * to 2 MiB and huge-page advised. NULL when it cannot be had. */
 void *cg_alloc_bulk(size_t align, size_t bytes);
+/* Address space for memory that grows while it is used (the runtime's
+ * value heap, run/buffers.c): bytes (a multiple of CG_HUGE_MIN) of
+ * inaccessible, uncommitted address space, 2 MiB aligned and huge-page
+ * advised, which costs neither memory nor commit charge until
+ * cg_commit_anon makes a prefix of it usable. NULL when it cannot be had.
+ * Freed by cg_unmap_anon(p, bytes). */
+void *cg_reserve_anon(size_t bytes);
+/* Makes [p, p + bytes) of a reservation readable and writable (zero pages
+ * until touched); false when refused (out of commit charge). */
+bool cg_commit_anon(void *p, size_t bytes);
+/* Hands [p, p + bytes) of a reservation back to the kernel and makes it
+ * inaccessible again: its pages stop counting towards the resident size. */
+void cg_decommit_anon(void *p, size_t bytes);
 /* Whether the kernel was asked to back [p, p + 1) with huge pages (its
  * mapping carries the advice): for tests. false where it cannot tell. */
 bool cg_huge_advised(const void *p);

@@ -14,6 +14,16 @@
  *   plain malloc blocks, so one handed to the caller as an output is freed
  *   by the caller like any other.
  *
+ * - The value heap: the outputs of a run that records a memory plan (the
+ *   first run, and any run whose input shapes changed) are placed in one
+ *   reservation of address space (core/mapfile.h), huge-page advised, by
+ *   best fit among the gaps its freed blocks left. The plan built after
+ *   that run takes the reservation as its arena (cg_heap_adopt), so the
+ *   pages the recording run touched are the pages the planned runs use:
+ *   separate mallocs made the first run fault in every intermediate in
+ *   4 KiB pages (mobilenet_v2: 2,400 faults, most of its first run), and a
+ *   fresh arena made the second run fault all over again.
+ *
  * Both are counted against the runtime's budget (convgate/budget.h) for as
  * long as the runtime keeps them, so every run's budget sees the memory the
  * runtime really holds: a scratch chunk from its allocation to
@@ -31,7 +41,7 @@
 #include "run/exec.h"
 
 #define SCRATCH_ALIGN 64u
-#define SCRATCH_MIN_CHUNK ((size_t)1 << 20)
+#define SCRATCH_MIN_CHUNK CG_HUGE_MIN
 /* the pool keeps at most this many buffers and bytes */
 #define POOL_MAX_COUNT 256
 #define POOL_MAX_BYTES ((size_t)1 << 30)
@@ -107,6 +117,195 @@ void *cg_scratch_alloc(cg_runtime *rt, size_t bytes)
     s->cur = s->count++;
     s->used = need;
     return base;
+}
+
+/* --- value heap ---------------------------------------------------------------- */
+
+/* In sanitizer builds the heap's free bytes are poisoned, and a block is
+ * readable only up to the bytes asked for: a kernel that reads a freed
+ * value or past its output's end fails there as it would on malloc'd
+ * memory. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_ASAN 1
+#endif
+#endif
+#ifdef HEAP_ASAN
+#include <sanitizer/asan_interface.h>
+#define HEAP_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define HEAP_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define HEAP_POISON(p, n) ((void)(p), (void)(n))
+#define HEAP_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define HEAP_ALIGN 64u
+/* address space of one reservation at most (the budget's limit when lower):
+ * it costs nothing until used */
+#define HEAP_MAX_RESERVE ((size_t)64 << 30)
+
+static bool heap_reserve(cg_runtime *rt)
+{
+    cg_value_heap *h = &rt->heap;
+    if (h->base)
+        return true;
+    uint64_t limit = rt->budget ? cg_budget_limit(rt->budget) : 0;
+    size_t bytes = limit && limit < HEAP_MAX_RESERVE ? (size_t)limit : HEAP_MAX_RESERVE;
+    bytes = (bytes + CG_HUGE_MIN - 1) / CG_HUGE_MIN * CG_HUGE_MIN;
+    h->base = cg_reserve_anon(bytes);
+    if (!h->base)
+        return false;
+    h->reserved = bytes;
+    h->committed = h->top = 0;
+    h->free_count = h->live_count = 0;
+    return true;
+}
+
+/* Room for one more span in *arr. */
+static bool span_room(cg_heap_span **arr, size_t count, size_t *cap)
+{
+    if (count < *cap)
+        return true;
+    size_t ncap = *cap ? 2 * *cap : 32;
+    cg_heap_span *n = realloc(*arr, ncap * sizeof *n);
+    if (!n)
+        return false;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+static bool span_push(cg_heap_span **arr, size_t *count, size_t *cap, size_t at, cg_heap_span sp)
+{
+    if (!span_room(arr, *count, cap))
+        return false;
+    memmove(*arr + at + 1, *arr + at, (*count - at) * sizeof **arr);
+    (*arr)[at] = sp;
+    (*count)++;
+    return true;
+}
+
+void *cg_heap_alloc(cg_runtime *rt, size_t bytes)
+{
+    cg_value_heap *h = &rt->heap;
+    if (!bytes || bytes > SIZE_MAX - HEAP_ALIGN || !heap_reserve(rt))
+        return NULL;
+    size_t len = (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN;
+    /* room for the block in the live list first: a failure then leaves
+     * the heap as it was */
+    if (!span_room(&h->live, h->live_count, &h->live_cap))
+        return NULL;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < h->free_count; i++)
+        if (h->free_spans[i].len >= len &&
+            (best == SIZE_MAX || h->free_spans[i].len < h->free_spans[best].len))
+            best = i;
+    size_t off;
+    if (best != SIZE_MAX) {
+        cg_heap_span *sp = &h->free_spans[best];
+        off = sp->off;
+        sp->off += len;
+        sp->len -= len;
+        if (!sp->len) {
+            memmove(sp, sp + 1, (h->free_count - best - 1) * sizeof *sp);
+            h->free_count--;
+        }
+    } else {
+        if (len > h->reserved - h->top)
+            return NULL;
+        size_t end = h->top + len;
+        if (end > h->committed) {
+            size_t want = (end + CG_HUGE_MIN - 1) / CG_HUGE_MIN * CG_HUGE_MIN;
+            if (want > h->reserved)
+                want = h->reserved;
+            if (!cg_commit_anon(h->base + h->committed, want - h->committed))
+                return NULL;
+            HEAP_POISON(h->base + h->committed, want - h->committed);
+            h->committed = want;
+        }
+        off = h->top;
+        h->top = end;
+    }
+    h->live[h->live_count++] = (cg_heap_span){off, len};
+    HEAP_UNPOISON(h->base + off, bytes);
+    return h->base + off;
+}
+
+void cg_heap_free(cg_runtime *rt, void *ptr)
+{
+    cg_value_heap *h = &rt->heap;
+    if (!ptr || !h->base)
+        return;
+    size_t off = (size_t)((uint8_t *)ptr - h->base), i = h->live_count;
+    while (i > 0 && h->live[i - 1].off != off)
+        i--;
+    if (!i)
+        return; /* not a block of this heap: a bug the tests would show as a leak */
+    cg_heap_span sp = h->live[i - 1];
+    h->live[i - 1] = h->live[--h->live_count];
+    HEAP_POISON(h->base + sp.off, sp.len);
+    /* into the gaps by offset, merged with its neighbours */
+    size_t at = 0;
+    while (at < h->free_count && h->free_spans[at].off < sp.off)
+        at++;
+    if (at > 0 && h->free_spans[at - 1].off + h->free_spans[at - 1].len == sp.off) {
+        at--;
+        sp.off = h->free_spans[at].off;
+        sp.len += h->free_spans[at].len;
+        memmove(h->free_spans + at, h->free_spans + at + 1,
+                (h->free_count - at - 1) * sizeof *h->free_spans);
+        h->free_count--;
+    }
+    if (at < h->free_count && sp.off + sp.len == h->free_spans[at].off) {
+        sp.len += h->free_spans[at].len;
+        memmove(h->free_spans + at, h->free_spans + at + 1,
+                (h->free_count - at - 1) * sizeof *h->free_spans);
+        h->free_count--;
+    }
+    if (sp.off + sp.len == h->top)
+        h->top = sp.off;
+    else /* out of memory for the list: the gap is lost until the heap empties */
+        (void)span_push(&h->free_spans, &h->free_count, &h->free_cap, at, sp);
+    if (!h->live_count) {
+        h->free_count = 0;
+        h->top = 0;
+    }
+}
+
+uint8_t *cg_heap_adopt(cg_runtime *rt, size_t bytes, size_t *map_bytes)
+{
+    cg_value_heap *h = &rt->heap;
+    if (!h->base || h->live_count || bytes > h->reserved)
+        return NULL;
+    size_t want = (bytes + CG_HUGE_MIN - 1) / CG_HUGE_MIN * CG_HUGE_MIN;
+    if (want > h->reserved)
+        want = h->reserved;
+    HEAP_UNPOISON(h->base, h->committed); /* an arena's bytes are all readable */
+    if (want > h->committed) {
+        if (!cg_commit_anon(h->base + h->committed, want - h->committed))
+            return NULL;
+    } else if (want < h->committed) {
+        cg_decommit_anon(h->base + want, h->committed - want); /* pages the plan never uses */
+    }
+    uint8_t *arena = h->base;
+    *map_bytes = h->reserved;
+    h->base = NULL;
+    h->reserved = h->committed = h->top = 0;
+    h->free_count = 0;
+    return arena;
+}
+
+void cg_heap_release(cg_runtime *rt)
+{
+    cg_value_heap *h = &rt->heap;
+    HEAP_UNPOISON(h->base, h->committed);
+    if (h->base)
+        cg_unmap_anon(h->base, h->reserved);
+    h->base = NULL;
+    h->reserved = h->committed = h->top = 0;
+    h->free_count = h->live_count = 0;
 }
 
 /* --- value buffers ------------------------------------------------------------- */
@@ -188,6 +387,10 @@ bool cg_buffers_make_room(cg_runtime *rt, uint64_t bytes)
 
 void cg_buffers_free(cg_runtime *rt)
 {
+    cg_heap_release(rt);
+    free(rt->heap.free_spans);
+    free(rt->heap.live);
+    memset(&rt->heap, 0, sizeof rt->heap);
     pool_trim(rt);
     free(rt->buffers.items);
     memset(&rt->buffers, 0, sizeof rt->buffers);

@@ -330,6 +330,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     size_t sig_len = 0;
     bool *fed = NULL;
     size_t *input_of_slot = NULL;
+    bool recording;
     cg_status st = cg_frame_init(&f, rt, p, NULL, err);
     if (st != CG_OK)
         return st;
@@ -428,10 +429,15 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     }
     *outputs = named;
     *output_count = g->output_count;
-    if (f.recording) /* a plan that cannot be built just means no arena */
-        (void)cg_mem_plan_build(rt, sig, sig_len, NULL);
 done:
+    recording = f.recording;
     cg_frame_free(&f);
+    /* after the frame has given every value back to the heap, whose
+     * reservation the plan takes as its arena; a plan that cannot be built
+     * just means no arena */
+    if (recording && st == CG_OK)
+        (void)cg_mem_plan_build(rt, sig, sig_len, NULL);
+    cg_heap_release(rt); /* what the plan did not take */
     free(fed);
     free(input_of_slot);
     free(outs);

@@ -115,6 +115,8 @@ typedef struct cg_mem_plan {
     size_t *slot_bytes;
     uint8_t *arena;
     size_t arena_bytes;
+    size_t arena_map_bytes;  /* > 0: the arena is a value heap's reservation of
+                                this many bytes (cg_unmap_anon), else malloc'd */
     struct cg_budget *budget; /* arena_bytes is reserved against it (when set) */
 } cg_mem_plan;
 
@@ -161,6 +163,24 @@ typedef struct cg_scratch_mark {
     size_t chunk, used;
 } cg_scratch_mark;
 
+/* buffers.c: the value heap of a run that records a memory plan: address
+ * space that becomes the plan's arena (see there). Offsets from base. */
+typedef struct cg_heap_span {
+    size_t off, len;
+} cg_heap_span;
+
+typedef struct cg_value_heap {
+    uint8_t *base;            /* a cg_reserve_anon reservation; NULL: none */
+    size_t reserved;          /* its bytes */
+    size_t committed;         /* bytes from base that are readable and writable */
+    size_t top;               /* every byte from here on is free */
+    cg_heap_span *free_spans; /* free gaps below top, by offset, never adjacent */
+    size_t free_count, free_cap;
+    cg_heap_span *live;       /* blocks handed out and not freed yet */
+    size_t live_count, live_cap;
+    uint64_t misses;          /* recording-run outputs that went elsewhere (tests) */
+} cg_value_heap;
+
 typedef struct cg_buffer_pool {
     struct {
         void *ptr;
@@ -194,26 +214,31 @@ struct cg_runtime {
     cg_scratch_stack scratch;   /* kernel scratch, kept across runs (buffers.c) */
     bool materialized;          /* the first run made the initializer copies */
     cg_buffer_pool buffers;     /* freed value buffers for reuse (buffers.c) */
+    cg_value_heap heap;         /* the recording run's values (buffers.c) */
 };
 
 enum {
     CG_OWN_NONE = 0,  /* borrowed pointer (caller, initializer, outer) */
     CG_OWN_FULL,      /* frame owns struct and data */
     CG_OWN_STRUCT,    /* frame owns the struct; data lives in the arena */
-    CG_OWN_POOLED     /* as FULL; the data goes back to the runtime's pool */
+    CG_OWN_POOLED,    /* as FULL; the data goes back to the runtime's pool */
+    CG_OWN_HEAP       /* frame owns the struct; the data goes back to the value heap */
 };
 
 enum {
     CG_OUT_ARENA = 1,     /* data placed in the memory plan's arena */
     CG_OUT_PLANNABLE = 2, /* allocated by cg_kernel_output: may be planned */
-    CG_OUT_POOLED = 4     /* data from the runtime's buffer pool */
+    CG_OUT_POOLED = 4,    /* data from the runtime's buffer pool */
+    CG_OUT_HEAP = 8       /* data from the runtime's value heap */
 };
 
 /* The CG_OWN_* a frame takes for an output with CG_OUT_* flags. */
 static inline uint8_t cg_exec_out_own(uint8_t flags)
 {
-    return (flags & CG_OUT_ARENA) ? CG_OWN_STRUCT
-                                  : (flags & CG_OUT_POOLED) ? CG_OWN_POOLED : CG_OWN_FULL;
+    return (flags & CG_OUT_ARENA)    ? CG_OWN_STRUCT
+           : (flags & CG_OUT_HEAP)   ? CG_OWN_HEAP
+           : (flags & CG_OUT_POOLED) ? CG_OWN_POOLED
+                                     : CG_OWN_FULL;
 }
 
 struct cg_exec {
@@ -322,6 +347,18 @@ void cg_buffer_put(cg_runtime *rt, void *ptr, size_t bytes);
  * idle buffers when they would not. */
 bool cg_buffers_make_room(cg_runtime *rt, uint64_t bytes);
 void cg_buffers_free(cg_runtime *rt);
+/* The value heap (buffers.c): bytes for an output of a recording run, NULL
+ * when the heap has no room (the caller allocates elsewhere). */
+void *cg_heap_alloc(cg_runtime *rt, size_t bytes);
+/* Gives back a block cg_heap_alloc handed out. */
+void cg_heap_free(cg_runtime *rt, void *ptr);
+/* The heap's reservation, emptied, as an arena of `bytes` (committed): the
+ * pages the recording run touched are the ones the arena's run will touch.
+ * NULL when there is none, it is too small, or a block is still out; on
+ * success *map_bytes is what cg_unmap_anon needs. */
+uint8_t *cg_heap_adopt(cg_runtime *rt, size_t bytes, size_t *map_bytes);
+/* Unmaps the heap's reservation (nothing may be out). */
+void cg_heap_release(cg_runtime *rt);
 /* Rounded copies of the float32 initializers emulated nodes read. */
 cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err);
 void cg_prec_init_free(cg_runtime *rt);

@@ -122,6 +122,9 @@ void cg_exec_drop_value(cg_runtime *rt, cg_value *v, uint8_t own)
         return;
     if (own == CG_OWN_STRUCT) {
         v->tensor.data = NULL;
+    } else if (own == CG_OWN_HEAP && rt) {
+        cg_heap_free(rt, v->tensor.data);
+        v->tensor.data = NULL;
     } else if (own == CG_OWN_POOLED && rt && v->kind == CG_VALUE_TENSOR) {
         cg_buffer_put(rt, v->tensor.data, cg_tensor_bytes(&v->tensor));
         v->tensor.data = NULL;

@@ -134,13 +134,15 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
         return st;
     clear_output(k, i);
     cg_exec *f = k->exec;
-    uint8_t *arena_at = NULL;
-    if (f && f->use_arena && dtype != CG_DTYPE_STRING) {
+    uint8_t *arena_at = NULL, *heap_at = NULL;
+    int32_t slot = -1;
+    if (f && (f->use_arena || f->recording) && dtype != CG_DTYPE_STRING) {
         const cg_step *st = &f->plan->steps[f->step];
-        int32_t slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
+        slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
+    }
+    if (slot >= 0 && f->use_arena) {
         const cg_mem_plan *m = &f->rt->mem;
-        if (slot >= 0 && m->slot_offset[slot] != SIZE_MAX && bytes > 0 &&
-            bytes <= m->slot_bytes[slot])
+        if (m->slot_offset[slot] != SIZE_MAX && bytes > 0 && bytes <= m->slot_bytes[slot])
             arena_at = m->arena + m->slot_offset[slot];
     }
     if (!arena_at && f) {
@@ -156,9 +158,18 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     cg_value *v = calloc(1, sizeof *v);
     if (!v)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
-    if (arena_at) {
-        output_fill(arena_at, bytes, zero);
-        v->tensor.data = arena_at;
+    /* a recording run's intermediates go to the value heap, whose pages
+     * become the arena the plan places them in (graph outputs are the
+     * caller's: plain blocks) */
+    if (slot >= 0 && f->recording && bytes > 0 && !f->plan->slot_is_output[slot]) {
+        heap_at = cg_heap_alloc(f->rt, bytes);
+        if (!heap_at)
+            f->rt->heap.misses++;
+    }
+    if (arena_at || heap_at) {
+        uint8_t *at = arena_at ? arena_at : heap_at;
+        output_fill(at, bytes, zero);
+        v->tensor.data = at;
     } else if (f && dtype != CG_DTYPE_STRING) {
         v->tensor.data = cg_buffer_get(f->rt, bytes);
         if (!v->tensor.data) {
@@ -188,7 +199,9 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     k->outputs[i] = v;
     if (f)
         f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0) |
-                                    (!arena_at && dtype != CG_DTYPE_STRING ? CG_OUT_POOLED : 0));
+                                    (heap_at ? CG_OUT_HEAP : 0) |
+                                    (!arena_at && !heap_at && dtype != CG_DTYPE_STRING
+                                         ? CG_OUT_POOLED : 0));
     *out = &v->tensor;
     return CG_OK;
 }

@@ -715,7 +715,10 @@ void cg_mem_plan_clear(cg_mem_plan *m)
     free(m->signature);
     free(m->slot_offset);
     free(m->slot_bytes);
-    free(m->arena);
+    if (m->arena_map_bytes)
+        cg_unmap_anon(m->arena, m->arena_map_bytes);
+    else
+        free(m->arena);
     memset(m, 0, sizeof *m);
 }
 
@@ -913,7 +916,10 @@ cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t sig
             goto done;
         m->budget = rt->budget;
         m->arena_bytes = total;
-        m->arena = cg_alloc_bulk(MEM_ALIGN, total);
+        /* the recording run's heap, whose pages are already there */
+        m->arena = cg_heap_adopt(rt, total, &m->arena_map_bytes);
+        if (!m->arena)
+            m->arena = cg_alloc_bulk(MEM_ALIGN, total);
         if (!m->arena) {
             st = cg_error_set(err, CG_NOMEM, "out of memory allocating the %zu-byte arena",
                               total);

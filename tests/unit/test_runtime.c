@@ -326,9 +326,177 @@ out:
     cg_model_free(m);
 }
 
-static void test_kept_buffers_budget(void)
+/* Where the observer saw the data of values a, b and c (chain_model). */
+typedef struct where_log {
+    const void *at[3];
+} where_log;
+
+static cg_status observe_where(void *user, const cg_node *node, const char *name,
+                               const cg_value *v)
+{
+    (void)node;
+    where_log *w = user;
+    if (name[0] >= 'a' && name[0] <= 'c' && !name[1])
+        w->at[name[0] - 'a'] = v->tensor.data;
+    return CG_OK;
+}
+
+/* Whether a, b and c of the last run lay in the memory plan's arena. */
+static bool in_arena(const cg_runtime *rt, const where_log *w)
+{
+    const uint8_t *lo = rt->mem.arena, *hi = lo + rt->mem.arena_bytes;
+    for (int i = 0; i < 3; i++)
+        if (!lo || !w->at[i] || (const uint8_t *)w->at[i] < lo ||
+            (const uint8_t *)w->at[i] >= hi)
+            return false;
+    return true;
+}
+
+/* The first run (and a run with new input shapes) places its intermediates
+ * in the value heap, whose pages become the arena of the plan built from
+ * it: the run that records the plan already runs in the memory the planned
+ * runs use (no separate blocks faulted in, then a fresh arena). */
+static void test_first_run_in_arena(void)
 {
     cg_model *m = chain_model();
+    where_log w;
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.observe = observe_where;
+    opt.observe_user = &w;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, &opt, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    enum { N = 1 << 16 }; /* 256 KiB values */
+    static float xs[N], want[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = (float)(i % 5) - 2.0f;
+        want[i] = 9.0f * xs[i];
+    }
+    int64_t sizes[3] = {N, N, N / 4};
+    const uint8_t *arena0 = NULL;
+    for (int r = 0; r < 3; r++) {
+        int64_t d[1] = {sizes[r]};
+        cg_value *x = tensor_f32(1, d, xs);
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        memset(&w, 0, sizeof w);
+        bool recording = r != 1;
+        uint64_t misses = rt->heap.misses;
+        st = run1(rt, "x", x, &outs, &n, &err);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d, want), "run %d: %s", r, err.msg);
+        cg_runtime_free_outputs(outs, n);
+        cg_value_free(x);
+        /* the plan is built after the run: a recording run's values lie
+         * in its arena all the same */
+        EXPECT(rt->mem.valid && in_arena(rt, &w), "run %d: a %p, b %p, c %p outside the "
+               "arena [%p, +%zu)", r, w.at[0], w.at[1], w.at[2], (void *)rt->mem.arena,
+               rt->mem.arena_bytes);
+        EXPECT(rt->heap.misses == misses, "run %d: %llu outputs missed the heap", r,
+               (unsigned long long)(rt->heap.misses - misses));
+        if (recording)
+            EXPECT(rt->mem.arena_map_bytes > 0 && !rt->heap.base,
+                   "run %d: the plan did not take the heap's reservation", r);
+        if (r == 0)
+            arena0 = rt->mem.arena;
+        if (r == 1)
+            EXPECT(rt->mem.arena == arena0, "a run with the same shapes re-planned");
+    }
+    cg_runtime_free(rt);
+out:
+    cg_model_free(m);
+}
+
+/* The heap itself: best fit in freed gaps, merged gaps, a heap that empties
+ * starts over, and no adoption while a block is out. */
+static void test_value_heap(void)
+{
+    cg_model *m = chain_model();
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, NULL, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    uint8_t *a = cg_heap_alloc(rt, 100), *b = cg_heap_alloc(rt, 1000), *c = cg_heap_alloc(rt, 10),
+            *d = cg_heap_alloc(rt, 64);
+    EXPECT(a && b == a + 128 && c == b + 1024 && d == c + 64, "bump: %p %p %p %p", (void *)a,
+           (void *)b, (void *)c, (void *)d);
+    if (!a || !b || !c || !d)
+        goto out_rt;
+    memset(a, 1, 100);
+    memset(b, 2, 1000);
+    cg_heap_free(rt, b);
+    cg_heap_free(rt, a); /* merges with b's gap: [0, 1152) */
+    EXPECT(rt->heap.free_count == 1 && rt->heap.free_spans[0].len == 1152, "%zu gaps, first %zu",
+           rt->heap.free_count, rt->heap.free_count ? rt->heap.free_spans[0].len : 0);
+    uint8_t *e = cg_heap_alloc(rt, 1100);
+    EXPECT(e == a, "best fit: %p, want %p", (void *)e, (void *)a);
+    size_t map_bytes = 0;
+    EXPECT(!cg_heap_adopt(rt, 4096, &map_bytes), "adopted with blocks out");
+    cg_heap_free(rt, d);
+    cg_heap_free(rt, e);
+    cg_heap_free(rt, c);
+    EXPECT(rt->heap.top == 0 && rt->heap.free_count == 0 && rt->heap.live_count == 0,
+           "emptied: top %zu, %zu gaps", rt->heap.top, rt->heap.free_count);
+    uint8_t *arena = cg_heap_adopt(rt, 4096, &map_bytes);
+    EXPECT(arena == a && map_bytes >= 4096 && !rt->heap.base, "adopt: %p", (void *)arena);
+    if (arena) {
+        memset(arena, 3, 4096); /* committed */
+        cg_unmap_anon(arena, map_bytes);
+    }
+out_rt:
+    cg_runtime_free(rt);
+out:
+    cg_model_free(m);
+}
+
+/* The chain of chain_model in the then-branch of an If on input "c": its
+ * values live in a subgraph's frame, which has no memory plan (the pool's
+ * values). */
+static cg_model *if_chain_model(void)
+{
+    cg_model *m = model_new(13);
+    cg_graph *g = graph_new("main");
+    int64_t sym[1] = {-1};
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, sym));
+    test_graph_input(g, "c", ttype(CG_DTYPE_BOOL, 0, NULL));
+    cg_node *n = node(g, "If", "branch", "c", "y");
+    cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
+    node(then_g, "Add", "a", "x,x", "a");
+    node(then_g, "Add", "b", "a,a", "b");
+    node(then_g, "Add", "c", "b,b", "c");
+    node(then_g, "Add", "y", "c,x", "y_then");
+    test_graph_output(then_g, "y_then", NULL);
+    node(else_g, "Identity", "", "x", "y_else");
+    test_graph_output(else_g, "y_else", NULL);
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    test_graph_output(g, "y", ttype(CG_DTYPE_FLOAT, 1, sym));
+    m->graph = g;
+    return m;
+}
+
+/* Runs if_chain_model's then-branch on x. */
+static cg_status run_then(cg_runtime *rt, cg_value *x, cg_named_value **outs, size_t *n,
+                          cg_error *err)
+{
+    cg_value *c = scalar(CG_DTYPE_BOOL, 1);
+    cg_named_value ins[2] = {{"x", x}, {"c", c}};
+    cg_error_clear(err);
+    cg_status st = cg_runtime_run(rt, ins, 2, outs, n, err);
+    cg_value_free(c);
+    return st;
+}
+
+static void test_kept_buffers_budget(void)
+{
+    cg_model *m = if_chain_model();
     cg_budget *b = cg_budget_new(0, 0);
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
@@ -346,15 +514,14 @@ static void test_kept_buffers_budget(void)
         xs[i] = (float)(i % 7) - 3.0f;
         want[i] = 9.0f * xs[i];
     }
-    /* n elements: the first shape is planned into the arena, the others
-     * (other shapes) take their buffers from the pool */
+    /* n elements: the branch's values take their buffers from the pool */
     int64_t sizes[4] = {N / 2, N, N / 2, N};
     for (int r = 0; r < 4; r++) {
         int64_t d[1] = {sizes[r]};
         cg_value *x = tensor_f32(1, d, xs);
         cg_named_value *outs = NULL;
         size_t n = 0;
-        st = run1(rt, "x", x, &outs, &n, &err);
+        st = run_then(rt, x, &outs, &n, &err);
         EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d, want), "run %d: %s", r, err.msg);
         cg_runtime_free_outputs(outs, n);
         cg_value_free(x);
@@ -372,7 +539,7 @@ static void test_kept_buffers_budget(void)
     cg_value *x = tensor_f32(1, d2, xs);
     cg_named_value *outs = NULL;
     size_t n = 0;
-    st = run1(rt, "x", x, &outs, &n, &err);
+    st = run_then(rt, x, &outs, &n, &err);
     EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, want), "pool trimmed: %s", err.msg);
     cg_runtime_free_outputs(outs, n);
     cg_value_free(x);
@@ -381,12 +548,12 @@ static void test_kept_buffers_budget(void)
     cg_budget_set(b, cg_budget_in_use(b) + 4 * N, 0);
     int64_t d4[1] = {4 * N};
     x = tensor_f32(1, d4, xs);
-    st = run1(rt, "x", x, &outs, &n, &err);
+    st = run_then(rt, x, &outs, &n, &err);
     EXPECT(st == CG_LIMIT && strstr(err.msg, "(Add)") && strstr(err.msg, "budget"),
            "over the budget: %s", err.msg);
     cg_budget_set(b, 0, 0);
     for (int r = 0; r < 2; r++) {
-        st = run1(rt, "x", x, &outs, &n, &err);
+        st = run_then(rt, x, &outs, &n, &err);
         EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d4, want), "after the refusal: %s",
                err.msg);
         cg_runtime_free_outputs(outs, n);
@@ -1170,6 +1337,8 @@ int main(void)
     test_chain_and_memory_plan();
     test_memory_plan_random_dag();
     test_kept_buffers_budget();
+    test_first_run_in_arena();
+    test_value_heap();
     test_pool_time_limit();
     test_bulk_memory_huge_pages();
     test_fixed_dims_and_initializer_default();
