@@ -118,6 +118,11 @@ CG_API CG_NODISCARD cg_status cg_lower_fed(const cg_model *src, const char *name
                                            const cg_named_value *feeds, size_t feed_count,
                                            cg_lowered **out, cg_error *err);
 CG_API void cg_lowered_free(cg_lowered *l);
+/* How many lowerings other than "none" cg_lower_fed has started in this
+ * process (every thread): each is a reference run of the source and a
+ * copy of its graph, so the gate makes one and hands it on
+ * (cg_target_path_options.lowered); the tests count them. */
+CG_API size_t cg_lowerings_made(void);
 
 /* The lowering every target of the list declares ("none" when none
  * declares one); CG_USAGE naming both when two targets disagree. */

@@ -194,6 +194,10 @@ typedef struct cg_parity_options {
      * floors' decision analysis and the first target path take it instead
      * of a recording run each (gate 3 hands gate 2's over) */
     const cg_type_env *types;
+    /* the lowering the targets partition at those dims and inputs
+     * (borrowed; NULL: the first target path lowers the graph itself):
+     * gate 3 hands gate 2's over (cg_target_path_options.lowered) */
+    const struct cg_lowered *lowered;
 } cg_parity_options;
 
 typedef struct cg_parity_report {

@@ -84,6 +84,11 @@ typedef struct cg_target_path_options {
      * sample differ in precision only. */
     const cg_type_env *types;
     const struct cg_target_path *like;
+    /* The lowering the targets partition (cg_lower_for_targets_fed), made
+     * by another build for the same model, targets, dims and feeds (gate
+     * 2's; borrowed, init only; NULL: lowered here when a target has a
+     * lowering): init places by it instead of lowering the graph again. */
+    const struct cg_lowered *lowered;
 } cg_target_path_options;
 
 /* Whether a path built with opt sums in fp16 on some target's nodes. */

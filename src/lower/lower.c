@@ -4,6 +4,7 @@
  * removed and writes the runtime's graph back as a model.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +381,14 @@ cg_status cg_lower(const cg_model *src, const char *name, const cg_dim_binding *
     return cg_lower_fed(src, name, dims, dim_count, NULL, 0, out, err);
 }
 
+/* Lowerings that ran a lowering function (cg_lowerings_made). */
+static atomic_size_t lowerings_made;
+
+size_t cg_lowerings_made(void)
+{
+    return atomic_load(&lowerings_made);
+}
+
 cg_status cg_lower_fed(const cg_model *src, const char *name, const cg_dim_binding *dims,
                        size_t dim_count, const cg_named_value *feeds, size_t feed_count,
                        cg_lowered **out, cg_error *err)
@@ -406,6 +415,7 @@ cg_status cg_lower_fed(const cg_model *src, const char *name, const cg_dim_bindi
     if (!row->fn) {
         st = lower_none(l, err);
     } else {
+        atomic_fetch_add(&lowerings_made, 1);
         cg_model *mm = calloc(1, sizeof *mm);
         lg_model m;
         memset(&m, 0, sizeof m);

@@ -480,6 +480,10 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     po.threads = opt->threads;
     po.golden = opt->samples->samples[0].expected != NULL;
     po.outputs_reduced = opt->outputs_reduced;
+    /* gate 2 lowered this model for these targets at sample 0's dims and
+     * inputs, where the first target path is built: no second lowering
+     * (its typing run) there */
+    po.lowered = r->lowered && r->lowered->source == model ? r->lowered : NULL;
     /* gate 2 typed this very graph on sample 0 (random, so also what the
      * floors' decision analysis types by): no second and third recording
      * run. A lowering types another graph; a file's sample is not what the

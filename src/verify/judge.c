@@ -195,6 +195,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
     j->base.random = opt->random;
     j->base.max_alloc_bytes = opt->max_alloc_bytes;
     j->base.types = opt->types;
+    j->base.lowered = opt->lowered;
     bool profile_fp32 = false, sums16 = opt->accumulate == CG_ACCUMULATE_FP16, classes = false;
     for (size_t i = 0; i < opt->target_count; i++) {
         const cg_target *t = opt->targets[i];
@@ -248,6 +249,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
                             opt->dim_count, opt->random, j->base.accumulate,
                             opt->max_alloc_bytes);
         j->sp.options.threads = opt->threads;
+        j->sp.options.lowered = opt->lowered;
         j->sp_on = true;
     }
     /* the reference runs and the target path's are independent (the

@@ -140,8 +140,11 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
     po.observe = cg_noise_capture_observe;
     po.observe_inside = cg_noise_capture_nonfinite;
     po.observe_user = &t->cap;
-    /* the caller's types are those of the first sample's dims and inputs */
-    po.types = t->builds++ == 0 ? t->base.types : NULL;
+    /* the caller's types and lowering are those of the first sample's
+     * dims and inputs */
+    bool first = t->builds++ == 0;
+    po.types = first ? t->base.types : NULL;
+    po.lowered = first ? t->base.lowered : NULL;
     const cg_model *model = cg_noise_model(t->noise);
     cg_status st = cg_target_path_init(model, &po, &t->path[0], err);
     if (st != CG_OK)

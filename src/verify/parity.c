@@ -67,6 +67,7 @@ cg_status cg_sample_path_get(cg_sample_path *sp, const cg_sample *s, cg_target_p
         po.feeds = s->inputs;
         po.feed_count = s->input_count;
         cg_status st = cg_target_path_init(sp->model, &po, &sp->path, err);
+        sp->options.lowered = NULL; /* the first sample's: other dims lower again */
         if (st != CG_OK) {
             cg_error_prefix(err, "target path for sample %s: ", s->label);
             return st;

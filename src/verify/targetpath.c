@@ -224,14 +224,20 @@ static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
     cg_status st = cg_lowering_for_targets(p->targets, opt->target_count, &name, err);
     if (st != CG_OK || strcmp(name, "none") == 0)
         return st;
-    cg_lowered *l = NULL;
+    cg_lowered *own = NULL;
+    const cg_lowered *l = opt->lowered;
     cg_type_env *lt = NULL;
     cg_assignment *la = NULL;
-    if ((st = cg_lower_fed(p->model, name, opt->dims, opt->dim_count, opt->feeds,
-                           opt->feed_count, &l, err)) != CG_OK)
+    if (l && (l->source != p->model || strcmp(l->lowering, name) != 0))
+        return cg_error_set(err, CG_USAGE, "target path: the lowering given ('%s') is not "
+                            "this model's for these targets ('%s')", l->lowering, name);
+    if (!l && (st = cg_lower_fed(p->model, name, opt->dims, opt->dim_count, opt->feeds,
+                                 opt->feed_count, &own, err)) != CG_OK)
         return st;
+    if (own)
+        l = own;
     if (!l->declared_types) {
-        cg_lowered_free(l);
+        cg_lowered_free(own);
         return CG_OK; /* the same ops: the source graph is judged as it is */
     }
     const cg_graph *g = p->model->graph;
@@ -272,7 +278,7 @@ static cg_status use_lowered_placement(cg_target_path *p, cg_error *err)
 done:
     cg_assignment_free(la);
     cg_type_env_free(lt);
-    cg_lowered_free(l);
+    cg_lowered_free(own);
     if (st != CG_OK)
         cg_error_prefix(err, "the graph the targets partition: ");
     return st;
@@ -366,6 +372,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     p->opt.feed_count = 0;
     p->opt.types = NULL;
     p->opt.like = NULL;
+    p->opt.lowered = NULL;
     *out = p;
     return CG_OK;
 fail:

@@ -23,6 +23,7 @@
 
 #include "convgate/bisect.h"
 #include "convgate/gate.h"
+#include "convgate/lower.h"
 #include "convgate/model.h"
 #include "convgate/samples.h"
 #include "convgate/target.h"
@@ -263,6 +264,32 @@ int main(void)
                !strstr(rep.reason, "precision"),
            "%s", rep.reason);
     cg_gate_report_free(&rep);
+
+    /* targets that partition a lowering (convgate-init, xnnpack's): gate 2
+     * lowers the model once, and gate 3's target path places by that
+     * lowering instead of lowering again (a typing run and a copy of the
+     * graph); the verdicts and the bisection are those of every gate. On
+     * image_0 alone: a sample of other dims needs its own lowering. */
+    rev.lowering = bad.lowering = "convgate-init";
+    {
+        cg_sample_set one = s;
+        one.count = 1;
+        size_t before = cg_lowerings_made();
+        run_gate(cnn, &rev, &one, &rep);
+        size_t made = cg_lowerings_made() - before;
+        EXPECT(rep.pass && rep.lowered && strcmp(rep.lowered->lowering, "convgate-init") == 0 &&
+                   rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32,
+               "reversed sums on a lowering: %s", rep.reason);
+        EXPECT(made == 1, "a gate on a lowering lowers once, made %zu", made);
+        cg_gate_report_free(&rep);
+        run_gate(cnn, &bad, &s, &rep);
+        EXPECT(!rep.pass && rep.judged.outputs[0].verdict.verdict == CG_VERDICT_WRONG &&
+                   rep.bisected && rep.bisect.diverged &&
+                   strcmp(rep.bisect.first_divergent.op_type, "GlobalAveragePool") == 0 &&
+                   rep.bisect.triage == CG_TRIAGE_WRONG,
+               "off by one on a lowering, bisect: %s", rep.reason);
+        cg_gate_report_free(&rep);
+    }
 done:
     cg_sample_set_free(&s);
     cg_model_free(cnn);
