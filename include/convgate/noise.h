@@ -330,6 +330,11 @@ CG_API const cg_noise_output *cg_noise_output_get(const cg_noise *n, size_t i);
 CG_API const cg_noise_value *cg_noise_value_find(const cg_noise *n, const char *name);
 CG_API const cg_decision_map *cg_noise_decisions(const cg_noise *n);
 CG_API const cg_model *cg_noise_model(const cg_noise *n);
+/* Whether the fp32 and fp64 references run observed: only when some
+ * decision value is watched. Unobserved, they fold constant nodes at init
+ * and fuse activations (fp32) as every other reference runtime does; the
+ * values are the same. */
+CG_API bool cg_noise_references_observed(const cg_noise *n);
 CG_API void cg_noise_free(cg_noise *n);
 /* o as a device class that sums in fp16 sees it: *out is o with its fp16
  * floor the fp16-sums floor (when measured; fp16_is_sums says so, and the

@@ -207,6 +207,7 @@ struct cg_noise {
     const cg_model *model;
     cg_noise_options opt;
     cg_runtime *rt64, *rt32, *rt16, *rt16s;
+    bool refs_observed;   /* rt64 and rt32 have the observer (decision values to watch) */
     uint8_t *prec16, *prec16s;
     cg_decision_map dmap;
     cg_noise_output *outputs;
@@ -486,8 +487,15 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
     cg_runtime_options_default(&ro);
     if (n->opt.max_alloc_bytes)
         ro.max_alloc_bytes = n->opt.max_alloc_bytes;
-    ro.observe = observe;
-    ro.observe_user = n;
+    /* the fp32 and fp64 references are observed for the decision values
+     * only: with none to watch they run unobserved, as every other
+     * reference does, so their constant nodes (an Identity of a weight)
+     * fold at init instead of copying on every run, and the fp32 one fuses
+     * activations into its convolutions; both compute the same values
+     * (fold.c, fuse.c). A probe then builds an observed fp64 runtime. */
+    n->refs_observed = n->watch_count > 0;
+    ro.observe = n->refs_observed ? observe : NULL;
+    ro.observe_user = n->refs_observed ? n : NULL;
     if ((st = cg_runtime_init(model, &ro, &n->rt32, err)) != CG_OK)
         goto fail;
     ro.float64 = true;
@@ -495,6 +503,8 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
         cg_error_prefix(err, "float64 reference: ");
         goto fail;
     }
+    ro.observe = observe;
+    ro.observe_user = n;
     if (n->opt.fp16) {
         n->prec16 = malloc(g->node_count + 1);
         if (!n->prec16) {
@@ -596,12 +606,28 @@ cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input
     cg_named_value *o = NULL;
     size_t c = 0;
     int phase = n->phase;
+    cg_runtime *rt = n->refs_observed ? n->rt64 : NULL;
+    cg_status st = CG_OK;
+    if (!rt) {
+        /* the fp64 reference runs unobserved: one that shows the sites */
+        cg_runtime_options ro;
+        cg_runtime_options_default(&ro);
+        if (n->opt.max_alloc_bytes)
+            ro.max_alloc_bytes = n->opt.max_alloc_bytes;
+        ro.float64 = true;
+        ro.observe = observe;
+        ro.observe_user = n;
+        st = cg_runtime_init(n->model, &ro, &rt, err);
+    }
     n->phase = 4;
     n->probe = w;
-    cg_status st = cg_runtime_run(n->rt64, inputs, input_count, &o, &c, err);
+    if (st == CG_OK)
+        st = cg_runtime_run(rt, inputs, input_count, &o, &c, err);
     n->probe = NULL;
     n->phase = phase;
     cg_runtime_free_outputs(o, c);
+    if (rt != n->rt64)
+        cg_runtime_free(rt);
     if (st != CG_OK)
         cg_error_prefix(err, "float64 reference: ");
     return st;
@@ -635,6 +661,11 @@ static bool fp16_stopped(cg_noise *n, const cg_named_value *inputs, size_t input
         cg_noise_stats_init(&n->watch[i].v.fp16);
     cg_error_clear(err);
     return true;
+}
+
+bool cg_noise_references_observed(const cg_noise *n)
+{
+    return n && n->refs_observed;
 }
 
 const cg_run_stop *cg_noise_fp16_stop(const cg_noise *n)

@@ -632,6 +632,70 @@ static void test_run_stops(void)
     cg_model_free(m);
 }
 
+/* The references run unobserved when no decision value is watched
+ * (tiny_cnn: Conv, BatchNormalization, Relu, no decision): they fold and
+ * fuse as a plain runtime does, and give its outputs bit for bit, fp32 and
+ * fp64. A model with decision values keeps its observed references. */
+static void test_unobserved_references(void)
+{
+    cg_model *cnn = test_load_model("examples/tiny_cnn.onnx");
+    cg_model *dec = test_load_model("tests/data/noise/decisions.onnx");
+    cg_noise_options o;
+    cg_noise *n = NULL, *nd = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    memset(&o, 0, sizeof o);
+    if (!cnn || !dec)
+        goto done;
+    EXPECT(cg_noise_init(cnn, &o, &n, &err) == CG_OK && cg_noise_init(dec, &o, &nd, &err) == CG_OK,
+           "%s", err.msg);
+    if (!n || !nd)
+        goto done;
+    EXPECT(!cg_noise_references_observed(n), "nothing to watch in tiny_cnn: unobserved");
+    EXPECT(cg_noise_references_observed(nd), "decisions.onnx has decision values: observed");
+    int64_t dims[4] = {1, 3, 64, 64};
+    cg_rng rng;
+    cg_rng_seed(&rng, 11);
+    cg_value *x = NULL;
+    EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, dims, &x, &err) == CG_OK &&
+               cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK, "%s", err.msg);
+    cg_named_value in = {cnn->graph->inputs[0].name, x};
+    cg_noise_runs runs;
+    memset(&runs, 0, sizeof runs);
+    EXPECT(x && cg_noise_add_sample(n, &in, 1, &runs, NULL, &err) == CG_OK, "%s", err.msg);
+    for (int fp64 = 0; fp64 < 2 && runs.count[CG_RUN_FP32]; fp64++) {
+        cg_runtime_options ro;
+        cg_runtime_options_default(&ro);
+        ro.float64 = fp64;
+        cg_runtime *rt = NULL;
+        cg_named_value *got = NULL;
+        size_t ngot = 0;
+        EXPECT(cg_runtime_init(cnn, &ro, &rt, &err) == CG_OK &&
+                   cg_runtime_run(rt, &in, 1, &got, &ngot, &err) == CG_OK, "%s", err.msg);
+        const cg_named_value *ref = runs.out[fp64 ? CG_RUN_FP64 : CG_RUN_FP32];
+        size_t nref = runs.count[fp64 ? CG_RUN_FP64 : CG_RUN_FP32];
+        EXPECT(ngot == nref && ngot > 0, "%zu outputs, %zu from the noise", ngot, nref);
+        for (size_t i = 0; i < ngot && i < nref; i++) {
+            const cg_tensor *a = &got[i].value->tensor, *b = &ref[i].value->tensor;
+            size_t bytes = 0;
+            EXPECT(a->dtype == b->dtype && a->numel == b->numel &&
+                       cg_tensor_byte_size(a->dtype, a->numel, &bytes) &&
+                       memcmp(a->data, b->data, bytes) == 0,
+                   "output '%s' (%s): the noise's reference is a plain runtime's bit for bit",
+                   got[i].name, fp64 ? "fp64" : "fp32");
+        }
+        cg_runtime_free_outputs(got, ngot);
+        cg_runtime_free(rt);
+    }
+    cg_noise_runs_free(&runs);
+    cg_value_free(x);
+done:
+    cg_noise_free(n);
+    cg_noise_free(nd);
+    cg_model_free(cnn);
+    cg_model_free(dec);
+}
+
 int main(void)
 {
     test_stats();
@@ -642,5 +706,6 @@ int main(void)
     test_vacuous();
     test_shape_flip();
     test_run_stops();
+    test_unobserved_references();
     return test_done("test_noise");
 }
