@@ -179,6 +179,7 @@ typedef struct cg_value_heap {
     cg_heap_span *live;       /* blocks handed out and not freed yet */
     size_t live_count, live_cap;
     uint64_t misses;          /* recording-run outputs that went elsewhere (tests) */
+    uint64_t held;            /* committed bytes reserved in the budget (the kept heap) */
 } cg_value_heap;
 
 typedef struct cg_buffer_pool {
@@ -215,6 +216,7 @@ struct cg_runtime {
     bool materialized;          /* the first run made the initializer copies */
     cg_buffer_pool buffers;     /* freed value buffers for reuse (buffers.c) */
     cg_value_heap heap;         /* the recording run's values (buffers.c) */
+    cg_value_heap kept;         /* subgraph values, kept across runs (buffers.c) */
 };
 
 enum {
@@ -229,14 +231,15 @@ enum {
     CG_OUT_ARENA = 1,     /* data placed in the memory plan's arena */
     CG_OUT_PLANNABLE = 2, /* allocated by cg_kernel_output: may be planned */
     CG_OUT_POOLED = 4,    /* data from the runtime's buffer pool */
-    CG_OUT_HEAP = 8       /* data from the runtime's value heap */
+    CG_OUT_HEAP = 8,      /* data from the runtime's value heap */
+    CG_OUT_KEPT = 16      /* data from the kept heap (reserved with it) */
 };
 
 /* The CG_OWN_* a frame takes for an output with CG_OUT_* flags. */
 static inline uint8_t cg_exec_out_own(uint8_t flags)
 {
     return (flags & CG_OUT_ARENA)    ? CG_OWN_STRUCT
-           : (flags & CG_OUT_HEAP)   ? CG_OWN_HEAP
+           : (flags & (CG_OUT_HEAP | CG_OUT_KEPT)) ? CG_OWN_HEAP
            : (flags & CG_OUT_POOLED) ? CG_OWN_POOLED
                                      : CG_OWN_FULL;
 }
@@ -350,7 +353,10 @@ void cg_buffers_free(cg_runtime *rt);
 /* The value heap (buffers.c): bytes for an output of a recording run, NULL
  * when the heap has no room (the caller allocates elsewhere). */
 void *cg_heap_alloc(cg_runtime *rt, size_t bytes);
-/* Gives back a block cg_heap_alloc handed out. */
+/* The kept heap: bytes for a subgraph's value, NULL when it has no room.
+ * Its pages stay for the next run (reserved in the budget while they do). */
+void *cg_heap_alloc_kept(cg_runtime *rt, size_t bytes);
+/* Gives back a block either heap handed out. */
 void cg_heap_free(cg_runtime *rt, void *ptr);
 /* The heap's reservation, emptied, as an arena of `bytes` (committed): the
  * pages the recording run touched are the ones the arena's run will touch.

@@ -100,8 +100,8 @@ static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_
     cg_budget *b = cg_exec_budget(f);
     for (size_t i = 0; i < n; i++) {
         reserved[i] = 0;
-        if (!b || !vals[i] || (flags && (flags[i] & CG_OUT_ARENA)))
-            continue; /* arena data is reserved with the arena */
+        if (!b || !vals[i] || (flags && (flags[i] & (CG_OUT_ARENA | CG_OUT_KEPT))))
+            continue; /* reserved with the arena or the kept heap */
         uint64_t bytes = cg_value_bytes(vals[i]);
         (void)cg_buffers_make_room(f->rt, bytes); /* the reservation says when it fails */
         cg_status st = cg_budget_reserve(b, bytes, where, f->err);

@@ -134,9 +134,9 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
         return st;
     clear_output(k, i);
     cg_exec *f = k->exec;
-    uint8_t *arena_at = NULL, *heap_at = NULL;
+    uint8_t *arena_at = NULL, *heap_at = NULL, *kept_at = NULL;
     int32_t slot = -1;
-    if (f && (f->use_arena || f->recording) && dtype != CG_DTYPE_STRING) {
+    if (f && (f->use_arena || f->recording || f->parent) && dtype != CG_DTYPE_STRING) {
         const cg_step *st = &f->plan->steps[f->step];
         slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
     }
@@ -159,15 +159,19 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     if (!v)
         return cg_kernel_fail(k, CG_NOMEM, "out of memory allocating output %zu", i);
     /* a recording run's intermediates go to the value heap, whose pages
-     * become the arena the plan places them in (graph outputs are the
-     * caller's: plain blocks) */
-    if (slot >= 0 && f->recording && bytes > 0 && !f->plan->slot_is_output[slot]) {
-        heap_at = cg_heap_alloc(f->rt, bytes);
-        if (!heap_at)
-            f->rt->heap.misses++;
+     * become the arena the plan places them in; a subgraph's to the kept
+     * heap (graph outputs are the caller's or the parent's: plain blocks) */
+    if (slot >= 0 && !arena_at && bytes > 0 && !f->plan->slot_is_output[slot]) {
+        if (f->recording) {
+            heap_at = cg_heap_alloc(f->rt, bytes);
+            if (!heap_at)
+                f->rt->heap.misses++;
+        } else if (f->parent) {
+            kept_at = cg_heap_alloc_kept(f->rt, bytes);
+        }
     }
-    if (arena_at || heap_at) {
-        uint8_t *at = arena_at ? arena_at : heap_at;
+    if (arena_at || heap_at || kept_at) {
+        uint8_t *at = arena_at ? arena_at : heap_at ? heap_at : kept_at;
         output_fill(at, bytes, zero);
         v->tensor.data = at;
     } else if (f && dtype != CG_DTYPE_STRING) {
@@ -199,8 +203,9 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     k->outputs[i] = v;
     if (f)
         f->out_flags[i] = (uint8_t)(CG_OUT_PLANNABLE | (arena_at ? CG_OUT_ARENA : 0) |
-                                    (heap_at ? CG_OUT_HEAP : 0) |
-                                    (!arena_at && !heap_at && dtype != CG_DTYPE_STRING
+                                    (heap_at ? CG_OUT_HEAP : 0) | (kept_at ? CG_OUT_KEPT : 0) |
+                                    (!arena_at && !heap_at && !kept_at &&
+                                             dtype != CG_DTYPE_STRING
                                          ? CG_OUT_POOLED : 0));
     *out = &v->tensor;
     return CG_OK;

@@ -494,6 +494,56 @@ static cg_status run_then(cg_runtime *rt, cg_value *x, cg_named_value **outs, si
     return st;
 }
 
+/* A subgraph's values (If branch) go to the kept heap: its pages are
+ * committed by the first run and the next runs use them again, with no new
+ * commit and nothing from the pool. */
+static void test_subgraph_values_kept(void)
+{
+    cg_model *m = if_chain_model();
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, NULL, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    enum { N = 1 << 16 };
+    static float xs[N], want[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = (float)(i % 3) - 1.0f;
+        want[i] = 9.0f * xs[i];
+    }
+    const uint8_t *base = NULL;
+    size_t committed = 0;
+    for (int r = 0; r < 3; r++) {
+        int64_t d[1] = {N};
+        cg_value *x = tensor_f32(1, d, xs);
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        st = run_then(rt, x, &outs, &n, &err);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d, want), "run %d: %s", r, err.msg);
+        cg_runtime_free_outputs(outs, n);
+        cg_value_free(x);
+        /* a, b, c: 256 KiB each, two alive at once */
+        EXPECT(rt->kept.base && rt->kept.committed >= 2 * N * sizeof(float) &&
+                   rt->kept.live_count == 0 && rt->buffers.count == 0,
+               "run %d: kept %p, %zu committed, %zu out, %zu pooled", r,
+               (void *)rt->kept.base, rt->kept.committed, rt->kept.live_count,
+               rt->buffers.count);
+        if (r == 0) {
+            base = rt->kept.base;
+            committed = rt->kept.committed;
+        } else {
+            EXPECT(rt->kept.base == base && rt->kept.committed == committed,
+                   "run %d: the kept heap moved or grew (%zu bytes, %zu after run 0)", r,
+                   rt->kept.committed, committed);
+        }
+    }
+    cg_runtime_free(rt);
+out:
+    cg_model_free(m);
+}
+
 static void test_kept_buffers_budget(void)
 {
     cg_model *m = if_chain_model();
@@ -514,7 +564,8 @@ static void test_kept_buffers_budget(void)
         xs[i] = (float)(i % 7) - 3.0f;
         want[i] = 9.0f * xs[i];
     }
-    /* n elements: the branch's values take their buffers from the pool */
+    /* n elements: the branch's values are kept between runs (the kept heap;
+     * the pool when it cannot have them) */
     int64_t sizes[4] = {N / 2, N, N / 2, N};
     for (int r = 0; r < 4; r++) {
         int64_t d[1] = {sizes[r]};
@@ -527,11 +578,12 @@ static void test_kept_buffers_budget(void)
         cg_value_free(x);
     }
     uint64_t held = cg_budget_in_use(b);
-    size_t pooled = rt->buffers.bytes;
-    EXPECT(pooled > 0 && held >= pooled, "between runs: %llu bytes reserved, %zu pooled",
-           (unsigned long long)held, pooled);
-    /* [2N] fits only once the pool's idle buffers are freed: two live
-     * values of 8N bytes (and no pool) under the limit */
+    size_t pooled = rt->buffers.bytes + rt->kept.held;
+    EXPECT(rt->kept.held > 0 && rt->kept.live_count == 0 && held >= pooled,
+           "between runs: %llu bytes reserved, %zu pooled or kept", (unsigned long long)held,
+           pooled);
+    /* [2N] fits only once the idle pool and kept pages are freed: two live
+     * values of 8N bytes (and nothing kept) under the limit */
     uint64_t base = held - pooled, two = 2 * 2 * N * sizeof(float);
     EXPECT(pooled + two > two + 4096, "the pool (%zu bytes) is too small to matter", pooled);
     cg_budget_set(b, base + two + 4096, 0);
@@ -1339,6 +1391,7 @@ int main(void)
     test_kept_buffers_budget();
     test_first_run_in_arena();
     test_value_heap();
+    test_subgraph_values_kept();
     test_pool_time_limit();
     test_bulk_memory_huge_pages();
     test_fixed_dims_and_initializer_default();
