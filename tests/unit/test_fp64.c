@@ -44,6 +44,8 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "convgate/tensor.h"
+#include "run/cpu.h"
+#include "run/exec.h"
 #include "testlib.h"
 
 
@@ -565,9 +567,101 @@ static void test_lazy_weights(void)
     cg_model_free(m);
 }
 
+/* The float64 mode's convolutions pack their weights per call, into
+ * scratch, and keep no packs: in that mode W is a promoted copy of a float
+ * initializer made for every step anyway, and holding the packs kept twice
+ * the model's weights in doubles for the runtime's life (resnet50: 204 MB).
+ * A float64 model's constant W keeps its packs. Both give the same bits: the
+ * same GEMM over the same doubles. */
+#define PK_C 32
+#define PK_M 64
+static float pk_w[PK_M * PK_C * 9];
+
+static cg_model *pack_model(bool dbl)
+{
+    cg_model *m = test_model_graph(13, 2, "x", "y");
+    int64_t wd[4] = {PK_M, PK_C, 3, 3};
+    if (dbl) {
+        static double w64[PK_M * PK_C * 9];
+        for (int i = 0; i < PK_M * PK_C * 9; i++)
+            w64[i] = (double)pk_w[i];
+        test_graph_init_raw(m, m->graph, "W", CG_DTYPE_DOUBLE, 4, wd, w64, sizeof w64);
+    } else {
+        test_graph_init_f32(m, m->graph, "W", 4, wd, pk_w);
+    }
+    cg_node *n = test_node(m, m->graph, "Conv", "conv", "x,W", "y");
+    static int64_t pads[4] = {1, 1, 1, 1};
+    test_node_add_attr(n, attr_ints("pads", pads, 4));
+    return m;
+}
+
+static void test_conv_packs_per_call(void)
+{
+    if (cg_simd_detect() == CG_SIMD_PORTABLE) {
+        test_skip("float64 convolution packs: no vector level here (BLAS dgemm, no packing)");
+        return;
+    }
+    for (int i = 0; i < PK_M * PK_C * 9; i++)
+        pk_w[i] = (float)((i * 53) % 101) / 47.0f - 1.1f;
+    int64_t xd[4] = {1, PK_C, 12, 12};
+    double xv[PK_C * 12 * 12];
+    for (int i = 0; i < PK_C * 144; i++)
+        xv[i] = (double)(float)((double)((i * 29) % 83) / 19.0 - 2.0);
+    cg_value *x32 = test_value(CG_DTYPE_FLOAT, 4, xd, xv);
+    cg_value *x64 = test_value(CG_DTYPE_DOUBLE, 4, xd, xv);
+    double *got[2] = {NULL, NULL};
+    int64_t numel = 0;
+    for (int dbl = 0; dbl < 2; dbl++) {
+        cg_model *m = pack_model(dbl);
+        cg_error err;
+        /* float: the float64 mode; double: a float64 model, normal mode */
+        cg_runtime *rt = runtime(m, !dbl, NULL, &err);
+        EXPECT(rt, "%s init: %s", dbl ? "float64 model" : "float64 mode", err.msg);
+        for (int run = 0; rt && run < 2; run++) {
+            cg_named_value in[1] = {{"x", dbl ? x64 : x32}}, *out = NULL;
+            size_t n = 0;
+            cg_error_clear(&err);
+            if (cg_runtime_run(rt, in, 1, &out, &n, &err) != CG_OK) {
+                EXPECT(0, "%s run %d: %s", dbl ? "float64 model" : "float64 mode", run,
+                       err.msg);
+                break;
+            }
+            const cg_tensor *y = &out[0].value->tensor;
+            EXPECT(y->dtype == CG_DTYPE_DOUBLE, "the output is float64");
+            if (run == 1 && y->dtype == CG_DTYPE_DOUBLE) {
+                numel = y->numel;
+                got[dbl] = malloc((size_t)y->numel * sizeof(double));
+                if (!got[dbl])
+                    test_fatal("out of memory");
+                memcpy(got[dbl], y->data, (size_t)y->numel * sizeof(double));
+            }
+            cg_runtime_free_outputs(out, n);
+        }
+        const cg_step *conv = NULL;
+        for (size_t i = 0; rt && i < rt->main->step_count; i++)
+            if (strcmp(rt->main->steps[i].node->op_type, "Conv") == 0)
+                conv = &rt->main->steps[i];
+        EXPECT(conv, "the Conv step is in the plan");
+        if (conv && !dbl)
+            EXPECT(conv->state == NULL,
+                   "the float64 mode's Conv keeps a state (its packed doubles) after two runs");
+        if (conv && dbl)
+            EXPECT(conv->state != NULL, "a float64 model's constant W is not packed once");
+        cg_runtime_free(rt);
+        cg_model_free(m);
+    }
+    EXPECT(got[0] && got[1] && memcmp(got[0], got[1], (size_t)numel * sizeof(double)) == 0,
+           "the float64 mode's Conv differs from the float64 model's");
+    free(got[0]);
+    free(got[1]);
+    cg_value_free(x32);
+    cg_value_free(x64);
+}
+
 int main(void)
 {
     test_rounding();
+    test_conv_packs_per_call();
     test_promote();
     test_rmsnorm();
     test_sum11();

@@ -673,7 +673,13 @@ static void conv_store_f64(void *ctx, const double *c, int64_t ld, int64_t p0, i
 }
 
 /* conv_weights_packed for float64 W (no conversion, no sharing): the
- * node's state when W is constant, else packed into scratch for this run. */
+ * node's state when W is a constant of a float64 model, else packed into
+ * scratch for this call. In the float64 mode W is the promoted copy of a
+ * float initializer, made in scratch for every step anyway (frame.c,
+ * promoted_input): packing it again per call costs one more pass over it,
+ * where keeping the packs held twice the model's weights in doubles for the
+ * runtime's life (resnet50: 204 MB, faulted in at the first run) beside
+ * every other runtime of a gate. */
 static const double *conv_weights_packed_f64(cg_kernel_ctx *k, const cg_tensor *wt,
                                              const conv_geom *g, const cg_simd_dgemm *dk,
                                              int64_t kk)
@@ -688,7 +694,8 @@ static const double *conv_weights_packed_f64(cg_kernel_ctx *k, const cg_tensor *
     if ((uint64_t)g->group > SIZE_MAX / sizeof(double) / (per ? per : 1))
         return NULL;
     size_t bytes = (size_t)g->group * per * sizeof(double);
-    bool keep = cg_kernel_input_is_const(k, 1);
+    bool keep = cg_kernel_input_is_const(k, 1) &&
+                cg_kernel_float_dtype(k, CG_DTYPE_FLOAT) != CG_DTYPE_DOUBLE;
     double *data = keep ? malloc(bytes ? bytes : 1)
                         : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(double));
     if (!data)
