@@ -141,6 +141,10 @@ typedef struct cg_partition_desc {
     const char *const *outputs; /* values leaving to the CPU side or graph outputs */
     size_t output_count;
     const cg_type_env *types;
+    /* Threads the target may run the partition on, the caller's included:
+     * the runtime's cg_runtime_options.threads (0 and 1: the calling thread
+     * alone). */
+    int threads;
 } cg_partition_desc;
 
 typedef struct cg_target_vtable {

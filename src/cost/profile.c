@@ -842,7 +842,8 @@ static cg_status part_timer_init(part_timer *pt, const cg_model *model,
     }
     cg_partition_desc d = {model, a->graph, part->nodes, part->node_count,
                            (const char *const *)part->inputs, part->input_count,
-                           (const char *const *)part->outputs, part->output_count, types};
+                           (const char *const *)part->outputs, part->output_count, types,
+                           1};
     double t0 = now_s();
     st = pt->target->vt->compile(pt->target, &d, &pt->state, err);
     pm->compile_ms = (now_s() - t0) * 1e3;

@@ -118,6 +118,7 @@ static cg_status partition_prepare(cg_runtime *rt, const cg_assignment *a, size_
     d->outputs = (const char *const *)part->outputs;
     d->output_count = part->output_count;
     d->types = rt->opt.types;
+    d->threads = rt->opt.threads > 1 ? rt->opt.threads : 1;
     rp->in_slots = calloc(d->input_count + 1, sizeof *rp->in_slots);
     rp->out_slots = calloc(d->output_count + 1, sizeof *rp->out_slots);
     rp->out_nodes = calloc(d->output_count + 1, sizeof *rp->out_nodes);

@@ -115,7 +115,7 @@ static bool compile_single(const cg_model *m, const cg_type_env *env, size_t i, 
     for (size_t k = 0; k < n->output_count && no < 64; k++)
         if (n->outputs[k] && n->outputs[k][0])
             outs[no++] = n->outputs[k];
-    cg_partition_desc d = {m, g, &i, 1, ins, ni, outs, no, env};
+    cg_partition_desc d = {m, g, &i, 1, ins, ni, outs, no, env, 1};
     void *state = NULL;
     cg_error err;
     cg_error_clear(&err);

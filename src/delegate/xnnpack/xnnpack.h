@@ -31,6 +31,9 @@ typedef struct cg_xnnpack_report {
     size_t layout_inputs, layout_outputs;
     /* weights repacked at compile vs. handed to XNNPACK in place */
     size_t weights_repacked, weights_in_place;
+    /* threads XNNPACK runs the partition on, the caller's included (its
+     * pthreadpool's size; 1: no pool, the calling thread) */
+    size_t threads;
     /* runs and conversions done so far */
     uint64_t runs;
     uint64_t layout_conversions;

@@ -5,7 +5,10 @@
  * compile builds one XNNPACK subgraph per partition: the partition's inputs
  * are external inputs (ids 0..I-1), its outputs external outputs (ids
  * I..I+O-1), every node is lowered in partition (topological) order, and
- * the runtime is created single-threaded (no pthreadpool). Shapes are those
+ * the runtime is created over a pthreadpool of the partition's threads (the
+ * caller's runtime's; none for one thread: XNNPACK then runs on the calling
+ * thread). XNNPACK splits an operator's output tiles over the pool and never
+ * its reductions, so the bits do not depend on the thread count. Shapes are those
  * of the type environment the partition was formed with; a run whose input
  * shapes differ is refused rather than silently recompiled.
  *
@@ -29,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthreadpool.h>
+
 #include "delegate/xnnpack/xnnpack.h"
 #include "delegate/xnnpack/xnnpack_internal.h"
 #include "run/exec.h"
@@ -46,6 +51,7 @@ typedef struct xnng_state {
     cg_xnnpack_report report; /* first: see xnnpack.h */
     size_t *lowered;
     xnn_runtime_t runtime;
+    pthreadpool_t pool; /* NULL: one thread */
     xnng_io *in, *out;
     size_t in_count, out_count;
     struct xnn_external_value *ext;
@@ -108,6 +114,8 @@ static void state_free(xnng_state *s)
         return;
     if (s->runtime)
         xnn_delete_runtime(s->runtime);
+    if (s->pool)
+        pthreadpool_destroy(s->pool);
     for (size_t i = 0; i < s->in_count; i++)
         free(s->in[i].staging);
     for (size_t i = 0; i < s->out_count; i++)
@@ -266,7 +274,13 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
             goto fail;
         }
     }
-    xs = xnn_create_runtime_v2(b.subgraph, NULL, 0, &s->runtime);
+    if (p->threads > 1 && !(s->pool = pthreadpool_create((size_t)p->threads))) {
+        st = cg_error_set(err, CG_NOMEM, "xnnpack: creating a pool of %d threads failed",
+                          p->threads);
+        goto fail;
+    }
+    s->report.threads = s->pool ? pthreadpool_get_threads_count(s->pool) : 1;
+    xs = xnn_create_runtime_v2(b.subgraph, s->pool, 0, &s->runtime);
     if (xs != xnn_status_success) {
         st = cg_error_set(err, CG_RUNTIME, "xnnpack: xnn_create_runtime_v2 failed (%s) for a "
                           "partition of %zu nodes", xnng_status_name(xs), p->node_count);
@@ -396,7 +410,8 @@ static const cg_target_vtable xnng_vtable = {
 };
 
 static const char *const xnng_not_modelled[] = {
-    "runs single-threaded (no pthreadpool) in fp32; XNNPACK's fp16 and sparse inference are off",
+    "runs in fp32 on the runtime's threads (a pthreadpool of --threads); XNNPACK's fp16 and "
+    "sparse inference are off",
     "shapes are fixed at compile: a run with other input shapes is refused",
     "NaN: this XNNPACK's clamped kernels turn NaN into +-inf; NaN is put back in the output "
     "lanes where the reference has NaN, and a NaN a later node of the partition makes finite "
