@@ -175,8 +175,12 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
     const float *xf = cg_nn_as_f32(k, x);
     float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
     int threads = two_d ? cg_kernel_threads(k) : 1;
-    /* a row per thread, 4 more floats than the input row (pool2d) */
-    int64_t row_n = w.in[nsp - 1] <= INT64_MAX - 4 ? w.in[nsp - 1] + 4 : -1;
+    /* a row per thread, 4 more floats than the input row (pool2d), rounded
+     * up to whole 64-byte lines: threads writing their rows side by side in
+     * one cache line made every write of one a miss for the other (the
+     * 27- and 13-wide MaxPools of squeezenet1_1 ran slower at two threads
+     * than at one) */
+    int64_t row_n = w.in[nsp - 1] <= INT64_MAX - 20 ? (w.in[nsp - 1] + 4 + 15) / 16 * 16 : -1;
     float *vrow = row_n > 0 && row_n <= INT64_MAX / threads
                       ? cg_nn_scratch(k, row_n * threads, sizeof(float))
                       : NULL;
