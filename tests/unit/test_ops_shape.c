@@ -395,6 +395,80 @@ static void test_shape_slice(void)
     }
 }
 
+/* Concat large enough to copy over the runtime's threads (element ranges,
+ * whole 64-byte lines per share): 1, 2 and 3 threads give the output the
+ * test computes itself, element by element, for 1-, 4- and 8-byte
+ * elements, every axis (one outer block, many, inner 1 so shares split
+ * inside a piece) and inputs of unequal sizes along the axis. */
+static void test_concat_threads(void)
+{
+    const cg_dtype dts[3] = {CG_DTYPE_INT8, CG_DTYPE_FLOAT, CG_DTYPE_DOUBLE};
+    const int64_t along[3] = {3, 5, 2}; /* the inputs' sizes along the axis */
+    int cases = 0;
+    for (int di = 0; di < 3; di++)
+        for (int axis = 0; axis < 4; axis++) {
+            /* 5 x 41 x 61 around the axis: 125k elements out, enough to split */
+            const int64_t others[3] = {5, 41, 61};
+            int64_t base[4], odims[4];
+            for (int d = 0, o = 0; d < 4; d++)
+                base[d] = d == axis ? 0 : others[o++];
+            test_case c = {"Concat", 13, 3, 1, {NULL}, {{0}}, 0, NULL, 0};
+            memcpy(odims, base, sizeof odims);
+            for (int i = 0; i < 3; i++) {
+                int64_t d[4];
+                memcpy(d, base, sizeof d);
+                d[axis] = along[i];
+                odims[axis] += along[i];
+                c.in[i] = test_tensor(dts[di], 4, d, NULL);
+                for (int64_t e = 0; e < c.in[i]->numel; e++)
+                    cg_tensor_set_f64(c.in[i], e, (double)((e * 31 + i * 7) % 97) - 48.0);
+            }
+            c.attrs[c.nattr++] = attr_int("axis", axis);
+            int64_t numel = odims[0] * odims[1] * odims[2] * odims[3];
+            int64_t inner = 1;
+            for (int d = axis + 1; d < 4; d++)
+                inner *= odims[d];
+            double *want = malloc((size_t)numel * sizeof *want);
+            if (!want)
+                test_fatal("out of memory");
+            /* output element e: outer block o, position a along the axis, r inside */
+            for (int64_t e = 0; e < numel; e++) {
+                int64_t r = e % inner, a = e / inner % odims[axis], o = e / inner / odims[axis];
+                int i = 0;
+                while (a >= along[i])
+                    a -= along[i++];
+                int64_t src = (o * along[i] + a) * inner + r;
+                want[e] = cg_tensor_get_f64(c.in[i], src);
+            }
+            for (int threads = 1; threads <= 3; threads++) {
+                cg_runtime_options opt;
+                cg_runtime_options_default(&opt);
+                opt.threads = threads;
+                cg_named_value *outs = NULL;
+                size_t nouts = 0;
+                cg_error err;
+                cg_status st = test_case_run_with(&c, &opt, 2, &outs, &nouts, &err);
+                EXPECT(st == CG_OK && nouts == 1, "Concat %s axis %d, %d thread(s): %s",
+                       cg_dtype_name(dts[di]), axis, threads, err.msg);
+                if (st != CG_OK || nouts != 1)
+                    continue;
+                const cg_tensor *y = &outs[0].value->tensor;
+                int64_t bad = 0, first = -1;
+                for (int64_t e = 0; y->numel == numel && e < numel; e++)
+                    if (cg_tensor_get_f64(y, e) != want[e] && bad++ == 0)
+                        first = e;
+                EXPECT(y->numel == numel && bad == 0, "Concat %s axis %d, %d thread(s): %lld of "
+                       "%lld elements wrong, the first at %lld", cg_dtype_name(dts[di]), axis,
+                       threads, (long long)bad, (long long)numel, (long long)first);
+                cg_runtime_free_outputs(outs, nouts);
+            }
+            free(want);
+            test_case_free(&c);
+            cases++;
+        }
+    EXPECT(cases == 12, "%d Concat cases ran", cases);
+}
+
 int main(void)
 {
     test_gather_index_range();
@@ -407,5 +481,6 @@ int main(void)
     test_exact_int64_and_empty_sets();
     test_onehot_out_of_range();
     test_shape_slice();
+    test_concat_threads();
     return test_done("test_ops_shape");
 }
