@@ -91,8 +91,17 @@ typedef struct cg_lowered {
      * type instead, and is typed with cg_type_env_build_declared
      * (cg_lowered_types picks). */
     bool declared_types;
+    /* The source's type environment the lowering was made by: its
+     * reference run at `dims` on the feeds cg_lower_fed was given, as
+     * cg_type_env_build_symbolic makes it. NULL for "none" and when that
+     * run failed. Where every dim of the model is a number
+     * (cg_type_env_fixed_dims) it is the environment cg_type_env_build_fed
+     * gives the source on the same feeds, so a caller that fed those (the
+     * gate: sample 0) types the source by it instead of a second run. */
+    const cg_type_env *source_types;
     /* private */
     cg_model *owned;
+    cg_type_env *owned_types;
     size_t *owned_origins;
     cg_model *owned_ops;        /* a .tflite's operators the model borrows from */
 } cg_lowered;

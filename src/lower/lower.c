@@ -64,6 +64,7 @@ void cg_lowered_free(cg_lowered *l)
     free(l->owned_origins);
     cg_model_free(l->owned);
     cg_model_free(l->owned_ops);
+    cg_type_env_free(l->owned_types);
     free(l);
 }
 
@@ -446,7 +447,8 @@ cg_status cg_lower_fed(const cg_model *src, const char *name, const cg_dim_bindi
             types = NULL;
         }
         st = lg_load(&m, types, err);
-        cg_type_env_free(types);
+        /* kept: the source's types on these feeds (cg_lowered.source_types) */
+        l->source_types = l->owned_types = types;
         if (st == CG_OK)
             st = row->fn(&m, err);
         if (st == CG_OK && !lg_record_removals(&m))

@@ -82,4 +82,17 @@ cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding
                                      size_t dim_count, const cg_named_value *feeds,
                                      size_t feed_count, cg_type_env **out, cg_error *err);
 
+/* True when every dim the build of env sized was declared as a number (no
+ * symbol or unnamed dim, so no binding used and no probe run): the
+ * bindings, the random policy of the unfed inputs and the symbolic view
+ * then change nothing, and cg_type_env_build_symbolic and
+ * cg_type_env_build_fed on the same model and feeds give the same
+ * environment. False for a declared-only environment and for NULL. */
+bool cg_type_env_fixed_dims(const cg_type_env *env);
+
+/* How many type environments this process (every thread) has built by a
+ * reference run: each is a runtime's init and a run, which the gate shares
+ * where it can; the tests count them. */
+size_t cg_type_env_runs_made(void);
+
 #endif

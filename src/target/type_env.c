@@ -17,6 +17,7 @@
  * before subgraphs); the string map holds each entry's index.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,18 @@ struct cg_type_env {
     cg_strmap index; /* name (owned by its entry) -> entry index */
     char **notes;
     size_t note_count;
+    /* every declared dim the build sized was a number: no symbol, no
+     * binding, no probe (cg_type_env_fixed_dims) */
+    bool fixed_dims;
 };
+
+/* Type environments built by a reference run (cg_type_env_runs_made). */
+static atomic_size_t runs_made;
+
+size_t cg_type_env_runs_made(void)
+{
+    return atomic_load(&runs_made);
+}
 
 /* --- the table --------------------------------------------------------------------- */
 
@@ -123,6 +135,8 @@ const cg_value_type *cg_type_env_get(const cg_type_env *env, const char *name)
 
 size_t cg_type_env_note_count(const cg_type_env *env) { return env ? env->note_count : 0; }
 
+bool cg_type_env_fixed_dims(const cg_type_env *env) { return env && env->fixed_dims; }
+
 const char *cg_type_env_note(const cg_type_env *env, size_t i)
 {
     return env && i < env->note_count ? env->notes[i] : NULL;
@@ -167,6 +181,7 @@ static cg_status resolve_dim(te_build *b, const char *value_name, size_t d, cons
         return CG_OK;
     }
     *symbolic = true;
+    b->env->fixed_dims = false;
     /* --shape NAME=DxD... binds an axis of an input, named or not */
     char key[256];
     if (value_name && cg_samples_shape_key(value_name, d, key, sizeof key))
@@ -463,6 +478,7 @@ static cg_status run_once(te_build *b, size_t *symbolic)
     opt.observe_user = b;
     if ((st = cg_runtime_init(b->model, &opt, &rt, b->err)) != CG_OK)
         goto done;
+    atomic_fetch_add(&runs_made, 1);
     st = cg_runtime_run(rt, run_feeds, run_count, &outs, &out_count, b->err);
     if (st == CG_OK)
         cg_runtime_free_outputs(outs, out_count);
@@ -526,6 +542,7 @@ static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dim
         st = cg_error_set(err, CG_NOMEM, "out of memory building the type environment");
         goto fail;
     }
+    b.env->fixed_dims = true; /* until resolve_dim meets a dim that is not a number */
     const cg_graph *g = model->graph;
     for (size_t i = 0; i < g->initializer_count; i++)
         if ((st = add_initializer(&b, &g->initializers[i], true)) != CG_OK)

@@ -24,6 +24,7 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "core/clock.h"
+#include "target/registry.h"
 #include "verify_internal.h"
 
 static char *str_dup(const char *s)
@@ -493,7 +494,13 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
         !sample_from_files(s0))
         po.types = r->types;
-    /* gate 2 typed a lowering: the model typed once here for both */
+    /* gate 2 typed a lowering, and the lowering typed this model on sample
+     * 0: where every dim is a number that environment is the one typing it
+     * here would make (cg_type_env_fixed_dims), so no second run */
+    if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden && r->lowered &&
+        r->lowered->source == model && cg_type_env_fixed_dims(r->lowered->source_types))
+        po.types = r->lowered->source_types;
+    /* else the model typed once here for both */
     if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden) {
         cg_dim_binding binds[CG_PARITY_MAX_DIMS];
         size_t nb = cg_sample_dims(model, opt->dims, opt->dim_count, s0, binds,

@@ -29,6 +29,7 @@
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
+#include "target/registry.h"
 #include "testlib.h"
 
 typedef enum gap_mode { GAP_REVERSED, GAP_OFF_BY_ONE } gap_mode;
@@ -173,6 +174,61 @@ static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
            t->name, err.msg);
 }
 
+/* Whether a and b type every value of m's main graph alike (initializers,
+ * inputs, node outputs: dtype, shape, constness, dynamic dims) and carry
+ * the same notes. */
+static bool same_types(const cg_model *m, const cg_type_env *a, const cg_type_env *b)
+{
+    const cg_graph *g = m->graph;
+    size_t names = g->initializer_count + g->input_count, seen = 0;
+    for (size_t n = 0; n < g->node_count; n++)
+        names += g->nodes[n].output_count;
+    for (size_t k = 0; k < names; k++) {
+        size_t i = k;
+        const char *name;
+        if (i < g->initializer_count) {
+            name = g->initializers[i].name;
+        } else if ((i -= g->initializer_count) < g->input_count) {
+            name = g->inputs[i].name;
+        } else {
+            i -= g->input_count;
+            size_t n = 0;
+            while (i >= g->nodes[n].output_count)
+                i -= g->nodes[n++].output_count;
+            name = g->nodes[n].outputs[i];
+        }
+        const cg_value_type *x = cg_type_env_get(a, name), *y = cg_type_env_get(b, name);
+        if (!x || !y || x->known != y->known || x->dtype != y->dtype || x->rank != y->rank ||
+            memcmp(x->dims, y->dims, sizeof x->dims) != 0 || x->is_const != y->is_const ||
+            x->is_graph_input != y->is_graph_input ||
+            cg_type_env_dynamic_dims(a, name) != cg_type_env_dynamic_dims(b, name))
+            return false;
+        seen += x->known;
+    }
+    if (cg_type_env_note_count(a) != cg_type_env_note_count(b))
+        return false;
+    for (size_t i = 0; i < cg_type_env_note_count(a); i++)
+        if (strcmp(cg_type_env_note(a, i), cg_type_env_note(b, i)) != 0)
+            return false;
+    return seen > 0;
+}
+
+/* Gives every dim declared 'batch' the size 1: the model then declares
+ * numbers only. */
+static void fix_batch(cg_model *m)
+{
+    cg_value_info *vis[2] = {m->graph->inputs, m->graph->outputs};
+    size_t counts[2] = {m->graph->input_count, m->graph->output_count};
+    for (int w = 0; w < 2; w++)
+        for (size_t i = 0; i < counts[w]; i++)
+            for (size_t d = 0; vis[w][i].type && vis[w][i].type->shape &&
+                               d < vis[w][i].type->shape->rank; d++) {
+                cg_dim *dim = &vis[w][i].type->shape->dims[d];
+                if (dim->param && strcmp(dim->param, "batch") == 0)
+                    *dim = (cg_dim){.value = 1, .has_value = true};
+            }
+}
+
 int main(void)
 {
     static const gap_mode reversed = GAP_REVERSED, off_by_one = GAP_OFF_BY_ONE;
@@ -288,7 +344,42 @@ int main(void)
                    strcmp(rep.bisect.first_divergent.op_type, "GlobalAveragePool") == 0 &&
                    rep.bisect.triage == CG_TRIAGE_WRONG,
                "off by one on a lowering, bisect: %s", rep.reason);
+        /* the batch is a symbol bound to the samples' 1: the lowering's
+         * environment (a runtime's view: bound symbols stay dynamic) is
+         * not gate 3's */
+        EXPECT(rep.lowered && rep.lowered->source_types &&
+                   !cg_type_env_fixed_dims(rep.lowered->source_types),
+               "a bound symbol: the lowering's types are not fixed-dim");
         cg_gate_report_free(&rep);
+    }
+
+    /* every dim a number, random samples: the lowering typed the source on
+     * sample 0 and gate 3 types it by that environment, which is exactly
+     * the one a typing run of its own makes; two typing runs in all (the
+     * lowering's, and gate 2's of the lowered graph), not three */
+    fix_batch(cnn);
+    {
+        cg_sample_set rs = {0};
+        cg_type_env *own = NULL;
+        EXPECT(cg_samples_random(cnn, 2, NULL, NULL, 0, 0, &rs, &err) == CG_OK, "%s",
+               err.msg);
+        size_t before = cg_type_env_runs_made();
+        run_gate(cnn, &rev, &rs, &rep);
+        size_t runs = cg_type_env_runs_made() - before;
+        EXPECT(rep.pass && rep.judged.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32,
+               "reversed sums, fixed dims, on a lowering: %s", rep.reason);
+        EXPECT(runs == 2, "a gate on a lowering of a fixed-dim model types by 2 runs, made %zu",
+               runs);
+        EXPECT(rep.lowered && cg_type_env_fixed_dims(rep.lowered->source_types),
+               "fixed dims: the lowering's types say so");
+        EXPECT(rs.count == 2 &&
+                   cg_type_env_build_fed(cnn, NULL, 0, NULL, rs.samples[0].inputs,
+                                         rs.samples[0].input_count, &own, &err) == CG_OK &&
+                   rep.lowered && same_types(cnn, rep.lowered->source_types, own),
+               "the lowering's types are those of a typing run on sample 0 (%s)", err.msg);
+        cg_type_env_free(own);
+        cg_gate_report_free(&rep);
+        cg_sample_set_free(&rs);
     }
 done:
     cg_sample_set_free(&s);
