@@ -267,17 +267,37 @@ typedef struct pw_job {
     float **xbuf; /* per thread: a short tile's x, k rows of np_max floats */
 } pw_job;
 
+/* Where share s of n begins among `full` tasks of weight wf followed by
+ * `rest` tasks of weight wr: the task at which the cumulative weight is
+ * nearest s/n of the total. */
+static int64_t pw_share_start(int64_t full, int64_t wf, int64_t rest, int64_t wr, int s, int n)
+{
+    if (s >= n)
+        return full + rest;
+    double total = (double)full * (double)wf + (double)rest * (double)wr;
+    double at = total * (double)s / (double)n, head = (double)full * (double)wf;
+    int64_t task = at <= head ? (int64_t)(at / (double)wf + 0.5)
+                              : full + (int64_t)((at - head) / (double)wr + 0.5);
+    return task < full + rest ? task : full + rest;
+}
+
 /* Tasks run position tile by position tile, the channel panels inside: a
  * thread's consecutive tasks read the same k x np block of x. A tile whose
  * positions end inside a vector reads x from a copy padded to whole
- * vectors (the last plane's vector would run past x). */
+ * vectors (the last plane's vector would run past x). The shares split
+ * the tasks by their positions, not their count: the last tile may be
+ * short (196 positions are tiles of 48, 48, 48, 48 and 4), and a split by
+ * count gave one thread 1.6 times the other's work. */
 static void pw_task(void *arg, int t, int nt)
 {
     const pw_job *j = arg;
     const cg_pg_pw_problem *p = j->p;
     const cg_simd_pw *pw = p->pw;
-    int64_t lo, hi, mr = pw->mr, nr = p->g->nr, copied = -1;
-    cg_kernel_share(j->panels * j->tiles, 1, t, nt, &lo, &hi);
+    int64_t mr = pw->mr, nr = p->g->nr, copied = -1;
+    int64_t last_np = p->p - (j->tiles - 1) * pw->np_max;
+    int64_t full = j->panels * (j->tiles - 1);
+    int64_t lo = pw_share_start(full, pw->np_max, j->panels, last_np, t, nt);
+    int64_t hi = pw_share_start(full, pw->np_max, j->panels, last_np, t + 1, nt);
     for (int64_t task = lo; task < hi; task++) {
         int64_t pn = task % j->panels, ti = task / j->panels;
         int64_t p0 = ti * pw->np_max, np = p->p - p0 < pw->np_max ? p->p - p0 : pw->np_max;
