@@ -14,7 +14,9 @@
  * the bound any summation order meets (Higham, Accuracy and Stability of
  * Numerical Algorithms, 2nd ed., section 3.1). At a vector level, a
  * constant B's packing must be made at init and shared by a second
- * runtime of the same model.
+ * runtime of the same model; a constant B whose columns fill the kernel's
+ * panels is read in place instead (no packing, no aligned copy of a
+ * misaligned payload), to the same bits as the same B packed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -61,13 +63,18 @@ typedef struct mm_case {
     float alpha, beta;     /* Gemm */
 } mm_case;
 
-/* The model of c; a, b, cv are its operands (b an initializer or an input). */
-static cg_model *build(const mm_case *c, const float *b, const float *cv)
+/* The model of c; a, b, cv are its operands (b an initializer or an input).
+ * braw: B's bytes as raw_data (read in place, as a model file's), else
+ * NULL (float_data). */
+static cg_model *build(const mm_case *c, const float *b, const void *braw, const float *cv)
 {
     bool has_c = c->cr >= 0;
     cg_model *m = test_model_graph(13, 2, c->b_const ? "a" : "a,b", "y");
     m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, c->ar, c->ad);
-    if (c->b_const)
+    if (c->b_const && braw)
+        test_graph_init_raw(m, m->graph, "b", CG_DTYPE_FLOAT, c->br, c->bd, braw,
+                            (size_t)prod(c->br, c->bd) * sizeof(float));
+    else if (c->b_const)
         test_graph_init_f32(m, m->graph, "b", c->br, c->bd, b);
     else
         m->graph->inputs[1].type = test_type(m, CG_DTYPE_FLOAT, c->br, c->bd);
@@ -178,7 +185,7 @@ static void run_case(const mm_case *c)
     int64_t an = prod(c->ar, c->ad), bn = prod(c->br, c->bd);
     int64_t cn = c->cr >= 0 ? prod(c->cr, c->cd) : 0;
     float *a = fill(an, 101), *b = fill(bn, 202), *cv = cn ? fill(cn, 303) : NULL;
-    cg_model *m = build(c, b, cv);
+    cg_model *m = build(c, b, NULL, cv);
     int64_t cap = 1 << 20, want_n = 0;
     double *want = malloc((size_t)cap * sizeof *want), *bound = malloc((size_t)cap * sizeof *bound);
     if (!want || !bound)
@@ -269,7 +276,7 @@ static void test_misaligned_b_not_copied(void)
         printf("  (misaligned B: no vector level on this CPU)\n");
         return;
     }
-    enum { K = 96, N = 200, M = 30 };
+    enum { K = 96, N = 196, M = 30 }; /* N fills no kernel's panels: B is packed */
     float *b = fill(K * N, 21), *a = fill(M * K, 22);
     static uint8_t odd[1 + K * N * sizeof(float)];
     memcpy(odd + 1, b, K * N * sizeof(float));
@@ -317,6 +324,98 @@ static void test_misaligned_b_not_copied(void)
     free(b);
 }
 
+/* A constant B whose N is a multiple of the kernel's nr is read where it
+ * lies: neither init nor the first two runs fill a shared buffer (no
+ * packing, and a misaligned payload gets no aligned copy either); the third
+ * run packs it. Every run's product is the same bits as with the same B
+ * computed (an input, packed per run for the same kernel: at least 2 * mr
+ * rows), at every vector level and thread count; rows not a multiple of any
+ * mr, K past one block, A's batches stacked, and Gemm with alpha, beta and
+ * C. */
+static void test_b_in_place(void)
+{
+    if (cg_simd_detect() < CG_SIMD_AVX2) {
+        printf("  (B in place: no vector level on this CPU)\n");
+        return;
+    }
+    /* N = 192: panels of 64 (AVX-512) or 32 (AVX2), none partly empty */
+    const mm_case cases[] = {
+        {"in place, batches stacked", "MatMul", 3, 2, -1, {2, 37, 600}, {600, 192}, {0}, true,
+         false, false, 1, 0},
+        {"in place, 13 rows", "MatMul", 2, 2, -1, {13, 70}, {70, 192}, {0}, true, false, false,
+         1, 0},
+        {"in place, Gemm", "Gemm", 2, 2, 1, {29, 300}, {300, 192}, {192}, true, false, false,
+         0.5f, 2.0f},
+    };
+    const cg_simd levels[2] = {CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const mm_case *c = &cases[ci];
+        mm_case computed = *c;
+        computed.b_const = false;
+        int64_t an = prod(c->ar, c->ad), bn = prod(c->br, c->bd);
+        int64_t cn = c->cr >= 0 ? prod(c->cr, c->cd) : 0;
+        float *a = fill(an, 41), *b = fill(bn, 42), *cv = cn ? fill(cn, 43) : NULL;
+        uint8_t *odd = malloc((size_t)bn * sizeof(float) + 3);
+        if (!odd)
+            test_fatal("out of memory");
+        memcpy(odd + 3, b, (size_t)bn * sizeof(float));
+        cg_model *mc = build(&computed, b, NULL, cv);
+        cg_model *mb[2] = {build(c, b, b, cv), build(c, b, odd + 3, cv)};
+        for (int li = 0; li < 2; li++) {
+            if (levels[li] > cg_simd_detect())
+                continue;
+            const char *lv = cg_simd_name(levels[li]);
+            for (int threads = 1; threads <= 3; threads += 2) {
+                int64_t nw = -1;
+                float *want = run(mc, &computed, a, b, threads, levels[li], &nw);
+                for (int v = 0; v < 2; v++) {
+                    const char *how = v ? "misaligned" : "aligned";
+                    size_t filled = cg_shared_filled_bytes();
+                    cg_runtime_options o;
+                    cg_runtime_options_default(&o);
+                    o.threads = threads;
+                    o.simd = levels[li];
+                    cg_runtime *rt = NULL;
+                    cg_error err;
+                    cg_value *av = value_f32(c->ar, c->ad, a);
+                    cg_named_value feed = {"a", av};
+                    EXPECT(cg_runtime_init(mb[v], &o, &rt, &err) == CG_OK, "%s: %s", c->what,
+                           err.msg);
+                    /* runs 1 and 2 read B in place, run 3 packs it, 4 reads
+                     * the packing (gemm.c, MM_IN_PLACE_RUNS) */
+                    for (int r = 1; r <= 4 && rt; r++) {
+                        cg_named_value *outs = NULL;
+                        size_t nouts = 0;
+                        bool ok = cg_runtime_run(rt, &feed, 1, &outs, &nouts, &err) == CG_OK &&
+                                  nouts == 1;
+                        EXPECT(ok, "%s: %s", c->what, err.msg);
+                        size_t now = cg_shared_filled_bytes();
+                        EXPECT(r < 3 ? now == filled : now > filled,
+                               "%s (%s, %s B), run %d: %zu bytes filled (B packed or copied)",
+                               c->what, lv, how, r, now - filled);
+                        const cg_tensor *t = ok ? &outs[0].value->tensor : NULL;
+                        EXPECT(t && want && t->numel == nw &&
+                                   memcmp(t->data, want, (size_t)nw * sizeof(float)) == 0,
+                               "%s (%s, %d threads, %s B), run %d: differs from B packed",
+                               c->what, lv, threads, how, r);
+                        cg_runtime_free_outputs(outs, nouts);
+                    }
+                    cg_runtime_free(rt);
+                    cg_value_free(av);
+                }
+                free(want);
+            }
+        }
+        cg_model_free(mc);
+        cg_model_free(mb[0]);
+        cg_model_free(mb[1]);
+        free(odd);
+        free(a);
+        free(b);
+        free(cv);
+    }
+}
+
 int main(void)
 {
     const mm_case cases[] = {
@@ -327,6 +426,8 @@ int main(void)
          false, false, 1, 0},
         {"constant B, one row", "MatMul", 2, 2, -1, {1, 96}, {96, 130}, {0}, true, false, false,
          1, 0},
+        {"constant B in place, one row", "MatMul", 2, 2, -1, {1, 96}, {96, 192}, {0}, true,
+         false, false, 1, 0},
         {"computed B", "MatMul", 2, 2, -1, {50, 33}, {33, 70}, {0}, false, false, false, 1, 0},
         {"computed B, batched", "MatMul", 3, 3, -1, {3, 40, 64}, {3, 64, 30}, {0}, false, false,
          false, 1, 0},
@@ -347,5 +448,6 @@ int main(void)
         run_case(&cases[i]);
     test_packed_at_init();
     test_misaligned_b_not_copied();
+    test_b_in_place();
     return test_done("test_matmul_paths");
 }

@@ -9,6 +9,9 @@
  * scalar cg_fp16_to_f32 / cg_f32_to_fp16 for all 65536 halves, and give
  * the same softmax sums and maxima. Lengths that are not a multiple of the
  * vector width exercise the tails; in-place calls (y == x) are tested too.
+ * Every GEMM micro-kernel of a level reads a weight panel packed (row
+ * pitch nr) and in place (nr columns of a wider row-major matrix, at a
+ * misaligned address on the vector levels) to the same bits.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -239,6 +242,94 @@ static void check_level(const cg_simd_ops *ops)
     free(z);
 }
 
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 11;
+}
+
+/* One micro-kernel, over each panel of a K x ld matrix (3 panels of nr
+ * columns, then 5 more the kernel never reads): the panel packed (ldw = nr)
+ * and read in place (ldw = ld, from `shift` bytes past an aligned buffer),
+ * in one pass and in two K blocks (acc), must give the same bits, and the
+ * sums must be the products (within float32 rounding of a K-term sum). */
+static void check_gemm_ldw(const char *lv, const cg_simd_gemm *g, size_t shift)
+{
+    enum { K = 37, KA = 20 };
+    int64_t nr = g->nr, mr = g->mr, ld = 3 * nr + 5;
+    size_t wbytes = (size_t)(K * ld) * sizeof(float);
+    uint8_t *raw = malloc(wbytes + 64);
+    float *b = malloc(wbytes), *pk = malloc((size_t)(K * nr) * sizeof(float));
+    float *x = malloc((size_t)(K * mr) * sizeof(float));
+    float *c1 = malloc((size_t)(mr * nr) * sizeof(float)), *c2 = malloc((size_t)(mr * nr) * sizeof(float));
+    int64_t *off = malloc(K * sizeof(int64_t)), *pos = malloc((size_t)mr * sizeof(int64_t));
+    if (!raw || !b || !pk || !x || !c1 || !c2 || !off || !pos)
+        test_fatal("out of memory");
+    uint64_t seed = 5;
+    for (int64_t i = 0; i < K * ld; i++)
+        b[i] = (float)((double)(lcg(&seed) % 2001) / 1000.0 - 1.0);
+    for (int64_t i = 0; i < K * mr; i++)
+        x[i] = (float)((double)(lcg(&seed) % 2001) / 1000.0 - 1.0);
+    memcpy(raw + shift, b, wbytes);
+    const float *w = (const float *)(const void *)(raw + shift);
+    for (int64_t q = 0; q < K; q++)
+        off[q] = q * mr;
+    for (int64_t i = 0; i < mr; i++)
+        pos[i] = mr - 1 - i;
+    for (int64_t pn = 0; pn < 3; pn++) {
+        for (int64_t q = 0; q < K; q++)
+            memcpy(pk + q * nr, b + q * ld + pn * nr, (size_t)nr * sizeof(float));
+        for (int split = 0; split < 2; split++) {
+            int64_t k1 = split ? KA : K;
+            g->ukr(k1, pk, nr, x, off, pos, c1, 0);
+            g->ukr(k1, w + pn * nr, ld, x, off, pos, c2, 0);
+            if (split) {
+                g->ukr(K - KA, pk + KA * nr, nr, x, off + KA, pos, c1, 1);
+                g->ukr(K - KA, w + KA * ld + pn * nr, ld, x, off + KA, pos, c2, 1);
+            }
+            EXPECT(memcmp(c1, c2, (size_t)(mr * nr) * sizeof(float)) == 0,
+                   "%s gemm %lldx%lld, panel %lld, shift %zu%s: in place differs from packed", lv,
+                   (long long)mr, (long long)nr, (long long)pn, shift, split ? ", 2 blocks" : "");
+            for (int64_t i = 0; i < mr; i++)
+                for (int64_t jj = 0; jj < nr; jj++) {
+                    double want = 0, mag = 0;
+                    for (int64_t q = 0; q < K; q++) {
+                        double t = (double)x[off[q] + pos[i]] * b[q * ld + pn * nr + jj];
+                        want += t;
+                        mag += fabs(t);
+                    }
+                    double got = c1[i * nr + jj];
+                    EXPECT(fabs(got - want) <= (K + 1) * 0x1p-24 * mag + 1e-30,
+                           "%s gemm %lldx%lld: (%lld, %lld) is %.9g, want %.9g", lv, (long long)mr,
+                           (long long)nr, (long long)i, (long long)jj, got, want);
+                }
+        }
+    }
+    free(raw);
+    free(b);
+    free(pk);
+    free(x);
+    free(c1);
+    free(c2);
+    free(off);
+    free(pos);
+}
+
+/* The micro-kernels of a level, and its one-position kernel. The portable
+ * kernel reads w as floats, so only aligned; the vector ones load it
+ * unaligned, at any byte address (a weight payload in a model file). */
+static void check_gemms(const cg_simd_ops *ops)
+{
+    const char *lv = cg_simd_name(ops->level);
+    size_t shifts = ops->level == CG_SIMD_PORTABLE ? 1 : 4;
+    for (size_t sh = 0; sh < shifts; sh++) {
+        for (int i = 0; i < ops->gemm_count; i++)
+            check_gemm_ldw(lv, &ops->gemm[i], sh * (sizeof(float) + 1));
+        if (ops->gemv.ukr)
+            check_gemm_ldw(lv, &ops->gemv, sh * (sizeof(float) + 1));
+    }
+}
+
 int main(void)
 {
     cg_simd best = cg_simd_detect();
@@ -252,6 +343,7 @@ int main(void)
         EXPECT(ops->level == levels[i], "asked for %s, got %s", cg_simd_name(levels[i]),
                cg_simd_name(ops->level));
         check_level(ops);
+        check_gemms(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
     cg_simd forced;

@@ -575,7 +575,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
             }
             cg_pg_problem p = {gk, wpack + (size_t)gi * per_group, mg, kk, on,
                                padded ? xpad : xg, off, pos, conv_store, &sc,
-                               exact ? conv_store_i32 : NULL};
+                               exact ? conv_store_i32 : NULL, 0};
             if (!cg_pg_run(k, &p))
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         }

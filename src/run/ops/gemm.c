@@ -204,7 +204,10 @@ typedef struct mm_packed {
     bool tb; /* B is stored N x K (Gemm's transB) */
     const cg_simd_gemm *g;
     const float *data;
-    cg_shared *shared; /* data belongs to this shared buffer, else malloc'd */
+    int64_t ldw;       /* 0: data is B packed; else B itself, read in place */
+    int runs;          /* runs served in place (MM_IN_PLACE_RUNS) */
+    cg_shared *shared; /* data belongs to this shared buffer */
+    bool owned;        /* data is malloc'd */
 } mm_packed;
 
 static void mm_packed_free(void *v)
@@ -213,10 +216,20 @@ static void mm_packed_free(void *v)
     if (mp) {
         if (mp->shared)
             cg_shared_release(mp->shared);
-        else
+        else if (mp->owned)
             free((void *)mp->data);
     }
     free(mp);
+}
+
+/* Whether g reads a constant B in place rather than packed (packgemm.h,
+ * ldw): float32 stored K x N with N a multiple of g->nr, so each panel's
+ * row is nr contiguous floats of B's row. Nothing is copied at init, the
+ * model's mapping holds the weights (a misaligned payload is read there:
+ * the vector kernels load unaligned), and the sums are the packed path's. */
+static bool mm_in_place(const cg_tensor *b, bool tb, int64_t n, const cg_simd_gemm *g)
+{
+    return b->dtype == CG_DTYPE_FLOAT && !tb && n > 0 && n % g->nr == 0;
 }
 
 /* What a shared packing derives from besides B's address. */
@@ -271,28 +284,50 @@ static const cg_simd_gemm *mm_pg_kernel(cg_kernel_ctx *k, int64_t rows, int64_t 
     return b_const || rows >= 2 * g->mr ? g : NULL;
 }
 
-/* The node's state when it is B packed for g, else NULL. */
-static const mm_packed *mm_state(const cg_kernel_ctx *k, const cg_tensor *b, bool tb,
-                                 int64_t kk, int64_t n, const cg_simd_gemm *g)
+/* The node's state when it is B for g (packed or in place), else NULL. */
+static mm_packed *mm_state(const cg_kernel_ctx *k, const cg_tensor *b, bool tb, int64_t kk,
+                           int64_t n, const cg_simd_gemm *g)
 {
-    const mm_packed *mp = cg_kernel_state(k);
+    mm_packed *mp = cg_kernel_state(k);
     return mp && mp->b_data == b->data && mp->b_dtype == b->dtype && mp->kk == kk &&
                    mp->n == n && mp->tb == tb && mp->g == g
                ? mp
                : NULL;
 }
 
-/* A constant B packed for g: the node's state (filled once, shared by every
- * runtime of the process over the same B), or NULL when memory runs out.
- * src: B's float32 bytes in the model, at any alignment, while its aligned
- * copy is not made (cg_kernel_input_source; !tb only), else NULL: then B's
- * data is read, and the caller has filled it (cg_kernel_input_fill). */
-static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void *src, bool tb,
-                                int64_t kk, int64_t n, const cg_simd_gemm *g)
+/* A new state for B read by g. */
+static mm_packed *mm_state_new(const cg_tensor *b, bool tb, int64_t kk, int64_t n,
+                               const cg_simd_gemm *g)
 {
-    const mm_packed *have = mm_state(k, b, tb, kk, n, g);
-    if (have)
-        return have->data;
+    mm_packed *mp = calloc(1, sizeof *mp);
+    if (mp) {
+        mp->b_data = b->data;
+        mp->b_dtype = b->dtype;
+        mp->kk = kk;
+        mp->n = n;
+        mp->tb = tb;
+        mp->g = g;
+    }
+    return mp;
+}
+
+/* Runs a runtime serves from B in place before it packs B. Reading the
+ * weights where the model's file mapping holds them costs nothing at init
+ * (vit_b_16: 346 MB not copied), but that mapping is in 4 KiB pages, where
+ * the packing is in huge pages (core/mapfile.h): its MatMuls ran 10-25%
+ * slower in place. A runtime that runs once or twice (a gate's reference, a
+ * bisect) never pays for the packing; one that keeps running packs at its
+ * third run and runs at the packed speed from then on. Both forms give the
+ * same bits (packgemm.h), so no result depends on when the switch falls. */
+#define MM_IN_PLACE_RUNS 2
+
+/* A constant B packed for g as the node's state (filled once, shared by
+ * every runtime of the process over the same B), or NULL when memory runs
+ * out. src: B's float32 bytes, at any alignment (!tb only), else NULL: then
+ * B's data is read, and the caller has filled it (cg_kernel_input_fill). */
+static const float *mm_pack_state(cg_kernel_ctx *k, const cg_tensor *b, const void *src, bool tb,
+                                  int64_t kk, int64_t n, const cg_simd_gemm *g)
+{
     mm_packed *mp;
     size_t floats = cg_pg_packed_floats(g, n, kk);
     if (floats > SIZE_MAX / sizeof(float))
@@ -334,7 +369,7 @@ static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void
         else
             mm_pack_b(g, bf, tb, kk, n, data);
     }
-    mp = calloc(1, sizeof *mp);
+    mp = mm_state_new(b, tb, kk, n, g);
     if (!mp) {
         if (shared)
             cg_shared_release(shared);
@@ -342,14 +377,9 @@ static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void
             free(data);
         return NULL;
     }
-    mp->b_data = b->data;
-    mp->b_dtype = b->dtype;
-    mp->kk = kk;
-    mp->n = n;
-    mp->tb = tb;
-    mp->g = g;
     mp->data = data;
     mp->shared = shared;
+    mp->owned = !shared;
     if (!cg_kernel_set_state(k, mp, mm_packed_free)) {
         /* no runtime to keep it (a one-off kernel call): use it once */
         float *copy = cg_nn_scratch(k, (int64_t)floats, sizeof(float));
@@ -359,6 +389,41 @@ static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void
         return copy;
     }
     return data;
+}
+
+/* B for g as the node's state: read in place where g can (mm_in_place;
+ * *ldw = n) for its first MM_IN_PLACE_RUNS runs, else packed (*ldw = 0);
+ * NULL when memory runs out. src as for mm_pack_state: B's bytes in the
+ * model while its aligned copy is not made, which are then read in place
+ * (the vector kernels load unaligned) and no copy is ever made. */
+static const float *mm_packed_b(cg_kernel_ctx *k, const cg_tensor *b, const void *src, bool tb,
+                                int64_t kk, int64_t n, const cg_simd_gemm *g, int64_t *ldw)
+{
+    mm_packed *have = mm_state(k, b, tb, kk, n, g);
+    *ldw = 0;
+    if (have && have->ldw && ++have->runs > MM_IN_PLACE_RUNS) {
+        /* from B where it is read now; replaces (frees) have */
+        const float *w = mm_pack_state(k, b, have->data, tb, kk, n, g);
+        if (w)
+            return w;
+        have->runs = 0; /* no memory for the packing: on in place */
+    }
+    if (have) {
+        *ldw = have->ldw;
+        return have->data;
+    }
+    if (!mm_in_place(b, tb, n, g))
+        return mm_pack_state(k, b, src, tb, kk, n, g);
+    const float *w = src ? (const float *)src : cg_nn_as_f32(k, b);
+    mm_packed *mp = w ? mm_state_new(b, tb, kk, n, g) : NULL;
+    if (!mp)
+        return NULL;
+    mp->data = w;
+    mp->ldw = n;
+    *ldw = n;
+    if (!cg_kernel_set_state(k, mp, mm_packed_free))
+        free(mp); /* a one-off kernel call: B is there to read all the same */
+    return w;
 }
 
 /* Where a finished tile goes: Y (pitch n) = alpha * AB + beta * C(i,j),
@@ -388,10 +453,11 @@ static void mm_pg_store(void *ctx, const float *t, int64_t ld, int64_t p0, int64
     }
 }
 
-/* rows x n of Y from A(i,q) = a[i*ars + q*acs] and B packed for g. */
+/* rows x n of Y from A(i,q) = a[i*ars + q*acs] and B packed for g (ldw
+ * 0), or B itself with row pitch ldw (mm_in_place). */
 static cg_status mm_pg_product(cg_kernel_ctx *k, const cg_simd_gemm *g, const float *wpack,
-                               const float *a, int64_t ars, int64_t acs, int64_t rows,
-                               int64_t kk, int64_t n, mm_pg_store_ctx *sc)
+                               int64_t ldw, const float *a, int64_t ars, int64_t acs,
+                               int64_t rows, int64_t kk, int64_t n, mm_pg_store_ctx *sc)
 {
     int64_t *off = cg_nn_scratch(k, kk, sizeof(int64_t));
     int64_t *pos = cg_nn_scratch(k, rows, sizeof(int64_t));
@@ -401,7 +467,7 @@ static cg_status mm_pg_product(cg_kernel_ctx *k, const cg_simd_gemm *g, const fl
         off[q] = q * acs;
     for (int64_t r = 0; r < rows; r++)
         pos[r] = r * ars;
-    cg_pg_problem pr = {g, wpack, n, kk, rows, a, off, pos, mm_pg_store, sc, NULL};
+    cg_pg_problem pr = {g, wpack, n, kk, rows, a, off, pos, mm_pg_store, sc, NULL, ldw};
     if (!cg_pg_run(k, &pr))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     return cg_kernel_check_time(k);
@@ -420,10 +486,11 @@ static cg_status mm_f32_pg(cg_kernel_ctx *k, const mm_plan *p, const cg_simd_gem
 {
     mm_pg_store_ctx sc = {y, p->n, 1.0f, 0.0f, NULL, 0, 0};
     if (mm_b_is_const(k, p)) {
-        const float *wpack = mm_packed_b(k, b, NULL, false, p->kk, p->n, g);
+        int64_t ldw;
+        const float *wpack = mm_packed_b(k, b, NULL, false, p->kk, p->n, g, &ldw);
         if (!wpack)
             return cg_kernel_fail(k, CG_NOMEM, "out of memory packing B");
-        return mm_pg_product(k, g, wpack, a, p->kk, 1, p->m * p->batch, p->kk, p->n, &sc);
+        return mm_pg_product(k, g, wpack, ldw, a, p->kk, 1, p->m * p->batch, p->kk, p->n, &sc);
     }
     int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
     float *wpack = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(g, p->n, p->kk), sizeof(float));
@@ -437,7 +504,8 @@ static cg_status mm_f32_pg(cg_kernel_ctx *k, const mm_plan *p, const cg_simd_gem
             mm_pack_b(g, bf + bo * bsz, false, p->kk, p->n, wpack);
         last_bo = bo;
         sc.y = y + bi * ysz;
-        cg_status st = mm_pg_product(k, g, wpack, a + ao * asz, p->kk, 1, p->m, p->kk, p->n, &sc);
+        cg_status st =
+            mm_pg_product(k, g, wpack, 0, a + ao * asz, p->kk, 1, p->m, p->kk, p->n, &sc);
         if (st != CG_OK)
             return st;
     }
@@ -459,7 +527,8 @@ static cg_status mm_prepare_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, int
     const void *src = b->dtype == CG_DTYPE_FLOAT && !tb ? cg_kernel_input_source(k, 1) : NULL;
     if (!src)
         cg_kernel_input_fill(k, 1);
-    if (!mm_packed_b(k, b, src, tb, kk, n, g))
+    int64_t ldw;
+    if (!mm_packed_b(k, b, src, tb, kk, n, g, &ldw))
         return CG_NOMEM;
     cg_kernel_state_covers(k, 1);
     return CG_OK;
@@ -761,8 +830,9 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         if (g) {
             const float *wpack;
+            int64_t ldw = 0;
             if (b_const) {
-                wpack = mm_packed_b(k, b, NULL, tb, kk, n, g);
+                wpack = mm_packed_b(k, b, NULL, tb, kk, n, g, &ldw);
             } else {
                 float *w = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(g, n, kk), sizeof(float));
                 if (w)
@@ -773,8 +843,8 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
                 return cg_kernel_fail(k, CG_NOMEM, "out of memory packing B");
             int64_t lda = a->dims[1];
             mm_pg_store_ctx sc = {yf, n, (float)alpha, (float)beta, use_c ? cf : NULL, rs, cs};
-            if ((st = mm_pg_product(k, g, wpack, af, ta ? 1 : lda, ta ? lda : 1, m, kk, n, &sc)) !=
-                CG_OK)
+            if ((st = mm_pg_product(k, g, wpack, ldw, af, ta ? 1 : lda, ta ? lda : 1, m, kk, n,
+                                    &sc)) != CG_OK)
                 return st;
             cg_nn_store_f32(k, y, yf);
             return CG_OK;

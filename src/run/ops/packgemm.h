@@ -51,7 +51,7 @@ typedef void (*cg_pg_store_i32_fn)(void *ctx, const int32_t *c, int64_t ld, int6
 
 typedef struct cg_pg_problem {
     const cg_simd_gemm *g;
-    const float *w;        /* packed for g */
+    const float *w;        /* packed for g, or in place (ldw) */
     int64_t m, k, p;
     const float *x;        /* tap k of position p at x[off[k] + pos[p]] */
     const int64_t *off;
@@ -64,6 +64,11 @@ typedef struct cg_pg_problem {
      * wrapping like the int32 accumulator of the spec. When set, it
      * replaces store. */
     cg_pg_store_i32_fn store_i32;
+    /* 0: w is packed for g. Else w is W transposed, k x m row-major with
+     * row pitch ldw >= m, m a multiple of g->nr, read in place: channel
+     * panel pn is nr contiguous floats at w + q*ldw + pn*nr for tap q, what
+     * its packing would hold (the same bits, no copy). */
+    int64_t ldw;
 } cg_pg_problem;
 
 /* Runs the product on the kernel's threads, taking its scratch (the tiles)

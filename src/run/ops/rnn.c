@@ -232,7 +232,7 @@ static void rnn_rec_run(const rnn_rec *rr, const int64_t *off, const float *x, f
     const cg_simd_gemm *g = rr->g;
     const int64_t pos0 = 0;
     for (int64_t m0 = 0; m0 < rr->m; m0 += g->nr) {
-        g->ukr(rr->kk, rr->wp + m0 * rr->kk, x, off, &pos0, tile, 0);
+        g->ukr(rr->kk, rr->wp + m0 * rr->kk, g->nr, x, off, &pos0, tile, 0);
         int64_t n = rr->m - m0 < g->nr ? rr->m - m0 : g->nr;
         memcpy(y + m0, tile, (size_t)n * sizeof(float));
     }

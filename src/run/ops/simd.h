@@ -28,10 +28,12 @@
 
 /* A packgemm.h micro-kernel: the mr x nr tile c (c[i*nr + j]: position i,
  * channel j) becomes (acc != 0: c plus) the sum over q < kc, in order, of
- * w[q*nr + j] * x[off[q] + pos[i]]. */
+ * w[q*ldw + j] * x[off[q] + pos[i]]. ldw is nr for a packed panel, or the
+ * row pitch of a row-major K x N matrix read in place (nr of its columns a
+ * panel): the same sums either way. The vector kernels load w unaligned. */
 typedef struct cg_simd_gemm {
     int mr, nr;
-    void (*ukr)(int64_t kc, const float *w, const float *x, const int64_t *off,
+    void (*ukr)(int64_t kc, const float *w, int64_t ldw, const float *x, const int64_t *off,
                 const int64_t *pos, float *c, int acc);
 } cg_simd_gemm;
 
@@ -39,7 +41,7 @@ typedef struct cg_simd_gemm {
  * c element one double sum over q in order, no float32 anywhere. */
 typedef struct cg_simd_dgemm {
     int mr, nr;
-    void (*ukr)(int64_t kc, const double *w, const double *x, const int64_t *off,
+    void (*ukr)(int64_t kc, const double *w, int64_t ldw, const double *x, const int64_t *off,
                 const int64_t *pos, double *c, int acc);
 } cg_simd_dgemm;
 
@@ -154,7 +156,7 @@ void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, i
                           int64_t nc, const float *bias);
 void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                        int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
-void cg_pg_ukr_c(int64_t kc, const float *w, const float *x, const int64_t *off,
+void cg_pg_ukr_c(int64_t kc, const float *w, int64_t ldw, const float *x, const int64_t *off,
                  const int64_t *pos, float *c, int acc);
 
 #endif
