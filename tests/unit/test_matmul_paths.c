@@ -269,8 +269,9 @@ static void test_packed_at_init(void)
 
 /* A misaligned constant B (raw bytes at an odd offset, as exporters leave
  * them) is packed from the model's bytes at init: its aligned copy is never
- * made, and the product is the same bits as with an aligned B. */
-static void test_misaligned_b_not_copied(void)
+ * made, and the product is the same bits as with an aligned B. MatMul's B,
+ * or Gemm's with transB (stored N x K). */
+static void test_misaligned_b_not_copied(bool tb)
 {
     if (cg_simd_detect() < CG_SIMD_AVX2) {
         printf("  (misaligned B: no vector level on this CPU)\n");
@@ -280,7 +281,7 @@ static void test_misaligned_b_not_copied(void)
     float *b = fill(K * N, 21), *a = fill(M * K, 22);
     static uint8_t odd[1 + K * N * sizeof(float)];
     memcpy(odd + 1, b, K * N * sizeof(float));
-    const int64_t ad[2] = {M, K}, bd[2] = {K, N};
+    const int64_t ad[2] = {M, K}, bd[2] = {tb ? N : K, tb ? K : N};
     float *y[2] = {NULL, NULL};
     size_t filled[2] = {0, 0};
     for (int v = 0; v < 2; v++) {
@@ -288,9 +289,11 @@ static void test_misaligned_b_not_copied(void)
         m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, 2, ad);
         test_graph_init_raw(m, m->graph, "b", CG_DTYPE_FLOAT, 2, bd, v ? (void *)(odd + 1) : b,
                             K * N * sizeof(float));
-        test_node(m, m->graph, "MatMul", "mm", "a,b", "y");
-        const mm_case c = {"misaligned", "MatMul", 2, 2, -1, {M, K}, {K, N}, {0}, true,
-                           false, false, 1, 0};
+        cg_node *node = test_node(m, m->graph, tb ? "Gemm" : "MatMul", "mm", "a,b", "y");
+        if (tb)
+            test_node_add_attr(node, attr_int("transB", 1));
+        const mm_case c = {"misaligned", tb ? "Gemm" : "MatMul", 2, 2, -1, {M, K},
+                           {bd[0], bd[1]}, {0}, true, false, tb, 1, 0};
         size_t before = cg_shared_filled_bytes();
         int64_t n = 0;
         y[v] = run(m, &c, a, NULL, 1, CG_SIMD_AUTO, &n);
@@ -313,11 +316,11 @@ static void test_misaligned_b_not_copied(void)
         cg_model_free(m);
     }
     EXPECT(y[0] && y[1] && memcmp(y[0], y[1], sizeof(float) * M * N) == 0,
-           "a misaligned B gives the same bits as an aligned one");
+           "%s: a misaligned B gives the same bits as an aligned one", tb ? "Gemm" : "MatMul");
     /* the packing alone (panels of B's columns), no copy of B beside it */
     EXPECT(filled[1] == filled[0] && filled[1] > 0,
-           "misaligned B: %zu bytes filled, aligned B: %zu (a copy of B is %zu)", filled[1],
-           filled[0], (size_t)(K * N * sizeof(float)));
+           "%s: misaligned B: %zu bytes filled, aligned B: %zu (a copy of B is %zu)",
+           tb ? "Gemm" : "MatMul", filled[1], filled[0], (size_t)(K * N * sizeof(float)));
     free(y[0]);
     free(y[1]);
     free(a);
@@ -447,7 +450,8 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
     test_packed_at_init();
-    test_misaligned_b_not_copied();
+    test_misaligned_b_not_copied(false);
+    test_misaligned_b_not_copied(true);
     test_b_in_place();
     return test_done("test_matmul_paths");
 }

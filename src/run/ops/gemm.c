@@ -241,20 +241,25 @@ typedef struct mm_pack_tag {
     int32_t tb;
 } mm_pack_tag;
 
-/* A float32 B (kk x n, row-major) at any alignment into panels of g->nr
- * columns of Y, k-major, zero past n (read with memcpy: the model's bytes
- * of a misaligned payload, cg_kernel_input_source). */
-static void mm_pack_b_bytes(const cg_simd_gemm *g, const uint8_t *b, int64_t kk, int64_t n,
-                            float *dst)
+/* A float32 B at any alignment into panels of g->nr columns of Y, k-major,
+ * zero past n: B is kk x n row-major, or n x kk with tb (read with memcpy:
+ * the model's bytes of a misaligned payload, cg_kernel_input_source). */
+static void mm_pack_b_bytes(const cg_simd_gemm *g, const uint8_t *b, bool tb, int64_t kk,
+                            int64_t n, float *dst)
 {
     int64_t panels = (n + g->nr - 1) / g->nr;
     for (int64_t pn = 0; pn < panels; pn++) {
         int64_t n0 = pn * g->nr, cols = n - n0 < g->nr ? n - n0 : g->nr;
         float *d = dst + pn * g->nr * kk;
         for (int64_t q = 0; q < kk; q++) {
-            memcpy(d + q * g->nr, b + (size_t)(q * n + n0) * sizeof(float),
-                   (size_t)cols * sizeof(float));
-            memset(d + q * g->nr + cols, 0, (size_t)(g->nr - cols) * sizeof(float));
+            float *dq = d + q * g->nr;
+            if (tb)
+                for (int64_t j = 0; j < cols; j++)
+                    memcpy(dq + j, b + (size_t)((n0 + j) * kk + q) * sizeof(float),
+                           sizeof(float));
+            else
+                memcpy(dq, b + (size_t)(q * n + n0) * sizeof(float), (size_t)cols * sizeof(float));
+            memset(dq + cols, 0, (size_t)(g->nr - cols) * sizeof(float));
         }
     }
 }
@@ -268,7 +273,7 @@ static void mm_pack_b(const cg_simd_gemm *g, const float *b, bool tb, int64_t kk
         cg_pg_pack(g, b, kk, n, kk, dst);
         return;
     }
-    mm_pack_b_bytes(g, (const uint8_t *)b, kk, n, dst);
+    mm_pack_b_bytes(g, (const uint8_t *)b, false, kk, n, dst);
 }
 
 /* The packgemm kernel for a float32 product of rows x kk by kk x n, or
@@ -323,7 +328,7 @@ static mm_packed *mm_state_new(const cg_tensor *b, bool tb, int64_t kk, int64_t 
 
 /* A constant B packed for g as the node's state (filled once, shared by
  * every runtime of the process over the same B), or NULL when memory runs
- * out. src: B's float32 bytes, at any alignment (!tb only), else NULL: then
+ * out. src: B's float32 bytes, at any alignment, else NULL: then
  * B's data is read, and the caller has filled it (cg_kernel_input_fill). */
 static const float *mm_pack_state(cg_kernel_ctx *k, const cg_tensor *b, const void *src, bool tb,
                                   int64_t kk, int64_t n, const cg_simd_gemm *g)
@@ -348,7 +353,7 @@ static const float *mm_pack_state(cg_kernel_ctx *k, const cg_tensor *b, const vo
         if (cg_shared_fill_begin(shared)) {
             const float *bf = src ? NULL : cg_nn_as_f32(k, b);
             if (src)
-                mm_pack_b_bytes(g, src, kk, n, data);
+                mm_pack_b_bytes(g, src, tb, kk, n, data);
             else if (bf)
                 mm_pack_b(g, bf, tb, kk, n, data);
             cg_shared_fill_end(shared, src || bf);
@@ -365,7 +370,7 @@ static const float *mm_pack_state(cg_kernel_ctx *k, const cg_tensor *b, const vo
         if ((!src && !bf) || !(data = malloc(bytes ? bytes : 1)))
             return NULL;
         if (src)
-            mm_pack_b_bytes(g, src, kk, n, data);
+            mm_pack_b_bytes(g, src, tb, kk, n, data);
         else
             mm_pack_b(g, bf, tb, kk, n, data);
     }
@@ -519,12 +524,13 @@ static const cg_simd_gemm *mm_pg_for(cg_kernel_ctx *k, const mm_plan *p)
     return mm_pg_kernel(k, b_const ? p->m * p->batch : p->m, p->n, b_const);
 }
 
-/* Packs a constant B at init: from the model's bytes when its aligned copy
- * is not made (then, no other reader needing it, it never is: fold.c). */
+/* Prepares a constant B at init (in place or packed, mm_packed_b): from the
+ * model's bytes when its aligned copy is not made (then, no other reader
+ * needing it, it never is: fold.c), Gemm's transposed B included. */
 static cg_status mm_prepare_b(cg_kernel_ctx *k, const cg_tensor *b, bool tb, int64_t kk,
                               int64_t n, const cg_simd_gemm *g)
 {
-    const void *src = b->dtype == CG_DTYPE_FLOAT && !tb ? cg_kernel_input_source(k, 1) : NULL;
+    const void *src = b->dtype == CG_DTYPE_FLOAT ? cg_kernel_input_source(k, 1) : NULL;
     if (!src)
         cg_kernel_input_fill(k, 1);
     int64_t ldw;
