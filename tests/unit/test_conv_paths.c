@@ -26,6 +26,7 @@
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
 #include "run/cpu.h"
+#include "run/initshare.h"
 #include "testlib.h"
 
 static double pseudo(uint64_t *s)
@@ -410,6 +411,110 @@ static void test_elementwise_threads(void)
     test_tensor_free(in[1]);
 }
 
+/* A misaligned constant W (raw bytes at an odd offset, as exporters leave
+ * them) is packed from the model's bytes at init: its aligned copy is never
+ * made (resnet50's 102 MB), and every path gives the bits of an aligned W:
+ * the GEMM, the pointwise kernel, and a grouped conv with one input
+ * channel per group and few outputs (the plane kernel, which reads W). */
+static void test_misaligned_w_not_copied(void)
+{
+    if (cg_simd_detect() < CG_SIMD_AVX2) {
+        printf("  (misaligned W: no vector level on this CPU)\n");
+        return;
+    }
+    /* what, C, M, group, kernel, with a packing that covers W */
+    const struct {
+        const char *what;
+        int64_t c, m, group, k;
+        bool covered;
+    } cases[] = {{"3x3 GEMM", 24, 40, 1, 3, true},
+                 {"1x1 pointwise", 32, 48, 1, 1, true},
+                 {"depthwise 3x3", 16, 16, 16, 3, false}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t H = 20, W = 22;
+        int64_t wn = cases[ci].m * (cases[ci].c / cases[ci].group) * cases[ci].k * cases[ci].k;
+        int64_t xd[4] = {1, cases[ci].c, H, W};
+        int64_t wd[4] = {cases[ci].m, cases[ci].c / cases[ci].group, cases[ci].k, cases[ci].k};
+        float *w = malloc((size_t)wn * sizeof *w);
+        uint8_t *odd = malloc((size_t)wn * sizeof *w + 1);
+        cg_tensor *xt = make(CG_DTYPE_FLOAT, 4, xd, 31 + ci, false);
+        cg_value *x0 = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        if (!w || !odd || !xt || cg_value_from_tensor(xt, &x0, &err) != CG_OK)
+            test_fatal("out of memory");
+        uint64_t seed = 41 + ci;
+        for (int64_t i = 0; i < wn; i++)
+            w[i] = (float)pseudo(&seed);
+        memcpy(odd + 1, w, (size_t)wn * sizeof *w);
+        float *y[2] = {NULL, NULL};
+        int64_t yn[2] = {0, 0};
+        size_t filled[2] = {0, 0};
+        for (int v = 0; v < 2; v++) {
+            cg_model *m = test_model_graph(13, 2, "x", "y");
+            m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, 4, xd);
+            test_graph_init_raw(m, m->graph, "w", CG_DTYPE_FLOAT, 4, wd,
+                                v ? (void *)(odd + 1) : (void *)w, (size_t)wn * sizeof *w);
+            cg_node *n = test_node(m, m->graph, "Conv", "conv", "x,w", "y");
+            static int64_t pads[4] = {1, 1, 1, 1}, none[4] = {0, 0, 0, 0};
+            test_node_add_attr(n, attr_ints("pads", cases[ci].k == 3 ? pads : none, 4));
+            test_node_add_attr(n, attr_int("group", cases[ci].group));
+            cg_runtime_options o;
+            cg_runtime_options_default(&o);
+            cg_runtime *rt = NULL;
+            cg_value *xv = NULL;
+            cg_named_value *outs = NULL;
+            size_t nouts = 0, before = cg_shared_filled_bytes();
+            EXPECT(cg_value_copy(x0, &xv, &err) == CG_OK, "x: %s", err.msg);
+            cg_named_value feed = {"x", xv};
+            for (int r = 0; r < 2 && xv; r++) { /* the second run: the planned one */
+                cg_runtime_free_outputs(outs, nouts);
+                outs = NULL;
+                nouts = 0;
+                if (r == 0)
+                    EXPECT(cg_runtime_init(m, &o, &rt, &err) == CG_OK, "%s: init: %s",
+                           cases[ci].what, err.msg);
+                EXPECT(rt && cg_runtime_run(rt, &feed, 1, &outs, &nouts, &err) == CG_OK,
+                       "%s: run: %s", cases[ci].what, rt ? err.msg : "no runtime");
+                if (!rt)
+                    break;
+            }
+            /* while the runtime lives: its copies and packings */
+            filled[v] = cg_shared_filled_bytes() - before;
+            if (nouts == 1) {
+                yn[v] = outs[0].value->tensor.numel;
+                y[v] = malloc((size_t)yn[v] * sizeof(float));
+                if (y[v])
+                    memcpy(y[v], outs[0].value->tensor.data, (size_t)yn[v] * sizeof(float));
+            }
+            cg_runtime_free_outputs(outs, nouts);
+            cg_runtime_free(rt);
+            cg_value_free(xv);
+            cg_model_free(m);
+        }
+        EXPECT(y[0] && y[1] && yn[0] == yn[1] &&
+                   memcmp(y[0], y[1], (size_t)yn[0] * sizeof(float)) == 0,
+               "%s: a misaligned W gives the bits of an aligned one", cases[ci].what);
+        size_t copy = (size_t)wn * sizeof(float);
+        if (cases[ci].covered)
+            /* the packing alone, no copy of W beside it */
+            EXPECT(filled[1] == filled[0] && filled[1] > 0,
+                   "%s: misaligned W: %zu bytes filled, aligned W: %zu (a copy of W is %zu)",
+                   cases[ci].what, filled[1], filled[0], copy);
+        else
+            /* the plane kernel reads W itself: through its copy */
+            EXPECT(filled[1] == filled[0] + copy, "%s: misaligned W: %zu bytes filled, "
+                   "aligned W: %zu (a copy of W is %zu)", cases[ci].what, filled[1], filled[0],
+                   copy);
+        free(y[0]);
+        free(y[1]);
+        free(w);
+        free(odd);
+        cg_value_free(x0);
+        test_tensor_free(xt);
+    }
+}
+
 int main(void)
 {
     /* what, nsp, n, c, m, group, in, kernel, stride, dilation, pad0, pad1 */
@@ -448,6 +553,7 @@ int main(void)
     run_conv(&specs[0], true, Q_X_INT8 | Q_W_INT8 | Q_W_PER_CHANNEL, false);
     run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL, false);
     test_elementwise_threads();
+    test_misaligned_w_not_copied();
     const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
     const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */
     const int64_t small_a[2] = {37, 20}, small_b[2] = {20, 11};     /* one thread */

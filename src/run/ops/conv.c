@@ -334,22 +334,48 @@ static const float *conv_weights_f32(cg_kernel_ctx *k, const cg_tensor *wt, cons
     return d;
 }
 
+/* cg_pg_pack's panels from W's float32 bytes in the model (m rows of k
+ * floats, any alignment), row by row through `row` (k floats): W's aligned
+ * copy is never made. */
+static void conv_pack_bytes(const cg_simd_gemm *g, const uint8_t *w, int64_t m, int64_t k,
+                            float *row, float *dst)
+{
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        float *d = dst + pn * g->nr * k;
+        for (int64_t j = 0; j < g->nr; j++) {
+            int64_t r = pn * g->nr + j;
+            if (r < m)
+                memcpy(row, w + (size_t)(r * k) * sizeof(float), (size_t)k * sizeof(float));
+            for (int64_t q = 0; q < k; q++)
+                d[q * g->nr + j] = r < m ? row[q] : 0.0f;
+        }
+    }
+}
+
 /* The packed weights of every group: the node's state when W (and its zero
- * point, input 3 of ConvInteger) are constant (packed at the first run),
- * else packed into scratch for this run. */
+ * point, input 3 of ConvInteger) are constant (packed at init), else packed
+ * into scratch for this run. src: W's float32 bytes in the model, at any
+ * alignment, while its aligned copy is not made (cg_kernel_input_source, at
+ * init), else NULL: then W's data is read, its copy filled first. */
 static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
                                         const cg_tensor *zp, const int *ins, const conv_geom *g,
-                                        const cg_simd_gemm *gk, int64_t kk)
+                                        const cg_simd_gemm *gk, int64_t kk, const void *src)
 {
     int64_t mg = g->m / g->group;
     conv_packed *cp = cg_kernel_state(k);
     if (conv_packed_matches(cp, wt, zp, g->group, gk))
         return cp->data;
+    if (!src) { /* W is read (cg_kernel_state_covers) */
+        cg_kernel_input_fill(k, (size_t)ins[0]);
+        if (zp)
+            cg_kernel_input_fill(k, (size_t)ins[1]);
+    }
     size_t per = cg_pg_packed_floats(gk, mg, kk);
     if ((uint64_t)g->group > SIZE_MAX / sizeof(float) / (per ? per : 1))
         return NULL;
-    const float *wf = conv_weights_f32(k, wt, zp, g->m);
-    if (!wf)
+    const float *wf = src ? NULL : conv_weights_f32(k, wt, zp, g->m);
+    if (!src && !wf)
         return NULL;
     bool keep = cg_kernel_input_is_const(k, (size_t)ins[0]) &&
                 (!zp || cg_kernel_input_is_const(k, (size_t)ins[1]));
@@ -371,19 +397,32 @@ static const float *conv_weights_packed(cg_kernel_ctx *k, const cg_tensor *wt,
     if (shared) {
         data = (float *)cg_shared_data(shared);
         if (cg_shared_fill_begin(shared)) {
-            const float *wf = conv_weights_f32(k, wt, zp, g->m);
-            for (int64_t gi = 0; wf && gi < g->group; gi++)
-                cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
-            cg_shared_fill_end(shared, wf != NULL);
-            if (!wf) {
+            float *row = src ? malloc((size_t)kk * sizeof(float) + 1) : NULL;
+            const float *wf = src ? NULL : conv_weights_f32(k, wt, zp, g->m);
+            bool ok = src ? row != NULL : wf != NULL;
+            for (int64_t gi = 0; ok && gi < g->group; gi++) {
+                if (src)
+                    conv_pack_bytes(gk, (const uint8_t *)src + (size_t)(gi * mg * kk) *
+                                                                  sizeof(float),
+                                    mg, kk, row, data + (size_t)gi * per);
+                else
+                    cg_pg_pack(gk, wf + gi * mg * kk, kk, mg, kk, data + (size_t)gi * per);
+            }
+            free(row);
+            cg_shared_fill_end(shared, ok);
+            if (!ok) {
                 cg_shared_release(shared);
                 return NULL;
             }
             /* W is read through its packing from now on: its pages of the
              * model's mapping need not stay resident as well */
-            cg_mapping_drop_pages(wt->data, cg_tensor_bytes(wt));
+            cg_mapping_drop_pages(src ? src : wt->data, cg_tensor_bytes(wt));
         }
     } else {
+        if (src) { /* no shared packing: read W through its copy */
+            cg_kernel_input_fill(k, (size_t)ins[0]);
+            src = NULL;
+        }
         const float *wf = conv_weights_f32(k, wt, zp, g->m);
         if (!wf)
             return NULL;
@@ -552,7 +591,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
     bool padded = taps.padded;
     int64_t plane = taps.plane;
     const int64_t *off = taps.off, *pos = taps.pos;
-    const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk);
+    const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk, NULL);
     size_t per_group = cg_pg_packed_floats(gk, mg, kk);
     float *xpad = padded ? cg_nn_scratch(k, cg * plane, sizeof(float)) : NULL;
     if (!wpack || (padded && !xpad))
@@ -618,7 +657,7 @@ static cg_status conv_pointwise(cg_kernel_ctx *k, const float *x, const cg_tenso
     int64_t on = cg_nn_prod(g->w.nsp, g->w.out);
     static const int ins[2] = {1, -1};
     const cg_simd_gemm *gk = cg_pg_choose(ops, mg); /* conv_gemm's packing */
-    const float *wpack = conv_weights_packed(k, wt, NULL, ins, g, gk, cg);
+    const float *wpack = conv_weights_packed(k, wt, NULL, ins, g, gk, cg, NULL);
     if (!wpack)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     size_t per_group = cg_pg_packed_floats(gk, mg, cg);
@@ -1152,6 +1191,12 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
+    /* W's packing (conv_prepare) stands for its data on the float32 GEMM
+     * paths only (conv_weights_packed fills it when the packing does not
+     * match); every other path reads W: its aligned copy first */
+    if (sum16 || x->dtype != CG_DTYPE_FLOAT ||
+        (conv_use_depthwise(&g.w, g.c / g.group) && g.m / g.group < 8))
+        cg_kernel_input_fill(k, 1);
     if (sum16)
         return conv_sum16(k, x, wt, b, &g, y);
     return conv_float(k, x, wt, b, &g, false, epi, y);
@@ -1163,10 +1208,17 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
  * way conv_gemm (and conv_pointwise) will ask for them, as the node's state. */
 static cg_status conv_prepare(cg_kernel_ctx *k, int w_in, int zp_in)
 {
-    cg_kernel_input_fill(k, (size_t)w_in); /* the packing reads their data */
+    const cg_tensor *wt = cg_kernel_input(k, (size_t)w_in);
+    /* a float32 W packs from the model's bytes while its aligned copy is
+     * not made (then, no other reader needing it, it never is: fold.c);
+     * else the packing reads their data */
+    const void *src = zp_in < 0 && wt && wt->dtype == CG_DTYPE_FLOAT
+                          ? cg_kernel_input_source(k, (size_t)w_in)
+                          : NULL;
+    if (!src)
+        cg_kernel_input_fill(k, (size_t)w_in);
     if (zp_in >= 0)
         cg_kernel_input_fill(k, (size_t)zp_in);
-    const cg_tensor *wt = cg_kernel_input(k, (size_t)w_in);
     const cg_tensor *zp = zp_in >= 0 ? cg_kernel_input(k, (size_t)zp_in) : NULL;
     if (!wt || wt->rank < 3 || !cg_kernel_input_is_const(k, (size_t)w_in) ||
         (zp_in >= 0 && cg_kernel_input(k, (size_t)zp_in) == NULL && zp_in < (int)k->input_count &&
@@ -1195,7 +1247,11 @@ static cg_status conv_prepare(cg_kernel_ctx *k, int w_in, int zp_in)
         return conv_weights_q8(k, wt, zp, ins, &g, kk, &tmp) ? CG_OK : CG_NOMEM;
     }
     const cg_simd_gemm *gk = cg_pg_choose(cg_simd_ops_get(cg_kernel_simd(k)), g.m / g.group);
-    return conv_weights_packed(k, wt, zp, ins, &g, gk, kk) ? CG_OK : CG_NOMEM;
+    if (!conv_weights_packed(k, wt, zp, ins, &g, gk, kk, src))
+        return CG_NOMEM;
+    if (src) /* cg_op_conv reads W only off its float32 GEMM paths, filling it first */
+        cg_kernel_state_covers(k, (size_t)w_in);
+    return CG_OK;
 }
 
 cg_status cg_op_conv_prepare(cg_kernel_ctx *k) { return conv_prepare(k, 1, -1); }
