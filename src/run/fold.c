@@ -163,9 +163,9 @@ static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
 
 /* Leaves out of the first run's copies those of initializers every reader
  * of which has a prepared state standing for them (cg_kernel_state_covers):
- * vit_b_16's MatMul weights are packed from the model's bytes, and their
- * 346 MB of aligned copies need never be made. A graph output or a
- * subgraph's capture reads the value itself. */
+ * vit_b_16's MatMul weights are read from the model's bytes (in place,
+ * later packed from there), and their 346 MB of aligned copies need never
+ * be made. A graph output or a subgraph's capture reads the value itself. */
 static void defer_covered_copies(cg_plan *p)
 {
     for (int32_t s = 0; s < (int32_t)p->slot_count; s++) {

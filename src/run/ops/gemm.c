@@ -184,7 +184,9 @@ static cg_status mm_f32(cg_kernel_ctx *k, const mm_plan *p, const float *a, cons
  * the kernel's nr columns of Y, and the rows of A are the positions, read
  * in place (A(i,q) at a[i*ars + q*acs], so a transposed A costs nothing).
  * A constant B is packed once, at init (prepare.def), shared by every
- * runtime of the process over the same weights; a computed B is packed per
+ * runtime of the process over the same weights, or, where its N fills the
+ * kernel's panels, read in place for a runtime's first runs and packed at
+ * its third (MM_IN_PLACE_RUNS); a computed B is packed per
  * matrix into scratch, which costs K*N copies against rows*K*N
  * multiply-adds, so it is done only when there are at least 2*mr rows.
  * OpenBLAS keeps the portable level (its kernels beat plain C), the
