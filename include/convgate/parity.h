@@ -246,6 +246,22 @@ CG_API CG_NODISCARD cg_status cg_judge_init(const cg_model *model, const cg_pari
  * with no targets, the reference itself). */
 CG_API CG_NODISCARD cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t index,
                                            cg_value *const *given, cg_error *err);
+/* Announces the samples cg_judge_add will get next, in this order (borrowed
+ * until cg_judge_finish or cg_judge_free): where the target path runs with
+ * floors on two cores and every sample has the same dims, its runs go
+ * ahead on a thread of their own, sample after sample, while each
+ * cg_judge_add runs that sample's references and tallies the samples whose
+ * target runs are in, in order (cg_judge_finish tallies the rest). The
+ * figures and verdicts are those of cg_judge_add alone; an error of a
+ * sample may come from a later cg_judge_add or from cg_judge_finish, the
+ * earliest sample's first. Otherwise nothing changes. Call it before the
+ * first cg_judge_add. */
+CG_API CG_NODISCARD cg_status cg_judge_ahead(cg_judge *j, const cg_sample *samples,
+                                             size_t count, cg_error *err);
+/* Tallies every sample added so far, waiting for the target's runs ahead
+ * (cg_judge_finish does it first): the samples' times (cg_judge_times) are
+ * then complete. A no-op without cg_judge_ahead. */
+CG_API CG_NODISCARD cg_status cg_judge_wait(cg_judge *j, cg_error *err);
 /* The target path the last sample ran on, handed over (the caller frees
  * it; NULL when none ran here). */
 CG_API cg_target_path *cg_judge_take_path(cg_judge *j);

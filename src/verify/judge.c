@@ -20,6 +20,8 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,8 @@ typedef struct det_flips {
     double max_margin;
     bool unknown;           /* a flip without a margin (the other side kept nothing) */
 } det_flips;
+
+typedef struct judge_ahead judge_ahead;
 
 /* [0] boxes, [1] scores */
 typedef struct det_tally {
@@ -77,7 +81,12 @@ struct cg_judge {
     double wall_s[3], cpu_s[3]; /* cg_judge_times */
     /* two threads: a sample's reference runs beside its target path runs */
     cg_threadpool *pool;
+    /* or the target path runs every sample ahead on its own thread
+     * (cg_judge_ahead) */
+    judge_ahead *ahead;
 };
+
+static void ahead_end(cg_judge *j);
 
 void cg_judge_times(const cg_judge *j, double wall_s[3], double cpu_s[3])
 {
@@ -93,6 +102,7 @@ void cg_judge_free(cg_judge *j)
 {
     if (!j)
         return;
+    ahead_end(j); /* its thread runs j->target */
     cg_noise_target_free(j->target);
     cg_noise_target_free(j->emulation);
     cg_noise_tally_free(&j->tally);
@@ -642,76 +652,68 @@ static void sample_share(void *arg, int t, int n)
     b->cpu_s[t] = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
 }
 
-cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *const *given,
-                       cg_error *err)
+/* One sample whose references and target have run (or whose reference is
+ * a golden set's): what the tally needs. */
+typedef struct sample_done {
+    const cg_sample *s;
+    size_t si;
+    cg_value *const *given;
+    cg_status st;                  /* of the runs (their message in the caller's err) */
+    bool target_ran;               /* the target path ran on s above */
+    const cg_dim_binding *dims;
+    size_t nd;
+    cg_noise_runs *runs;           /* the references' outputs (freed by the caller) */
+    cg_noise_runs *truns;          /* the target's, when it ran above (taken over) */
+    cg_noise_decision_values *dec;
+    cg_noise_target_sample *ahead; /* the target's run, made ahead (cg_judge_ahead) */
+} sample_done;
+
+/* A stopwatch like cg_lap on the calling thread's CPU clock: the tally runs
+ * beside the target half when that runs ahead, whose CPU is not its own. */
+static void thread_lap_start(cg_lap *l)
+{
+    l->wall = cg_clock_seconds(CLOCK_MONOTONIC);
+    l->cpu = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static void thread_lap_add(cg_lap *l, double *wall_s, double *cpu_s)
+{
+    cg_lap now;
+    thread_lap_start(&now);
+    *wall_s += now.wall - l->wall;
+    *cpu_s += now.cpu - l->cpu;
+    *l = now;
+}
+
+/* The second half of cg_judge_add: the target's tally (or its run, for a
+ * golden sample), the comparison of every output and the task figures. */
+static cg_status sample_tally(cg_judge *j, sample_done *d, cg_error *err)
 {
     const cg_parity_options *opt = j->opt;
     cg_parity_report *r = j->r;
     const cg_graph *g = j->model->graph;
-    cg_noise_runs runs, truns;
-    cg_noise_decision_values dec;
+    const cg_sample *s = d->s;
+    size_t si = d->si;
+    cg_value *const *given = d->given;
+    cg_noise_runs *runs = d->runs, truns = *d->truns;
+    cg_noise_decision_values *dec = d->dec;
     cg_named_value *given_named = NULL;
-    cg_status st = CG_OK;
-    memset(&runs, 0, sizeof runs);
-    memset(&truns, 0, sizeof truns);
-    memset(&dec, 0, sizeof dec);
-    if (si >= j->sample_cap)
-        return cg_error_set(err, CG_USAGE, "judge: sample %zu beyond the %zu announced", si,
-                            j->sample_cap);
-    if (!(r->sample_names[si] = strdup(s->label)))
-        return cg_error_set(err, CG_NOMEM, "out of memory");
-    if (si + 1 > r->sample_count)
-        r->sample_count = si + 1;
+    cg_status st = d->st;
     cg_lap lap;
-    cg_lap_start(&lap);
-
-    /* the references, and the target path beside them where it runs here */
-    const cg_named_value *ref64 = NULL, *ref32 = NULL, *ref16 = NULL;
-    size_t n64 = 0, n32 = 0, n16 = 0;
-    sample_job job;
-    memset(&job, 0, sizeof job);
-    job.j = j;
-    job.s = s;
-    job.runs = &runs;
-    job.dec = &dec;
-    job.truns = &truns;
-    job.nd = cg_sample_dims(j->model, opt->dims, opt->dim_count, s, job.dims,
-                            CG_PARITY_MAX_DIMS);
-    job.target = !s->expected && !given && (j->target || j->sp_on);
-    cg_error_clear(&job.err[0]);
-    cg_error_clear(&job.err[1]);
+    thread_lap_start(&lap);
+    memset(d->truns, 0, sizeof *d->truns);
+    const cg_named_value *ref64, *ref32, *ref16 = NULL;
+    size_t n64, n32, n16 = 0;
     if (s->expected) {
         ref32 = ref64 = s->expected;
         n32 = n64 = s->expected_count;
-        if (j->noise && !s->expected_floors)
-            j->golden_without_floors = true;
-        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count; k++)
-            j->golden_without_sums = j->golden_without_sums ||
-                                     (isnan(s->expected_floors[k].fp16_sums) &&
-                                      !isnan(s->expected_floors[k].fp16));
-        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
-             k++)
-            st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
-        cg_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
     } else {
-        cg_threadpool_run(job.target ? j->pool : NULL, sample_share, &job);
-        if (!job.target || !j->pool)
-            sample_share(&job, 1, 2); /* NULL pool: share 0 only */
-        /* the reference's error first, as when they ran in that order */
-        st = job.st[0] != CG_OK ? job.st[0] : job.st[1];
-        if (st != CG_OK)
-            cg_error_set(err, st, "%s", job.st[0] != CG_OK ? job.err[0].msg : job.err[1].msg);
-        for (int p = 0; p < 2; p++) {
-            j->wall_s[p] += job.wall_s[p];
-            j->cpu_s[p] += job.cpu_s[p];
-        }
-        cg_lap_start(&lap);
-        ref64 = runs.out[CG_RUN_FP64];
-        n64 = runs.count[CG_RUN_FP64];
-        ref32 = runs.out[CG_RUN_FP32];
-        n32 = runs.count[CG_RUN_FP32];
-        ref16 = runs.out[CG_RUN_FP16];
-        n16 = runs.count[CG_RUN_FP16];
+        ref64 = runs->out[CG_RUN_FP64];
+        n64 = runs->count[CG_RUN_FP64];
+        ref32 = runs->out[CG_RUN_FP32];
+        n32 = runs->count[CG_RUN_FP32];
+        ref16 = runs->out[CG_RUN_FP16];
+        n16 = runs->count[CG_RUN_FP16];
     }
 
     /* the target: run above, or its outputs given, or the reference itself */
@@ -724,23 +726,28 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             given_named[k].value = given[k];
         }
         if (st == CG_OK && j->emulation &&
-            (st = cg_noise_target_add_sample(j->emulation, s->inputs, s->input_count, job.dims,
-                                             job.nd, ref64, n64, s->expected ? NULL : &dec, si,
+            (st = cg_noise_target_add_sample(j->emulation, s->inputs, s->input_count, d->dims,
+                                             d->nd, ref64, n64, s->expected ? NULL : dec, si,
                                              NULL, err)) != CG_OK)
             cg_error_prefix(err, "sample %s: the fp16 emulation: ", s->label);
-    } else if (j->target && !job.target) {
+    } else if (j->target && !d->target_ran) {
         /* a golden sample: nothing ran above */
-        if ((st = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, job.dims,
-                                             job.nd, err)) != CG_OK)
+        if ((st = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, d->dims,
+                                             d->nd, err)) != CG_OK)
             cg_error_prefix(err, "sample %s: target path: ", s->label);
-    } else if (j->sp_on && !job.target) {
+    } else if (j->sp_on && !d->target_ran) {
         st = sample_path_run(j, s, &truns, err);
     } else if (!j->target && !j->sp_on) {
         st = run_reference(j, s, &truns.out[CG_RUN_TARGET], &truns.count[CG_RUN_TARGET], err);
     }
     if (st == CG_OK && j->target) {
-        if ((st = cg_noise_target_tally_sample(j->target, ref64, n64, s->expected ? NULL : &dec,
-                                               si, &truns, err)) != CG_OK)
+        const cg_noise_decision_values *rd = s->expected ? NULL : dec;
+        cg_noise_target_sample *ahead = d->ahead;
+        d->ahead = NULL;
+        if ((st = ahead ? cg_noise_target_tally_detached(j->target, ahead, ref64, n64, rd, si,
+                                                         &truns, err)
+                        : cg_noise_target_tally_sample(j->target, ref64, n64, rd, si, &truns,
+                                                       err)) != CG_OK)
             cg_error_prefix(err, "sample %s: target path: ", s->label);
         else
             r->reduced = r->reduced || cg_noise_target_precision(j->target) == CG_PRECISION_FP16;
@@ -752,7 +759,7 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
         truns.count[CG_RUN_TARGET] = g->output_count;
         r->reduced = r->reduced || j->fp16_targets;
     }
-    cg_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
+    thread_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
     const cg_named_value *got = truns.out[CG_RUN_TARGET];
     size_t ngot = truns.count[CG_RUN_TARGET];
     /* runs of the target that stopped on a non-finite value give no
@@ -797,7 +804,7 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             o->samples[si].error = max_error(find_output(ref64, n64, o->name), b);
     }
     if (st == CG_OK && opt->task == CG_TASK_DETECT && !stopped[0] && !stopped[1])
-        st = detect_add(j, ref64, n64, ref32, n32, &runs, &truns, err);
+        st = detect_add(j, ref64, n64, ref32, n32, runs, &truns, err);
     if (st == CG_OK && j->noise && !s->expected && ref64 && got &&
         (opt->task == CG_TASK_CLASSIFY || opt->task == CG_TASK_SEGMENT))
         task_noise_add(j, ref64, n64, ref32, n32, ref16, n16, got, ngot);
@@ -807,15 +814,383 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
     }
     free(given_named);
     cg_noise_runs_free(&truns);
+    thread_lap_add(&lap, &j->wall_s[2], &j->cpu_s[2]);
+    return st;
+}
+
+
+/* --- the target half ahead ------------------------------------------------------------- */
+
+/* The target half runs on a thread of its own, sample after sample, while
+ * the caller's thread runs the references: its first sample (the
+ * target's compilation and first-touch costs, for XNNPACK several times a
+ * warm run) overlaps the references of the next ones instead of holding
+ * them up. Each sample is tallied once both halves are in, in sample
+ * order, exactly as cg_judge_add tallies it; only the runs move. What
+ * waits for its tally is bounded: the target thread runs at most
+ * AHEAD_TARGETS samples past the last tallied one, and the references
+ * waiting for their target's hold at most AHEAD_REF_BYTES of outputs and
+ * decision values beyond one sample's (past that, each cg_judge_add waits
+ * for the target as before). */
+#define AHEAD_TARGETS 2
+#define AHEAD_REF_BYTES ((size_t)64 << 20)
+
+static atomic_size_t samples_ahead;
+
+size_t cg_judge_samples_ahead(void)
+{
+    return atomic_load(&samples_ahead);
+}
+
+typedef struct ahead_slot {
+    /* the target half (the target thread's until `ran` covers it) */
+    cg_noise_target_sample *res;
+    cg_status tst;
+    cg_error terr;
+    double twall, tcpu;
+    /* the reference half (the caller's) */
+    bool ref_done;
+    cg_status rst;
+    cg_error rerr;
+    cg_noise_runs runs;
+    cg_noise_decision_values dec;
+    size_t bytes;
+} ahead_slot;
+
+struct judge_ahead {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const cg_sample *samples; /* the caller's, in the order cg_judge_add gets them */
+    size_t count;
+    cg_dim_binding dims[CG_PARITY_MAX_DIMS]; /* every sample's */
+    size_t nd;
+    ahead_slot *slot;
+    bool thread_on;
+    size_t added; /* samples whose references ran (the caller's) */
+    /* under mu: samples the target thread has run (their slots filled),
+     * samples tallied, and a request to stop */
+    size_t ran, tallied;
+    bool stop;
+    cg_status first_err; /* the first tally's error: nothing is tallied after it */
+};
+
+static size_t values_bytes(const cg_named_value *v, size_t n)
+{
+    size_t b = 0;
+    for (size_t i = 0; v && i < n; i++)
+        if (v[i].value && v[i].value->kind == CG_VALUE_TENSOR)
+            b += (size_t)v[i].value->tensor.numel * cg_dtype_size(v[i].value->tensor.dtype);
+    return b;
+}
+
+static size_t refs_bytes(const cg_noise_runs *r, const cg_noise_decision_values *d)
+{
+    size_t b = 0;
+    for (int p = 0; p < CG_NOISE_RUNS; p++)
+        b += values_bytes(r->out[p], r->count[p]);
+    for (size_t i = 0; i < d->count; i++)
+        if (d->values[i] && d->values[i]->kind == CG_VALUE_TENSOR)
+            b += (size_t)d->values[i]->tensor.numel * cg_dtype_size(d->values[i]->tensor.dtype);
+    return b;
+}
+
+static void *ahead_main(void *arg)
+{
+    cg_judge *j = arg;
+    judge_ahead *a = j->ahead;
+    for (size_t i = 0; i < a->count; i++) {
+        pthread_mutex_lock(&a->mu);
+        while (!a->stop && i >= a->tallied + AHEAD_TARGETS)
+            pthread_cond_wait(&a->cv, &a->mu);
+        bool stop = a->stop;
+        pthread_mutex_unlock(&a->mu);
+        if (stop)
+            break;
+        ahead_slot *sl = &a->slot[i];
+        const cg_sample *s = &a->samples[i];
+        double wall = cg_clock_seconds(CLOCK_MONOTONIC);
+        double cpu = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        cg_error_clear(&sl->terr);
+        sl->tst = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, a->dims, a->nd,
+                                             &sl->terr);
+        if (sl->tst != CG_OK)
+            cg_error_prefix(&sl->terr, "sample %s: target path: ", s->label);
+        else if (!(sl->res = cg_noise_target_detach(j->target)))
+            sl->tst = cg_error_set(&sl->terr, CG_NOMEM, "out of memory");
+        sl->twall = cg_clock_seconds(CLOCK_MONOTONIC) - wall;
+        sl->tcpu = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
+        atomic_fetch_add(&samples_ahead, 1);
+        pthread_mutex_lock(&a->mu);
+        a->ran = i + 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        if (sl->tst != CG_OK)
+            break; /* as the lockstep order stops at a failing sample */
+    }
+    return NULL;
+}
+
+/* Waits for the target half of sample i; false when the thread stopped
+ * before running it. */
+static bool ahead_wait(judge_ahead *a, size_t i)
+{
+    pthread_mutex_lock(&a->mu);
+    while (a->ran <= i && !a->stop) {
+        /* the thread ends early only after a failing sample */
+        if (a->ran > 0 && a->slot[a->ran - 1].tst != CG_OK)
+            break;
+        pthread_cond_wait(&a->cv, &a->mu);
+    }
+    bool ok = a->ran > i;
+    pthread_mutex_unlock(&a->mu);
+    return ok;
+}
+
+/* Tallies the next sample (a->tallied) once its target half is in. */
+static cg_status ahead_tally_next(cg_judge *j, cg_error *err)
+{
+    judge_ahead *a = j->ahead;
+    size_t i = a->tallied;
+    ahead_slot *sl = &a->slot[i];
+    bool ran = ahead_wait(a, i);
+    cg_status st = sl->rst;
+    /* the reference's error first, as when they ran in that order */
+    if (st != CG_OK)
+        cg_error_set(err, st, "%s", sl->rerr.msg);
+    else if (!ran)
+        st = cg_error_set(err, CG_RUNTIME, "sample %s: the target path did not run",
+                          a->samples[i].label);
+    else if ((st = sl->tst) != CG_OK)
+        cg_error_set(err, st, "%s", sl->terr.msg);
+    if (ran) {
+        j->wall_s[1] += sl->twall;
+        j->cpu_s[1] += sl->tcpu;
+    }
+    cg_noise_runs truns;
+    memset(&truns, 0, sizeof truns);
+    sample_done d = {&a->samples[i], i, NULL, st, true, a->dims, a->nd, &sl->runs, &truns,
+                     &sl->dec, sl->res};
+    sl->res = NULL;
+    if (st == CG_OK) {
+        st = sample_tally(j, &d, err);
+    } else {
+        cg_noise_target_sample_free(d.ahead);
+        cg_noise_runs_free(&truns);
+    }
+    cg_noise_runs_free(&sl->runs);
+    cg_noise_decision_values_free(&sl->dec);
+    sl->bytes = 0;
+    pthread_mutex_lock(&a->mu);
+    a->tallied = i + 1;
+    if (st != CG_OK)
+        a->stop = true; /* nothing after a failing sample counts */
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    if (st != CG_OK)
+        a->first_err = st;
+    return st;
+}
+
+/* cg_judge_add with the target half ahead: the references of sample si
+ * here, then every sample whose target half is in is tallied. */
+static cg_status ahead_add(cg_judge *j, const cg_sample *s, size_t si, cg_error *err)
+{
+    judge_ahead *a = j->ahead;
+    if (si >= a->count || s != &a->samples[si] || si != a->added)
+        return cg_error_set(err, CG_USAGE, "judge: sample %zu out of the order cg_judge_ahead "
+                            "announced", si);
+    if (a->first_err != CG_OK)
+        return cg_error_set(err, CG_USAGE, "judge: a sample after a failed one");
+    ahead_slot *sl = &a->slot[si];
+    double wall = cg_clock_seconds(CLOCK_MONOTONIC);
+    double cpu = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    cg_error_clear(&sl->rerr);
+    if ((sl->rst = cg_noise_add_sample(j->floors, s->inputs, s->input_count, &sl->runs, &sl->dec,
+                                       &sl->rerr)) != CG_OK)
+        cg_error_prefix(&sl->rerr, "sample %s: ", s->label);
+    j->wall_s[0] += cg_clock_seconds(CLOCK_MONOTONIC) - wall;
+    j->cpu_s[0] += cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
+    sl->bytes = refs_bytes(&sl->runs, &sl->dec);
+    sl->ref_done = true;
+    a->added = si + 1;
+    /* tally what is ready; wait while the waiting references hold too much
+     * (or this one failed: the earlier samples' errors come first) */
+    cg_status st = CG_OK;
+    while (st == CG_OK && a->tallied <= si) {
+        size_t held = 0;
+        for (size_t k = a->tallied; k <= si; k++)
+            held += a->slot[k].bytes;
+        pthread_mutex_lock(&a->mu);
+        bool ready = a->ran > a->tallied || a->stop;
+        pthread_mutex_unlock(&a->mu);
+        bool must = sl->rst != CG_OK || held > AHEAD_REF_BYTES;
+        if (!ready && !must)
+            break;
+        st = ahead_tally_next(j, err);
+    }
+    return st;
+}
+
+/* Tallies every sample added and not tallied yet. */
+static cg_status ahead_flush(cg_judge *j, cg_error *err)
+{
+    judge_ahead *a = j->ahead;
+    cg_status st = a->first_err;
+    if (st != CG_OK)
+        return cg_error_set(err, st, "judge: a sample failed");
+    while (st == CG_OK && a->tallied < a->added)
+        st = ahead_tally_next(j, err);
+    return st;
+}
+
+/* Stops and joins the target thread and frees what waits for a tally. */
+static void ahead_end(cg_judge *j)
+{
+    judge_ahead *a = j->ahead;
+    if (!a)
+        return;
+    if (a->thread_on) {
+        pthread_mutex_lock(&a->mu);
+        a->stop = true;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->thread, NULL);
+    }
+    for (size_t i = 0; i < a->count; i++) {
+        cg_noise_target_sample_free(a->slot[i].res);
+        cg_noise_runs_free(&a->slot[i].runs);
+        cg_noise_decision_values_free(&a->slot[i].dec);
+    }
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a->slot);
+    free(a);
+    j->ahead = NULL;
+}
+
+cg_status cg_judge_wait(cg_judge *j, cg_error *err)
+{
+    if (!j || !j->ahead)
+        return CG_OK;
+    cg_status st = ahead_flush(j, err);
+    ahead_end(j);
+    return st;
+}
+
+cg_status cg_judge_ahead(cg_judge *j, const cg_sample *samples, size_t count, cg_error *err)
+{
+    if (!j || j->ahead || !j->target || !j->pool || j->opt->golden || j->opt->outputs_from ||
+        !samples || count < 2 || count > j->sample_cap || j->r->sample_count)
+        return CG_OK;
+    judge_ahead *a = calloc(1, sizeof *a);
+    if (!a)
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    a->samples = samples;
+    a->count = count;
+    a->nd = cg_sample_dims(j->model, j->opt->dims, j->opt->dim_count, &samples[0], a->dims,
+                           CG_PARITY_MAX_DIMS);
+    /* one set of dims: the target thread's paths are built once, before the
+     * first tally, so the tallies read a placement that no longer moves */
+    for (size_t i = 0; i < count; i++) {
+        cg_dim_binding d[CG_PARITY_MAX_DIMS];
+        size_t nd = cg_sample_dims(j->model, j->opt->dims, j->opt->dim_count, &samples[i], d,
+                                   CG_PARITY_MAX_DIMS);
+        bool same = !samples[i].expected && nd == a->nd;
+        for (size_t k = 0; same && k < nd; k++)
+            same = strcmp(d[k].symbol, a->dims[k].symbol) == 0 && d[k].value == a->dims[k].value;
+        if (!same) {
+            free(a);
+            return CG_OK;
+        }
+    }
+    if (!(a->slot = calloc(count, sizeof *a->slot))) {
+        free(a);
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    j->ahead = a;
+    if (pthread_create(&a->thread, NULL, ahead_main, j) != 0) {
+        ahead_end(j); /* no thread: the samples run side by side as before */
+        return CG_OK;
+    }
+    a->thread_on = true;
+    return CG_OK;
+}
+
+cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *const *given,
+                       cg_error *err)
+{
+    const cg_parity_options *opt = j->opt;
+    cg_parity_report *r = j->r;
+    cg_noise_runs runs, truns;
+    cg_noise_decision_values dec;
+    cg_status st = CG_OK;
+    memset(&runs, 0, sizeof runs);
+    memset(&truns, 0, sizeof truns);
+    memset(&dec, 0, sizeof dec);
+    if (si >= j->sample_cap)
+        return cg_error_set(err, CG_USAGE, "judge: sample %zu beyond the %zu announced", si,
+                            j->sample_cap);
+    if (!(r->sample_names[si] = strdup(s->label)))
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    if (si + 1 > r->sample_count)
+        r->sample_count = si + 1;
+    cg_lap lap;
+    cg_lap_start(&lap);
+
+    if (j->ahead && !given && !s->expected)
+        return ahead_add(j, s, si, err);
+
+    /* the references, and the target path beside them where it runs here */
+    sample_job job;
+    memset(&job, 0, sizeof job);
+    job.j = j;
+    job.s = s;
+    job.runs = &runs;
+    job.dec = &dec;
+    job.truns = &truns;
+    job.nd = cg_sample_dims(j->model, opt->dims, opt->dim_count, s, job.dims,
+                            CG_PARITY_MAX_DIMS);
+    job.target = !s->expected && !given && (j->target || j->sp_on);
+    cg_error_clear(&job.err[0]);
+    cg_error_clear(&job.err[1]);
+    if (s->expected) {
+        if (j->noise && !s->expected_floors)
+            j->golden_without_floors = true;
+        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count; k++)
+            j->golden_without_sums = j->golden_without_sums ||
+                                     (isnan(s->expected_floors[k].fp16_sums) &&
+                                      !isnan(s->expected_floors[k].fp16));
+        for (size_t k = 0; j->noise && s->expected_floors && k < r->output_count && st == CG_OK;
+             k++)
+            st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
+        cg_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
+    } else {
+        cg_threadpool_run(job.target ? j->pool : NULL, sample_share, &job);
+        if (!job.target || !j->pool)
+            sample_share(&job, 1, 2); /* NULL pool: share 0 only */
+        /* the reference's error first, as when they ran in that order */
+        st = job.st[0] != CG_OK ? job.st[0] : job.st[1];
+        if (st != CG_OK)
+            cg_error_set(err, st, "%s", job.st[0] != CG_OK ? job.err[0].msg : job.err[1].msg);
+        for (int p = 0; p < 2; p++) {
+            j->wall_s[p] += job.wall_s[p];
+            j->cpu_s[p] += job.cpu_s[p];
+        }
+    }
+    sample_done d = {s, si, given, st, job.target, job.dims, job.nd, &runs, &truns, &dec, NULL};
+    st = sample_tally(j, &d, err);
     cg_noise_runs_free(&runs);
     cg_noise_decision_values_free(&dec);
-    cg_lap_add(&lap, &j->wall_s[2], &j->cpu_s[2]);
     return st;
 }
 
 cg_target_path *cg_judge_take_path(cg_judge *j)
 {
     cg_target_path *p = NULL;
+    ahead_end(j);
     if (j->target) {
         p = cg_noise_target_take_path(j->target);
     } else if (j->sp_on) {
@@ -1146,7 +1521,9 @@ static void class_note(cg_judge *j)
 cg_status cg_judge_finish(cg_judge *j, cg_error *err)
 {
     cg_parity_report *r = j->r;
-    cg_status st = CG_OK;
+    cg_status st = cg_judge_wait(j, err);
+    if (st != CG_OK)
+        return st;
     if (j->target)
         r->precision = cg_noise_target_precision(j->target);
     else if (j->sp_on && j->sp.reduced)

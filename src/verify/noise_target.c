@@ -18,6 +18,21 @@
 
 #include "convgate/noise.h"
 #include "convgate/targetpath.h"
+#include "verify_internal.h"
+
+/* What one run_sample leaves for its tally: every path's outputs and
+ * decision values, and the runs that stopped on a non-finite value (paths 0
+ * and 1), to be confirmed against the fp64 reference on the sample's
+ * inputs (borrowed). */
+struct cg_noise_target_sample {
+    cg_noise_runs kept;
+    cg_noise_decision_values kept_dec[3];
+    const cg_named_value *inputs;
+    size_t input_count;
+    cg_nonfinite_watch pending[2];
+    char pending_msg[2][256];
+    bool pending_on[2];
+};
 
 struct cg_noise_target {
     cg_noise *noise;
@@ -25,9 +40,8 @@ struct cg_noise_target {
     cg_target_path *path[3];        /* as placed, fp32 accumulation, fp32 */
     cg_noise_tally tally[3];
     cg_noise_capture cap;
-    /* the last run_sample's, per path, until tally_sample */
-    cg_noise_runs kept;
-    cg_noise_decision_values kept_dec[3];
+    /* the last run_sample's, until tally_sample (or cg_noise_target_detach) */
+    cg_noise_target_sample cur;
     cg_dim_binding *dims;           /* the dims the paths were built for */
     size_t dim_count;
     bool built;
@@ -35,14 +49,6 @@ struct cg_noise_target {
     cg_precision precision;
     bool sums16;                    /* path[0] sums in fp16 somewhere */
     const char *class_name[2];      /* device classes judged (NULL: one) */
-    /* runs that stopped on a non-finite value (paths 0 and 1): the last
-     * run_sample's, until tally_sample confirms them against the fp64
-     * reference (its inputs kept for that) */
-    const cg_named_value *inputs;
-    size_t input_count;
-    cg_nonfinite_watch pending[2];
-    char pending_msg[2][256];
-    bool pending_on[2];
     cg_run_stop stop[2];            /* where each first stopped */
     bool stopped_last[2];           /* ... and on the last sample tallied */
 };
@@ -62,12 +68,36 @@ static void paths_free(cg_noise_target *t)
     t->built = false;
 }
 
-/* Frees what run_sample kept. */
+/* Frees what a run_sample kept. */
+static void sample_clear(cg_noise_target_sample *c)
+{
+    cg_noise_runs_free(&c->kept);
+    for (int p = 0; p < 3; p++)
+        cg_noise_decision_values_free(&c->kept_dec[p]);
+    memset(c, 0, sizeof *c);
+}
+
 static void kept_free(cg_noise_target *t)
 {
-    cg_noise_runs_free(&t->kept);
-    for (int p = 0; p < 3; p++)
-        cg_noise_decision_values_free(&t->kept_dec[p]);
+    sample_clear(&t->cur);
+}
+
+void cg_noise_target_sample_free(cg_noise_target_sample *c)
+{
+    if (!c)
+        return;
+    sample_clear(c);
+    free(c);
+}
+
+cg_noise_target_sample *cg_noise_target_detach(cg_noise_target *t)
+{
+    cg_noise_target_sample *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = t->cur;
+    memset(&t->cur, 0, sizeof t->cur);
+    return c;
 }
 
 void cg_noise_target_free(cg_noise_target *t)
@@ -191,11 +221,12 @@ cg_status cg_noise_target_run_sample(cg_noise_target *t, const cg_named_value *i
         cg_error_prefix(err, "target path: ");
         return st;
     }
-    t->inputs = inputs;
-    t->input_count = input_count;
+    cg_noise_target_sample *c = &t->cur;
+    c->inputs = inputs;
+    c->input_count = input_count;
     for (int p = 0; p < 3 && st == CG_OK; p++) {
         if (p < 2)
-            t->pending_on[p] = false;
+            c->pending_on[p] = false;
         if (!t->path[p])
             continue;
         memset(&t->cap.values, 0, sizeof t->cap.values);
@@ -204,14 +235,14 @@ cg_status cg_noise_target_run_sample(cg_noise_target *t, const cg_named_value *i
          * that fp16 made: noted, and judged once the fp64 reference says
          * it does not have it (tally_sample) */
         t->cap.nonfinite.on = p < 2 && t->precision == CG_PRECISION_FP16;
-        st = cg_target_path_run(t->path[p], inputs, input_count, &t->kept.out[p],
-                                &t->kept.count[p], err);
-        t->kept_dec[p] = t->cap.values;
+        st = cg_target_path_run(t->path[p], inputs, input_count, &c->kept.out[p],
+                                &c->kept.count[p], err);
+        c->kept_dec[p] = t->cap.values;
         memset(&t->cap.values, 0, sizeof t->cap.values);
         if (st != CG_OK && st != CG_NOMEM && t->cap.nonfinite.on && t->cap.nonfinite.count) {
-            t->pending[p] = t->cap.nonfinite;
-            t->pending_on[p] = true;
-            snprintf(t->pending_msg[p], sizeof t->pending_msg[p], "%.255s", err->msg);
+            c->pending[p] = t->cap.nonfinite;
+            c->pending_on[p] = true;
+            snprintf(c->pending_msg[p], sizeof c->pending_msg[p], "%.255s", err->msg);
             cg_error_clear(err);
             st = CG_OK;
         }
@@ -226,21 +257,22 @@ cg_status cg_noise_target_run_sample(cg_noise_target *t, const cg_named_value *i
  * when the fp64 reference does not have the first of them (without the
  * fp64 reference, a golden set's, it is taken not to), else the run's
  * error stands. */
-static cg_status confirm_stop(cg_noise_target *t, int p, size_t sample, cg_error *err)
+static cg_status confirm_stop(cg_noise_target *t, cg_noise_target_sample *c, int p,
+                              size_t sample, cg_error *err)
 {
     cg_nonfinite_site site;
     cg_error perr;
     cg_error_clear(&perr);
-    cg_status st = cg_noise_probe(t->noise, t->inputs, t->input_count, &t->pending[p], &perr);
+    cg_status st = cg_noise_probe(t->noise, c->inputs, c->input_count, &c->pending[p], &perr);
     if (st == CG_NOMEM || (st != CG_OK && st != CG_USAGE))
         return cg_error_set(err, st, "%s", perr.msg);
-    if (!cg_nonfinite_first_new(&t->pending[p], &site))
-        return cg_error_set(err, CG_RUNTIME, "%s", t->pending_msg[p]);
+    if (!cg_nonfinite_first_new(&c->pending[p], &site))
+        return cg_error_set(err, CG_RUNTIME, "%s", c->pending_msg[p]);
     cg_run_stop *s = &t->stop[p];
     if (!s->stopped) {
         s->stopped = true;
         s->site = site;
-        memcpy(s->message, t->pending_msg[p], sizeof s->message);
+        memcpy(s->message, c->pending_msg[p], sizeof s->message);
         s->sample = sample;
     }
     s->samples++;
@@ -248,29 +280,48 @@ static cg_status confirm_stop(cg_noise_target *t, int p, size_t sample, cg_error
     return CG_OK;
 }
 
-cg_status cg_noise_target_tally_sample(cg_noise_target *t, const cg_named_value *ref64,
-                                       size_t ref_count, const cg_noise_decision_values *ref_dec,
-                                       size_t sample, cg_noise_runs *outs, cg_error *err)
+/* Tallies what one run_sample kept (c), and frees it. */
+static cg_status tally_kept(cg_noise_target *t, cg_noise_target_sample *c,
+                            const cg_named_value *ref64, size_t ref_count,
+                            const cg_noise_decision_values *ref_dec, size_t sample,
+                            cg_noise_runs *outs, cg_error *err)
 {
     cg_status st = CG_OK;
     if (outs)
         memset(outs, 0, sizeof *outs);
     for (int p = 0; p < 2 && st == CG_OK; p++) {
         t->stopped_last[p] = false;
-        if (t->pending_on[p] && (st = confirm_stop(t, p, sample, err)) == CG_OK)
+        if (c->pending_on[p] && (st = confirm_stop(t, c, p, sample, err)) == CG_OK)
             cg_noise_tally_add_stopped(t->noise, &t->tally[p], ref64, ref_count, sample);
-        t->pending_on[p] = false;
+        c->pending_on[p] = false;
     }
     for (int p = 0; p < 3 && st == CG_OK; p++)
-        if (t->kept.out[p])
-            st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, t->kept.out[p],
-                                    t->kept.count[p], ref_dec, &t->kept_dec[p], NULL, sample,
+        if (c->kept.out[p])
+            st = cg_noise_tally_add(t->noise, &t->tally[p], ref64, ref_count, c->kept.out[p],
+                                    c->kept.count[p], ref_dec, &c->kept_dec[p], NULL, sample,
                                     err);
     if (outs && st == CG_OK) {
-        *outs = t->kept;
-        memset(&t->kept, 0, sizeof t->kept);
+        *outs = c->kept;
+        memset(&c->kept, 0, sizeof c->kept);
     }
-    kept_free(t);
+    sample_clear(c);
+    return st;
+}
+
+cg_status cg_noise_target_tally_sample(cg_noise_target *t, const cg_named_value *ref64,
+                                       size_t ref_count, const cg_noise_decision_values *ref_dec,
+                                       size_t sample, cg_noise_runs *outs, cg_error *err)
+{
+    return tally_kept(t, &t->cur, ref64, ref_count, ref_dec, sample, outs, err);
+}
+
+cg_status cg_noise_target_tally_detached(cg_noise_target *t, cg_noise_target_sample *c,
+                                         const cg_named_value *ref64, size_t ref_count,
+                                         const cg_noise_decision_values *ref_dec, size_t sample,
+                                         cg_noise_runs *outs, cg_error *err)
+{
+    cg_status st = tally_kept(t, c, ref64, ref_count, ref_dec, sample, outs, err);
+    free(c);
     return st;
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "convgate/compare.h"
+#include "convgate/noise.h"
 #include "convgate/parity.h"
 #include "convgate/runtime.h"
 
@@ -31,5 +32,26 @@ void cg_parity_options_for_path(cg_parity_options *po, const cg_target *const *t
                                 cg_accumulate accumulate,
                                 const char *outputs_from, const cg_tolerance_args *tol,
                                 size_t max_alloc_bytes);
+
+/* What a cg_noise_target_run_sample kept for its tally (every path's
+ * outputs and decision values, the runs that stopped), moved out of the
+ * target so that the next sample can run before this one is tallied: the
+ * judge runs the target half ahead of the references (cg_judge_ahead).
+ * run_sample and detach touch only the paths and what they keep; the
+ * tally touches only the tallies and the stops, so one thread may run
+ * samples while another tallies detached ones. NULL: no memory (what was
+ * kept stays in the target). */
+typedef struct cg_noise_target_sample cg_noise_target_sample;
+cg_noise_target_sample *cg_noise_target_detach(cg_noise_target *t);
+/* cg_noise_target_tally_sample for a detached sample; frees c. */
+cg_status cg_noise_target_tally_detached(cg_noise_target *t, cg_noise_target_sample *c,
+                                         const cg_named_value *ref64, size_t ref_count,
+                                         const cg_noise_decision_values *ref_dec, size_t sample,
+                                         cg_noise_runs *outs, cg_error *err);
+void cg_noise_target_sample_free(cg_noise_target_sample *c);
+
+/* How many samples' target halves this process has run ahead of their
+ * references (cg_judge_ahead; every thread): for the tests. */
+size_t cg_judge_samples_ahead(void);
 
 #endif

@@ -29,10 +29,13 @@
 #include "convgate/target.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
+#include "core/threadpool.h"
 #include "target/registry.h"
 #include "testlib.h"
+#include "verify/verify_internal.h"
 
-typedef enum gap_mode { GAP_REVERSED, GAP_OFF_BY_ONE } gap_mode;
+/* GAP_FAIL_SECOND: as GAP_REVERSED, but its second run fails */
+typedef enum gap_mode { GAP_REVERSED, GAP_OFF_BY_ONE, GAP_FAIL_SECOND } gap_mode;
 
 static bool gap_takes(const cg_support_query *q, char *reason, size_t len)
 {
@@ -58,6 +61,7 @@ static bool gap_supports(const cg_target *t, const cg_support_query *q, char *re
 
 typedef struct gap_state {
     gap_mode mode;
+    int runs;
 } gap_state;
 
 static cg_status gap_compile(const cg_target *t, const cg_partition_desc *p, void **state,
@@ -70,6 +74,7 @@ static cg_status gap_compile(const cg_target *t, const cg_partition_desc *p, voi
     if (!s)
         return cg_error_set(err, CG_NOMEM, "%s: out of memory", t->name);
     s->mode = *(const gap_mode *)t->impl;
+    s->runs = 0;
     *state = s;
     return CG_OK;
 }
@@ -77,8 +82,10 @@ static cg_status gap_compile(const cg_target *t, const cg_partition_desc *p, voi
 static cg_status gap_run(void *state, const cg_value *const *inputs, cg_value **outputs,
                          cg_error *err)
 {
-    const gap_state *s = state;
+    gap_state *s = state;
     const cg_value *x = inputs[0];
+    if (s->mode == GAP_FAIL_SECOND && ++s->runs == 2)
+        return cg_error_set(err, CG_RUNTIME, "gap: its second run fails");
     if (!x || x->kind != CG_VALUE_TENSOR || x->tensor.dtype != CG_DTYPE_FLOAT ||
         x->tensor.rank != 4)
         return cg_error_set(err, CG_RUNTIME, "gap: no float NCHW input");
@@ -92,7 +99,7 @@ static cg_status gap_run(void *state, const cg_value *const *inputs, cg_value **
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = a + p * n;
         float sum = 0;
-        if (s->mode == GAP_REVERSED)
+        if (s->mode != GAP_OFF_BY_ONE)
             for (int64_t i = n - 1; i >= 0; i--)
                 sum += xp[i];
         else
@@ -174,6 +181,55 @@ static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
            t->name, err.msg);
 }
 
+/* The judge over every sample of s, as gate 3 drives it (the figures
+ * against the floors), with the target's runs ahead of the references or
+ * side by side with them, sample by sample. */
+static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_sample_set *s,
+                               bool ahead, cg_parity_report *rep, cg_error *err)
+{
+    cg_parity_options po;
+    cg_tolerance_args tol;
+    cg_judge *j = NULL;
+    memset(&tol, 0, sizeof tol);
+    cg_error_clear(err);
+    cg_parity_options_for_path(&po, &t, 1, NULL, 0, NULL, CG_ACCUMULATE_PROFILE, NULL, &tol, 0);
+    cg_status st = cg_judge_init(m, &po, s->count, rep, &j, err);
+    if (st == CG_OK && ahead)
+        st = cg_judge_ahead(j, s->samples, s->count, err);
+    for (size_t i = 0; st == CG_OK && i < s->count; i++)
+        st = cg_judge_add(j, &s->samples[i], i, NULL, err);
+    if (st == CG_OK)
+        st = cg_judge_wait(j, err);
+    if (st == CG_OK)
+        st = cg_judge_finish(j, err);
+    cg_judge_free(j);
+    return st;
+}
+
+/* Whether two judgements of the same samples agree bit for bit. */
+static bool same_judgement(const cg_parity_report *a, const cg_parity_report *b)
+{
+    if (a->pass != b->pass || a->output_count != b->output_count ||
+        a->sample_count != b->sample_count)
+        return false;
+    for (size_t k = 0; k < a->output_count; k++) {
+        const cg_parity_output *x = &a->outputs[k], *y = &b->outputs[k];
+        if (x->merged.max_abs != y->merged.max_abs || x->merged.max_rel != y->merged.max_rel ||
+            x->merged.mismatches != y->merged.mismatches ||
+            x->merged.sum_abs != y->merged.sum_abs || x->error.m.max_abs != y->error.m.max_abs ||
+            x->floor32.m.max_abs != y->floor32.m.max_abs ||
+            x->verdict.verdict != y->verdict.verdict || x->verdict.ratio != y->verdict.ratio ||
+            strcmp(x->verdict.reason, y->verdict.reason) != 0)
+            return false;
+        for (size_t i = 0; i < a->sample_count; i++)
+            if (x->samples[i].error != y->samples[i].error ||
+                x->samples[i].max_abs != y->samples[i].max_abs ||
+                x->samples[i].pass != y->samples[i].pass)
+                return false;
+    }
+    return true;
+}
+
 /* Whether a and b type every value of m's main graph alike (initializers,
  * inputs, node outputs: dtype, shape, constness, dynamic dims) and carry
  * the same notes. */
@@ -231,7 +287,8 @@ static void fix_batch(cg_model *m)
 
 int main(void)
 {
-    static const gap_mode reversed = GAP_REVERSED, off_by_one = GAP_OFF_BY_ONE;
+    static const gap_mode reversed = GAP_REVERSED, off_by_one = GAP_OFF_BY_ONE,
+                          fail_second = GAP_FAIL_SECOND;
     cg_target rev = gap_target("gap-reversed", &reversed);
     cg_target bad = gap_target("gap-off-by-one", &off_by_one);
     cg_model *cnn = test_load_model("examples/tiny_cnn.onnx");
@@ -320,6 +377,47 @@ int main(void)
                !strstr(rep.reason, "precision"),
            "%s", rep.reason);
     cg_gate_report_free(&rep);
+
+    /* the target's runs ahead of the references, on a thread of their own
+     * (cg_judge_ahead, as gate 3 runs them): the figures and verdicts are
+     * those of the two halves side by side, sample by sample, and a target
+     * run that fails gives the same error. Three random samples of one
+     * batch size (the files' two differ: those run side by side) */
+    {
+        cg_parity_report lock, ahead;
+        cg_error e2;
+        cg_dim_binding one = {"batch", 1};
+        cg_sample_set rs = {0};
+        EXPECT(cg_samples_random(cnn, 3, NULL, &one, 1, 0, &rs, &err) == CG_OK && rs.count == 3,
+               "%s", err.msg);
+        size_t before = cg_judge_samples_ahead();
+        EXPECT(judge_samples(cnn, &rev, &rs, false, &lock, &err) == CG_OK, "%s", err.msg);
+        EXPECT(cg_judge_samples_ahead() == before, "side by side: no sample ahead");
+        EXPECT(judge_samples(cnn, &rev, &rs, true, &ahead, &err) == CG_OK, "%s", err.msg);
+        size_t ran = cg_judge_samples_ahead() - before;
+        if (cg_threadpool_cpu_count() >= 2)
+            EXPECT(ran == rs.count, "two cores: the target ran %zu of %zu samples ahead", ran,
+                   rs.count);
+        else
+            EXPECT(ran == 0, "one core: nothing ahead, ran %zu", ran);
+        EXPECT(same_judgement(&lock, &ahead) && ahead.pass &&
+                   ahead.outputs[0].verdict.verdict == CG_VERDICT_MATCH_FP32,
+               "ahead: the same figures (max_abs %g / %g, error %g / %g)",
+               lock.outputs[0].merged.max_abs, ahead.outputs[0].merged.max_abs,
+               lock.outputs[0].error.m.max_abs, ahead.outputs[0].error.m.max_abs);
+        cg_parity_report_free(&lock);
+        cg_parity_report_free(&ahead);
+        cg_target fails = gap_target("gap-fails-second", &fail_second);
+        cg_status s1 = judge_samples(cnn, &fails, &rs, false, &lock, &err);
+        cg_status s2 = judge_samples(cnn, &fails, &rs, true, &ahead, &e2);
+        EXPECT(s1 == CG_RUNTIME && s2 == s1 && strcmp(err.msg, e2.msg) == 0 &&
+                   strstr(err.msg, "second run fails"),
+               "a failing second run: '%s' / '%s'", err.msg, e2.msg);
+        cg_parity_report_free(&lock);
+        cg_parity_report_free(&ahead);
+        cg_sample_set_free(&rs);
+        cg_error_clear(&err);
+    }
 
     /* targets that partition a lowering (convgate-init, xnnpack's): gate 2
      * lowers the model once, and gate 3's target path places by that
