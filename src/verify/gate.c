@@ -12,6 +12,7 @@
 #include "convgate/tflite.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -237,9 +238,68 @@ static bool sample_from_files(const cg_sample *s)
     return false;
 }
 
+/* Gate 3's judge options for the gate's model (types and lowering apart). */
+static void gate3_options(const cg_gate_options *opt, cg_parity_options *po)
+{
+    cg_parity_options_for_path(po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
+                               opt->random, opt->accumulate,
+                               opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
+    po->task = opt->task;
+    po->threshold = opt->threshold;
+    po->detect = opt->detect;
+    po->threads = opt->threads;
+    po->golden = opt->samples->samples[0].expected != NULL;
+    po->outputs_reduced = opt->outputs_reduced;
+}
+
+/* Gate 3's judge, made right after gate 2's lowering where it needs
+ * nothing gate 2 makes later: its target path, running ahead of the
+ * references (cg_judge_ahead), compiles and runs the first samples on the
+ * second core while gate 2 types, places and times the lowered graph. A
+ * gate 2 that fails frees it unused (after the sample in progress). */
+typedef struct gate3_early {
+    cg_parity_options po;
+    cg_judge *j;
+} gate3_early;
+
+static atomic_size_t early_starts;
+
+size_t cg_gate3_early_starts(void)
+{
+    return atomic_load(&early_starts);
+}
+
+/* Starts e's judge when gate 3 would judge with the target ahead and the
+ * lowering's types (a fixed-dim model lowered for these targets on random
+ * sample 0, gate_matches' case that needs no typing run of its own);
+ * otherwise, or on any error, leaves e->j NULL and gate 3 starts as usual. */
+static void gate3_start(const cg_model *src, const cg_gate_options *opt,
+                        const cg_lowered *lowered, cg_gate_report *r, gate3_early *e)
+{
+    const cg_sample *s0 = &opt->samples->samples[0];
+    cg_error terr;
+    cg_error_clear(&terr);
+    e->j = NULL;
+    if (src->tflite || opt->outputs_from || opt->samples->count < 2 || s0->expected ||
+        sample_from_files(s0) || !lowered || lowered->source != src || lowered->model == src ||
+        !cg_type_env_fixed_dims(lowered->source_types))
+        return;
+    gate3_options(opt, &e->po);
+    e->po.lowered = lowered;
+    e->po.types = lowered->source_types;
+    if (cg_judge_init(src, &e->po, opt->samples->count, &r->judged, &e->j, &terr) != CG_OK ||
+        cg_judge_ahead(e->j, opt->samples->samples, opt->samples->count, &terr) != CG_OK) {
+        cg_judge_free(e->j);
+        e->j = NULL;
+        cg_parity_report_free(&r->judged);
+        return;
+    }
+    atomic_fetch_add(&early_starts, 1);
+}
+
 /* Gate 2: placement. */
 static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg_gate_report *r,
-                           cg_error *err)
+                           gate3_early *early, cg_error *err)
 {
     const cg_model *src = model; /* the file's graph (a .tflite's lowering) */
     cg_type_env *types = NULL;
@@ -278,6 +338,8 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
         return st;
     }
     phase_lap(r, &lap, CG_GATE_PHASE_LOWER);
+    gate3_start(src, opt, lowered, r, early);
+    phase_lap(r, &lap, CG_GATE_PHASE_SETUP);
     model = lowered->model;
     const cg_graph *g = model->graph;
     r->node_count = g->node_count;
@@ -462,7 +524,7 @@ static size_t bisect_sample(const cg_parity_report *j, size_t *output)
 /* Gate 3: every output judged on every sample, then bisection of the
  * sample where the first failing output is worst. */
 static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
-                              cg_gate_report *r, cg_error *err)
+                              cg_gate_report *r, gate3_early *early, cg_error *err)
 {
     cg_parity_options po;
     cg_judge *j = NULL;
@@ -472,15 +534,14 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
     r->matches = CG_GATE_FAIL;
     r->task = opt->task;
     r->threshold = opt->threshold;
-    cg_parity_options_for_path(&po, opt->targets, opt->target_count, opt->dims, opt->dim_count,
-                               opt->random, opt->accumulate,
-                               opt->outputs_from, &opt->tol, opt->max_alloc_bytes);
-    po.task = opt->task;
-    po.threshold = opt->threshold;
-    po.detect = opt->detect;
-    po.threads = opt->threads;
-    po.golden = opt->samples->samples[0].expected != NULL;
-    po.outputs_reduced = opt->outputs_reduced;
+    /* started beside gate 2 (gate3_start): its judge, as made below */
+    const cg_sample *s0 = &opt->samples->samples[0];
+    cg_type_env *own_types = NULL;
+    if ((j = early->j)) {
+        early->j = NULL;
+        goto judge_ready;
+    }
+    gate3_options(opt, &po);
     /* gate 2 lowered this model for these targets at sample 0's dims and
      * inputs, where the first target path is built: no second lowering
      * (its typing run) there */
@@ -489,8 +550,6 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
      * floors' decision analysis types by): no second and third recording
      * run. A lowering types another graph; a file's sample is not what the
      * random policy gives the decision analysis. */
-    const cg_sample *s0 = &opt->samples->samples[0];
-    cg_type_env *own_types = NULL;
     if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
         !sample_from_files(s0))
         po.types = r->types;
@@ -521,6 +580,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         cg_error_prefix(err, "gate 3: ");
         return st;
     }
+judge_ready:
     phase_lap(r, &lap, CG_GATE_PHASE_SETUP);
     /* the target's outputs made elsewhere (the real LiteRT), read per sample */
     size_t nout = model->graph->output_count;
@@ -738,14 +798,22 @@ static cg_status gate_run(const cg_model *model, const char *model_path,
                  out->converts_detail);
         return CG_OK;
     }
-    if ((st = gate_runs(model, opt, out, err)) != CG_OK)
+    gate3_early early;
+    memset(&early, 0, sizeof early);
+    st = gate_runs(model, opt, out, &early, err);
+    if (early.j && (st != CG_OK || out->runs != CG_GATE_PASS)) {
+        /* gate 3 does not run: its early start undone */
+        cg_judge_free(early.j);
+        cg_parity_report_free(&out->judged);
+    }
+    if (st != CG_OK)
         return st;
     if (out->runs != CG_GATE_PASS) {
         snprintf(out->reason, sizeof out->reason, "gate 2 (runs where intended): %.590s",
                  out->runs_detail);
         return CG_OK;
     }
-    if ((st = gate_matches(model, opt, out, err)) != CG_OK)
+    if ((st = gate_matches(model, opt, out, &early, err)) != CG_OK)
         return st;
     if (out->matches != CG_GATE_PASS) {
         const cg_bisect_tensor *t = &out->bisect.first_divergent;

@@ -54,4 +54,8 @@ void cg_noise_target_sample_free(cg_noise_target_sample *c);
  * references (cg_judge_ahead; every thread): for the tests. */
 size_t cg_judge_samples_ahead(void);
 
+/* How many gates of this process started gate 3's judge beside gate 2,
+ * right after its lowering (src/verify/gate.c): for the tests. */
+size_t cg_gate3_early_starts(void);
+
 #endif

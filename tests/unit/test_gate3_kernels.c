@@ -479,6 +479,41 @@ int main(void)
         cg_gate_report_free(&rep);
         cg_sample_set_free(&rs);
     }
+
+    /* and so gate 3 starts beside gate 2, right after the lowering (its
+     * target ahead on the second core while gate 2 types and times the
+     * lowered graph): the judgement is that of a judge made afterwards,
+     * sample by sample, bit for bit; a gate 2 that fails frees it unused */
+    {
+        cg_sample_set rs = {0};
+        cg_parity_report lock;
+        EXPECT(cg_samples_random(cnn, 3, NULL, NULL, 0, 0, &rs, &err) == CG_OK, "%s", err.msg);
+        size_t before = cg_gate3_early_starts();
+        run_gate(cnn, &rev, &rs, &rep);
+        EXPECT(cg_gate3_early_starts() - before == 1, "gate 3 started beside gate 2");
+        EXPECT(judge_samples(cnn, &rev, &rs, false, &lock, &err) == CG_OK, "%s", err.msg);
+        EXPECT(rep.pass && same_judgement(&rep.judged, &lock),
+               "early: the same judgement (max_abs %g / %g, error %g / %g): %s",
+               rep.judged.outputs[0].merged.max_abs, lock.outputs[0].merged.max_abs,
+               rep.judged.outputs[0].error.m.max_abs, lock.outputs[0].error.m.max_abs,
+               rep.reason);
+        cg_parity_report_free(&lock);
+        cg_gate_report_free(&rep);
+        cg_gate_options opt;
+        const cg_target *tp = &rev;
+        memset(&opt, 0, sizeof opt);
+        opt.targets = &tp;
+        opt.target_count = 1;
+        opt.samples = &rs;
+        opt.require_full = true; /* one node of 18 on the target: gate 2 fails */
+        before = cg_gate3_early_starts();
+        EXPECT(cg_gate_run(cnn, "tiny_cnn.onnx", &opt, &rep, &err) == CG_OK &&
+                   rep.runs == CG_GATE_FAIL && rep.matches == CG_GATE_NOT_RUN &&
+                   rep.judged.output_count == 0 && cg_gate3_early_starts() - before == 1,
+               "gate 2 fails: gate 3 not run (%s) %s", rep.reason, err.msg);
+        cg_gate_report_free(&rep);
+        cg_sample_set_free(&rs);
+    }
 done:
     cg_sample_set_free(&s);
     cg_model_free(cnn);
