@@ -4,8 +4,7 @@
  * Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
  * SpaceToDepth, CenterCropPad. Each describes its output as a view of the
  * input (strides or per-dim index maps) and lets tensor_util.c move the
- * bytes, so every dtype (strings included) goes through the same code;
- * Concat of fixed-size elements alone copies over the runtime's threads.
+ * bytes, so every dtype (strings included) goes through the same code.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -275,38 +274,6 @@ cg_status cg_op_transpose(cg_kernel_ctx *k)
 
 /* --- Concat, Split ------------------------------------------------------------ */
 
-/* A Concat of fixed-size elements, its output split over the runtime's
- * threads by element ranges: each share copies the parts of the pieces
- * (input i's chunk of outer index o) that fall in its range. */
-typedef struct concat_job {
-    cg_kernel_ctx *k;
-    char *out;
-    size_t es;
-    int64_t outer, inner, out_chunk, total, axis;
-} concat_job;
-
-static void concat_task(void *arg, int t, int n)
-{
-    const concat_job *j = arg;
-    int64_t lo, hi;
-    /* shares of whole 64-byte lines where the element size allows */
-    cg_kernel_share(j->total, j->es <= 64 ? (int64_t)(64 / j->es) : 1, t, n, &lo, &hi);
-    for (int64_t o = lo / j->out_chunk; o < j->outer && o * j->out_chunk < hi; o++) {
-        int64_t base = o * j->out_chunk, at = 0;
-        for (size_t i = 0; i < j->k->input_count; i++) {
-            const cg_tensor *in = cg_kernel_input(j->k, i);
-            int64_t chunk = in->dims[j->axis] * j->inner;
-            int64_t s = base + at > lo ? base + at : lo;
-            int64_t e = base + at + chunk < hi ? base + at + chunk : hi;
-            if (s < e)
-                memcpy(j->out + (size_t)s * j->es,
-                       (const char *)in->data + (size_t)(o * chunk + s - base - at) * j->es,
-                       (size_t)(e - s) * j->es);
-            at += chunk;
-        }
-    }
-}
-
 cg_status cg_op_concat(cg_kernel_ctx *k)
 {
     const cg_tensor *first = NULL, *t;
@@ -351,15 +318,6 @@ cg_status cg_op_concat(cg_kernel_ctx *k)
     int64_t outer = cg_tens_dims_prod(out, 0, (int)axis);
     int64_t inner = cg_tens_dims_prod(out, (int)axis + 1, r);
     int64_t out_chunk = dims[axis] * inner, at = 0;
-    if (out->numel == 0)
-        return CG_OK;
-    if (first->dtype != CG_DTYPE_STRING && cg_kernel_threads(k) > 1) {
-        /* each element is read once and written once */
-        concat_job j = {k, out->data, cg_dtype_size(first->dtype), outer, inner, out_chunk,
-                        out->numel, axis};
-        cg_kernel_parallel_work(k, 2.0 * (double)out->numel, concat_task, &j);
-        return CG_OK;
-    }
     for (size_t i = 0; i < k->input_count; i++) {
         t = cg_kernel_input(k, i);
         int64_t chunk = t->dims[axis] * inner;
