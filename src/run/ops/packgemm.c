@@ -77,6 +77,22 @@ static void pg_prefetch_rows(const float *w, int64_t ldw, int nr, int64_t q0, in
 #endif
 }
 
+/* Where share s of n begins among `full` tasks of weight wf followed by
+ * `rest` tasks of weight wr: the task at which the cumulative weight is
+ * nearest s/n of the total. */
+static int64_t tasks_share_start(int64_t full, int64_t wf, int64_t rest, int64_t wr, int s, int n)
+{
+    if (s >= n)
+        return full + rest;
+    double total = (double)full * (double)wf + (double)rest * (double)wr;
+    double at = total * (double)s / (double)n, head = (double)full * (double)wf;
+    int64_t task = at <= head ? (int64_t)(at / (double)wf + 0.5)
+                              : full + (int64_t)((at - head) / (double)wr + 0.5);
+    return task < full + rest ? task : full + rest;
+}
+
+/* Tasks run group by group, the panels inside; the shares split them by
+ * positions (the last group may be short), not by count. */
 static void pg_task(void *arg, int t, int nt)
 {
     const pg_job *j = arg;
@@ -85,7 +101,9 @@ static void pg_task(void *arg, int t, int nt)
     int64_t lo, hi;
     float *c = j->cbuf[t];
     int64_t *tail = j->posbuf[t];
-    cg_kernel_share(j->panels * j->groups, 1, t, nt, &lo, &hi);
+    int64_t last = p->p - (j->groups - 1) * j->group, full = j->panels * (j->groups - 1);
+    lo = tasks_share_start(full, j->group, j->panels, last, t, nt);
+    hi = tasks_share_start(full, j->group, j->panels, last, t + 1, nt);
     for (int64_t task = lo; task < hi; task++) {
         int64_t pn = task % j->panels, gi = task / j->panels;
         int64_t p0 = gi * j->group, np = p->p - p0 < j->group ? p->p - p0 : j->group;
@@ -138,12 +156,11 @@ static void pg_task(void *arg, int t, int nt)
 
 /* Positions one task covers (a C block of about group_elems elements, in
  * L1 while the K blocks pass), shrunk until every thread has tasks. With
- * several threads the groups are then made about equal, in a count that
- * splits the tasks evenly where one close by does: the shares split tasks
- * by count, and a short last group left them unequal work (169 positions
- * in groups of 126 and 43 over 4 panels gave one thread three times the
- * other's: squeezenet1_1's 13x13 convolutions gained 1.3x from a second
- * thread). */
+ * several threads the groups are then made about equal (169 positions in
+ * groups of 126 and 43 over 4 panels, split by task count, gave one thread
+ * three times the other's work: squeezenet1_1's 13x13 convolutions gained
+ * 1.3x from a second thread), and the shares split the tasks by positions
+ * (pg_task). */
 static int64_t pg_group(int threads, int mr, int nr, int64_t panels, int64_t positions,
                         int64_t group_elems)
 {
@@ -155,12 +172,6 @@ static int64_t pg_group(int threads, int mr, int nr, int64_t panels, int64_t pos
     if (threads < 2)
         return group;
     int64_t groups = (positions + group - 1) / group;
-    for (int64_t g = groups; g < groups + threads; g++)
-        if ((panels * g) % threads == 0) {
-            if ((positions + g - 1) / g >= mr)
-                groups = g;
-            break;
-        }
     int64_t even = (positions + groups - 1) / groups;
     return (even + mr - 1) / mr * mr;
 }
@@ -303,20 +314,6 @@ typedef struct pw_job {
     float **xbuf; /* per thread: a short tile's x, k rows of np_max floats */
 } pw_job;
 
-/* Where share s of n begins among `full` tasks of weight wf followed by
- * `rest` tasks of weight wr: the task at which the cumulative weight is
- * nearest s/n of the total. */
-static int64_t pw_share_start(int64_t full, int64_t wf, int64_t rest, int64_t wr, int s, int n)
-{
-    if (s >= n)
-        return full + rest;
-    double total = (double)full * (double)wf + (double)rest * (double)wr;
-    double at = total * (double)s / (double)n, head = (double)full * (double)wf;
-    int64_t task = at <= head ? (int64_t)(at / (double)wf + 0.5)
-                              : full + (int64_t)((at - head) / (double)wr + 0.5);
-    return task < full + rest ? task : full + rest;
-}
-
 /* Tasks run position tile by position tile, the channel panels inside: a
  * thread's consecutive tasks read the same k x np block of x. A tile whose
  * positions end inside a vector reads x from a copy padded to whole
@@ -332,8 +329,8 @@ static void pw_task(void *arg, int t, int nt)
     int64_t mr = pw->mr, nr = p->g->nr, copied = -1;
     int64_t last_np = p->p - (j->tiles - 1) * pw->np_max;
     int64_t full = j->panels * (j->tiles - 1);
-    int64_t lo = pw_share_start(full, pw->np_max, j->panels, last_np, t, nt);
-    int64_t hi = pw_share_start(full, pw->np_max, j->panels, last_np, t + 1, nt);
+    int64_t lo = tasks_share_start(full, pw->np_max, j->panels, last_np, t, nt);
+    int64_t hi = tasks_share_start(full, pw->np_max, j->panels, last_np, t + 1, nt);
     for (int64_t task = lo; task < hi; task++) {
         int64_t pn = task % j->panels, ti = task / j->panels;
         int64_t p0 = ti * pw->np_max, np = p->p - p0 < pw->np_max ? p->p - p0 : pw->np_max;
