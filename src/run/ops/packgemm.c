@@ -259,7 +259,10 @@ static void pg_task_f64(void *arg, int t, int nt)
     int64_t lo, hi;
     double *c = j->cbuf[t];
     int64_t *tail = j->posbuf[t];
-    cg_kernel_share(j->panels * j->groups, 1, t, nt, &lo, &hi);
+    /* split by positions, as pg_task */
+    int64_t last = p->p - (j->groups - 1) * j->group, full = j->panels * (j->groups - 1);
+    lo = tasks_share_start(full, j->group, j->panels, last, t, nt);
+    hi = tasks_share_start(full, j->group, j->panels, last, t + 1, nt);
     for (int64_t task = lo; task < hi; task++) {
         int64_t pn = task % j->panels, gi = task / j->panels;
         int64_t p0 = gi * j->group, np = p->p - p0 < j->group ? p->p - p0 : j->group;
