@@ -262,6 +262,8 @@ struct cg_exec {
     bool recording;         /* main graph building a memory plan */
     bool shadow;            /* reference steps run only to read a partition's NaN lanes:
                                no observer, timing, arena or memory-plan recording */
+    bool folding;           /* constant folding at init (fold.c): outputs are plain
+                               blocks the plan may keep, even in a subgraph */
     bool epi_taken;         /* the running step's kernel took its epilogue */
     cg_epilogue epi_run;    /* the running step's epilogue, residual bound */
     cg_error *err;

@@ -72,8 +72,17 @@ static bool runs_as_written(const cg_runtime *rt, const cg_plan *p, const cg_ste
     return true;
 }
 
+/* The plan `up` scopes above p (ONNX lets a subgraph read its ancestors'
+ * values), NULL past the main graph. */
+static cg_plan *owner_plan(cg_plan *p, int32_t up)
+{
+    for (int32_t i = 0; i < up && p; i++)
+        p = p->parent;
+    return p;
+}
+
 /* Whether step si of p may be folded, judged before running it. */
-static bool foldable(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
+static bool foldable(const cg_runtime *rt, cg_plan *p, const cg_step *st)
 {
     const cg_node *n = st->node;
     if (st->sub_count || !n->op_type || cg_fold_op_is_random(n->op_type) || !n->output_count)
@@ -84,7 +93,12 @@ static bool foldable(const cg_runtime *rt, const cg_plan *p, const cg_step *st)
         cg_ref r = st->in[i];
         if (r.slot < 0)
             continue;
-        if (r.up != 0 || p->slot_kind[r.slot] != CG_SLOT_INIT || slot_is_graph_input(p, r.slot))
+        /* an outer scope's constant (folded there first: its step comes
+         * before the node that owns this subgraph) is as constant as a
+         * local one (Silero VAD's nested If branches slice and reorder the
+         * LSTM weights held as Constants one level up) */
+        const cg_plan *o = owner_plan(p, r.up);
+        if (!o || o->slot_kind[r.slot] != CG_SLOT_INIT || slot_is_graph_input(o, r.slot))
             return false;
     }
     return true;
@@ -106,20 +120,24 @@ static size_t value_bytes(const cg_value *v)
  * the first run). */
 static void materialize_inputs(cg_plan *p, const cg_step *st)
 {
-    for (size_t i = 0; i < st->node->input_count; i++)
-        if (st->in[i].up == 0 && st->in[i].slot >= 0 && p->slot_kind[st->in[i].slot] == CG_SLOT_INIT)
-            cg_plan_materialize_slot(p, st->in[i].slot);
+    for (size_t i = 0; i < st->node->input_count; i++) {
+        cg_plan *o = owner_plan(p, st->in[i].up);
+        if (o && st->in[i].slot >= 0 && o->slot_kind[st->in[i].slot] == CG_SLOT_INIT)
+            cg_plan_materialize_slot(o, st->in[i].slot);
+    }
 }
 
 /* Whether the step reads an initializer the float64 mode left float
  * (cg_plan.init_lazy64): folding it would hold a double result for the
  * runtime's life, what leaving it float saves: only results smaller than
  * the initializers left float fold. */
-static bool reads_lazy64(const cg_plan *p, const cg_step *step)
+static bool reads_lazy64(cg_plan *p, const cg_step *step)
 {
-    for (size_t i = 0; i < step->node->input_count; i++)
-        if (step->in[i].slot >= 0 && step->in[i].up == 0 && p->init_lazy64[step->in[i].slot])
+    for (size_t i = 0; i < step->node->input_count; i++) {
+        const cg_plan *o = owner_plan(p, step->in[i].up);
+        if (step->in[i].slot >= 0 && o && o->init_lazy64[step->in[i].slot])
             return true;
+    }
     return false;
 }
 
@@ -190,16 +208,19 @@ static void defer_covered_copies(cg_plan *p)
     }
 }
 
-static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_error *err)
+/* parent: the enclosing plan's folding frame (a subgraph's steps read the
+ * outer constants through it), NULL for the main graph. */
+static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_exec *parent, cg_error *err)
 {
     cg_exec f;
-    cg_status st = cg_frame_init(&f, rt, p, NULL, err);
+    cg_status st = cg_frame_init(&f, rt, p, parent, err);
     if (st != CG_OK)
         return st;
+    f.folding = true;
     for (size_t si = 0; si < p->step_count; si++) {
         cg_step *step = &p->steps[si];
         for (size_t s = 0; s < step->sub_count; s++)
-            if ((st = fold_plan(rt, step->subs[s].plan, err)) != CG_OK)
+            if ((st = fold_plan(rt, step->subs[s].plan, &f, err)) != CG_OK)
                 goto done;
         if (!foldable(rt, p, step)) {
             /* the float64 mode packs nothing (the prepared forms are float) */
@@ -271,5 +292,5 @@ done:
 
 cg_status cg_fold_constants(cg_runtime *rt, cg_error *err)
 {
-    return fold_plan(rt, rt->main, err);
+    return fold_plan(rt, rt->main, NULL, err);
 }

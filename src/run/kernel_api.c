@@ -136,7 +136,8 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
     cg_exec *f = k->exec;
     uint8_t *arena_at = NULL, *heap_at = NULL, *kept_at = NULL;
     int32_t slot = -1;
-    if (f && (f->use_arena || f->recording || f->parent) && dtype != CG_DTYPE_STRING) {
+    if (f && (f->use_arena || f->recording || (f->parent && !f->folding)) &&
+        dtype != CG_DTYPE_STRING) {
         const cg_step *st = &f->plan->steps[f->step];
         slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
     }

@@ -786,6 +786,114 @@ out:
     cg_model_free(m);
 }
 
+/* A subgraph node whose inputs are all constants of outer scopes (an
+ * initializer of the main graph, two levels up from a nested If's branch)
+ * folds at init as a local one does (Silero VAD's nested branches slice its
+ * LSTM weights from Constants one level up): the step is marked folded and
+ * the runs give the same results. An outer graph input that has an
+ * initializer is only a default, and a node reading it does not fold. */
+static bool step_folded(const cg_plan *p, const char *out)
+{
+    for (size_t i = 0; i < p->step_count; i++)
+        for (size_t o = 0; o < p->steps[i].node->output_count; o++)
+            if (strcmp(p->steps[i].node->outputs[o], out) == 0)
+                return p->steps[i].folded;
+    return false;
+}
+
+static const cg_plan *sub_plan(const cg_plan *p, const char *node_name, size_t k)
+{
+    for (size_t i = 0; i < p->step_count; i++)
+        if (p->steps[i].node->name && strcmp(p->steps[i].node->name, node_name) == 0 &&
+            k < p->steps[i].sub_count)
+            return p->steps[i].subs[k].plan;
+    return NULL;
+}
+
+static void test_if_folds_outer_constants(void)
+{
+    cg_model *m = model_new(13);
+    cg_graph *g = graph_new("main");
+    int64_t d2[1] = {2};
+    float w[2] = {1.5f, -2.0f}, dflt[2] = {100, 200};
+    test_graph_input(g, "x", ttype(CG_DTYPE_FLOAT, 1, d2));
+    test_graph_input(g, "c", ttype(CG_DTYPE_BOOL, 0, NULL));
+    test_graph_input(g, "d", ttype(CG_DTYPE_FLOAT, 1, d2));
+    test_graph_init_f32(M, g, "w", 1, d2, w);
+    test_graph_init_f32(M, g, "d", 1, d2, dflt); /* a default a feed replaces */
+    cg_node *outer = node(g, "If", "outer", "c", "r");
+    test_graph_output(g, "r", NULL);
+    /* then: w2 = w + w here, an inner If whose branch folds w3 = w2 * w
+     * (w2 one level up, w two), then r = x * w3 + d */
+    cg_graph *then_g = graph_new("then"), *else_g = graph_new("else");
+    node(then_g, "Add", "", "w,w", "w2");
+    cg_node *inner = node(then_g, "If", "inner", "c", "w3");
+    cg_graph *in_then = graph_new("in_then"), *in_else = graph_new("in_else");
+    node(in_then, "Mul", "", "w2,w", "w3_then");
+    test_graph_output(in_then, "w3_then", NULL);
+    node(in_else, "Identity", "", "w2", "w3_else");
+    test_graph_output(in_else, "w3_else", NULL);
+    test_node_add_attr(inner, attr_graph("then_branch", in_then));
+    test_node_add_attr(inner, attr_graph("else_branch", in_else));
+    node(then_g, "Mul", "", "x,w3", "xw");
+    node(then_g, "Add", "", "xw,d", "r_then");
+    test_graph_output(then_g, "r_then", NULL);
+    node(else_g, "Add", "", "d,w", "r_else");
+    test_graph_output(else_g, "r_else", NULL);
+    test_node_add_attr(outer, attr_graph("then_branch", then_g));
+    test_node_add_attr(outer, attr_graph("else_branch", else_g));
+    m->graph = g;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_init(m, NULL, &rt, &err);
+    EXPECT(st == CG_OK, "init: %s", err.msg);
+    if (st != CG_OK)
+        goto out;
+    const cg_plan *tp = sub_plan(rt->main, "outer", 0), *ep = sub_plan(rt->main, "outer", 1);
+    const cg_plan *itp = tp ? sub_plan(tp, "inner", 0) : NULL;
+    EXPECT(tp && ep && itp, "the branches' plans were not found");
+    if (tp && ep && itp) {
+        EXPECT(step_folded(tp, "w2"), "w + w (outer initializer, one level up) not folded");
+        EXPECT(step_folded(itp, "w3_then"), "w2 * w (one and two levels up) not folded");
+        EXPECT(!step_folded(tp, "xw") && !step_folded(tp, "r_then"),
+               "a node reading a graph input was folded");
+        EXPECT(!step_folded(ep, "r_else"), "a node reading a defaulted input (d) was folded");
+    }
+    float x[2] = {2, 3}, fed[2] = {-1, 7};
+    float want_then[2], want_else[2], want_fed_then[2], want_fed_else[2];
+    for (int i = 0; i < 2; i++) {
+        float w3 = (w[i] + w[i]) * w[i];
+        want_then[i] = x[i] * w3 + dflt[i];
+        want_fed_then[i] = x[i] * w3 + fed[i];
+        want_else[i] = dflt[i] + w[i];
+        want_fed_else[i] = fed[i] + w[i];
+    }
+    for (int r = 0; r < 4; r++) {
+        int c = r % 2 == 0;
+        bool feed_d = r >= 2;
+        cg_value *xv = tensor_f32(1, d2, x), *cv = scalar(CG_DTYPE_BOOL, c);
+        cg_value *dv = tensor_f32(1, d2, fed);
+        cg_named_value ins[3] = {{"x", xv}, {"c", cv}, {"d", dv}};
+        cg_named_value *outs = NULL;
+        size_t nout = 0;
+        cg_error_clear(&err);
+        st = cg_runtime_run(rt, ins, feed_d ? 3 : 2, &outs, &nout, &err);
+        const float *want = c ? (feed_d ? want_fed_then : want_then)
+                              : (feed_d ? want_fed_else : want_else);
+        EXPECT(st == CG_OK && same_f32(outs[0].value, 1, d2, want), "run %d (c=%d, d %s): %s", r,
+               c, feed_d ? "fed" : "default", err.msg);
+        if (st == CG_OK)
+            cg_runtime_free_outputs(outs, nout);
+        cg_value_free(xv);
+        cg_value_free(cv);
+        cg_value_free(dv);
+    }
+    cg_runtime_free(rt);
+out:
+    cg_model_free(m);
+}
+
 /* Loop M=5: v += x each iteration, scan output collects v; the body also
  * reads outer x. With a bad body signature the run fails naming the Loop. */
 static void test_loop(void)
@@ -1397,6 +1505,7 @@ int main(void)
     test_fixed_dims_and_initializer_default();
     test_init_errors();
     test_if_outer_scope();
+    test_if_folds_outer_constants();
     test_loop();
     test_scan();
     test_sequences();
