@@ -20,6 +20,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
+#include "run/exec.h"
 #include "run/kernel.h"
 #include "testlib.h"
 
@@ -270,6 +271,119 @@ static void test_recurrent_directions(const char *op, int gates)
     test_case_free(&bad);
 }
 
+/* A recurrent model y, yh = OP(x, W, R) with W as an initializer and R an
+ * initializer (r_const) or a graph input fed on every run. */
+static cg_model *recurrent_model(const char *op, int gates, int64_t S, int64_t H, int64_t I,
+                                 const float *w, const float *r, bool r_const, int64_t lbr)
+{
+    int64_t xd[3] = {S, 1, I}, wd[3] = {1, gates * H, I}, rd[3] = {1, gates * H, H};
+    cg_model *m = test_model_new(14);
+    cg_graph *g = test_graph_new(m, "main", 4);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 3, xd));
+    test_graph_init_f32(m, g, "w", 3, wd, w);
+    if (r_const)
+        test_graph_init_f32(m, g, "r", 3, rd, r);
+    else
+        test_graph_input(g, "r", test_type(m, CG_DTYPE_FLOAT, 3, rd));
+    cg_node *n = test_node(m, g, op, "rec", "x,w,r", "y,yh");
+    test_node_add_attr(n, attr_int("hidden_size", H));
+    if (lbr >= 0)
+        test_node_add_attr(n, attr_int("linear_before_reset", lbr));
+    test_graph_output(g, "y", NULL);
+    test_graph_output(g, "yh", NULL);
+    m->graph = g;
+    return m;
+}
+
+/* Runs rt on x (and r when fed); y's floats into out. */
+static bool recurrent_run(cg_runtime *rt, cg_value *x, cg_value *r, float *out, int64_t n)
+{
+    cg_named_value ins[2] = {{"x", x}, {"r", r}};
+    cg_named_value *outs = NULL;
+    size_t nout = 0;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_status st = cg_runtime_run(rt, ins, r ? 2 : 1, &outs, &nout, &err);
+    EXPECT(st == CG_OK, "recurrent run: %s", err.msg);
+    if (st != CG_OK)
+        return false;
+    bool ok = outs[0].value->tensor.numel == n;
+    if (ok)
+        memcpy(out, outs[0].value->tensor.data, (size_t)n * sizeof(float));
+    cg_runtime_free_outputs(outs, nout);
+    return ok;
+}
+
+/* The recurrent weights R packed for the gemv kernel: kept from run to run
+ * when R is an initializer (one time step per run, as Silero VAD's LSTM,
+ * otherwise repacks R at every run), packed afresh when R is fed. Over
+ * runs, a constant R gives the bits a fed R of the same values gives, and
+ * a fed R that changes gives the bits of a runtime built on the new R: a
+ * packing kept for one R is never used for another. LSTM, GRU with and
+ * without linear_before_reset (its h-gate block is packed apart), RNN. */
+static void test_recurrent_packing_kept(const char *op, int gates, int64_t lbr)
+{
+    enum { S = 2, H = 40, I = 24 };
+    static float w[4 * H * I], r1[4 * H * H], r2[4 * H * H], xs[S * I];
+    for (int i = 0; i < gates * H * I; i++)
+        w[i] = (float)(cos(0.37 * i) * 0.3);
+    for (int i = 0; i < gates * H * H; i++) {
+        r1[i] = (float)(sin(0.91 * i + 0.2) * 0.2);
+        r2[i] = (float)(cos(0.53 * i + 0.7) * 0.25);
+    }
+    for (int i = 0; i < S * I; i++)
+        xs[i] = (float)(sin(0.7 * i) * 0.8);
+    int64_t xd[3] = {S, 1, I}, rd[3] = {1, gates * H, H};
+    cg_model *mc = recurrent_model(op, gates, S, H, I, w, r1, true, lbr);
+    cg_model *mf = recurrent_model(op, gates, S, H, I, w, NULL, false, lbr);
+    cg_model *m2 = recurrent_model(op, gates, S, H, I, w, r2, true, lbr);
+    cg_runtime *rc = NULL, *rf = NULL, *r2rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    bool ok = cg_runtime_init(mc, NULL, &rc, &err) == CG_OK &&
+              cg_runtime_init(mf, NULL, &rf, &err) == CG_OK &&
+              cg_runtime_init(m2, NULL, &r2rt, &err) == CG_OK;
+    EXPECT(ok, "%s init: %s", op, err.msg);
+    cg_value *x = NULL, *rv1 = NULL, *rv2 = NULL;
+    ok = ok && cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, xd, &x, NULL) == CG_OK &&
+         cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, rd, &rv1, NULL) == CG_OK &&
+         cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, rd, &rv2, NULL) == CG_OK;
+    if (ok) {
+        memcpy(x->tensor.data, xs, sizeof xs);
+        memcpy(rv1->tensor.data, r1, (size_t)(gates * H * H) * sizeof(float));
+        memcpy(rv2->tensor.data, r2, (size_t)(gates * H * H) * sizeof(float));
+    }
+    static float yc[S * H], yf[S * H], y2[S * H];
+    for (int run = 0; ok && run < 3; run++) {
+        ok = recurrent_run(rc, x, NULL, yc, S * H) && recurrent_run(rf, x, rv1, yf, S * H);
+        EXPECT(ok && memcmp(yc, yf, sizeof yc) == 0,
+               "%s (lbr %lld) run %d: a constant R's kept packing gives other bits than a fed R",
+               op, (long long)lbr, run);
+        bool nonzero = false;
+        for (int i = 0; i < S * H; i++)
+            nonzero = nonzero || yc[i] != 0.0f;
+        EXPECT(nonzero, "%s run %d: y is all zero", op, run);
+    }
+    const cg_step *st = ok ? &rc->main->steps[0] : NULL;
+    EXPECT(!ok || st->state, "%s: no packing kept for a constant R", op);
+    EXPECT(!ok || !rf->main->steps[0].state, "%s: a packing kept for a fed R", op);
+    /* the fed runtime, R changed: the bits of a runtime built on r2 */
+    ok = ok && recurrent_run(rf, x, rv2, yf, S * H) && recurrent_run(r2rt, x, NULL, y2, S * H);
+    EXPECT(ok && memcmp(yf, y2, sizeof yf) == 0,
+           "%s (lbr %lld): a fed R that changed gives other bits than a runtime built on it", op,
+           (long long)lbr);
+    EXPECT(!ok || memcmp(y2, yc, sizeof y2) != 0, "%s: r1 and r2 give the same y", op);
+    cg_value_free(x);
+    cg_value_free(rv1);
+    cg_value_free(rv2);
+    cg_runtime_free(rc);
+    cg_runtime_free(rf);
+    cg_runtime_free(r2rt);
+    cg_model_free(mc);
+    cg_model_free(mf);
+    cg_model_free(m2);
+}
+
 static void test_resize(void)
 {
     /* nearest on int64 copies exactly */
@@ -409,6 +523,10 @@ int main(void)
     test_recurrent_directions("RNN", 1);
     test_recurrent_directions("GRU", 3);
     test_recurrent_directions("LSTM", 4);
+    test_recurrent_packing_kept("LSTM", 4, -1);
+    test_recurrent_packing_kept("GRU", 3, 0);
+    test_recurrent_packing_kept("GRU", 3, 1);
+    test_recurrent_packing_kept("RNN", 1, -1);
     test_resize();
     test_dft_roundtrip();
     test_det();

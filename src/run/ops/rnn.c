@@ -13,6 +13,7 @@
  * functions that take them.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/ops/kernels.h"
@@ -193,32 +194,96 @@ static double rnn_clip(const rnn_cfg *c, double v)
 
 /* A recurrent product y[m] = R_blk h over a block of R's rows (m x kk,
  * row-major): on the vector level's one-position GEMM kernel (simd.h,
- * gemv) with the block packed for it once per run, each y[i] one float32
- * sum over kk in order; else (the portable level) OpenBLAS's sgemv. The
- * packing costs m*kk copies against m*kk multiply-adds per time step. */
+ * gemv) with the block packed for it (rnn_packs), each y[i] one float32
+ * sum over kk in order; else (the portable level) OpenBLAS's sgemv. */
 typedef struct rnn_rec {
     const cg_simd_gemm *g; /* NULL: sgemv over r */
     const float *r;
-    float *wp;             /* r packed for g */
+    const float *wp;       /* r packed for g */
     int64_t m, kk;
 } rnn_rec;
 
-static bool rnn_rec_init(cg_kernel_ctx *k, const cg_simd_ops *ops, const float *r, int64_t m,
+/* wp: the block packed for the gemv kernel (rnn_packs), NULL when the
+ * level has none. */
+static void rnn_rec_init(const cg_simd_ops *ops, const float *r, const float *wp, int64_t m,
                          int64_t kk, rnn_rec *rr)
 {
-    rr->g = NULL;
+    rr->g = wp && m > 0 && kk > 0 ? &ops->gemv : NULL;
     rr->r = r;
-    rr->wp = NULL;
+    rr->wp = wp;
     rr->m = m;
     rr->kk = kk;
-    if (!ops->gemv.ukr || m <= 0 || kk <= 0)
-        return true;
-    rr->wp = cg_nn_scratch(k, (int64_t)cg_pg_packed_floats(&ops->gemv, m, kk), sizeof(float));
-    if (!rr->wp)
-        return false;
-    cg_pg_pack(&ops->gemv, r, kk, m, kk, rr->wp);
-    rr->g = &ops->gemv;
-    return true;
+}
+
+/* The recurrent blocks of every direction packed for the gemv kernel: the
+ * node's state when R is constant, packed at its first run and kept, else
+ * packed into scratch for this run. A model that runs one time step per
+ * call (Silero VAD's LSTM: R is 512 x 128 for one step) spent a fifth of
+ * its run packing R at every run. Per direction: `rec` rows from R's
+ * first row, then `hrows` rows from row 2H (GRU's h gate). */
+typedef struct rnn_packed {
+    const void *r_data;
+    int64_t dims[3];
+    const cg_simd_gemm *g;
+    int64_t rec, hrows;
+    float *data;
+} rnn_packed;
+
+static void rnn_packed_free(void *p)
+{
+    rnn_packed *rp = p;
+    if (rp)
+        free(rp->data);
+    free(rp);
+}
+
+static const float *rnn_packs(cg_kernel_ctx *k, const cg_simd_gemm *g, const cg_tensor *R,
+                              int64_t dirs, int64_t H, int64_t rec, int64_t hrows, size_t *per)
+{
+    size_t a = cg_pg_packed_floats(g, rec, H), b = hrows ? cg_pg_packed_floats(g, hrows, H) : 0;
+    *per = a + b;
+    rnn_packed *rp = cg_kernel_state(k);
+    if (rp && rp->r_data == R->data && rp->g == g && rp->rec == rec && rp->hrows == hrows &&
+        memcmp(rp->dims, R->dims, sizeof rp->dims) == 0)
+        return rp->data;
+    if (*per > SIZE_MAX / sizeof(float) / (size_t)dirs)
+        return NULL;
+    size_t total = *per * (size_t)dirs;
+    bool keep = cg_kernel_input_is_const(k, 2);
+    float *data = keep ? malloc(total * sizeof(float) + 1)
+                       : cg_nn_scratch(k, (int64_t)total, sizeof(float));
+    if (!data)
+        return NULL;
+    const float *r = R->data;
+    for (int64_t d = 0; d < dirs; d++) {
+        const float *rd = r + d * R->dims[1] * H;
+        float *dd = data + (size_t)d * *per;
+        cg_pg_pack(g, rd, H, rec, H, dd);
+        if (hrows)
+            cg_pg_pack(g, rd + 2 * H * H, H, hrows, H, dd + a);
+    }
+    if (!keep)
+        return data;
+    rp = calloc(1, sizeof *rp);
+    if (!rp) {
+        free(data);
+        return NULL;
+    }
+    rp->r_data = R->data;
+    memcpy(rp->dims, R->dims, sizeof rp->dims);
+    rp->g = g;
+    rp->rec = rec;
+    rp->hrows = hrows;
+    rp->data = data;
+    if (!cg_kernel_set_state(k, rp, rnn_packed_free)) {
+        /* no runtime to keep it: use it once */
+        float *copy = cg_nn_scratch(k, (int64_t)total, sizeof(float));
+        if (copy)
+            memcpy(copy, data, total * sizeof(float));
+        rnn_packed_free(rp);
+        return copy;
+    }
+    return data;
 }
 
 /* off: kk offsets 0, 1, ...; tile: g->nr floats of scratch. */
@@ -278,16 +343,22 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     for (int64_t q = 0; q < H; q++)
         off[q] = q;
+    /* GRU without linear_before_reset multiplies r into h before its
+     * h-gate product: that part waits for r (rr_h) */
+    int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
+    int64_t hrows = c->kind == RNN_GRU ? H : 0;
+    size_t per = 0;
+    const float *packs = NULL;
+    if (ops->gemv.ukr && !(packs = rnn_packs(k, &ops->gemv, R, c->dirs, H, rec, hrows, &per)))
+        return cg_kernel_fail(k, CG_NOMEM, "out of memory packing R");
     for (int64_t d = 0; d < c->dirs; d++) {
         bool rev = c->reverse_only || d == 1;
         const float *wd = w + d * GH * c->I, *rd = r + d * GH * H;
-        /* GRU without linear_before_reset multiplies r into h before its
-         * h-gate product: that part waits for r (rec_h) */
-        int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
+        const float *pk = packs ? packs + (size_t)d * per : NULL;
         rnn_rec rr, rr_h;
-        if (!rnn_rec_init(k, ops, rd, rec, H, &rr) ||
-            !rnn_rec_init(k, ops, rd + 2 * H * H, c->kind == RNN_GRU ? H : 0, H, &rr_h))
-            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        rnn_rec_init(ops, rd, pk, rec, H, &rr);
+        rnn_rec_init(ops, rd + 2 * H * H, pk ? pk + cg_pg_packed_floats(&ops->gemv, rec, H) : NULL,
+                     hrows, H, &rr_h);
         const float *wb = bias ? bias + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
         const float *pd = p ? p + d * 3 * H : NULL;
         const rnn_act *act = c->acts[d];
