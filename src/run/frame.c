@@ -83,19 +83,33 @@ cg_budget *cg_exec_budget(const cg_exec *f)
 }
 
 /* CG_LIMIT naming where, once the run's deadline has passed. */
-static cg_status check_deadline(const cg_exec *f, const char *where, cg_error *err)
+/* What a message names: `where`, else the step's node (st), labelled
+ * only when a message needs it (a label per step cost 4% of a small
+ * model's run). */
+typedef struct step_where {
+    const char *where;
+    const cg_step *st;
+} step_where;
+
+static const char *where_label(step_where w, char *buf, size_t cap)
+{
+    return w.where ? w.where : cg_exec_step_label(w.st->node, w.st->index, buf, cap);
+}
+
+static cg_status check_deadline(const cg_exec *f, step_where w, cg_error *err)
 {
     cg_budget *b = cg_exec_budget(f);
     if (!b || !cg_budget_expired(b))
         return CG_OK;
+    char lbl[256];
     return cg_error_set(err, CG_LIMIT, "%s: the time limit of %g s was reached (--time-limit)",
-                        where, cg_budget_seconds(b));
+                        where_label(w, lbl, sizeof lbl), cg_budget_seconds(b));
 }
 
 /* Reserves the budget for the n values a step (or partition) produced:
  * all of them or none. reserved[i] receives each value's bytes. */
 static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_t *flags,
-                                 size_t n, const char *where, uint64_t *reserved)
+                                 size_t n, step_where w, uint64_t *reserved)
 {
     cg_budget *b = cg_exec_budget(f);
     for (size_t i = 0; i < n; i++) {
@@ -104,7 +118,11 @@ static cg_status reserve_outputs(cg_exec *f, cg_value *const *vals, const uint8_
             continue; /* reserved with the arena or the kept heap */
         uint64_t bytes = cg_value_bytes(vals[i]);
         (void)cg_buffers_make_room(f->rt, bytes); /* the reservation says when it fails */
-        cg_status st = cg_budget_reserve(b, bytes, where, f->err);
+        cg_status st = cg_budget_reserve(b, bytes, w.where, NULL);
+        if (st != CG_OK) { /* again, for the message with the step's label */
+            char lbl[256];
+            st = cg_budget_reserve(b, bytes, where_label(w, lbl, sizeof lbl), f->err);
+        }
         if (st != CG_OK) {
             for (size_t j = 0; j < i; j++)
                 cg_budget_release(b, reserved[j]);
@@ -426,7 +444,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
             frame_drop(f, st->release[r]);
         return CG_OK;
     }
-    cg_status ts = check_deadline(f, cg_exec_step_label(n, st->index, lbl, sizeof lbl), err);
+    cg_status ts = check_deadline(f, (step_where){NULL, st}, err);
     if (ts != CG_OK)
         return ts;
     cg_scratch_mark mark = cg_scratch_mark_get(f->rt);
@@ -518,8 +536,8 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         }
     }
     uint64_t *out_reserved = f->out_reserved;
-    status = reserve_outputs(f, f->outs, f->out_flags, n->output_count,
-                             cg_exec_step_label(n, st->index, lbl, sizeof lbl), out_reserved);
+    status = reserve_outputs(f, f->outs, f->out_flags, n->output_count, (step_where){NULL, st},
+                             out_reserved);
     if (status != CG_OK) {
         drop_step_outputs(f, n->output_count);
         return status;
@@ -644,7 +662,7 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
         rp->outs[i] = NULL;
     char where[128];
     snprintf(where, sizeof where, "partition %d (%s)", rp->id, rp->target->name);
-    cg_status ts = check_deadline(f, where, err);
+    cg_status ts = check_deadline(f, (step_where){where, NULL}, err);
     if (ts != CG_OK)
         return ts;
     double t0 = now_seconds();
@@ -672,7 +690,8 @@ static cg_status run_partition(cg_exec *f, cg_rt_partition *rp)
     if (st == CG_OK && !out_reserved)
         st = cg_error_set(err, CG_NOMEM, "%s: out of memory", where);
     if (st == CG_OK)
-        st = reserve_outputs(f, rp->outs, NULL, d->output_count, where, out_reserved);
+        st = reserve_outputs(f, rp->outs, NULL, d->output_count, (step_where){where, NULL},
+                             out_reserved);
     if (st != CG_OK) {
         for (size_t i = 0; i < d->output_count; i++) {
             cg_value_free(rp->outs[i]);
