@@ -363,6 +363,40 @@ static void test_clip_pow_round(void)
     run_done(&r);
 }
 
+/* Float32 Pow by a scalar 2 runs as x * x: the same bits as pow() in
+ * double rounded to float, on values whose squares are exact, inexact,
+ * subnormal, overflowing, signed zeros, infinities and NaN; as a scalar
+ * and as a one-element tensor. Another exponent still goes through pow(). */
+static void test_pow_square(void)
+{
+    enum { N = 16 };
+    float x[N] = {0.0f, -0.0f, 1.0f, -3.0f, 0.1f, -1.7e-3f, 1e-30f, -1e-23f, 3.4e38f, -2e19f,
+                  1.84e19f, (float)INFINITY, -(float)INFINITY, NAN, 1.0000001f, 12345.678f};
+    const int64_t dims[1] = {N};
+    const float two = 2.0f, twos[1] = {2.0f}, other = 2.5f;
+    const struct {
+        const char *what;
+        test_input e;
+        float ex;
+    } cases[3] = {{"Pow x^2 (scalar)", {CG_DTYPE_FLOAT, 0, {0}, &two}, 2.0f},
+                  {"Pow x^2 ([1])", {CG_DTYPE_FLOAT, 1, {1}, twos}, 2.0f},
+                  {"Pow x^2.5", {CG_DTYPE_FLOAT, 0, {0}, &other}, 2.5f}};
+    for (int c = 0; c < 3; c++) {
+        test_run r;
+        test_input in[2] = {{CG_DTYPE_FLOAT, 1, {N}, x}, cases[c].e};
+        run_op(&r, "Pow", 15, NULL, 0, in, 2);
+        const cg_tensor *t = expect_ok(&r, cases[c].what, CG_DTYPE_FLOAT, 1, dims);
+        for (int i = 0; t && i < N; i++) {
+            float got = ((const float *)t->data)[i];
+            float want = (float)pow((double)x[i], (double)cases[c].ex);
+            EXPECT(memcmp(&got, &want, sizeof got) == 0 || (isnan(got) && isnan(want)),
+                   "%s [%d]: %a^%g = %a, pow gives %a", cases[c].what, i, (double)x[i],
+                   (double)cases[c].ex, (double)got, (double)want);
+        }
+        run_done(&r);
+    }
+}
+
 static void test_legacy_broadcast(void)
 {
     test_run r;
@@ -596,6 +630,7 @@ int main(void)
     test_broadcast_shapes();
     test_variadic();
     test_clip_pow_round();
+    test_pow_square();
     test_legacy_broadcast();
     test_where_strings();
     test_cast();
