@@ -92,9 +92,13 @@ def small(out):
          "pool_huge_work.onnx")
 
     # a Loop that reads 32 MiB of external weights per iteration, 100000
-    # times: the test truncates w.bin (made at test time) while it runs
+    # times: the test truncates w.bin (made at test time) while it runs.
+    # The read depends on the iteration (W * i), so it cannot be folded
+    # into one read at init as a ReduceSum of W alone would be.
     body_g = h.make_graph(
-        [h.make_node("ReduceSum", ["W"], ["s"], keepdims=0),
+        [h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+         h.make_node("Mul", ["W", "fi"], ["wi"]),
+         h.make_node("ReduceSum", ["wi"], ["s"], keepdims=0),
          h.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
         [vi("i", T.INT64, []), vi("cond_in", T.BOOL, [])],
         [vi("cond_out", T.BOOL, []), vi("s", T.FLOAT, [])])
