@@ -3,7 +3,7 @@
  * the convolution GEMM (packgemm.c: pointwise, padded stride 1, strided,
  * dilated, grouped, 1-D and 3-D windows, channel counts that do not fill a
  * panel, positions that do not fill a tile), the depthwise planes (strides
- * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2), the position-tiled
+ * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2, planes at most 8 wide), the position-tiled
  * pointwise kernel (planes of two tiles and more; cg_pg_pw_run) and ConvInteger (exact:
  * equal to the integer reference, uint8 and int8 x and W, scalar and
  * per-channel zero points; the 8-bit GEMM at the AVX-512 level when the
@@ -532,6 +532,9 @@ int main(void)
         {"depthwise 5x5 stride 2", 2, 1, 24, 24, 24, {41, 40}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},
         {"depthwise stride 3, x2", 2, 1, 16, 32, 16, {31, 35}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
         {"depthwise dilated 1-D", 1, 1, 20, 20, 20, {513}, {5}, {1}, {2}, {4}, {4}},
+        /* planes at most 8 wide: AVX-512 runs them on AVX2's 8 lanes */
+        {"depthwise 5x5 7x7 plane", 2, 1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}},
+        {"depthwise 3x3 stride 2 to 7x8", 2, 1, 16, 16, 16, {13, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
         /* the position-tiled pointwise kernel: planes of two tiles and
          * more, ending inside a vector; channels off its panel */
         {"pointwise 24 to 36", 2, 2, 24, 36, 1, {13, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
