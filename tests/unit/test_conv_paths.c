@@ -515,6 +515,78 @@ static void test_misaligned_w_not_copied(void)
     }
 }
 
+/* The GEMM's tap tables are kept with W's packing and reused while the
+ * input shape is the same: one runtime fed 9x9, 9x9, 7x12, 12x7 (as many
+ * positions, another window) and 9x9 gives, at every run, the bits of a
+ * fresh runtime on that shape. Padded (a padded copy's pitch), strided
+ * and dilated windows. */
+static void test_taps_follow_shape(void)
+{
+    const struct {
+        const char *what;
+        int64_t k, stride, dil, pad;
+    } cases[] = {{"3x3 pad 1", 3, 1, 1, 1}, {"3x3 stride 2", 3, 2, 1, 1},
+                 {"3x3 dilated 2, no pad", 3, 1, 2, 0}};
+    const int64_t shapes[5][2] = {{9, 9}, {9, 9}, {7, 12}, {12, 7}, {9, 9}};
+    const int64_t C = 6, M = 10;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t k = cases[ci].k, wn = M * C * k * k;
+        int64_t wd[4] = {M, C, k, k}, xsym[4] = {1, C, -1, -1};
+        float *w = malloc((size_t)wn * sizeof *w);
+        if (!w)
+            test_fatal("out of memory");
+        uint64_t seed = 77 + ci;
+        for (int64_t i = 0; i < wn; i++)
+            w[i] = (float)pseudo(&seed);
+        cg_model *m = test_model_graph(13, 2, "x", "y");
+        m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, 4, xsym);
+        test_graph_init_f32(m, m->graph, "w", 4, wd, w);
+        cg_node *n = test_node(m, m->graph, "Conv", "conv", "x,w", "y");
+        int64_t pads[4] = {cases[ci].pad, cases[ci].pad, cases[ci].pad, cases[ci].pad};
+        int64_t strides[2] = {cases[ci].stride, cases[ci].stride};
+        int64_t dils[2] = {cases[ci].dil, cases[ci].dil};
+        test_node_add_attr(n, attr_ints("pads", pads, 4));
+        test_node_add_attr(n, attr_ints("strides", strides, 2));
+        test_node_add_attr(n, attr_ints("dilations", dils, 2));
+        cg_runtime *kept = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        EXPECT(cg_runtime_init(m, NULL, &kept, &err) == CG_OK, "%s: init: %s", cases[ci].what,
+               err.msg);
+        for (int r = 0; kept && r < 5; r++) {
+            int64_t xd[4] = {1, C, shapes[r][0], shapes[r][1]};
+            cg_tensor *xt = make(CG_DTYPE_FLOAT, 4, xd, 500 + (uint64_t)r, false);
+            cg_value *xv = NULL;
+            if (!xt || cg_value_from_tensor(xt, &xv, &err) != CG_OK)
+                test_fatal("out of memory");
+            cg_named_value feed = {"x", xv};
+            cg_named_value *o1 = NULL, *o2 = NULL;
+            size_t n1 = 0, n2 = 0;
+            cg_runtime *fresh = NULL;
+            bool ok = cg_runtime_run(kept, &feed, 1, &o1, &n1, &err) == CG_OK &&
+                      cg_runtime_init(m, NULL, &fresh, &err) == CG_OK &&
+                      cg_runtime_run(fresh, &feed, 1, &o2, &n2, &err) == CG_OK;
+            EXPECT(ok, "%s run %d: %s", cases[ci].what, r, err.msg);
+            if (ok) {
+                const cg_tensor *a = &o1[0].value->tensor, *b = &o2[0].value->tensor;
+                EXPECT(a->numel == b->numel && a->numel > 0 &&
+                           memcmp(a->data, b->data, (size_t)a->numel * sizeof(float)) == 0,
+                       "%s run %d (%lldx%lld): the kept runtime's bits differ from a fresh "
+                       "one's", cases[ci].what, r, (long long)shapes[r][0],
+                       (long long)shapes[r][1]);
+            }
+            cg_runtime_free_outputs(o1, n1);
+            cg_runtime_free_outputs(o2, n2);
+            cg_runtime_free(fresh);
+            cg_value_free(xv);
+            test_tensor_free(xt);
+        }
+        cg_runtime_free(kept);
+        cg_model_free(m);
+        free(w);
+    }
+}
+
 int main(void)
 {
     /* what, nsp, n, c, m, group, in, kernel, stride, dilation, pad0, pad1 */
@@ -557,6 +629,7 @@ int main(void)
     run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL, false);
     test_elementwise_threads();
     test_misaligned_w_not_copied();
+    test_taps_follow_shape();
     const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
     const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */
     const int64_t small_a[2] = {37, 20}, small_b[2] = {20, 11};     /* one thread */

@@ -267,6 +267,11 @@ typedef struct conv_packed {
     cg_shared *shared; /* data is this shared buffer's (run/initshare.h) */
     const cg_simd_dgemm *dk; /* float64 W: data64 is packed for dk */
     double *data64;
+    /* the GEMM's tap tables (conv_taps) for the window they were made
+     * for: a run with the same input shape reuses them */
+    cg_nn_window taps_win;
+    int64_t taps_kk, taps_on;
+    int64_t *taps_off, *taps_pos;
 } conv_packed;
 
 static void conv_packed_free(void *p)
@@ -281,6 +286,8 @@ static void conv_packed_free(void *p)
         free(cp->qsum);
         free(cp->qzw);
         free(cp->data64);
+        free(cp->taps_off);
+        free(cp->taps_pos);
     }
     free(cp);
 }
@@ -569,6 +576,63 @@ static bool conv_taps_init(cg_kernel_ctx *k, const cg_nn_window *win, int64_t kk
     return true;
 }
 
+static bool window_same(const cg_nn_window *a, const cg_nn_window *b)
+{
+    if (a->nsp != b->nsp)
+        return false;
+    for (int d = 0; d < a->nsp; d++)
+        if (a->in[d] != b->in[d] || a->out[d] != b->out[d] || a->kernel[d] != b->kernel[d] ||
+            a->stride[d] != b->stride[d] || a->dil[d] != b->dil[d] || a->pad0[d] != b->pad0[d] ||
+            a->pad1[d] != b->pad1[d])
+            return false;
+    return true;
+}
+
+/* Tables of at most this many entries are kept: beside a bigger conv's
+ * GEMM their making is noise, and keeping them would grow the resident
+ * memory (a 240x240 output's positions are 460 KB). */
+#define CONV_TAPS_KEEP_MAX 8192
+
+/* conv_taps_init, small tables kept in the node's state cp (NULL: none)
+ * and reused while the window is the same: they were made at every run
+ * (6% of Silero VAD's run, 1% of mobilenet_v3_small's). */
+static bool conv_taps_get(cg_kernel_ctx *k, conv_packed *cp, const cg_nn_window *win,
+                          int64_t kk, int64_t on, conv_taps *t)
+{
+    if (cp && cp->taps_off && cp->taps_kk == kk && cp->taps_on == on &&
+        window_same(&cp->taps_win, win)) {
+        t->padded = false;
+        t->plane = 1;
+        for (int d = 0; d < win->nsp; d++)
+            t->padded = t->padded || win->pad0[d] || win->pad1[d];
+        for (int d = 0; d < win->nsp; d++)
+            t->plane *= win->in[d] + (t->padded ? win->pad0[d] + win->pad1[d] : 0);
+        t->off = cp->taps_off;
+        t->pos = cp->taps_pos;
+        return true;
+    }
+    if (!conv_taps_init(k, win, kk, on, t))
+        return false;
+    if (!cp || kk + on > CONV_TAPS_KEEP_MAX)
+        return true;
+    int64_t *off = malloc((size_t)kk * sizeof *off + 1), *pos = malloc((size_t)on * sizeof *pos + 1);
+    if (!off || !pos) { /* not kept: this run's tables serve */
+        free(off);
+        free(pos);
+        return true;
+    }
+    memcpy(off, t->off, (size_t)kk * sizeof *off);
+    memcpy(pos, t->pos, (size_t)on * sizeof *pos);
+    free(cp->taps_off);
+    free(cp->taps_pos);
+    cp->taps_off = off;
+    cp->taps_pos = pos;
+    cp->taps_win = *win;
+    cp->taps_kk = kk;
+    cp->taps_on = on;
+    return true;
+}
+
 /* y = conv(x, w) + b, every group one convolution GEMM reading the float32
  * input x in place (a zero-padded copy of it when the window pads). The
  * output is sc->y (float32, bias sc->bias) or, for the integer convs, sc->yi
@@ -585,13 +649,19 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
     int64_t kn = cg_nn_prod(nsp, win->kernel), on = cg_nn_prod(nsp, win->out);
     int64_t in_n = cg_nn_prod(nsp, win->in), kk = cg * kn;
     const cg_simd_gemm *gk = cg_pg_choose(ops, mg);
+    const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk, NULL);
+    if (!wpack)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    /* the state is the packing's when it was kept (W constant) */
+    conv_packed *cp = cg_kernel_state(k);
+    if (cp && cp->data != wpack)
+        cp = NULL;
     conv_taps taps;
-    if (!conv_taps_init(k, win, kk, on, &taps))
+    if (!conv_taps_get(k, cp, win, kk, on, &taps))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     bool padded = taps.padded;
     int64_t plane = taps.plane;
     const int64_t *off = taps.off, *pos = taps.pos;
-    const float *wpack = conv_weights_packed(k, wt, wzp, ins, g, gk, kk, NULL);
     size_t per_group = cg_pg_packed_floats(gk, mg, kk);
     float *xpad = padded ? cg_nn_scratch(k, cg * plane, sizeof(float)) : NULL;
     if (!wpack || (padded && !xpad))
