@@ -43,7 +43,13 @@
 # over the libonnx-testdata suites.  The machine's load average is printed
 # before and after: on a shared machine, run it when the load is low.
 #
-#   bench/bench_run.sh [--zoo DIR] [--runs N] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
+#   bench/bench_run.sh [--zoo DIR] [--runs N] [--rounds R] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
+#
+# --rounds R (default 1) runs convgate and ORT alternately R times per model
+# and thread count and reports the median of the R per-round figures: on a
+# virtual machine whose speed changes from minute to minute (seen here: the
+# same process 5 ms in one minute, 10 ms in the next), one round puts a slow
+# spell on one side only.
 #
 # MODELs are zoo file names or paths (default: all of bench/zoo.sha256 in
 # --zoo, else $CG_ZOO, else <repo>/zoo).  Needs scripts/setup.sh --bench
@@ -53,6 +59,7 @@ set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 zoo="${CG_ZOO:-$repo/zoo}"
 runs=20
+rounds=1
 thread_counts="1 2"
 want_conformance=1
 want_gate=1
@@ -62,10 +69,11 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
+        --rounds) rounds="${2:?--rounds needs a number}"; shift 2 ;;
         --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
         --no-gate) want_gate=0; shift ;;
-        -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -73,6 +81,7 @@ done
 [ $# -ge 1 ] || usage
 convgate="$1"; shift
 case "$runs" in ''|*[!0-9]*|0) echo "bench_run: --runs wants a positive integer" >&2; exit 2 ;; esac
+case "$rounds" in ''|*[!0-9]*|0) echo "bench_run: --rounds wants a positive integer" >&2; exit 2 ;; esac
 for t in $thread_counts; do
     case "$t" in ''|*[!0-9]*|0) echo "bench_run: --threads wants positive integers" >&2; exit 2 ;; esac
 done
@@ -108,9 +117,15 @@ for k in sys.argv[1:]:
     d = d[k]
 print(d)' "$@"; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.2f", v }'; }
+# The median of the arguments (numbers), "-" when there are none.
+median() {
+    [ $# -gt 0 ] || { echo -; return; }
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+        if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 echo "convgate: $("$convgate" --version 2>/dev/null | head -n 1); $(nproc) CPUs; $(uptime | sed 's/.*load average/load average/') (before)"
-echo "runs: median of $runs warm runs per model, runtime and thread count"
+echo "runs: median of $runs warm runs per model, runtime and thread count; $rounds round(s), convgate and ORT alternating, the median round reported"
 
 # per thread count: "name group ratio" lines for the summary
 . "$(dirname "$0")/progress.sh"
@@ -145,29 +160,38 @@ for t in $thread_counts; do
             feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
         done
 
-        cg_run=-; cg_first=-; cg_load=-; cg_rss=-; cg_cpu=-
-        if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
-                --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
-            cg_run=$(json result timing median_ms <"$work/cg.json")
-            cg_first=$(json result timing first_ms <"$work/cg.json")
-            cg_cpu=$(json result timing cpu_median_ms <"$work/cg.json")
-            cg_load=$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
-                          -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')
-            cg_rss=$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')
-        else
-            bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
-        fi
-
-        ort_run=-; ort_create=-; ort_rss=-; ort_cpu=-
-        if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
-                       "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
-            ort_run=$(json run_ms <<< "$line")
-            ort_create=$(json create_ms <<< "$line")
-            ort_cpu=$(json cpu_ms <<< "$line")
-            ort_rss=$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')
-        else
-            bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
-        fi
+        # --rounds R: convgate and ORT alternate R times; each figure is the
+        # median of its R per-round values (a slow spell of the machine then
+        # hits both sides' rounds instead of one side's only run)
+        r_cg_run=(); r_cg_first=(); r_cg_cpu=(); r_cg_load=(); r_cg_rss=()
+        r_ort_run=(); r_ort_create=(); r_ort_cpu=(); r_ort_rss=()
+        for ((round = 1; round <= rounds; round++)); do
+            if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
+                    --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
+                r_cg_run+=("$(json result timing median_ms <"$work/cg.json")")
+                r_cg_first+=("$(json result timing first_ms <"$work/cg.json")")
+                r_cg_cpu+=("$(json result timing cpu_median_ms <"$work/cg.json")")
+                r_cg_load+=("$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
+                                  -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')")
+                r_cg_rss+=("$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')")
+            else
+                bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
+            fi
+            if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
+                           "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
+                r_ort_run+=("$(json run_ms <<< "$line")")
+                r_ort_create+=("$(json create_ms <<< "$line")")
+                r_ort_cpu+=("$(json cpu_ms <<< "$line")")
+                r_ort_rss+=("$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')")
+            else
+                bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
+            fi
+        done
+        cg_run=$(median "${r_cg_run[@]}"); cg_first=$(median "${r_cg_first[@]}")
+        cg_cpu=$(median "${r_cg_cpu[@]}"); cg_load=$(median "${r_cg_load[@]}")
+        cg_rss=$(median "${r_cg_rss[@]}")
+        ort_run=$(median "${r_ort_run[@]}"); ort_create=$(median "${r_ort_create[@]}")
+        ort_cpu=$(median "${r_ort_cpu[@]}"); ort_rss=$(median "${r_ort_rss[@]}")
 
         # the xnnpack target path, where the target covers the whole model
         if [ ! -f "$work/xnn.$name" ]; then
