@@ -45,11 +45,11 @@
 #
 #   bench/bench_run.sh [--zoo DIR] [--runs N] [--rounds R] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
 #
-# --rounds R (default 1) runs convgate and ORT alternately R times per model
-# and thread count and reports the median of the R per-round figures: on a
-# virtual machine whose speed changes from minute to minute (seen here: the
-# same process 5 ms in one minute, 10 ms in the next), one round puts a slow
-# spell on one side only.
+# --rounds R (default 1) makes R passes over the models per thread count,
+# each running convgate then ORT on every model, and reports the median of
+# the R per-pass figures: on a virtual machine whose speed changes from
+# minute to minute (seen here: the same process 5 ms in one minute, 10 ms in
+# the next), one pass can put a slow spell on one side only.
 #
 # MODELs are zoo file names or paths (default: all of bench/zoo.sha256 in
 # --zoo, else $CG_ZOO, else <repo>/zoo).  Needs scripts/setup.sh --bench
@@ -117,6 +117,7 @@ for k in sys.argv[1:]:
     d = d[k]
 print(d)' "$@"; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.2f", v }'; }
+fmt1() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.1f", v }'; }
 # The median of the arguments (numbers), "-" when there are none.
 median() {
     [ $# -gt 0 ] || { echo -; return; }
@@ -125,7 +126,7 @@ median() {
 }
 
 echo "convgate: $("$convgate" --version 2>/dev/null | head -n 1); $(nproc) CPUs; $(uptime | sed 's/.*load average/load average/') (before)"
-echo "runs: median of $runs warm runs per model, runtime and thread count; $rounds round(s), convgate and ORT alternating, the median round reported"
+echo "runs: median of $runs warm runs per model, runtime and thread count; $rounds pass(es) over the models, the median pass reported"
 
 # per thread count: "name group ratio" lines for the summary
 . "$(dirname "$0")/progress.sh"
@@ -137,61 +138,77 @@ for t in $thread_counts; do
     echo
     echo "| model | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    model_i=0
+    # --rounds R: R passes over the models, each running convgate then ORT on
+    # every model; a figure is the median of its R per-pass values, so the
+    # passes of one model lie minutes apart and a slow spell of the machine
+    # hits both sides, in one pass of several, rather than one side's only run
+    for ((round = 1; round <= rounds; round++)); do
+        model_i=0
+        for m in "${models[@]}"; do
+            model_i=$((model_i + 1))
+            bench_progress "bench_run ($t thread(s), round $round of $rounds)" "$model_i" \
+                "${#models[@]}" "$(basename "$m")"
+            case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
+            name="$(basename "$m" .onnx)"
+            [ -f "$path" ] || continue
+            # the inputs parity.sh would use; the model is looked up by its name
+            if [ ! -d "$work/in/$name/in" ] && [ ! -f "$work/noin.$name" ] &&
+               ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work/in" \
+                    --inputs-only "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
+                bench_progress_clear; echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
+                : > "$work/noin.$name"
+            fi
+            [ -f "$work/noin.$name" ] && continue
+            feeds=(); ort_feeds=()
+            for f in "$work/in/$name/in/"*.npy; do
+                n="$(basename "$f" .npy)"
+                feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
+            done
+            if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
+                    --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
+                echo "$(json result timing median_ms <"$work/cg.json")" \
+                     "$(json result timing first_ms <"$work/cg.json")" \
+                     "$(json result timing cpu_median_ms <"$work/cg.json")" \
+                     "$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
+                            -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')" \
+                     "$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')" \
+                     >> "$work/cg.$t.$name"
+            else
+                bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
+            fi
+            if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
+                           "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
+                echo "$(json run_ms <<< "$line") $(json create_ms <<< "$line") $(json cpu_ms <<< "$line")" \
+                     "$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')" \
+                     >> "$work/ort.$t.$name"
+            else
+                bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
+            fi
+        done
+    done
+
+    # column c of a per-pass file, as median's arguments
+    col() { [ -f "$1" ] && awk -v c="$2" '{ print $c }' "$1"; }
     for m in "${models[@]}"; do
-        model_i=$((model_i + 1))
-        bench_progress "bench_run ($t thread(s))" "$model_i" "${#models[@]}" "$(basename "$m")"
         case "$m" in */*) path="$m" ;; *) path="$zoo/$m" ;; esac
         name="$(basename "$m" .onnx)"
         row() { bench_progress_clear; echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
             row "missing | - | - | - | - | - | - | - | - | -"; continue
         fi
-        # the inputs parity.sh would use; the model is looked up by its name
-        if [ ! -d "$work/in/$name/in" ] &&
-           ! bash "$repo/bench/parity.sh" --zoo "$(dirname "$path")" --keep "$work/in" \
-                --inputs-only "$convgate" "$(basename "$path")" >"$work/gen.log" 2>&1; then
-            bench_progress_clear; echo "$name: no inputs: $(grep FAIL "$work/gen.log" | head -n 1)" >&2
+        if [ -f "$work/noin.$name" ]; then
             row "fail | - | - | - | - | - | - | - | - | -"; continue
         fi
-        feeds=(); ort_feeds=()
+        feeds=()
         for f in "$work/in/$name/in/"*.npy; do
-            n="$(basename "$f" .npy)"
-            feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
+            feeds+=(-i "$(basename "$f" .npy)=$f")
         done
-
-        # --rounds R: convgate and ORT alternate R times; each figure is the
-        # median of its R per-round values (a slow spell of the machine then
-        # hits both sides' rounds instead of one side's only run)
-        r_cg_run=(); r_cg_first=(); r_cg_cpu=(); r_cg_load=(); r_cg_rss=()
-        r_ort_run=(); r_ort_create=(); r_ort_cpu=(); r_ort_rss=()
-        for ((round = 1; round <= rounds; round++)); do
-            if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
-                    --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
-                r_cg_run+=("$(json result timing median_ms <"$work/cg.json")")
-                r_cg_first+=("$(json result timing first_ms <"$work/cg.json")")
-                r_cg_cpu+=("$(json result timing cpu_median_ms <"$work/cg.json")")
-                r_cg_load+=("$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
-                                  -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')")
-                r_cg_rss+=("$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')")
-            else
-                bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
-            fi
-            if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
-                           "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
-                r_ort_run+=("$(json run_ms <<< "$line")")
-                r_ort_create+=("$(json create_ms <<< "$line")")
-                r_ort_cpu+=("$(json cpu_ms <<< "$line")")
-                r_ort_rss+=("$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')")
-            else
-                bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
-            fi
-        done
-        cg_run=$(median "${r_cg_run[@]}"); cg_first=$(median "${r_cg_first[@]}")
-        cg_cpu=$(median "${r_cg_cpu[@]}"); cg_load=$(median "${r_cg_load[@]}")
-        cg_rss=$(median "${r_cg_rss[@]}")
-        ort_run=$(median "${r_ort_run[@]}"); ort_create=$(median "${r_ort_create[@]}")
-        ort_cpu=$(median "${r_ort_cpu[@]}"); ort_rss=$(median "${r_ort_rss[@]}")
+        cgf="$work/cg.$t.$name" ortf="$work/ort.$t.$name"
+        cg_run=$(median $(col "$cgf" 1)); cg_first=$(median $(col "$cgf" 2))
+        cg_cpu=$(median $(col "$cgf" 3)); cg_load=$(median $(col "$cgf" 4))
+        cg_rss=$(fmt1 "$(median $(col "$cgf" 5))")
+        ort_run=$(median $(col "$ortf" 1)); ort_create=$(median $(col "$ortf" 2))
+        ort_cpu=$(median $(col "$ortf" 3)); ort_rss=$(fmt1 "$(median $(col "$ortf" 4))")
 
         # the xnnpack target path, where the target covers the whole model
         if [ ! -f "$work/xnn.$name" ]; then
