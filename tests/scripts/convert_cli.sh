@@ -59,6 +59,13 @@ check "manifest: fp32 first, then the target path" man "$a" 'm["compare"]["fp32"
 check "manifest: golden hashes" man "$a" 'm["golden"]["manifest_sha256"] and sum(f["path"].startswith("golden/") for f in m["files"]) == 5'
 check "README: the numbers and the recipe" grep -q "## Recipe" "$a/README.md"
 
+# without --accumulate, litert-gpu is judged as both device classes (F16
+# devices sum in fp16): the rewrite is kept because it removes the overflow
+# of the class that sums in fp16, as gate 3 judges it (demo.sh's step 4)
+cg convert "$model" --target litert-gpu --inputs "$inputs" -o "$tmp/classes"
+check "convert, both device classes: exit 0 (every gate passes)" rc 0
+check "convert, both device classes: the rewrite is applied" man "$tmp/classes" 'any(s["name"] == "fp16-scale-squares" and s["outcome"] == "applied" for s in m["rewrites"])'
+
 # the placement before and after is assign's: on the graph litert-gpu
 # partitions (the TFLite ops a converter emits: BatchNormalization folded,
 # the pool as MEAN, Flatten as RESHAPE), not the ONNX file's
