@@ -249,6 +249,15 @@ static void conv_store_i32(void *ctx, const int32_t *c, int64_t ld, int64_t p0, 
     }
 }
 
+/* Where the convolution GEMMs read their taps (packgemm.h, qgemm.h): tap q
+ * of position p at off[q] + pos[p] in the group's input, or in its
+ * zero-padded copy (planes of `plane` elements) when the window pads. */
+typedef struct conv_taps {
+    bool padded;
+    int64_t plane;
+    int64_t *off, *pos;
+} conv_taps;
+
 /* Weights packed for the convolution GEMM, kept as the node's state while
  * W is a constant: valid for the same W data, shape, group and kernel. */
 typedef struct conv_packed {
@@ -271,7 +280,7 @@ typedef struct conv_packed {
      * for: a run with the same input shape reuses them */
     cg_nn_window taps_win;
     int64_t taps_kk, taps_on;
-    int64_t *taps_off, *taps_pos;
+    conv_taps taps; /* off and pos malloc'd; off NULL: none kept */
 } conv_packed;
 
 static void conv_packed_free(void *p)
@@ -286,8 +295,8 @@ static void conv_packed_free(void *p)
         free(cp->qsum);
         free(cp->qzw);
         free(cp->data64);
-        free(cp->taps_off);
-        free(cp->taps_pos);
+        free(cp->taps.off);
+        free(cp->taps.pos);
     }
     free(cp);
 }
@@ -522,15 +531,6 @@ static const conv_packed *conv_weights_q8(cg_kernel_ctx *k, const cg_tensor *wt,
     return tmp;
 }
 
-/* Where the convolution GEMMs read their taps (packgemm.h, qgemm.h): tap q
- * of position p at off[q] + pos[p] in the group's input, or in its
- * zero-padded copy (planes of `plane` elements) when the window pads. */
-typedef struct conv_taps {
-    bool padded;
-    int64_t plane;
-    int64_t *off, *pos;
-} conv_taps;
-
 static bool conv_taps_init(cg_kernel_ctx *k, const cg_nn_window *win, int64_t kk, int64_t on,
                            conv_taps *t)
 {
@@ -599,16 +599,9 @@ static bool window_same(const cg_nn_window *a, const cg_nn_window *b)
 static bool conv_taps_get(cg_kernel_ctx *k, conv_packed *cp, const cg_nn_window *win,
                           int64_t kk, int64_t on, conv_taps *t)
 {
-    if (cp && cp->taps_off && cp->taps_kk == kk && cp->taps_on == on &&
+    if (cp && cp->taps.off && cp->taps_kk == kk && cp->taps_on == on &&
         window_same(&cp->taps_win, win)) {
-        t->padded = false;
-        t->plane = 1;
-        for (int d = 0; d < win->nsp; d++)
-            t->padded = t->padded || win->pad0[d] || win->pad1[d];
-        for (int d = 0; d < win->nsp; d++)
-            t->plane *= win->in[d] + (t->padded ? win->pad0[d] + win->pad1[d] : 0);
-        t->off = cp->taps_off;
-        t->pos = cp->taps_pos;
+        *t = cp->taps;
         return true;
     }
     if (!conv_taps_init(k, win, kk, on, t))
@@ -623,10 +616,11 @@ static bool conv_taps_get(cg_kernel_ctx *k, conv_packed *cp, const cg_nn_window 
     }
     memcpy(off, t->off, (size_t)kk * sizeof *off);
     memcpy(pos, t->pos, (size_t)on * sizeof *pos);
-    free(cp->taps_off);
-    free(cp->taps_pos);
-    cp->taps_off = off;
-    cp->taps_pos = pos;
+    free(cp->taps.off);
+    free(cp->taps.pos);
+    cp->taps = *t;
+    cp->taps.off = off;
+    cp->taps.pos = pos;
     cp->taps_win = *win;
     cp->taps_kk = kk;
     cp->taps_on = on;
