@@ -11,6 +11,7 @@
 #include "convgate/budget.h"
 #include "convgate/golden.h"
 #include "convgate/rewrite.h"
+#include "core/threadpool.h"
 
 bool cli_parse_double(const char *s, double *out)
 {
@@ -549,6 +550,11 @@ bool cli_parse_threads(const char *cmd, const char *text, int *out)
     }
     *out = (int)v;
     return true;
+}
+
+int cli_threads_after_default(void)
+{
+    return cg_threadpool_cpu_count();
 }
 
 bool cli_parse_simd(const char *cmd, const char *text, cg_simd *out)

@@ -155,6 +155,10 @@ bool cli_parse_dim(const char *cmd, const char *arg, cg_dim_binding *dims, size_
 /* --threads N: 1 <= N <= 256 (the reference kernels' threads, the
  * caller's included). --simd LEVEL: auto, portable, avx2 or avx512. */
 bool cli_parse_threads(const char *cmd, const char *text, int *out);
+/* gate's and compare's references without --threads: one thread while the
+ * target half runs beside them, then every online CPU once it is done
+ * (cg_parity_options.threads_after). */
+int cli_threads_after_default(void);
 bool cli_parse_simd(const char *cmd, const char *text, cg_simd *out);
 bool cli_resolve_targets(const char *cmd, const cg_target_registry *reg, char **args,
                          size_t arg_count, const cg_target **out, size_t *count, size_t max);

@@ -81,8 +81,10 @@ static void compare_usage(FILE *f)
         "                       SRC= :LAYOUT keeps the partner and sets the layout\n"
         "\n"
         "  --threads N          threads of the reference kernels and of an executing\n"
-        "                       target's runtime (xnnpack), each, the caller's included\n"
-        "                       (default 1)\n"
+        "                       target's runtime (xnnpack), each, the caller's included.\n"
+        "                       Default: 1 each while the references and the target path\n"
+        "                       run side by side; once the target path is done, the\n"
+        "                       references take every CPU (the results are the same)\n"
         "\n"
         "Fixed tolerances (they override the noise-floor verdict for their outputs, and\n"
         "the report says so): an element passes when |target - ref| <= atol +\n"
@@ -163,6 +165,7 @@ static int parse_args(int argc, char **argv, cmp_args *a)
     cg_parity_options *o = &a->opt;
     int c;
     o->threshold = 0.5;
+    o->threads_after = cli_threads_after_default();
     bool started = false;
     while ((c = cli_next_option("compare", argc, argv, "h", longopts, &started,
                                 &a->in, &a->targets, &o->tol)) != -1) {
@@ -204,6 +207,7 @@ static int parse_args(int argc, char **argv, cmp_args *a)
         case 'T':
             if (!cli_parse_threads("compare", optarg, &o->threads))
                 return CG_EXIT_ERROR;
+            o->threads_after = 0; /* N each, throughout */
             break;
         case 'h': compare_usage(stdout); return -1;
         default: return CG_EXIT_ERROR;

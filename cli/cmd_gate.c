@@ -84,8 +84,10 @@ static void gate_usage(FILE *f)
           "                      products (default: as the profile says; litert-gpu: fp32,\n"
           "                      measured; fp16 stands for a GPU computing in f16)\n"
           "  --threads N         threads of the reference kernels and of an executing\n"
-          "                      target's runtime (xnnpack), each, the caller's included\n"
-          "                      (default 1)\n"
+          "                      target's runtime (xnnpack), each, the caller's included.\n"
+          "                      Default: 1 each while gate 3's references and the target\n"
+          "                      path run side by side; once the target path is done, the\n"
+          "                      references take every CPU (the results are the same)\n"
           "\n"
           "Converted models and the real LiteRT:\n"
           "  --source SOURCE     MODEL is a conversion of SOURCE (ONNX or .tflite): gate 3\n"
@@ -204,6 +206,7 @@ int cmd_gate(int argc, char **argv)
     cg_error_clear(&err);
     memset(&opt, 0, sizeof opt);
     opt.threshold = 0.5;
+    opt.threads_after = cli_threads_after_default();
     memset(&rep, 0, sizeof rep);
     memset(&tg, 0, sizeof tg);
     cli_inputs_init(&in);
@@ -246,6 +249,7 @@ int cmd_gate(int argc, char **argv)
         case 'T':
             if (!cli_parse_threads("gate", optarg, &opt.threads))
                 goto done;
+            opt.threads_after = 0; /* N each, throughout */
             break;
         case 'j':
             /* checked now: an unwritable report path must not cost a whole gate */

@@ -75,6 +75,7 @@ typedef struct cg_gate_options {
     const char *detect;      /* "BOXES,SCORES[,LABELS]" or NULL */
     size_t max_alloc_bytes;
     int threads;                  /* the reference kernels' threads (runtime options) */
+    int threads_after;            /* cg_parity_options.threads_after */
     /* the random inputs of gate 2's reference runs (convgate/samples.h;
      * NULL: the policy's defaults, seed 0); random samples for gate 3 come
      * from the same policy */

@@ -265,6 +265,7 @@ typedef struct cg_noise_options {
     bool fp16_sums;         /* with fp16: also the fp16-sums floor (a fourth run) */
     const cg_type_env *types; /* for the decision analysis (may be NULL) */
     bool recorded;          /* no runs: floors from cg_noise_add_recorded */
+    int threads;            /* the references' kernel threads (cg_runtime_options) */
 } cg_noise_options;
 
 typedef struct cg_noise cg_noise;
@@ -322,6 +323,12 @@ CG_API const cg_run_stop *cg_noise_fp16_stop(const cg_noise *n);
 CG_API CG_NODISCARD cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs,
                                              size_t input_count, cg_nonfinite_watch *w,
                                              cg_error *err);
+
+/* The references' threads from their next run on (cg_runtime_set_threads;
+ * results do not change): a caller whose other half has finished hands its
+ * core over. Safe to call from any thread, also while a sample runs: it
+ * takes effect at the next reference run. */
+CG_API void cg_noise_set_threads(cg_noise *n, int threads);
 
 CG_API size_t cg_noise_sample_count(const cg_noise *n);
 CG_API size_t cg_noise_output_count(const cg_noise *n);

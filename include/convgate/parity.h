@@ -189,6 +189,10 @@ typedef struct cg_parity_options {
      * the floors are the recorded ones */
     bool golden;
     int threads;                     /* the reference kernels' threads (runtime options) */
+    /* the references' threads once the target path has run (its core is
+     * free then: the rest of a sample, and every sample after the target's
+     * last when it runs ahead); 0: `threads` throughout */
+    int threads_after;
     /* the model's type environment at the first sample's dims and inputs,
      * those being sample 0 of `random` (borrowed; NULL: built here): the
      * floors' decision analysis and the first target path take it instead

@@ -133,6 +133,12 @@ CG_API void cg_runtime_options_default(cg_runtime_options *opt);
 CG_API CG_NODISCARD cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
                                               cg_runtime **out, cg_error *err);
 CG_API void cg_runtime_free(cg_runtime *rt);
+/* Changes the reference kernels' threads (cg_runtime_options.threads)
+ * between runs: a caller whose other work has finished hands its cores to
+ * the runtime's next run. Results do not change (kernels split by output
+ * rows or channels). A delegate partition keeps the threads it was made
+ * with. Not while a run is in progress. */
+CG_API CG_NODISCARD cg_status cg_runtime_set_threads(cg_runtime *rt, int threads, cg_error *err);
 
 /* Runtimes over one model share its constant buffers while they are alive
  * at the same time: the aligned copies of weights stored at odd offsets

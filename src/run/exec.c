@@ -107,6 +107,28 @@ fail:
     return st;
 }
 
+cg_status cg_runtime_set_threads(cg_runtime *rt, int threads, cg_error *err)
+{
+    if (!rt)
+        return cg_error_set(err, CG_USAGE, "set_threads: no runtime");
+    if (threads < 0 || threads > CG_THREADPOOL_MAX)
+        return cg_error_set(err, CG_USAGE, "thread count %d is outside [0, %d]", threads,
+                            CG_THREADPOOL_MAX);
+    int want = threads > 1 ? threads : 1;
+    if (want == cg_threadpool_size(rt->pool))
+        return CG_OK;
+    cg_threadpool *pool = NULL;
+    if (want > 1) {
+        cg_status st = cg_threadpool_new(want, &pool, err);
+        if (st != CG_OK)
+            return st; /* the old pool stays */
+    }
+    cg_threadpool_free(rt->pool);
+    rt->pool = pool;
+    rt->opt.threads = threads;
+    return CG_OK;
+}
+
 void cg_runtime_free(cg_runtime *rt)
 {
     if (!rt)

@@ -82,6 +82,23 @@ cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding
                                      size_t dim_count, const cg_named_value *feeds,
                                      size_t feed_count, cg_type_env **out, cg_error *err);
 
+/* Something that watches the recording run of a type environment's build
+ * (not its dynamic-dim probe): `start` just before the run, `observe` for
+ * every value, after the environment has recorded it. The gate times the
+ * nodes on the run that types them, instead of a second run. */
+typedef struct cg_type_env_watch {
+    void (*start)(void *user);
+    cg_status (*observe)(void *user, const cg_node *node, const char *name,
+                         const cg_value *value);
+    void *user;
+} cg_type_env_watch;
+/* cg_type_env_build_fed with w watching its recording run. */
+cg_status cg_type_env_build_watched(const cg_model *model, const cg_dim_binding *dims,
+                                    size_t dim_count, const struct cg_random_inputs *random,
+                                    const cg_named_value *feeds, size_t feed_count,
+                                    const cg_type_env_watch *w, cg_type_env **out,
+                                    cg_error *err);
+
 /* True when every dim the build of env sized was declared as a number (no
  * symbol or unnamed dim, so no binding used and no probe run): the
  * bindings, the random policy of the unfed inputs and the symbolic view

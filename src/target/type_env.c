@@ -166,6 +166,7 @@ typedef struct te_build {
      * user's inputs; borrowed), or NULL */
     const cg_named_value *fed;
     size_t fed_count;
+    const cg_type_env_watch *watch; /* of the recording run (or NULL) */
 } te_build;
 
 static bool dtype_ok(int32_t v) { return v > 0 && v < CG_DTYPE_COUNT && cg_dtype_valid(v); }
@@ -382,10 +383,9 @@ static void record_value(te_build *b, te_entry *e, const cg_value *v)
 
 static cg_status observe(void *user, const cg_node *node, const char *name, const cg_value *v)
 {
-    (void)node;
     te_build *b = user;
     if (!name || !*name)
-        return CG_OK;
+        return b->watch && !b->probing ? b->watch->observe(b->watch->user, node, name, v) : CG_OK;
     te_entry *e = env_lookup(b->env, name);
     if (!e) {
         if (b->probing)
@@ -395,7 +395,7 @@ static cg_status observe(void *user, const cg_node *node, const char *name, cons
             return st;
     }
     record_value(b, e, v);
-    return CG_OK;
+    return b->watch && !b->probing ? b->watch->observe(b->watch->user, node, name, v) : CG_OK;
 }
 
 /* Makes random inputs for every graph input that is not an initializer.
@@ -479,6 +479,8 @@ static cg_status run_once(te_build *b, size_t *symbolic)
     if ((st = cg_runtime_init(b->model, &opt, &rt, b->err)) != CG_OK)
         goto done;
     atomic_fetch_add(&runs_made, 1);
+    if (b->watch && !b->probing && b->watch->start)
+        b->watch->start(b->watch->user);
     st = cg_runtime_run(rt, run_feeds, run_count, &outs, &out_count, b->err);
     if (st == CG_OK)
         cg_runtime_free_outputs(outs, out_count);
@@ -519,7 +521,8 @@ static cg_status add_graph_inputs(te_build *b)
 static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dims,
                                 size_t dim_count, const struct cg_random_inputs *random,
                                 const cg_named_value *fed, size_t fed_count, bool probe_bound,
-                                cg_type_env **out, cg_error *err)
+                                const cg_type_env_watch *watch, cg_type_env **out,
+                                cg_error *err)
 {
     *out = NULL;
     if (!model || !model->graph)
@@ -534,7 +537,7 @@ static cg_status type_env_build(const cg_model *model, const cg_dim_binding *dim
                                     "twice", dims[k].symbol);
     }
     te_build b = {NULL, model, dims, dim_count, NULL, false, probe_bound, 0, err, random,
-                  fed, fed_count};
+                  fed, fed_count, watch};
     cg_status st;
     b.env = calloc(1, sizeof *b.env);
     b.binding_used = calloc(dim_count + 1, sizeof *b.binding_used);
@@ -640,7 +643,7 @@ cg_status cg_type_env_build_with(const cg_model *model, const cg_dim_binding *di
                                  size_t dim_count, const struct cg_random_inputs *random,
                                  cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, random, NULL, 0, false, out, err);
+    return type_env_build(model, dims, dim_count, random, NULL, 0, false, NULL, out, err);
 }
 
 cg_status cg_type_env_build_fed(const cg_model *model, const cg_dim_binding *dims,
@@ -648,18 +651,27 @@ cg_status cg_type_env_build_fed(const cg_model *model, const cg_dim_binding *dim
                                 const cg_named_value *feeds, size_t feed_count,
                                 cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, random, feeds, feed_count, false, out, err);
+    return type_env_build(model, dims, dim_count, random, feeds, feed_count, false, NULL, out, err);
+}
+
+cg_status cg_type_env_build_watched(const cg_model *model, const cg_dim_binding *dims,
+                                    size_t dim_count, const struct cg_random_inputs *random,
+                                    const cg_named_value *feeds, size_t feed_count,
+                                    const cg_type_env_watch *w, cg_type_env **out,
+                                    cg_error *err)
+{
+    return type_env_build(model, dims, dim_count, random, feeds, feed_count, false, w, out, err);
 }
 
 cg_status cg_type_env_build(const cg_model *model, const cg_dim_binding *dims, size_t dim_count,
                             cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, NULL, NULL, 0, false, out, err);
+    return type_env_build(model, dims, dim_count, NULL, NULL, 0, false, NULL, out, err);
 }
 
 cg_status cg_type_env_build_symbolic(const cg_model *model, const cg_dim_binding *dims,
                                      size_t dim_count, const cg_named_value *feeds,
                                      size_t feed_count, cg_type_env **out, cg_error *err)
 {
-    return type_env_build(model, dims, dim_count, NULL, feeds, feed_count, true, out, err);
+    return type_env_build(model, dims, dim_count, NULL, feeds, feed_count, true, NULL, out, err);
 }

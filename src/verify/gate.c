@@ -126,6 +126,12 @@ static cg_status timer_observe(void *user, const cg_node *node, const char *name
     return CG_OK;
 }
 
+static void timer_start(void *user)
+{
+    node_timer *t = user;
+    clock_gettime(CLOCK_MONOTONIC, &t->last);
+}
+
 /* The reference run's time per node of `model` on sample s, in ms
  * (malloc'd; NULL when the run fails: coverage is then unknown). */
 static double *timed_run(const cg_model *model, const cg_sample *s, size_t max_alloc)
@@ -248,6 +254,7 @@ static void gate3_options(const cg_gate_options *opt, cg_parity_options *po)
     po->threshold = opt->threshold;
     po->detect = opt->detect;
     po->threads = opt->threads;
+    po->threads_after = opt->threads_after;
     po->golden = opt->samples->samples[0].expected != NULL;
     po->outputs_reduced = opt->outputs_reduced;
 }
@@ -347,14 +354,32 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     r->removed_by_runtime = cg_lowered_removed_count(lowered, "");
     r->remover = lowered->remover;
     cg_lowered_removed_summary(lowered, "", 6, r->removed_detail, sizeof r->removed_detail);
-    cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3, "tensor types (a reference run)");
     /* typed by a run on sample 0, the tensors gate 3 feeds first: the
      * user's inputs when given (a detector that fails on random values
      * runs on real images); a lowering that declares its types still runs
      * the source on them */
     const cg_sample *s0 = &opt->samples->samples[0];
-    st = cg_lowered_types_fed(lowered, binds, nb, opt->random, s0->inputs, s0->input_count,
-                              &types, &terr);
+    /* the graph the reference runs is the one placed: its nodes are timed
+     * on the run that types them (the timer's, kept for after placement) */
+    node_timer timer = {g, NULL, {0, 0}};
+    bool timed_here = !src->tflite && !lowered->declared_types;
+    cg_progress_report(&opt->progress, "gate 2", "steps", 0, 3,
+                       timed_here ? "tensor types and node times (a reference run)"
+                                  : "tensor types (a reference run)");
+    if (timed_here) {
+        timer.seconds = calloc(g->node_count ? g->node_count : 1, sizeof(double));
+        cg_type_env_watch w = {timer_start, timer_observe, &timer};
+        st = timer.seconds ? cg_type_env_build_watched(model, binds, nb, opt->random, s0->inputs,
+                                                       s0->input_count, &w, &types, &terr)
+                           : cg_error_set(&terr, CG_NOMEM, "out of memory");
+        if (st != CG_OK) {
+            free(timer.seconds);
+            timer.seconds = NULL;
+        }
+    } else {
+        st = cg_lowered_types_fed(lowered, binds, nb, opt->random, s0->inputs, s0->input_count,
+                                  &types, &terr);
+    }
     phase_lap(r, &lap, CG_GATE_PHASE_TYPES);
     if (st == CG_NOMEM) {
         cg_error_set(err, st, "gate 2: %s", terr.msg);
@@ -405,7 +430,8 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     cg_assign_residency_in(a, src->tflite ? "TFLite ops" : "nodes", r->residency,
                            sizeof r->residency);
     cg_assign_verdict(a, types, r->verdict_text, sizeof r->verdict_text);
-    cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3, "timed reference run");
+    cg_progress_report(&opt->progress, "gate 2", "steps", 2, 3,
+                       timer.seconds ? "latency estimate" : "timed reference run");
     phase_lap(r, &lap, CG_GATE_PHASE_PLACE);
     if (src->tflite) {
         double *ms = timed_run(src, s0, opt->max_alloc_bytes);
@@ -413,6 +439,11 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     } else if (lowered->declared_types) {
         /* a graph the reference does not run (TFLite ops) is timed by its source */
         r->node_ms = lowered_op_ms(lowered, timed_run(lowered->source, s0, opt->max_alloc_bytes));
+    } else if (timer.seconds) {
+        for (size_t v = 0; v < g->node_count; v++)
+            timer.seconds[v] *= 1e3;
+        r->node_ms = timer.seconds;
+        timer.seconds = NULL;
     } else {
         r->node_ms = timed_run(model, s0, opt->max_alloc_bytes);
     }
@@ -466,6 +497,7 @@ static cg_status gate_runs(const cg_model *model, const cg_gate_options *opt, cg
     else
         snprintf(r->runs_detail, sizeof r->runs_detail, "%.250s; %.500s", r->verdict_text, bar);
 done:
+    free(timer.seconds); /* gate 2 stopped before its estimate */
     /* kept for the per-node views (they index the lowered graph); freed
      * with the report */
     r->assignment = a;

@@ -233,6 +233,7 @@ cg_status cg_judge_init(const cg_model *model, const cg_parity_options *opt, siz
          * judged as the class that sums in fp32 unless --accumulate fp16) */
         no.fp16_sums = j->fp16_targets && sums16 && !(opt->outputs_from && opt->accumulate == CG_ACCUMULATE_PROFILE);
         no.recorded = opt->golden;
+        no.threads = opt->threads;
         /* the decision analysis goes by the values' types when it can */
         cg_error terr;
         cg_error_clear(&terr);
@@ -647,6 +648,9 @@ static void sample_share(void *arg, int t, int n)
     } else if (b->target) {
         st = sample_path_run(j, s, b->truns, err);
     }
+    /* the target half done, its core is free for the rest of the references */
+    if (t == 1 && j->noise && j->opt->threads_after > 0)
+        cg_noise_set_threads(j->floors, j->opt->threads_after);
     b->st[t] = st;
     b->wall_s[t] = cg_clock_seconds(CLOCK_MONOTONIC) - wall;
     b->cpu_s[t] = cg_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu;
@@ -928,6 +932,9 @@ static void *ahead_main(void *arg)
         if (sl->tst != CG_OK)
             break; /* as the lockstep order stops at a failing sample */
     }
+    /* this thread's core is free for the references still to run */
+    if (j->opt->threads_after > 0)
+        cg_noise_set_threads(j->floors, j->opt->threads_after);
     return NULL;
 }
 
@@ -1168,6 +1175,11 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
             st = cg_noise_add_recorded(j->floors, k, &s->expected_floors[k], err);
         cg_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
     } else {
+        /* one core each while both halves run (the target half hands its
+         * core over when it is done); all of them without a target half */
+        if (j->noise && opt->threads_after > 0)
+            cg_noise_set_threads(j->floors, job.target && j->pool ? opt->threads
+                                                                  : opt->threads_after);
         cg_threadpool_run(job.target ? j->pool : NULL, sample_share, &job);
         if (!job.target || !j->pool)
             sample_share(&job, 1, 2); /* NULL pool: share 0 only */

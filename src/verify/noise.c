@@ -17,11 +17,13 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convgate/noise.h"
+#include "verify_internal.h"
 
 /* --- precisions and multiples --------------------------------------------------- */
 
@@ -207,6 +209,8 @@ struct cg_noise {
     const cg_model *model;
     cg_noise_options opt;
     cg_runtime *rt64, *rt32, *rt16, *rt16s;
+    atomic_int threads_wanted; /* cg_noise_set_threads: applied before each run */
+    int threads;          /* what the runtimes have */
     bool refs_observed;   /* rt64 and rt32 have the observer (decision values to watch) */
     uint8_t *prec16, *prec16s;
     cg_decision_map dmap;
@@ -487,6 +491,9 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
     cg_runtime_options_default(&ro);
     if (n->opt.max_alloc_bytes)
         ro.max_alloc_bytes = n->opt.max_alloc_bytes;
+    ro.threads = n->opt.threads;
+    n->threads = n->opt.threads > 1 ? n->opt.threads : 1;
+    atomic_init(&n->threads_wanted, n->threads);
     /* the fp32 and fp64 references are observed for the decision values
      * only: with none to watch they run unobserved, as every other
      * reference does, so their constant nodes (an Identity of a weight)
@@ -598,6 +605,38 @@ static cg_status source_floors(cg_noise *n, watched *w, cg_error *err)
     return st;
 }
 
+void cg_noise_set_threads(cg_noise *n, int threads)
+{
+    if (n && threads >= 0)
+        atomic_store(&n->threads_wanted, threads > 1 ? threads : 1);
+}
+
+static atomic_size_t thread_switches;
+
+size_t cg_noise_thread_switches(void)
+{
+    return atomic_load(&thread_switches);
+}
+
+/* Gives the references the threads last asked for (cg_noise_set_threads),
+ * before a run; a pool that cannot be made leaves the runtimes as they
+ * were (the run is not worse for it). */
+static void threads_sync(cg_noise *n)
+{
+    int want = atomic_load(&n->threads_wanted);
+    if (want == n->threads)
+        return;
+    cg_runtime *rts[4] = {n->rt64, n->rt32, n->rt16, n->rt16s};
+    for (int i = 0; i < 4; i++) {
+        cg_error e;
+        cg_error_clear(&e);
+        if (rts[i] && cg_runtime_set_threads(rts[i], want, &e) != CG_OK)
+            return; /* tried again before the next run */
+    }
+    n->threads = want;
+    atomic_fetch_add(&thread_switches, 1);
+}
+
 cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input_count,
                          cg_nonfinite_watch *w, cg_error *err)
 {
@@ -606,6 +645,7 @@ cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input
     cg_named_value *o = NULL;
     size_t c = 0;
     int phase = n->phase;
+    threads_sync(n);
     cg_runtime *rt = n->refs_observed ? n->rt64 : NULL;
     cg_status st = CG_OK;
     if (!rt) {
@@ -617,6 +657,7 @@ cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input
         ro.float64 = true;
         ro.observe = observe;
         ro.observe_user = n;
+        ro.threads = atomic_load(&n->threads_wanted);
         st = cg_runtime_init(n->model, &ro, &rt, err);
     }
     n->phase = 4;
@@ -729,11 +770,13 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
     n->run_err = err;
     watch_clear_sample(n);
     n->phase = 0;
+    threads_sync(n);
     if ((st = cg_runtime_run(n->rt64, inputs, input_count, &o64, &c64, err)) != CG_OK) {
         cg_error_prefix(err, "float64 reference: ");
         goto done;
     }
     n->phase = 1;
+    threads_sync(n);
     if ((st = cg_runtime_run(n->rt32, inputs, input_count, &o32, &c32, err)) != CG_OK) {
         cg_error_prefix(err, "float32 reference: ");
         goto done;
@@ -742,6 +785,7 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         n->phase = 2;
         memset(&n->nonfinite, 0, sizeof n->nonfinite);
         n->nonfinite.on = true;
+        threads_sync(n);
         st = cg_runtime_run(n->rt16, inputs, input_count, &o16, &c16, err);
         n->nonfinite.on = false;
         if (st != CG_OK && !fp16_stopped(n, inputs, input_count, st, err)) {
@@ -752,6 +796,7 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
     }
     if (n->rt16s && !n->fp16_stop.stopped) {
         n->phase = 3;
+        threads_sync(n);
         if ((st = cg_runtime_run(n->rt16s, inputs, input_count, &o16s, &c16s, err)) != CG_OK) {
             cg_error_prefix(err, "fp16 storage and fp16-significand sums run: ");
             goto done;

@@ -57,5 +57,8 @@ size_t cg_judge_samples_ahead(void);
 /* How many gates of this process started gate 3's judge beside gate 2,
  * right after its lowering (src/verify/gate.c): for the tests. */
 size_t cg_gate3_early_starts(void);
+/* How many times the noise floors' references changed their threads
+ * between runs (cg_noise_set_threads): for tests. */
+size_t cg_noise_thread_switches(void);
 
 #endif

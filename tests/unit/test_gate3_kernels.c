@@ -184,8 +184,9 @@ static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
 /* The judge over every sample of s, as gate 3 drives it (the figures
  * against the floors), with the target's runs ahead of the references or
  * side by side with them, sample by sample. */
-static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_sample_set *s,
-                               bool ahead, cg_parity_report *rep, cg_error *err)
+static cg_status judge_samples_after(const cg_model *m, const cg_target *t,
+                                     const cg_sample_set *s, bool ahead, int threads_after,
+                                     cg_parity_report *rep, cg_error *err)
 {
     cg_parity_options po;
     cg_tolerance_args tol;
@@ -193,6 +194,7 @@ static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_s
     memset(&tol, 0, sizeof tol);
     cg_error_clear(err);
     cg_parity_options_for_path(&po, &t, 1, NULL, 0, NULL, CG_ACCUMULATE_PROFILE, NULL, &tol, 0);
+    po.threads_after = threads_after;
     cg_status st = cg_judge_init(m, &po, s->count, rep, &j, err);
     if (st == CG_OK && ahead)
         st = cg_judge_ahead(j, s->samples, s->count, err);
@@ -204,6 +206,12 @@ static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_s
         st = cg_judge_finish(j, err);
     cg_judge_free(j);
     return st;
+}
+
+static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_sample_set *s,
+                               bool ahead, cg_parity_report *rep, cg_error *err)
+{
+    return judge_samples_after(m, t, s, ahead, 0, rep, err);
 }
 
 /* Whether two judgements of the same samples agree bit for bit. */
@@ -405,6 +413,20 @@ int main(void)
                "ahead: the same figures (max_abs %g / %g, error %g / %g)",
                lock.outputs[0].merged.max_abs, ahead.outputs[0].merged.max_abs,
                lock.outputs[0].error.m.max_abs, ahead.outputs[0].error.m.max_abs);
+        /* the target half done, the references take its core (threads_
+         * after, the CLI's default): the same figures, side by side and
+         * ahead. When the switch lands depends on which half finishes
+         * first, so test_noise counts it on fixed points */
+        for (int mode = 0; mode < 2; mode++) {
+            cg_parity_report more;
+            EXPECT(judge_samples_after(cnn, &rev, &rs, mode == 1, 3, &more, &err) == CG_OK,
+                   "%s", err.msg);
+            EXPECT(same_judgement(&lock, &more),
+                   "%s, 3 threads after the target: the same figures (max_abs %g / %g)",
+                   mode ? "ahead" : "side by side", lock.outputs[0].merged.max_abs,
+                   more.outputs[0].merged.max_abs);
+            cg_parity_report_free(&more);
+        }
         cg_parity_report_free(&lock);
         cg_parity_report_free(&ahead);
         cg_target fails = gap_target("gap-fails-second", &fail_second);
@@ -468,6 +490,17 @@ int main(void)
                "reversed sums, fixed dims, on a lowering: %s", rep.reason);
         EXPECT(runs == 2, "a gate on a lowering of a fixed-dim model types by 2 runs, made %zu",
                runs);
+        /* gate 2 times the nodes on its typing run: every node has a time */
+        double timed = 0;
+        size_t untimed = 0;
+        for (size_t v = 0; rep.node_ms && rep.lowered && v < rep.lowered->model->graph->node_count;
+             v++) {
+            timed += rep.node_ms[v];
+            untimed += !(rep.node_ms[v] > 0);
+        }
+        EXPECT(rep.node_ms && timed > 0 && untimed == 0 && rep.reference_ms > 0,
+               "gate 2's node times from its typing run: %g ms in all, %zu nodes without",
+               timed, untimed);
         EXPECT(rep.lowered && cg_type_env_fixed_dims(rep.lowered->source_types),
                "fixed dims: the lowering's types say so");
         EXPECT(rs.count == 2 &&

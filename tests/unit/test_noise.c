@@ -25,6 +25,7 @@
 #include "convgate/samples.h"
 #include "convgate/tensor_io.h"
 #include "testlib.h"
+#include "verify/verify_internal.h"
 
 /* --- statistics ------------------------------------------------------------------------ */
 
@@ -696,6 +697,92 @@ done:
     cg_model_free(dec);
 }
 
+/* The references change their threads between samples (cg_noise_set_
+ * threads, as a judge does once its target half is done): the outputs
+ * and floors are those of references that keep one thread, bit for bit. */
+static void test_thread_switch(void)
+{
+    cg_model *m = test_load_model("examples/tiny_cnn.onnx");
+    if (!m)
+        return;
+    cg_noise *fixed = NULL, *moved = NULL;
+    cg_noise_options o;
+    memset(&o, 0, sizeof o);
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_noise_init(m, &o, &fixed, &err) == CG_OK, "%s", err.msg);
+    o.threads = 1;
+    EXPECT(cg_noise_init(m, &o, &moved, &err) == CG_OK, "%s", err.msg);
+    int64_t dims[4] = {1, 3, 64, 64};
+    const int threads[4] = {1, 3, 2, 0};
+    cg_rng rng;
+    cg_rng_seed(&rng, 11);
+    size_t before = cg_noise_thread_switches();
+    for (int s = 0; fixed && moved && s < 4; s++) {
+        cg_value *x = NULL;
+        EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, dims, &x, &err) == CG_OK &&
+                   cg_random_fill(&x->tensor, NULL, &rng, &err) == CG_OK,
+               "%s", err.msg);
+        cg_named_value in = {"image", x};
+        cg_noise_runs a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        cg_noise_set_threads(moved, threads[s]);
+        EXPECT(cg_noise_add_sample(fixed, &in, 1, &a, NULL, &err) == CG_OK &&
+                   cg_noise_add_sample(moved, &in, 1, &b, NULL, &err) == CG_OK,
+               "sample %d: %s", s, err.msg);
+        for (int r = CG_RUN_FP64; r <= CG_RUN_FP32; r++) {
+            bool same = a.count[r] == 1 && b.count[r] == 1;
+            const cg_tensor *ta = same ? &a.out[r][0].value->tensor : NULL;
+            const cg_tensor *tb = same ? &b.out[r][0].value->tensor : NULL;
+            same = same && ta->numel == tb->numel && ta->dtype == tb->dtype &&
+                   memcmp(ta->data, tb->data, cg_tensor_bytes(ta)) == 0;
+            EXPECT(same, "sample %d at %d threads: the %s reference differs from one thread's",
+                   s, threads[s], r == CG_RUN_FP64 ? "fp64" : "fp32");
+        }
+        cg_noise_runs_free(&a);
+        cg_noise_runs_free(&b);
+        cg_value_free(x);
+    }
+    /* 1 -> 3 -> 2 -> 0 (one thread): three changes, each made once */
+    size_t switched = cg_noise_thread_switches() - before;
+    EXPECT(switched == 3, "the references changed threads %zu times, want 3", switched);
+    for (size_t i = 0; fixed && moved && i < cg_noise_output_count(fixed); i++) {
+        const cg_noise_output *x = cg_noise_output_get(fixed, i), *y = cg_noise_output_get(moved, i);
+        EXPECT(x->v.fp32.dist.count == y->v.fp32.dist.count &&
+                   x->v.fp32.ref_max == y->v.fp32.ref_max &&
+                   x->v.fp32.m.max_abs == y->v.fp32.m.max_abs &&
+                   memcmp(x->v.fp32.dist.bins, y->v.fp32.dist.bins, sizeof x->v.fp32.dist.bins) ==
+                       0,
+               "output %zu: the same fp32 floor", i);
+    }
+    cg_noise_free(fixed);
+    cg_noise_free(moved);
+    /* the runtime's own call: a count outside [0, 256] is refused and the
+     * runtime keeps its threads (and runs) */
+    cg_runtime *rt = NULL;
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    ro.threads = 2;
+    EXPECT(cg_runtime_init(m, &ro, &rt, &err) == CG_OK, "%s", err.msg);
+    EXPECT(cg_runtime_set_threads(rt, -1, &err) == CG_USAGE && strstr(err.msg, "-1"),
+           "-1 threads refused: %s", err.msg);
+    EXPECT(cg_runtime_set_threads(rt, 257, &err) == CG_USAGE, "257 threads refused");
+    EXPECT(cg_runtime_set_threads(NULL, 2, &err) == CG_USAGE, "no runtime refused");
+    cg_value *x = NULL;
+    cg_named_value *outs = NULL;
+    size_t nouts = 0;
+    EXPECT(rt && cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, dims, &x, &err) == CG_OK &&
+               cg_runtime_set_threads(rt, 1, &err) == CG_OK &&
+               cg_runtime_run(rt, &(cg_named_value){"image", x}, 1, &outs, &nouts, &err) ==
+                   CG_OK && nouts == 1,
+           "a run after the refusals and at one thread: %s", err.msg);
+    cg_runtime_free_outputs(outs, nouts);
+    cg_value_free(x);
+    cg_runtime_free(rt);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_stats();
@@ -707,5 +794,6 @@ int main(void)
     test_shape_flip();
     test_run_stops();
     test_unobserved_references();
+    test_thread_switch();
     return test_done("test_noise");
 }
