@@ -293,6 +293,11 @@ const void *cg_plan_copy_source(const cg_plan *p, int32_t slot);
 /* Leaves slot's copy out of cg_plan_materialize: only
  * cg_plan_materialize_slot fills it then (a reader that needs the bytes). */
 void cg_plan_defer_slot(cg_plan *p, int32_t slot);
+/* Slot `to` reads the bytes of slot from's copy as well (a view of it:
+ * fold.c's Identity of an initializer): its own entry, so that
+ * cg_plan_copy_source and cg_plan_materialize_slot answer for it. False
+ * when from has no unfilled copy or memory is short (then fill it). */
+bool cg_plan_share_copy(cg_plan *p, int32_t from, int32_t to);
 void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,

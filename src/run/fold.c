@@ -161,7 +161,10 @@ static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
     /* a graph output is handed out as its own value */
     if (p->slot_is_output[out] || f->vals[out])
         return false;
-    materialize_inputs(p, step);
+    /* an initializer the float64 mode promotes per step is read from the
+     * model's bytes while its copy is not made: the view reads them too */
+    if (!(p->init_lazy64[in] && cg_plan_copy_source(p, in) && cg_plan_share_copy(p, in, out)))
+        materialize_inputs(p, step);
     const cg_value *src = f->vals[in];
     if (!src || src != p->init_values[in] || src->kind != CG_VALUE_TENSOR ||
         src->tensor.dtype == CG_DTYPE_STRING || !src->tensor.data)
@@ -204,6 +207,29 @@ static void defer_covered_copies(cg_plan *p)
             }
         }
         if (covered && read)
+            cg_plan_defer_slot(p, s);
+    }
+}
+
+/* Leaves out of the first run's copies those of the initializers the
+ * float64 mode promotes per step (cg_plan.init_lazy64): the promotion
+ * reads the model's bytes (frame.c promoted_input), so their aligned float
+ * copies (resnet50: 98 MB, made and faulted in at init) need never be
+ * made. A graph output or a subgraph's capture reads the value itself. */
+static void defer_lazy64_copies(cg_plan *p)
+{
+    for (int32_t s = 0; s < (int32_t)p->slot_count; s++) {
+        if (!p->init_lazy64[s] || p->slot_kind[s] != CG_SLOT_INIT || p->slot_is_output[s] ||
+            !cg_plan_copy_source(p, s))
+            continue;
+        bool captured = false;
+        for (size_t si = 0; si < p->step_count && !captured; si++)
+            for (size_t k = 0; k < p->steps[si].sub_count && !captured; k++) {
+                const cg_plan *sub = p->steps[si].subs[k].plan;
+                for (size_t c = 0; c < sub->capture_count && !captured; c++)
+                    captured = cg_plan_slot(p, sub->captures[c]) == s;
+            }
+        if (!captured)
             cg_plan_defer_slot(p, s);
     }
 }
@@ -285,6 +311,8 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_exec *parent, cg_error
         step->folded = keep;
     }
     defer_covered_copies(p);
+    if (rt->opt.float64)
+        defer_lazy64_copies(p);
 done:
     cg_frame_free(&f);
     return st;

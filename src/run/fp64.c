@@ -71,6 +71,27 @@ void cg_fp64_convert(const cg_tensor *t, double *d)
     }
 }
 
+void cg_fp64_convert_bytes(cg_dtype dt, const void *raw, int64_t n, double *d)
+{
+    const uint8_t *b = raw;
+    if (dt == CG_DTYPE_FLOAT) {
+        /* through an aligned block: a misaligned float is read by memcpy */
+        float blk[256];
+        for (int64_t i = 0; i < n; i += 256) {
+            int64_t m = n - i < 256 ? n - i : 256;
+            memcpy(blk, b + (size_t)i * sizeof(float), (size_t)m * sizeof(float));
+            for (int64_t k = 0; k < m; k++)
+                d[i + k] = blk[k];
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, b + (size_t)i * 2, 2);
+        d[i] = dt == CG_DTYPE_FLOAT16 ? cg_fp16_to_f32(h) : cg_bf16_to_f32(h);
+    }
+}
+
 /* Converts t to DOUBLE into a fresh buffer; frees the old payload unless
  * borrowed. */
 static cg_status promote_tensor(cg_tensor *t, bool borrowed, cg_error *err)

@@ -23,6 +23,10 @@ bool cg_fp64_leaks(const cg_value *v);
 /* t's numel values as doubles into d (room for them): the one conversion
  * promotion makes, at init or into a step's scratch (frame.c). */
 void cg_fp64_convert(const cg_tensor *t, double *d);
+/* The same from a payload of n elements of dtype dt (float, float16 or
+ * bfloat16, little-endian) at any alignment: an initializer's bytes in the
+ * model, read where they lie. */
+void cg_fp64_convert_bytes(cg_dtype dt, const void *raw, int64_t n, double *d);
 /* Converts, in place, every promoted tensor v holds (sequence items and
  * optional payloads included) to DOUBLE. With data_borrowed the old payload
  * of a top-level tensor belongs to someone else (a zero-copy initializer)

@@ -424,7 +424,12 @@ static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
     *c = *v;
     c->tensor.dtype = CG_DTYPE_DOUBLE;
     c->tensor.data = d;
-    cg_fp64_convert(t, d);
+    /* the model's bytes while its aligned copy is not made (fold.c) */
+    const void *raw = cg_plan_copy_source(p, r.slot);
+    if (raw)
+        cg_fp64_convert_bytes(t->dtype, raw, t->numel, d);
+    else
+        cg_fp64_convert(t, d);
     f->ins[i] = c;
     return CG_OK;
 }

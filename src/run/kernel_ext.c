@@ -117,7 +117,10 @@ void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i)
 {
     const cg_step *st;
     int32_t s = input_init_slot(k, i, &st);
-    if (s >= 0)
+    /* an initializer the float64 mode promotes per step reaches the kernel
+     * as a promoted copy (frame.c), made from the model's bytes: its own
+     * copy is never read */
+    if (s >= 0 && !k->exec->plan->init_lazy64[s])
         cg_plan_materialize_slot((cg_plan *)k->exec->plan, s);
 }
 

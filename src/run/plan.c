@@ -46,11 +46,26 @@ typedef struct plan_box {
     size_t copy_count;
     /* copies not filled yet by this plan (cg_plan_materialize) */
     init_copy *pending;
-    size_t pending_count;
+    size_t pending_count, pending_cap;
     /* copies left unfilled until a reader asks (cg_plan_defer_slot) */
     init_copy *deferred;
-    size_t deferred_count;
+    size_t deferred_count, deferred_cap;
 } plan_box;
+
+/* Appends e to a list of copies, growing it; false when memory is short. */
+static bool copies_push(init_copy **list, size_t *count, size_t *cap, init_copy e)
+{
+    if (*count == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 8;
+        init_copy *n = realloc(*list, ncap * sizeof *n);
+        if (!n)
+            return false;
+        *list = n;
+        *cap = ncap;
+    }
+    (*list)[(*count)++] = e;
+    return true;
+}
 
 static cg_status add_capture(plan_build *b, const char *name)
 {
@@ -336,6 +351,7 @@ static cg_status plan_fp64(plan_build *b)
         if (s < 0 || !p->init_lazy64[s])
             continue;
         p->init_lazy64[s] = false;
+        cg_plan_materialize_slot(p, s); /* its bytes are read now */
         cg_status st = cg_fp64_promote_value(p->init_values[s], p->init_borrowed[s], b->err);
         if (st == CG_OK) {
             p->init_borrowed[s] = false;
@@ -371,14 +387,18 @@ static cg_status plan_initializers(plan_build *b)
     }
     /* The copies are filled at the first run (first touches, as the
      * runtime's other first-run work) unless something reads initializers
-     * at init: float64 promotion, fp16 emulation's rounded copies, a
-     * delegate. */
+     * at init: fp16 emulation's rounded copies, a delegate. The float64
+     * mode fills those it promotes at init (small ones) here; the big ones
+     * it promotes per step read the model's bytes (cg_fp64_convert_bytes),
+     * so their copies are deferred and never made (fold.c). */
     const cg_runtime_options *o = &b->rt->opt;
-    bool lazy = !o->float64 && !o->node_precision && !o->assignment;
+    bool lazy = !o->node_precision && !o->assignment;
     if (box->copies && lazy) {
         box->pending = calloc(g->initializer_count, sizeof *box->pending);
         if (!box->pending)
             lazy = false;
+        else
+            box->pending_cap = g->initializer_count;
     }
     for (size_t i = 0; i < g->initializer_count; i++) {
         const cg_tensor_proto *tp = &g->initializers[i];
@@ -423,7 +443,9 @@ static cg_status plan_initializers(plan_build *b)
             if (promotes_lazily(b, p->init_values[s])) {
                 p->init_lazy64[s] = true; /* plan_fp64 decides, once the inputs are known */
             } else {
-                /* converted once; the double copy is the plan's own */
+                /* converted once; the double copy is the plan's own (read
+                 * from the aligned copy, filled for it now) */
+                cg_plan_materialize_slot(p, s);
                 if ((st = cg_fp64_promote_value(p->init_values[s], borrowed, b->err)) != CG_OK) {
                     cg_error_prefix(b->err, "initializer '%s': ", tp->name);
                     return st;
@@ -694,16 +716,28 @@ void cg_plan_defer_slot(cg_plan *p, int32_t slot)
     plan_box *box = (plan_box *)p;
     for (size_t i = 0; i < box->pending_count; i++)
         if (box->pending[i].slot == slot) {
-            if (!box->deferred) {
-                /* room for every pending copy: deferred ones come from there */
-                box->deferred = calloc(box->pending_count, sizeof *box->deferred);
-                if (!box->deferred)
-                    return; /* it stays pending: filled at the first run */
-            }
-            box->deferred[box->deferred_count++] = box->pending[i];
+            if (!copies_push(&box->deferred, &box->deferred_count, &box->deferred_cap,
+                             box->pending[i]))
+                return; /* it stays pending: filled at the first run */
             box->pending[i] = box->pending[--box->pending_count];
             return;
         }
+}
+
+bool cg_plan_share_copy(cg_plan *p, int32_t from, int32_t to)
+{
+    plan_box *box = (plan_box *)p;
+    for (size_t i = 0; i < box->pending_count; i++)
+        if (box->pending[i].slot == from) {
+            init_copy e = {to, box->pending[i].copy};
+            return copies_push(&box->pending, &box->pending_count, &box->pending_cap, e);
+        }
+    for (size_t i = 0; i < box->deferred_count; i++)
+        if (box->deferred[i].slot == from) {
+            init_copy e = {to, box->deferred[i].copy};
+            return copies_push(&box->deferred, &box->deferred_count, &box->deferred_cap, e);
+        }
+    return false;
 }
 
 /* --- memory plan ------------------------------------------------------------ */

@@ -270,6 +270,96 @@ done:
            cg_shared_live());
 }
 
+/* Model: W (raw bytes at `raw`) -> Identity -> Conv, and with w_out W is a
+ * graph output as well. */
+static cg_model *identity_conv_model(const void *raw, bool w_out)
+{
+    cg_model *m = test_model_graph(13, 4, "x", w_out ? "y,w" : "y");
+    int64_t wd[4] = {CO, CI, 3, 3};
+    test_graph_init_raw(m, m->graph, "w", CG_DTYPE_FLOAT, 4, wd, raw, WN * sizeof(float));
+    test_node(m, m->graph, "Identity", "wid", "w", "w2");
+    test_node(m, m->graph, "Conv", "conv", "x,w2", "y");
+    int64_t xd[4] = {1, CI, HW, HW};
+    m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, 4, xd);
+    return m;
+}
+
+/* Output 0 of two float64 runs of one runtime (the second planned),
+ * copied out as doubles (NULL on failure). */
+static double *run_fp64(const cg_model *m, size_t *filled)
+{
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.float64 = true;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_value *x = input();
+    cg_named_value feed = {"x", x};
+    double *y = NULL;
+    size_t count = (size_t)CO * (HW - 2) * (HW - 2);
+    bool ok = cg_runtime_init(m, &o, &rt, &err) == CG_OK;
+    for (int r = 0; ok && r < 2; r++) {
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        ok = cg_runtime_run(rt, &feed, 1, &outs, &n, &err) == CG_OK && n >= 1 &&
+             outs[0].value->tensor.dtype == CG_DTYPE_DOUBLE &&
+             (size_t)outs[0].value->tensor.numel == count;
+        if (ok && r == 1 && (y = malloc(count * sizeof *y)) != NULL)
+            memcpy(y, outs[0].value->tensor.data, count * sizeof *y);
+        cg_runtime_free_outputs(outs, n);
+    }
+    EXPECT(ok, "float64 runs: %s", err.msg);
+    *filled = cg_shared_filled_bytes(); /* while the runtime holds its buffers */
+    cg_value_free(x);
+    cg_runtime_free(rt);
+    return y;
+}
+
+/* The float64 mode promotes a big float weight per step, from the model's
+ * bytes where they lie: a misaligned W (and an Identity's view of it) gets
+ * no aligned float copy, and the results are those of an aligned W, bit
+ * for bit. A W that is also a graph output is handed out from its copy. */
+static void test_fp64_reads_model_bytes(const float *w)
+{
+    static float w_al[WN];
+    memcpy(w_al, w, sizeof w_al);
+    cg_model *odd = identity_conv_model(w_odd + 1, false);
+    cg_model *al = identity_conv_model(w_al, false);
+    cg_model *out = identity_conv_model(w_odd + 1, true);
+    size_t before = cg_shared_filled_bytes(), f_al = 0, f_odd = 0, f_out = 0;
+    double *want = run_fp64(al, &f_al);
+    double *got = run_fp64(odd, &f_odd);
+    size_t count = (size_t)CO * (HW - 2) * (HW - 2);
+    EXPECT(want && got && memcmp(want, got, count * sizeof *got) == 0,
+           "float64: a misaligned W gives the aligned W's bits");
+    EXPECT(f_odd == before && f_al == before,
+           "float64: no aligned copy filled (%zu bytes before, %zu and %zu during the runs)",
+           before, f_al, f_odd);
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.float64 = true;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_runtime_init(odd, &o, &rt, &err) == CG_OK &&
+               cg_init_copy_holders(w_odd + 1, WN * sizeof(float)) == 1,
+           "the copy's entry is held, unfilled (%s)", err.msg);
+    cg_runtime_free(rt);
+    double *got2 = run_fp64(out, &f_out);
+    EXPECT(got2 && want && memcmp(want, got2, count * sizeof *got2) == 0,
+           "float64, W also an output: the same bits");
+    EXPECT(f_out == before + WN * sizeof(float),
+           "float64, W also an output: its copy is made (%zu bytes, %zu before)", f_out, before);
+    free(want);
+    free(got);
+    free(got2);
+    cg_model_free(odd);
+    cg_model_free(al);
+    cg_model_free(out);
+    EXPECT(cg_shared_live() == 0, "float64: nothing left: %zu", cg_shared_live());
+}
+
 int main(void)
 {
     float w[WN];
@@ -349,6 +439,7 @@ int main(void)
     }
     EXPECT(cg_shared_live() == 0, "after the threads, nothing left: %zu", cg_shared_live());
 
+    test_fp64_reads_model_bytes(w);
     test_mapped_pages(odd, want);
     test_xnnpack_shares(odd, want);
 
