@@ -5,10 +5,12 @@
 # (`gate --timings`: where the CPU time went). With --repeat N each gate
 # runs N times and the row is the run with the median CPU time (on a
 # shared machine the CPU time is the figure to read; the wall time counts
-# the other processes too). The machine's load average is printed before
+# the other processes too); the phases line lists every run's wall time.
+# --repeat-targets LIST repeats only those targets' gates (the others run
+# once: litert-gpu's take minutes). The machine's load average is printed before
 # and after. bench/bench_run.sh prints these rows in its gate section.
 #
-#   bench/bench_gate.sh [--zoo DIR] [--repeat N] [--targets "xnnpack litert-gpu"] [--except "MODEL:TARGET ..."] [--phases] CONVGATE [MODEL...]
+#   bench/bench_gate.sh [--zoo DIR] [--repeat N] [--repeat-targets "xnnpack"] [--targets "xnnpack litert-gpu"] [--except "MODEL:TARGET ..."] [--phases] CONVGATE [MODEL...]
 #
 # MODELs are zoo names (default: resnet18 resnet50 mobilenet_v2 vit_b_16)
 # in --zoo, else $CG_ZOO, else <repo>/zoo. --except leaves out the named
@@ -19,6 +21,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 zoo="${CG_ZOO:-$repo/zoo}"
 repeat=1
 targets="xnnpack litert-gpu"
+repeat_targets=""
 phases=0
 except=""
 usage() { sed -n '11p' "$0" | sed 's/^# *//' >&2; exit 2; }
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --repeat) repeat="${2:?--repeat needs a number}"; shift 2 ;;
+        --repeat-targets) repeat_targets="${2:?--repeat-targets needs a list}"; shift 2 ;;
         --targets) targets="${2:?--targets needs a list}"; shift 2 ;;
         --except) except="${2?--except needs a list}"; shift 2 ;;
         --phases) phases=1; shift ;;
@@ -61,7 +65,11 @@ for m in "${models[@]}"; do
             *" $m:$t "*) echo "| $m | $t | not run (--except) | | | | | | | |"; continue ;;
         esac
         : >"$work/rows"
-        for i in $(seq "$repeat"); do
+        n="$repeat"
+        if [ -n "$repeat_targets" ]; then
+            case " $repeat_targets " in *" $t "*) ;; *) n=1 ;; esac
+        fi
+        for i in $(seq "$n"); do
             if /usr/bin/time -f '%e %U %S %M' -o "$work/gate.time" "$convgate" gate "$path" \
                    --target "$t" --random 3 --quiet --timings >"$work/gate.out" 2>"$work/gate.err"; then
                 verdict=PASS
@@ -73,7 +81,8 @@ for m in "${models[@]}"; do
             # cpu, then the fields, then the phases (one line)
             echo "$(awk '{ printf "%.3f", $2 + $3 }' <<<"$g") $g $verdict|$(grep '^  ' "$work/gate.err" | tr '\n' ';')" >>"$work/rows"
         done
-        row=$(sort -n "$work/rows" | awk -v n="$repeat" 'NR == int((n + 1) / 2)')
+        row=$(sort -n "$work/rows" | awk -v n="$n" 'NR == int((n + 1) / 2)')
+        walls=$(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }' "$work/rows")
         awk -v m="$m" -v t="$t" -v r="$r" -v row="${row%%|*}" 'BEGIN {
             split(row, a, " "); split(r, b, " ")
             v = a[6]; for (i = 7; i <= length(a); i++) v = v " " a[i]
@@ -81,7 +90,11 @@ for m in "${models[@]}"; do
                 m, t, v, a[2], a[1], a[5] / 1024, b[1], b[2] + b[3], b[4] / 1024,
                 (b[4] > 0 ? a[5] / b[4] : 0)
         }'
-        echo "$m $t: ${row#*|}" >>"$work/phases"
+        if [ "$n" -gt 1 ]; then
+            echo "$m $t: ${row#*|} (the median-CPU run of $n; their wall s: $walls)" >>"$work/phases"
+        else
+            echo "$m $t: ${row#*|}" >>"$work/phases"
+        fi
     done
 done
 if [ "$phases" = 1 ]; then

@@ -276,7 +276,10 @@ if [ "$want_gate" = 1 ]; then
     echo
     # vit_b_16 on litert-gpu takes half an hour of this machine (its gate-3
     # row, docs/gate3.md, says where the time goes): not part of this loop
+    # the xnnpack gates (seconds each) as many times as there are rounds
+    # (the median-CPU run is the row); litert-gpu's (minutes) once
     "$repo/bench/bench_gate.sh" --zoo "$zoo" --phases --except "vit_b_16:litert-gpu" \
+        --repeat "$rounds" --repeat-targets xnnpack \
         "$convgate" resnet18 resnet50 mobilenet_v2 vit_b_16
     echo
     for m in resnet18 mobilenet_v2 squeezenet1_1; do
