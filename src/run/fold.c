@@ -122,7 +122,10 @@ static void materialize_inputs(cg_plan *p, const cg_step *st)
 {
     for (size_t i = 0; i < st->node->input_count; i++) {
         cg_plan *o = owner_plan(p, st->in[i].up);
-        if (o && st->in[i].slot >= 0 && o->slot_kind[st->in[i].slot] == CG_SLOT_INIT)
+        /* one the float64 mode promotes per step reaches the step as a
+         * promoted copy made from the model's bytes (frame.c) */
+        if (o && st->in[i].slot >= 0 && o->slot_kind[st->in[i].slot] == CG_SLOT_INIT &&
+            !o->init_lazy64[st->in[i].slot])
             cg_plan_materialize_slot(o, st->in[i].slot);
     }
 }
@@ -162,9 +165,11 @@ static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
     if (p->slot_is_output[out] || f->vals[out])
         return false;
     /* an initializer the float64 mode promotes per step is read from the
-     * model's bytes while its copy is not made: the view reads them too */
-    if (!(p->init_lazy64[in] && cg_plan_copy_source(p, in) && cg_plan_share_copy(p, in, out)))
-        materialize_inputs(p, step);
+     * model's bytes while its copy is not made: the view reads them too
+     * (through a share of the copy's entry; failing that, the copy) */
+    if (p->init_lazy64[in] && cg_plan_copy_source(p, in) && !cg_plan_share_copy(p, in, out))
+        cg_plan_materialize_slot(p, in);
+    materialize_inputs(p, step);
     const cg_value *src = f->vals[in];
     if (!src || src != p->init_values[in] || src->kind != CG_VALUE_TENSOR ||
         src->tensor.dtype == CG_DTYPE_STRING || !src->tensor.data)
@@ -180,6 +185,20 @@ static bool alias_identity(cg_plan *p, cg_exec *f, const cg_step *step)
     f->vals[out] = view;
     f->own[out] = CG_OWN_NONE;
     return true;
+}
+
+/* Whether a subgraph of one of p's steps captures slot s (it reads the
+ * value itself, not through a step's inputs). */
+static bool captured(const cg_plan *p, int32_t s)
+{
+    for (size_t si = 0; si < p->step_count; si++)
+        for (size_t k = 0; k < p->steps[si].sub_count; k++) {
+            const cg_plan *sub = p->steps[si].subs[k].plan;
+            for (size_t c = 0; c < sub->capture_count; c++)
+                if (cg_plan_slot(p, sub->captures[c]) == s)
+                    return true;
+        }
+    return false;
 }
 
 /* Leaves out of the first run's copies those of initializers every reader
@@ -200,13 +219,8 @@ static void defer_covered_copies(cg_plan *p)
                     read = true;
                     covered = i < 32 && st->state && (st->state_covers >> i & 1u);
                 }
-            for (size_t k = 0; k < st->sub_count && covered; k++) {
-                const cg_plan *sub = st->subs[k].plan;
-                for (size_t c = 0; c < sub->capture_count && covered; c++)
-                    covered = cg_plan_slot(p, sub->captures[c]) != s;
-            }
         }
-        if (covered && read)
+        if (covered && read && !captured(p, s))
             cg_plan_defer_slot(p, s);
     }
 }
@@ -214,22 +228,13 @@ static void defer_covered_copies(cg_plan *p)
 /* Leaves out of the first run's copies those of the initializers the
  * float64 mode promotes per step (cg_plan.init_lazy64): the promotion
  * reads the model's bytes (frame.c promoted_input), so their aligned float
- * copies (resnet50: 98 MB, made and faulted in at init) need never be
+ * copies (resnet50: 71 MB, made and faulted in at init) need never be
  * made. A graph output or a subgraph's capture reads the value itself. */
 static void defer_lazy64_copies(cg_plan *p)
 {
     for (int32_t s = 0; s < (int32_t)p->slot_count; s++) {
-        if (!p->init_lazy64[s] || p->slot_kind[s] != CG_SLOT_INIT || p->slot_is_output[s] ||
-            !cg_plan_copy_source(p, s))
-            continue;
-        bool captured = false;
-        for (size_t si = 0; si < p->step_count && !captured; si++)
-            for (size_t k = 0; k < p->steps[si].sub_count && !captured; k++) {
-                const cg_plan *sub = p->steps[si].subs[k].plan;
-                for (size_t c = 0; c < sub->capture_count && !captured; c++)
-                    captured = cg_plan_slot(p, sub->captures[c]) == s;
-            }
-        if (!captured)
+        if (p->init_lazy64[s] && p->slot_kind[s] == CG_SLOT_INIT && !p->slot_is_output[s] &&
+            cg_plan_copy_source(p, s) && !captured(p, s))
             cg_plan_defer_slot(p, s);
     }
 }

@@ -384,17 +384,14 @@ static void record_value(te_build *b, te_entry *e, const cg_value *v)
 static cg_status observe(void *user, const cg_node *node, const char *name, const cg_value *v)
 {
     te_build *b = user;
-    if (!name || !*name)
-        return b->watch && !b->probing ? b->watch->observe(b->watch->user, node, name, v) : CG_OK;
-    te_entry *e = env_lookup(b->env, name);
-    if (!e) {
-        if (b->probing)
-            return CG_OK;
+    te_entry *e = name && *name ? env_lookup(b->env, name) : NULL;
+    if (name && *name && !e && !b->probing) {
         cg_status st = env_add(b->env, name, &e, b->err);
         if (st != CG_OK)
             return st;
     }
-    record_value(b, e, v);
+    if (e)
+        record_value(b, e, v);
     return b->watch && !b->probing ? b->watch->observe(b->watch->user, node, name, v) : CG_OK;
 }
 

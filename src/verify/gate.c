@@ -149,7 +149,7 @@ static double *timed_run(const cg_model *model, const cg_sample *s, size_t max_a
     ro.observe = timer_observe;
     ro.observe_user = &t;
     if (cg_runtime_init(model, &ro, &rt, NULL) == CG_OK) {
-        clock_gettime(CLOCK_MONOTONIC, &t.last);
+        timer_start(&t);
         if (cg_runtime_run(rt, s->inputs, s->input_count, &outs, &out_count, NULL) == CG_OK) {
             cg_runtime_free_outputs(outs, out_count);
             for (size_t v = 0; v < model->graph->node_count; v++)

@@ -284,9 +284,29 @@ static cg_model *identity_conv_model(const void *raw, bool w_out)
     return m;
 }
 
+/* Model: an If whose then branch hands out the outer W itself (a capture,
+ * not a step's input: the branch's output is read from W's data) and whose
+ * else branch negates it (a step that folds at init, reading W promoted
+ * from the model's bytes). */
+static cg_model *captured_w_model(const void *raw)
+{
+    cg_model *m = test_model_graph(13, 4, "c", "r");
+    int64_t wd[4] = {CO, CI, 3, 3};
+    test_graph_init_raw(m, m->graph, "w", CG_DTYPE_FLOAT, 4, wd, raw, WN * sizeof(float));
+    cg_node *n = test_node(m, m->graph, "If", "pick", "c", "r");
+    cg_graph *then_g = test_graph_new(m, "then", 2), *else_g = test_graph_new(m, "else", 2);
+    test_graph_output(then_g, "w", NULL);
+    test_node(m, else_g, "Neg", "", "w", "nw");
+    test_graph_output(else_g, "nw", NULL);
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    return m;
+}
+
 /* Output 0 of two float64 runs of one runtime (the second planned),
- * copied out as doubles (NULL on failure). */
-static double *run_fp64(const cg_model *m, size_t *filled)
+ * copied out as doubles (NULL on failure); *filled: the shared bytes
+ * filled, and *holders: the holders of w_odd's copy, while it lives. */
+static double *run_fp64(const cg_model *m, size_t *filled, size_t *holders)
 {
     cg_runtime_options o;
     cg_runtime_options_default(&o);
@@ -311,6 +331,7 @@ static double *run_fp64(const cg_model *m, size_t *filled)
     }
     EXPECT(ok, "float64 runs: %s", err.msg);
     *filled = cg_shared_filled_bytes(); /* while the runtime holds its buffers */
+    *holders = cg_init_copy_holders(w_odd + 1, WN * sizeof(float));
     cg_value_free(x);
     cg_runtime_free(rt);
     return y;
@@ -327,28 +348,53 @@ static void test_fp64_reads_model_bytes(const float *w)
     cg_model *odd = identity_conv_model(w_odd + 1, false);
     cg_model *al = identity_conv_model(w_al, false);
     cg_model *out = identity_conv_model(w_odd + 1, true);
-    size_t before = cg_shared_filled_bytes(), f_al = 0, f_odd = 0, f_out = 0;
-    double *want = run_fp64(al, &f_al);
-    double *got = run_fp64(odd, &f_odd);
+    size_t before = cg_shared_filled_bytes(), f_al = 0, f_odd = 0, f_out = 0, held = 0;
+    double *want = run_fp64(al, &f_al, &held);
+    double *got = run_fp64(odd, &f_odd, &held);
     size_t count = (size_t)CO * (HW - 2) * (HW - 2);
     EXPECT(want && got && memcmp(want, got, count * sizeof *got) == 0,
            "float64: a misaligned W gives the aligned W's bits");
     EXPECT(f_odd == before && f_al == before,
            "float64: no aligned copy filled (%zu bytes before, %zu and %zu during the runs)",
            before, f_al, f_odd);
+    EXPECT(held == 1, "the copy's entry is held, unfilled (%zu holders)", held);
+    double *got2 = run_fp64(out, &f_out, &held);
+    EXPECT(got2 && want && memcmp(want, got2, count * sizeof *got2) == 0,
+           "float64, W also an output: the same bits");
+    /* a branch that returns W itself reads it whole: its copy is made */
+    cg_model *cap = captured_w_model(w_odd + 1);
     cg_runtime_options o;
     cg_runtime_options_default(&o);
     o.float64 = true;
     cg_runtime *rt = NULL;
     cg_error err;
     cg_error_clear(&err);
-    EXPECT(cg_runtime_init(odd, &o, &rt, &err) == CG_OK &&
-               cg_init_copy_holders(w_odd + 1, WN * sizeof(float)) == 1,
-           "the copy's entry is held, unfilled (%s)", err.msg);
+    cg_value *c = NULL;
+    cg_named_value *outs = NULL;
+    size_t nouts = 0;
+    EXPECT(cg_runtime_init(cap, &o, &rt, &err) == CG_OK &&
+               cg_value_alloc_tensor(CG_DTYPE_BOOL, 0, NULL, &c, &err) == CG_OK,
+           "captured W: %s", err.msg);
+    if (rt && c) {
+        cg_named_value feed = {"c", c};
+        for (int then = 1; then >= 0; then--) {
+            *(uint8_t *)c->tensor.data = (uint8_t)then;
+            bool ok = cg_runtime_run(rt, &feed, 1, &outs, &nouts, &err) == CG_OK &&
+                      nouts == 1 && outs[0].value->tensor.dtype == CG_DTYPE_DOUBLE &&
+                      outs[0].value->tensor.numel == WN;
+            for (int i = 0; ok && i < WN; i++)
+                ok = ((const double *)outs[0].value->tensor.data)[i] ==
+                     (then ? (double)w[i] : -(double)w[i]);
+            EXPECT(ok, "float64, a branch %s the captured W: its values (%s)",
+                   then ? "returning" : "negating", err.msg);
+            cg_runtime_free_outputs(outs, nouts);
+            outs = NULL;
+            nouts = 0;
+        }
+    }
+    cg_value_free(c);
     cg_runtime_free(rt);
-    double *got2 = run_fp64(out, &f_out);
-    EXPECT(got2 && want && memcmp(want, got2, count * sizeof *got2) == 0,
-           "float64, W also an output: the same bits");
+    cg_model_free(cap);
     EXPECT(f_out == before + WN * sizeof(float),
            "float64, W also an output: its copy is made (%zu bytes, %zu before)", f_out, before);
     free(want);
