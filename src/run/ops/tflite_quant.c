@@ -334,9 +334,18 @@ static cg_status conv(cg_kernel_ctx *k, bool depthwise)
         return s;
     const int32_t x_off = -(int32_t)qx.zero_point[0], y_off = (int32_t)qy.zero_point[0];
     const int32_t *bias = b ? (const int32_t *)b->data : NULL;
+    /* Nothing to write: dims of an empty input (a fuzzed model's [1, 2^40,
+     * 2^20, 0]) can be huge, and the loops below would walk them without
+     * end. */
+    if (y->numel == 0)
+        return CG_OK;
+    /* An empty filter (no input channel) sums nothing: its kh x kw, which
+     * no tensor bounds then, is not walked. */
+    const bool taps = w->numel > 0;
     /* the work, oh * ow * oc * kh * kw * ic, is not bounded by the output's
-     * size: the run's time limit is checked every 2^20 multiply-adds */
-    const int64_t pixel_work = oc * kh * kw * (depthwise ? 1 : ic);
+     * size: the run's time limit is checked every 2^20 multiply-adds (a
+     * position's are W's elements, at least one each) */
+    const int64_t pixel_work = 1 + w->numel + oc;
     int64_t work = 0;
     for (int64_t bn = 0; bn < n; bn++)
         for (int64_t oy = 0; oy < oh; oy++)
@@ -349,7 +358,7 @@ static cg_status conv(cg_kernel_ctx *k, bool depthwise)
                 for (int64_t c = 0; c < oc; c++) {
                     int64_t acc = 0, in_c = depthwise ? c / mult : 0;
                     int32_t w_off = -(int32_t)(qw.count > 1 ? qw.zero_point[c] : qw.zero_point[0]);
-                    for (int64_t fy = 0; fy < kh; fy++) {
+                    for (int64_t fy = 0; taps && fy < kh; fy++) {
                         int64_t iy = oy * st[0] - ph + dl[0] * fy;
                         if (iy < 0 || iy >= ih)
                             continue;
