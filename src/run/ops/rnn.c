@@ -697,6 +697,43 @@ static cg_status rnn_run(cg_kernel_ctx *k, rnn_kind kind)
     return CG_OK;
 }
 
+/* At init (ops/prepare.def): packs a constant float32 R for the gemv
+ * kernel, as the first run would (rnn_packs keeps it as the node's state).
+ * Silero VAD's LSTM sits in an If branch; packing its R (and faulting in
+ * the packed block) was a fifth of the model's first run. Declines, and
+ * leaves the work to the run, where R is computed, not float32, or not the
+ * shape the attributes call for (the run then says what is wrong). */
+static cg_status rnn_prepare(cg_kernel_ctx *k, rnn_kind kind)
+{
+    const cg_tensor *R = cg_kernel_input(k, 2);
+    if (!R || !cg_kernel_input_is_const(k, 2))
+        return CG_UNSUPPORTED;
+    cg_kernel_input_fill(k, 2); /* rnn_packs reads its data */
+    R = cg_kernel_input(k, 2);
+    if (!R || R->dtype != CG_DTYPE_FLOAT || R->rank != 3 || !R->data)
+        return CG_UNSUPPORTED;
+    const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
+    if (!ops->gemv.ukr)
+        return CG_UNSUPPORTED;
+    const char *dir = cg_attr_string(k, "direction", "forward");
+    int64_t dirs = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+    int64_t G = kind == RNN_PLAIN ? 1 : (kind == RNN_GRU ? 3 : 4);
+    int64_t H = cg_kernel_attr(k, "hidden_size") ? cg_attr_int(k, "hidden_size", 0) : R->dims[2];
+    if (H <= 0 || H > (INT64_C(1) << 32) || R->dims[0] != dirs || R->dims[1] != G * H ||
+        R->dims[2] != H)
+        return CG_UNSUPPORTED;
+    bool lbr = kind == RNN_GRU && cg_attr_int(k, "linear_before_reset", 0) != 0;
+    int64_t rec = kind == RNN_GRU && !lbr ? 2 * H : G * H;
+    int64_t hrows = kind == RNN_GRU ? H : 0;
+    size_t per = 0;
+    return rnn_packs(k, &ops->gemv, R, dirs, H, rec, hrows, &per) && cg_kernel_state(k)
+               ? CG_OK : CG_UNSUPPORTED;
+}
+
+cg_status cg_op_rnn_prepare(cg_kernel_ctx *k) { return rnn_prepare(k, RNN_PLAIN); }
+cg_status cg_op_gru_prepare(cg_kernel_ctx *k) { return rnn_prepare(k, RNN_GRU); }
+cg_status cg_op_lstm_prepare(cg_kernel_ctx *k) { return rnn_prepare(k, RNN_LSTM); }
+
 cg_status cg_op_rnn(cg_kernel_ctx *k) { return rnn_run(k, RNN_PLAIN); }
 cg_status cg_op_gru(cg_kernel_ctx *k) { return rnn_run(k, RNN_GRU); }
 cg_status cg_op_lstm(cg_kernel_ctx *k) { return rnn_run(k, RNN_LSTM); }
