@@ -733,9 +733,14 @@ cg_status cg_frame_prepare_step(cg_exec *f, size_t si, cg_kernel_fn fn)
     const cg_node *n = st->node;
     f->step = si;
     for (size_t i = 0; i < n->input_count; i++) {
+        /* an initializer of this graph or of an enclosing one (a capture:
+         * Silero VAD's If branches read their weights from the main graph) */
         cg_ref r = st->in[i];
-        f->ins[i] = r.up == 0 && r.slot >= 0 && p->slot_kind[r.slot] == CG_SLOT_INIT
-                        ? f->vals[r.slot] : NULL;
+        cg_exec *a = f;
+        for (int32_t up = 0; up < r.up && a; up++)
+            a = a->parent;
+        f->ins[i] = a && r.slot >= 0 && a->plan->slot_kind[r.slot] == CG_SLOT_INIT
+                        ? a->vals[r.slot] : NULL;
     }
     for (size_t i = 0; i < n->output_count; i++) {
         f->outs[i] = NULL;

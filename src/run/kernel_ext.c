@@ -95,33 +95,39 @@ bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i)
     return true;
 }
 
-/* The local INIT slot input i reads, or -1. */
-static int32_t input_init_slot(const cg_kernel_ctx *k, size_t i, const cg_step **stp)
+/* The INIT slot input i reads, or -1, and *pp the plan that holds it: the
+ * kernel's own, or an enclosing graph's for a capture. */
+static int32_t input_init_slot(const cg_kernel_ctx *k, size_t i, cg_plan **pp)
 {
     const cg_step *st = running_step(k);
-    *stp = st;
-    if (!st || i >= st->node->input_count || st->in[i].up != 0 || st->in[i].slot < 0 ||
-        k->exec->plan->slot_kind[st->in[i].slot] != CG_SLOT_INIT)
+    *pp = NULL;
+    if (!st || i >= st->node->input_count || st->in[i].slot < 0)
         return -1;
+    const cg_exec *f = k->exec;
+    for (int32_t up = 0; up < st->in[i].up && f; up++)
+        f = f->parent;
+    if (!f || f->plan->slot_kind[st->in[i].slot] != CG_SLOT_INIT)
+        return -1;
+    *pp = (cg_plan *)f->plan;
     return st->in[i].slot;
 }
 
 const void *cg_kernel_input_source(const cg_kernel_ctx *k, size_t i)
 {
-    const cg_step *st;
-    int32_t s = input_init_slot(k, i, &st);
-    return s >= 0 ? cg_plan_copy_source(k->exec->plan, s) : NULL;
+    cg_plan *p;
+    int32_t s = input_init_slot(k, i, &p);
+    return s >= 0 ? cg_plan_copy_source(p, s) : NULL;
 }
 
 void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i)
 {
-    const cg_step *st;
-    int32_t s = input_init_slot(k, i, &st);
+    cg_plan *p;
+    int32_t s = input_init_slot(k, i, &p);
     /* an initializer the float64 mode promotes per step reaches the kernel
      * as a promoted copy (frame.c), made from the model's bytes: its own
      * copy is never read */
-    if (s >= 0 && !k->exec->plan->init_lazy64[s])
-        cg_plan_materialize_slot((cg_plan *)k->exec->plan, s);
+    if (s >= 0 && !p->init_lazy64[s])
+        cg_plan_materialize_slot(p, s);
 }
 
 void cg_kernel_state_covers(cg_kernel_ctx *k, size_t i)

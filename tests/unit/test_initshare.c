@@ -16,6 +16,7 @@
 
 #include "convgate/partition.h"
 #include "convgate/target.h"
+#include "run/exec.h"
 #include "run/initshare.h"
 #include "testlib.h"
 
@@ -303,6 +304,73 @@ static cg_model *captured_w_model(const void *raw)
     return m;
 }
 
+/* If(c) over a Conv of x by the main graph's W in each branch (the else
+ * branch negates its result), as Silero VAD's branches read their weights
+ * from the main graph. */
+static cg_model *branch_conv_model(const void *raw)
+{
+    cg_model *m = test_model_graph(13, 4, "x", "y");
+    test_graph_input(m->graph, "c", NULL);
+    int64_t wd[4] = {CO, CI, 3, 3};
+    test_graph_init_raw(m, m->graph, "w", CG_DTYPE_FLOAT, 4, wd, raw, WN * sizeof(float));
+    cg_node *n = test_node(m, m->graph, "If", "pick", "c", "y");
+    cg_graph *then_g = test_graph_new(m, "then", 2), *else_g = test_graph_new(m, "else", 2);
+    test_node(m, then_g, "Conv", "conv_t", "x,w", "yt");
+    test_graph_output(then_g, "yt", NULL);
+    test_node(m, else_g, "Conv", "conv_e", "x,w", "ye");
+    test_node(m, else_g, "Neg", "", "ye", "nye");
+    test_graph_output(else_g, "nye", NULL);
+    test_node_add_attr(n, attr_graph("then_branch", then_g));
+    test_node_add_attr(n, attr_graph("else_branch", else_g));
+    return m;
+}
+
+/* A branch's Conv of a captured W (misaligned, read through its aligned
+ * copy) is packed when the runtime is built, not at its first run: each
+ * branch's convolution has its packing before any run, and both branches
+ * give the unbranched model's bits (negated in the else branch). */
+static void test_captured_w_packed_at_init(const float *want)
+{
+    cg_model *m = branch_conv_model(w_odd + 1);
+    cg_runtime_options o;
+    cg_runtime_options_default(&o);
+    o.threads = 1;
+    cg_runtime *rt = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    cg_value *x = input(), *c = NULL;
+    bool ok = cg_runtime_init(m, &o, &rt, &err) == CG_OK &&
+              cg_value_alloc_tensor(CG_DTYPE_BOOL, 0, NULL, &c, &err) == CG_OK;
+    EXPECT(ok, "branch conv model: %s", err.msg);
+    const cg_step *pick = ok ? &rt->main->steps[0] : NULL;
+    EXPECT(!ok || pick->sub_count == 2, "the If has two branches");
+    for (size_t b = 0; ok && b < pick->sub_count; b++) {
+        const cg_plan *sp = pick->subs[b].plan;
+        EXPECT(sp->step_count >= 1 && sp->steps[0].state != NULL,
+               "branch %zu: the Conv of the captured W is packed at init", b);
+    }
+    size_t count = (size_t)CO * (HW - 2) * (HW - 2);
+    for (int r = 0; ok && r < 4; r++) {
+        int then = r % 2 == 0;
+        *(uint8_t *)c->tensor.data = (uint8_t)then;
+        cg_named_value feed[2] = {{"x", x}, {"c", c}};
+        cg_named_value *outs = NULL;
+        size_t n = 0;
+        bool run = cg_runtime_run(rt, feed, 2, &outs, &n, &err) == CG_OK && n == 1 &&
+                   (size_t)outs[0].value->tensor.numel == count;
+        const float *y = run ? outs[0].value->tensor.data : NULL;
+        for (size_t i = 0; run && i < count; i++)
+            run = y[i] == (then ? want[i] : -want[i]);
+        EXPECT(run, "run %d (%s branch): the unbranched bits (%s)", r, then ? "then" : "else",
+               err.msg);
+        cg_runtime_free_outputs(outs, n);
+    }
+    cg_value_free(x);
+    cg_value_free(c);
+    cg_runtime_free(rt);
+    cg_model_free(m);
+}
+
 /* Output 0 of two float64 runs of one runtime (the second planned),
  * copied out as doubles (NULL on failure); *filled: the shared bytes
  * filled, and *holders: the holders of w_odd's copy, while it lives. */
@@ -486,6 +554,7 @@ int main(void)
     EXPECT(cg_shared_live() == 0, "after the threads, nothing left: %zu", cg_shared_live());
 
     test_fp64_reads_model_bytes(w);
+    test_captured_w_packed_at_init(want);
     test_mapped_pages(odd, want);
     test_xnnpack_shares(odd, want);
 
