@@ -139,6 +139,17 @@ void *cg_reserve_anon(size_t bytes)
     return p;
 }
 
+void cg_prefault_anon(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (p && bytes)
+        (void)madvise(p, bytes, MADV_POPULATE_WRITE); /* advice: an older kernel refuses it */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 bool cg_commit_anon(void *p, size_t bytes)
 {
     return !bytes || mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;

@@ -87,6 +87,11 @@ void *cg_reserve_anon(size_t bytes);
 /* Makes [p, p + bytes) of a reservation readable and writable (zero pages
  * until touched); false when refused (out of commit charge). */
 bool cg_commit_anon(void *p, size_t bytes);
+/* Faults in [p, p + bytes) of committed memory now, as a write would
+ * (in huge pages where the range is advised so), without writing it: for
+ * set-up to take faults a first run would otherwise pay. Advice: nothing
+ * happens where the kernel lacks MADV_POPULATE_WRITE (before Linux 5.14). */
+void cg_prefault_anon(void *p, size_t bytes);
 /* Hands [p, p + bytes) of a reservation back to the kernel and makes it
  * inaccessible again: its pages stop counting towards the resident size. */
 void cg_decommit_anon(void *p, size_t bytes);

@@ -263,6 +263,20 @@ static void *heap_alloc(cg_runtime *rt, cg_value_heap *h, size_t bytes)
     return h->base + off;
 }
 
+void cg_heaps_prefault(cg_runtime *rt, bool kept)
+{
+    cg_value_heap *hs[2] = {&rt->heap, kept ? &rt->kept : NULL};
+    for (size_t i = 0; i < 2; i++) {
+        cg_value_heap *h = hs[i];
+        if (!h || !heap_reserve(rt, h))
+            continue;
+        size_t want = h->reserved < CG_HUGE_MIN ? h->reserved : CG_HUGE_MIN;
+        if (h->committed < want && !heap_commit(rt, h, want))
+            continue; /* the first run commits what it can */
+        cg_prefault_anon(h->base, want);
+    }
+}
+
 void *cg_heap_alloc(cg_runtime *rt, size_t bytes)
 {
     return heap_alloc(rt, &rt->heap, bytes);

@@ -100,6 +100,10 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
         goto fail;
     if (rt->opt.node_precision && (st = cg_prec_init_build(rt, err)) != CG_OK)
         goto fail;
+    bool subgraphs = false;
+    for (size_t si = 0; si < rt->main->step_count && !subgraphs; si++)
+        subgraphs = rt->main->steps[si].sub_count > 0;
+    cg_heaps_prefault(rt, subgraphs);
     *out = rt;
     return CG_OK;
 fail:
