@@ -62,6 +62,10 @@ typedef struct cg_step {
     void *state;         /* the kernel's cache (cg_kernel_set_state) */
     void (*state_free)(void *);
     uint32_t state_covers; /* inputs (bit i) the state stands for (cg_kernel_state_covers) */
+    /* float64 mode: inputs (bit i) whose big float32 initializer the
+     * kernel reads as stored, widening it itself (fold.c mark_stored64):
+     * frame.c does not promote them into a double copy first */
+    uint32_t stored64;
     bool folded;         /* computed at init (fold.c): its outputs are INIT slots */
     /* fusion (fuse.c): epi.kind != NONE on a producer whose output 0 may
      * land, activated, in fused_slot; absorbed_final >= 0 on a step fused

@@ -23,6 +23,7 @@
 
 #include "convgate/partition.h"
 #include "ir/fold_policy.h"
+#include "ir/walk.h"
 #include "run/exec.h"
 #include "run/ops/kernels.h"
 
@@ -239,6 +240,28 @@ static void defer_lazy64_copies(cg_plan *p)
     }
 }
 
+/* The float64 mode's Conv reads a big float32 W as stored (its GEMM packs
+ * it widened to double, its other paths widen it into scratch): the
+ * promotion into a double copy and the packing of that copy were a
+ * quarter of resnet50's float64 run. Marks input 1 of those steps
+ * (cg_step.stored64); frame.c then leaves it unpromoted. */
+static void mark_stored64(cg_plan *p)
+{
+    for (size_t si = 0; si < p->step_count; si++) {
+        cg_step *st = &p->steps[si];
+        const cg_node *n = st->node;
+        if (st->folded || !n->op_type || strcmp(n->op_type, "Conv") != 0 ||
+            !cg_domain_is_default(n->domain) || n->input_count < 2 || st->in[1].slot < 0)
+            continue;
+        const cg_plan *o = owner_plan(p, st->in[1].up);
+        int32_t s = st->in[1].slot;
+        const cg_value *v = o && o->slot_kind[s] == CG_SLOT_INIT ? o->init_values[s] : NULL;
+        if (v && o->init_lazy64[s] && v->kind == CG_VALUE_TENSOR &&
+            v->tensor.dtype == CG_DTYPE_FLOAT)
+            st->stored64 |= 1u << 1;
+    }
+}
+
 /* parent: the enclosing plan's folding frame (a subgraph's steps read the
  * outer constants through it), NULL for the main graph. */
 static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_exec *parent, cg_error *err)
@@ -316,8 +339,10 @@ static cg_status fold_plan(cg_runtime *rt, cg_plan *p, cg_exec *parent, cg_error
         step->folded = keep;
     }
     defer_covered_copies(p);
-    if (rt->opt.float64)
+    if (rt->opt.float64) {
         defer_lazy64_copies(p);
+        mark_stored64(p);
+    }
 done:
     cg_frame_free(&f);
     return st;

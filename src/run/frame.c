@@ -410,6 +410,8 @@ static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
     const cg_value *v = f->ins[i];
     if (!p || !p->init_lazy64[r.slot] || v != p->init_values[r.slot])
         return CG_OK; /* promoted at init, or replaced by a feed */
+    if (i < 32 && (st->stored64 >> i & 1u))
+        return CG_OK; /* the kernel widens it as it reads it (cg_kernel_input_stored64) */
     const cg_tensor *t = &v->tensor;
     size_t bytes;
     cg_value *c = cg_frame_scratch(f, sizeof *c);

@@ -217,6 +217,11 @@ bool cg_kernel_input_is_const(const cg_kernel_ctx *k, size_t i);
  * made (the kernel must call cg_kernel_input_fill(k, i) before it reads i
  * at a run whose state does not match). */
 const void *cg_kernel_input_source(const cg_kernel_ctx *k, size_t i);
+/* Whether input i reaches the kernel as stored (float32) in the float64
+ * mode rather than promoted to double: a big initializer of a node whose
+ * kernel widens it itself (fold.c marks which). Its bytes: the source
+ * above when it gives them, else the tensor's data. */
+bool cg_kernel_input_stored64(const cg_kernel_ctx *k, size_t i);
 void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i);
 void cg_kernel_state_covers(cg_kernel_ctx *k, size_t i);
 

@@ -130,6 +130,14 @@ void cg_kernel_input_fill(cg_kernel_ctx *k, size_t i)
         cg_plan_materialize_slot(p, s);
 }
 
+bool cg_kernel_input_stored64(const cg_kernel_ctx *k, size_t i)
+{
+    const cg_step *st = running_step(k);
+    const cg_value *v = i < k->input_count ? k->inputs[i] : NULL;
+    return st && i < 32 && (st->stored64 >> i & 1u) && v && v->kind == CG_VALUE_TENSOR &&
+           v->tensor.dtype == CG_DTYPE_FLOAT;
+}
+
 void cg_kernel_state_covers(cg_kernel_ctx *k, size_t i)
 {
     cg_step *st = running_step(k);

@@ -33,7 +33,9 @@
  *  - weights of CG_LAZY64_MIN_NUMEL elements or more stay float in the
  *    float64 mode and are promoted by each step that reads them: through a
  *    folded Identity (a view), directly, one scope out in an If's branches,
- *    and as a graph output, every result is the float64 one.
+ *    and as a graph output, every result is the float64 one; a Conv's W is
+ *    widened by the Conv itself (packed, or into scratch for the depthwise
+ *    kernel, from misaligned bytes too), with the float64 model's bits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -568,66 +570,77 @@ static void test_lazy_weights(void)
 }
 
 /* The float64 mode's convolutions pack their weights per call, into
- * scratch, and keep no packs: in that mode W is a promoted copy of a float
- * initializer made for every step anyway, and holding the packs kept twice
- * the model's weights in doubles for the runtime's life (resnet50: 204 MB).
- * A float64 model's constant W keeps its packs. Both give the same bits: the
- * same GEMM over the same doubles. */
+ * scratch, and keep no packs: holding them kept twice the model's weights
+ * in doubles for the runtime's life (resnet50: 204 MB). A big float32 W
+ * reaches the Conv as stored (cg_step.stored64): its GEMM packs it widened
+ * to double, its depthwise row kernel reads it widened into scratch, read
+ * from the model's bytes where they are misaligned; no double copy is
+ * promoted first. A float64 model's constant W keeps its packs. Each gives
+ * the float64 model's bits: the same sums over the same doubles. Cases: a
+ * 3x3 Conv (GEMM) and a depthwise one (row kernel), W aligned and at an odd
+ * offset. */
 #define PK_C 32
 #define PK_M 64
-static float pk_w[PK_M * PK_C * 9];
+#define PK_DW 512 /* depthwise channels: 512 x 9 weights, above CG_LAZY64_MIN_NUMEL */
+#define PK_MAX (PK_M * PK_C * 9)
+static float pk_w[PK_MAX];
+static uint8_t pk_odd[1 + PK_MAX * sizeof(float)];
 
-static cg_model *pack_model(bool dbl)
+static cg_model *pack_model(bool dbl, bool dw, bool odd)
 {
     cg_model *m = test_model_graph(13, 2, "x", "y");
-    int64_t wd[4] = {PK_M, PK_C, 3, 3};
+    int64_t wd[4] = {dw ? PK_DW : PK_M, dw ? 1 : PK_C, 3, 3};
+    size_t count = dw ? PK_DW * 9 : PK_MAX;
     if (dbl) {
-        static double w64[PK_M * PK_C * 9];
-        for (int i = 0; i < PK_M * PK_C * 9; i++)
+        static double w64[PK_MAX];
+        for (size_t i = 0; i < count; i++)
             w64[i] = (double)pk_w[i];
-        test_graph_init_raw(m, m->graph, "W", CG_DTYPE_DOUBLE, 4, wd, w64, sizeof w64);
+        test_graph_init_raw(m, m->graph, "W", CG_DTYPE_DOUBLE, 4, wd, w64, count * sizeof(double));
+    } else if (odd) {
+        memcpy(pk_odd + 1, pk_w, count * sizeof(float));
+        test_graph_init_raw(m, m->graph, "W", CG_DTYPE_FLOAT, 4, wd, pk_odd + 1,
+                            count * sizeof(float));
     } else {
         test_graph_init_f32(m, m->graph, "W", 4, wd, pk_w);
     }
     cg_node *n = test_node(m, m->graph, "Conv", "conv", "x,W", "y");
     static int64_t pads[4] = {1, 1, 1, 1};
     test_node_add_attr(n, attr_ints("pads", pads, 4));
+    if (dw)
+        test_node_add_attr(n, attr_int("group", PK_DW));
     return m;
 }
 
-static void test_conv_packs_per_call(void)
+static void test_conv_packs_per_call_case(bool dw, bool odd)
 {
-    if (cg_simd_detect() == CG_SIMD_PORTABLE) {
-        test_skip("float64 convolution packs: no vector level here (BLAS dgemm, no packing)");
-        return;
-    }
-    for (int i = 0; i < PK_M * PK_C * 9; i++)
-        pk_w[i] = (float)((i * 53) % 101) / 47.0f - 1.1f;
-    int64_t xd[4] = {1, PK_C, 12, 12};
-    double xv[PK_C * 12 * 12];
-    for (int i = 0; i < PK_C * 144; i++)
+    const char *what = dw ? (odd ? "depthwise, W misaligned" : "depthwise")
+                          : (odd ? "3x3, W misaligned" : "3x3");
+    int64_t c = dw ? PK_DW : PK_C;
+    int64_t xd[4] = {1, c, 12, 12};
+    static double xv[PK_DW * 12 * 12];
+    for (int64_t i = 0; i < c * 144; i++)
         xv[i] = (double)(float)((double)((i * 29) % 83) / 19.0 - 2.0);
     cg_value *x32 = test_value(CG_DTYPE_FLOAT, 4, xd, xv);
     cg_value *x64 = test_value(CG_DTYPE_DOUBLE, 4, xd, xv);
     double *got[2] = {NULL, NULL};
     int64_t numel = 0;
     for (int dbl = 0; dbl < 2; dbl++) {
-        cg_model *m = pack_model(dbl);
+        cg_model *m = pack_model(dbl, dw, odd);
         cg_error err;
         /* float: the float64 mode; double: a float64 model, normal mode */
         cg_runtime *rt = runtime(m, !dbl, NULL, &err);
-        EXPECT(rt, "%s init: %s", dbl ? "float64 model" : "float64 mode", err.msg);
+        EXPECT(rt, "%s, %s init: %s", what, dbl ? "float64 model" : "float64 mode", err.msg);
         for (int run = 0; rt && run < 2; run++) {
             cg_named_value in[1] = {{"x", dbl ? x64 : x32}}, *out = NULL;
             size_t n = 0;
             cg_error_clear(&err);
             if (cg_runtime_run(rt, in, 1, &out, &n, &err) != CG_OK) {
-                EXPECT(0, "%s run %d: %s", dbl ? "float64 model" : "float64 mode", run,
-                       err.msg);
+                EXPECT(0, "%s, %s run %d: %s", what, dbl ? "float64 model" : "float64 mode",
+                       run, err.msg);
                 break;
             }
             const cg_tensor *y = &out[0].value->tensor;
-            EXPECT(y->dtype == CG_DTYPE_DOUBLE, "the output is float64");
+            EXPECT(y->dtype == CG_DTYPE_DOUBLE, "%s: the output is float64", what);
             if (run == 1 && y->dtype == CG_DTYPE_DOUBLE) {
                 numel = y->numel;
                 got[dbl] = malloc((size_t)y->numel * sizeof(double));
@@ -641,21 +654,41 @@ static void test_conv_packs_per_call(void)
         for (size_t i = 0; rt && i < rt->main->step_count; i++)
             if (strcmp(rt->main->steps[i].node->op_type, "Conv") == 0)
                 conv = &rt->main->steps[i];
-        EXPECT(conv, "the Conv step is in the plan");
-        if (conv && !dbl)
+        EXPECT(conv, "%s: the Conv step is in the plan", what);
+        if (conv && !dbl) {
             EXPECT(conv->state == NULL,
-                   "the float64 mode's Conv keeps a state (its packed doubles) after two runs");
-        if (conv && dbl)
-            EXPECT(conv->state != NULL, "a float64 model's constant W is not packed once");
+                   "%s: the float64 mode's Conv keeps a state (its packed doubles) after two "
+                   "runs", what);
+            EXPECT(conv->stored64 == 2u,
+                   "%s: the float64 mode's Conv is not handed its float32 W as stored", what);
+        }
+        if (conv && dbl && !dw)
+            EXPECT(conv->state != NULL, "%s: a float64 model's constant W is not packed once",
+                   what);
         cg_runtime_free(rt);
         cg_model_free(m);
     }
     EXPECT(got[0] && got[1] && memcmp(got[0], got[1], (size_t)numel * sizeof(double)) == 0,
-           "the float64 mode's Conv differs from the float64 model's");
+           "%s: the float64 mode's Conv differs from the float64 model's", what);
     free(got[0]);
     free(got[1]);
     cg_value_free(x32);
     cg_value_free(x64);
+}
+
+static void test_conv_packs_per_call(void)
+{
+    for (int i = 0; i < PK_MAX; i++)
+        pk_w[i] = (float)((i * 53) % 101) / 47.0f - 1.1f;
+    /* the depthwise row kernel runs on every level */
+    test_conv_packs_per_call_case(true, false);
+    test_conv_packs_per_call_case(true, true);
+    if (cg_simd_detect() == CG_SIMD_PORTABLE) {
+        test_skip("float64 convolution packs: no vector level here (BLAS dgemm, no packing)");
+        return;
+    }
+    test_conv_packs_per_call_case(false, false);
+    test_conv_packs_per_call_case(false, true);
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/mapfile.h"
+#include "run/fp64.h"
 #include "run/initshare.h"
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
@@ -803,9 +804,17 @@ static const double *conv_weights_packed_f64(cg_kernel_ctx *k, const cg_tensor *
                         : cg_nn_scratch(k, (int64_t)((size_t)g->group * per), sizeof(double));
     if (!data)
         return NULL;
-    for (int64_t gi = 0; gi < g->group; gi++)
-        cg_pg_pack_f64(dk, (const double *)wt->data + gi * mg * kk, kk, mg, kk,
-                       data + (size_t)gi * per);
+    if (wt->dtype == CG_DTYPE_FLOAT) { /* stored float32 (cg_kernel_input_stored64) */
+        const void *src = cg_kernel_input_source(k, 1);
+        const uint8_t *wb = src ? src : wt->data;
+        for (int64_t gi = 0; gi < g->group; gi++)
+            cg_pg_pack_f64_from_f32(dk, wb + (size_t)(gi * mg * kk) * sizeof(float), kk, mg, kk,
+                                    data + (size_t)gi * per);
+    } else {
+        for (int64_t gi = 0; gi < g->group; gi++)
+            cg_pg_pack_f64(dk, (const double *)wt->data + gi * mg * kk, kk, mg, kk,
+                           data + (size_t)gi * per);
+    }
     if (!keep)
         return data;
     cp = calloc(1, sizeof *cp);
@@ -1155,6 +1164,16 @@ static cg_status convt_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tens
     return cg_kernel_check_time(k);
 }
 
+/* The float64 GEMM kernels a float64 conv runs on, or NULL where it keeps
+ * its other paths: where the level has none, for a transpose, and for the
+ * depthwise convs that keep their row kernel (as in float32). */
+static const cg_simd_dgemm *conv_dgemm(cg_kernel_ctx *k, const conv_geom *g, bool transpose)
+{
+    return transpose || (conv_use_depthwise(&g->w, g->c / g->group) && g->m / g->group < 8)
+               ? NULL
+               : cg_pg_choose_f64(cg_simd_ops_get(cg_kernel_simd(k)), g->m / g->group);
+}
+
 /* Runs a float conv (transpose or not) in float32 or float64 and stores y. */
 static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, bool transpose,
@@ -1163,12 +1182,7 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
     bool ok;
     if (x->dtype == CG_DTYPE_DOUBLE) {
         const double *bd = b ? cg_nn_as_f64(k, b) : NULL;
-        /* the float64 GEMM where the level has one, but not for the
-         * depthwise convs that keep their row kernel (as in float32) */
-        const cg_simd_dgemm *dk =
-            transpose || (conv_use_depthwise(&g->w, g->c / g->group) && g->m / g->group < 8)
-                ? NULL
-                : cg_pg_choose_f64(cg_simd_ops_get(cg_kernel_simd(k)), g->m / g->group);
+        const cg_simd_dgemm *dk = conv_dgemm(k, g, transpose);
         if (dk) {
             if (b && !bd)
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
@@ -1231,7 +1245,10 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     if ((st = cg_kernel_require(k, 0, &x)) != CG_OK || (st = cg_kernel_require(k, 1, &wt)) != CG_OK)
         return st;
     b = cg_kernel_input(k, 2);
-    if (!cg_nn_is_real(x->dtype) || wt->dtype != x->dtype || (b && b->dtype != x->dtype))
+    /* the float64 mode may hand over a big constant W as stored (float32) */
+    bool w32 = x->dtype == CG_DTYPE_DOUBLE && cg_kernel_input_stored64(k, 1);
+    if (!cg_nn_is_real(x->dtype) || (wt->dtype != x->dtype && !w32) ||
+        (b && b->dtype != x->dtype))
         return cg_kernel_fail(k, CG_UNSUPPORTED, "Conv of %s with %s weights",
                               cg_dtype_name(x->dtype), cg_dtype_name(wt->dtype));
     if ((st = conv_geom_init(k, x, wt, &g)) != CG_OK || (st = check_bias(k, b, g.m)) != CG_OK)
@@ -1261,6 +1278,20 @@ cg_status cg_op_conv(cg_kernel_ctx *k)
     if (sum16 || x->dtype != CG_DTYPE_FLOAT ||
         (conv_use_depthwise(&g.w, g.c / g.group) && g.m / g.group < 8))
         cg_kernel_input_fill(k, 1);
+    /* a stored float32 W: the float64 GEMM packs it widened; the other
+     * paths read it widened into scratch */
+    cg_tensor w64;
+    if (w32 && (sum16 || !conv_dgemm(k, &g, false))) {
+        double *d = cg_nn_scratch(k, wt->numel, sizeof(double));
+        if (!d)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        const void *src = cg_kernel_input_source(k, 1);
+        cg_fp64_convert_bytes(CG_DTYPE_FLOAT, src ? src : wt->data, wt->numel, d);
+        w64 = *wt;
+        w64.dtype = CG_DTYPE_DOUBLE;
+        w64.data = d;
+        wt = &w64;
+    }
     if (sum16)
         return conv_sum16(k, x, wt, b, &g, y);
     return conv_float(k, x, wt, b, &g, false, epi, y);

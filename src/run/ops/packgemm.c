@@ -242,6 +242,27 @@ void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_
     }
 }
 
+void cg_pg_pack_f64_from_f32(const cg_simd_dgemm *g, const void *w, int64_t ldw, int64_t m,
+                             int64_t k, double *dst)
+{
+    const uint8_t *wb = w;
+    int64_t panels = (m + g->nr - 1) / g->nr;
+    for (int64_t pn = 0; pn < panels; pn++) {
+        double *d = dst + pn * g->nr * k;
+        int64_t m0 = pn * g->nr, rows = m - m0 < g->nr ? m - m0 : g->nr;
+        for (int64_t q = 0; q < k; q++) {
+            double *dq = d + q * g->nr;
+            for (int64_t j = 0; j < rows; j++) {
+                float v;
+                memcpy(&v, wb + (size_t)((m0 + j) * ldw + q) * sizeof v, sizeof v);
+                dq[j] = (double)v;
+            }
+            for (int64_t j = rows; j < g->nr; j++)
+                dq[j] = 0.0;
+        }
+    }
+}
+
 typedef struct pg_job_f64 {
     const cg_pg_problem_f64 *p;
     int64_t panels, group, groups;

@@ -107,6 +107,12 @@ const cg_simd_dgemm *cg_pg_choose_f64(const cg_simd_ops *ops, int64_t m);
 size_t cg_pg_packed_doubles(const cg_simd_dgemm *g, int64_t m, int64_t k);
 void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_t m, int64_t k,
                     double *dst);
+/* The same panels from float32 weights (little-endian, at any alignment:
+ * an initializer's bytes in the model), each widened exactly to double:
+ * the float64 mode packs a convolution's weights without promoting them
+ * into a double copy first. */
+void cg_pg_pack_f64_from_f32(const cg_simd_dgemm *g, const void *w, int64_t ldw, int64_t m,
+                             int64_t k, double *dst);
 
 typedef void (*cg_pg_store_f64_fn)(void *ctx, const double *c, int64_t ld, int64_t p0,
                                    int64_t np, int64_t m0, int64_t m1);
