@@ -31,6 +31,9 @@ typedef struct cg_xnnpack_report {
     size_t layout_inputs, layout_outputs;
     /* weights repacked at compile vs. handed to XNNPACK in place */
     size_t weights_repacked, weights_in_place;
+    /* bytes of repacked filters and biases freed once XNNPACK had packed
+     * them into its own buffers (at the runtime's creation) */
+    size_t transient_bytes_freed;
     /* threads XNNPACK runs the partition on, the caller's included (its
      * pthreadpool's size; 1: no pool, the calling thread) */
     size_t threads;

@@ -53,6 +53,21 @@ typedef struct xnng_buffers {
     size_t count, cap;
 } xnng_buffers;
 
+/* Bytes only a packing node reads (a convolution's or fully connected
+ * node's filter and bias): XNNPACK packs them into its own buffers when the
+ * runtime is created and reads them no more (src/subgraph/convolution-2d.c
+ * and its kin pass them to the operator's create function only; their
+ * setup reads the input and output blobs), so they are freed then. From
+ * XNNG_TRANSIENT_MAP bytes on a block is mapped on its own and unmapped
+ * when freed: its pages go back at once, and a read after the runtime's
+ * creation would fault, not read stale bytes. */
+typedef struct xnng_transient {
+    void **items;
+    size_t *bytes; /* the mapping's size; 0 for a heap block */
+    size_t count, cap;
+    size_t total;  /* bytes handed out */
+} xnng_transient;
+
 typedef struct xnng_build {
     const cg_model *model;
     const cg_graph *graph;
@@ -69,6 +84,7 @@ typedef struct xnng_build {
     xnng_const *consts;
     size_t const_count, const_cap;
     xnng_buffers buffers;
+    xnng_transient transient; /* build only: freed once the runtime exists */
     /* build only: what the lowering did (cg_xnnpack_report) */
     size_t xnn_nodes, weights_repacked, weights_in_place;
 } xnng_build;
@@ -89,6 +105,8 @@ const char *xnng_missing_op_note(const char *op_type);
 
 /* Frees what the build still owns. */
 void xnng_build_clear(xnng_build *b);
+/* Frees the transient buffers (after xnn_create_runtime_v2, or on failure). */
+void xnng_transient_free(xnng_transient *t);
 
 /* XNNPACK's status names. */
 const char *xnng_status_name(enum xnn_status s);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mapfile.h"
 #include "delegate/xnnpack/xnnpack_internal.h"
 #include "ir/walk.h"
 #include "run/exec.h"
@@ -147,8 +148,55 @@ static float *owned_floats(xnng_build *b, size_t n)
     return p;
 }
 
+#define XNNG_TRANSIENT_MAP ((size_t)64 << 10)
+
+/* A zeroed float buffer of n elements plus the over-read margin that only
+ * a packing node reads (xnng_transient), owned by the build until the
+ * runtime is created. NULL when out of memory. */
+static float *transient_floats(xnng_build *b, size_t n)
+{
+    xnng_transient *t = &b->transient;
+    if (n > (SIZE_MAX - XNNG_PAD_BYTES) / sizeof(float))
+        return NULL;
+    size_t bytes = n * sizeof(float) + XNNG_PAD_BYTES;
+    if (t->count == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        void **items = realloc(t->items, cap * sizeof *items);
+        if (!items)
+            return NULL;
+        t->items = items;
+        size_t *sizes = realloc(t->bytes, cap * sizeof *sizes);
+        if (!sizes)
+            return NULL;
+        t->bytes = sizes;
+        t->cap = cap;
+    }
+    void *p = bytes >= XNNG_TRANSIENT_MAP ? cg_map_anon(bytes) : calloc(1, bytes);
+    if (!p)
+        return NULL;
+    t->items[t->count] = p;
+    t->bytes[t->count] = bytes >= XNNG_TRANSIENT_MAP ? bytes : 0;
+    t->count++;
+    t->total += bytes;
+    return p;
+}
+
+void xnng_transient_free(xnng_transient *t)
+{
+    for (size_t i = 0; i < t->count; i++) {
+        if (t->bytes[i])
+            cg_unmap_anon(t->items[i], t->bytes[i]);
+        else
+            free(t->items[i]);
+    }
+    free(t->items);
+    free(t->bytes);
+    memset(t, 0, sizeof *t);
+}
+
 void xnng_build_clear(xnng_build *b)
 {
+    xnng_transient_free(&b->transient);
     for (size_t i = 0; i < b->const_count; i++) {
         xnng_const *c = &b->consts[i];
         if (c->alias || !c->value)
@@ -1126,7 +1174,7 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
      * in place unless alpha scales them */
     const float *wdata = w.data->data;
     if (alpha != 1.0f) {
-        float *scaled = owned_floats(b, (size_t)w.data->numel);
+        float *scaled = transient_floats(b, (size_t)w.data->numel);
         if (!scaled)
             return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory scaling Gemm weights");
         for (int64_t i = 0; i < w.data->numel; i++)
@@ -1145,7 +1193,7 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
     if (has_c) {
         const float *cdata = c.data->data;
         if (beta != 1.0f || c.data->numel != nout) {
-            float *bias = owned_floats(b, (size_t)nout);
+            float *bias = transient_floats(b, (size_t)nout);
             if (!bias)
                 return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory for Gemm bias");
             for (int64_t i = 0; i < nout; i++)
@@ -1261,7 +1309,7 @@ static cg_status define_filter_bias(xnng_build *b, const cg_node *n, int64_t m, 
                                     const float *bdata, uint32_t *wid, uint32_t *bid)
 {
     if (!bdata) {
-        float *zeros = owned_floats(b, (size_t)m);
+        float *zeros = transient_floats(b, (size_t)m);
         if (!zeros)
             return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory for a zero bias");
         bdata = zeros;
@@ -1368,7 +1416,7 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
     const float *wdata = wsrc;
     int64_t kh = w.dims[2], kw = w.dims[3];
     if (kh * kw != 1 && cg != 1) {
-        float *buf = owned_floats(b, (size_t)w.data->numel);
+        float *buf = transient_floats(b, (size_t)w.data->numel);
         if (!buf)
             return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking weights");
         for (int64_t o = 0; o < m; o++)
@@ -1455,7 +1503,7 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
         return CG_OK;
     /* [C, M/g, kh, kw] -> [g * M/g, kh, kw, C/g] */
     const float *wsrc = w.data->data;
-    float *wbuf = owned_floats(b, (size_t)w.data->numel);
+    float *wbuf = transient_floats(b, (size_t)w.data->numel);
     if (!wbuf)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking weights");
     for (int64_t gi = 0; gi < group; gi++)

@@ -288,6 +288,9 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
     }
     xnn_delete_subgraph(b.subgraph);
     b.subgraph = NULL;
+    /* XNNPACK holds its own packing of the filters and biases now */
+    s->report.transient_bytes_freed = b.transient.total;
+    xnng_transient_free(&b.transient);
     s->report.lowered = s->lowered;
     s->report.xnn_node_count = b.xnn_nodes;
     s->report.weights_repacked = b.weights_repacked;
