@@ -194,6 +194,24 @@ static void test_mapped_pages(const cg_model *odd, const float *want)
     cg_model_free(heap);
 }
 
+/* The xnnpack target of a freshly loaded registry (*reg, freed by the
+ * caller); NULL, having said why, when it is not built or the registry
+ * does not load (then *reg is NULL). */
+static const cg_target *xnnpack_target(cg_target_registry **reg)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    *reg = NULL;
+    if (cg_target_registry_load(NULL, reg, &err) != CG_OK) {
+        EXPECT(false, "loading targets: %s", err.msg);
+        return NULL;
+    }
+    const cg_target *xnn = cg_target_registry_find(*reg, "xnnpack", &err);
+    if (!xnn)
+        test_skip("xnnpack target not built (%s)", err.msg);
+    return xnn;
+}
+
 /* The XNNPACK lowering takes its static weights through the shared aligned
  * copy, as the reference plan does: a gate holding both runtimes keeps one
  * copy of a misaligned weight, not two (resnet50's 71 MB). */
@@ -202,18 +220,12 @@ static void test_xnnpack_shares(const cg_model *odd, const float *want)
     cg_error err;
     cg_error_clear(&err);
     cg_target_registry *reg = NULL;
-    if (cg_target_registry_load(NULL, &reg, &err) != CG_OK) {
-        EXPECT(false, "loading targets: %s", err.msg);
-        return;
-    }
-    const cg_target *xnn = cg_target_registry_find(reg, "xnnpack", &err);
+    const cg_target *xnn = xnnpack_target(&reg);
     cg_type_env *env = NULL;
     cg_assignment *a = NULL;
     cg_runtime *ref = NULL, *del = NULL;
-    if (!xnn) {
-        test_skip("xnnpack target not built (%s)", err.msg);
+    if (!xnn)
         goto done;
-    }
     if (cg_type_env_build(odd, NULL, 0, &env, &err) != CG_OK ||
         cg_assign(odd, env, &xnn, 1, &a, &err) != CG_OK) {
         EXPECT(false, "typing and assigning: %s", err.msg);
@@ -286,20 +298,14 @@ static void test_xnnpack_frees_transients(void)
     cg_error err;
     cg_error_clear(&err);
     cg_target_registry *reg = NULL;
-    if (cg_target_registry_load(NULL, &reg, &err) != CG_OK) {
-        EXPECT(false, "loading targets: %s", err.msg);
-        return;
-    }
-    const cg_target *xnn = cg_target_registry_find(reg, "xnnpack", &err);
+    const cg_target *xnn = xnnpack_target(&reg);
     cg_model *m = NULL;
     cg_type_env *env = NULL;
     cg_assignment *a = NULL;
     cg_runtime *ref = NULL, *del = NULL;
     cg_value *x = NULL;
-    if (!xnn) {
-        test_skip("xnnpack target not built (%s)", err.msg);
+    if (!xnn)
         goto done;
-    }
     static float w[TC * TC * 9], g[TK * TN];
     for (int i = 0; i < TC * TC * 9; i++)
         w[i] = (float)((i * 31) % 29) / 128.0f - 0.1f;

@@ -61,11 +61,15 @@ typedef struct xnng_buffers {
  * XNNG_TRANSIENT_MAP bytes on a block is mapped on its own and unmapped
  * when freed: its pages go back at once, and a read after the runtime's
  * creation would fault, not read stale bytes. */
+typedef struct xnng_block {
+    void *p;
+    size_t mapped; /* the mapping's size; 0 for a heap block */
+} xnng_block;
+
 typedef struct xnng_transient {
-    void **items;
-    size_t *bytes; /* the mapping's size; 0 for a heap block */
+    xnng_block *items;
     size_t count, cap;
-    size_t total;  /* bytes handed out */
+    size_t total; /* bytes handed out */
 } xnng_transient;
 
 typedef struct xnng_build {

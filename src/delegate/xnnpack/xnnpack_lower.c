@@ -161,36 +161,30 @@ static float *transient_floats(xnng_build *b, size_t n)
     size_t bytes = n * sizeof(float) + XNNG_PAD_BYTES;
     if (t->count == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
-        void **items = realloc(t->items, cap * sizeof *items);
+        xnng_block *items = realloc(t->items, cap * sizeof *items);
         if (!items)
             return NULL;
         t->items = items;
-        size_t *sizes = realloc(t->bytes, cap * sizeof *sizes);
-        if (!sizes)
-            return NULL;
-        t->bytes = sizes;
         t->cap = cap;
     }
-    void *p = bytes >= XNNG_TRANSIENT_MAP ? cg_map_anon(bytes) : calloc(1, bytes);
-    if (!p)
+    xnng_block blk = {NULL, bytes >= XNNG_TRANSIENT_MAP ? bytes : 0};
+    blk.p = blk.mapped ? cg_map_anon(bytes) : calloc(1, bytes);
+    if (!blk.p)
         return NULL;
-    t->items[t->count] = p;
-    t->bytes[t->count] = bytes >= XNNG_TRANSIENT_MAP ? bytes : 0;
-    t->count++;
+    t->items[t->count++] = blk;
     t->total += bytes;
-    return p;
+    return blk.p;
 }
 
 void xnng_transient_free(xnng_transient *t)
 {
     for (size_t i = 0; i < t->count; i++) {
-        if (t->bytes[i])
-            cg_unmap_anon(t->items[i], t->bytes[i]);
+        if (t->items[i].mapped)
+            cg_unmap_anon(t->items[i].p, t->items[i].mapped);
         else
-            free(t->items[i]);
+            free(t->items[i].p);
     }
     free(t->items);
-    free(t->bytes);
     memset(t, 0, sizeof *t);
 }
 

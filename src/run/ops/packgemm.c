@@ -225,25 +225,10 @@ size_t cg_pg_packed_doubles(const cg_simd_dgemm *g, int64_t m, int64_t k)
     return (size_t)panels * (size_t)g->nr * (size_t)k;
 }
 
-void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_t m, int64_t k,
-                    double *dst)
-{
-    int64_t panels = (m + g->nr - 1) / g->nr;
-    for (int64_t pn = 0; pn < panels; pn++) {
-        double *d = dst + pn * g->nr * k;
-        int64_t m0 = pn * g->nr, rows = m - m0 < g->nr ? m - m0 : g->nr;
-        for (int64_t q = 0; q < k; q++) {
-            double *dq = d + q * g->nr;
-            for (int64_t j = 0; j < rows; j++)
-                dq[j] = w[(m0 + j) * ldw + q];
-            for (int64_t j = rows; j < g->nr; j++)
-                dq[j] = 0.0;
-        }
-    }
-}
-
-void cg_pg_pack_f64_from_f32(const cg_simd_dgemm *g, const void *w, int64_t ldw, int64_t m,
-                             int64_t k, double *dst)
+/* cg_pg_pack_f64's panels from doubles, or from float32 bytes at any
+ * alignment (f32), each widened exactly. */
+static void pack_f64(const cg_simd_dgemm *g, const void *w, bool f32, int64_t ldw, int64_t m,
+                     int64_t k, double *dst)
 {
     const uint8_t *wb = w;
     int64_t panels = (m + g->nr - 1) / g->nr;
@@ -253,14 +238,31 @@ void cg_pg_pack_f64_from_f32(const cg_simd_dgemm *g, const void *w, int64_t ldw,
         for (int64_t q = 0; q < k; q++) {
             double *dq = d + q * g->nr;
             for (int64_t j = 0; j < rows; j++) {
-                float v;
-                memcpy(&v, wb + (size_t)((m0 + j) * ldw + q) * sizeof v, sizeof v);
-                dq[j] = (double)v;
+                size_t at = (size_t)((m0 + j) * ldw + q);
+                if (f32) {
+                    float v;
+                    memcpy(&v, wb + at * sizeof v, sizeof v);
+                    dq[j] = (double)v;
+                } else {
+                    dq[j] = ((const double *)w)[at];
+                }
             }
             for (int64_t j = rows; j < g->nr; j++)
                 dq[j] = 0.0;
         }
     }
+}
+
+void cg_pg_pack_f64(const cg_simd_dgemm *g, const double *w, int64_t ldw, int64_t m, int64_t k,
+                    double *dst)
+{
+    pack_f64(g, w, false, ldw, m, k, dst);
+}
+
+void cg_pg_pack_f64_from_f32(const cg_simd_dgemm *g, const void *w, int64_t ldw, int64_t m,
+                             int64_t k, double *dst)
+{
+    pack_f64(g, w, true, ldw, m, k, dst);
 }
 
 typedef struct pg_job_f64 {

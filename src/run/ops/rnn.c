@@ -321,6 +321,17 @@ static void rnn_act_f32(const cg_simd_ops *ops, const rnn_cfg *c, const rnn_act 
             v[i] = (float)rnn_apply(a, v[i]);
 }
 
+/* The rows of R packed for the gemv per direction: `rec` from R's first
+ * row, then `hrows` from row 2H. GRU without linear_before_reset
+ * multiplies r into h before its h-gate product: that part waits for r
+ * (rr_h). */
+static void rnn_rec_rows(rnn_kind kind, bool lbr, int64_t H, int64_t *rec, int64_t *hrows)
+{
+    int64_t G = kind == RNN_PLAIN ? 1 : (kind == RNN_GRU ? 3 : 4);
+    *rec = kind == RNN_GRU && !lbr ? 2 * H : G * H;
+    *hrows = kind == RNN_GRU ? H : 0;
+}
+
 static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor *X,
                              const cg_tensor *W, const cg_tensor *R, const cg_tensor *Bias,
                              const cg_tensor *SL, const cg_tensor *H0, const cg_tensor *C0,
@@ -343,10 +354,8 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     for (int64_t q = 0; q < H; q++)
         off[q] = q;
-    /* GRU without linear_before_reset multiplies r into h before its
-     * h-gate product: that part waits for r (rr_h) */
-    int64_t rec = c->kind == RNN_GRU && !c->lbr ? 2 * H : GH;
-    int64_t hrows = c->kind == RNN_GRU ? H : 0;
+    int64_t rec, hrows;
+    rnn_rec_rows(c->kind, c->lbr, H, &rec, &hrows);
     size_t per = 0;
     const float *packs = NULL;
     if (ops->gemv.ukr && !(packs = rnn_packs(k, &ops->gemv, R, c->dirs, H, rec, hrows, &per)))
@@ -723,8 +732,8 @@ static cg_status rnn_prepare(cg_kernel_ctx *k, rnn_kind kind)
         R->dims[2] != H)
         return CG_UNSUPPORTED;
     bool lbr = kind == RNN_GRU && cg_attr_int(k, "linear_before_reset", 0) != 0;
-    int64_t rec = kind == RNN_GRU && !lbr ? 2 * H : G * H;
-    int64_t hrows = kind == RNN_GRU ? H : 0;
+    int64_t rec, hrows;
+    rnn_rec_rows(kind, lbr, H, &rec, &hrows);
     size_t per = 0;
     return rnn_packs(k, &ops->gemv, R, dirs, H, rec, hrows, &per) && cg_kernel_state(k)
                ? CG_OK : CG_UNSUPPORTED;
