@@ -81,16 +81,6 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     if ((st = cg_fold_constants(rt, err)) != CG_OK)
         goto fail;
     cg_fuse_activations(rt);
-    /* Initializer copies are left for the first run (split over the
-     * threads there) when they are big: set-up stays fast for a model such
-     * as vit_b_16 (346 MB of copies). A few MB cost a few ms here, and at
-     * the first run of a small model they were most of what it paid over a
-     * warm run (mobilenet_v3_small: 6.5 MB, 4.7 ms CPU, against 4.1 ms warm
-     * runs). */
-    if (cg_plan_pending_bytes(rt->main) <= CG_INIT_COPIES_AT_SETUP) {
-        cg_plan_materialize(rt->main, rt->pool);
-        rt->materialized = true;
-    }
     rt->record_bytes = calloc(rt->main->slot_count + 1, sizeof *rt->record_bytes);
     if (!rt->record_bytes) {
         st = cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");
@@ -98,6 +88,17 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     }
     if (rt->opt.assignment && (st = cg_schedule_build(rt, err)) != CG_OK)
         goto fail;
+    /* Initializer copies are left for the first run (split over the
+     * threads there) when they are big: set-up stays fast for a model such
+     * as vit_b_16 (346 MB of copies). A few MB cost a few ms here, and at
+     * the first run of a small model they were most of what it paid over a
+     * warm run (mobilenet_v3_small: 6.5 MB, 4.7 ms CPU, against 4.1 ms warm
+     * runs). After the schedule: the copies only an executing partition
+     * reads are dropped there. */
+    if (cg_plan_pending_bytes(rt->main) <= CG_INIT_COPIES_AT_SETUP) {
+        cg_plan_materialize(rt->main, rt->pool);
+        rt->materialized = true;
+    }
     if (rt->opt.node_precision && (st = cg_prec_init_build(rt, err)) != CG_OK)
         goto fail;
     bool subgraphs = false;

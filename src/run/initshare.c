@@ -230,26 +230,6 @@ void cg_init_proto_over(const cg_tensor_proto *tp, const cg_bytes *raw, const ui
         out->raw_data.data = data;
 }
 
-cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
-                               cg_shared **copy, cg_error *err)
-{
-    *copy = NULL;
-    const cg_bytes *raw = cg_init_payload_misaligned(tp);
-    cg_shared *c = raw ? cg_init_copy_acquire(raw->data, raw->len) : NULL;
-    if (!c)
-        return cg_value_from_proto_ex(tp, true, out, borrowed, err);
-    cg_init_copy_fill(c);
-    cg_tensor_proto aligned;
-    cg_init_proto_over(tp, raw, cg_shared_data(c), &aligned);
-    cg_status st = cg_value_from_proto_ex(&aligned, true, out, borrowed, err);
-    if (st != CG_OK || !*borrowed) {
-        cg_shared_release(c); /* a failure, or a value with its own data */
-        return st;
-    }
-    *copy = c;
-    return CG_OK;
-}
-
 const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp)
 {
     if (!tp->has_data_type || !cg_dtype_valid(tp->data_type))

@@ -71,19 +71,10 @@ void cg_init_copy_fill(cg_shared *c);
  * an address that is not a multiple of the element size. NULL else. */
 const cg_bytes *cg_init_payload_misaligned(const cg_tensor_proto *tp);
 
-/* An initializer as a read-only value: an aligned payload is used in place,
- * a misaligned one through its shared aligned copy (filled now), so every
- * reader of the same bytes shares one copy. *borrowed says the value's data
- * is not its own (set it to NULL before cg_value_free); *copy is the shared
- * copy it reads, or NULL: release it once the value is gone. When no shared
- * entry can be had the value owns a private copy, as cg_value_from_proto_ex
- * makes. */
 /* *out = tp with its misaligned payload raw (cg_init_payload_misaligned)
  * read from data instead: the same tensor over an aligned copy. */
 void cg_init_proto_over(const cg_tensor_proto *tp, const cg_bytes *raw, const uint8_t *data,
                         cg_tensor_proto *out);
-cg_status cg_init_value_shared(const cg_tensor_proto *tp, cg_value **out, bool *borrowed,
-                               cg_shared **copy, cg_error *err);
 
 /* Holds (cg_runtime_hold_weights, convgate/runtime.h) are implemented
  * here: a hold takes the copies of its model's misaligned payloads and

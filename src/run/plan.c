@@ -387,12 +387,14 @@ static cg_status plan_initializers(plan_build *b)
     }
     /* The copies are filled at the first run (first touches, as the
      * runtime's other first-run work) unless something reads initializers
-     * at init: fp16 emulation's rounded copies, a delegate. The float64
+     * at init: fp16 emulation's rounded copies. Those only an executing
+     * partition reads are never made (schedule.c): its delegate reads the
+     * model's bytes. The float64
      * mode fills those it promotes at init (small ones) here; the big ones
      * it promotes per step read the model's bytes (cg_fp64_convert_bytes),
      * so their copies are deferred and never made (fold.c). */
     const cg_runtime_options *o = &b->rt->opt;
-    bool lazy = !o->node_precision && !o->assignment;
+    bool lazy = !o->node_precision;
     if (box->copies && lazy) {
         box->pending = calloc(g->initializer_count, sizeof *box->pending);
         if (!box->pending)

@@ -151,6 +151,37 @@ static cg_status partition_prepare(cg_runtime *rt, const cg_assignment *a, size_
     return st;
 }
 
+/* Initializers that only nodes of executing partitions read: the plan
+ * never makes its aligned copies of them (cg_plan_defer_slot). Their
+ * delegate read the model's bytes when it compiled (xnnpack_lower.c), and
+ * a partition's nodes never run on the reference kernels. Any other reader
+ * (a reference step, a capture of its subgraphs, a partition input, a
+ * graph output) keeps the copy. Without memory for the marks every copy
+ * stays, as before. */
+static void defer_partition_copies(cg_runtime *rt, const int32_t *part_index, int32_t *reads)
+{
+    const cg_assignment *a = rt->opt.assignment;
+    cg_plan *p = rt->main;
+    bool *read = calloc(p->slot_count + 1, sizeof *read);
+    if (!read)
+        return;
+    for (size_t i = 0; i < p->step_count; i++) {
+        int pid = a->partition_of[i];
+        if (pid >= 0 && part_index[pid] >= 0)
+            continue;
+        size_t nr = step_reads(p, i, reads);
+        for (size_t k = 0; k < nr; k++)
+            read[reads[k]] = true;
+    }
+    for (size_t i = 0; i < rt->part_count; i++)
+        for (size_t k = 0; k < rt->parts[i].desc.input_count; k++)
+            read[rt->parts[i].in_slots[k]] = true;
+    for (size_t s = 0; s < p->slot_count; s++)
+        if (p->slot_kind[s] == CG_SLOT_INIT && !read[s] && !p->slot_is_output[s])
+            cg_plan_defer_slot(p, (int32_t)s);
+    free(read);
+}
+
 /* Compiles the executing partitions of rt->opt.assignment and orders the
  * units (reference steps and partitions) topologically, earliest model
  * position first, then computes liveness in schedule positions. A
@@ -330,6 +361,7 @@ cg_status cg_schedule_build(cg_runtime *rt, cg_error *err)
             cg_rt_unit *un = &rt->units[rt->slot_last[s]];
             un->release[un->release_count++] = (int32_t)s;
         }
+    defer_partition_copies(rt, part_index, reads);
     goto done;
 nomem:
     st = cg_error_set(err, CG_NOMEM, "out of memory scheduling the assignment");

@@ -37,14 +37,22 @@ typedef struct xnng_value {
     int64_t dims[CG_MAX_RANK];
 } xnng_value;
 
-/* A constant read at compile: converted once and kept alive as long as
- * the XNNPACK runtime that may point into it. */
+/* A constant read at compile. Only the build reads it: every static value
+ * XNNPACK keeps past the runtime's creation is a copy in the build's
+ * buffers, and a packing node's filter and bias are read at creation only
+ * (xnng_transient), so the constants are freed once the runtime exists.
+ * A misaligned initializer (cg_init_payload_misaligned) is read through an
+ * aligned transient copy of its bytes, made when a lowering first reads
+ * its data (static_data in xnnpack_lower.c): a support check reads shapes only, and a
+ * convolution that reorders its filter reads the model's bytes directly. */
 typedef struct xnng_const {
     const char *name;
     cg_value *value;
-    bool borrowed; /* data points into the model mapping */
+    bool borrowed; /* data is not the value's own (the model's or a transient copy) */
     bool alias;    /* same value as an earlier entry (Identity): not owned */
-    struct cg_shared *copy; /* the shared aligned copy data points into, or NULL */
+    const uint8_t *src; /* misaligned bytes still to be copied to data, or NULL */
+    const uint8_t *model_bytes; /* the payload in the model, to drop its pages once packed */
+    size_t model_len;
 } xnng_const;
 
 /* Bytes XNNPACK keeps pointers to (repacked weights, composite constants). */
@@ -88,7 +96,7 @@ typedef struct xnng_build {
     xnng_const *consts;
     size_t const_count, const_cap;
     xnng_buffers buffers;
-    xnng_transient transient; /* build only: freed once the runtime exists */
+    xnng_transient transient; /* freed once the runtime exists (a build) or by xnng_build_clear */
     /* build only: what the lowering did (cg_xnnpack_report) */
     size_t xnn_nodes, weights_repacked, weights_in_place;
 } xnng_build;

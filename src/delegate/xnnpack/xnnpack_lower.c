@@ -150,15 +150,17 @@ static float *owned_floats(xnng_build *b, size_t n)
 
 #define XNNG_TRANSIENT_MAP ((size_t)64 << 10)
 
-/* A zeroed float buffer of n elements plus the over-read margin that only
- * a packing node reads (xnng_transient), owned by the build until the
- * runtime is created. NULL when out of memory. */
-static float *transient_floats(xnng_build *b, size_t n)
+/* A zeroed buffer of n bytes plus the over-read margin that only a
+ * packing node reads (xnng_transient), owned by the build until the
+ * runtime is created, aligned for any element type. From
+ * XNNG_TRANSIENT_MAP bytes on its pages are committed only when written.
+ * NULL when out of memory. */
+static void *transient_bytes(xnng_build *b, size_t n)
 {
     xnng_transient *t = &b->transient;
-    if (n > (SIZE_MAX - XNNG_PAD_BYTES) / sizeof(float))
+    if (n > SIZE_MAX - XNNG_PAD_BYTES)
         return NULL;
-    size_t bytes = n * sizeof(float) + XNNG_PAD_BYTES;
+    size_t bytes = n + XNNG_PAD_BYTES;
     if (t->count == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         xnng_block *items = realloc(t->items, cap * sizeof *items);
@@ -174,6 +176,11 @@ static float *transient_floats(xnng_build *b, size_t n)
     t->items[t->count++] = blk;
     t->total += bytes;
     return blk.p;
+}
+
+static float *transient_floats(xnng_build *b, size_t n)
+{
+    return n > SIZE_MAX / sizeof(float) ? NULL : transient_bytes(b, n * sizeof(float));
 }
 
 void xnng_transient_free(xnng_transient *t)
@@ -198,7 +205,6 @@ void xnng_build_clear(xnng_build *b)
         if (c->borrowed)
             c->value->tensor.data = NULL;
         cg_value_free(c->value);
-        cg_shared_release(c->copy);
     }
     free(b->consts);
     b->consts = NULL;
@@ -260,7 +266,43 @@ static cg_status consts_add(xnng_build *b, const char *name, cg_value *v, bool b
     c->value = v;
     c->borrowed = borrowed;
     c->alias = alias;
-    c->copy = NULL;
+    c->src = NULL;
+    c->model_bytes = NULL;
+    c->model_len = 0;
+    return CG_OK;
+}
+
+/* Misaligned payloads up to this size are copied when first looked up; a
+ * support check may read such a small one (a scalar, pads). */
+#define XNNG_COPY_AT_LOOKUP ((size_t)4096)
+
+/* Initializer tp as a value: an aligned payload in place; a misaligned one
+ * over a transient aligned buffer that *src says is still to be filled
+ * from the model's bytes (static_data), unless it is small. The
+ * buffer's pages are committed only once it is filled. */
+static cg_status initializer_value(xnng_build *b, const cg_tensor_proto *tp, cg_value **v,
+                                   bool *borrowed, const uint8_t **src)
+{
+    *src = NULL;
+    const cg_bytes *raw = cg_init_payload_misaligned(tp);
+    if (!raw)
+        return cg_value_from_proto_ex(tp, true, v, borrowed, b->err);
+    uint8_t *copy = transient_bytes(b, raw->len);
+    if (!copy)
+        return cg_error_set(b->err, CG_NOMEM, "out of memory for an aligned copy of %zu bytes",
+                            raw->len);
+    cg_tensor_proto aligned;
+    cg_init_proto_over(tp, raw, copy, &aligned);
+    cg_status st = cg_value_from_proto_ex(&aligned, true, v, borrowed, b->err);
+    if (st != CG_OK)
+        return st;
+    /* a value that copied the (still zero) buffer instead of borrowing it
+     * gets the bytes in its own data */
+    uint8_t *data = (*v)->tensor.data;
+    if (!*borrowed || raw->len <= XNNG_COPY_AT_LOOKUP)
+        memcpy(data, raw->data, raw->len);
+    else
+        *src = raw->data;
     return CG_OK;
 }
 
@@ -319,21 +361,22 @@ static cg_status const_lookup(xnng_build *b, const char *name, int depth, xnng_k
     bool type_const = vt && vt->is_const;
     const cg_tensor_proto *tp = cg_graph_initializer(g, name);
     if (tp && (!is_graph_input(g, name) || type_const)) {
-        /* a misaligned payload is read through the aligned copy every
-         * runtime over these bytes shares (the reference's, in a gate) */
         cg_value *v = NULL;
-        cg_shared *copy = NULL;
+        const uint8_t *src = NULL;
         bool borrowed = false;
-        cg_status st = cg_init_value_shared(tp, &v, &borrowed, &copy, b->err);
+        cg_status st = initializer_value(b, tp, &v, &borrowed, &src);
         if (st != CG_OK) {
             cg_error_prefix(b->err, "xnnpack: initializer '%s': ", name);
             return st;
         }
-        if ((st = consts_add(b, name, v, borrowed, false)) != CG_OK) {
-            cg_shared_release(copy);
+        if ((st = consts_add(b, name, v, borrowed, false)) != CG_OK)
             return st;
-        }
-        b->consts[b->const_count - 1].copy = copy;
+        xnng_const *c = &b->consts[b->const_count - 1];
+        c->src = src;
+        const cg_bytes *payload = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL
+                                      ? &tp->external_payload : &tp->raw_data;
+        c->model_bytes = payload->data;
+        c->model_len = payload->data ? payload->len : 0;
         *kind = XNNG_STATIC;
         *t = &v->tensor;
         return CG_OK;
@@ -392,6 +435,56 @@ typedef struct xnng_operand {
     int rank;
     int64_t dims[CG_MAX_RANK];
 } xnng_operand;
+
+/* The entry whose value op reads, or NULL. */
+static xnng_const *const_of(xnng_build *b, const xnng_operand *op)
+{
+    for (size_t i = 0; i < b->const_count; i++)
+        if (&b->consts[i].value->tensor == op->data && !b->consts[i].alias)
+            return &b->consts[i];
+    return NULL;
+}
+
+/* The data of static operand op, a misaligned initializer's aligned copy
+ * filled now if it was not yet. */
+static const void *static_data(xnng_build *b, const xnng_operand *op)
+{
+    xnng_const *c = const_of(b, op);
+    if (c && c->src) {
+        memcpy(c->value->tensor.data, c->src, cg_tensor_bytes(op->data));
+        /* read through the copy from now on: the model's pages of these
+         * bytes need not stay resident beside it */
+        cg_mapping_drop_pages(c->src, cg_tensor_bytes(op->data));
+        c->src = NULL;
+    }
+    return op->data->data;
+}
+
+/* Where static operand op's bytes can be read element by element
+ * (load_f32): the model's misaligned bytes while its aligned copy is not
+ * filled (a reordering reads them once, with no copy in between). */
+static const uint8_t *static_bytes(xnng_build *b, const xnng_operand *op)
+{
+    xnng_const *c = const_of(b, op);
+    return c && c->src ? c->src : (const uint8_t *)op->data->data;
+}
+
+/* After a reordering read op's bytes (static_bytes) into a transient
+ * buffer: the model's pages of a misaligned source need not stay resident
+ * until the runtime exists (a later read finds them in the file again). */
+static void static_bytes_done(xnng_build *b, const xnng_operand *op)
+{
+    xnng_const *c = const_of(b, op);
+    if (c && c->src)
+        cg_mapping_drop_pages(c->src, cg_tensor_bytes(op->data));
+}
+
+static inline float load_f32(const uint8_t *p, int64_t i)
+{
+    float f;
+    memcpy(&f, p + (size_t)i * sizeof f, sizeof f);
+    return f;
+}
 
 static bool dims_positive(int rank, const int64_t *dims)
 {
@@ -535,7 +628,7 @@ static cg_status static_scalar(xnng_build *b, const cg_node *n, const xnng_opera
         return xnng_refuse(b, n, "%s '%s' must be a constant", what, op->name);
     if (op->data->numel != 1 || op->data->dtype != CG_DTYPE_FLOAT)
         return xnng_refuse(b, n, "%s '%s' must be one float32 value", what, op->name);
-    *out = ((const float *)op->data->data)[0];
+    *out = ((const float *)static_data(b, op))[0];
     return CG_OK;
 }
 
@@ -629,7 +722,7 @@ static cg_status operand_id(xnng_build *b, const cg_node *n, const xnng_operand 
                             int rank_to, uint32_t *id)
 {
     if (op->is_static)
-        return define_static(b, n, op->rank, op->dims, op->data->data, rank_to, true, id);
+        return define_static(b, n, op->rank, op->dims, static_data(b, op), rank_to, true, id);
     const xnng_value *v = values_find(b, op->name);
     if (!v)
         return cg_error_set(b->err, CG_INVALID, "xnnpack: %s '%s': input '%s' is neither a "
@@ -876,7 +969,7 @@ static cg_status lower_prelu(xnng_build *b, const cg_node *n, bool dry_run)
     }
     if (dry_run)
         return CG_OK;
-    const float *src = slope.data->data;
+    const float *src = static_data(b, &slope);
     float *buf = owned_floats(b, (size_t)c);
     if (!buf)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking PRelu slope");
@@ -1087,8 +1180,8 @@ static cg_status lower_batchnorm(xnng_build *b, const cg_node *n, bool dry_run)
     float *scale = owned_floats(b, (size_t)c), *shift = owned_floats(b, (size_t)c);
     if (!scale || !shift)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory folding BatchNormalization");
-    const float *s = p[0].data->data, *bb = p[1].data->data, *m = p[2].data->data,
-                *v = p[3].data->data;
+    const float *s = static_data(b, &p[0]), *bb = static_data(b, &p[1]),
+                *m = static_data(b, &p[2]), *v = static_data(b, &p[3]);
     for (int64_t i = 0; i < c; i++) {
         /* double keeps the fold at least as accurate as the reference kernel */
         double k = (double)s[i] / sqrt((double)v[i] + (double)eps);
@@ -1166,16 +1259,19 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
         return CG_OK;
     /* weights: [N, K] as XNNPACK wants, or [K, N] with TRANSPOSE_WEIGHTS;
      * in place unless alpha scales them */
-    const float *wdata = w.data->data;
+    const float *wdata;
     if (alpha != 1.0f) {
         float *scaled = transient_floats(b, (size_t)w.data->numel);
         if (!scaled)
             return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory scaling Gemm weights");
+        const uint8_t *wb = static_bytes(b, &w);
         for (int64_t i = 0; i < w.data->numel; i++)
-            scaled[i] = alpha * wdata[i];
+            scaled[i] = alpha * load_f32(wb, i);
+        static_bytes_done(b, &w);
         wdata = scaled;
         b->weights_repacked++;
     } else {
+        wdata = static_data(b, &w);
         b->weights_in_place++;
     }
     uint32_t in, wid, bid = XNN_INVALID_VALUE_ID, oid;
@@ -1185,7 +1281,7 @@ static cg_status lower_fc(xnng_build *b, const cg_node *n, bool dry_run, bool ge
     XNNG_DEFINE_VALUE(b, n, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 2, wd, wdata,
                                               XNN_INVALID_VALUE_ID, 0, &wid));
     if (has_c) {
-        const float *cdata = c.data->data;
+        const float *cdata = static_data(b, &c);
         if (beta != 1.0f || c.data->numel != nout) {
             float *bias = transient_floats(b, (size_t)nout);
             if (!bias)
@@ -1368,7 +1464,7 @@ static cg_status conv_ids(xnng_build *b, const cg_node *n, xnng_conv *c, int64_t
                           int64_t kw, int64_t cg, const float *wdata, uint32_t ids[4])
 {
     cg_status st;
-    const float *bdata = c->has_bias ? c->bias.data->data : NULL;
+    const float *bdata = c->has_bias ? static_data(b, &c->bias) : NULL;
     if ((st = operand_id(b, n, &c->x, 4, &ids[0])) != CG_OK ||
         (st = define_filter_bias(b, n, m, kh, kw, cg, wdata, bdata, &ids[1], &ids[2])) != CG_OK)
         return st;
@@ -1406,21 +1502,24 @@ static cg_status lower_conv(xnng_build *b, const cg_node *n, bool dry_run)
         return CG_OK;
     /* OIHW -> OHWI; the orders coincide for 1x1 kernels and one input
      * channel per group (depthwise), where the initializer is used in place */
-    const float *wsrc = w.data->data;
-    const float *wdata = wsrc;
+    const float *wdata;
     int64_t kh = w.dims[2], kw = w.dims[3];
     if (kh * kw != 1 && cg != 1) {
         float *buf = transient_floats(b, (size_t)w.data->numel);
         if (!buf)
             return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking weights");
+        const uint8_t *wsrc = static_bytes(b, &w);
         for (int64_t o = 0; o < m; o++)
             for (int64_t i = 0; i < cg; i++)
                 for (int64_t y = 0; y < kh; y++)
                     for (int64_t xx = 0; xx < kw; xx++)
-                        buf[((o * kh + y) * kw + xx) * cg + i] = wsrc[((o * cg + i) * kh + y) * kw + xx];
+                        buf[((o * kh + y) * kw + xx) * cg + i] =
+                            load_f32(wsrc, ((o * cg + i) * kh + y) * kw + xx);
+        static_bytes_done(b, &w);
         wdata = buf;
         b->weights_repacked++;
     } else {
+        wdata = static_data(b, &w);
         b->weights_in_place++;
     }
     uint32_t id[4];
@@ -1496,7 +1595,7 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
     if (dry_run)
         return CG_OK;
     /* [C, M/g, kh, kw] -> [g * M/g, kh, kw, C/g] */
-    const float *wsrc = w.data->data;
+    const uint8_t *wsrc = static_bytes(b, &w);
     float *wbuf = transient_floats(b, (size_t)w.data->numel);
     if (!wbuf)
         return cg_error_set(b->err, CG_NOMEM, "xnnpack: out of memory repacking weights");
@@ -1506,7 +1605,8 @@ static cg_status lower_conv_transpose(xnng_build *b, const cg_node *n, bool dry_
                 for (int64_t y = 0; y < kh; y++)
                     for (int64_t xx = 0; xx < kw; xx++)
                         wbuf[(((gi * mg + o) * kh + y) * kw + xx) * cg + i] =
-                            wsrc[(((gi * cg + i) * mg + o) * kh + y) * kw + xx];
+                            load_f32(wsrc, (((gi * cg + i) * mg + o) * kh + y) * kw + xx);
+    static_bytes_done(b, &w);
     b->weights_repacked++;
     uint32_t id[4];
     if ((st = conv_ids(b, n, &cv, m, kh, kw, cg, wbuf, id)) != CG_OK)
@@ -1641,7 +1741,7 @@ static cg_status lower_pad(xnng_build *b, const cg_node *n, bool dry_run)
         cnt = (size_t)p.data->numel;
         if (cnt != (size_t)(2 * x.rank))
             return xnng_refuse(b, n, "pads has %zu values for rank %d", cnt, x.rank);
-        memcpy(pads, p.data->data, cnt * sizeof *pads);
+        memcpy(pads, static_data(b, &p), cnt * sizeof *pads);
         if (has_input(n, 2)) {
             xnng_operand cv;
             if ((st = operand(b, n, 2, true, &cv)) != CG_OK ||

@@ -34,6 +34,7 @@
 
 #include <pthreadpool.h>
 
+#include "core/mapfile.h"
 #include "delegate/xnnpack/xnnpack.h"
 #include "delegate/xnnpack/xnnpack_internal.h"
 #include "run/exec.h"
@@ -55,9 +56,7 @@ typedef struct xnng_state {
     xnng_io *in, *out;
     size_t in_count, out_count;
     struct xnn_external_value *ext;
-    /* what XNNPACK's static values point into */
-    xnng_const *consts;
-    size_t const_count;
+    /* what XNNPACK's static values point into: the build's copies */
     xnng_buffers buffers;
 } xnng_state;
 
@@ -126,8 +125,6 @@ static void state_free(xnng_state *s)
     free(s->lowered);
     xnng_build owned;
     memset(&owned, 0, sizeof owned);
-    owned.consts = s->consts;
-    owned.const_count = s->const_count;
     owned.buffers = s->buffers;
     xnng_build_clear(&owned);
     free(s);
@@ -288,9 +285,13 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
     }
     xnn_delete_subgraph(b.subgraph);
     b.subgraph = NULL;
-    /* XNNPACK holds its own packing of the filters and biases now */
+    /* XNNPACK holds its own packing of the filters and biases now, and
+     * copies in the build's buffers of every other constant (xnng_const):
+     * the model's pages of the weights need not stay resident for it */
     s->report.transient_bytes_freed = b.transient.total;
     xnng_transient_free(&b.transient);
+    for (size_t i = 0; i < b.const_count; i++)
+        cg_mapping_drop_pages(b.consts[i].model_bytes, b.consts[i].model_len);
     s->report.lowered = s->lowered;
     s->report.xnn_node_count = b.xnn_nodes;
     s->report.weights_repacked = b.weights_repacked;
@@ -300,11 +301,7 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
     for (size_t i = 0; i < s->out_count; i++)
         s->report.layout_outputs += s->out[i].nhwc;
     /* the runtime points into these: the state keeps them */
-    s->consts = b.consts;
-    s->const_count = b.const_count;
     s->buffers = b.buffers;
-    b.consts = NULL;
-    b.const_count = 0;
     memset(&b.buffers, 0, sizeof b.buffers);
     xnng_build_clear(&b);
     *out = s;
