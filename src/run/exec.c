@@ -207,16 +207,21 @@ static cg_status check_input(const cg_value_info *vi, const cg_value *v, bool fl
                             cg_dtype_name(x->dtype));
     if (!t->shape)
         return CG_OK;
+    /* the shape is written out only for an error: snprintf on every run
+     * was a few percent of a small model's run (Silero VAD) */
     char got[256];
-    cg_exec_format_shape(x->rank, x->dims, got, sizeof got);
-    if (t->shape->rank != (size_t)x->rank)
+    if (t->shape->rank != (size_t)x->rank) {
+        cg_exec_format_shape(x->rank, x->dims, got, sizeof got);
         return cg_error_set(err, CG_INVALID, "input '%s': expected rank %zu, got shape %s",
                             vi->name, t->shape->rank, got);
+    }
     for (size_t d = 0; d < t->shape->rank; d++) {
         const cg_dim *dim = &t->shape->dims[d];
-        if (dim->has_value && dim->value >= 0 && dim->value != x->dims[d])
+        if (dim->has_value && dim->value >= 0 && dim->value != x->dims[d]) {
+            cg_exec_format_shape(x->rank, x->dims, got, sizeof got);
             return cg_error_set(err, CG_INVALID, "input '%s': dimension %zu must be %lld, got "
                                 "shape %s", vi->name, d, (long long)dim->value, got);
+        }
     }
     return CG_OK;
 }
