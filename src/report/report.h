@@ -250,6 +250,7 @@ typedef struct cg_run_view {
     double load_ms, init_ms; /* model load; runtime (or target path) set-up */
     double cpu_median_ms;    /* process CPU time per warm run, median */
     int threads;             /* the reference kernels' threads */
+    bool cold;               /* the caches were evicted before each warm run (--cold) */
 } cg_run_view;
 
 void cg_report_run_text(FILE *f, const cg_run_view *v);

@@ -119,8 +119,9 @@ void cg_report_run_text(FILE *f, const cg_run_view *v)
         cg_text_printf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
                        v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
     if (v->repeat)
-        fprintf(f, "time: first run %.3f ms (plans memory); %zu warm runs: median %.3f ms, "
-                   "min %.3f, max %.3f\n", v->first_ms, v->repeat, v->median_ms, v->warm_ms[0],
+        fprintf(f, "time: first run %.3f ms (plans memory); %zu %s runs: median %.3f ms, "
+                   "min %.3f, max %.3f\n", v->first_ms, v->repeat,
+                v->cold ? "cold-cache" : "warm", v->median_ms, v->warm_ms[0],
                 v->warm_ms[v->repeat - 1]);
     else
         fprintf(f, "time %.3f ms\n", v->median_ms);
@@ -150,6 +151,7 @@ json_t *cg_report_run_json(const cg_run_view *v)
         cg_json_set(timing, "cpu_median_ms", cg_json_number(v->cpu_median_ms));
         cg_json_set(timing, "runs", json_integer((json_int_t)v->repeat));
         cg_json_set(timing, "threads", json_integer(v->threads > 1 ? v->threads : 1));
+        cg_json_set(timing, "cold", json_boolean(v->cold));
     }
     cg_json_set(root, "timing", timing ? timing : json_null());
     return root;

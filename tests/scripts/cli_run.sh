@@ -75,6 +75,30 @@ check "lists npz keys" err_has "has no array 'nokey'"
 run --bogus
 check "unknown option: exit 2" rc 2
 
+# --repeat times warm runs after the first; --cold evicts the caches before
+# each of them and says so; --cold alone is a usage error.
+run -i "@$d/cli_inputs.npz" --repeat 3 --json
+check "--repeat: exit 0" rc 0
+check "--repeat: timing has the warm runs" /usr/bin/python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["result"]["timing"]
+assert t["runs"] == 3 and t["cold"] is False, t
+assert 0 <= t["min_ms"] <= t["median_ms"] <= t["max_ms"], t
+assert t["first_ms"] > 0 and t["threads"] == 1, t' "$tmp/out"
+run -i "@$d/cli_inputs.npz" --repeat 2 --cold --json
+check "--cold: exit 0" rc 0
+check "--cold: timing.cold is true" /usr/bin/python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["result"]["timing"]
+assert t["runs"] == 2 and t["cold"] is True, t' "$tmp/out"
+run -i "@$d/cli_inputs.npz" --repeat 2 --cold
+check "--cold text names its runs" out_has "2 cold-cache runs: median"
+run -i "@$d/cli_inputs.npz" --cold
+check "--cold without --repeat: exit 2" rc 2
+check "--cold without --repeat: says why" err_has "--cold times the warm runs of --repeat N"
+run --help
+check "--help documents --cold" out_has "--cold"
+
 # A link planted where an output goes is not followed.
 mkdir -p "$tmp/o2"
 ln -s "$tmp/target" "$tmp/o2/Sum.npy"
