@@ -19,7 +19,9 @@
 #                time; at one thread it is the latency of a quiet machine.
 #   1st ms       convgate's first run (the memory plan, the first touches of
 #                the weights, weights packed for the convolution GEMM);
-#                1st/warm is 1st ms / cg ms.
+#                1st/warm is 1st ms / cg ms. Each timed process (convgate's
+#                and ORT's) starts right after 0.2 s of busy CPU on as many
+#                cores as it uses (wake_cpus below).
 #   load+plan    convgate's model load plus runtime set-up (timing.load_ms +
 #                init_ms), and ORT's session creation (create_ms).
 #   RSS MiB      peak RSS of the convgate process (GNU time) and of the node
@@ -118,6 +120,22 @@ for k in sys.argv[1:]:
 print(d)' "$@"; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.2f", v }'; }
 fmt1() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.1f", v }'; }
+# Keeps T cores busy for 0.2 s, right before a timed process starts. This
+# host leaves idle slowly: a process started after a pause (even the few ms
+# between one model's ORT process and the next convgate process) ran its
+# first 30-50 ms at about a third of its speed (mobilenet_v2: set-up 25-40
+# ms against 12-15, first run 28-34 ms against 11-13; 2026-12-03, "First
+# runs after idle" in docs/BENCHMARKS.md). ORT's session creation keeps its
+# CPU busy for 50-700 ms before its first run anyway, convgate's set-up for
+# 2-30 ms: without this the first-run column measured the host's wake-up
+# on one side only. Both sides get it.
+wake_cpus() {
+    local i
+    for ((i = 0; i < $1; i++)); do
+        timeout 0.2 bash -c 'while :; do :; done' &
+    done
+    wait
+}
 # The median of the arguments (numbers), "-" when there are none.
 median() {
     [ $# -gt 0 ] || { echo -; return; }
@@ -164,6 +182,7 @@ for t in $thread_counts; do
                 n="$(basename "$f" .npy)"
                 feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
             done
+            wake_cpus "$t"
             if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
                     --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
                 echo "$(json result timing median_ms <"$work/cg.json")" \
@@ -176,6 +195,7 @@ for t in $thread_counts; do
             else
                 bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
             fi
+            wake_cpus "$t"
             if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
                            "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
                 echo "$(json run_ms <<< "$line") $(json create_ms <<< "$line") $(json cpu_ms <<< "$line")" \
@@ -222,6 +242,7 @@ for t in $thread_counts; do
             fi
         fi
         if [ "$(cat "$work/xnn.$name")" = full ] && [ "$ort_run" != - ]; then
+            wake_cpus "$t"
             if "$convgate" run "$path" "${feeds[@]}" --target xnnpack --threads "$t" \
                    --repeat "$runs" --json >"$work/xnn.json" 2>"$work/xnn.err"; then
                 echo "$name $(json result timing median_ms <"$work/xnn.json") $ort_run" \
