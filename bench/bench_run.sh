@@ -20,9 +20,8 @@
 #   1st ms       convgate's first run (the memory plan, the first touches of
 #                the weights, weights packed for the convolution GEMM);
 #                1st/warm is 1st ms / cg ms. Each timed process (convgate's
-#                and ORT's) starts right after 256 MiB were written and
-#                freed and with its cores busy (wake_host below): this
-#                host backs memory lazily.
+#                and ORT's) starts right after 0.2 s of busy CPU on as many
+#                cores as it uses (wake_cpus below).
 #   load+plan    convgate's model load plus runtime set-up (timing.load_ms +
 #                init_ms), and ORT's session creation (create_ms).
 #   RSS MiB      peak RSS of the convgate process (GNU time) and of the node
@@ -121,22 +120,20 @@ for k in sys.argv[1:]:
 print(d)' "$@"; }
 fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.2f", v }'; }
 fmt1() { awk -v v="$1" 'BEGIN { if (v == "" || v == "-") print "-"; else printf "%.1f", v }'; }
-# Readies this host for a timed process: it backs the guest's memory
-# lazily (memory free for a second or more is handed back, and the first
-# touch of such a page runs at 0.5-1 GB/s against 6.5-7.3 GB/s for a page
-# freed a moment ago: 64 MiB in 70-145 ms against 9-10 ms), and it leaves
-# idle slowly. A process's first run is its first touch of most of its
-# memory, so without this the first-run column measured the host
-# (mobilenet_v2's first run 11-36 ms against 11-13 ms warm, from one
-# process to the next: docs/BENCHMARKS.md, "First runs: cold caches and the
-# host"). Before each timed process, both convgate's and ORT's: 256 MiB
-# written and freed, and T - 1 more cores kept busy meanwhile.
-wake_host() {
+# Keeps T cores busy for 0.2 s, right before a timed process starts. This
+# host leaves idle slowly: a process started after a pause (even the few ms
+# between one model's ORT process and the next convgate process) ran its
+# first 30-50 ms at about a third of its speed (mobilenet_v2: set-up 25-40
+# ms against 12-15, first run 28-34 ms against 11-13; 2026-12-03, "First
+# runs after idle" in docs/BENCHMARKS.md). ORT's session creation keeps its
+# CPU busy for 50-700 ms before its first run anyway, convgate's set-up for
+# 2-30 ms: without this the first-run column measured the host's wake-up
+# on one side only. Both sides get it.
+wake_cpus() {
     local i
-    for ((i = 1; i < $1; i++)); do
+    for ((i = 0; i < $1; i++)); do
         timeout 0.2 bash -c 'while :; do :; done' &
     done
-    /usr/bin/python3 -c 'b = bytes([1]) * (256 << 20)'
     wait
 }
 # The median of the arguments (numbers), "-" when there are none.
@@ -185,7 +182,7 @@ for t in $thread_counts; do
                 n="$(basename "$f" .npy)"
                 feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
             done
-            wake_host "$t"
+            wake_cpus "$t"
             if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
                     --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
                 echo "$(json result timing median_ms <"$work/cg.json")" \
@@ -198,7 +195,7 @@ for t in $thread_counts; do
             else
                 bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
             fi
-            wake_host "$t"
+            wake_cpus "$t"
             if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
                            "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
                 echo "$(json run_ms <<< "$line") $(json create_ms <<< "$line") $(json cpu_ms <<< "$line")" \
@@ -245,7 +242,7 @@ for t in $thread_counts; do
             fi
         fi
         if [ "$(cat "$work/xnn.$name")" = full ] && [ "$ort_run" != - ]; then
-            wake_host "$t"
+            wake_cpus "$t"
             if "$convgate" run "$path" "${feeds[@]}" --target xnnpack --threads "$t" \
                    --repeat "$runs" --json >"$work/xnn.json" 2>"$work/xnn.err"; then
                 echo "$name $(json result timing median_ms <"$work/xnn.json") $ort_run" \
