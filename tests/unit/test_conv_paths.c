@@ -587,6 +587,57 @@ static void test_taps_follow_shape(void)
     }
 }
 
+/* Pads from a file may be huge where the input is small: a 3-D Conv of a
+ * 2x2x2 input padded by 2^40 - 2 on each side of each axis, at strides
+ * as big (every pad, stride and extent in range), has 8 outputs and a
+ * padded plane of about 2^123 elements. Each run is
+ * an error naming the pads (CG_LIMIT), never an overflowing index (a
+ * fuzzer found conv_taps_init multiplying the padded extents unchecked). */
+static void test_padded_plane_overflow(void)
+{
+    const int64_t P = ((int64_t)1 << 40) - 2;
+    int64_t wd[5] = {2, 1, 3, 3, 3}, xd[5] = {1, 1, 2, 2, 2};
+    float w[54];
+    for (int i = 0; i < 54; i++)
+        w[i] = (float)(i % 7) * 0.25f;
+    for (int f64 = 0; f64 < 2; f64++) {
+        cg_model *m = test_model_graph(13, 2, "x", "y");
+        m->graph->inputs[0].type = test_type(m, CG_DTYPE_FLOAT, 5, xd);
+        test_graph_init_f32(m, m->graph, "w", 5, wd, w);
+        cg_node *n = test_node(m, m->graph, "Conv", "conv", "x,w", "y");
+        int64_t pads[6] = {P, P, P, P, P, P}, strides[3] = {P, P, P};
+        test_node_add_attr(n, attr_ints("pads", pads, 6));
+        /* strides as big: two outputs per axis, so the output and the
+         * im2col sizes are small and only the padded plane overflows */
+        test_node_add_attr(n, attr_ints("strides", strides, 3));
+        cg_runtime_options o;
+        cg_runtime_options_default(&o);
+        o.float64 = f64 != 0;
+        cg_runtime *rt = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        cg_status st = cg_runtime_init(m, &o, &rt, &err);
+        if (st == CG_OK) {
+            cg_tensor *xt = make(CG_DTYPE_FLOAT, 5, xd, 9, false);
+            cg_value *xv = NULL;
+            if (!xt || cg_value_from_tensor(xt, &xv, &err) != CG_OK)
+                test_fatal("out of memory");
+            cg_named_value feed = {"x", xv};
+            cg_named_value *outs = NULL;
+            size_t nouts = 0;
+            st = cg_runtime_run(rt, &feed, 1, &outs, &nouts, &err);
+            cg_runtime_free_outputs(outs, nouts);
+            cg_value_free(xv);
+            test_tensor_free(xt);
+        }
+        EXPECT(st == CG_LIMIT && strstr(err.msg, "pads make its size overflow"),
+               "%s: huge pads are refused: status %d, %s", f64 ? "float64" : "float32", (int)st,
+               err.msg);
+        cg_runtime_free(rt);
+        cg_model_free(m);
+    }
+}
+
 int main(void)
 {
     /* what, nsp, n, c, m, group, in, kernel, stride, dilation, pad0, pad1 */
@@ -630,6 +681,7 @@ int main(void)
     test_elementwise_threads();
     test_misaligned_w_not_copied();
     test_taps_follow_shape();
+    test_padded_plane_overflow();
     const int64_t tall_a[3] = {2, 700, 256}, tall_b[2] = {256, 96}; /* rows split */
     const int64_t bat_a[3] = {5, 40, 64}, bat_b[3] = {5, 64, 30};   /* batches split */
     const int64_t small_a[2] = {37, 20}, small_b[2] = {20, 11};     /* one thread */

@@ -154,6 +154,18 @@ static cg_status conv_geom_init(cg_kernel_ctx *k, const cg_tensor *x, const cg_t
                               (long long)wt->dims[1], (long long)(g->c / g->group));
     if ((st = cg_nn_window_init(k, nsp, x->dims + 2, wt->dims + 2, false, &g->w)) != CG_OK)
         return st;
+    /* The taps index one group's input with its pads (conv_taps_init): each
+     * padded extent fits (in and pads are at most 2^40 each), their product
+     * with the group's channels must too. Pads from a file can make it
+     * overflow where the input itself is small. */
+    int64_t padded[CG_MAX_RANK];
+    for (int d = 0; d < nsp; d++)
+        padded[d] = g->w.in[d] + g->w.pad0[d] + g->w.pad1[d];
+    padded[nsp] = g->c / g->group;
+    int64_t padded_elems;
+    if (!cg_shape_numel(nsp + 1, padded, &padded_elems))
+        return cg_kernel_fail(k, CG_LIMIT, "the padded input of one group has too many elements "
+                              "(the pads make its size overflow)");
     g->col_elems = 0;
     if (!conv_is_pointwise(&g->w) && !conv_use_depthwise(&g->w, g->c / g->group)) {
         int64_t kn = cg_nn_prod(nsp, g->w.kernel), on = cg_nn_prod(nsp, g->w.out);
