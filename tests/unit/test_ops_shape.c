@@ -113,6 +113,28 @@ static void test_gather_index_range(void)
     node_free(&t);
 }
 
+/* Empty data whose other dims are huge (a file may say [2, 2^40, 2^40, 0]):
+ * the output is empty too, and nothing may multiply those dims into an
+ * overflow (a fuzzer found Gather doing so before it noticed the empty
+ * output). */
+static void test_gather_empty_huge_dims(void)
+{
+    one_node t;
+    const int64_t big = (int64_t)1 << 40;
+    const int64_t dd[4] = {2, big, big, 0}, d1 = 1, idx[1] = {0};
+    const float none[1] = {0}; /* no element is copied from it */
+    node_init(&t, "Gather", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 4, dd, none);
+    set_input(&t, 1, CG_DTYPE_INT64, 1, &d1, idx);
+    cg_status st = node_run(&t, 0);
+    const cg_tensor *y = st == CG_OK ? out_tensor(&t, 0) : NULL;
+    EXPECT(y && y->numel == 0 && y->rank == 4 && y->dims[0] == 1 && y->dims[1] == big &&
+               y->dims[2] == big && y->dims[3] == 0,
+           "gather row 0 of an empty [2, 2^40, 2^40, 0]: an empty [1, 2^40, 2^40, 0] (%s)",
+           t.err.msg);
+    node_free(&t);
+}
+
 static void test_scatter_index_range(void)
 {
     one_node t;
@@ -472,6 +494,7 @@ static void test_concat_threads(void)
 int main(void)
 {
     test_gather_index_range();
+    test_gather_empty_huge_dims();
     test_scatter_index_range();
     test_bad_attributes();
     test_constant_of_shape_limit();

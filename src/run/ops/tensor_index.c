@@ -69,13 +69,16 @@ cg_status cg_op_gather(cg_kernel_ctx *k)
             return st;
     if ((st = cg_kernel_output(k, 0, data->dtype, r, dims, &out)) != CG_OK)
         return st;
+    /* An empty output copies nothing. Past this, outer * n * inner is its
+     * element count, so neither partial product can overflow: with a zero
+     * dim among them, the others need not have a product that fits. */
+    if (out->numel == 0)
+        return CG_OK;
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; d++)
         outer *= data->dims[d];
     for (int d = (int)axis + 1; d < data->rank; d++)
         inner *= data->dims[d];
-    if (inner == 0)
-        return CG_OK;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < n; j++)
             if ((st = cg_tens_copy(k, out, (o * n + j) * inner, data, (o * dim + idx[j]) * inner,
