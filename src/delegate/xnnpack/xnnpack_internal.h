@@ -51,8 +51,6 @@ typedef struct xnng_const {
     bool borrowed; /* data is not the value's own (the model's or a transient copy) */
     bool alias;    /* same value as an earlier entry (Identity): not owned */
     const uint8_t *src; /* misaligned bytes still to be copied to data, or NULL */
-    const uint8_t *model_bytes; /* the payload in the model, to drop its pages once packed */
-    size_t model_len;
 } xnng_const;
 
 /* Bytes XNNPACK keeps pointers to (repacked weights, composite constants). */

@@ -267,8 +267,6 @@ static cg_status consts_add(xnng_build *b, const char *name, cg_value *v, bool b
     c->borrowed = borrowed;
     c->alias = alias;
     c->src = NULL;
-    c->model_bytes = NULL;
-    c->model_len = 0;
     return CG_OK;
 }
 
@@ -371,12 +369,7 @@ static cg_status const_lookup(xnng_build *b, const char *name, int depth, xnng_k
         }
         if ((st = consts_add(b, name, v, borrowed, false)) != CG_OK)
             return st;
-        xnng_const *c = &b->consts[b->const_count - 1];
-        c->src = src;
-        const cg_bytes *payload = tp->has_data_location && tp->data_location == CG_LOC_EXTERNAL
-                                      ? &tp->external_payload : &tp->raw_data;
-        c->model_bytes = payload->data;
-        c->model_len = payload->data ? payload->len : 0;
+        b->consts[b->const_count - 1].src = src;
         *kind = XNNG_STATIC;
         *t = &v->tensor;
         return CG_OK;

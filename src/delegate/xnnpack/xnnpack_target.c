@@ -287,11 +287,14 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
     b.subgraph = NULL;
     /* XNNPACK holds its own packing of the filters and biases now, and
      * copies in the build's buffers of every other constant (xnng_const):
-     * the model's pages of the weights need not stay resident for it */
+     * the model's pages of the weights read in place need not stay
+     * resident for it (a transient copy is not a file mapping: no-op) */
+    for (size_t i = 0; i < b.const_count; i++)
+        if (b.consts[i].borrowed && !b.consts[i].alias)
+            cg_mapping_drop_pages(b.consts[i].value->tensor.data,
+                                  cg_tensor_bytes(&b.consts[i].value->tensor));
     s->report.transient_bytes_freed = b.transient.total;
     xnng_transient_free(&b.transient);
-    for (size_t i = 0; i < b.const_count; i++)
-        cg_mapping_drop_pages(b.consts[i].model_bytes, b.consts[i].model_len);
     s->report.lowered = s->lowered;
     s->report.xnn_node_count = b.xnn_nodes;
     s->report.weights_repacked = b.weights_repacked;
