@@ -70,7 +70,10 @@ typedef struct cg_value {
 /* Bytes one element takes in cg_tensor.data (sizeof(cg_string) for STRING;
  * 0 for a dtype without a byte layout). */
 CG_API size_t cg_tensor_elem_size(cg_dtype dtype);
-/* Elements of a shape, overflow-checked (false on overflow or a negative dim). */
+/* Elements of a shape, overflow-checked: false on a negative dim, or when
+ * the product of its non-zero dims overflows int64, even with a 0 among
+ * them ([2^40, 2^40, 0] is refused, as ONNX Runtime refuses it). Every
+ * tensor is sized by it, so any product of some of a tensor's dims fits. */
 CG_API bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out);
 /* The dims Shape (opset 15: start, end) takes of a shape of rank `rank`:
  * a negative start or end counts from the end, both are clamped to

@@ -28,16 +28,18 @@ int64_t cg_shape_slice(int64_t rank, int64_t start, int64_t end, int64_t *first)
 
 bool cg_shape_numel(int rank, const int64_t *dims, int64_t *out)
 {
-    /* any 0 makes the count 0, whatever the other dims: [2^40, 2^40, 0]
-     * is a valid empty shape, not an overflow */
+    /* the non-zero dims must multiply within int64 even when a 0 makes the
+     * count 0: then every product of some of a tensor's dims (a kernel's
+     * outer and inner extents, its strides) fits, empty or not */
+    int64_t n = 1;
     bool empty = false;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0)
             return false;
-        empty = empty || dims[i] == 0;
-    }
-    int64_t n = 1;
-    for (int i = 0; i < rank && !empty; i++) {
+        if (dims[i] == 0) {
+            empty = true;
+            continue;
+        }
         if (n > INT64_MAX / dims[i])
             return false;
         n *= dims[i];

@@ -114,24 +114,50 @@ static void test_gather_index_range(void)
 }
 
 /* Empty data whose other dims are huge (a file may say [2, 2^40, 2^40, 0]):
- * the output is empty too, and nothing may multiply those dims into an
- * overflow (a fuzzer found Gather doing so before it noticed the empty
- * output). */
+ * a fuzzer found Gather multiplying those dims into an overflow. No tensor
+ * may have non-zero dims whose product overflows int64, empty or not (as
+ * in ONNX Runtime), so no kernel meets one; a Gather whose output would be
+ * one is refused when the output is sized, and an empty output whose dims
+ * fit is still made. */
 static void test_gather_empty_huge_dims(void)
 {
+    const int64_t big = (int64_t)1 << 40, mid = (int64_t)1 << 20;
+    int64_t n = -1;
+    EXPECT(!cg_shape_numel(4, (const int64_t[]){2, big, big, 0}, &n),
+           "[2, 2^40, 2^40, 0] is refused (got %lld elements)", (long long)n);
+    EXPECT(cg_shape_numel(4, (const int64_t[]){2, mid, mid, 0}, &n) && n == 0,
+           "[2, 2^20, 2^20, 0] is an empty shape (got %lld)", (long long)n);
+    cg_tensor huge;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_tensor_alloc(&huge, CG_DTYPE_FLOAT, 4, (const int64_t[]){2, big, big, 0}, 0,
+                           &err) == CG_LIMIT,
+           "a [2, 2^40, 2^40, 0] tensor is refused: %s", err.msg);
+
+    /* empty data [2, 2^20, 2^20, 0], indices [1] on axis 0: empty [1, 2^20, 2^20, 0] */
     one_node t;
-    const int64_t big = (int64_t)1 << 40;
-    const int64_t dd[4] = {2, big, big, 0}, d1 = 1, idx[1] = {0};
+    const int64_t dd[4] = {2, mid, mid, 0}, d1 = 1, idx[1] = {0};
     const float none[1] = {0}; /* no element is copied from it */
     node_init(&t, "Gather", 13, 2, 1);
     set_input(&t, 0, CG_DTYPE_FLOAT, 4, dd, none);
     set_input(&t, 1, CG_DTYPE_INT64, 1, &d1, idx);
     cg_status st = node_run(&t, 0);
     const cg_tensor *y = st == CG_OK ? out_tensor(&t, 0) : NULL;
-    EXPECT(y && y->numel == 0 && y->rank == 4 && y->dims[0] == 1 && y->dims[1] == big &&
-               y->dims[2] == big && y->dims[3] == 0,
-           "gather row 0 of an empty [2, 2^40, 2^40, 0]: an empty [1, 2^40, 2^40, 0] (%s)",
+    EXPECT(y && y->numel == 0 && y->rank == 4 && y->dims[0] == 1 && y->dims[1] == mid &&
+               y->dims[2] == mid && y->dims[3] == 0,
+           "gather row 0 of an empty [2, 2^20, 2^20, 0]: an empty [1, 2^20, 2^20, 0] (%s)",
            t.err.msg);
+    node_free(&t);
+
+    /* indices [2^42, 0] on axis 1: the output [2, 2^42, 0, 2^20, 0] would have
+     * non-zero dims past int64 (2^63): refused when sized, nothing overflows */
+    node_init(&t, "Gather", 13, 2, 1);
+    set_input(&t, 0, CG_DTYPE_FLOAT, 4, dd, none);
+    t.c.in[1] = test_tensor(CG_DTYPE_INT64, 2, (const int64_t[]){(int64_t)1 << 42, 0}, NULL);
+    node_attr(&t, attr_int("axis", 1));
+    st = node_run(&t, 0);
+    EXPECT(st == CG_LIMIT, "gather to [2, 2^42, 0, 2^20, 0]: refused as too large (%s: %s)",
+           cg_status_name(st), t.err.msg);
     node_free(&t);
 }
 
