@@ -32,8 +32,13 @@ typedef struct cg_xnnpack_report {
     /* weights repacked at compile vs. handed to XNNPACK in place */
     size_t weights_repacked, weights_in_place;
     /* bytes of repacked filters and biases freed once XNNPACK had packed
-     * them into its own buffers (at the runtime's creation) */
-    size_t transient_bytes_freed;
+     * them into its own buffers (at each segment's runtime creation), and
+     * the most of them alive at once (one segment's) */
+    size_t transient_bytes_freed, transient_bytes_peak;
+    /* XNNPACK runtimes the partition is built as (segments of its nodes run
+     * one after the other, each created with only its own constants' sources
+     * alive), and the values crossing from one to a later one */
+    size_t segments, crossing_values;
     /* threads XNNPACK runs the partition on, the caller's included (its
      * pthreadpool's size; 1: no pool, the calling thread) */
     size_t threads;

@@ -85,9 +85,13 @@ typedef struct xnng_build {
     bool dry_run;
     char reason[XNNG_REASON_MAX]; /* why the last node was refused */
     cg_error *err;                /* hard failures (memory, XNNPACK errors) */
-    /* build only */
+    /* build only: the segment's subgraph (xnnpack_target.c) and the values
+     * it gives out, the external ids ext_first.. in the order of ext_out */
     xnn_subgraph_t subgraph;
     const cg_partition_desc *desc;
+    const char *const *ext_out;
+    size_t ext_out_count;
+    uint32_t ext_out_first;
     xnng_value *values;
     size_t value_count, value_cap;
     /* both: constants read so far (freed by xnng_build_clear unless moved) */
@@ -97,6 +101,8 @@ typedef struct xnng_build {
     xnng_transient transient; /* freed once the runtime exists (a build) or by xnng_build_clear */
     /* build only: what the lowering did (cg_xnnpack_report) */
     size_t xnn_nodes, weights_repacked, weights_in_place;
+    /* transient bytes freed in all, and the most one segment held */
+    size_t transient_freed, transient_peak;
 } xnng_build;
 
 /* One row of the lowering table. */
@@ -115,6 +121,10 @@ const char *xnng_missing_op_note(const char *op_type);
 
 /* Frees what the build still owns. */
 void xnng_build_clear(xnng_build *b);
+/* After a segment's xnn_create_runtime_v2: drops the model's pages of the
+ * weights it read in place and frees its constants, transient buffers and
+ * value table (the next segment defines its own ids); keeps the buffers. */
+void xnng_segment_end(xnng_build *b);
 /* Frees the transient buffers (after xnn_create_runtime_v2, or on failure). */
 void xnng_transient_free(xnng_transient *t);
 

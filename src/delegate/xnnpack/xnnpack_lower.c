@@ -218,6 +218,27 @@ void xnng_build_clear(xnng_build *b)
     b->value_count = b->value_cap = 0;
 }
 
+void xnng_segment_end(xnng_build *b)
+{
+    /* XNNPACK holds its own packing of the filters and biases now, and
+     * copies in the build's buffers of every other constant (xnng_const):
+     * the model's pages of the weights read in place need not stay
+     * resident for it (a transient copy is not a file mapping: no-op) */
+    for (size_t i = 0; i < b->const_count; i++)
+        if (b->consts[i].borrowed && !b->consts[i].alias)
+            cg_mapping_drop_pages(b->consts[i].value->tensor.data,
+                                  cg_tensor_bytes(&b->consts[i].value->tensor));
+    size_t bytes = b->transient.total;
+    b->transient_freed += bytes;
+    if (bytes > b->transient_peak)
+        b->transient_peak = bytes;
+    /* the buffers stay: XNNPACK's runtimes point into them */
+    xnng_buffers keep = b->buffers;
+    memset(&b->buffers, 0, sizeof b->buffers);
+    xnng_build_clear(b);
+    b->buffers = keep;
+}
+
 /* --- constants ---------------------------------------------------------------- */
 
 typedef enum xnng_kind { XNNG_DYNAMIC = 0, XNNG_STATIC, XNNG_UNFOLDABLE } xnng_kind;
@@ -731,9 +752,9 @@ static cg_status define_output(xnng_build *b, const cg_node *n, size_t i, uint32
 {
     const cg_value_type *vt = type_of(b, n->outputs[i]);
     uint32_t ext = XNN_INVALID_VALUE_ID, flags = 0;
-    for (size_t k = 0; k < b->desc->output_count; k++)
-        if (strcmp(b->desc->outputs[k], n->outputs[i]) == 0) {
-            ext = (uint32_t)(b->desc->input_count + k);
+    for (size_t k = 0; k < b->ext_out_count; k++)
+        if (strcmp(b->ext_out[k], n->outputs[i]) == 0) {
+            ext = b->ext_out_first + (uint32_t)k;
             flags = XNN_VALUE_FLAG_EXTERNAL_OUTPUT;
         }
     size_t xd[XNNG_MAX_DIMS];
