@@ -8,7 +8,12 @@
  *  - the outputs do not depend on the thread count: XNNPACK splits output
  *    tiles, never a sum, so 1, 2 and 3 threads give the same bits, and they
  *    match the reference to float32 summation noise;
- *  - releasing the runtime joins the pool's workers.
+ *  - releasing the runtime joins the pool's workers;
+ *  - partitions alive together with one thread count share one pool (a
+ *    pool per partition woke a worker of its own at every partition, and
+ *    a model of many partitions ran slower at two threads than at one):
+ *    two runtimes of 3 threads hold their own 2 workers each and XNNPACK's
+ *    2 once.
  */
 #include <dirent.h>
 #include <math.h>
@@ -135,6 +140,59 @@ static void run_delegated(const cg_model *m, const cg_target *t, const cg_type_e
     cg_assignment_free(a);
 }
 
+/* Two runtimes of 3 threads alive together: XNNPACK's pool is shared. */
+static void shared_pool(const cg_model *m, const cg_target *t, const cg_type_env *env,
+                        const cg_named_value *feeds, int base)
+{
+    cg_error err;
+    cg_error_clear(&err);
+    const cg_target *targets[1] = {t};
+    cg_assignment *a = NULL;
+    cg_runtime *rt[2] = {NULL, NULL};
+    EXPECT(cg_assign(m, env, targets, 1, &a, &err) == CG_OK, "assign: %s", err.msg);
+    if (!a)
+        return;
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.assignment = a;
+    opt.types = env;
+    opt.threads = 3;
+    for (int k = 0; k < 2; k++)
+        EXPECT(cg_runtime_init(m, &opt, &rt[k], &err) == CG_OK, "init %d: %s", k, err.msg);
+    int during = task_count();
+    if (base > 0)
+        EXPECT(during == base + 6, "two runtimes of 3 threads: %d threads in the process, %d "
+               "before (2 workers each, and XNNPACK's 2 once)", during, base);
+    for (int k = 0; k < 2 && rt[k]; k++) {
+        cg_named_value *outs = NULL;
+        size_t nout = 0;
+        cg_runtime_partition_info pi;
+        memset(&pi, 0, sizeof pi);
+        EXPECT(cg_runtime_run(rt[k], feeds, 1, &outs, &nout, &err) == CG_OK, "run %d: %s", k,
+               err.msg);
+        EXPECT(cg_runtime_partition_info_get(rt[k], 0, &pi, &err) == CG_OK && pi.state &&
+                   ((const cg_xnnpack_report *)pi.state)->threads == 3 &&
+                   ((const cg_xnnpack_report *)pi.state)->runs == 1,
+               "runtime %d: its partition ran on 3 threads (%s)", k, err.msg);
+        cg_runtime_free_outputs(outs, nout);
+    }
+    cg_runtime_free(rt[0]);
+    /* the other runtime still runs on the shared pool */
+    if (rt[1]) {
+        cg_named_value *outs = NULL;
+        size_t nout = 0;
+        EXPECT(cg_runtime_run(rt[1], feeds, 1, &outs, &nout, &err) == CG_OK,
+               "run after the first runtime went: %s", err.msg);
+        cg_runtime_free_outputs(outs, nout);
+    }
+    cg_runtime_free(rt[1]);
+    cg_assignment_free(a);
+    int after = task_count();
+    if (base > 0)
+        EXPECT(after == base, "%d threads left after both runtimes went, %d before", after,
+               base);
+}
+
 int main(void)
 {
     cg_error err;
@@ -175,6 +233,7 @@ int main(void)
     run_delegated(m, t, env, 2, feeds, &two);
     run_delegated(m, t, env, 3, feeds, &three);
     int after = task_count();
+    shared_pool(m, t, env, feeds, base);
 
     EXPECT(one.pool_threads == 1 && two.pool_threads == 2 && three.pool_threads == 3,
            "XNNPACK's threads: %zu, %zu, %zu for runtimes of 1, 2, 3 threads",

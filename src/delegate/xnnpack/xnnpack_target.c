@@ -28,6 +28,7 @@
  * Relu gives 0 where the reference keeps NaN): the output differs from the
  * reference and the comparison reports it (a false FAIL, never a PASS).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,61 @@ typedef struct xnng_state {
     /* what XNNPACK's static values point into: the build's copies */
     xnng_buffers buffers;
 } xnng_state;
+
+/* --- threads ----------------------------------------------------------------- */
+
+/* One pthreadpool per thread count, shared by every partition alive with
+ * that count (pthreadpool runs one parallel call at a time, so partitions
+ * on other threads wait their turn), refcounted. A pool per partition
+ * woke and parked a worker of its own at every partition: vit_b_16's 123
+ * partitions ran slower at two threads than at one. */
+#define SHARED_POOLS 8
+
+typedef struct shared_pool {
+    size_t threads;
+    size_t refs;
+    pthreadpool_t pool;
+} shared_pool;
+
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_pool pools[SHARED_POOLS];
+
+/* A pool of `threads` threads, shared; NULL when none could be made. */
+static pthreadpool_t pool_acquire(size_t threads)
+{
+    pthreadpool_t got = NULL;
+    pthread_mutex_lock(&pools_lock);
+    for (size_t k = 0; k < SHARED_POOLS && !got; k++)
+        if (pools[k].refs && pools[k].threads == threads) {
+            pools[k].refs++;
+            got = pools[k].pool;
+        }
+    for (size_t k = 0; k < SHARED_POOLS && !got; k++)
+        if (!pools[k].refs && (got = pthreadpool_create(threads))) {
+            pools[k] = (shared_pool){threads, 1, got};
+        }
+    pthread_mutex_unlock(&pools_lock);
+    /* every slot taken by other counts: a pool of its own */
+    return got ? got : pthreadpool_create(threads);
+}
+
+static void pool_release(pthreadpool_t pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pools_lock);
+    for (size_t k = 0; k < SHARED_POOLS; k++)
+        if (pools[k].refs && pools[k].pool == pool) {
+            if (--pools[k].refs == 0) {
+                pthreadpool_destroy(pool);
+                pools[k].pool = NULL;
+            }
+            pthread_mutex_unlock(&pools_lock);
+            return;
+        }
+    pthread_mutex_unlock(&pools_lock);
+    pthreadpool_destroy(pool); /* its own */
+}
 
 /* --- supports ---------------------------------------------------------------- */
 
@@ -143,8 +199,7 @@ static void state_free(xnng_state *s)
         free(s->seg[k].ext);
     }
     free(s->seg);
-    if (s->pool)
-        pthreadpool_destroy(s->pool);
+    pool_release(s->pool);
     for (size_t i = 0; i < s->in_count; i++)
         free(s->in[i].staging);
     for (size_t i = 0; i < s->out_count; i++)
@@ -486,7 +541,14 @@ static cg_status build_segment(const cg_partition_desc *p, xnng_state *s, const 
             goto done;
         }
     }
-    xs = xnn_create_runtime_v2(b->subgraph, s->pool, 0, &seg->runtime);
+    /* after the partition's last operator the pool's workers sleep instead
+     * of spinning: the CPU side's kernels (and their own pool) run next.
+     * With a pool per partition, a spinning worker of each took the cores
+     * from them (squeezenet1_1 at two threads, nine partitions: 188 ms a
+     * run against 15 at one); with the shared pool it is within noise
+     * (8.4-9.0 ms), and the CPU side keeps its cores whatever runs there */
+    uint32_t flags = sg + 1 == sp->count ? XNN_FLAG_YIELD_WORKERS : 0;
+    xs = xnn_create_runtime_v2(b->subgraph, s->pool, flags, &seg->runtime);
     if (xs != xnn_status_success) {
         st = cg_error_set(err, CG_RUNTIME, "xnnpack: xnn_create_runtime_v2 failed (%s) for a "
                           "partition of %zu nodes", xnng_status_name(xs), p->node_count);
@@ -563,7 +625,7 @@ static cg_status xnng_compile(const cg_target *t, const cg_partition_desc *p, vo
         goto fail;
     }
     s->seg_count = sp.count;
-    if (p->threads > 1 && !(s->pool = pthreadpool_create((size_t)p->threads))) {
+    if (p->threads > 1 && !(s->pool = pool_acquire((size_t)p->threads))) {
         st = cg_error_set(err, CG_NOMEM, "xnnpack: creating a pool of %d threads failed",
                           p->threads);
         goto fail;
