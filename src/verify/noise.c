@@ -209,6 +209,7 @@ struct cg_noise {
     const cg_model *model;
     cg_noise_options opt;
     cg_runtime *rt64, *rt32, *rt16, *rt16s;
+    cg_runtime_options ro64, ro32; /* to make rt64 and rt32 again (rt_ensure) */
     atomic_int threads_wanted; /* cg_noise_set_threads: applied before each run */
     int threads;          /* what the runtimes have */
     bool refs_observed;   /* rt64 and rt32 have the observer (decision values to watch) */
@@ -231,6 +232,9 @@ static bool fp16_on(const cg_noise *n)
 {
     return n->rt16 && !n->fp16_stop.stopped;
 }
+
+static cg_status rt_ensure(cg_noise *n, cg_runtime **rt, const cg_runtime_options *ro,
+                           const char *what, cg_error *err);
 
 static int cmp_watch(const void *a, const void *b)
 {
@@ -503,9 +507,11 @@ cg_status cg_noise_init(const cg_model *model, const cg_noise_options *opt, cg_n
     n->refs_observed = n->watch_count > 0;
     ro.observe = n->refs_observed ? observe : NULL;
     ro.observe_user = n->refs_observed ? n : NULL;
+    n->ro32 = ro;
     if ((st = cg_runtime_init(model, &ro, &n->rt32, err)) != CG_OK)
         goto fail;
     ro.float64 = true;
+    n->ro64 = ro;
     if ((st = cg_runtime_init(model, &ro, &n->rt64, err)) != CG_OK) {
         cg_error_prefix(err, "float64 reference: ");
         goto fail;
@@ -640,15 +646,15 @@ static void threads_sync(cg_noise *n)
 cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input_count,
                          cg_nonfinite_watch *w, cg_error *err)
 {
-    if (!n || !n->rt64)
+    if (!n || n->opt.recorded)
         return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
     cg_named_value *o = NULL;
     size_t c = 0;
     int phase = n->phase;
     threads_sync(n);
+    cg_status st = n->refs_observed ? rt_ensure(n, &n->rt64, &n->ro64, "", err) : CG_OK;
     cg_runtime *rt = n->refs_observed ? n->rt64 : NULL;
-    cg_status st = CG_OK;
-    if (!rt) {
+    if (!rt && st == CG_OK) {
         /* the fp64 reference runs unobserved: one that shows the sites */
         cg_runtime_options ro;
         cg_runtime_options_default(&ro);
@@ -662,7 +668,7 @@ cg_status cg_noise_probe(cg_noise *n, const cg_named_value *inputs, size_t input
     }
     n->phase = 4;
     n->probe = w;
-    if (st == CG_OK)
+    if (st == CG_OK && rt)
         st = cg_runtime_run(rt, inputs, input_count, &o, &c, err);
     n->probe = NULL;
     n->phase = phase;
@@ -754,29 +760,53 @@ void cg_noise_runs_free(cg_noise_runs *r)
     memset(r, 0, sizeof *r);
 }
 
-cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                              cg_noise_runs *runs, cg_noise_decision_values *decisions,
-                              cg_error *err)
+/* The runtime *rt of options ro (n's own copy), made when first needed
+ * again after cg_noise_release_fp64 (or a release of the rest). */
+static cg_status rt_ensure(cg_noise *n, cg_runtime **rt, const cg_runtime_options *ro,
+                           const char *what, cg_error *err)
 {
-    cg_named_value *o64 = NULL, *o32 = NULL, *o16 = NULL, *o16s = NULL;
-    size_t c64 = 0, c32 = 0, c16 = 0, c16s = 0;
-    cg_status st;
-    if (runs)
-        memset(runs, 0, sizeof *runs);
-    if (decisions)
-        memset(decisions, 0, sizeof *decisions);
-    if (!n->rt64)
-        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
+    if (*rt)
+        return CG_OK;
+    cg_runtime_options o = *ro;
+    o.threads = n->threads;
+    cg_status st = cg_runtime_init(n->model, &o, rt, err);
+    if (st != CG_OK)
+        cg_error_prefix(err, "%s", what);
+    return st;
+}
+
+/* The float64 run of one sample: its outputs, and the values watched kept
+ * in n->watch[].ref. */
+static cg_status run_fp64(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                          cg_named_value **o64, size_t *c64, cg_error *err)
+{
     n->run_err = err;
     watch_clear_sample(n);
     n->phase = 0;
     threads_sync(n);
-    if ((st = cg_runtime_run(n->rt64, inputs, input_count, &o64, &c64, err)) != CG_OK) {
+    cg_status st = rt_ensure(n, &n->rt64, &n->ro64, "float64 reference: ", err);
+    if (st == CG_OK && (st = cg_runtime_run(n->rt64, inputs, input_count, o64, c64, err)) !=
+                           CG_OK)
         cg_error_prefix(err, "float64 reference: ");
-        goto done;
-    }
+    n->run_err = NULL;
+    return st;
+}
+
+/* The rest of one sample after its float64 run (o64, taken; the watched
+ * values in n->watch[].ref): the fp32 and fp16 runs, every comparison with
+ * the float64 values, and what the caller asked for. */
+static cg_status run_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                          cg_named_value *o64, size_t c64, cg_noise_runs *runs,
+                          cg_noise_decision_values *decisions, cg_error *err)
+{
+    cg_named_value *o32 = NULL, *o16 = NULL, *o16s = NULL;
+    size_t c32 = 0, c16 = 0, c16s = 0;
+    cg_status st;
+    n->run_err = err;
     n->phase = 1;
     threads_sync(n);
+    if ((st = rt_ensure(n, &n->rt32, &n->ro32, "float32 reference: ", err)) != CG_OK)
+        goto done;
     if ((st = cg_runtime_run(n->rt32, inputs, input_count, &o32, &c32, err)) != CG_OK) {
         cg_error_prefix(err, "float32 reference: ");
         goto done;
@@ -875,6 +905,99 @@ done:
     cg_runtime_free_outputs(o16, c16);
     cg_runtime_free_outputs(o16s, c16s);
     return st;
+}
+
+cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                              cg_noise_runs *runs, cg_noise_decision_values *decisions,
+                              cg_error *err)
+{
+    cg_named_value *o64 = NULL;
+    size_t c64 = 0;
+    if (runs)
+        memset(runs, 0, sizeof *runs);
+    if (decisions)
+        memset(decisions, 0, sizeof *decisions);
+    if (n->opt.recorded)
+        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
+    cg_status st = run_fp64(n, inputs, input_count, &o64, &c64, err);
+    if (st != CG_OK) {
+        cg_runtime_free_outputs(o64, c64);
+        watch_clear_sample(n);
+        return st;
+    }
+    return run_rest(n, inputs, input_count, o64, c64, runs, decisions, err);
+}
+
+void cg_noise_fp64_free(cg_noise_fp64 *f)
+{
+    if (!f)
+        return;
+    cg_runtime_free_outputs(f->out, f->count);
+    for (size_t i = 0; i < f->watch_count; i++)
+        cg_value_free(f->watched[i]);
+    free(f->watched);
+    memset(f, 0, sizeof *f);
+}
+
+cg_status cg_noise_add_fp64(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp64 *f, cg_error *err)
+{
+    memset(f, 0, sizeof *f);
+    if (n->opt.recorded)
+        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
+    f->watched = calloc(n->watch_count + 1, sizeof *f->watched);
+    if (!f->watched)
+        return cg_error_set(err, CG_NOMEM, "out of memory keeping the float64 values");
+    cg_status st = run_fp64(n, inputs, input_count, &f->out, &f->count, err);
+    /* the watched values move out, for this sample's cg_noise_add_rest */
+    for (size_t i = 0; i < n->watch_count; i++) {
+        f->watched[i] = n->watch[i].ref;
+        n->watch[i].ref = NULL;
+    }
+    f->watch_count = n->watch_count;
+    if (st != CG_OK)
+        cg_noise_fp64_free(f);
+    return st;
+}
+
+cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp64 *f, cg_noise_runs *runs,
+                            cg_noise_decision_values *decisions, cg_error *err)
+{
+    if (runs)
+        memset(runs, 0, sizeof *runs);
+    if (decisions)
+        memset(decisions, 0, sizeof *decisions);
+    if (f->watch_count != n->watch_count) {
+        cg_noise_fp64_free(f);
+        return cg_error_set(err, CG_USAGE, "noise: float64 values of another model");
+    }
+    /* the float64 values back where the fp32 run's observer compares */
+    watch_clear_sample(n);
+    for (size_t i = 0; i < n->watch_count; i++) {
+        n->watch[i].ref = f->watched[i];
+        f->watched[i] = NULL;
+    }
+    cg_named_value *o64 = f->out;
+    size_t c64 = f->count;
+    f->out = NULL;
+    f->count = 0;
+    cg_noise_fp64_free(f);
+    return run_rest(n, inputs, input_count, o64, c64, runs, decisions, err);
+}
+
+void cg_noise_release(cg_noise *n, bool fp64, bool fp32)
+{
+    if (!n)
+        return;
+    if (fp64) {
+        cg_runtime_free(n->rt64);
+        n->rt64 = NULL;
+    }
+    if (fp32) {
+        cg_runtime_free(n->rt32);
+        n->rt32 = NULL;
+    }
 }
 
 /* One recorded maximum as statistics: max |d| over `count` elements (the

@@ -46,6 +46,9 @@ struct cg_noise_target {
     size_t dim_count;
     bool built;
     size_t builds;                  /* how many times the paths were built */
+    /* which paths the last build made, kept past their release for the
+     * verdicts (cg_noise_target_release_paths) */
+    bool judged, ran_path[3];
     cg_precision precision;
     bool sums16;                    /* path[0] sums in fp16 somewhere */
     const char *class_name[2];      /* device classes judged (NULL: one) */
@@ -205,7 +208,9 @@ static cg_status paths_build(cg_noise_target *t, const cg_dim_binding *dims, siz
         if ((st = cg_target_path_init(model, &po, &t->path[2], err)) != CG_OK)
             return st;
     }
-    t->built = true;
+    t->built = t->judged = true;
+    for (int p = 0; p < 3; p++)
+        t->ran_path[p] = t->path[p] != NULL;
     return CG_OK;
 }
 
@@ -349,6 +354,18 @@ cg_target_path *cg_noise_target_take_path(cg_noise_target *t)
     return p;
 }
 
+void cg_noise_target_release_paths(cg_noise_target *t)
+{
+    if (t)
+        paths_free(t); /* a later sample would build them again */
+}
+
+void cg_noise_target_set_threads(cg_noise_target *t, int threads)
+{
+    if (t && threads >= 0)
+        t->base.threads = threads; /* the paths built from now on */
+}
+
 cg_precision cg_noise_target_precision(const cg_noise_target *t)
 {
     return t->precision;
@@ -395,12 +412,12 @@ static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
     char stop[480];
     cg_noise_within(&o->v, t->precision, &t->tally[p].errors[output].m, k, out);
     cg_run_stop_describe(&t->stop[p], stop, sizeof stop);
-    if (p == 0 && t->path[1] && !t->stop[1].stopped &&
+    if (p == 0 && t->ran_path[1] && !t->stop[1].stopped &&
         (st = cg_noise_judge_tally(storage, output, t->precision, &t->tally[1], NULL,
-                                   t->path[2] ? &t->tally[2] : NULL, k, &wider, err)) == CG_OK &&
+                                   t->ran_path[2] ? &t->tally[2] : NULL, k, &wider, err)) == CG_OK &&
         cg_verdict_passes(wider.verdict))
         cause = "with fp32 accumulation";
-    if (st == CG_OK && !cause && t->path[2] &&
+    if (st == CG_OK && !cause && t->ran_path[2] &&
         (st = cg_noise_judge_tally(storage, output, CG_PRECISION_FP32, &t->tally[2], NULL, NULL,
                                    k, &wider, err)) == CG_OK &&
         cg_verdict_passes(wider.verdict))
@@ -416,7 +433,7 @@ static cg_status judge_stopped(const cg_noise_target *t, size_t output, int p,
     else
         snprintf(how, sizeof how, "%.40s, %.3gx the %s floor", cg_verdict_name(wider.verdict),
                  wider.ratio, wider.against == CG_PRECISION_FP32 ? "fp32" : "fp16");
-    if (!t->path[2])
+    if (!t->ran_path[2])
         snprintf(out->reason, sizeof out->reason, "%.400s; not rerun in fp32", stop);
     else if (cause)
         snprintf(out->reason, sizeof out->reason, "%.370s; %s: %.90s: fp16 %s", stop, cause, how,
@@ -431,10 +448,10 @@ cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, i
                                       cg_error *err)
 {
     const cg_noise_output *o = cg_noise_output_get(t->noise, output);
-    if (!o || !t->built)
+    if (!o || !t->judged)
         return cg_error_set(err, CG_USAGE, "noise: output %zu not judged (no sample run)",
                             output);
-    if (cls >= 0 && (cls > 1 || !t->class_name[cls] || !t->path[1]))
+    if (cls >= 0 && (cls > 1 || !t->class_name[cls] || !t->ran_path[1]))
         return cg_error_set(err, CG_USAGE, "noise: device class %d is not judged", cls);
     /* the class that sums in fp32 is the fp32-accumulation rerun */
     const cg_noise_tally *run = cls == 1 ? &t->tally[1] : &t->tally[0];
@@ -447,8 +464,8 @@ cg_status cg_noise_target_judge_class(const cg_noise_target *t, size_t output, i
     if (t->stop[cls == 1 ? 1 : 0].stopped)
         return judge_stopped(t, output, cls == 1 ? 1 : 0, o, storage, k, out, err);
     return cg_noise_judge_tally(o, output, t->precision, run,
-                                t->path[1] ? &t->tally[1] : NULL,
-                                t->path[2] ? &t->tally[2] : NULL, k, out, err);
+                                t->ran_path[1] ? &t->tally[1] : NULL,
+                                t->ran_path[2] ? &t->tally[2] : NULL, k, out, err);
 }
 
 cg_status cg_noise_target_judge(const cg_noise_target *t, size_t output,

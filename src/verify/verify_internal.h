@@ -50,6 +50,36 @@ cg_status cg_noise_target_tally_detached(cg_noise_target *t, cg_noise_target_sam
                                          cg_noise_runs *outs, cg_error *err);
 void cg_noise_target_sample_free(cg_noise_target_sample *c);
 
+/* One sample's float64 run, kept for its other references: the outputs
+ * and the values the decision nodes read and produce (watch order). With
+ * cg_noise_add_fp64 on every sample first, then cg_noise_release,
+ * then cg_noise_add_rest on each, the float64 and float32 references are
+ * never alive together; each sample's figures and outputs are those
+ * cg_noise_add_sample gives (it is the two in one). */
+typedef struct cg_noise_fp64 {
+    cg_named_value *out;
+    size_t count;
+    cg_value **watched;
+    size_t watch_count;
+} cg_noise_fp64;
+cg_status cg_noise_add_fp64(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp64 *f, cg_error *err);
+/* The rest of cg_noise_add_sample for f's sample (the same inputs); takes
+ * f's values (f is emptied, on failure too). */
+cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp64 *f, cg_noise_runs *runs,
+                            cg_noise_decision_values *decisions, cg_error *err);
+void cg_noise_fp64_free(cg_noise_fp64 *f);
+/* Frees the float64 and/or the float32 reference runtime (a plan, packed
+ * weights); each is made again when a run or a probe needs it. */
+void cg_noise_release(cg_noise *n, bool fp64, bool fp32);
+
+/* Frees the target's paths (their runtimes) once every sample has run;
+ * the tallies, stops and precision stay for the samples still to tally. */
+void cg_noise_target_release_paths(cg_noise_target *t);
+/* The threads of the paths built from now on (cg_target_path_options). */
+void cg_noise_target_set_threads(cg_noise_target *t, int threads);
+
 /* How many samples' target halves this process has run ahead of their
  * references (cg_judge_ahead; every thread): for the tests. */
 size_t cg_judge_samples_ahead(void);
