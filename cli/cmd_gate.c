@@ -31,6 +31,7 @@ static void gate_usage(FILE *f)
           "                     [--accept-default-dims] [--atol X --rtol Y]\n"
           "                     [--accumulate fp16|fp32] [--profiles DIR] [--json FILE|-]\n"
           "                     [--html FILE] [--model-explorer DIR] [--quiet]\n"
+          "                     [--threads N] [--schedule auto|overlap|phased] [--timings]\n"
           "                     [--source SOURCE [--map RULE]...] [--runner R]\n"
           "\n"
           "Runs the three gates in order and stops at the first that fails:\n"
@@ -88,6 +89,13 @@ static void gate_usage(FILE *f)
           "                      Default: 1 each while gate 3's references and the target\n"
           "                      path run side by side; once the target path is done, the\n"
           "                      references take every CPU (the results are the same)\n"
+          "  --schedule auto|overlap|phased  how gate 3 runs its samples. overlap: the\n"
+          "                      target path beside the references (quicker on two cores;\n"
+          "                      every runtime and its copy of the weights alive together).\n"
+          "                      phased: the target path on every sample, then each\n"
+          "                      reference in turn, one runtime alive at a time (peak\n"
+          "                      memory about one reference run's). auto (default): phased\n"
+          "                      from 32 MiB of weights. The report is the same either way\n"
           "\n"
           "Converted models and the real LiteRT:\n"
           "  --source SOURCE     MODEL is a conversion of SOURCE (ONNX or .tflite): gate 3\n"
@@ -185,6 +193,7 @@ int cmd_gate(int argc, char **argv)
                                               CLI_OPTS_RUNNER,
                                               {"threads", required_argument, NULL, 'T'},
                                               {"timings", no_argument, NULL, 'W'},
+                                              {"schedule", required_argument, NULL, 'S'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     const char *golden = NULL, *inputs = NULL;
@@ -227,6 +236,18 @@ int cmd_gate(int argc, char **argv)
             break;
         case 'F': opt.require_full = true; break;
         case 'W': timings = true; break;
+        case 'S':
+            if (strcmp(optarg, "auto") == 0)
+                opt.schedule = CG_GATE_SCHEDULE_AUTO;
+            else if (strcmp(optarg, "overlap") == 0)
+                opt.schedule = CG_GATE_SCHEDULE_OVERLAP;
+            else if (strcmp(optarg, "phased") == 0)
+                opt.schedule = CG_GATE_SCHEDULE_PHASED;
+            else {
+                cli_error("gate", "--schedule expects auto, overlap or phased, got '%s'", optarg);
+                goto done;
+            }
+            break;
         case 'A': opt.accept_default_dims = true; break;
         case 'C':
             if (!cli_parse_real("gate", "min-coverage", optarg, &opt.min_coverage) ||

@@ -49,6 +49,26 @@ typedef enum cg_gate_state {
 
 CG_API const char *cg_gate_state_name(cg_gate_state s); /* "PASS", "FAIL", "not run" */
 
+/* How gate 3 schedules its runs on every sample. OVERLAP: the target path
+ * runs ahead of the references, on its own thread, while the float64,
+ * float32 and fp16-floor references run (cg_judge_ahead): fastest on two
+ * cores, but the four runtimes and their weights are alive together.
+ * PHASED: the target path runs every sample, then the float64 reference,
+ * then the rest, one runtime alive at a time (cg_judge_phases): the peak
+ * memory is about one reference run's. AUTO: PHASED where the model's
+ * stored weights reach CG_GATE_PHASED_WEIGHT_BYTES, OVERLAP below
+ * (docs/gate3.md gives the measurements). The report is the same either
+ * way. */
+typedef enum cg_gate_schedule {
+    CG_GATE_SCHEDULE_AUTO = 0,
+    CG_GATE_SCHEDULE_OVERLAP,
+    CG_GATE_SCHEDULE_PHASED
+} cg_gate_schedule;
+
+#define CG_GATE_PHASED_WEIGHT_BYTES ((uint64_t)32 << 20)
+
+CG_API const char *cg_gate_schedule_name(cg_gate_schedule s); /* "auto" ... */
+
 typedef struct cg_gate_options {
     const cg_target *const *targets; /* priority order */
     size_t target_count;
@@ -91,6 +111,7 @@ typedef struct cg_gate_options {
      * target path's intermediate values) */
     const char *outputs_from;
     bool outputs_reduced;         /* ... computed in reduced precision */
+    cg_gate_schedule schedule;    /* --schedule (default AUTO) */
 } cg_gate_options;
 
 /* Where a gate's time goes (convgate gate --timings): wall seconds and
@@ -124,6 +145,10 @@ typedef struct cg_gate_timings {
     double cpu_s[CG_GATE_PHASES];
     double peak_rss_mib[CG_GATE_PHASES]; /* the process's peak RSS at the phase's end */
     double total_wall_s, total_cpu_s;
+    /* gate 3's schedule as it ran (OVERLAP or PHASED; AUTO: gate 3 ran no
+     * samples), and the stored weight bytes AUTO chose it by */
+    cg_gate_schedule schedule;
+    uint64_t weight_bytes;
 } cg_gate_timings;
 
 typedef struct cg_gate_report {

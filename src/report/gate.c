@@ -93,7 +93,8 @@ void cg_gate_report_text(FILE *f, const cg_gate_report *r)
 void cg_gate_timings_text(FILE *f, const cg_gate_timings *t)
 {
     fprintf(f, "timings (s):             wall      cpu  peak RSS MiB   (reference and target: "
-               "each its own wall and thread CPU; they overlap)\n");
+               "each its own wall and thread CPU; %s)\n",
+            t->schedule == CG_GATE_SCHEDULE_PHASED ? "one after the other" : "they overlap");
     for (int p = 0; p < CG_GATE_PHASES; p++) {
         if (!(t->wall_s[p] > 0 || t->cpu_s[p] > 0))
             continue;
@@ -104,6 +105,10 @@ void cg_gate_timings_text(FILE *f, const cg_gate_timings *t)
         fputc('\n', f);
     }
     fprintf(f, "  %-18s %9.3f %8.3f\n", "total", t->total_wall_s, t->total_cpu_s);
+    if (t->schedule != CG_GATE_SCHEDULE_AUTO)
+        fprintf(f, "gate 3 schedule: %s (weights %.1f MiB; auto phases from %.0f MiB)\n",
+                cg_gate_schedule_name(t->schedule), (double)t->weight_bytes / (1 << 20),
+                (double)CG_GATE_PHASED_WEIGHT_BYTES / (1 << 20));
 }
 
 json_t *cg_report_dims_json(const cg_dim_use *u, size_t n)

@@ -18,6 +18,7 @@
  * float type as it is.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,14 @@ void cg_runtime_options_default(cg_runtime_options *opt)
 
 /* --- runtime ------------------------------------------------------------------ */
 
+/* runtimes made and not yet freed, in every thread (cg_runtimes_alive) */
+static atomic_size_t runtimes_alive;
+
+size_t cg_runtimes_alive(void)
+{
+    return atomic_load(&runtimes_alive);
+}
+
 cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
                           cg_runtime **out, cg_error *err)
 {
@@ -50,6 +59,7 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     cg_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return cg_error_set(err, CG_NOMEM, "out of memory creating the runtime");
+    atomic_fetch_add(&runtimes_alive, 1);
     rt->model = model;
     if (opt)
         rt->opt = *opt;
@@ -148,6 +158,7 @@ void cg_runtime_free(cg_runtime *rt)
     free(rt->record_bytes);
     free(rt->warnings);
     free(rt);
+    atomic_fetch_sub(&runtimes_alive, 1);
 }
 
 void cg_runtime_free_outputs(cg_named_value *outputs, size_t count)

@@ -406,4 +406,8 @@ cg_status cg_exec_check_alloc(cg_kernel_ctx *k, cg_dtype dtype, int rank, const 
 /* Hands a finished value to output i (takes ownership of v, even on error). */
 cg_status cg_kernel_set_output(cg_kernel_ctx *k, size_t i, cg_value *v);
 
+/* How many runtimes (cg_runtime_init) are alive in this process, every
+ * thread's: the tests count what a schedule keeps alive. */
+size_t cg_runtimes_alive(void);
+
 #endif

@@ -48,6 +48,61 @@ const char *cg_gate_phase_name(cg_gate_phase p)
     return (int)p >= 0 && p < CG_GATE_PHASES ? names[p] : "?";
 }
 
+const char *cg_gate_schedule_name(cg_gate_schedule s)
+{
+    switch (s) {
+    case CG_GATE_SCHEDULE_AUTO: return "auto";
+    case CG_GATE_SCHEDULE_OVERLAP: return "overlap";
+    case CG_GATE_SCHEDULE_PHASED: return "phased";
+    }
+    return "?";
+}
+
+/* The bytes a tensor's payload takes as stored (raw, external or typed
+ * fields), saturating. */
+static uint64_t stored_bytes(const cg_tensor_proto *t)
+{
+    uint64_t n = (uint64_t)t->raw_data.len + (uint64_t)t->external_payload.len;
+    n += (uint64_t)t->float_data.count * 4u + (uint64_t)t->int32_data.count * 4u;
+    n += (uint64_t)t->int64_data.count * 8u + (uint64_t)t->double_data.count * 8u;
+    n += (uint64_t)t->uint64_data.count * 8u;
+    return n;
+}
+
+/* The weights the model stores in its main graph: initializers and
+ * Constant nodes' values. What each runtime holds its own view of (packed
+ * filters, aligned copies), so what the runs alive together multiply. */
+static uint64_t model_weight_bytes(const cg_model *m)
+{
+    const cg_graph *g = m->graph;
+    uint64_t n = 0;
+    if (!g)
+        return 0;
+    for (size_t i = 0; i < g->initializer_count; i++)
+        n += stored_bytes(&g->initializers[i]);
+    for (size_t i = 0; i < g->node_count; i++) {
+        const cg_node *nd = &g->nodes[i];
+        if (!nd->op_type || strcmp(nd->op_type, "Constant") != 0)
+            continue;
+        for (size_t a = 0; a < nd->attr_count; a++)
+            if (nd->attrs[a].t)
+                n += stored_bytes(nd->attrs[a].t);
+    }
+    return n;
+}
+
+/* AUTO resolved (cg_gate_schedule): phased from CG_GATE_PHASED_WEIGHT_BYTES
+ * of weights up. */
+static cg_gate_schedule gate3_schedule(const cg_model *model, const cg_gate_options *opt,
+                                       uint64_t *weights)
+{
+    *weights = model_weight_bytes(model);
+    if (opt->schedule != CG_GATE_SCHEDULE_AUTO)
+        return opt->schedule;
+    return *weights >= CG_GATE_PHASED_WEIGHT_BYTES ? CG_GATE_SCHEDULE_PHASED
+                                                   : CG_GATE_SCHEDULE_OVERLAP;
+}
+
 /* Charges the time since the last lap to phase p, and notes the peak RSS. */
 static void phase_lap(cg_gate_report *r, cg_lap *lap, cg_gate_phase p)
 {
@@ -257,6 +312,7 @@ static void gate3_options(const cg_gate_options *opt, cg_parity_options *po)
     po->threads_after = opt->threads_after;
     po->golden = opt->samples->samples[0].expected != NULL;
     po->outputs_reduced = opt->outputs_reduced;
+    po->progress = opt->progress;
 }
 
 /* Gate 3's judge, made right after gate 2's lowering where it needs
@@ -287,7 +343,7 @@ static void gate3_start(const cg_model *src, const cg_gate_options *opt,
     cg_error terr;
     cg_error_clear(&terr);
     e->j = NULL;
-    if (src->tflite || opt->outputs_from || opt->samples->count < 2 || s0->expected ||
+    if (r->timings.schedule == CG_GATE_SCHEDULE_PHASED || src->tflite || opt->outputs_from || opt->samples->count < 2 || s0->expected ||
         sample_from_files(s0) || !lowered || lowered->source != src || lowered->model == src ||
         !cg_type_env_fixed_dims(lowered->source_types))
         return;
@@ -556,7 +612,8 @@ static size_t bisect_sample(const cg_parity_report *j, size_t *output)
 /* Gate 3: every output judged on every sample, then bisection of the
  * sample where the first failing output is worst. */
 static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
-                              cg_gate_report *r, gate3_early *early, cg_error *err)
+                              cg_gate_report *r, gate3_early *early, cg_weights_hold **hold,
+                              cg_error *err)
 {
     cg_parity_options po;
     cg_judge *j = NULL;
@@ -621,7 +678,13 @@ judge_ready:
         st = cg_error_set(err, CG_NOMEM, "out of memory");
     /* the target's runs ahead of the references where they can: its first
      * sample (compilation, first touches) overlaps the next references */
-    if (st == CG_OK && !files)
+    if (st == CG_OK && !files && r->timings.schedule == CG_GATE_SCHEDULE_PHASED) {
+        /* one runtime at a time: the shared aligned weights go too, each
+         * phase's runtime makes the copies it needs and frees them */
+        cg_runtime_hold_free(*hold);
+        *hold = NULL;
+        st = cg_judge_phases(j, opt->samples->samples, opt->samples->count, err);
+    } else if (st == CG_OK && !files)
         st = cg_judge_ahead(j, opt->samples->samples, opt->samples->count, err);
     for (size_t i = 0; i < opt->samples->count && st == CG_OK; i++) {
         const cg_sample *s = &opt->samples->samples[i];
@@ -779,7 +842,8 @@ void cg_gate_report_free(cg_gate_report *r)
 }
 
 static cg_status gate_run(const cg_model *model, const char *model_path,
-                          const cg_gate_options *opt, cg_gate_report *out, cg_error *err)
+                          const cg_gate_options *opt, cg_weights_hold **hold,
+                          cg_gate_report *out, cg_error *err)
 {
     cg_status st;
     size_t len = 1;
@@ -793,6 +857,10 @@ static cg_status gate_run(const cg_model *model, const char *model_path,
     if (opt->have_min_coverage && !(opt->min_coverage >= 0 && opt->min_coverage <= 1))
         return cg_error_set(err, CG_USAGE, "cg_gate_run: min_coverage %g is not in [0, 1]",
                             opt->min_coverage);
+    if ((int)opt->schedule < CG_GATE_SCHEDULE_AUTO || opt->schedule > CG_GATE_SCHEDULE_PHASED)
+        return cg_error_set(err, CG_USAGE, "cg_gate_run: unknown schedule %d",
+                            (int)opt->schedule);
+    out->timings.schedule = gate3_schedule(model, opt, &out->timings.weight_bytes);
     /* the sizes of the dynamic dims, stated in the verdict; a guess only
      * when the user accepts it */
     const cg_sample *s0 = &opt->samples->samples[0];
@@ -845,7 +913,7 @@ static cg_status gate_run(const cg_model *model, const char *model_path,
                  out->runs_detail);
         return CG_OK;
     }
-    if ((st = gate_matches(model, opt, out, &early, err)) != CG_OK)
+    if ((st = gate_matches(model, opt, out, &early, hold, err)) != CG_OK)
         return st;
     if (out->matches != CG_GATE_PASS) {
         const cg_bisect_tensor *t = &out->bisect.first_divergent;
@@ -882,7 +950,7 @@ cg_status cg_gate_run(const cg_model *model, const char *model_path, const cg_ga
      * after another: held here, the aligned copies of its misaligned
      * weights are made once, not once per runtime */
     cg_weights_hold *hold = cg_runtime_hold_weights(model);
-    cg_status st = gate_run(model, model_path, opt, out, err);
+    cg_status st = gate_run(model, model_path, opt, &hold, out, err);
     cg_runtime_hold_free(hold);
     cg_lap_add(&lap, &out->timings.total_wall_s, &out->timings.total_cpu_s);
     return st;

@@ -19,6 +19,9 @@
  * a box that one side has and the other has not is a flipped decision.
  */
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +45,7 @@ typedef struct det_flips {
 } det_flips;
 
 typedef struct judge_ahead judge_ahead;
+typedef struct judge_phases judge_phases;
 
 /* [0] boxes, [1] scores */
 typedef struct det_tally {
@@ -84,9 +88,12 @@ struct cg_judge {
     /* or the target path runs every sample ahead on its own thread
      * (cg_judge_ahead) */
     judge_ahead *ahead;
+    /* or each half runs every sample in turn, alone (cg_judge_phases) */
+    judge_phases *phases;
 };
 
 static void ahead_end(cg_judge *j);
+static void phases_end(cg_judge *j);
 
 void cg_judge_times(const cg_judge *j, double wall_s[3], double cpu_s[3])
 {
@@ -103,6 +110,7 @@ void cg_judge_free(cg_judge *j)
     if (!j)
         return;
     ahead_end(j); /* its thread runs j->target */
+    phases_end(j);
     cg_noise_target_free(j->target);
     cg_noise_target_free(j->emulation);
     cg_noise_tally_free(&j->tally);
@@ -1087,7 +1095,8 @@ cg_status cg_judge_wait(cg_judge *j, cg_error *err)
 
 cg_status cg_judge_ahead(cg_judge *j, const cg_sample *samples, size_t count, cg_error *err)
 {
-    if (!j || j->ahead || !j->target || !j->pool || j->opt->golden || j->opt->outputs_from ||
+    if (!j || j->ahead || j->phases || !j->target || !j->pool || j->opt->golden ||
+        j->opt->outputs_from ||
         !samples || count < 2 || count > j->sample_cap || j->r->sample_count)
         return CG_OK;
     judge_ahead *a = calloc(1, sizeof *a);
@@ -1126,6 +1135,180 @@ cg_status cg_judge_ahead(cg_judge *j, const cg_sample *samples, size_t count, cg
     return CG_OK;
 }
 
+/* --- in phases ------------------------------------------------------------------------- */
+
+/* Every sample's target runs first, then every sample's float64 reference
+ * run, then per cg_judge_add the rest of its references and its tally:
+ * one runtime at a time is alive (the target path's, then the float64
+ * reference's, then the float32 one's) where the other orders hold all
+ * three side by side. What waits between the phases is each sample's
+ * outputs and decision values. A failure stops its phase there; the
+ * samples before it go on, and the failing one reports it when added (the
+ * float64 reference's error before the target's, as in the lockstep
+ * order). */
+struct judge_phases {
+    const cg_sample *samples;
+    size_t count;
+    size_t added;
+    cg_noise_target_sample **res; /* per sample: the target's runs */
+    cg_noise_fp64 *f64;           /* per sample: the float64 run */
+    bool *f64_ran;
+    size_t failed;                /* the first failing sample (count: none) */
+    cg_status st;
+    cg_error err;
+};
+
+static void phases_end(cg_judge *j)
+{
+    judge_phases *ph = j->phases;
+    if (!ph)
+        return;
+    for (size_t i = 0; i < ph->count; i++) {
+        if (ph->res)
+            cg_noise_target_sample_free(ph->res[i]);
+        if (ph->f64)
+            cg_noise_fp64_free(&ph->f64[i]);
+    }
+    free(ph->res);
+    free(ph->f64);
+    free(ph->f64_ran);
+    free(ph);
+    j->phases = NULL;
+}
+
+/* Notes sample i's failure st (message in e) unless an earlier one is noted. */
+static void phases_fail(judge_phases *ph, size_t i, cg_status st, const cg_error *e)
+{
+    if (i > ph->failed || (i == ph->failed && ph->st != CG_OK))
+        return;
+    ph->failed = i;
+    ph->st = st;
+    ph->err = *e;
+}
+
+cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, cg_error *err)
+{
+    if (!j || j->phases || j->ahead || !j->target || !j->floors || j->opt->golden ||
+        j->opt->outputs_from || !samples || !count || count > j->sample_cap ||
+        j->r->sample_count)
+        return CG_OK;
+    for (size_t i = 0; i < count; i++)
+        if (samples[i].expected)
+            return CG_OK;
+    judge_phases *ph = calloc(1, sizeof *ph);
+    if (!ph || !(ph->res = calloc(count, sizeof *ph->res)) ||
+        !(ph->f64 = calloc(count, sizeof *ph->f64)) ||
+        !(ph->f64_ran = calloc(count, sizeof *ph->f64_ran))) {
+        if (ph) {
+            free(ph->res);
+            free(ph->f64);
+        }
+        free(ph);
+        return cg_error_set(err, CG_NOMEM, "out of memory");
+    }
+    ph->samples = samples;
+    ph->count = count;
+    ph->failed = count;
+    j->phases = ph;
+    /* alone, each phase has every core the references get */
+    int all = j->opt->threads_after > 0 ? j->opt->threads_after : j->opt->threads;
+    cg_noise_target_set_threads(j->target, all);
+    cg_noise_set_threads(j->floors, all);
+    /* the float32 reference is made again for its phase, the last */
+    cg_noise_release(j->floors, true, true);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    const cg_progress *pr = &j->opt->progress;
+    cg_lap lap;
+    thread_lap_start(&lap);
+    for (size_t i = 0; i < count; i++) {
+        const cg_sample *s = &samples[i];
+        cg_progress_report(pr, "target path", "samples", i, count, s->label);
+        cg_dim_binding dims[CG_PARITY_MAX_DIMS];
+        size_t nd = cg_sample_dims(j->model, j->opt->dims, j->opt->dim_count, s, dims,
+                                   CG_PARITY_MAX_DIMS);
+        cg_error e;
+        cg_error_clear(&e);
+        cg_status st = cg_noise_target_run_sample(j->target, s->inputs, s->input_count, dims,
+                                                  nd, &e);
+        if (st != CG_OK)
+            cg_error_prefix(&e, "sample %s: target path: ", s->label);
+        else if (!(ph->res[i] = cg_noise_target_detach(j->target)))
+            st = cg_error_set(&e, CG_NOMEM, "out of memory");
+        if (st != CG_OK) {
+            phases_fail(ph, i, st, &e);
+            break;
+        }
+    }
+    cg_progress_report(pr, "target path", "samples", count, count, NULL);
+    cg_noise_target_release_paths(j->target);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    thread_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
+    /* the float64 reference up to the failing sample (its error comes first) */
+    for (size_t i = 0; i < count && i <= ph->failed; i++) {
+        const cg_sample *s = &samples[i];
+        cg_progress_report(pr, "float64 reference", "samples", i, count, s->label);
+        cg_error e;
+        cg_error_clear(&e);
+        cg_status st = cg_noise_add_fp64(j->floors, s->inputs, s->input_count, &ph->f64[i], &e);
+        if (st != CG_OK) {
+            cg_error_prefix(&e, "sample %s: ", s->label);
+            ph->failed = count; /* this one's error replaces a target's on the same sample */
+            ph->st = CG_OK;
+            phases_fail(ph, i, st, &e);
+            break;
+        }
+        ph->f64_ran[i] = true;
+    }
+    cg_progress_report(pr, "float64 reference", "samples", count, count, NULL);
+    cg_noise_release(j->floors, true, false);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
+    return CG_OK;
+}
+
+/* cg_judge_add in phases: the rest of sample si's references, its tally. */
+static cg_status phases_add(cg_judge *j, const cg_sample *s, size_t si, cg_error *err)
+{
+    judge_phases *ph = j->phases;
+    if (si >= ph->count || s != &ph->samples[si] || si != ph->added)
+        return cg_error_set(err, CG_USAGE, "judge: sample %zu out of the order "
+                            "cg_judge_phases announced", si);
+    ph->added = si + 1;
+    if (si > ph->failed)
+        return cg_error_set(err, CG_USAGE, "judge: a sample after a failed one");
+    if (!ph->f64_ran[si])
+        return cg_error_set(err, ph->st, "%s", ph->err.msg);
+    cg_noise_runs runs, truns;
+    cg_noise_decision_values dec;
+    memset(&truns, 0, sizeof truns);
+    cg_lap lap;
+    thread_lap_start(&lap);
+    cg_status st = cg_noise_add_rest(j->floors, s->inputs, s->input_count, &ph->f64[si], &runs,
+                                     &dec, err);
+    if (st != CG_OK)
+        cg_error_prefix(err, "sample %s: ", s->label);
+    thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
+    if (st == CG_OK && si == ph->failed)
+        st = cg_error_set(err, ph->st, "%s", ph->err.msg); /* the target's */
+    if (st == CG_OK) {
+        cg_dim_binding dims[CG_PARITY_MAX_DIMS];
+        size_t nd = cg_sample_dims(j->model, j->opt->dims, j->opt->dim_count, s, dims,
+                                   CG_PARITY_MAX_DIMS);
+        sample_done d = {s, si, NULL, CG_OK, true, dims, nd, &runs, &truns, &dec, ph->res[si]};
+        ph->res[si] = NULL;
+        st = sample_tally(j, &d, err);
+    }
+    cg_noise_runs_free(&runs);
+    cg_noise_decision_values_free(&dec);
+    return st;
+}
+
 cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *const *given,
                        cg_error *err)
 {
@@ -1149,6 +1332,8 @@ cg_status cg_judge_add(cg_judge *j, const cg_sample *s, size_t si, cg_value *con
 
     if (j->ahead && !given && !s->expected)
         return ahead_add(j, s, si, err);
+    if (j->phases && !given && !s->expected)
+        return phases_add(j, s, si, err);
 
     /* the references, and the target path beside them where it runs here */
     sample_job job;

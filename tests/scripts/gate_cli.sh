@@ -88,5 +88,17 @@ run_named usage2 2 gate "$SRC/examples/tiny_cnn.onnx" --target nosuch
 run_named usage3 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 2 --inputs "$SRC/examples/tiny_cnn_inputs"
 run_named usage4 2 bisect "$SRC/examples/tiny_cnn.onnx"
 run_named usage5 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --inputs "$T/nowhere"
+run_named usage6 2 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --schedule sideways
+file_matches "$T/usage6.err" 'expects auto, overlap or phased' "bad schedule"
+# --schedule phased: the same report as the default (overlap on this small model)
+run_named sched_o 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 3 --json "$T/sched_o.json" --timings
+run_named sched_p 0 gate "$SRC/examples/tiny_cnn.onnx" --target xnnpack --random 3 --json "$T/sched_p.json" --timings --schedule phased
+file_matches "$T/sched_o.err" 'gate 3 schedule: overlap' "auto overlaps a small model"
+file_matches "$T/sched_p.err" 'gate 3 schedule: phased' "phased as asked"
+# (gate 2's measured times aside)
+grep -vE '"(reference|mixed)_ms"' "$T/sched_o.json" >"$T/sched_o.cmp"
+grep -vE '"(reference|mixed)_ms"' "$T/sched_p.json" >"$T/sched_p.cmp"
+file_matches "$T/sched_p.cmp" '"verdict": "matches \(fp32 noise\)"' "phased verdict"
+cmp -s "$T/sched_o.cmp" "$T/sched_p.cmp" || fail "phased: the JSON report differs from overlap's"
 
 finish

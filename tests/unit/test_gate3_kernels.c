@@ -30,6 +30,7 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "core/threadpool.h"
+#include "run/exec.h"
 #include "target/registry.h"
 #include "testlib.h"
 #include "verify/verify_internal.h"
@@ -135,8 +136,8 @@ static cg_target gap_target(const char *name, const gap_mode *mode)
     return t;
 }
 
-static void run_gate(const cg_model *m, const cg_target *t, const cg_sample_set *s,
-                     cg_gate_report *rep)
+static void run_gate_schedule(const cg_model *m, const cg_target *t, const cg_sample_set *s,
+                              cg_gate_schedule schedule, cg_gate_report *rep)
 {
     cg_gate_options opt;
     cg_error err;
@@ -146,6 +147,7 @@ static void run_gate(const cg_model *m, const cg_target *t, const cg_sample_set 
     opt.targets = &t;
     opt.target_count = 1;
     opt.samples = s;
+    opt.schedule = schedule;
     /* the target takes one node, a sliver of the time: no bar, so gate 3
      * judges its kernel */
     opt.have_min_coverage = true;
@@ -156,6 +158,12 @@ static void run_gate(const cg_model *m, const cg_target *t, const cg_sample_set 
                strncmp(rep->residency, "1/18 nodes on ", 14) == 0,
            "%s: the GlobalAveragePool alone on the target: %s (%s)", t->name, rep->residency,
            rep->reason);
+}
+
+static void run_gate(const cg_model *m, const cg_target *t, const cg_sample_set *s,
+                     cg_gate_report *rep)
+{
+    run_gate_schedule(m, t, s, CG_GATE_SCHEDULE_AUTO, rep);
 }
 
 static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
@@ -181,12 +189,18 @@ static void bisect(const cg_model *m, const cg_target *t, const cg_sample *s,
            t->name, err.msg);
 }
 
+/* How gate 3 schedules a judge's samples: the two halves side by side,
+ * sample by sample; the target's runs ahead on a thread of their own
+ * (cg_judge_ahead); or in phases, one runtime at a time (cg_judge_phases) */
+typedef enum judge_mode { JUDGE_LOCKSTEP, JUDGE_AHEAD, JUDGE_PHASES } judge_mode;
+
 /* The judge over every sample of s, as gate 3 drives it (the figures
- * against the floors), with the target's runs ahead of the references or
- * side by side with them, sample by sample. */
-static cg_status judge_samples_after(const cg_model *m, const cg_target *t,
-                                     const cg_sample_set *s, bool ahead, int threads_after,
-                                     cg_parity_report *rep, cg_error *err)
+ * against the floors), in mode. *alive_after_phases (when not NULL): the
+ * runtimes alive right after cg_judge_phases. */
+static cg_status judge_samples_mode(const cg_model *m, const cg_target *t,
+                                    const cg_sample_set *s, judge_mode mode, int threads_after,
+                                    size_t *alive_after_phases, cg_parity_report *rep,
+                                    cg_error *err)
 {
     cg_parity_options po;
     cg_tolerance_args tol;
@@ -196,8 +210,13 @@ static cg_status judge_samples_after(const cg_model *m, const cg_target *t,
     cg_parity_options_for_path(&po, &t, 1, NULL, 0, NULL, CG_ACCUMULATE_PROFILE, NULL, &tol, 0);
     po.threads_after = threads_after;
     cg_status st = cg_judge_init(m, &po, s->count, rep, &j, err);
-    if (st == CG_OK && ahead)
+    if (st == CG_OK && mode == JUDGE_AHEAD)
         st = cg_judge_ahead(j, s->samples, s->count, err);
+    if (st == CG_OK && mode == JUDGE_PHASES) {
+        st = cg_judge_phases(j, s->samples, s->count, err);
+        if (alive_after_phases)
+            *alive_after_phases = cg_runtimes_alive();
+    }
     for (size_t i = 0; st == CG_OK && i < s->count; i++)
         st = cg_judge_add(j, &s->samples[i], i, NULL, err);
     if (st == CG_OK)
@@ -206,6 +225,14 @@ static cg_status judge_samples_after(const cg_model *m, const cg_target *t,
         st = cg_judge_finish(j, err);
     cg_judge_free(j);
     return st;
+}
+
+static cg_status judge_samples_after(const cg_model *m, const cg_target *t,
+                                     const cg_sample_set *s, bool ahead, int threads_after,
+                                     cg_parity_report *rep, cg_error *err)
+{
+    return judge_samples_mode(m, t, s, ahead ? JUDGE_AHEAD : JUDGE_LOCKSTEP, threads_after,
+                              NULL, rep, err);
 }
 
 static cg_status judge_samples(const cg_model *m, const cg_target *t, const cg_sample_set *s,
@@ -427,16 +454,44 @@ int main(void)
                    more.outputs[0].merged.max_abs);
             cg_parity_report_free(&more);
         }
+        /* in phases (gate --schedule phased): the target path on every
+         * sample, then the float64 reference, then the rest, one runtime
+         * alive at a time: once cg_judge_phases is done none of the
+         * judge's runtimes is left (the float32 one comes back for the
+         * adds), and the figures are bit for bit those of lockstep, at
+         * one thread and at three */
+        for (int th = 0; th < 2; th++) {
+            cg_parity_report phased;
+            size_t alive0 = cg_runtimes_alive(), alive = SIZE_MAX;
+            EXPECT(judge_samples_mode(cnn, &rev, &rs, JUDGE_PHASES, th ? 3 : 0, &alive,
+                                      &phased, &err) == CG_OK,
+                   "%s", err.msg);
+            EXPECT(alive == alive0, "phases: %zu runtimes alive after the phases, %zu before",
+                   alive, alive0);
+            EXPECT(cg_runtimes_alive() == alive0, "phases: every runtime freed");
+            EXPECT(same_judgement(&lock, &phased) && phased.pass,
+                   "phases, %d threads: the same figures (max_abs %g / %g, error %g / %g)",
+                   th ? 3 : 1, lock.outputs[0].merged.max_abs,
+                   phased.outputs[0].merged.max_abs, lock.outputs[0].error.m.max_abs,
+                   phased.outputs[0].error.m.max_abs);
+            cg_parity_report_free(&phased);
+        }
         cg_parity_report_free(&lock);
         cg_parity_report_free(&ahead);
         cg_target fails = gap_target("gap-fails-second", &fail_second);
+        cg_error e3;
         cg_status s1 = judge_samples(cnn, &fails, &rs, false, &lock, &err);
         cg_status s2 = judge_samples(cnn, &fails, &rs, true, &ahead, &e2);
+        cg_parity_report phased;
+        cg_status s3 = judge_samples_mode(cnn, &fails, &rs, JUDGE_PHASES, 0, NULL, &phased, &e3);
         EXPECT(s1 == CG_RUNTIME && s2 == s1 && strcmp(err.msg, e2.msg) == 0 &&
                    strstr(err.msg, "second run fails"),
                "a failing second run: '%s' / '%s'", err.msg, e2.msg);
+        EXPECT(s3 == s1 && strcmp(err.msg, e3.msg) == 0,
+               "a failing second run in phases: '%s' / '%s'", err.msg, e3.msg);
         cg_parity_report_free(&lock);
         cg_parity_report_free(&ahead);
+        cg_parity_report_free(&phased);
         cg_sample_set_free(&rs);
         cg_error_clear(&err);
     }
@@ -530,6 +585,31 @@ int main(void)
                rep.judged.outputs[0].merged.max_abs, lock.outputs[0].merged.max_abs,
                rep.judged.outputs[0].error.m.max_abs, lock.outputs[0].error.m.max_abs,
                rep.reason);
+        EXPECT(rep.timings.schedule == CG_GATE_SCHEDULE_OVERLAP &&
+                   rep.timings.weight_bytes > 0 &&
+                   rep.timings.weight_bytes < CG_GATE_PHASED_WEIGHT_BYTES,
+               "auto: a small model overlaps (%s, %llu bytes of weights)",
+               cg_gate_schedule_name(rep.timings.schedule),
+               (unsigned long long)rep.timings.weight_bytes);
+        cg_gate_report_free(&rep);
+        /* --schedule phased: no early start, the same judgement; a wrong
+         * kernel is still bisected (its own target path: gate 3's went
+         * with its phase) */
+        before = cg_gate3_early_starts();
+        run_gate_schedule(cnn, &rev, &rs, CG_GATE_SCHEDULE_PHASED, &rep);
+        EXPECT(cg_gate3_early_starts() == before, "phased: gate 3 does not start beside gate 2");
+        EXPECT(rep.pass && rep.timings.schedule == CG_GATE_SCHEDULE_PHASED &&
+                   same_judgement(&rep.judged, &lock),
+               "phased: the same judgement (max_abs %g / %g): %s",
+               rep.judged.outputs[0].merged.max_abs, lock.outputs[0].merged.max_abs,
+               rep.reason);
+        cg_gate_report_free(&rep);
+        run_gate_schedule(cnn, &bad, &rs, CG_GATE_SCHEDULE_PHASED, &rep);
+        EXPECT(!rep.pass && rep.judged.outputs[0].verdict.verdict == CG_VERDICT_WRONG &&
+                   rep.bisected && rep.bisect.diverged &&
+                   strcmp(rep.bisect.first_divergent.op_type, "GlobalAveragePool") == 0 &&
+                   rep.bisect.triage == CG_TRIAGE_WRONG,
+               "phased, off by one, bisect: %s", rep.reason);
         cg_parity_report_free(&lock);
         cg_gate_report_free(&rep);
         cg_gate_options opt;
