@@ -79,7 +79,7 @@ for m in "${models[@]}"; do
             fi
             g=$(tail -n 1 "$work/gate.time")
             # cpu, then the fields, then the phases (one line)
-            echo "$(awk '{ printf "%.3f", $2 + $3 }' <<<"$g") $g $verdict|$(grep '^  ' "$work/gate.err" | tr '\n' ';')" >>"$work/rows"
+            echo "$(awk '{ printf "%.3f", $2 + $3 }' <<<"$g") $g $verdict|$(grep -E '^  |^gate 3 schedule' "$work/gate.err" | tr '\n' ';')" >>"$work/rows"
         done
         row=$(sort -n "$work/rows" | awk -v n="$n" 'NR == int((n + 1) / 2)')
         walls=$(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }' "$work/rows")
@@ -100,7 +100,8 @@ done
 if [ "$phases" = 1 ]; then
     echo
     echo "Phases of those runs (gate --timings: wall s, CPU s; reference and target each"
-    echo "their own wall and thread CPU, side by side):"
+    echo "their own wall and thread CPU: side by side under the overlap schedule, one"
+    echo "after the other under the phased one, as each line's last field says):"
     echo
     sed 's/;  */; /g; s/:  */: /; s/  */ /g' "$work/phases" | sed 's/^/- /'
 fi
