@@ -53,9 +53,10 @@ CG_API const char *cg_gate_state_name(cg_gate_state s); /* "PASS", "FAIL", "not 
  * runs ahead of the references, on its own thread, while the float64,
  * float32 and fp16-floor references run (cg_judge_ahead): fastest on two
  * cores, but the four runtimes and their weights are alive together.
- * PHASED: the target path runs every sample, then the float64 reference,
- * then the rest, one runtime alive at a time (cg_judge_phases): the peak
- * memory is about one reference run's. AUTO: PHASED where the model's
+ * PHASED: the float32 reference runs every sample (sharing gate 2's
+ * packed weights), then the target path, then the float64 reference, one
+ * runtime alive at a time (cg_judge_phases): the peak memory is about one
+ * reference run's. AUTO: PHASED where the model's
  * stored weights reach CG_GATE_PHASED_WEIGHT_BYTES, OVERLAP below
  * (docs/gate3.md gives the measurements). The report is the same either
  * way. */

@@ -264,19 +264,23 @@ CG_API CG_NODISCARD cg_status cg_judge_ahead(cg_judge *j, const cg_sample *sampl
                                              size_t count, cg_error *err);
 /* Announces the samples cg_judge_add will get next, in this order (borrowed
  * as with cg_judge_ahead), and judges them in phases: where the target
- * path runs with floors, it runs every sample first and its runtimes go,
- * then the float64 reference runs every sample and its runtime goes, then
- * each cg_judge_add runs the rest of that sample's references and tallies
- * it. One of the three runtimes is alive at a time, each phase on every
- * core the references get (threads_after), where cg_judge_ahead holds all
- * three side by side: the peak memory is the largest phase's. The figures
- * and verdicts are those of cg_judge_add alone; a failing sample stops its
- * phase and reports its error when it is added. Otherwise (golden sets,
- * outputs given, no floors) nothing changes. Call it before the first
+ * path runs with floors, the float32 reference runs every sample and goes
+ * (while *hold, when given, still shares its packed weights; the hold is
+ * freed then and *hold set to NULL), then the target path runs every
+ * sample and its runtimes go, then the float64 reference runs every
+ * sample and goes; each cg_judge_add then compares that sample, runs its
+ * fp16 floors and tallies it. One of the three runtimes is alive at a
+ * time, each phase on every core the references get (threads_after),
+ * where cg_judge_ahead holds all three side by side: the peak memory is
+ * the largest phase's. The figures and verdicts are those of cg_judge_add
+ * alone; a failing sample stops the phases there and reports, when added,
+ * the error lockstep would give. Otherwise (golden sets, outputs given, no
+ * floors) nothing changes and the hold stays. Call it before the first
  * cg_judge_add, instead of cg_judge_ahead; cg_judge_take_path then gives
  * NULL. */
 CG_API CG_NODISCARD cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples,
-                                              size_t count, cg_error *err);
+                                              size_t count, cg_weights_hold **hold,
+                                              cg_error *err);
 /* Tallies every sample added so far, waiting for the target's runs ahead
  * (cg_judge_finish does it first): the samples' times (cg_judge_times) are
  * then complete. A no-op without cg_judge_ahead. */

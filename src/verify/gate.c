@@ -679,11 +679,9 @@ judge_ready:
     /* the target's runs ahead of the references where they can: its first
      * sample (compilation, first touches) overlaps the next references */
     if (st == CG_OK && !files && r->timings.schedule == CG_GATE_SCHEDULE_PHASED) {
-        /* one runtime at a time: the shared aligned weights go too, each
-         * phase's runtime makes the copies it needs and frees them */
-        cg_runtime_hold_free(*hold);
-        *hold = NULL;
-        st = cg_judge_phases(j, opt->samples->samples, opt->samples->count, err);
+        /* one runtime at a time: the float32 reference first, sharing
+         * gate 2's packed weights through the hold, which goes after it */
+        st = cg_judge_phases(j, opt->samples->samples, opt->samples->count, hold, err);
     } else if (st == CG_OK && !files)
         st = cg_judge_ahead(j, opt->samples->samples, opt->samples->count, err);
     for (size_t i = 0; i < opt->samples->count && st == CG_OK; i++) {

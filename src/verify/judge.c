@@ -1137,25 +1137,30 @@ cg_status cg_judge_ahead(cg_judge *j, const cg_sample *samples, size_t count, cg
 
 /* --- in phases ------------------------------------------------------------------------- */
 
-/* Every sample's target runs first, then every sample's float64 reference
- * run, then per cg_judge_add the rest of its references and its tally:
- * one runtime at a time is alive (the target path's, then the float64
- * reference's, then the float32 one's) where the other orders hold all
- * three side by side. What waits between the phases is each sample's
- * outputs and decision values. A failure stops its phase there; the
- * samples before it go on, and the failing one reports it when added (the
- * float64 reference's error before the target's, as in the lockstep
- * order). */
+/* Every sample's float32 reference run first (while the caller's hold
+ * still shares gate 2's packed weights with it), then every sample's
+ * target runs, then every sample's float64 reference run, then per
+ * cg_judge_add the comparisons, the fp16 floor runs and the tally: one
+ * runtime at a time is alive where the other orders hold them side by
+ * side. What waits between the phases is each sample's outputs and the
+ * values the floors compare. A failure stops its phase and limits the
+ * later ones to the samples up to it; the failing sample reports, when
+ * added, the error lockstep would give (the float64 reference's, then the
+ * float32 one's, then the fp16 runs', then the target's). */
+enum { PH_FP64, PH_FP32, PH_TARGET, PH_RUNS };
+
 struct judge_phases {
     const cg_sample *samples;
     size_t count;
     size_t added;
     cg_noise_target_sample **res; /* per sample: the target's runs */
     cg_noise_fp64 *f64;           /* per sample: the float64 run */
-    bool *f64_ran;
-    size_t failed;                /* the first failing sample (count: none) */
-    cg_status st;
-    cg_error err;
+    cg_noise_fp32 *f32;           /* per sample: the float32 run */
+    size_t limit;                 /* the first failing sample (count: none) */
+    /* per run kind, its failure: the sample (count: none), status, error */
+    size_t failed[PH_RUNS];
+    cg_status st[PH_RUNS];
+    cg_error err[PH_RUNS];
 };
 
 static void phases_end(cg_judge *j)
@@ -1168,25 +1173,36 @@ static void phases_end(cg_judge *j)
             cg_noise_target_sample_free(ph->res[i]);
         if (ph->f64)
             cg_noise_fp64_free(&ph->f64[i]);
+        if (ph->f32)
+            cg_noise_fp32_free(&ph->f32[i]);
     }
     free(ph->res);
     free(ph->f64);
-    free(ph->f64_ran);
+    free(ph->f32);
     free(ph);
     j->phases = NULL;
 }
 
-/* Notes sample i's failure st (message in e) unless an earlier one is noted. */
-static void phases_fail(judge_phases *ph, size_t i, cg_status st, const cg_error *e)
+/* Run kind k failed on sample i (message in e): the later phases stop
+ * there too. */
+static void phases_fail(judge_phases *ph, int k, size_t i, cg_status st, const cg_error *e)
 {
-    if (i > ph->failed || (i == ph->failed && ph->st != CG_OK))
-        return;
-    ph->failed = i;
-    ph->st = st;
-    ph->err = *e;
+    ph->failed[k] = i;
+    ph->st[k] = st;
+    ph->err[k] = *e;
+    if (i < ph->limit)
+        ph->limit = i;
 }
 
-cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, cg_error *err)
+static void trim_heap(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0); /* the freed runtime's pages back, before the next phase */
+#endif
+}
+
+cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count,
+                          cg_weights_hold **hold, cg_error *err)
 {
     if (!j || j->phases || j->ahead || !j->target || !j->floors || j->opt->golden ||
         j->opt->outputs_from || !samples || !count || count > j->sample_cap ||
@@ -1198,7 +1214,7 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, c
     judge_phases *ph = calloc(1, sizeof *ph);
     if (!ph || !(ph->res = calloc(count, sizeof *ph->res)) ||
         !(ph->f64 = calloc(count, sizeof *ph->f64)) ||
-        !(ph->f64_ran = calloc(count, sizeof *ph->f64_ran))) {
+        !(ph->f32 = calloc(count, sizeof *ph->f32))) {
         if (ph) {
             free(ph->res);
             free(ph->f64);
@@ -1208,21 +1224,42 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, c
     }
     ph->samples = samples;
     ph->count = count;
-    ph->failed = count;
+    ph->limit = count;
+    for (int k = 0; k < PH_RUNS; k++)
+        ph->failed[k] = count;
     j->phases = ph;
     /* alone, each phase has every core the references get */
     int all = j->opt->threads_after > 0 ? j->opt->threads_after : j->opt->threads;
     cg_noise_target_set_threads(j->target, all);
     cg_noise_set_threads(j->floors, all);
-    /* the float32 reference is made again for its phase, the last */
-    cg_noise_release(j->floors, true, true);
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    cg_noise_release(j->floors, true, false);
+    trim_heap();
     const cg_progress *pr = &j->opt->progress;
     cg_lap lap;
     thread_lap_start(&lap);
+    /* the float32 reference, made while the hold shares its packed weights */
     for (size_t i = 0; i < count; i++) {
+        const cg_sample *s = &samples[i];
+        cg_progress_report(pr, "float32 reference", "samples", i, count, s->label);
+        cg_error e;
+        cg_error_clear(&e);
+        cg_status st = cg_noise_add_fp32(j->floors, s->inputs, s->input_count, &ph->f32[i], &e);
+        if (st != CG_OK) {
+            cg_error_prefix(&e, "sample %s: ", s->label);
+            phases_fail(ph, PH_FP32, i, st, &e);
+            break;
+        }
+    }
+    cg_progress_report(pr, "float32 reference", "samples", count, count, NULL);
+    cg_noise_release(j->floors, false, true);
+    if (hold) {
+        cg_runtime_hold_free(*hold);
+        *hold = NULL;
+    }
+    trim_heap();
+    thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
+    /* the target path, up to the first failure */
+    for (size_t i = 0; i < count && i <= ph->limit; i++) {
         const cg_sample *s = &samples[i];
         cg_progress_report(pr, "target path", "samples", i, count, s->label);
         cg_dim_binding dims[CG_PARITY_MAX_DIMS];
@@ -1237,18 +1274,16 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, c
         else if (!(ph->res[i] = cg_noise_target_detach(j->target)))
             st = cg_error_set(&e, CG_NOMEM, "out of memory");
         if (st != CG_OK) {
-            phases_fail(ph, i, st, &e);
+            phases_fail(ph, PH_TARGET, i, st, &e);
             break;
         }
     }
     cg_progress_report(pr, "target path", "samples", count, count, NULL);
     cg_noise_target_release_paths(j->target);
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    trim_heap();
     thread_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
-    /* the float64 reference up to the failing sample (its error comes first) */
-    for (size_t i = 0; i < count && i <= ph->failed; i++) {
+    /* the float64 reference, up to the first failure (its error comes first) */
+    for (size_t i = 0; i < count && i <= ph->limit; i++) {
         const cg_sample *s = &samples[i];
         cg_progress_report(pr, "float64 reference", "samples", i, count, s->label);
         cg_error e;
@@ -1256,23 +1291,18 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count, c
         cg_status st = cg_noise_add_fp64(j->floors, s->inputs, s->input_count, &ph->f64[i], &e);
         if (st != CG_OK) {
             cg_error_prefix(&e, "sample %s: ", s->label);
-            ph->failed = count; /* this one's error replaces a target's on the same sample */
-            ph->st = CG_OK;
-            phases_fail(ph, i, st, &e);
+            phases_fail(ph, PH_FP64, i, st, &e);
             break;
         }
-        ph->f64_ran[i] = true;
     }
     cg_progress_report(pr, "float64 reference", "samples", count, count, NULL);
     cg_noise_release(j->floors, true, false);
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    trim_heap();
     thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
     return CG_OK;
 }
 
-/* cg_judge_add in phases: the rest of sample si's references, its tally. */
+/* cg_judge_add in phases: sample si's comparisons, fp16 runs and tally. */
 static cg_status phases_add(cg_judge *j, const cg_sample *s, size_t si, cg_error *err)
 {
     judge_phases *ph = j->phases;
@@ -1280,22 +1310,23 @@ static cg_status phases_add(cg_judge *j, const cg_sample *s, size_t si, cg_error
         return cg_error_set(err, CG_USAGE, "judge: sample %zu out of the order "
                             "cg_judge_phases announced", si);
     ph->added = si + 1;
-    if (si > ph->failed)
+    if (si > ph->limit)
         return cg_error_set(err, CG_USAGE, "judge: a sample after a failed one");
-    if (!ph->f64_ran[si])
-        return cg_error_set(err, ph->st, "%s", ph->err.msg);
+    for (int k = PH_FP64; k <= PH_FP32; k++)
+        if (ph->failed[k] == si)
+            return cg_error_set(err, ph->st[k], "%s", ph->err[k].msg);
     cg_noise_runs runs, truns;
     cg_noise_decision_values dec;
     memset(&truns, 0, sizeof truns);
     cg_lap lap;
     thread_lap_start(&lap);
-    cg_status st = cg_noise_add_rest(j->floors, s->inputs, s->input_count, &ph->f64[si], &runs,
-                                     &dec, err);
+    cg_status st = cg_noise_add_rest(j->floors, s->inputs, s->input_count, &ph->f64[si],
+                                     &ph->f32[si], &runs, &dec, err);
     if (st != CG_OK)
         cg_error_prefix(err, "sample %s: ", s->label);
     thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);
-    if (st == CG_OK && si == ph->failed)
-        st = cg_error_set(err, ph->st, "%s", ph->err.msg); /* the target's */
+    if (st == CG_OK && ph->failed[PH_TARGET] == si)
+        st = cg_error_set(err, ph->st[PH_TARGET], "%s", ph->err[PH_TARGET].msg);
     if (st == CG_OK) {
         cg_dim_binding dims[CG_PARITY_MAX_DIMS];
         size_t nd = cg_sample_dims(j->model, j->opt->dims, j->opt->dim_count, s, dims,

@@ -221,7 +221,9 @@ struct cg_noise {
     size_t watch_count;
     size_t samples;
     cg_error *run_err;    /* the error of the run the observer serves */
-    int phase;            /* 0: fp64, 1: fp32, 2: fp16, 3: fp16 sums, 4: probe */
+    cg_noise_fp32 *record32;      /* phase 5: where the observer keeps the fp32 values */
+    int phase;            /* 0: fp64, 1: fp32, 2: fp16, 3: fp16 sums, 4: probe,
+                           * 5: fp32 ahead of fp64 (cg_noise_add_fp32) */
     cg_nonfinite_watch nonfinite; /* the fp16 storage run's non-finite values */
     cg_nonfinite_watch *probe;    /* phase 4: the sites whose fp64 values are wanted */
     cg_run_stop fp16_stop;        /* the fp16 storage run stopped: no fp16 floors */
@@ -321,6 +323,56 @@ void cg_run_stop_describe(const cg_run_stop *s, char *buf, size_t cap)
              overflow ? "; fp16 holds at most 65504" : "", s->message);
 }
 
+/* Keeps a copy of a watched value the fp32 run made ahead of its fp64 run,
+ * in the order the run made them (compared in that order later). */
+static cg_status record32_add(cg_noise_fp32 *f, size_t watch, const cg_value *value,
+                              cg_error *err)
+{
+    if (!f)
+        return CG_OK;
+    if (f->seen_count == f->seen_cap) {
+        size_t nc = f->seen_cap ? f->seen_cap * 2 : 8;
+        size_t *wi = realloc(f->seen, nc * sizeof *wi);
+        if (!wi)
+            return cg_error_set(err, CG_NOMEM, "out of memory keeping the float32 values");
+        f->seen = wi;
+        cg_value **vs = realloc(f->values, nc * sizeof *vs);
+        if (!vs)
+            return cg_error_set(err, CG_NOMEM, "out of memory keeping the float32 values");
+        f->values = vs;
+        f->seen_cap = nc;
+    }
+    f->values[f->seen_count] = NULL;
+    cg_status st = cg_value_copy(value, &f->values[f->seen_count], err);
+    if (st == CG_OK)
+        f->seen[f->seen_count++] = watch;
+    return st;
+}
+
+/* A decision input's value from the fp32 (phase 1) or fp16 run against
+ * the fp64 run's, into that run's floor. */
+static cg_status watch_compare(cg_noise *n, watched *w, int phase, const char *name,
+                               const cg_value *value)
+{
+    /* not numeric, or another shape: a decision upstream kept another number
+     * of elements in this run (a score threshold's survivors), so the value
+     * has no elementwise floor (a flip read from it is then not noise) */
+    if (!w->ref || !numeric_tensor(w->ref) || !numeric_tensor(value) ||
+        w->ref->tensor.numel != value->tensor.numel) {
+        w->v.compared = false;
+        return CG_OK;
+    }
+    cg_noise_stats *s = phase == 1 ? &w->v.fp32 : &w->v.fp16;
+    if (phase == 1)
+        w->seen32 = true;
+    else
+        w->seen16 = true;
+    cg_status st = cg_noise_stats_add(s, &w->ref->tensor, &value->tensor, n->run_err);
+    if (st != CG_OK)
+        cg_error_prefix(n->run_err, "value '%s': ", name);
+    return st;
+}
+
 static cg_status observe(void *user, const cg_node *node, const char *name, const cg_value *value)
 {
     cg_noise *n = user;
@@ -340,6 +392,10 @@ static cg_status observe(void *user, const cg_node *node, const char *name, cons
     watched *w = watch_find(n, name);
     if (!w)
         return CG_OK;
+    if (n->phase == 5)
+        return w->decision_input ? record32_add(n->record32, (size_t)(w - n->watch), value,
+                                                n->run_err)
+                                 : CG_OK;
     if (n->phase == 0) {
         cg_value_free(w->ref);
         w->ref = NULL;
@@ -347,23 +403,7 @@ static cg_status observe(void *user, const cg_node *node, const char *name, cons
     }
     if (!w->decision_input)
         return CG_OK;
-    /* not numeric, or another shape: a decision upstream kept another number
-     * of elements in this run (a score threshold's survivors), so the value
-     * has no elementwise floor (a flip read from it is then not noise) */
-    if (!w->ref || !numeric_tensor(w->ref) || !numeric_tensor(value) ||
-        w->ref->tensor.numel != value->tensor.numel) {
-        w->v.compared = false;
-        return CG_OK;
-    }
-    cg_noise_stats *s = n->phase == 1 ? &w->v.fp32 : &w->v.fp16;
-    if (n->phase == 1)
-        w->seen32 = true;
-    else
-        w->seen16 = true;
-    cg_status st = cg_noise_stats_add(s, &w->ref->tensor, &value->tensor, n->run_err);
-    if (st != CG_OK)
-        cg_error_prefix(n->run_err, "value '%s': ", name);
-    return st;
+    return watch_compare(n, w, n->phase, name, value);
 }
 
 /* A float tensor as DOUBLE (what the fp64 reference holds), in place. */
@@ -796,20 +836,39 @@ static cg_status run_fp64(cg_noise *n, const cg_named_value *inputs, size_t inpu
  * values in n->watch[].ref): the fp32 and fp16 runs, every comparison with
  * the float64 values, and what the caller asked for. */
 static cg_status run_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                          cg_named_value *o64, size_t c64, cg_noise_runs *runs,
-                          cg_noise_decision_values *decisions, cg_error *err)
+                          cg_named_value *o64, size_t c64, cg_noise_fp32 *f32,
+                          cg_noise_runs *runs, cg_noise_decision_values *decisions,
+                          cg_error *err)
 {
     cg_named_value *o32 = NULL, *o16 = NULL, *o16s = NULL;
     size_t c32 = 0, c16 = 0, c16s = 0;
-    cg_status st;
+    cg_status st = CG_OK;
     n->run_err = err;
     n->phase = 1;
     threads_sync(n);
-    if ((st = rt_ensure(n, &n->rt32, &n->ro32, "float32 reference: ", err)) != CG_OK)
-        goto done;
-    if ((st = cg_runtime_run(n->rt32, inputs, input_count, &o32, &c32, err)) != CG_OK) {
-        cg_error_prefix(err, "float32 reference: ");
-        goto done;
+    if (f32) {
+        /* run ahead (cg_noise_add_fp32): its outputs, and its watched
+         * values compared now in the order its run made them */
+        o32 = f32->out;
+        c32 = f32->count;
+        f32->out = NULL;
+        f32->count = 0;
+        for (size_t k = 0; k < f32->seen_count && st == CG_OK; k++) {
+            watched *w = &n->watch[f32->seen[k]];
+            st = watch_compare(n, w, 1, w->v.name, f32->values[k]);
+        }
+        cg_noise_fp32_free(f32);
+        if (st != CG_OK) {
+            cg_error_prefix(err, "float32 reference: ");
+            goto done;
+        }
+    } else {
+        if ((st = rt_ensure(n, &n->rt32, &n->ro32, "float32 reference: ", err)) != CG_OK)
+            goto done;
+        if ((st = cg_runtime_run(n->rt32, inputs, input_count, &o32, &c32, err)) != CG_OK) {
+            cg_error_prefix(err, "float32 reference: ");
+            goto done;
+        }
     }
     if (n->rt16 && !n->fp16_stop.stopped) {
         n->phase = 2;
@@ -925,7 +984,7 @@ cg_status cg_noise_add_sample(cg_noise *n, const cg_named_value *inputs, size_t 
         watch_clear_sample(n);
         return st;
     }
-    return run_rest(n, inputs, input_count, o64, c64, runs, decisions, err);
+    return run_rest(n, inputs, input_count, o64, c64, NULL, runs, decisions, err);
 }
 
 void cg_noise_fp64_free(cg_noise_fp64 *f)
@@ -960,8 +1019,41 @@ cg_status cg_noise_add_fp64(cg_noise *n, const cg_named_value *inputs, size_t in
     return st;
 }
 
+void cg_noise_fp32_free(cg_noise_fp32 *f)
+{
+    if (!f)
+        return;
+    cg_runtime_free_outputs(f->out, f->count);
+    for (size_t i = 0; i < f->seen_count; i++)
+        cg_value_free(f->values[i]);
+    free(f->values);
+    free(f->seen);
+    memset(f, 0, sizeof *f);
+}
+
+cg_status cg_noise_add_fp32(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp32 *f, cg_error *err)
+{
+    memset(f, 0, sizeof *f);
+    if (n->opt.recorded)
+        return cg_error_set(err, CG_USAGE, "noise: recorded floors run nothing");
+    n->run_err = err;
+    n->record32 = f;
+    n->phase = 5;
+    threads_sync(n);
+    cg_status st = rt_ensure(n, &n->rt32, &n->ro32, "float32 reference: ", err);
+    if (st == CG_OK && (st = cg_runtime_run(n->rt32, inputs, input_count, &f->out, &f->count,
+                                            err)) != CG_OK)
+        cg_error_prefix(err, "float32 reference: ");
+    n->record32 = NULL;
+    n->run_err = NULL;
+    if (st != CG_OK)
+        cg_noise_fp32_free(f);
+    return st;
+}
+
 cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                            cg_noise_fp64 *f, cg_noise_runs *runs,
+                            cg_noise_fp64 *f, cg_noise_fp32 *f32, cg_noise_runs *runs,
                             cg_noise_decision_values *decisions, cg_error *err)
 {
     if (runs)
@@ -970,6 +1062,7 @@ cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t in
         memset(decisions, 0, sizeof *decisions);
     if (f->watch_count != n->watch_count) {
         cg_noise_fp64_free(f);
+        cg_noise_fp32_free(f32);
         return cg_error_set(err, CG_USAGE, "noise: float64 values of another model");
     }
     /* the float64 values back where the fp32 run's observer compares */
@@ -983,7 +1076,7 @@ cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t in
     f->out = NULL;
     f->count = 0;
     cg_noise_fp64_free(f);
-    return run_rest(n, inputs, input_count, o64, c64, runs, decisions, err);
+    return run_rest(n, inputs, input_count, o64, c64, f32, runs, decisions, err);
 }
 
 void cg_noise_release(cg_noise *n, bool fp64, bool fp32)

@@ -64,10 +64,24 @@ typedef struct cg_noise_fp64 {
 } cg_noise_fp64;
 cg_status cg_noise_add_fp64(cg_noise *n, const cg_named_value *inputs, size_t input_count,
                             cg_noise_fp64 *f, cg_error *err);
+/* One sample's float32 run made ahead of its float64 run (before the
+ * float64 reference exists): its outputs, and the decision inputs' values
+ * in the order the run made them, for cg_noise_add_rest to compare. */
+typedef struct cg_noise_fp32 {
+    cg_named_value *out;
+    size_t count;
+    size_t *seen;       /* per value kept: its index in the watch list */
+    cg_value **values;
+    size_t seen_count, seen_cap;
+} cg_noise_fp32;
+cg_status cg_noise_add_fp32(cg_noise *n, const cg_named_value *inputs, size_t input_count,
+                            cg_noise_fp32 *f, cg_error *err);
+void cg_noise_fp32_free(cg_noise_fp32 *f);
 /* The rest of cg_noise_add_sample for f's sample (the same inputs); takes
- * f's values (f is emptied, on failure too). */
+ * f's values (f is emptied, on failure too), and f32's where the float32
+ * run was made ahead (NULL: it runs now). */
 cg_status cg_noise_add_rest(cg_noise *n, const cg_named_value *inputs, size_t input_count,
-                            cg_noise_fp64 *f, cg_noise_runs *runs,
+                            cg_noise_fp64 *f, cg_noise_fp32 *f32, cg_noise_runs *runs,
                             cg_noise_decision_values *decisions, cg_error *err);
 void cg_noise_fp64_free(cg_noise_fp64 *f);
 /* Frees the float64 and/or the float32 reference runtime (a plan, packed

@@ -213,7 +213,7 @@ static cg_status judge_samples_mode(const cg_model *m, const cg_target *t,
     if (st == CG_OK && mode == JUDGE_AHEAD)
         st = cg_judge_ahead(j, s->samples, s->count, err);
     if (st == CG_OK && mode == JUDGE_PHASES) {
-        st = cg_judge_phases(j, s->samples, s->count, err);
+        st = cg_judge_phases(j, s->samples, s->count, NULL, err);
         if (alive_after_phases)
             *alive_after_phases = cg_runtimes_alive();
     }

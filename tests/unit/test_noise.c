@@ -783,6 +783,116 @@ static void test_thread_switch(void)
     cg_model_free(m);
 }
 
+/* --- in phases ------------------------------------------------------------------------------ */
+
+static bool same_stats(const cg_noise_stats *a, const cg_noise_stats *b)
+{
+    return a->m.max_abs == b->m.max_abs && a->m.sum_abs == b->m.sum_abs &&
+           a->m.count == b->m.count && a->ref_max == b->ref_max && a->ref_lo == b->ref_lo &&
+           a->ref_hi == b->ref_hi && memcmp(&a->dist, &b->dist, sizeof a->dist) == 0;
+}
+
+static bool same_value(const cg_noise_value *a, const cg_noise_value *b)
+{
+    return a && b && a->compared == b->compared && same_stats(&a->fp32, &b->fp32) &&
+           same_stats(&a->fp16, &b->fp16);
+}
+
+/* Three samples of decisions.onnx the lockstep way (cg_noise_add_sample)
+ * and the phased way (every float32 run first, then every float64 run,
+ * each runtime freed after its phase, then cg_noise_add_rest): the
+ * floors of every output and every watched decision value are the same,
+ * bit for bit, and so are the decision values kept. */
+static void test_phases(void)
+{
+    cg_model *m = test_load_model("tests/data/noise/decisions.onnx");
+    if (!m)
+        return;
+    cg_noise_options o;
+    memset(&o, 0, sizeof o);
+    o.fp16 = true;
+    cg_noise *lock = NULL, *ph = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_noise_init(m, &o, &lock, &err) == CG_OK && cg_noise_init(m, &o, &ph, &err) == CG_OK,
+           "%s", err.msg);
+    enum { N = 3 };
+    cg_value *x[N] = {NULL};
+    cg_named_value in[N];
+    int64_t dims[3] = {1, 4, 8};
+    cg_rng rng;
+    cg_rng_seed(&rng, 11);
+    for (int i = 0; i < N; i++) {
+        EXPECT(cg_value_alloc_tensor(CG_DTYPE_FLOAT, 3, dims, &x[i], &err) == CG_OK &&
+                   cg_random_fill(&x[i]->tensor, NULL, &rng, &err) == CG_OK,
+               "%s", err.msg);
+        in[i] = (cg_named_value){"x", x[i]};
+    }
+    cg_noise_fp32 f32[N];
+    cg_noise_fp64 f64[N];
+    memset(f32, 0, sizeof f32);
+    memset(f64, 0, sizeof f64);
+    size_t kept = 0;
+    for (int i = 0; lock && ph && i < N; i++) {
+        EXPECT(cg_noise_add_fp32(ph, &in[i], 1, &f32[i], &err) == CG_OK, "%s", err.msg);
+        kept += f32[i].seen_count;
+    }
+    EXPECT(kept > 0, "the float32 runs kept their decision inputs (%zu values)", kept);
+    cg_noise_release(ph, false, true);
+    for (int i = 0; lock && ph && i < N; i++)
+        EXPECT(cg_noise_add_fp64(ph, &in[i], 1, &f64[i], &err) == CG_OK, "%s", err.msg);
+    cg_noise_release(ph, true, false);
+    for (int i = 0; lock && ph && i < N; i++) {
+        cg_noise_runs r1, r2;
+        cg_noise_decision_values d1, d2;
+        EXPECT(cg_noise_add_sample(lock, &in[i], 1, &r1, &d1, &err) == CG_OK, "%s", err.msg);
+        EXPECT(cg_noise_add_rest(ph, &in[i], 1, &f64[i], &f32[i], &r2, &d2, &err) == CG_OK,
+               "%s", err.msg);
+        EXPECT(d1.count == d2.count && d1.count > 0, "decision values kept: %zu / %zu",
+               d1.count, d2.count);
+        for (size_t k = 0; k < d1.count && k < d2.count; k++)
+            EXPECT(strcmp(d1.names[k], d2.names[k]) == 0 &&
+                       d1.values[k]->tensor.numel == d2.values[k]->tensor.numel &&
+                       memcmp(d1.values[k]->tensor.data, d2.values[k]->tensor.data,
+                              (size_t)d1.values[k]->tensor.numel *
+                                  cg_dtype_size(d1.values[k]->tensor.dtype)) == 0,
+                   "decision value %s", d1.names[k]);
+        cg_noise_runs_free(&r1);
+        cg_noise_runs_free(&r2);
+        cg_noise_decision_values_free(&d1);
+        cg_noise_decision_values_free(&d2);
+    }
+    if (lock && ph) {
+        EXPECT(cg_noise_sample_count(lock) == N && cg_noise_sample_count(ph) == N, "%d samples",
+               N);
+        for (size_t i = 0; i < cg_noise_output_count(lock); i++) {
+            const cg_noise_output *a = cg_noise_output_get(lock, i), *b = cg_noise_output_get(ph, i);
+            EXPECT(same_value(&a->v, &b->v), "output %s: the same floors (fp32 %g / %g)",
+                   a->v.name, a->v.fp32.m.max_abs, b->v.fp32.m.max_abs);
+        }
+        const char *watched[] = {"logits", "sel", "qs"};
+        size_t found = 0;
+        for (size_t k = 0; k < sizeof watched / sizeof *watched; k++) {
+            const cg_noise_value *a = cg_noise_value_find(lock, watched[k]);
+            const cg_noise_value *b = cg_noise_value_find(ph, watched[k]);
+            if (!a && !b)
+                continue;
+            found += a && a->compared && a->fp32.m.count > 0;
+            EXPECT(same_value(a, b), "watched %s: the same floors (fp32 %g / %g)", watched[k],
+                   a ? a->fp32.m.max_abs : -1, b ? b->fp32.m.max_abs : -1);
+        }
+        EXPECT(found > 0, "a watched decision input has an fp32 floor");
+    }
+    for (int i = 0; i < N; i++) {
+        cg_noise_fp32_free(&f32[i]);
+        cg_noise_fp64_free(&f64[i]);
+        cg_value_free(x[i]);
+    }
+    cg_noise_free(lock);
+    cg_noise_free(ph);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_stats();
@@ -795,5 +905,6 @@ int main(void)
     test_run_stops();
     test_unobserved_references();
     test_thread_switch();
+    test_phases();
     return test_done("test_noise");
 }
