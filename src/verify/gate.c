@@ -25,6 +25,7 @@
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "core/clock.h"
+#include "ir/walk.h"
 #include "target/registry.h"
 #include "verify_internal.h"
 
@@ -58,17 +59,6 @@ const char *cg_gate_schedule_name(cg_gate_schedule s)
     return "?";
 }
 
-/* The bytes a tensor's payload takes as stored (raw, external or typed
- * fields), saturating. */
-static uint64_t stored_bytes(const cg_tensor_proto *t)
-{
-    uint64_t n = (uint64_t)t->raw_data.len + (uint64_t)t->external_payload.len;
-    n += (uint64_t)t->float_data.count * 4u + (uint64_t)t->int32_data.count * 4u;
-    n += (uint64_t)t->int64_data.count * 8u + (uint64_t)t->double_data.count * 8u;
-    n += (uint64_t)t->uint64_data.count * 8u;
-    return n;
-}
-
 /* The weights the model stores in its main graph: initializers and
  * Constant nodes' values. What each runtime holds its own view of (packed
  * filters, aligned copies), so what the runs alive together multiply. */
@@ -79,14 +69,14 @@ static uint64_t model_weight_bytes(const cg_model *m)
     if (!g)
         return 0;
     for (size_t i = 0; i < g->initializer_count; i++)
-        n += stored_bytes(&g->initializers[i]);
+        n += cg_tensor_proto_bytes(&g->initializers[i]);
     for (size_t i = 0; i < g->node_count; i++) {
         const cg_node *nd = &g->nodes[i];
         if (!nd->op_type || strcmp(nd->op_type, "Constant") != 0)
             continue;
         for (size_t a = 0; a < nd->attr_count; a++)
             if (nd->attrs[a].t)
-                n += stored_bytes(nd->attrs[a].t);
+                n += cg_tensor_proto_bytes(nd->attrs[a].t);
     }
     return n;
 }
@@ -343,8 +333,8 @@ static void gate3_start(const cg_model *src, const cg_gate_options *opt,
     cg_error terr;
     cg_error_clear(&terr);
     e->j = NULL;
-    if (r->timings.schedule == CG_GATE_SCHEDULE_PHASED || src->tflite || opt->outputs_from || opt->samples->count < 2 || s0->expected ||
-        sample_from_files(s0) || !lowered || lowered->source != src || lowered->model == src ||
+    if (r->timings.schedule == CG_GATE_SCHEDULE_PHASED || src->tflite || opt->outputs_from ||
+        opt->samples->count < 2 || s0->expected || sample_from_files(s0) || !lowered || lowered->source != src || lowered->model == src ||
         !cg_type_env_fixed_dims(lowered->source_types))
         return;
     gate3_options(opt, &e->po);
@@ -676,13 +666,14 @@ judge_ready:
     cg_value **files = opt->outputs_from ? calloc(nout + 1, sizeof *files) : NULL;
     if (opt->outputs_from && !files)
         st = cg_error_set(err, CG_NOMEM, "out of memory");
-    /* the target's runs ahead of the references where they can: its first
-     * sample (compilation, first touches) overlaps the next references */
-    if (st == CG_OK && !files && r->timings.schedule == CG_GATE_SCHEDULE_PHASED) {
-        /* one runtime at a time: the float32 reference first, sharing
-         * gate 2's packed weights through the hold, which goes after it */
+    /* phased: one runtime at a time, the float32 reference first, sharing
+     * gate 2's packed weights through the hold, which goes after it;
+     * overlapped: the target's runs ahead of the references where they
+     * can, its first sample (compilation, first touches) beside the next
+     * references */
+    if (st == CG_OK && !files && r->timings.schedule == CG_GATE_SCHEDULE_PHASED)
         st = cg_judge_phases(j, opt->samples->samples, opt->samples->count, hold, err);
-    } else if (st == CG_OK && !files)
+    else if (st == CG_OK && !files)
         st = cg_judge_ahead(j, opt->samples->samples, opt->samples->count, err);
     for (size_t i = 0; i < opt->samples->count && st == CG_OK; i++) {
         const cg_sample *s = &opt->samples->samples[i];

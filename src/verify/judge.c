@@ -1194,6 +1194,30 @@ static void phases_fail(judge_phases *ph, int k, size_t i, cg_status st, const c
         ph->limit = i;
 }
 
+/* One reference (PH_FP32 or PH_FP64) on every sample up to the first
+ * failure so far, its runs kept for phases_add. */
+static void phases_reference(cg_judge *j, int k)
+{
+    judge_phases *ph = j->phases;
+    const char *stage = k == PH_FP32 ? "float32 reference" : "float64 reference";
+    for (size_t i = 0; i < ph->count && i <= ph->limit; i++) {
+        const cg_sample *s = &ph->samples[i];
+        cg_progress_report(&j->opt->progress, stage, "samples", i, ph->count, s->label);
+        cg_error e;
+        cg_error_clear(&e);
+        cg_status st =
+            k == PH_FP32
+                ? cg_noise_add_fp32(j->floors, s->inputs, s->input_count, &ph->f32[i], &e)
+                : cg_noise_add_fp64(j->floors, s->inputs, s->input_count, &ph->f64[i], &e);
+        if (st != CG_OK) {
+            cg_error_prefix(&e, "sample %s: ", s->label);
+            phases_fail(ph, k, i, st, &e);
+            break;
+        }
+    }
+    cg_progress_report(&j->opt->progress, stage, "samples", ph->count, ph->count, NULL);
+}
+
 static void trim_heap(void)
 {
 #ifdef __GLIBC__
@@ -1238,19 +1262,7 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count,
     cg_lap lap;
     thread_lap_start(&lap);
     /* the float32 reference, made while the hold shares its packed weights */
-    for (size_t i = 0; i < count; i++) {
-        const cg_sample *s = &samples[i];
-        cg_progress_report(pr, "float32 reference", "samples", i, count, s->label);
-        cg_error e;
-        cg_error_clear(&e);
-        cg_status st = cg_noise_add_fp32(j->floors, s->inputs, s->input_count, &ph->f32[i], &e);
-        if (st != CG_OK) {
-            cg_error_prefix(&e, "sample %s: ", s->label);
-            phases_fail(ph, PH_FP32, i, st, &e);
-            break;
-        }
-    }
-    cg_progress_report(pr, "float32 reference", "samples", count, count, NULL);
+    phases_reference(j, PH_FP32);
     cg_noise_release(j->floors, false, true);
     if (hold) {
         cg_runtime_hold_free(*hold);
@@ -1283,19 +1295,7 @@ cg_status cg_judge_phases(cg_judge *j, const cg_sample *samples, size_t count,
     trim_heap();
     thread_lap_add(&lap, &j->wall_s[1], &j->cpu_s[1]);
     /* the float64 reference, up to the first failure (its error comes first) */
-    for (size_t i = 0; i < count && i <= ph->limit; i++) {
-        const cg_sample *s = &samples[i];
-        cg_progress_report(pr, "float64 reference", "samples", i, count, s->label);
-        cg_error e;
-        cg_error_clear(&e);
-        cg_status st = cg_noise_add_fp64(j->floors, s->inputs, s->input_count, &ph->f64[i], &e);
-        if (st != CG_OK) {
-            cg_error_prefix(&e, "sample %s: ", s->label);
-            phases_fail(ph, PH_FP64, i, st, &e);
-            break;
-        }
-    }
-    cg_progress_report(pr, "float64 reference", "samples", count, count, NULL);
+    phases_reference(j, PH_FP64);
     cg_noise_release(j->floors, true, false);
     trim_heap();
     thread_lap_add(&lap, &j->wall_s[0], &j->cpu_s[0]);

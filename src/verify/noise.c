@@ -800,8 +800,8 @@ void cg_noise_runs_free(cg_noise_runs *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The runtime *rt of options ro (n's own copy), made when first needed
- * again after cg_noise_release_fp64 (or a release of the rest). */
+/* The runtime *rt of options ro (n's own copy), made again when first
+ * needed after cg_noise_release. */
 static cg_status rt_ensure(cg_noise *n, cg_runtime **rt, const cg_runtime_options *ro,
                            const char *what, cg_error *err)
 {
