@@ -20,6 +20,7 @@
 #include "convgate/model.h"
 #include "convgate/runtime.h"
 #include "convgate/tensor_io.h"
+#include "run/cpu.h"
 #include "run/exec.h"
 #include "run/kernel.h"
 #include "testlib.h"
@@ -389,6 +390,128 @@ static void test_recurrent_packing_kept(const char *op, int gates, int64_t lbr)
     cg_model_free(m2);
 }
 
+/* The float32 recurrence split over threads (a step's hidden units in
+ * ranges of whole gemv panels, rnn.c's rnn_seq): with 2 and 3 threads every
+ * output has the bits of one thread at each vector level, and those agree
+ * with the portable level's (OpenBLAS's sgemv) to float32 rounding.
+ * Bidirectional, two batch rows of different sequence_lens, initial
+ * states, peepholes and a clip, H = 256: two or more panels of 64 (AVX2)
+ * and 128 (AVX-512) floats, so each step really splits. */
+static void test_recurrent_threads(const char *op, int gates, int64_t lbr)
+{
+    enum { S = 5, B = 2, I = 16, H = 256, D = 2 };
+    const bool lstm = gates == 4;
+    int64_t xd[3] = {S, B, I}, wd[3] = {D, gates * H, I}, rd[3] = {D, gates * H, H};
+    int64_t bd[2] = {D, 2 * gates * H}, sd[1] = {B}, hd[3] = {D, B, H}, pd[2] = {D, 3 * H};
+    double *x = malloc(sizeof(double) * S * B * I), *w = malloc(sizeof(double) * D * 4 * H * I);
+    double *r = malloc(sizeof(double) * D * 4 * H * H), *bias = malloc(sizeof(double) * D * 8 * H);
+    double *h0 = malloc(sizeof(double) * D * B * H), *c0 = malloc(sizeof(double) * D * B * H);
+    double *p = malloc(sizeof(double) * D * 3 * H), sl[B] = {S, 3};
+    if (!x || !w || !r || !bias || !h0 || !c0 || !p)
+        test_fatal("out of memory");
+    for (int i = 0; i < S * B * I; i++)
+        x[i] = sin(0.7 * i) * 0.8;
+    for (int i = 0; i < D * gates * H * I; i++)
+        w[i] = cos(0.37 * i) * 0.2;
+    for (int i = 0; i < D * gates * H * H; i++)
+        r[i] = sin(0.91 * i + 0.2) * 0.06;
+    for (int i = 0; i < D * 2 * gates * H; i++)
+        bias[i] = cos(0.13 * i) * 0.1;
+    for (int i = 0; i < D * B * H; i++) {
+        h0[i] = sin(0.29 * i) * 0.5;
+        c0[i] = cos(0.41 * i) * 0.5;
+    }
+    for (int i = 0; i < D * 3 * H; i++)
+        p[i] = sin(0.17 * i) * 0.3;
+    test_case c = {op, 14, lstm ? 8 : 6, lstm ? 3 : 2, {NULL}, {{0}}, 0, NULL, 0};
+    c.attrs[c.nattr++] = attr_int("hidden_size", H);
+    c.attrs[c.nattr++] = attr_str("direction", "bidirectional");
+    if (lbr >= 0)
+        c.attrs[c.nattr++] = attr_int("linear_before_reset", lbr);
+    if (lstm)
+        c.attrs[c.nattr++] = attr_float("clip", 3.0f);
+    c.in[0] = test_tensor(CG_DTYPE_FLOAT, 3, xd, x);
+    c.in[1] = test_tensor(CG_DTYPE_FLOAT, 3, wd, w);
+    c.in[2] = test_tensor(CG_DTYPE_FLOAT, 3, rd, r);
+    c.in[3] = test_tensor(CG_DTYPE_FLOAT, 2, bd, bias);
+    c.in[4] = test_tensor(CG_DTYPE_INT32, 1, sd, sl);
+    c.in[5] = test_tensor(CG_DTYPE_FLOAT, 3, hd, h0);
+    if (lstm) {
+        c.in[6] = test_tensor(CG_DTYPE_FLOAT, 3, hd, c0);
+        c.in[7] = test_tensor(CG_DTYPE_FLOAT, 2, pd, p);
+    }
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    const cg_simd best = cg_simd_resolve(CG_SIMD_AUTO);
+    float *ref[3] = {NULL, NULL, NULL}; /* the portable level's outputs */
+    int64_t refn[3] = {0, 0, 0};
+    int compared = 0;
+    for (int li = 0; li < 3 && levels[li] <= best; li++) {
+        float *one[3] = {NULL, NULL, NULL};
+        for (int th = 1; th <= 3; th++) {
+            if (levels[li] == CG_SIMD_PORTABLE && th > 1)
+                break;
+            cg_runtime_options opt;
+            cg_runtime_options_default(&opt);
+            opt.simd = levels[li];
+            opt.threads = th;
+            cg_named_value *outs = NULL;
+            size_t nouts = 0;
+            cg_error err;
+            cg_status st = test_case_run_with(&c, &opt, 2, &outs, &nouts, &err);
+            EXPECT(st == CG_OK && nouts == c.nout, "%s (lbr %lld) at %s, %d thread(s): %s", op,
+                   (long long)lbr, cg_simd_name(levels[li]), th, err.msg);
+            if (st != CG_OK)
+                continue;
+            for (size_t o = 0; o < nouts; o++) {
+                const cg_tensor *t = &outs[o].value->tensor;
+                const float *v = t->data;
+                if (th == 1) {
+                    one[o] = malloc((size_t)t->numel * sizeof(float) + 1);
+                    if (!one[o])
+                        test_fatal("out of memory");
+                    memcpy(one[o], v, (size_t)t->numel * sizeof(float));
+                    if (levels[li] == CG_SIMD_PORTABLE) {
+                        ref[o] = one[o];
+                        refn[o] = t->numel;
+                        one[o] = NULL;
+                        continue;
+                    }
+                    double worst = 0, big = 0;
+                    for (int64_t i = 0; ref[o] && i < t->numel && i < refn[o]; i++) {
+                        worst = fmax(worst, fabs((double)v[i] - ref[o][i]));
+                        big = fmax(big, fabs((double)ref[o][i]));
+                    }
+                    EXPECT(ref[o] && refn[o] == t->numel && worst <= 1e-5 && big > 0.05,
+                           "%s (lbr %lld) output %zu at %s: %g from the portable level's "
+                           "(largest %g)", op, (long long)lbr, o, cg_simd_name(levels[li]),
+                           worst, big);
+                } else {
+                    EXPECT(one[o] && memcmp(one[o], v, (size_t)t->numel * sizeof(float)) == 0,
+                           "%s (lbr %lld) output %zu at %s: %d threads give other bits than one",
+                           op, (long long)lbr, o, cg_simd_name(levels[li]), th);
+                    compared++;
+                }
+            }
+            cg_runtime_free_outputs(outs, nouts);
+        }
+        for (int o = 0; o < 3; o++)
+            free(one[o]);
+    }
+    /* the machines CI runs on have AVX2 at least: the split was compared */
+    EXPECT(best < CG_SIMD_AVX2 || compared >= 2 * (int)c.nout,
+           "%s: only %d threaded outputs compared", op, compared);
+    for (int o = 0; o < 3; o++)
+        free(ref[o]);
+    test_case_free(&c);
+    free(x);
+    free(w);
+    free(r);
+    free(bias);
+    free(h0);
+    free(c0);
+    free(p);
+}
+
 static void test_resize(void)
 {
     /* nearest on int64 copies exactly */
@@ -531,6 +654,10 @@ int main(void)
     test_recurrent_packing_kept("LSTM", 4, -1);
     test_recurrent_packing_kept("GRU", 3, 0);
     test_recurrent_packing_kept("GRU", 3, 1);
+    test_recurrent_threads("RNN", 1, -1);
+    test_recurrent_threads("GRU", 3, 0);
+    test_recurrent_threads("GRU", 3, 1);
+    test_recurrent_threads("LSTM", 4, -1);
     test_recurrent_packing_kept("RNN", 1, -1);
     test_resize();
     test_dft_roundtrip();

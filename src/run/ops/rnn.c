@@ -13,6 +13,8 @@
  * functions that take them.
  */
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,7 +190,7 @@ static double rnn_clip(const rnn_cfg *c, double v)
  * the input projections of every time step are one sgemm per direction
  * (X [rows, I] times W^T, both biases added, except GRU's recurrent h-gate
  * bias under linear_before_reset, which the reset gate scales), each step
- * adds the recurrent product (rnn_rec_run) and applies the gates, the default
+ * adds the recurrent product (rnn_rec_rows_run) and applies the gates, the default
  * sigmoid/tanh through the vector tables. Sums run in BLAS order rather
  * than the double path's i order. */
 
@@ -286,19 +288,22 @@ static const float *rnn_packs(cg_kernel_ctx *k, const cg_simd_gemm *g, const cg_
     return data;
 }
 
-/* off: kk offsets 0, 1, ...; tile: g->nr floats of scratch. */
-static void rnn_rec_run(const rnn_rec *rr, const int64_t *off, const float *x, float *y,
-                        float *tile)
+/* y[0..m) = rows row0..row0+m of the block times x; row0 a multiple of the
+ * kernel's nr, and m reaching the block's end or a multiple of nr (off: kk
+ * offsets 0, 1, ...; tile: g->nr floats of scratch). A row is the same sum
+ * whichever range it is computed in. */
+static void rnn_rec_rows_run(const rnn_rec *rr, int64_t row0, int64_t m, const int64_t *off,
+                             const float *x, float *y, float *tile)
 {
     if (!rr->g) {
-        cg_nn_sgemv(rr->m, rr->kk, rr->r, x, y);
+        cg_nn_sgemv(m, rr->kk, rr->r + row0 * rr->kk, x, y);
         return;
     }
     const cg_simd_gemm *g = rr->g;
     const int64_t pos0 = 0;
-    for (int64_t m0 = 0; m0 < rr->m; m0 += g->nr) {
-        g->ukr(rr->kk, rr->wp + m0 * rr->kk, g->nr, x, off, &pos0, tile, 0);
-        int64_t n = rr->m - m0 < g->nr ? rr->m - m0 : g->nr;
+    for (int64_t m0 = 0; m0 < m; m0 += g->nr) {
+        g->ukr(rr->kk, rr->wp + (row0 + m0) * rr->kk, g->nr, x, off, &pos0, tile, 0);
+        int64_t n = m - m0 < g->nr ? m - m0 : g->nr;
         memcpy(y + m0, tile, (size_t)n * sizeof(float));
     }
 }
@@ -324,12 +329,205 @@ static void rnn_act_f32(const cg_simd_ops *ops, const rnn_cfg *c, const rnn_act 
 /* The rows of R packed for the gemv per direction: `rec` from R's first
  * row, then `hrows` from row 2H. GRU without linear_before_reset
  * multiplies r into h before its h-gate product: that part waits for r
- * (rr_h). */
+ * (rr_h). Under linear_before_reset the h gate's rows are the last H of
+ * `rec`, one product with z and r. */
 static void rnn_rec_rows(rnn_kind kind, bool lbr, int64_t H, int64_t *rec, int64_t *hrows)
 {
     int64_t G = kind == RNN_PLAIN ? 1 : (kind == RNN_GRU ? 3 : 4);
     *rec = kind == RNN_GRU && !lbr ? 2 * H : G * H;
-    *hrows = kind == RNN_GRU ? H : 0;
+    *hrows = kind == RNN_GRU && !lbr ? H : 0;
+}
+
+/* ---- one sequence, step by step ------------------------------------------------
+ * A step adds the recurrent product of the previous h to the step's input
+ * projections and applies the gates, unit by unit. With several threads a
+ * step splits by hidden units into `chunks` ranges of whole gemv panels (H
+ * a multiple of the kernel's nr, so gate q's rows of units j0..j1 are the
+ * panels from row q*H + j0 of the one packing): each value is the same
+ * float32 sum and the same gate arithmetic whichever range, and so whichever
+ * thread, computed it. Ranges are claimed in order from one counter: claim
+ * i is range i % chunks of phase i / chunks, and its claimant first waits
+ * until every claim of the phases before has finished (`done`). Those were
+ * claimed before it by threads now running them, so the wait always ends,
+ * even when a worker never arrives (the caller then claims everything, in
+ * order). A step is one phase; GRU without linear_before_reset takes two,
+ * since r (*) h needs every unit's r before the h gate's product. h
+ * alternates between two buffers, so a step reads whole the h the step
+ * before wrote. */
+typedef struct rnn_seq {
+    const cg_simd_ops *ops;
+    const rnn_cfg *c;
+    const rnn_act *act;
+    const rnn_rec *rr, *rr_h;
+    const int64_t *off;
+    const float *xw;      /* this direction's input projections, biases added */
+    const float *rb;      /* recurrent bias (GRU's h gate under lbr), or NULL */
+    const float *pd;      /* this direction's peepholes, or NULL */
+    float *y;
+    int64_t b, d, len;
+    bool rev;
+    float *h[2];          /* h of step s in h[s & 1] */
+    float *cell, *hr, *cand, *tmp;
+    float *tiles;         /* one tile of nr floats per share */
+    int64_t tile_n;
+    int64_t chunks, align;
+    int phases;
+    atomic_llong claim, done;
+} rnn_seq;
+
+static int rnn_seq_phases(const rnn_cfg *c)
+{
+    return c->kind == RNN_GRU && !c->lbr ? 2 : 1;
+}
+
+/* Phase `phase` of step `step` over hidden units [j0, j1). */
+static void rnn_seq_range(const rnn_seq *s, int64_t step, int phase, int64_t j0, int64_t j1,
+                          float *tile)
+{
+    const rnn_cfg *c = s->c;
+    const cg_simd_ops *ops = s->ops;
+    const rnn_act *act = s->act;
+    const int64_t H = c->H, n = j1 - j0;
+    const bool whole = j0 == 0 && j1 == H;
+    const int64_t t = s->rev ? s->len - 1 - step : step;
+    const float *g = s->xw + (c->layout ? s->b * c->S + t : t * c->B + s->b) * c->G * H;
+    const float *hp = s->h[step & 1];
+    float *hn = s->h[(step + 1) & 1], *hr = s->hr, *cand = s->cand, *tmp = s->tmp;
+    /* the recurrent rows of the gates this phase reads: all of them at once
+     * for the whole range, else gate by gate */
+    if (!(c->kind == RNN_GRU && phase == 1)) {
+        if (whole) {
+            rnn_rec_rows_run(s->rr, 0, s->rr->m, s->off, hp, hr, tile);
+        } else {
+            for (int64_t q = 0; q * H < s->rr->m; q++)
+                rnn_rec_rows_run(s->rr, q * H + j0, n, s->off, hp, hr + q * H + j0, tile);
+        }
+    }
+    if (c->kind == RNN_PLAIN) {
+        for (int64_t j = j0; j < j1; j++)
+            cand[j] = g[j] + hr[j];
+        rnn_act_f32(ops, c, &act[0], cand + j0, n);
+        memcpy(hn + j0, cand + j0, (size_t)n * sizeof(float));
+    } else if (c->kind == RNN_GRU) {
+        float *z = hr, *rg = hr + H;
+        if (phase == 0) {
+            for (int64_t j = j0; j < j1; j++) {
+                z[j] += g[j];
+                rg[j] += g[H + j];
+            }
+            if (whole) {
+                rnn_act_f32(ops, c, &act[0], hr, 2 * H);
+            } else {
+                rnn_act_f32(ops, c, &act[0], z + j0, n);
+                rnn_act_f32(ops, c, &act[0], rg + j0, n);
+            }
+            if (!c->lbr) {
+                for (int64_t j = j0; j < j1; j++)
+                    tmp[j] = rg[j] * hp[j];
+                return; /* the h gate reads every unit's r (*) h: phase 1 */
+            }
+            /* under lbr the h gate's rows were in the product above */
+            for (int64_t j = j0; j < j1; j++)
+                cand[j] = g[2 * H + j] + rg[j] * (hr[2 * H + j] + (s->rb ? s->rb[2 * H + j] : 0.0f));
+        } else {
+            rnn_rec_rows_run(s->rr_h, j0, n, s->off, tmp, cand + j0, tile);
+            for (int64_t j = j0; j < j1; j++)
+                cand[j] += g[2 * H + j];
+        }
+        rnn_act_f32(ops, c, &act[1], cand + j0, n);
+        for (int64_t j = j0; j < j1; j++)
+            hn[j] = (1.0f - z[j]) * cand[j] + z[j] * hp[j];
+    } else {
+        /* gates i, o, f, c; peepholes on i and f read the old cell, on o
+         * the new one */
+        float *ig = hr, *og = hr + H, *fg = hr + 2 * H, *cg = hr + 3 * H, *cell = s->cell;
+        for (int64_t q = 0; q < 4; q++)
+            for (int64_t j = j0; j < j1; j++)
+                hr[q * H + j] += g[q * H + j];
+        if (s->pd)
+            for (int64_t j = j0; j < j1; j++) {
+                ig[j] += s->pd[j] * cell[j];
+                fg[j] += s->pd[2 * H + j] * cell[j];
+            }
+        rnn_act_f32(ops, c, &act[0], ig + j0, n);
+        if (c->input_forget)
+            for (int64_t j = j0; j < j1; j++)
+                fg[j] = 1.0f - ig[j];
+        else
+            rnn_act_f32(ops, c, &act[0], fg + j0, n);
+        rnn_act_f32(ops, c, &act[1], cg + j0, n);
+        for (int64_t j = j0; j < j1; j++)
+            cell[j] = fg[j] * cell[j] + ig[j] * cg[j];
+        if (s->pd)
+            for (int64_t j = j0; j < j1; j++)
+                og[j] += s->pd[H + j] * cell[j];
+        rnn_act_f32(ops, c, &act[0], og + j0, n);
+        memcpy(tmp + j0, cell + j0, (size_t)n * sizeof(float));
+        rnn_act_f32(ops, c, &act[2], tmp + j0, n);
+        for (int64_t j = j0; j < j1; j++)
+            hn[j] = og[j] * tmp[j];
+    }
+    float *yt = s->y + (c->layout ? (s->b * c->S + t) * c->dirs + s->d
+                                  : (t * c->dirs + s->d) * c->B + s->b) * H;
+    memcpy(yt + j0, hn + j0, (size_t)n * sizeof(float));
+}
+
+static inline void rnn_relax(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_ia32_pause();
+#endif
+}
+
+static void rnn_seq_task(void *arg, int t, int n)
+{
+    (void)n;
+    rnn_seq *s = arg;
+    float *tile = s->tiles + (size_t)t * (size_t)s->tile_n;
+    const long long per = s->chunks, total = s->len * s->phases * per;
+    for (;;) {
+        long long i = atomic_fetch_add_explicit(&s->claim, 1, memory_order_relaxed);
+        if (i >= total)
+            return;
+        long long ph = i / per, need = ph * per;
+        for (unsigned spins = 1; atomic_load_explicit(&s->done, memory_order_acquire) < need;
+             spins++) {
+            rnn_relax();
+            if ((spins & 1023) == 0)
+                sched_yield(); /* the other claimant was descheduled */
+        }
+        int64_t j0, j1;
+        cg_kernel_share(s->c->H, s->align, (int)(i % per), (int)per, &j0, &j1);
+        rnn_seq_range(s, ph / s->phases, (int)(ph % s->phases), j0, j1, tile);
+        atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
+    }
+}
+
+/* Ranges a step splits into on `threads` threads: 1 unless H is whole
+ * panels of the gemv kernel, at least two of them, and a step's product is
+ * worth splitting (64K multiply-adds: a range then takes a microsecond or
+ * more, against a few hundred nanoseconds to hand a phase over). */
+static int64_t rnn_seq_chunks(const cg_simd_ops *ops, const rnn_cfg *c, int threads)
+{
+    if (threads < 2 || !ops->gemv.ukr)
+        return 1;
+    const int64_t nr = ops->gemv.nr, H = c->H;
+    if (H % nr != 0 || H / nr < 2 || c->G * H * H < 65536)
+        return 1;
+    return H / nr < threads ? H / nr : threads;
+}
+
+static void rnn_seq_run(cg_kernel_ctx *k, rnn_seq *s)
+{
+    if (s->chunks < 2 || s->len < 1) {
+        for (int64_t step = 0; step < s->len; step++)
+            for (int ph = 0; ph < s->phases; ph++)
+                rnn_seq_range(s, step, ph, 0, s->c->H, s->tiles);
+        return;
+    }
+    atomic_store_explicit(&s->claim, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+    cg_kernel_parallel(k, rnn_seq_task, s);
 }
 
 static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor *X,
@@ -344,16 +542,32 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
     const float *h0 = H0 ? H0->data : NULL, *c0 = C0 ? C0->data : NULL;
     if (GH > INT32_MAX || c->I > INT32_MAX)
         return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
+    const int threads = cg_kernel_threads(k);
+    const int64_t tile_n = ops->gemv.ukr ? ops->gemv.nr : 1;
+    rnn_seq s = {
+        .ops = ops,
+        .c = c,
+        .tile_n = tile_n,
+        .chunks = rnn_seq_chunks(ops, c, threads),
+        .align = tile_n,
+        .phases = rnn_seq_phases(c),
+    };
     float *xw = cg_nn_scratch(k, rows * GH, sizeof(float));
-    float *hr = cg_nn_scratch(k, GH, sizeof(float)), *h = cg_nn_scratch(k, H, sizeof(float));
-    float *cell = cg_nn_scratch(k, H, sizeof(float)), *tmp = cg_nn_scratch(k, H, sizeof(float));
-    float *cand = cg_nn_scratch(k, H, sizeof(float));
+    s.hr = cg_nn_scratch(k, GH, sizeof(float));
+    s.h[0] = cg_nn_scratch(k, H, sizeof(float));
+    s.h[1] = cg_nn_scratch(k, H, sizeof(float));
+    s.cell = cg_nn_scratch(k, H, sizeof(float));
+    s.tmp = cg_nn_scratch(k, H, sizeof(float));
+    s.cand = cg_nn_scratch(k, H, sizeof(float));
     int64_t *off = cg_nn_scratch(k, H, sizeof(int64_t));
-    float *tile = cg_nn_scratch(k, ops->gemv.ukr ? ops->gemv.nr : 1, sizeof(float));
-    if (!xw || !hr || !h || !cell || !tmp || !cand || !off || !tile)
+    s.tiles = cg_nn_scratch(k, (int64_t)threads * tile_n, sizeof(float));
+    if (!xw || !s.hr || !s.h[0] || !s.h[1] || !s.cell || !s.tmp || !s.cand || !off || !s.tiles)
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     for (int64_t q = 0; q < H; q++)
         off[q] = q;
+    s.off = off;
+    s.xw = xw;
+    s.y = y;
     int64_t rec, hrows;
     rnn_rec_rows(c->kind, c->lbr, H, &rec, &hrows);
     size_t per = 0;
@@ -361,7 +575,6 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
     if (ops->gemv.ukr && !(packs = rnn_packs(k, &ops->gemv, R, c->dirs, H, rec, hrows, &per)))
         return cg_kernel_fail(k, CG_NOMEM, "out of memory packing R");
     for (int64_t d = 0; d < c->dirs; d++) {
-        bool rev = c->reverse_only || d == 1;
         const float *wd = w + d * GH * c->I, *rd = r + d * GH * H;
         const float *pk = packs ? packs + (size_t)d * per : NULL;
         rnn_rec rr, rr_h;
@@ -369,8 +582,13 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
         rnn_rec_init(ops, rd + 2 * H * H, pk ? pk + cg_pg_packed_floats(&ops->gemv, rec, H) : NULL,
                      hrows, H, &rr_h);
         const float *wb = bias ? bias + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
-        const float *pd = p ? p + d * 3 * H : NULL;
-        const rnn_act *act = c->acts[d];
+        s.rr = &rr;
+        s.rr_h = &rr_h;
+        s.rb = c->lbr ? rb : NULL;
+        s.pd = p ? p + d * 3 * H : NULL;
+        s.act = c->acts[d];
+        s.d = d;
+        s.rev = c->reverse_only || d == 1;
         /* rows of X in memory order: (t, b) for layout 0, (b, t) for 1 */
         if (!cg_nn_sgemm(false, true, rows, GH, c->I, 1.0f, x, c->I, wd, c->I, 0.0f, xw, GH))
             return cg_kernel_fail(k, CG_UNSUPPORTED, "matrix dimensions exceed the BLAS int range");
@@ -390,73 +608,15 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
             }
             int64_t hoff = c->layout ? (b * c->dirs + d) * H : (d * c->B + b) * H;
             for (int64_t j = 0; j < H; j++) {
-                h[j] = h0 ? h0[hoff + j] : 0.0f;
-                cell[j] = c0 ? c0[hoff + j] : 0.0f;
+                s.h[0][j] = h0 ? h0[hoff + j] : 0.0f;
+                s.cell[j] = c0 ? c0[hoff + j] : 0.0f;
             }
-            for (int64_t s = 0; s < len; s++) {
-                int64_t t = rev ? len - 1 - s : s;
-                float *g = xw + (c->layout ? b * c->S + t : t * c->B + b) * GH;
-                rnn_rec_run(&rr, off, h, hr, tile);
-                if (c->kind == RNN_PLAIN) {
-                    for (int64_t j = 0; j < H; j++)
-                        cand[j] = g[j] + hr[j];
-                    rnn_act_f32(ops, c, &act[0], cand, H);
-                    memcpy(h, cand, (size_t)H * sizeof(float));
-                } else if (c->kind == RNN_GRU) {
-                    for (int64_t j = 0; j < 2 * H; j++)
-                        hr[j] += g[j]; /* z, r pre-activations */
-                    rnn_act_f32(ops, c, &act[0], hr, 2 * H);
-                    const float *z = hr, *rg = hr + H;
-                    if (c->lbr) {
-                        rnn_rec_run(&rr_h, off, h, cand, tile);
-                        for (int64_t j = 0; j < H; j++)
-                            cand[j] = g[2 * H + j] + rg[j] * (cand[j] + (rb ? rb[2 * H + j] : 0.0f));
-                    } else {
-                        for (int64_t j = 0; j < H; j++)
-                            tmp[j] = rg[j] * h[j];
-                        rnn_rec_run(&rr_h, off, tmp, cand, tile);
-                        for (int64_t j = 0; j < H; j++)
-                            cand[j] += g[2 * H + j];
-                    }
-                    rnn_act_f32(ops, c, &act[1], cand, H);
-                    for (int64_t j = 0; j < H; j++)
-                        h[j] = (1.0f - z[j]) * cand[j] + z[j] * h[j];
-                } else {
-                    /* gates i, o, f, c; peepholes on i and f read the old cell,
-                     * on o the new one */
-                    for (int64_t j = 0; j < GH; j++)
-                        hr[j] += g[j];
-                    float *ig = hr, *og = hr + H, *fg = hr + 2 * H, *cg = hr + 3 * H;
-                    if (pd)
-                        for (int64_t j = 0; j < H; j++) {
-                            ig[j] += pd[j] * cell[j];
-                            fg[j] += pd[2 * H + j] * cell[j];
-                        }
-                    rnn_act_f32(ops, c, &act[0], ig, H);
-                    if (c->input_forget)
-                        for (int64_t j = 0; j < H; j++)
-                            fg[j] = 1.0f - ig[j];
-                    else
-                        rnn_act_f32(ops, c, &act[0], fg, H);
-                    rnn_act_f32(ops, c, &act[1], cg, H);
-                    for (int64_t j = 0; j < H; j++)
-                        cell[j] = fg[j] * cell[j] + ig[j] * cg[j];
-                    if (pd)
-                        for (int64_t j = 0; j < H; j++)
-                            og[j] += pd[H + j] * cell[j];
-                    rnn_act_f32(ops, c, &act[0], og, H);
-                    memcpy(tmp, cell, (size_t)H * sizeof(float));
-                    rnn_act_f32(ops, c, &act[2], tmp, H);
-                    for (int64_t j = 0; j < H; j++)
-                        h[j] = og[j] * tmp[j];
-                }
-                float *yt = y + (c->layout ? (b * c->S + t) * c->dirs + d
-                                           : (t * c->dirs + d) * c->B + b) * H;
-                memcpy(yt, h, (size_t)H * sizeof(float));
-            }
-            memcpy(yh + hoff, h, (size_t)H * sizeof(float));
+            s.b = b;
+            s.len = len;
+            rnn_seq_run(k, &s);
+            memcpy(yh + hoff, s.h[len & 1], (size_t)H * sizeof(float));
             if (c->kind == RNN_LSTM)
-                memcpy(yc + hoff, cell, (size_t)H * sizeof(float));
+                memcpy(yc + hoff, s.cell, (size_t)H * sizeof(float));
         }
     }
     return CG_OK;
