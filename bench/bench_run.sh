@@ -9,7 +9,10 @@
 #   cg ms        median of N warm cg_runtime_run calls in one process after
 #                the first run (`convgate run --repeat N --json`:
 #                timing.median_ms); load, set-up and the first run excluded,
-#                as for ORT.
+#                as for ORT. N is --runs, or more for a model whose runs
+#                are short: enough for --min-ms of warm runs (a calibration
+#                run of convgate per model and thread count sets it, at
+#                most 2000), the same N for both runtimes.
 #   ort ms       median of N session.run calls in one process after one
 #                warm-up run (bench/ort_session.js --run).
 #   cg/ort       cg ms / ort ms.
@@ -45,7 +48,12 @@
 # over the libonnx-testdata suites.  The machine's load average is printed
 # before and after: on a shared machine, run it when the load is low.
 #
-#   bench/bench_run.sh [--zoo DIR] [--runs N] [--rounds R] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
+#   bench/bench_run.sh [--zoo DIR] [--runs N] [--min-ms MS] [--rounds R] [--threads "1 2"] [--no-gate] [--no-conformance] CONVGATE [MODEL...]
+#
+# --min-ms MS (default 250): a model's runs per process cover at least MS
+# ms (N above). Ten runs of a 1 ms model are 10 ms of measurement, and this
+# host's speed moves within seconds (mobilenet_v3_small, ten runs after a
+# 1 s pause, four processes: medians 1.39-2.03 ms; 200 runs: 1.37-1.41).
 #
 # --rounds R (default 1) makes R passes over the models per thread count,
 # each running convgate then ORT on every model, and reports the median of
@@ -61,21 +69,23 @@ set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 zoo="${CG_ZOO:-$repo/zoo}"
 runs=20
+min_ms=250
 rounds=1
 thread_counts="1 2"
 want_conformance=1
 want_gate=1
 testdata="${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
-usage() { sed -n '46p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '51p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
         --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
+        --min-ms) min_ms="${2:?--min-ms needs a number}"; shift 2 ;;
         --rounds) rounds="${2:?--rounds needs a number}"; shift 2 ;;
         --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
         --no-gate) want_gate=0; shift ;;
-        -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,66p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -84,6 +94,7 @@ done
 convgate="$1"; shift
 case "$runs" in ''|*[!0-9]*|0) echo "bench_run: --runs wants a positive integer" >&2; exit 2 ;; esac
 case "$rounds" in ''|*[!0-9]*|0) echo "bench_run: --rounds wants a positive integer" >&2; exit 2 ;; esac
+case "$min_ms" in ''|*[!0-9]*) echo "bench_run: --min-ms wants a whole number of ms" >&2; exit 2 ;; esac
 for t in $thread_counts; do
     case "$t" in ''|*[!0-9]*|0) echo "bench_run: --threads wants positive integers" >&2; exit 2 ;; esac
 done
@@ -144,7 +155,7 @@ median() {
 }
 
 echo "convgate: $("$convgate" --version 2>/dev/null | head -n 1); $(nproc) CPUs; $(uptime | sed 's/.*load average/load average/') (before)"
-echo "runs: median of $runs warm runs per model, runtime and thread count; $rounds pass(es) over the models, the median pass reported"
+echo "runs: median of $runs warm runs per model, runtime and thread count, or more where $runs take under $min_ms ms (column N); $rounds pass(es) over the models, the median pass reported"
 
 # per thread count: "name group ratio" lines for the summary
 . "$(dirname "$0")/progress.sh"
@@ -154,8 +165,8 @@ for t in $thread_counts; do
     echo
     echo "## $t thread(s)"
     echo
-    echo "| model | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| model | N | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     # --rounds R: R passes over the models, each running convgate then ORT on
     # every model; a figure is the median of its R per-pass values, so the
     # passes of one model lie minutes apart and a slow spell of the machine
@@ -182,9 +193,22 @@ for t in $thread_counts; do
                 n="$(basename "$f" .npy)"
                 feeds+=(-i "$n=$f"); ort_feeds+=(--input "$n=$f")
             done
+            # N: enough warm runs for --min-ms, from a short calibration run
+            if [ ! -f "$work/runs.$t.$name" ]; then
+                n_runs=$runs
+                if "$convgate" run "$path" "${feeds[@]}" --threads "$t" --repeat 3 --json \
+                       >"$work/cal.json" 2>/dev/null; then
+                    n_runs=$(awk -v r="$runs" -v ms="$min_ms" \
+                                 -v m="$(json result timing median_ms <"$work/cal.json")" 'BEGIN {
+                        n = (m > 0) ? int(ms / m) + 1 : r; if (n < r) n = r; if (n > 2000) n = 2000
+                        if (r > n) n = r; print n }')
+                fi
+                echo "$n_runs" > "$work/runs.$t.$name"
+            fi
+            n_runs=$(cat "$work/runs.$t.$name")
             wake_cpus "$t"
             if /usr/bin/time -f '%M' -o "$work/rss" "$convgate" run "$path" "${feeds[@]}" \
-                    --threads "$t" --repeat "$runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
+                    --threads "$t" --repeat "$n_runs" --json >"$work/cg.json" 2>"$work/cg.err"; then
                 echo "$(json result timing median_ms <"$work/cg.json")" \
                      "$(json result timing first_ms <"$work/cg.json")" \
                      "$(json result timing cpu_median_ms <"$work/cg.json")" \
@@ -196,7 +220,7 @@ for t in $thread_counts; do
                 bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
             fi
             wake_cpus "$t"
-            if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$runs" --threads "$t" \
+            if line=$(node "$repo/bench/ort_session.js" --run --json --runs "$n_runs" --threads "$t" \
                            "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
                 echo "$(json run_ms <<< "$line") $(json create_ms <<< "$line") $(json cpu_ms <<< "$line")" \
                      "$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')" \
@@ -214,11 +238,12 @@ for t in $thread_counts; do
         name="$(basename "$m" .onnx)"
         row() { bench_progress_clear; echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
-            row "missing | - | - | - | - | - | - | - | - | -"; continue
+            row "- | missing | - | - | - | - | - | - | - | - | -"; continue
         fi
         if [ -f "$work/noin.$name" ]; then
-            row "fail | - | - | - | - | - | - | - | - | -"; continue
+            row "- | fail | - | - | - | - | - | - | - | - | -"; continue
         fi
+        n_runs=$(cat "$work/runs.$t.$name" 2>/dev/null || echo "$runs")
         feeds=()
         for f in "$work/in/$name/in/"*.npy; do
             feeds+=(-i "$(basename "$f" .npy)=$f")
@@ -244,7 +269,7 @@ for t in $thread_counts; do
         if [ "$(cat "$work/xnn.$name")" = full ] && [ "$ort_run" != - ]; then
             wake_cpus "$t"
             if "$convgate" run "$path" "${feeds[@]}" --target xnnpack --threads "$t" \
-                   --repeat "$runs" --json >"$work/xnn.json" 2>"$work/xnn.err"; then
+                   --repeat "$n_runs" --json >"$work/xnn.json" 2>"$work/xnn.err"; then
                 echo "$name $(json result timing median_ms <"$work/xnn.json") $ort_run" \
                      "$(json result timing cpu_median_ms <"$work/xnn.json") $ort_cpu" >> "$work/xnnrows.$t"
             else
@@ -261,7 +286,7 @@ for t in $thread_counts; do
         if [ "$cg_run" != - ]; then
             first_ratio=$(awk -v f="$cg_first" -v c="$cg_run" 'BEGIN {print f / c}')
         fi
-        row "$(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cpu_ratio") | $(fmt "$cg_first") |" \
+        row "$n_runs | $(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cpu_ratio") | $(fmt "$cg_first") |" \
             "$(fmt "$first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
     done
 done
