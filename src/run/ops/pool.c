@@ -12,12 +12,19 @@
 
 #include "run/ops/kernels.h"
 #include "run/ops/nn_common.h"
+#include "run/ops/simd.h"
 
 typedef enum pool_mode { POOL_MAX, POOL_AVG, POOL_LP } pool_mode;
 
 /* outputs between two looks at the time limit: a multiple of the 8-wide
  * blocks, and rare enough that the clock read costs nothing measurable */
 #define POOL_CHECK_EVERY 64
+
+/* cg_simd_ops.pool_s2 (float32 only; NULL for the float64 bodies) */
+typedef int64_t (*pool_s2_fn)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
+                              bool max);
+/* cg_simd_ops.pool_fold, likewise */
+typedef void (*pool_fold_fn)(float *v, const float *r, int64_t n, bool max);
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -88,6 +95,8 @@ typedef struct pool2d_job {
     bool include_pad;
     float *rows; /* row_n floats per thread */
     bool vec;
+    pool_s2_fn s2;
+    pool_fold_fn fold;
     const cg_kernel_ctx *k;
 } pool2d_job;
 
@@ -98,7 +107,7 @@ static void pool2d_task(void *arg, int t, int n)
     cg_kernel_share(j->planes, 1, t, n, &lo, &hi);
     if (lo < hi)
         pool2d_f32(j->x + lo * j->in_n, j->y + lo * j->out_n, hi - lo, j->w, j->mode,
-                   j->include_pad, j->rows + (int64_t)t * j->row_n, j->vec, j->k);
+                   j->include_pad, j->rows + (int64_t)t * j->row_n, j->vec, j->s2, j->fold, j->k);
 }
 
 static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
@@ -164,7 +173,7 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             if ((st = cg_kernel_check_time(k)) != CG_OK)
                 return st;
             if (two_d)
-                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, false,
+                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, false, NULL, NULL,
                            k);
             else
                 poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
@@ -193,7 +202,9 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
          * reports it */
         pool2d_job job = {.x = xf, .y = yf, .planes = planes, .in_n = in_n, .out_n = out_n,
                           .row_n = row_n, .w = &w, .mode = mode, .include_pad = include_pad,
-                          .rows = vrow, .vec = cg_kernel_simd(k) != CG_SIMD_PORTABLE, .k = k};
+                          .rows = vrow, .vec = cg_kernel_simd(k) != CG_SIMD_PORTABLE,
+                          .s2 = cg_simd_ops_get(cg_kernel_simd(k))->pool_s2,
+                          .fold = cg_simd_ops_get(cg_kernel_simd(k))->pool_fold, .k = k};
         cg_kernel_parallel_work(k, (double)taps, pool2d_task, &job);
     }
     for (int64_t pl = 0; pl < planes && !two_d; pl++) {

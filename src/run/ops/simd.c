@@ -313,6 +313,8 @@ static const cg_simd_ops portable = {
     cg_simd_f32_to_fp16_c,
     cg_simd_quantize_u8_c,
     cg_simd_dw_plane_c,
+    NULL,
+    NULL,
     cg_simd_tile_store_c,
     {{4, 8, cg_pg_ukr_c}},
     1,

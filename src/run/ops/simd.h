@@ -103,6 +103,15 @@ typedef struct cg_simd_ops {
     void (*dw_plane)(float *y, const float *xp, int64_t pitch, const float *w, int64_t kh_n,
                      int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh, int64_t sw,
                      int64_t dh, int64_t dw, float bias);
+    /* Stride-2 pooling of one row: out[t] for t < n over the taps v[2t + kw * dw], kw < kw_n, in
+     * tap order: max as e > acc ? e : acc, or the sum. Reads v up to one
+     * element past the last tap. Writes whole vectors of outputs and
+     * returns how many (n rounded down). NULL at the portable level. */
+    int64_t (*pool_s2)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
+                       bool max);
+    /* v[i] = v[i] < r[i] ? r[i] : v[i] (max) or v[i] + r[i], i < n: pooling's
+     * rows folded into one. NULL at the portable level. */
+    void (*pool_fold)(float *v, const float *r, int64_t n, bool max);
     /* The convolution GEMM's store: tile c holds np positions of nc
      * channels (c[i*ld + j]); y[j*plane + i] = c[i*ld + j] + (bias ?
      * bias[j] : 0) for i < np, j < nc (a transpose, in 8 x 8 blocks on the
