@@ -179,6 +179,99 @@ static void test_depthwise_wide(void)
     }
 }
 
+/* The float64 depthwise interior at the vector levels (simd.h, dw_row_f64,
+ * whole vectors then the narrower level's): every level gives the portable
+ * level's bits (the scalar loops), and those match a naive convolution.
+ * Widths from under one AVX2 vector to several AVX-512 blocks, strides 1
+ * to 3 (3: scalar at every level), pads 0-2, dilation 2, 3x3 and 5x5. */
+static void test_depthwise_f64_levels(void)
+{
+    const int64_t cfg[][5] = {/* width, k, stride, pad, dilation */
+                              {7, 3, 1, 1, 1},  {12, 3, 1, 0, 1}, {45, 3, 1, 1, 1},
+                              {70, 5, 1, 2, 1}, {61, 3, 2, 0, 1}, {61, 3, 2, 1, 1},
+                              {29, 5, 2, 2, 1}, {16, 3, 2, 1, 1}, {40, 3, 1, 2, 2},
+                              {50, 3, 2, 2, 2}, {33, 3, 3, 1, 1}};
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    const cg_simd best = cg_simd_resolve(CG_SIMD_AUTO);
+    int compared = 0;
+    for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+        int64_t wdt = cfg[t][0], k = cfg[t][1], s = cfg[t][2], p = cfg[t][3], dl = cfg[t][4];
+        int64_t xd[4] = {1, 3, 6, wdt}, wd[4] = {3, 1, k, k}, bd[1] = {3};
+        static int64_t ks[2], st[2], pads[4], dils[2];
+        ks[0] = ks[1] = k;
+        st[0] = st[1] = s;
+        dils[0] = dils[1] = dl;
+        pads[0] = pads[1] = pads[2] = pads[3] = p;
+        test_case c = {"Conv", 13, 3, 1,
+                       {tensor(CG_DTYPE_DOUBLE, 4, xd, NULL, 40 + t),
+                        tensor(CG_DTYPE_DOUBLE, 4, wd, NULL, 50 + t),
+                        tensor(CG_DTYPE_DOUBLE, 1, bd, NULL, 60 + t)},
+                       {{0}}, 5, NULL, 0};
+        c.attrs[0] = attr_int("group", 3);
+        c.attrs[1] = attr_ints("kernel_shape", ks, 2);
+        c.attrs[2] = attr_ints("strides", st, 2);
+        c.attrs[3] = attr_ints("pads", pads, 4);
+        c.attrs[4] = attr_ints("dilations", dils, 2);
+        int64_t ext = (k - 1) * dl + 1;
+        int64_t oh = (6 + 2 * p - ext) / s + 1, ow = (wdt + 2 * p - ext) / s + 1, n = 3 * oh * ow;
+        char what[80];
+        snprintf(what, sizeof what, "float64 depthwise %lldx%lld s%lld p%lld d%lld on width %lld",
+                 (long long)k, (long long)k, (long long)s, (long long)p, (long long)dl,
+                 (long long)wdt);
+        double *ref = NULL;
+        for (int li = 0; li < 3 && levels[li] <= best; li++) {
+            cg_runtime_options opt;
+            cg_runtime_options_default(&opt);
+            opt.simd = levels[li];
+            cg_named_value *outs = NULL;
+            size_t nouts = 0;
+            cg_error err;
+            cg_status rs = test_case_run_with(&c, &opt, 2, &outs, &nouts, &err);
+            EXPECT(rs == CG_OK, "%s at %s: %s", what, cg_simd_name(levels[li]), err.msg);
+            if (rs != CG_OK)
+                continue;
+            const cg_tensor *y = &outs[0].value->tensor;
+            EXPECT(y->dtype == CG_DTYPE_DOUBLE && y->numel == n, "%s: %lld values, expected %lld",
+                   what, (long long)y->numel, (long long)n);
+            if (y->dtype == CG_DTYPE_DOUBLE && y->numel == n) {
+                if (!ref) {
+                    ref = malloc(sizeof(double) * (size_t)n);
+                    if (!ref)
+                        test_fatal("out of memory");
+                    memcpy(ref, y->data, sizeof(double) * (size_t)n);
+                    /* the portable level against a naive convolution */
+                    const double *xv = c.in[0]->data, *wv = c.in[1]->data, *bv = c.in[2]->data;
+                    double worst = 0;
+                    for (int64_t ch = 0; ch < 3; ch++)
+                        for (int64_t i = 0; i < oh; i++)
+                            for (int64_t j = 0; j < ow; j++) {
+                                double acc = bv[ch];
+                                for (int64_t a = 0; a < k; a++)
+                                    for (int64_t b = 0; b < k; b++) {
+                                        int64_t r = i * s - p + a * dl, q = j * s - p + b * dl;
+                                        if (r >= 0 && r < 6 && q >= 0 && q < wdt)
+                                            acc += wv[(ch * k + a) * k + b] *
+                                                   xv[(ch * 6 + r) * wdt + q];
+                                    }
+                                worst = fmax(worst, fabs(acc - ref[(ch * oh + i) * ow + j]));
+                            }
+                    EXPECT(worst < 1e-12, "%s: %g from a naive convolution", what, worst);
+                } else {
+                    EXPECT(memcmp(ref, y->data, sizeof(double) * (size_t)n) == 0,
+                           "%s: %s gives other bits than the portable level", what,
+                           cg_simd_name(levels[li]));
+                    compared++;
+                }
+            }
+            cg_runtime_free_outputs(outs, nouts);
+        }
+        free(ref);
+        test_case_free(&c);
+    }
+    EXPECT(best < CG_SIMD_AVX2 || compared >= 11, "only %d float64 depthwise cases compared",
+           compared);
+}
+
 /* Naive 2-D pooling with ONNX semantics (pads begin = end = p). */
 static void ref_pool(const cg_tensor *x, bool max, bool include_pad, int64_t k, int64_t s,
                      int64_t p, int64_t oh, int64_t ow, double *y)
@@ -403,6 +496,7 @@ int main(void)
     test_conv_errors();
     test_other_errors();
     test_depthwise_wide();
+    test_depthwise_f64_levels();
     test_pool_wide();
     test_pool_huge_window();
     test_pool_stride2_levels();

@@ -70,6 +70,14 @@ static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t
     return true;
 }
 
+/* cg_simd_ops.dw_row_f64: the float64 body's depthwise interior at the
+ * vector level (CONV_DW_ROW; the other bodies take no such parameter) */
+typedef int64_t (*dw_row_f64_fn)(double *y, const double *const *rows, const double *w,
+                                 int64_t kh_n, int64_t kw_n, int64_t off, int64_t dw, int64_t sw,
+                                 int64_t n, double bias);
+#define CONV_DW_PARAM
+#define CONV_DW_ARG
+
 #define CT float
 #define CONV_FN(x) x##_f32
 #define CONV_GEMM cg_nn_sgemm
@@ -80,6 +88,11 @@ static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t
 #undef CONV_FN
 #undef CONV_GEMM
 
+#undef CONV_DW_PARAM
+#undef CONV_DW_ARG
+#define CONV_DW_ROW
+#define CONV_DW_PARAM , dw_row_f64_fn dwr
+#define CONV_DW_ARG , dwr
 #define CT double
 #define CONV_FN(x) x##_f64
 #define CONV_GEMM cg_nn_dgemm
@@ -87,6 +100,11 @@ static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t
 #undef CT
 #undef CONV_FN
 #undef CONV_GEMM
+#undef CONV_DW_ROW
+#undef CONV_DW_PARAM
+#undef CONV_DW_ARG
+#define CONV_DW_PARAM
+#define CONV_DW_ARG
 
 #define CT int32_t
 #define CONV_FN(x) x##_i32
@@ -1206,7 +1224,8 @@ static cg_status conv_float(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
         ok = transpose ? convt_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
                                        &g->w, col)
                        : conv_run_f64(x->data, wt->data, bd, y->data, g->n, g->c, g->m, g->group,
-                                      &g->w, col);
+                                      &g->w, col,
+                                      cg_simd_ops_get(cg_kernel_simd(k))->dw_row_f64);
     } else {
         /* one input channel per group: the plane kernel when each makes a
          * few outputs (depthwise); a GEMM over the group's outputs when it

@@ -315,6 +315,7 @@ static const cg_simd_ops portable = {
     cg_simd_dw_plane_c,
     NULL,
     NULL,
+    NULL,
     cg_simd_tile_store_c,
     {{4, 8, cg_pg_ukr_c}},
     1,

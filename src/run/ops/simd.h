@@ -112,6 +112,17 @@ typedef struct cg_simd_ops {
     /* v[i] = v[i] < r[i] ? r[i] : v[i] (max) or v[i] + r[i], i < n: pooling's
      * rows folded into one. NULL at the portable level. */
     void (*pool_fold)(float *v, const float *r, int64_t n, bool max);
+    /* The float64 depthwise convolution's interior, n outputs of one row:
+     * y[t] = bias + w[kh * kw_n + kw] * rows[kh][off + t * sw + kw * dw]
+     * summed over kh (rows[kh] NULL: skipped) then kw, in that order, each
+     * product rounded before it is added (no fused multiply-add): the bits
+     * of conv_impl.inc's scalar loops. sw 1 or 2 (else nothing is done;
+     * at 2 it reads one element past the last output's last tap); whole
+     * vectors only: returns how many outputs it wrote. NULL at the
+     * portable level. */
+    int64_t (*dw_row_f64)(double *y, const double *const *rows, const double *w, int64_t kh_n,
+                          int64_t kw_n, int64_t off, int64_t dw, int64_t sw, int64_t n,
+                          double bias);
     /* The convolution GEMM's store: tile c holds np positions of nc
      * channels (c[i*ld + j]); y[j*plane + i] = c[i*ld + j] + (bias ?
      * bias[j] : 0) for i < np, j < nc (a transpose, in 8 x 8 blocks on the

@@ -135,6 +135,10 @@ typedef __m256d vd;
 #define vdset1(x) _mm256_set1_pd(x)
 #define vdzero() _mm256_setzero_pd()
 #define vdfmadd(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define vdadd(a, b) _mm256_add_pd(a, b)
+#define vdmul(a, b) _mm256_mul_pd(a, b)
+/* The even lanes of a then b: a0 a2 b0 b2. */
+#define vdeven(a, b) _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), 0xD8)
 #define UK_F64
 #define UK_NAME dgemm_ukr_3x16_avx2
 #define UK_MR 3
@@ -175,6 +179,9 @@ typedef __m256d vd;
 #undef vdset1
 #undef vdzero
 #undef vdfmadd
+#undef vdadd
+#undef vdmul
+#undef vdeven
 #undef SX_PW_MR
 #undef SX_PW_NV
 #undef vtail
@@ -334,6 +341,10 @@ typedef __m512d vd8;
 #define vdset1(x) _mm512_set1_pd(x)
 #define vdzero() _mm512_setzero_pd()
 #define vdfmadd(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define vdadd(a, b) _mm512_add_pd(a, b)
+#define vdmul(a, b) _mm512_mul_pd(a, b)
+#define vdeven(a, b) \
+    _mm512_permutex2var_pd(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b)
 #define UK_F64
 #define UK_NAME dgemm_ukr_6x32_avx512
 #define UK_MR 6
@@ -365,10 +376,12 @@ typedef __m512d vd8;
  * 16 of which 9 are wasted (the sums are lane by lane: the same bits) */
 #define SX_DW_NARROW dw_plane_avx2
 #define SX_DW_NARROW_W 8
+#define SX_DW_NARROW_F64 dw_row_f64_avx2
 
 #include "run/ops/simd_x86.inc"
 #undef SX_DW_NARROW
 #undef SX_DW_NARROW_W
+#undef SX_DW_NARROW_F64
 
 const cg_simd_ops *cg_simd_ops_avx2(void) { return &table_avx2; }
 const cg_simd_ops *cg_simd_ops_avx512(void) { return &table_avx512; }
