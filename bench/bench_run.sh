@@ -20,11 +20,13 @@
 #                (convgate's timing.cpu_median_ms, ORT's cpu_ms): on a
 #                machine shared with other work it moves less than wall
 #                time; at one thread it is the latency of a quiet machine.
-#   1st ms       convgate's first run (the memory plan, the first touches of
-#                the weights, weights packed for the convolution GEMM);
-#                1st/warm is 1st ms / cg ms. Each timed process (convgate's
-#                and ORT's) starts right after 0.2 s of busy CPU on as many
-#                cores as it uses (wake_cpus below).
+#   1st ms       convgate's first run (the run that records the memory plan:
+#                the first touches of its values, of scratch and of the
+#                weights read in place); 1st/warm is 1st ms / cg ms, and ort
+#                1st/warm the same for ORT's first session.run (its warm-up
+#                run). Each timed process (convgate's and ORT's) starts
+#                right after 0.2 s of busy CPU on as many cores as it uses
+#                (wake_cpus below).
 #   load+plan    convgate's model load plus runtime set-up (timing.load_ms +
 #                init_ms), and ORT's session creation (create_ms).
 #   RSS MiB      peak RSS of the convgate process (GNU time) and of the node
@@ -75,7 +77,7 @@ thread_counts="1 2"
 want_conformance=1
 want_gate=1
 testdata="${CG_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
-usage() { sed -n '51p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '53p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --zoo) zoo="${2:?--zoo needs a directory}"; shift 2 ;;
@@ -85,7 +87,7 @@ while [ $# -gt 0 ]; do
         --threads) thread_counts="${2:?--threads needs a list}"; shift 2 ;;
         --no-conformance) want_conformance=0; shift ;;
         --no-gate) want_gate=0; shift ;;
-        -h|--help) sed -n '2,66p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,68p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_run: unknown option $1" >&2; usage ;;
         *) break ;;
     esac
@@ -165,8 +167,8 @@ for t in $thread_counts; do
     echo
     echo "## $t thread(s)"
     echo
-    echo "| model | N | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| model | N | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | ort 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     # --rounds R: R passes over the models, each running convgate then ORT on
     # every model; a figure is the median of its R per-pass values, so the
     # passes of one model lie minutes apart and a slow spell of the machine
@@ -224,7 +226,7 @@ for t in $thread_counts; do
                            "${ort_feeds[@]}" "$path" 2>"$work/ort.err"); then
                 echo "$(json run_ms <<< "$line") $(json create_ms <<< "$line") $(json cpu_ms <<< "$line")" \
                      "$(awk -v k="$(json peak_rss_kb <<< "$line")" 'BEGIN {printf "%.1f", k / 1024}')" \
-                     >> "$work/ort.$t.$name"
+                     "$(json first_ms <<< "$line")" >> "$work/ort.$t.$name"
             else
                 bench_progress_clear; echo "$name: onnxruntime: $(tail -n 1 "$work/ort.err")" >&2
             fi
@@ -238,10 +240,10 @@ for t in $thread_counts; do
         name="$(basename "$m" .onnx)"
         row() { bench_progress_clear; echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
-            row "- | missing | - | - | - | - | - | - | - | - | -"; continue
+            row "- | missing | - | - | - | - | - | - | - | - | - | -"; continue
         fi
         if [ -f "$work/noin.$name" ]; then
-            row "- | fail | - | - | - | - | - | - | - | - | -"; continue
+            row "- | fail | - | - | - | - | - | - | - | - | - | -"; continue
         fi
         n_runs=$(cat "$work/runs.$t.$name" 2>/dev/null || echo "$runs")
         feeds=()
@@ -254,6 +256,7 @@ for t in $thread_counts; do
         cg_rss=$(fmt1 "$(median $(col "$cgf" 5))")
         ort_run=$(median $(col "$ortf" 1)); ort_create=$(median $(col "$ortf" 2))
         ort_cpu=$(median $(col "$ortf" 3)); ort_rss=$(fmt1 "$(median $(col "$ortf" 4))")
+        ort_first=$(median $(col "$ortf" 5))
 
         # the xnnpack target path, where the target covers the whole model
         if [ ! -f "$work/xnn.$name" ]; then
@@ -277,7 +280,7 @@ for t in $thread_counts; do
             fi
         fi
 
-        ratio=-; first_ratio=-; cpu_ratio=-
+        ratio=-; first_ratio=-; cpu_ratio=-; ort_first_ratio=-
         if [ "$cg_run" != - ] && [ "$ort_run" != - ]; then
             ratio=$(awk -v c="$cg_run" -v o="$ort_run" 'BEGIN {print c / o}')
             cpu_ratio=$(awk -v c="$cg_cpu" -v o="$ort_cpu" 'BEGIN {print (o > 0 ? c / o : 0)}')
@@ -286,8 +289,11 @@ for t in $thread_counts; do
         if [ "$cg_run" != - ]; then
             first_ratio=$(awk -v f="$cg_first" -v c="$cg_run" 'BEGIN {print f / c}')
         fi
+        if [ "$ort_run" != - ] && [ "$ort_first" != - ]; then
+            ort_first_ratio=$(awk -v f="$ort_first" -v c="$ort_run" 'BEGIN {print f / c}')
+        fi
         row "$n_runs | $(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cpu_ratio") | $(fmt "$cg_first") |" \
-            "$(fmt "$first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
+            "$(fmt "$first_ratio") | $(fmt "$ort_first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
     done
 done
 
