@@ -202,8 +202,8 @@ for t in $thread_counts; do
                        >"$work/cal.json" 2>/dev/null; then
                     n_runs=$(awk -v r="$runs" -v ms="$min_ms" \
                                  -v m="$(json result timing median_ms <"$work/cal.json")" 'BEGIN {
-                        n = (m > 0) ? int(ms / m) + 1 : r; if (n < r) n = r; if (n > 2000) n = 2000
-                        if (r > n) n = r; print n }')
+                        n = (m > 0) ? int(ms / m) + 1 : r; if (n > 2000) n = 2000
+                        if (n < r) n = r; print n }')
                 fi
                 echo "$n_runs" > "$work/runs.$t.$name"
             fi

@@ -77,13 +77,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
-{
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Claims and runs shares of the current job until none is left. */
 static void run_shares(cg_threadpool *p)
 {
@@ -107,7 +100,7 @@ static bool spin_for_job(cg_threadpool *p, unsigned seen)
     for (unsigned i = 1;; i++) {
         if (atomic_load(&p->gen) != seen || atomic_load(&p->stop))
             return true;
-        cpu_relax();
+        cg_cpu_relax();
         if ((i & 63) == 0) {
             uint64_t t = now_ns();
             if (!start) {
@@ -253,7 +246,7 @@ void cg_threadpool_run(cg_threadpool *p, cg_threadpool_fn fn, void *arg)
     /* wait for the shares the workers claimed: spin, then sleep */
     uint64_t start = 0;
     for (unsigned i = 1; atomic_load(&p->pending) > 0; i++) {
-        cpu_relax();
+        cg_cpu_relax();
         if ((i & 63) != 0)
             continue;
         uint64_t t = now_ns();

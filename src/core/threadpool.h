@@ -46,4 +46,12 @@ void cg_threadpool_set_hot(cg_threadpool *p, bool hot);
 /* The online processors (sysconf), at least 1: the default of --threads 0. */
 int cg_threadpool_cpu_count(void);
 
+/* The spin-wait hint (x86 PAUSE) for a loop waiting on another thread. */
+static inline void cg_cpu_relax(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_ia32_pause();
+#endif
+}
+
 #endif

@@ -75,8 +75,6 @@ static bool gemm_i32(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, int32_t
 typedef int64_t (*dw_row_f64_fn)(double *y, const double *const *rows, const double *w,
                                  int64_t kh_n, int64_t kw_n, int64_t off, int64_t dw, int64_t sw,
                                  int64_t n, double bias);
-#define CONV_DW_PARAM
-#define CONV_DW_ARG
 
 #define CT float
 #define CONV_FN(x) x##_f32
@@ -88,11 +86,7 @@ typedef int64_t (*dw_row_f64_fn)(double *y, const double *const *rows, const dou
 #undef CONV_FN
 #undef CONV_GEMM
 
-#undef CONV_DW_PARAM
-#undef CONV_DW_ARG
 #define CONV_DW_ROW
-#define CONV_DW_PARAM , dw_row_f64_fn dwr
-#define CONV_DW_ARG , dwr
 #define CT double
 #define CONV_FN(x) x##_f64
 #define CONV_GEMM cg_nn_dgemm
@@ -101,10 +95,6 @@ typedef int64_t (*dw_row_f64_fn)(double *y, const double *const *rows, const dou
 #undef CONV_FN
 #undef CONV_GEMM
 #undef CONV_DW_ROW
-#undef CONV_DW_PARAM
-#undef CONV_DW_ARG
-#define CONV_DW_PARAM
-#define CONV_DW_ARG
 
 #define CT int32_t
 #define CONV_FN(x) x##_i32

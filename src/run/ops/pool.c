@@ -94,8 +94,7 @@ typedef struct pool2d_job {
     pool_mode mode;
     bool include_pad;
     float *rows; /* row_n floats per thread */
-    bool vec;
-    pool_s2_fn s2;
+    pool_s2_fn s2; /* NULL at the portable level (pool2d) */
     pool_fold_fn fold;
     const cg_kernel_ctx *k;
 } pool2d_job;
@@ -107,7 +106,7 @@ static void pool2d_task(void *arg, int t, int n)
     cg_kernel_share(j->planes, 1, t, n, &lo, &hi);
     if (lo < hi)
         pool2d_f32(j->x + lo * j->in_n, j->y + lo * j->out_n, hi - lo, j->w, j->mode,
-                   j->include_pad, j->rows + (int64_t)t * j->row_n, j->vec, j->s2, j->fold, j->k);
+                   j->include_pad, j->rows + (int64_t)t * j->row_n, j->s2, j->fold, j->k);
 }
 
 static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
@@ -173,8 +172,8 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
             if ((st = cg_kernel_check_time(k)) != CG_OK)
                 return st;
             if (two_d)
-                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, false, NULL, NULL,
-                           k);
+                pool2d_f64(xd + pl * in_n, yd + pl * out_n, 1, &w, mode, include_pad, vrow, NULL,
+                           NULL, k);
             else
                 poolnd_f64(xd + pl * in_n, yd + pl * out_n, idx ? idx + pl * out_n : NULL, 1, pl,
                            &w, mode, include_pad, p, order == 1, k);
@@ -200,11 +199,10 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
     if (two_d) {
         /* shares check the time limit per output row; the check below
          * reports it */
+        const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
         pool2d_job job = {.x = xf, .y = yf, .planes = planes, .in_n = in_n, .out_n = out_n,
                           .row_n = row_n, .w = &w, .mode = mode, .include_pad = include_pad,
-                          .rows = vrow, .vec = cg_kernel_simd(k) != CG_SIMD_PORTABLE,
-                          .s2 = cg_simd_ops_get(cg_kernel_simd(k))->pool_s2,
-                          .fold = cg_simd_ops_get(cg_kernel_simd(k))->pool_fold, .k = k};
+                          .rows = vrow, .s2 = ops->pool_s2, .fold = ops->pool_fold, .k = k};
         cg_kernel_parallel_work(k, (double)taps, pool2d_task, &job);
     }
     for (int64_t pl = 0; pl < planes && !two_d; pl++) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/threadpool.h"
 #include "run/ops/kernels.h"
 #include "run/ops/misc_common.h"
 #include "run/ops/nn_common.h"
@@ -368,9 +369,9 @@ typedef struct rnn_seq {
     bool rev;
     float *h[2];          /* h of step s in h[s & 1] */
     float *cell, *hr, *cand, *tmp;
-    float *tiles;         /* one tile of nr floats per share */
-    int64_t tile_n;
-    int64_t chunks, align;
+    float *tiles;         /* one tile of tile_n floats per share */
+    int64_t tile_n;       /* the gemv kernel's nr (1 without one): ranges are whole tiles */
+    int64_t chunks;
     int phases;
     atomic_llong claim, done;
 } rnn_seq;
@@ -427,8 +428,10 @@ static void rnn_seq_range(const rnn_seq *s, int64_t step, int phase, int64_t j0,
                 return; /* the h gate reads every unit's r (*) h: phase 1 */
             }
             /* under lbr the h gate's rows were in the product above */
-            for (int64_t j = j0; j < j1; j++)
-                cand[j] = g[2 * H + j] + rg[j] * (hr[2 * H + j] + (s->rb ? s->rb[2 * H + j] : 0.0f));
+            for (int64_t j = j0; j < j1; j++) {
+                float rh = hr[2 * H + j] + (s->rb ? s->rb[2 * H + j] : 0.0f);
+                cand[j] = g[2 * H + j] + rg[j] * rh;
+            }
         } else {
             rnn_rec_rows_run(s->rr_h, j0, n, s->off, tmp, cand + j0, tile);
             for (int64_t j = j0; j < j1; j++)
@@ -472,13 +475,6 @@ static void rnn_seq_range(const rnn_seq *s, int64_t step, int phase, int64_t j0,
     memcpy(yt + j0, hn + j0, (size_t)n * sizeof(float));
 }
 
-static inline void rnn_relax(void)
-{
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_ia32_pause();
-#endif
-}
-
 static void rnn_seq_task(void *arg, int t, int n)
 {
     (void)n;
@@ -492,12 +488,12 @@ static void rnn_seq_task(void *arg, int t, int n)
         long long ph = i / per, need = ph * per;
         for (unsigned spins = 1; atomic_load_explicit(&s->done, memory_order_acquire) < need;
              spins++) {
-            rnn_relax();
+            cg_cpu_relax();
             if ((spins & 1023) == 0)
                 sched_yield(); /* the other claimant was descheduled */
         }
         int64_t j0, j1;
-        cg_kernel_share(s->c->H, s->align, (int)(i % per), (int)per, &j0, &j1);
+        cg_kernel_share(s->c->H, s->tile_n, (int)(i % per), (int)per, &j0, &j1);
         rnn_seq_range(s, ph / s->phases, (int)(ph % s->phases), j0, j1, tile);
         atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
     }
@@ -549,7 +545,6 @@ static cg_status rnn_run_f32(cg_kernel_ctx *k, const rnn_cfg *c, const cg_tensor
         .c = c,
         .tile_n = tile_n,
         .chunks = rnn_seq_chunks(ops, c, threads),
-        .align = tile_n,
         .phases = rnn_seq_phases(c),
     };
     float *xw = cg_nn_scratch(k, rows * GH, sizeof(float));

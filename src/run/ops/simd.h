@@ -103,8 +103,9 @@ typedef struct cg_simd_ops {
     void (*dw_plane)(float *y, const float *xp, int64_t pitch, const float *w, int64_t kh_n,
                      int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh, int64_t sw,
                      int64_t dh, int64_t dw, float bias);
-    /* Stride-2 pooling of one row: out[t] for t < n over the taps v[2t + kw * dw], kw < kw_n, in
-     * tap order: max as e > acc ? e : acc, or the sum. Reads v up to one
+    /* Stride-2 pooling of one row: out[t] for t < n over the taps
+     * v[2t + kw * dw], kw < kw_n, in tap order: max as e > acc ? e : acc,
+     * or the sum. Reads v up to one
      * element past the last tap. Writes whole vectors of outputs and
      * returns how many (n rounded down). NULL at the portable level. */
     int64_t (*pool_s2)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
