@@ -20,9 +20,12 @@
 #                (convgate's timing.cpu_median_ms, ORT's cpu_ms): on a
 #                machine shared with other work it moves less than wall
 #                time; at one thread it is the latency of a quiet machine.
-#   1st ms       convgate's first run (the run that records the memory plan:
-#                the first touches of its values, of scratch and of the
-#                weights read in place); 1st/warm is 1st ms / cg ms, and ort
+#   1st ms       convgate's first run: the first touches of scratch and of
+#                the weights read in place, and of its values where the
+#                memory plan is made by that run (plan "1st run": set-up
+#                could not follow every value's size from the input shapes)
+#                rather than at set-up (plan "set-up": src/run/predict.c,
+#                the arena's pages touched in load+plan); 1st/warm is 1st ms / cg ms, and ort
 #                1st/warm the same for ORT's first session.run (its warm-up
 #                run). Each timed process (convgate's and ORT's) starts
 #                right after 0.2 s of busy CPU on as many cores as it uses
@@ -167,8 +170,8 @@ for t in $thread_counts; do
     echo
     echo "## $t thread(s)"
     echo
-    echo "| model | N | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | ort 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| model | N | cg ms | ort ms | cg/ort | cpu cg/ort | cg 1st ms | 1st/warm | plan | ort 1st/warm | cg load+plan ms | ort session ms | cg RSS MiB | ort RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
     # --rounds R: R passes over the models, each running convgate then ORT on
     # every model; a figure is the median of its R per-pass values, so the
     # passes of one model lie minutes apart and a slow spell of the machine
@@ -217,6 +220,7 @@ for t in $thread_counts; do
                      "$(awk -v a="$(json result timing load_ms <"$work/cg.json")" \
                             -v b="$(json result timing init_ms <"$work/cg.json")" 'BEGIN {print a + b}')" \
                      "$(awk -v k="$(tail -n 1 "$work/rss")" 'BEGIN {printf "%.1f", k / 1024}')" \
+                     "$(json result timing memory_plan <"$work/cg.json" | tr ' ' _)" \
                      >> "$work/cg.$t.$name"
             else
                 bench_progress_clear; echo "$name: convgate: $(grep -v '^Command exited' "$work/cg.err" | tr '\n' ' ')" >&2
@@ -240,10 +244,10 @@ for t in $thread_counts; do
         name="$(basename "$m" .onnx)"
         row() { bench_progress_clear; echo "| $name | $* |"; }
         if [ ! -f "$path" ]; then
-            row "- | missing | - | - | - | - | - | - | - | - | - | -"; continue
+            row "- | missing | - | - | - | - | - | - | - | - | - | - | -"; continue
         fi
         if [ -f "$work/noin.$name" ]; then
-            row "- | fail | - | - | - | - | - | - | - | - | - | -"; continue
+            row "- | fail | - | - | - | - | - | - | - | - | - | - | -"; continue
         fi
         n_runs=$(cat "$work/runs.$t.$name" 2>/dev/null || echo "$runs")
         feeds=()
@@ -254,6 +258,8 @@ for t in $thread_counts; do
         cg_run=$(median $(col "$cgf" 1)); cg_first=$(median $(col "$cgf" 2))
         cg_cpu=$(median $(col "$cgf" 3)); cg_load=$(median $(col "$cgf" 4))
         cg_rss=$(fmt1 "$(median $(col "$cgf" 5))")
+        # where the memory plan was made, as the passes saw it ("a/b" if they differ)
+        cg_plan=$(col "$cgf" 6 | sed 's/first_run/1st run/' | sort -u | paste -sd/ -)
         ort_run=$(median $(col "$ortf" 1)); ort_create=$(median $(col "$ortf" 2))
         ort_cpu=$(median $(col "$ortf" 3)); ort_rss=$(fmt1 "$(median $(col "$ortf" 4))")
         ort_first=$(median $(col "$ortf" 5))
@@ -293,7 +299,7 @@ for t in $thread_counts; do
             ort_first_ratio=$(awk -v f="$ort_first" -v c="$ort_run" 'BEGIN {print f / c}')
         fi
         row "$n_runs | $(fmt "$cg_run") | $(fmt "$ort_run") | $(fmt "$ratio") | $(fmt "$cpu_ratio") | $(fmt "$cg_first") |" \
-            "$(fmt "$first_ratio") | $(fmt "$ort_first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
+            "$(fmt "$first_ratio") | ${cg_plan:--} | $(fmt "$ort_first_ratio") | $(fmt "$cg_load") | $(fmt "$ort_create") | $cg_rss | $ort_rss"
     done
 done
 

@@ -66,13 +66,16 @@ static void run_usage(FILE *f)
         CLI_HELP_RUNNER
         "\n"
         "Timing:\n"
-        "  --repeat N           after the first run (which plans memory), run N more\n"
-        "                       times on the same inputs and report the median, min\n"
-        "                       and max of those warm runs; time_ms is then the\n"
-        "                       median, and --json adds timing:{load_ms, init_ms,\n"
-        "                       first_ms, median_ms, min_ms, max_ms, cpu_median_ms,\n"
-        "                       runs, threads} (cpu: the process's CPU time per warm\n"
-        "                       run, which on a busy machine is steadier than wall)\n"
+        "  --repeat N           after the first run, run N more times on the same\n"
+        "                       inputs and report the median, min and max of those\n"
+        "                       warm runs; time_ms is then the median, and --json\n"
+        "                       adds timing:{load_ms, init_ms, first_ms, memory_plan,\n"
+        "                       median_ms, min_ms, max_ms, cpu_median_ms, runs,\n"
+        "                       threads} (cpu: the process's CPU time per warm run,\n"
+        "                       which on a busy machine is steadier than wall;\n"
+        "                       memory_plan: \"set-up\" where set-up followed every\n"
+        "                       value's size from the input shapes and placed them,\n"
+        "                       else \"first run\", which then records the plan)\n"
         "  --cold               with --repeat: before each warm run, read a buffer of\n"
         "                       twice the last-level cache (64 MiB when the size is\n"
         "                       unknown), outside the timed run, so that the model's\n"
@@ -326,6 +329,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     double init_ms = now_ms() - t_init;
+    bool planned_at_setup = cg_sample_runner_planned(runner);
     /* the first run builds the memory plan; with --repeat, the warm runs
      * after it are timed apart (wall and process CPU time) and summarized
      * by their median */
@@ -375,7 +379,8 @@ int cmd_run(int argc, char **argv)
     if (rr) /* the batch's wall time, LiteRT's start-up included (the runner block says so) */
         first_ms = ms = rr->seconds * 1e3;
     cg_run_view view = {outs, out_count, paths, NULL, NULL, 0, false, first_ms, ms, warm,
-                        (size_t)a.repeat, load_ms, init_ms, cpu_ms, a.threads, a.cold};
+                        (size_t)a.repeat, load_ms, init_ms, cpu_ms, a.threads, a.cold,
+                        planned_at_setup};
     cg_run_view_set_path(&view, cg_sample_runner_path(runner), a.targets.label, residency,
                          sizeof residency);
     rc = CG_EXIT_OK;

@@ -165,6 +165,23 @@ CG_API CG_NODISCARD cg_status cg_runtime_run(cg_runtime *rt, const cg_named_valu
                                              size_t input_count, cg_named_value **outputs,
                                              size_t *output_count, cg_error *err);
 CG_API void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
+/* Plans the memory of runs fed inputs of these shapes now rather than in
+ * the first such run: the size of every intermediate value followed from
+ * the input shapes, one arena placed, and its pages touched, which on a
+ * host that backs fresh memory lazily is most of what a first run pays over
+ * a warm one. Inputs not given take their declared shapes; the values are
+ * only looked at (their shapes, and the contents of small integer ones).
+ * cg_runtime_init does the same for the declared shapes when every input
+ * has a fixed shape. Where a size cannot be followed (an op without a rule,
+ * a data-dependent shape) nothing happens, and the first run plans as
+ * before; a prediction a run finds wrong is dropped after that run. Results
+ * never depend on it. Fails only on a NULL runtime. */
+CG_API CG_NODISCARD cg_status cg_runtime_prepare(cg_runtime *rt, const cg_named_value *inputs,
+                                                 size_t input_count, cg_error *err);
+/* Whether the runtime holds a memory plan now (made at set-up, by
+ * cg_runtime_prepare, or by a run): a run fed the shapes it was made for
+ * touches no fresh memory for its intermediate values. */
+CG_API bool cg_runtime_memory_planned(const cg_runtime *rt);
 /* Warnings of the last run, one per line (NULL when none): outputs whose
  * shape contradicts the declared one. Valid until the next run. */
 CG_API const char *cg_runtime_warnings(const cg_runtime *rt);

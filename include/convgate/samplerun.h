@@ -98,6 +98,9 @@ CG_API const cg_target_path *cg_sample_runner_path(const cg_sample_runner *r);
 CG_API const char *cg_sample_runner_warnings(const cg_sample_runner *r);
 /* LiteRT's report after its run (NULL otherwise). */
 CG_API const cg_runner_report *cg_sample_runner_report(const cg_sample_runner *r);
+/* The reference runner's memory plan is made (cg_runtime_memory_planned):
+ * before the first run, it was made at set-up. False for the others. */
+CG_API bool cg_sample_runner_planned(const cg_sample_runner *r);
 CG_API void cg_sample_runner_free(cg_sample_runner *r);
 
 #ifdef __cplusplus

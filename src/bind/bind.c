@@ -725,7 +725,8 @@ static int do_run(bind_ctx *c, json_t **result)
     for (size_t i = 0; i < out_count && !rc; i++)
         rc = bind_keep(c, "outputs/", outs[i].name ? outs[i].name : "", outs[i].value);
     char residency[1024];
-    cg_run_view view = {outs, out_count, NULL, NULL, NULL, 0, false, 0, 0, NULL, 0, 0, 0, 0, 1, false};
+    cg_run_view view = {outs, out_count, NULL, NULL, NULL, 0, false, 0, 0, NULL, 0, 0, 0, 0, 1, false,
+                        false};
     cg_run_view_set_path(&view, cg_sample_runner_path(runner), c->label, residency,
                          sizeof residency);
     if (!rc && !(*result = cg_report_run_json(&view)))

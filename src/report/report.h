@@ -251,6 +251,7 @@ typedef struct cg_run_view {
     double cpu_median_ms;    /* process CPU time per warm run, median */
     int threads;             /* the reference kernels' threads */
     bool cold;               /* the caches were evicted before each warm run (--cold) */
+    bool planned_at_setup;   /* the memory plan existed before the first run */
 } cg_run_view;
 
 void cg_report_run_text(FILE *f, const cg_run_view *v);

@@ -119,8 +119,9 @@ void cg_report_run_text(FILE *f, const cg_run_view *v)
         cg_text_printf(f, "target path: %s; %zu partition%s%s\n", v->residency, v->partitions,
                        v->partitions == 1 ? "" : "s", v->reduced_precision ? " (fp16 emulated)" : "");
     if (v->repeat)
-        fprintf(f, "time: first run %.3f ms (plans memory); %zu %s runs: median %.3f ms, "
-                   "min %.3f, max %.3f\n", v->first_ms, v->repeat,
+        fprintf(f, "time: first run %.3f ms (%s); %zu %s runs: median %.3f ms, "
+                   "min %.3f, max %.3f\n", v->first_ms,
+                v->planned_at_setup ? "memory planned at set-up" : "plans memory", v->repeat,
                 v->cold ? "cold-cache" : "warm", v->median_ms, v->warm_ms[0],
                 v->warm_ms[v->repeat - 1]);
     else
@@ -145,6 +146,8 @@ json_t *cg_report_run_json(const cg_run_view *v)
         cg_json_set(timing, "load_ms", cg_json_number(v->load_ms));
         cg_json_set(timing, "init_ms", cg_json_number(v->init_ms));
         cg_json_set(timing, "first_ms", cg_json_number(v->first_ms));
+        cg_json_set(timing, "memory_plan",
+                    cg_json_text(v->planned_at_setup ? "set-up" : "first run"));
         cg_json_set(timing, "median_ms", cg_json_number(v->median_ms));
         cg_json_set(timing, "min_ms", cg_json_number(v->warm_ms[0]));
         cg_json_set(timing, "max_ms", cg_json_number(v->warm_ms[v->repeat - 1]));

@@ -16,7 +16,8 @@
  *   by the caller like any other.
  *
  * - The value heap: the outputs of a run that records a memory plan (the
- *   first run, and any run whose input shapes changed) are placed in one
+ *   first run when set-up could not predict one (predict.c), and any run
+ *   whose input shapes changed) are placed in one
  *   reservation of address space (core/mapfile.h), huge-page advised, by
  *   best fit among the gaps its freed blocks left. The plan built after
  *   that run takes the reservation as its arena (cg_heap_adopt), so the

@@ -115,6 +115,7 @@ cg_status cg_runtime_init(const cg_model *model, const cg_runtime_options *opt,
     for (size_t si = 0; si < rt->main->step_count && !subgraphs; si++)
         subgraphs = rt->main->steps[si].sub_count > 0;
     cg_heaps_prefault(rt, subgraphs);
+    cg_mem_plan_predict(rt, NULL, 0); /* after the heap's reservation, which its arena takes */
     *out = rt;
     return CG_OK;
 fail:
@@ -345,6 +346,17 @@ static bool build_signature(const cg_exec *f, int64_t **out, size_t *len)
     return true;
 }
 
+/* After the first run on a plan predicted at set-up: a value that found no
+ * place in it (a size the prediction got wrong) drops the plan, so that
+ * the next run records one; none confirms it. */
+static void settle_predicted(cg_runtime *rt)
+{
+    if (rt->mem.misses)
+        cg_mem_plan_clear(&rt->mem);
+    else
+        rt->mem.predicted = false;
+}
+
 cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t input_count,
                          cg_named_value **outputs, size_t *output_count, cg_error *err)
 {
@@ -373,7 +385,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     size_t sig_len = 0;
     bool *fed = NULL;
     size_t *input_of_slot = NULL;
-    bool recording;
+    bool recording, f_arena;
     cg_status st = cg_frame_init(&f, rt, p, NULL, err);
     if (st != CG_OK)
         return st;
@@ -438,6 +450,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
         if (rt->mem.valid && rt->mem.signature_len == sig_len &&
             memcmp(rt->mem.signature, sig, sig_len * sizeof *sig) == 0) {
             f.use_arena = true;
+            rt->mem.misses = 0;
         } else {
             f.recording = true;
             memset(rt->record_bytes, 0, (p->slot_count + 1) * sizeof *rt->record_bytes);
@@ -474,12 +487,15 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     *output_count = g->output_count;
 done:
     recording = f.recording;
+    f_arena = f.use_arena;
     cg_frame_free(&f);
     /* after the frame has given every value back to the heap, whose
      * reservation the plan takes as its arena; a plan that cannot be built
      * just means no arena */
     if (recording && st == CG_OK)
         (void)cg_mem_plan_build(rt, sig, sig_len, NULL);
+    else if (f_arena && rt->mem.predicted && st == CG_OK)
+        settle_predicted(rt);
     cg_heap_release(rt); /* what the plan did not take */
     free(fed);
     free(input_of_slot);

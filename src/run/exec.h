@@ -122,6 +122,10 @@ typedef struct cg_mem_plan {
     size_t arena_map_bytes;  /* > 0: the arena is a value heap's reservation of
                                 this many bytes (cg_unmap_anon), else malloc'd */
     struct cg_budget *budget; /* arena_bytes is reserved against it (when set) */
+    /* built at set-up from predicted sizes (predict.c), not yet confirmed
+     * by a run: a run with a miss drops it */
+    bool predicted;
+    size_t misses; /* values of a planned run that found no place in the arena */
 } cg_mem_plan;
 
 /* A partition of the assignment compiled for an executing target. */
@@ -306,6 +310,19 @@ void cg_mem_plan_clear(cg_mem_plan *m);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,
                             cg_error *err);
+
+/* predict.c */
+/* Each main-graph value's dtype and shape (shapes[slot], slot_count
+ * entries; data NULL, dtype UNDEFINED where not known) for these inputs
+ * (the declared shapes of those not given), followed op by op; false when
+ * an input's shape is not known or memory is short. */
+bool cg_predict_shapes(const cg_runtime *rt, const cg_named_value *inputs, size_t count,
+                       cg_tensor *shapes);
+/* The memory plan for these inputs' shapes (the declared ones of those not
+ * given), from the predicted sizes, with its arena's pages touched now;
+ * nothing when a size cannot be predicted (the first run records the
+ * plan) or the plan is already for these shapes. */
+void cg_mem_plan_predict(cg_runtime *rt, const cg_named_value *inputs, size_t count);
 
 /* value.c */
 /* Converts a TensorProto; with allow_borrow, aligned little-endian raw_data

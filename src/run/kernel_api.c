@@ -142,9 +142,11 @@ static cg_status kernel_output(cg_kernel_ctx *k, size_t i, cg_dtype dtype, int r
         slot = i == 0 && f->epi_taken ? st->fused_slot : st->out[i];
     }
     if (slot >= 0 && f->use_arena) {
-        const cg_mem_plan *m = &f->rt->mem;
+        cg_mem_plan *m = &f->rt->mem;
         if (m->slot_offset[slot] != SIZE_MAX && bytes > 0 && bytes <= m->slot_bytes[slot])
             arena_at = m->arena + m->slot_offset[slot];
+        else if (bytes > 0 && !f->plan->slot_is_output[slot])
+            m->misses++;
     }
     if (!arena_at && f) {
         cg_budget *b = cg_exec_budget(f);

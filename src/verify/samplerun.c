@@ -107,6 +107,9 @@ cg_status cg_sample_runner_init(const cg_model *model, const cg_sample_runner_op
         ro.observe = opt->observe;
         ro.observe_user = opt->observe_user;
         st = cg_runtime_init(model, &ro, &r->rt, err);
+        /* the memory plan for the sample's shapes, made at set-up */
+        if (st == CG_OK && s)
+            st = cg_runtime_prepare(r->rt, s->inputs, s->input_count, err);
         break;
     }
     }
@@ -135,6 +138,11 @@ cg_status cg_sample_runner_run(cg_sample_runner *r, const cg_sample *s, cg_named
     if (st == CG_OK && (st = cg_against_finish(r->against, err)) == CG_OK)
         st = cg_against_outputs(r->against, k, outputs, count, err);
     return st;
+}
+
+bool cg_sample_runner_planned(const cg_sample_runner *r)
+{
+    return r && r->rt && cg_runtime_memory_planned(r->rt);
 }
 
 cg_sample_runner_kind cg_sample_runner_kind_of(const cg_sample_runner *r)
