@@ -59,6 +59,9 @@ typedef struct pctx {
     pv *vals;             /* per slot */
     pv *in[PV_MAX_INPUTS]; /* the step's inputs (NULL: omitted) */
     size_t nin;
+    pv **out;             /* the step's outputs (NULL: not used) */
+    size_t nout;
+    int arg;              /* the rule's row's argument */
     cg_kernel_ctx k;      /* for cg_nn_window_init (no run: no scratch) */
     cg_error err;
 } pctx;
@@ -257,40 +260,37 @@ static bool ints_binary(pctx *c, pv *o, int op)
 }
 
 /* Broadcasting arithmetic (variadic for Max, Min, Sum, Mean): input 0's
- * dtype; arg the integer operation followed on contents (0: none). */
-static bool rule_arith(pctx *c, pv **out, size_t nout, int arg)
+ * dtype; arg: the integer operation followed on contents (0: none). */
+static bool rule_arith(pctx *c)
 {
     const pv *x = need(c, 0);
     int rank;
     int64_t dims[CG_MAX_RANK];
-    (void)nout;
-    if (!x || !broadcast_in(c, 0, c->nin, &rank, dims) || !set_shape(out[0], x->dt, rank, dims))
+    if (!x || !broadcast_in(c, 0, c->nin, &rank, dims) || !set_shape(c->out[0], x->dt, rank, dims))
         return true;
-    return arg && c->nin == 2 ? ints_binary(c, out[0], arg) : true;
+    return c->arg && c->nin == 2 ? ints_binary(c, c->out[0], c->arg) : true;
 }
 
 /* Comparisons and logic: bool, broadcast. */
-static bool rule_compare(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_compare(pctx *c)
 {
     int rank;
     int64_t dims[CG_MAX_RANK];
-    (void)nout;
     if (!broadcast_in(c, 0, c->nin, &rank, dims) ||
-        !set_shape(out[0], CG_DTYPE_BOOL, rank, dims))
+        !set_shape(c->out[0], CG_DTYPE_BOOL, rank, dims))
         return true;
-    return arg && c->nin == 2 ? ints_binary(c, out[0], arg) : true;
+    return c->arg && c->nin == 2 ? ints_binary(c, c->out[0], c->arg) : true;
 }
 
-/* Conv, ConvInteger: [N, M, out...] with M = W's dim 0; arg the output
+/* Conv, ConvInteger: [N, M, out...] with M = W's dim 0; arg: the output
  * dtype (0: the input's). */
-static bool rule_conv(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_conv(pctx *c)
 {
-    pv *o = out[0];
+    pv *o = c->out[0];
     const pv *x = need(c, 0), *w = need(c, 1);
-    (void)nout;
     if (!x || !w || x->rank < 3 || w->rank != x->rank)
         return true;
-    cg_dtype dt = arg ? (cg_dtype)arg : x->dt;
+    cg_dtype dt = c->arg ? (cg_dtype)c->arg : x->dt;
     int nsp = x->rank - 2;
     int64_t kernel[CG_MAX_RANK];
     size_t nk;
@@ -303,11 +303,9 @@ static bool rule_conv(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, dt, x->rank, dims), true;
 }
 
-static bool rule_conv_transpose(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_conv_transpose(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0), *w = need(c, 1);
     if (!x || !w || x->rank < 3 || w->rank != x->rank)
         return true;
@@ -349,9 +347,8 @@ static bool rule_conv_transpose(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_pool(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_pool(pctx *c)
 {
-    (void)arg;
     const pv *x = need(c, 0);
     size_t nk;
     const int64_t *ks = cg_node_attr_ints(c->st->node, "kernel_shape", &nk);
@@ -360,17 +357,15 @@ static bool rule_pool(pctx *c, pv **out, size_t nout, int arg)
     int64_t dims[CG_MAX_RANK] = {x->dims[0], x->dims[1]};
     if (!window_out(c, x->rank - 2, x->dims + 2, ks, true, dims + 2))
         return true;
-    set_shape(out[0], x->dt, x->rank, dims);
-    if (nout > 1 && out[1])
-        set_shape(out[1], CG_DTYPE_INT64, x->rank, dims);
+    set_shape(c->out[0], x->dt, x->rank, dims);
+    if (c->nout > 1 && c->out[1])
+        set_shape(c->out[1], CG_DTYPE_INT64, x->rank, dims);
     return true;
 }
 
-static bool rule_global_pool(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_global_pool(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     if (!x || x->rank < 2)
         return true;
@@ -380,11 +375,9 @@ static bool rule_global_pool(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_gemm(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_gemm(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *a = need(c, 0), *b = need(c, 1);
     if (!a || !b || a->rank != 2 || b->rank != 2)
         return true;
@@ -394,16 +387,15 @@ static bool rule_gemm(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, a->dt, 2, dims), true;
 }
 
-/* MatMul, MatMulInteger: numpy's matmul shapes; arg the output dtype (0:
+/* MatMul, MatMulInteger: numpy's matmul shapes; arg: the output dtype (0:
  * input 0's). */
-static bool rule_matmul(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_matmul(pctx *c)
 {
-    pv *o = out[0];
+    pv *o = c->out[0];
     const pv *a = need(c, 0), *b = need(c, 1);
-    (void)nout;
     if (!a || !b || a->rank < 1 || b->rank < 1)
         return true;
-    cg_dtype dt = arg ? (cg_dtype)arg : a->dt;
+    cg_dtype dt = c->arg ? (cg_dtype)c->arg : a->dt;
     int64_t ad[CG_MAX_RANK], bd[CG_MAX_RANK];
     int ar = a->rank, br = b->rank;
     memcpy(ad, a->dims, sizeof ad);
@@ -458,12 +450,11 @@ static bool axes_of(pctx *c, int64_t input_since, int64_t *axes, int64_t *n)
     return true;
 }
 
-/* The Reduce* ops; arg the opset from which axes is an input. */
-static bool rule_reduce(pctx *c, pv **out, size_t nout, int arg)
+/* The Reduce* ops; arg: the opset from which axes is an input. */
+static bool rule_reduce(pctx *c)
 {
-    pv *o = out[0];
-    int64_t input_since = arg;
-    (void)nout;
+    pv *o = c->out[0];
+    int64_t input_since = c->arg;
     const pv *x = need(c, 0);
     int64_t axes[CG_MAX_RANK], na;
     if (!x || !axes_of(c, input_since, axes, &na))
@@ -504,11 +495,9 @@ static bool rule_reduce(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, &acc);
 }
 
-static bool rule_argreduce(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_argreduce(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int a;
     if (!x || !norm_axis(cg_node_attr_int(c->st->node, "axis", 0), x->rank, &a))
@@ -524,11 +513,9 @@ static bool rule_argreduce(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, CG_DTYPE_INT64, r, dims), true;
 }
 
-static bool rule_reshape(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_reshape(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t n;
     const int64_t *s = ints_of(c, 1, &n);
@@ -567,11 +554,9 @@ static bool rule_reshape(pctx *c, pv **out, size_t nout, int arg)
     return x->ints ? set_ints(o, x->ints) : true;
 }
 
-static bool rule_flatten(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_flatten(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t a = cg_node_attr_int(c->st->node, "axis", 1);
     if (!x)
@@ -587,11 +572,9 @@ static bool rule_flatten(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, 2, dims), true;
 }
 
-static bool rule_transpose(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_transpose(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     if (!x)
         return true;
@@ -609,11 +592,9 @@ static bool rule_transpose(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_concat(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_concat(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int a;
     if (!x || !norm_axis(cg_node_attr_int(c->st->node, "axis", 0), x->rank, &a))
@@ -643,43 +624,42 @@ static bool rule_concat(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, v);
 }
 
-static bool rule_split(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_split(pctx *c)
 {
-    (void)arg;
     const pv *x = need(c, 0);
     int a;
-    if (!x || !norm_axis(cg_node_attr_int(c->st->node, "axis", 0), x->rank, &a) || !nout)
+    if (!x || !norm_axis(cg_node_attr_int(c->st->node, "axis", 0), x->rank, &a) || !c->nout)
         return true;
     int64_t parts[64], n = -1;
-    if (nout > 64)
+    if (c->nout > 64)
         return true;
     if (c->st->since >= 13 && in_at(c, 1)) {
         const int64_t *v = ints_of(c, 1, &n);
-        if (!v || n != (int64_t)nout)
+        if (!v || n != (int64_t)c->nout)
             return true;
-        memcpy(parts, v, nout * sizeof *v);
+        memcpy(parts, v, c->nout * sizeof *v);
     } else if (c->st->since < 13 && cg_node_attr(c->st->node, "split")) {
         size_t ns;
         const int64_t *v = cg_node_attr_ints(c->st->node, "split", &ns);
-        if (!v || ns != nout)
+        if (!v || ns != c->nout)
             return true;
-        memcpy(parts, v, nout * sizeof *v);
+        memcpy(parts, v, c->nout * sizeof *v);
     } else {
-        int64_t len = x->dims[a], each = (len + (int64_t)nout - 1) / (int64_t)nout;
-        if (c->st->since < 18 && len % (int64_t)nout)
+        int64_t len = x->dims[a], each = (len + (int64_t)c->nout - 1) / (int64_t)c->nout;
+        if (c->st->since < 18 && len % (int64_t)c->nout)
             return true;
-        for (size_t i = 0; i < nout; i++) {
+        for (size_t i = 0; i < c->nout; i++) {
             int64_t rest = len - (int64_t)i * each;
             parts[i] = rest < each ? (rest > 0 ? rest : 0) : each;
         }
     }
-    for (size_t i = 0; i < nout; i++) {
-        if (!out[i])
+    for (size_t i = 0; i < c->nout; i++) {
+        if (!c->out[i])
             continue;
         int64_t dims[CG_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
         dims[a] = parts[i];
-        set_shape(out[i], x->dt, x->rank, dims);
+        set_shape(c->out[i], x->dt, x->rank, dims);
     }
     return true;
 }
@@ -689,11 +669,9 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static bool rule_slice(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_slice(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     if (!x)
         return true;
@@ -756,11 +734,9 @@ static bool rule_slice(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, v);
 }
 
-static bool rule_gather(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_gather(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0), *idx = need(c, 1);
     int a;
     if (!x || !idx || !norm_axis(cg_node_attr_int(c->st->node, "axis", 0), x->rank, &a) ||
@@ -790,11 +766,9 @@ static bool rule_gather(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, v);
 }
 
-static bool rule_unsqueeze(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_unsqueeze(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t axes[CG_MAX_RANK], na;
     if (!x || !axes_of(c, 13, axes, &na) || na < 0 || x->rank + na > CG_MAX_RANK)
@@ -815,11 +789,9 @@ static bool rule_unsqueeze(pctx *c, pv **out, size_t nout, int arg)
     return x->ints ? set_ints(o, x->ints) : true;
 }
 
-static bool rule_squeeze(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_squeeze(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t axes[CG_MAX_RANK], na;
     if (!x || !axes_of(c, 13, axes, &na))
@@ -843,11 +815,9 @@ static bool rule_squeeze(pctx *c, pv **out, size_t nout, int arg)
     return x->ints ? set_ints(o, x->ints) : true;
 }
 
-static bool rule_shape(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_shape(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     if (!x)
         return true;
@@ -861,11 +831,9 @@ static bool rule_shape(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, x->dims + b);
 }
 
-static bool rule_expand(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_expand(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t n;
     const int64_t *s = ints_of(c, 1, &n);
@@ -876,11 +844,9 @@ static bool rule_expand(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, r, dims), true;
 }
 
-static bool rule_tile(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_tile(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t n;
     const int64_t *rep = ints_of(c, 1, &n);
@@ -893,11 +859,9 @@ static bool rule_tile(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_pad(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_pad(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     if (!x || (c->st->since >= 18 && in_at(c, 3)))
         return true; /* axes: left to the recording run */
@@ -922,11 +886,9 @@ static bool rule_pad(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_resize(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_resize(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     const cg_node *n = c->st->node;
     if (!x || c->st->since < 11 || cg_node_attr(n, "axes") ||
@@ -951,11 +913,9 @@ static bool rule_resize(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, x->dt, x->rank, dims), true;
 }
 
-static bool rule_range(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_range(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     int64_t n0, n1, n2;
     const int64_t *a = ints_of(c, 0, &n0), *b = ints_of(c, 1, &n1), *d = ints_of(c, 2, &n2);
     if (!a || !b || !d || n0 != 1 || n1 != 1 || n2 != 1 || d[0] == 0)
@@ -975,11 +935,9 @@ static bool rule_range(pctx *c, pv **out, size_t nout, int arg)
     return set_ints(o, v);
 }
 
-static bool rule_constant_of_shape(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_constant_of_shape(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     int64_t n;
     const int64_t *s = ints_of(c, 0, &n);
     if (!s || n > CG_MAX_RANK)
@@ -994,11 +952,9 @@ static bool rule_constant_of_shape(pctx *c, pv **out, size_t nout, int arg)
     return set_shape(o, dt, (int)n, s), true;
 }
 
-static bool rule_cast(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_cast(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 0);
     int64_t to = cg_node_attr_int(c->st->node, "to", 0);
     if (!x || !cg_dtype_valid(to) || !set_shape(o, (cg_dtype)to, x->rank, x->dims))
@@ -1012,11 +968,9 @@ static bool rule_cast(pctx *c, pv **out, size_t nout, int arg)
                ? set_ints(o, v) : true;
 }
 
-static bool rule_where(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_where(pctx *c)
 {
-    pv *o = out[0];
-    (void)nout;
-    (void)arg;
+    pv *o = c->out[0];
     const pv *x = need(c, 1);
     int rank;
     int64_t dims[CG_MAX_RANK];
@@ -1037,9 +991,8 @@ static bool rule_where(pctx *c, pv **out, size_t nout, int arg)
 }
 
 /* LSTM, GRU, RNN: Y, Y_h (and LSTM's Y_c). */
-static bool rule_recurrent(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_recurrent(pctx *c)
 {
-    (void)arg;
     const pv *x = need(c, 0);
     const cg_node *n = c->st->node;
     int64_t hidden = cg_node_attr_int(n, "hidden_size", 0);
@@ -1050,35 +1003,33 @@ static bool rule_recurrent(pctx *c, pv **out, size_t nout, int arg)
     int64_t seq = x->dims[batch_first ? 1 : 0], batch = x->dims[batch_first ? 0 : 1];
     int64_t y[4] = {seq, nd, batch, hidden}, yb[4] = {batch, seq, nd, hidden};
     int64_t h[3] = {nd, batch, hidden}, hb[3] = {batch, nd, hidden};
-    if (nout > 0 && out[0])
-        set_shape(out[0], x->dt, 4, batch_first ? yb : y);
-    for (size_t i = 1; i < nout && i < 3; i++)
-        if (out[i])
-            set_shape(out[i], x->dt, 3, batch_first ? hb : h);
+    if (c->nout > 0 && c->out[0])
+        set_shape(c->out[0], x->dt, 4, batch_first ? yb : y);
+    for (size_t i = 1; i < c->nout && i < 3; i++)
+        if (c->out[i])
+            set_shape(c->out[i], x->dt, 3, batch_first ? hb : h);
     return true;
 }
 
-static bool rule_layernorm(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_layernorm(pctx *c)
 {
-    (void)arg;
     const pv *x = need(c, 0);
     int a;
     if (!x || !norm_axis(cg_node_attr_int(c->st->node, "axis", -1), x->rank, &a))
         return true;
-    set_shape(out[0], x->dt, x->rank, x->dims);
+    set_shape(c->out[0], x->dt, x->rank, x->dims);
     int64_t dims[CG_MAX_RANK];
     for (int d = 0; d < x->rank; d++)
         dims[d] = d < a ? x->dims[d] : 1;
     int64_t stash = cg_node_attr_int(c->st->node, "stash_type", 1);
-    for (size_t i = 1; i < nout && i < 3; i++)
-        if (out[i] && cg_dtype_valid(stash))
-            set_shape(out[i], (cg_dtype)stash, x->rank, dims);
+    for (size_t i = 1; i < c->nout && i < 3; i++)
+        if (c->out[i] && cg_dtype_valid(stash))
+            set_shape(c->out[i], (cg_dtype)stash, x->rank, dims);
     return true;
 }
 
-static bool rule_topk(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_topk(pctx *c)
 {
-    (void)arg;
     const pv *x = need(c, 0);
     int64_t n;
     const int64_t *k = ints_of(c, 1, &n);
@@ -1089,19 +1040,18 @@ static bool rule_topk(pctx *c, pv **out, size_t nout, int arg)
     int64_t dims[CG_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     dims[a] = k[0];
-    if (nout > 0 && out[0])
-        set_shape(out[0], x->dt, x->rank, dims);
-    if (nout > 1 && out[1])
-        set_shape(out[1], CG_DTYPE_INT64, x->rank, dims);
+    if (c->nout > 0 && c->out[0])
+        set_shape(c->out[0], x->dt, x->rank, dims);
+    if (c->nout > 1 && c->out[1])
+        set_shape(c->out[1], CG_DTYPE_INT64, x->rank, dims);
     return true;
 }
 
 /* arg: 1 DepthToSpace, 0 SpaceToDepth. */
-static bool rule_depth_space(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_depth_space(pctx *c)
 {
-    pv *o = out[0];
-    bool to_space = arg != 0;
-    (void)nout;
+    pv *o = c->out[0];
+    bool to_space = c->arg != 0;
     const pv *x = need(c, 0);
     int64_t b = cg_node_attr_int(c->st->node, "blocksize", 0);
     if (!x || x->rank != 4 || b < 1 || b > 1024)
@@ -1124,105 +1074,77 @@ static bool rule_depth_space(pctx *c, pv **out, size_t nout, int arg)
 }
 
 /* Output 0 with input 0's shape and dtype; arg 1: its contents too. */
-static bool rule_same(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_same(pctx *c)
 {
     const pv *x = need(c, 0);
-    (void)nout;
-    if (!x || !same_as(out[0], x, x->dt))
+    if (!x || !same_as(c->out[0], x, x->dt))
         return true;
-    return arg && x->ints ? set_ints(out[0], x->ints) : true;
+    return c->arg && x->ints ? set_ints(c->out[0], x->ints) : true;
 }
 
 /* Output 0 bool with input 0's shape (Not, IsNaN, IsInf). */
-static bool rule_bool_same(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_bool_same(pctx *c)
 {
     const pv *x = need(c, 0);
-    (void)nout;
-    (void)arg;
     if (x)
-        same_as(out[0], x, CG_DTYPE_BOOL);
+        same_as(c->out[0], x, CG_DTYPE_BOOL);
     return true;
 }
 
-static bool rule_dropout(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_dropout(pctx *c)
 {
     const pv *x = need(c, 0);
-    (void)arg;
     if (!x)
         return true;
-    same_as(out[0], x, x->dt);
-    if (nout > 1 && out[1])
-        same_as(out[1], x, CG_DTYPE_BOOL);
+    same_as(c->out[0], x, x->dt);
+    if (c->nout > 1 && c->out[1])
+        same_as(c->out[1], x, CG_DTYPE_BOOL);
     return true;
 }
 
-static bool rule_gather_elements(pctx *c, pv **out, size_t nout, int arg)
+/* Output 0 with the shape of input arg / 16 and the dtype of input arg % 16
+ * (GatherElements: the indices' shape; CastLike, DequantizeLinear: the
+ * second input's dtype). */
+static bool rule_shape_dtype(pctx *c)
 {
-    const pv *x = need(c, 0), *idx = need(c, 1);
-    (void)nout;
-    (void)arg;
-    if (x && idx)
-        same_as(out[0], idx, x->dt);
+    const pv *shape = need(c, (size_t)c->arg / 16), *type = need(c, (size_t)c->arg % 16);
+    if (shape && type)
+        same_as(c->out[0], shape, type->dt);
     return true;
 }
 
-static bool rule_size(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_size(pctx *c)
 {
     const pv *x = need(c, 0);
-    (void)nout;
-    (void)arg;
-    if (!x || !set_shape(out[0], CG_DTYPE_INT64, 0, NULL))
+    if (!x || !set_shape(c->out[0], CG_DTYPE_INT64, 0, NULL))
         return true;
-    return set_ints(out[0], &x->numel);
+    return set_ints(c->out[0], &x->numel);
 }
 
-static bool rule_cast_like(pctx *c, pv **out, size_t nout, int arg)
-{
-    const pv *x = need(c, 0), *t = need(c, 1);
-    (void)nout;
-    (void)arg;
-    if (x && t)
-        same_as(out[0], x, t->dt);
-    return true;
-}
-
-static bool rule_dynamic_quantize(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_dynamic_quantize(pctx *c)
 {
     const pv *x = need(c, 0);
-    (void)arg;
     if (!x)
         return true;
-    same_as(out[0], x, CG_DTYPE_UINT8);
-    if (nout > 1 && out[1])
-        set_shape(out[1], CG_DTYPE_FLOAT, 0, NULL);
-    if (nout > 2 && out[2])
-        set_shape(out[2], CG_DTYPE_UINT8, 0, NULL);
+    same_as(c->out[0], x, CG_DTYPE_UINT8);
+    if (c->nout > 1 && c->out[1])
+        set_shape(c->out[1], CG_DTYPE_FLOAT, 0, NULL);
+    if (c->nout > 2 && c->out[2])
+        set_shape(c->out[2], CG_DTYPE_UINT8, 0, NULL);
     return true;
 }
 
-static bool rule_dequantize(pctx *c, pv **out, size_t nout, int arg)
-{
-    const pv *x = need(c, 0), *scale = need(c, 1);
-    (void)nout;
-    (void)arg;
-    if (x && scale)
-        same_as(out[0], x, scale->dt);
-    return true;
-}
-
-static bool rule_quantize(pctx *c, pv **out, size_t nout, int arg)
+static bool rule_quantize(pctx *c)
 {
     const pv *x = need(c, 0), *zp = need(c, 2);
-    (void)nout;
-    (void)arg;
     if (x && !cg_node_attr(c->st->node, "output_dtype") && (zp || !in_at(c, 2)))
-        same_as(out[0], x, zp ? zp->dt : CG_DTYPE_UINT8);
+        same_as(c->out[0], x, zp ? zp->dt : CG_DTYPE_UINT8);
     return true;
 }
 
-/* A rule fills a step's outputs it can follow (out[0] is never NULL) and
- * returns false only when out of memory; arg is the row's. */
-typedef bool (*rule_fn)(pctx *c, pv **out, size_t nout, int arg);
+/* A rule fills the step's outputs it can follow (c->out[0] is never NULL)
+ * and returns false only when out of memory; c->arg is its row's arg. */
+typedef bool (*rule_fn)(pctx *c);
 
 /* The ops followed, ai.onnx domain. An op without a row leaves its outputs
  * unknown. */
@@ -1278,17 +1200,17 @@ static const struct {
     {"Reshape", rule_reshape, 0}, {"Flatten", rule_flatten, 0},
     {"Transpose", rule_transpose, 0}, {"Concat", rule_concat, 0}, {"Split", rule_split, 0},
     {"Slice", rule_slice, 0}, {"Gather", rule_gather, 0},
-    {"GatherElements", rule_gather_elements, 0}, {"Unsqueeze", rule_unsqueeze, 0},
+    {"GatherElements", rule_shape_dtype, 0x10}, {"Unsqueeze", rule_unsqueeze, 0},
     {"Squeeze", rule_squeeze, 0}, {"Shape", rule_shape, 0}, {"Size", rule_size, 0},
     {"Expand", rule_expand, 0}, {"Tile", rule_tile, 0}, {"Pad", rule_pad, 0},
     {"Resize", rule_resize, 0}, {"Range", rule_range, 0},
     {"ConstantOfShape", rule_constant_of_shape, 0}, {"Cast", rule_cast, 0},
-    {"CastLike", rule_cast_like, 0}, {"Where", rule_where, 0},
+    {"CastLike", rule_shape_dtype, 0x01}, {"Where", rule_where, 0},
     {"LSTM", rule_recurrent, 0}, {"GRU", rule_recurrent, 0}, {"RNN", rule_recurrent, 0},
     {"LayerNormalization", rule_layernorm, 0}, {"TopK", rule_topk, 0},
     {"DepthToSpace", rule_depth_space, 1}, {"SpaceToDepth", rule_depth_space, 0},
     {"DynamicQuantizeLinear", rule_dynamic_quantize, 0},
-    {"DequantizeLinear", rule_dequantize, 0}, {"QuantizeLinear", rule_quantize, 0},
+    {"DequantizeLinear", rule_shape_dtype, 0x01}, {"QuantizeLinear", rule_quantize, 0},
 };
 
 /* Fills the step's outputs; false only when out of memory. */
@@ -1299,8 +1221,12 @@ static bool predict_step(pctx *c, pv **out, size_t nout)
         (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
         return true;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (strcmp(n->op_type, rules[i].op) == 0)
-            return rules[i].fn(c, out, nout, rules[i].arg);
+        if (strcmp(n->op_type, rules[i].op) == 0) {
+            c->out = out;
+            c->nout = nout;
+            c->arg = rules[i].arg;
+            return rules[i].fn(c);
+        }
     return true;
 }
 
