@@ -173,9 +173,11 @@ CG_API void cg_runtime_free_outputs(cg_named_value *outputs, size_t count);
  * only looked at (their shapes, and the contents of small integer ones).
  * cg_runtime_init does the same for the declared shapes when every input
  * has a fixed shape. Where a size cannot be followed (an op without a rule,
- * a data-dependent shape) nothing happens, and the first run plans as
- * before; a prediction a run finds wrong is dropped after that run. Results
- * never depend on it. Fails only on a NULL runtime. */
+ * a data-dependent shape), and in the float64 mode, with fp16 emulation or
+ * with an assignment, nothing happens and the first run plans as before; a
+ * prediction a run finds wrong is dropped after that run. Results
+ * never depend on it. Fails (CG_USAGE) only on a NULL runtime, or NULL
+ * inputs with a count. */
 CG_API CG_NODISCARD cg_status cg_runtime_prepare(cg_runtime *rt, const cg_named_value *inputs,
                                                  size_t input_count, cg_error *err);
 /* Whether the runtime holds a memory plan now (made at set-up, by
