@@ -336,10 +336,7 @@ static bool build_signature(const cg_exec *f, int64_t **out, size_t *len)
             free(sig);
             return false;
         }
-        sig[n++] = v->tensor.dtype;
-        sig[n++] = v->tensor.rank;
-        for (int d = 0; d < v->tensor.rank; d++)
-            sig[n++] = v->tensor.dims[d];
+        n += cg_mem_key(sig + n, v->tensor.dtype, v->tensor.rank, v->tensor.dims);
     }
     *out = sig;
     *len = n;
@@ -399,13 +396,11 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
 
     /* name -> slot by the plan's hash, slot -> input by this inverse: a
      * linear search per input would make binding quadratic */
-    input_of_slot = calloc(p->slot_count + 1, sizeof *input_of_slot);
+    input_of_slot = cg_plan_input_index(p);
     if (!input_of_slot) {
         st = cg_error_set(err, CG_NOMEM, "out of memory starting a run");
         goto done;
     }
-    for (size_t i = g->input_count; i-- > 0;)
-        input_of_slot[p->input_slots[i]] = i + 1;
     for (size_t j = 0; j < input_count; j++) {
         const char *name = inputs[j].name;
         size_t slot = cg_strmap_get(&p->names, name); /* CG_STRMAP_NONE for NULL too */
@@ -447,8 +442,7 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     }
 
     if (build_signature(&f, &sig, &sig_len)) {
-        if (rt->mem.valid && rt->mem.signature_len == sig_len &&
-            memcmp(rt->mem.signature, sig, sig_len * sizeof *sig) == 0) {
+        if (cg_mem_plan_for(&rt->mem, sig, sig_len)) {
             f.use_arena = true;
             rt->mem.misses = 0;
         } else {

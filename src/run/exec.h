@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "convgate/runtime.h"
 #include "convgate/target.h"
@@ -307,6 +308,26 @@ void cg_plan_defer_slot(cg_plan *p, int32_t slot);
  * when from has no unfilled copy or memory is short (then fill it). */
 bool cg_plan_share_copy(cg_plan *p, int32_t from, int32_t to);
 void cg_mem_plan_clear(cg_mem_plan *m);
+/* One graph input's part of a memory plan's signature (dtype, rank, dims)
+ * written at sig; returns the count written (at most CG_MAX_RANK + 2). */
+static inline size_t cg_mem_key(int64_t *sig, cg_dtype dt, int rank, const int64_t *dims)
+{
+    size_t n = 0;
+    sig[n++] = dt;
+    sig[n++] = rank;
+    for (int d = 0; d < rank; d++)
+        sig[n++] = dims[d];
+    return n;
+}
+/* Whether m is a plan for the inputs of this signature. */
+static inline bool cg_mem_plan_for(const cg_mem_plan *m, const int64_t *sig, size_t len)
+{
+    return m->valid && m->signature_len == len && memcmp(m->signature, sig, len * sizeof *sig) == 0;
+}
+/* Per slot of p, 1 + the index of the graph input it holds (the first such
+ * input), else 0; slot_count + 1 entries, malloc'd; NULL when out of
+ * memory. Binds names to inputs in O(1) each. */
+size_t *cg_plan_input_index(const cg_plan *p);
 /* Places the recorded sizes (rt->record_bytes) in one arena. */
 cg_status cg_mem_plan_build(cg_runtime *rt, const int64_t *signature, size_t signature_len,
                             cg_error *err);

@@ -744,6 +744,14 @@ bool cg_plan_share_copy(cg_plan *p, int32_t from, int32_t to)
 
 /* --- memory plan ------------------------------------------------------------ */
 
+size_t *cg_plan_input_index(const cg_plan *p)
+{
+    size_t *index = calloc(p->slot_count + 1, sizeof *index);
+    for (size_t i = p->graph->input_count; index && i-- > 0;) /* the first of a name wins */
+        index[p->input_slots[i]] = i + 1;
+    return index;
+}
+
 void cg_mem_plan_clear(cg_mem_plan *m)
 {
     if (m->budget)

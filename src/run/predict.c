@@ -53,10 +53,8 @@ typedef struct pv {
 } pv;
 
 typedef struct pctx {
-    const cg_runtime *rt;
     const cg_plan *p;
     const cg_step *st;
-    pv *vals;             /* per slot */
     pv *in[PV_MAX_INPUTS]; /* the step's inputs (NULL: omitted) */
     size_t nin;
     pv **out;             /* the step's outputs (NULL: not used) */
@@ -1235,19 +1233,17 @@ static bool predict_step(pctx *c, pv **out, size_t nout)
 static void init_value(const cg_value *v, pv *o);
 
 /* Per graph input, the value `given` names it with (NULL: none), found
- * through the plan's name map (200k inputs must not cost 200k^2); NULL
- * when out of memory. */
+ * through the plan's name map as cg_runtime_run binds them (200k inputs
+ * must not cost 200k^2); NULL when out of memory. */
 static const cg_value **fed_inputs(const cg_plan *p, const cg_named_value *given, size_t ngiven)
 {
     const cg_value **fed = calloc(p->graph->input_count + 1, sizeof *fed);
-    size_t *input_of_slot = calloc(p->slot_count + 1, sizeof *input_of_slot);
+    size_t *input_of_slot = cg_plan_input_index(p);
     if (!fed || !input_of_slot) {
         free(fed);
         free(input_of_slot);
         return NULL;
     }
-    for (size_t i = p->graph->input_count; i-- > 0;) /* the first of a name wins */
-        input_of_slot[p->input_slots[i]] = i + 1;
     for (size_t j = 0; j < ngiven; j++) {
         size_t slot = given[j].name ? cg_strmap_get(&p->names, given[j].name) : CG_STRMAP_NONE;
         if (slot != CG_STRMAP_NONE && slot < p->slot_count && input_of_slot[slot])
@@ -1324,7 +1320,7 @@ static pv *follow(const cg_runtime *rt, const cg_value **fed)
             free_pvs(vals, p->slot_count + 1);
             return NULL;
         }
-    pctx c = {.rt = rt, .p = p, .vals = vals};
+    pctx c = {.p = p};
     for (size_t si = 0; si < p->step_count; si++) {
         const cg_step *st = &p->steps[si];
         const cg_node *n = st->node;
@@ -1407,7 +1403,7 @@ static bool plan_bytes(const cg_runtime *rt, const cg_value **fed, size_t *bytes
     return ok;
 }
 
-/* The signature cg_runtime_run builds for these input shapes. */
+/* The signature cg_runtime_run builds (cg_mem_key) for these input shapes. */
 static bool signature_of(const cg_plan *p, const cg_value **fed, int64_t **out, size_t *len)
 {
     size_t n = 0, cap = p->graph->input_count * (CG_MAX_RANK + 2) + 1;
@@ -1422,10 +1418,7 @@ static bool signature_of(const cg_plan *p, const cg_value **fed, int64_t **out, 
             free(sig);
             return false;
         }
-        sig[n++] = v.dt;
-        sig[n++] = v.rank;
-        for (int d = 0; d < v.rank; d++)
-            sig[n++] = v.dims[d];
+        n += cg_mem_key(sig + n, v.dt, v.rank, v.dims);
     }
     *out = sig;
     *len = n;
@@ -1441,8 +1434,7 @@ void cg_mem_plan_predict(cg_runtime *rt, const cg_named_value *inputs, size_t co
     const cg_value **fed = fed_inputs(rt->main, inputs, count);
     cg_mem_plan *m = &rt->mem;
     if (!fed || !signature_of(rt->main, fed, &sig, &sig_len) ||
-        (m->valid && m->signature_len == sig_len &&
-         memcmp(m->signature, sig, sig_len * sizeof *sig) == 0)) {
+        cg_mem_plan_for(m, sig, sig_len)) {
         free(fed); /* shapes not known, or planned for already */
         free(sig);
         return;
