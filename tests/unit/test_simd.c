@@ -11,7 +11,9 @@
  * vector width exercise the tails; in-place calls (y == x) are tested too.
  * Every GEMM micro-kernel of a level reads a weight panel packed (row
  * pitch nr) and in place (nr columns of a wider row-major matrix, at a
- * misaligned address on the vector levels) to the same bits.
+ * misaligned address on the vector levels) to the same bits. The
+ * convolution store's fused epilogue and the epilogue pass give the
+ * portable entries' bits at every level.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -330,6 +332,71 @@ static void check_gemms(const cg_simd_ops *ops)
     }
 }
 
+/* The convolution store's epilogue (tile_store) and the epilogue pass
+ * (act_f32) of a level: the same bits as the portable entries, NaN, signed
+ * zeros, infinities and Clip's bounds included, for every activation, with
+ * and without bias and residual, on tiles whose sides are not multiples of
+ * the 8 x 8 transpose blocks and rows of a wider plane. */
+static void check_epilogues(const cg_simd_ops *ops)
+{
+    enum { NP = 29, NC = 21, LD = 24, PLANE = 37 };
+    const char *lv = cg_simd_name(ops->level);
+    static const float specials[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, -1.0f, 6.0f,
+                                     6.5f, -1e-30f, 1e30f};
+    float c[NP * LD], bias[NC], add[NC * PLANE], y1[NC * PLANE], y2[NC * PLANE];
+    uint64_t seed = 11;
+    for (int i = 0; i < NP * LD; i++)
+        c[i] = (float)((double)(lcg(&seed) % 4001) / 500.0 - 4.0);
+    for (int i = 0; i < NC * PLANE; i++)
+        add[i] = (float)((double)(lcg(&seed) % 4001) / 500.0 - 4.0);
+    for (int i = 0; i < NC; i++)
+        bias[i] = (float)((double)(lcg(&seed) % 2001) / 1000.0 - 1.0);
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+        c[i * 7 % (NP * LD)] = specials[i];
+        add[i * 13 % (NC * PLANE)] = specials[i];
+    }
+    bias[3] = -0.0f;
+    bias[9] = NAN;
+    static const cg_simd_pw_act acts[] = {CG_SIMD_PW_NONE, CG_SIMD_PW_RELU, CG_SIMD_PW_CLIP};
+    for (size_t a = 0; a < 3; a++)
+        for (int with = 0; with < 4; with++) {
+            cg_simd_pw_epi e = {with & 1 ? bias : NULL, with & 2 ? add : NULL, acts[a],
+                                -0.0f, 6.0f};
+            for (int64_t np = 1; np <= NP; np += 7)
+                for (int64_t nc = 1; nc <= NC; nc += 5) {
+                    memset(y1, 0x5a, sizeof y1);
+                    memset(y2, 0x5a, sizeof y2);
+                    ops->tile_store(y1, PLANE, c, LD, np, nc, &e);
+                    cg_simd_tile_store_c(y2, PLANE, c, LD, np, nc, &e);
+                    EXPECT(memcmp(y1, y2, sizeof y1) == 0,
+                           "%s tile_store act %d, bias %d, add %d, %lld x %lld: differs from "
+                           "the portable store", lv, (int)acts[a], with & 1, with >> 1,
+                           (long long)np, (long long)nc);
+                }
+            for (int64_t n = 0; n <= 3 * 16 + 5; n += 3) {
+                memcpy(y1, c, sizeof c < sizeof y1 ? sizeof c : sizeof y1);
+                memcpy(y2, y1, sizeof y1);
+                ops->act_f32(y1, with & 2 ? add : NULL, n, acts[a], -0.0f, 6.0f);
+                cg_simd_act_f32_c(y2, with & 2 ? add : NULL, n, acts[a], -0.0f, 6.0f);
+                EXPECT(memcmp(y1, y2, sizeof y1) == 0,
+                       "%s act_f32 act %d, add %d, n %lld: differs from the portable pass", lv,
+                       (int)acts[a], with >> 1, (long long)n);
+            }
+        }
+    /* what the portable entries compute: act((c + bias) + add) */
+    cg_simd_pw_epi e = {bias, add, CG_SIMD_PW_CLIP, -1.0f, 1.0f};
+    cg_simd_tile_store_c(y1, PLANE, c, LD, NP, NC, &e);
+    for (int64_t j = 0; j < NC; j++)
+        for (int64_t i = 0; i < NP; i++) {
+            float v = (c[i * LD + j] + bias[j]) + add[j * PLANE + i];
+            float want = v < -1.0f ? -1.0f : v > 1.0f ? 1.0f : v;
+            float got = y1[j * PLANE + i];
+            EXPECT(memcmp(&got, &want, sizeof got) == 0 || (isnan(got) && isnan(want)),
+                   "portable tile_store (%lld, %lld): %g, want %g", (long long)i, (long long)j,
+                   (double)got, (double)want);
+        }
+}
+
 int main(void)
 {
     cg_simd best = cg_simd_detect();
@@ -344,6 +411,7 @@ int main(void)
                cg_simd_name(ops->level));
         check_level(ops);
         check_gemms(ops);
+        check_epilogues(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
     cg_simd forced;

@@ -214,44 +214,61 @@ typedef struct conv_store_ctx {
     const float *add;       /* its residual, at this image and group */
 } conv_store_ctx;
 
+/* The fused epilogues the vector tables apply in the store (simd.h,
+ * cg_simd_pw_epi): Relu and Clip; NONE for the others, which run after it
+ * (conv_epilogue). */
+static bool conv_epi_vector(const cg_epilogue *e, cg_simd_pw_act *act)
+{
+    *act = CG_SIMD_PW_NONE;
+    if (!e || e->kind == CG_EPI_NONE)
+        return true;
+    if (e->kind == CG_EPI_RELU)
+        *act = CG_SIMD_PW_RELU;
+    else if (e->kind == CG_EPI_CLIP)
+        *act = CG_SIMD_PW_CLIP;
+    return *act != CG_SIMD_PW_NONE;
+}
+
 /* y[0..n) = act(y + add[0..n)) for a fused epilogue (add NULL: no residual),
  * with the same arithmetic as the Add and activation kernels
  * (elementwise_*.c, the vector tables). */
 static void conv_epilogue(const cg_simd_ops *ops, const cg_epilogue *e, float *restrict y,
                           const float *restrict add, int64_t n)
 {
+    cg_simd_pw_act act;
+    if (conv_epi_vector(e, &act)) {
+        ops->act_f32(y, add, n, act, e->a, e->b);
+        return;
+    }
     if (add)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = y[i] + add[i];
+        ops->act_f32(y, add, n, CG_SIMD_PW_NONE, 0.0f, 0.0f);
     switch (e->kind) {
-    case CG_EPI_RELU:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = y[i] < 0 ? 0.0f : y[i];
-        break;
-    case CG_EPI_CLIP:
-        for (int64_t i = 0; i < n; i++) {
-            float t = y[i] < e->a ? e->a : y[i];
-            y[i] = t > e->b ? e->b : t;
-        }
-        break;
     case CG_EPI_LEAKYRELU:
         for (int64_t i = 0; i < n; i++)
             y[i] = y[i] >= 0 ? y[i] : e->a * y[i];
         break;
     case CG_EPI_HARDSWISH: ops->hardswish_f32(y, y, n, 1.0f / 6.0f, 0.5f); break;
     case CG_EPI_SILU: ops->silu_f32(y, y, n); break;
-    case CG_EPI_NONE: break;
+    default: break;
     }
 }
 
-/* Tile [position][channel] -> planes y[channel][position], plus bias. */
+/* Tile [position][channel] -> planes y[channel][position], plus bias, and
+ * the fused epilogue: in the store where the vector tables have it, else
+ * over the rows just written (in cache). */
 static void conv_store(void *ctx, const float *c, int64_t ld, int64_t p0, int64_t np,
                        int64_t m0, int64_t m1)
 {
     const conv_store_ctx *s = ctx;
-    s->ops->tile_store(s->y + m0 * s->plane + p0, s->plane, c, ld, np, m1 - m0,
-                       s->bias ? s->bias + m0 : NULL);
-    for (int64_t m = m0; s->epi && m < m1; m++) /* the rows are in cache */
+    cg_simd_pw_epi e = {s->bias ? s->bias + m0 : NULL, NULL, CG_SIMD_PW_NONE, 0.0f, 0.0f};
+    bool in_store = conv_epi_vector(s->epi, &e.act);
+    if (in_store && s->epi) {
+        e.add = s->add ? s->add + m0 * s->plane + p0 : NULL;
+        e.lo = s->epi->a;
+        e.hi = s->epi->b;
+    }
+    s->ops->tile_store(s->y + m0 * s->plane + p0, s->plane, c, ld, np, m1 - m0, &e);
+    for (int64_t m = m0; !in_store && m < m1; m++)
         conv_epilogue(s->ops, s->epi, s->y + m * s->plane + p0,
                       s->add ? s->add + m * s->plane + p0 : NULL, np);
 }

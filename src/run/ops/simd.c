@@ -251,15 +251,38 @@ void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w
         }
 }
 
+/* The epilogue of one sum: + residual, then Relu or Clip, as the scalar
+ * kernels select (a NaN passes, -0 stays -0). */
+static inline float pw_act(float v, const float *add, cg_simd_pw_act act, float lo, float hi)
+{
+    if (add)
+        v = v + *add;
+    if (act == CG_SIMD_PW_RELU) {
+        v = v < 0 ? 0.0f : v;
+    } else if (act == CG_SIMD_PW_CLIP) {
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+    }
+    return v;
+}
+
 void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
-                          int64_t nc, const float *bias)
+                          int64_t nc, const cg_simd_pw_epi *e)
 {
     for (int64_t j = 0; j < nc; j++) {
-        float bv = bias ? bias[j] : 0.0f;
+        float bv = e->bias ? e->bias[j] : 0.0f;
         float *yr = y + j * plane;
+        const float *ar = e->add ? e->add + j * plane : NULL;
         for (int64_t i = 0; i < np; i++)
-            yr[i] = c[i * ld + j] + bv;
+            yr[i] = pw_act(c[i * ld + j] + bv, ar ? ar + i : NULL, e->act, e->lo, e->hi);
     }
+}
+
+void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
+                       float hi)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = pw_act(y[i], add ? add + i : NULL, act, lo, hi);
 }
 
 /* The pointwise tile of the portable level: 4 channels x 8 positions. */
@@ -283,18 +306,8 @@ void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const
         float bv = e->bias ? e->bias[j] : 0.0f;
         float *yr = y + j * ldy;
         const float *ar = e->add ? e->add + j * ldy : NULL;
-        for (int64_t i = 0; i < np; i++) {
-            float v = t[j][i] + bv;
-            if (ar)
-                v = v + ar[i];
-            if (e->act == CG_SIMD_PW_RELU) {
-                v = v < 0 ? 0.0f : v;
-            } else if (e->act == CG_SIMD_PW_CLIP) {
-                v = v < e->lo ? e->lo : v;
-                v = v > e->hi ? e->hi : v;
-            }
-            yr[i] = v;
-        }
+        for (int64_t i = 0; i < np; i++)
+            yr[i] = pw_act(t[j][i] + bv, ar ? ar + i : NULL, e->act, e->lo, e->hi);
     }
 }
 
@@ -317,6 +330,7 @@ static const cg_simd_ops portable = {
     NULL,
     NULL,
     cg_simd_tile_store_c,
+    cg_simd_act_f32_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
     {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c},

@@ -125,11 +125,19 @@ typedef struct cg_simd_ops {
                           int64_t kw_n, int64_t off, int64_t dw, int64_t sw, int64_t n,
                           double bias);
     /* The convolution GEMM's store: tile c holds np positions of nc
-     * channels (c[i*ld + j]); y[j*plane + i] = c[i*ld + j] + (bias ?
-     * bias[j] : 0) for i < np, j < nc (a transpose, in 8 x 8 blocks on the
-     * vector levels). */
+     * channels (c[i*ld + j]); y[j*plane + i] = act((c[i*ld + j] + bias[j])
+     * + add[j*plane + i]) for i < np, j < nc, with e's bias (0.0f when
+     * NULL), residual (laid out like y; none when NULL) and Relu or Clip,
+     * in the operand order of the pointwise tiles (a transpose, in 8 x 8
+     * blocks on the vector levels). */
     void (*tile_store)(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
-                       int64_t nc, const float *bias);
+                       int64_t nc, const cg_simd_pw_epi *e);
+    /* y[i] = act(y[i] + add[i]) for i < n (add NULL: y[i]), act Relu or
+     * Clip [lo, hi] (CG_SIMD_PW_NONE: the sum only), the scalar selects'
+     * results for NaNs and signed zeros: a fused epilogue's pass over
+     * planes a kernel wrote. */
+    void (*act_f32)(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
+                    float hi);
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
@@ -174,7 +182,9 @@ void cg_simd_dw_plane_c(float *y, const float *xp, int64_t pitch, const float *w
                         int64_t kh_n, int64_t kw_n, int64_t oh_n, int64_t ow_n, int64_t sh,
                         int64_t sw, int64_t dh, int64_t dw, float bias);
 void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, int64_t np,
-                          int64_t nc, const float *bias);
+                          int64_t nc, const cg_simd_pw_epi *e);
+void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
+                       float hi);
 void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                        int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
 void cg_pg_ukr_c(int64_t kc, const float *w, int64_t ldw, const float *x, const int64_t *off,
