@@ -13,7 +13,8 @@
  * pitch nr) and in place (nr columns of a wider row-major matrix, at a
  * misaligned address on the vector levels) to the same bits. The
  * convolution store's fused epilogue and the epilogue pass give the
- * portable entries' bits at every level.
+ * portable entries' bits at every level, and pooling's stride-2 row and row
+ * fold the scalar loops' bits.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -397,6 +398,73 @@ static void check_epilogues(const cg_simd_ops *ops)
         }
 }
 
+/* Pooling's vector entries (NULL at the portable level) against the
+ * scalar selects of pool_impl.inc, bit for bit, NaN and signed zeros
+ * included: pool_s2 over every output count (whole vectors and the masked
+ * last one, nothing stored past n, reading only the slack it declares) and
+ * pool_rows over row counts and lengths with a tail. */
+static void check_pool(const cg_simd_ops *ops)
+{
+    if (!ops->pool_s2 || !ops->pool_rows)
+        return;
+    enum { NMAX = 45, VN = 2 * NMAX + 2 * 2 + CG_SIMD_POOL_SLACK };
+    const char *lv = cg_simd_name(ops->level);
+    float v[VN], out[NMAX + 8], want[NMAX];
+    uint64_t seed = 17;
+    for (int i = 0; i < VN; i++)
+        v[i] = (float)((double)(lcg(&seed) % 41) / 8.0 - 2.5); /* ties and zeros */
+    v[5] = NAN;
+    v[8] = -0.0f;
+    v[9] = 0.0f;
+    v[30] = -INFINITY;
+    for (int max = 0; max < 2; max++)
+        for (int64_t kw_n = 1; kw_n <= 3; kw_n++)
+            for (int64_t dw = 1; dw <= 2; dw++)
+                for (int64_t n = 1; n <= NMAX; n++) {
+                    /* the last tap read is 2(n-1) + (kw_n-1)dw; the slack after it */
+                    if (2 * (n - 1) + (kw_n - 1) * dw + CG_SIMD_POOL_SLACK >= VN)
+                        continue;
+                    for (int64_t t = 0; t < n; t++) {
+                        float acc = v[2 * t];
+                        for (int64_t kw = 1; kw < kw_n; kw++) {
+                            float e = v[2 * t + kw * dw];
+                            acc = max ? (acc < e ? e : acc) : acc + e;
+                        }
+                        want[t] = acc;
+                    }
+                    for (int i = 0; i < NMAX + 8; i++)
+                        out[i] = 12345.0f;
+                    ops->pool_s2(out, v, n, kw_n, dw, max);
+                    EXPECT(memcmp(out, want, (size_t)n * sizeof(float)) == 0,
+                           "%s pool_s2 %s kw %lld dw %lld n %lld: differs from the scalar loop",
+                           lv, max ? "max" : "sum", (long long)kw_n, (long long)dw, (long long)n);
+                    EXPECT(out[n] == 12345.0f, "%s pool_s2 n %lld: stored past n", lv,
+                           (long long)n);
+                }
+    enum { W = 37, PITCH = 41, ROWS = 4 };
+    float x[ROWS * PITCH], got[W + 8], ref[W];
+    for (int i = 0; i < ROWS * PITCH; i++)
+        x[i] = v[i % VN];
+    for (int max = 0; max < 2; max++)
+        for (int64_t nrows = 1; nrows <= ROWS; nrows++)
+            for (int64_t n = 1; n <= W; n += 3) {
+                for (int64_t i = 0; i < n; i++) {
+                    float acc = x[i];
+                    for (int64_t r = 1; r < nrows; r++) {
+                        float e = x[r * PITCH + i];
+                        acc = max ? (acc < e ? e : acc) : acc + e;
+                    }
+                    ref[i] = acc;
+                }
+                for (int i = 0; i < W + 8; i++)
+                    got[i] = 12345.0f;
+                ops->pool_rows(got, x, PITCH, nrows, n, max);
+                EXPECT(memcmp(got, ref, (size_t)n * sizeof(float)) == 0 && got[n] == 12345.0f,
+                       "%s pool_rows %s rows %lld n %lld: differs from the scalar fold", lv,
+                       max ? "max" : "sum", (long long)nrows, (long long)n);
+            }
+}
+
 int main(void)
 {
     cg_simd best = cg_simd_detect();
@@ -412,6 +480,7 @@ int main(void)
         check_level(ops);
         check_gemms(ops);
         check_epilogues(ops);
+        check_pool(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
     cg_simd forced;

@@ -21,41 +21,20 @@ typedef enum pool_mode { POOL_MAX, POOL_AVG, POOL_LP } pool_mode;
 #define POOL_CHECK_EVERY 64
 
 /* cg_simd_ops.pool_s2 (float32 only; NULL for the float64 bodies) */
-typedef int64_t (*pool_s2_fn)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
-                              bool max);
-/* cg_simd_ops.pool_fold, likewise */
-typedef void (*pool_fold_fn)(float *v, const float *r, int64_t n, bool max);
+typedef void (*pool_s2_fn)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
+                           bool max);
+/* cg_simd_ops.pool_rows, likewise */
+typedef void (*pool_rows_fn)(float *v, const float *x, int64_t pitch, int64_t nrows, int64_t n,
+                             bool max);
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-
-/* Four outputs of a stride-2 window of kw_n taps (dilation dw) into out:
- * output t's taps are v[2t + kw * dw]. Each tap's four values are the even
- * lanes of eight loaded floats, so this reads v up to one element past the
- * last tap. Max and sum as pool2d's scalar loop computes them, tap by tap in
- * the same order: _mm_max_ps(e, acc) is e > acc ? e : acc, the scalar
- * acc < e ? e : acc, NaN and signed zeros included. Plain SSE2 (every
- * x86-64), not the runtime's vector levels: worth it where the scalar loop
- * was most of squeezenet1_1's MaxPool. */
-static void pool_s2x4_f32(float *out, const float *v, int64_t kw_n, int64_t dw, bool max)
-{
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t kw = 0; kw < kw_n; kw++) {
-        const float *p = v + kw * dw;
-        __m128 e = _mm_shuffle_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 4), _MM_SHUFFLE(2, 0, 2, 0));
-        acc = kw == 0 ? e : max ? _mm_max_ps(e, acc) : _mm_add_ps(acc, e);
-    }
-    _mm_storeu_ps(out, acc);
-}
-#define POOL_S2X4 pool_s2x4_f32
-#endif
-
+/* the float32 bodies call the vector level's pool_s2 and pool_rows */
+#define POOL_VECTOR 1
 #define CT float
 #define POOL_FN(x) x##_f32
 #include "run/ops/pool_impl.inc"
 #undef CT
 #undef POOL_FN
-#undef POOL_S2X4
+#undef POOL_VECTOR
 
 #define CT double
 #define POOL_FN(x) x##_f64
@@ -95,7 +74,7 @@ typedef struct pool2d_job {
     bool include_pad;
     float *rows; /* row_n floats per thread */
     pool_s2_fn s2; /* NULL at the portable level (pool2d) */
-    pool_fold_fn fold;
+    pool_rows_fn fold;
     const cg_kernel_ctx *k;
 } pool2d_job;
 
@@ -183,12 +162,14 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
     const float *xf = cg_nn_as_f32(k, x);
     float *yf = y->dtype == CG_DTYPE_FLOAT ? y->data : cg_nn_scratch(k, y->numel, sizeof(float));
     int threads = two_d ? cg_kernel_threads(k) : 1;
-    /* a row per thread, 4 more floats than the input row (pool2d), rounded
-     * up to whole 64-byte lines: threads writing their rows side by side in
-     * one cache line made every write of one a miss for the other (the
-     * 27- and 13-wide MaxPools of squeezenet1_1 ran slower at two threads
-     * than at one) */
-    int64_t row_n = w.in[nsp - 1] <= INT64_MAX - 20 ? (w.in[nsp - 1] + 4 + 15) / 16 * 16 : -1;
+    /* a row per thread, 4 + CG_SIMD_POOL_SLACK more floats than the input
+     * row (pool2d's and pool_s2's reads past it), rounded up to whole
+     * 64-byte lines: threads writing their rows side by side in one cache
+     * line made every write of one a miss for the other (the 27- and
+     * 13-wide MaxPools of squeezenet1_1 ran slower at two threads than at
+     * one) */
+    int64_t pad_n = 4 + CG_SIMD_POOL_SLACK + 15;
+    int64_t row_n = w.in[nsp - 1] <= INT64_MAX - pad_n ? (w.in[nsp - 1] + pad_n) / 16 * 16 : -1;
     float *vrow = row_n > 0 && row_n <= INT64_MAX / threads
                       ? cg_nn_scratch(k, row_n * threads, sizeof(float))
                       : NULL;
@@ -202,7 +183,7 @@ static cg_status pool_run(cg_kernel_ctx *k, pool_mode mode)
         const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
         pool2d_job job = {.x = xf, .y = yf, .planes = planes, .in_n = in_n, .out_n = out_n,
                           .row_n = row_n, .w = &w, .mode = mode, .include_pad = include_pad,
-                          .rows = vrow, .s2 = ops->pool_s2, .fold = ops->pool_fold, .k = k};
+                          .rows = vrow, .s2 = ops->pool_s2, .fold = ops->pool_rows, .k = k};
         cg_kernel_parallel_work(k, (double)taps, pool2d_task, &job);
     }
     for (int64_t pl = 0; pl < planes && !two_d; pl++) {

@@ -105,14 +105,16 @@ typedef struct cg_simd_ops {
                      int64_t dh, int64_t dw, float bias);
     /* Stride-2 pooling of one row: out[t] for t < n over the taps
      * v[2t + kw * dw], kw < kw_n, in tap order: max as e > acc ? e : acc,
-     * or the sum. Reads v up to one
-     * element past the last tap. Writes whole vectors of outputs and
-     * returns how many (n rounded down). NULL at the portable level. */
-    int64_t (*pool_s2)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw,
-                       bool max);
-    /* v[i] = v[i] < r[i] ? r[i] : v[i] (max) or v[i] + r[i], i < n: pooling's
-     * rows folded into one. NULL at the portable level. */
-    void (*pool_fold)(float *v, const float *r, int64_t n, bool max);
+     * or the sum. Reads v up to CG_SIMD_POOL_SLACK floats past the last
+     * output's last tap (into lanes that are not stored). NULL at the
+     * portable level. */
+    void (*pool_s2)(float *out, const float *v, int64_t n, int64_t kw_n, int64_t dw, bool max);
+    /* Pooling's rows folded into one: v[i] for i < n is x[i], then for
+     * each row r = 1 .. nrows - 1 in order, e = x[r * pitch + i] and
+     * v[i] = v[i] < e ? e : v[i] (max) or v[i] + e. nrows >= 1. NULL at the
+     * portable level. */
+    void (*pool_rows)(float *v, const float *x, int64_t pitch, int64_t nrows, int64_t n,
+                      bool max);
     /* The float64 depthwise convolution's interior, n outputs of one row:
      * y[t] = bias + w[kh * kw_n + kw] * rows[kh][off + t * sw + kw * dw]
      * summed over kh (rows[kh] NULL: skipped) then kw, in that order, each
@@ -151,6 +153,9 @@ typedef struct cg_simd_ops {
     cg_simd_dgemm dgemm[3];
     int dgemm_count;
 } cg_simd_ops;
+
+/* Floats pool_s2 reads past the last output's last tap (two vectors). */
+#define CG_SIMD_POOL_SLACK 32
 
 /* Floats a dw_plane input must stay readable past its last row, times 4. */
 #define CG_SIMD_DW_SLACK 16
