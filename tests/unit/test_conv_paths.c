@@ -4,7 +4,10 @@
  * dilated, grouped, 1-D and 3-D windows, channel counts that do not fill a
  * panel, positions that do not fill a tile), the depthwise planes (strides
  * 1, 2 and 3, 3x3 and 5x5, a multiplier of 2, planes at most 8 wide), the position-tiled
- * pointwise kernel (planes of two tiles and more; cg_pg_pw_run) and ConvInteger (exact:
+ * pointwise kernel (planes of two tiles and more; cg_pg_pw_run), the
+ * row-tiled path of few taps (conv.c, conv_rows: first convolutions at
+ * stride 2, rows of vectors over taps at any offsets)
+ * and ConvInteger (exact:
  * equal to the integer reference, uint8 and int8 x and W, scalar and
  * per-channel zero points; the 8-bit GEMM at the AVX-512 level when the
  * CPU has VNNI, the float GEMM elsewhere). Every case runs at each vector
@@ -270,14 +273,15 @@ static cg_status observe_nothing(void *user, const cg_node *node, const char *na
  * Add(conv, r) then Relu), fused into the convolution,
  * against the same graph run with an observer (which turns fusion off): the
  * outputs must be the same bits, for the GEMM and the depthwise path. */
-enum { FUSE_GEMM, FUSE_DEPTHWISE, FUSE_POINTWISE };
+enum { FUSE_GEMM, FUSE_DEPTHWISE, FUSE_POINTWISE, FUSE_ROWS };
 
 static void test_fusion(const char *act, int path, int threads)
 {
     bool depthwise = path == FUSE_DEPTHWISE, pointwise = path == FUSE_POINTWISE;
-    int64_t kk = pointwise ? 1 : 3;
-    int64_t xd[4] = {1, 16, 23, 29}, wd[4] = {depthwise ? 16 : 40, depthwise ? 1 : 16, kk, kk};
-    int64_t bd[1] = {wd[0]}, one[1] = {1}, pads[4] = {1, 1, 1, 1};
+    bool rows = path == FUSE_ROWS; /* 3 channels, 3x3 stride 2: conv_rows */
+    int64_t kk = pointwise ? 1 : 3, cin = rows ? 3 : 16, st = rows ? 2 : 1;
+    int64_t xd[4] = {1, cin, 23, 29}, wd[4] = {depthwise ? 16 : 40, depthwise ? 1 : cin, kk, kk};
+    int64_t bd[1] = {wd[0]}, one[1] = {1}, pads[4] = {1, 1, 1, 1}, strides[2] = {st, st};
     if (pointwise)
         memset(pads, 0, sizeof pads);
     cg_tensor *x = make(CG_DTYPE_FLOAT, 4, xd, 5, false), *w = make(CG_DTYPE_FLOAT, 4, wd, 6, false);
@@ -287,13 +291,14 @@ static void test_fusion(const char *act, int path, int threads)
     ((float *)hi->data)[0] = 0.6f;
     bool silu = strcmp(act, "SiLU") == 0, clip = strcmp(act, "Clip") == 0;
     bool add = strncmp(act, "Add", 3) == 0, add_relu = strcmp(act, "AddRelu") == 0;
-    int64_t yd[4] = {1, wd[0], 23, 29};
+    int64_t yd[4] = {1, wd[0], (23 + 2 - 3) / st + 1, (29 + 2 - 3) / st + 1};
     cg_tensor *res = add ? make(CG_DTYPE_FLOAT, 4, yd, 8, false) : NULL;
     cg_model *m = test_model_new(17);
     cg_graph *g = m->graph = test_graph_new(m, "fusion", 3);
     cg_node *conv = test_node(m, g, "Conv", "conv", "x,w,b", "c");
     test_node_add_attr(conv, attr_ints("pads", pads, 4));
     test_node_add_attr(conv, attr_int("group", depthwise ? 16 : 1));
+    test_node_add_attr(conv, attr_ints("strides", strides, 2));
     if (add) { /* Add, then maybe Relu */
         test_node(m, g, "Add", "act", add_relu ? "c,r" : "r,c", add_relu ? "a" : "y");
         if (add_relu)
@@ -663,6 +668,12 @@ int main(void)
         {"pointwise 24 to 36", 2, 2, 24, 36, 1, {13, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
         {"pointwise grouped", 2, 1, 32, 48, 2, {10, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
         {"pointwise 1-D tiles", 1, 1, 20, 8, 1, {500}, {1}, {1}, {1}, {0}, {0}},
+        /* few taps (conv_rows): an image's first convolution at stride 2
+         * over odd and even widths, uneven pads, channels off a panel; a
+         * 5x5 with row stride 2 only; a dilated 3x3 at stride 1 */
+        {"first conv 3x3 stride 2", 2, 2, 3, 24, 1, {45, 38}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {0, 1}},
+        {"5x5 stride 1x2, 2 in", 2, 1, 2, 20, 1, {30, 41}, {5, 5}, {1, 2}, {1, 1}, {2, 2}, {2, 1}},
+        {"3x3 dilated, 7 in", 2, 1, 7, 16, 1, {19, 26}, {3, 3}, {2, 1}, {1, 2}, {1, 2}, {1, 2}},
         /* 576 taps: three K blocks of the GEMM continue each sum */
         {"3x3 576 taps", 2, 1, 64, 40, 1, {12, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
     };
@@ -696,6 +707,8 @@ int main(void)
         test_fusion(acts[i], FUSE_GEMM, 3);
         test_fusion(acts[i], FUSE_POINTWISE, 1);
         test_fusion(acts[i], FUSE_POINTWISE, 3);
+        test_fusion(acts[i], FUSE_ROWS, 1);
+        test_fusion(acts[i], FUSE_ROWS, 3);
     }
     return test_done("test_conv_paths");
 }

@@ -289,15 +289,18 @@ void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act
 #define PW_C_MR 4
 #define PW_C_NP 8
 
-void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
-                       int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e)
+/* The tile's sums into t (x + off[q] when off, else x + q * ldx), then the
+ * epilogue into y. */
+static void pw_tile_sums(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                         int64_t ldx, const int64_t *off, int64_t k, int64_t nc, int64_t np,
+                         const cg_simd_pw_epi *e)
 {
     float t[PW_C_MR][PW_C_NP];
     for (int j = 0; j < PW_C_MR; j++)
         for (int i = 0; i < PW_C_NP; i++)
             t[j][i] = 0.0f;
     for (int64_t q = 0; q < k; q++) {
-        const float *xq = x + q * ldx, *wq = w + q * ldw;
+        const float *xq = off ? x + off[q] : x + q * ldx, *wq = w + q * ldw;
         for (int j = 0; j < PW_C_MR; j++)
             for (int64_t i = 0; i < np; i++)
                 t[j][i] += xq[i] * wq[j];
@@ -309,6 +312,19 @@ void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const
         for (int64_t i = 0; i < np; i++)
             yr[i] = pw_act(t[j][i] + bv, ar ? ar + i : NULL, e->act, e->lo, e->hi);
     }
+}
+
+void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                       int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e)
+{
+    pw_tile_sums(y, ldy, w, ldw, x, ldx, NULL, k, nc, np, e);
+}
+
+void cg_simd_pw_tile_off_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                           const int64_t *off, int64_t k, int64_t nc, int64_t np,
+                           const cg_simd_pw_epi *e)
+{
+    pw_tile_sums(y, ldy, w, ldw, x, 0, off, k, nc, np, e);
 }
 
 static const cg_simd_ops portable = {
@@ -333,7 +349,7 @@ static const cg_simd_ops portable = {
     cg_simd_act_f32_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
-    {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c},
+    {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c, cg_simd_pw_tile_off_c},
     {0, 0, NULL},
     {{0, 0, NULL}},
     0,

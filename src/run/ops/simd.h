@@ -69,6 +69,12 @@ typedef struct cg_simd_pw {
     int mr, np_max, vw;
     void (*tile)(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                  int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
+    /* The same tile with tap q's positions at x + off[q] (any offsets):
+     * a convolution's output row over the taps of its input rows
+     * (conv.c, conv_rows), the same sums and epilogue. */
+    void (*tile_off)(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                     const int64_t *off, int64_t k, int64_t nc, int64_t np,
+                     const cg_simd_pw_epi *e);
 } cg_simd_pw;
 
 typedef struct cg_simd_ops {
@@ -192,6 +198,9 @@ void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act
                        float hi);
 void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                        int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
+void cg_simd_pw_tile_off_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
+                           const int64_t *off, int64_t k, int64_t nc, int64_t np,
+                           const cg_simd_pw_epi *e);
 void cg_pg_ukr_c(int64_t kc, const float *w, int64_t ldw, const float *x, const int64_t *off,
                  const int64_t *pos, float *c, int acc);
 
