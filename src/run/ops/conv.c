@@ -665,6 +665,40 @@ static bool conv_taps_get(cg_kernel_ctx *k, conv_packed *cp, const cg_nn_window 
     return true;
 }
 
+/* The zero-padded copy of a group's input, its channels split over the
+ * kernel's threads: on the calling thread alone it was a serial step before
+ * every padded convolution's GEMM (resnet18 at two threads: the workers
+ * waited through 16 of them). */
+typedef struct pad_copy_job {
+    const float *x;
+    float *dst;
+    int64_t c, in_n, plane;
+    const cg_nn_window *w;
+} pad_copy_job;
+
+static void pad_copy_task(void *arg, int t, int nt)
+{
+    const pad_copy_job *j = arg;
+    int64_t lo, hi;
+    cg_kernel_share(j->c, 1, t, nt, &lo, &hi);
+    if (lo < hi)
+        cg_nn_pad_copy_f32(j->x + lo * j->in_n, hi - lo, j->w, j->dst + lo * j->plane);
+}
+
+/* Copies below this many floats stay on the calling thread (a few
+ * microseconds: less than handing out the shares). */
+#define CONV_PAD_PARALLEL_MIN 32768
+
+static void conv_pad_copy(cg_kernel_ctx *k, const float *x, int64_t c, const cg_nn_window *w,
+                          int64_t plane, float *dst)
+{
+    pad_copy_job j = {x, dst, c, cg_nn_prod(w->nsp, w->in), plane, w};
+    if (c > 1 && c * plane >= CONV_PAD_PARALLEL_MIN && cg_kernel_threads(k) > 1)
+        cg_kernel_parallel(k, pad_copy_task, &j);
+    else
+        pad_copy_task(&j, 0, 1);
+}
+
 /* y = conv(x, w) + b, every group one convolution GEMM reading the float32
  * input x in place (a zero-padded copy of it when the window pads). The
  * output is sc->y (float32, bias sc->bias) or, for the integer convs, sc->yi
@@ -704,7 +738,7 @@ static cg_status conv_gemm(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * in_n;
             if (padded)
-                cg_nn_pad_copy_f32(xg, cg, win, xpad);
+                conv_pad_copy(k, xg, cg, win, plane, xpad);
             if (exact) {
                 sc.yi = out->yi + (n * g->m + gi * mg) * on;
                 sc.bias_i = out->bias_i ? out->bias_i + gi * mg : NULL;
