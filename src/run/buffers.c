@@ -129,6 +129,20 @@ void *cg_scratch_alloc(cg_runtime *rt, size_t bytes)
     return base;
 }
 
+void cg_scratch_prefault(cg_runtime *rt, size_t bytes)
+{
+    if (bytes <= SCRATCH_MIN_CHUNK)
+        return; /* a first chunk's size at most: not worth a chunk of its own */
+    for (size_t i = 0; i < rt->scratch.count; i++)
+        if (rt->scratch.chunks[i].cap >= bytes)
+            return;
+    cg_scratch_mark m = cg_scratch_mark_get(rt);
+    void *p = cg_scratch_alloc(rt, bytes);
+    if (p)
+        cg_prefault_anon(p, bytes);
+    cg_scratch_reset(rt, m);
+}
+
 /* --- value heap ---------------------------------------------------------------- */
 
 /* In sanitizer builds the heap's free bytes are poisoned, and a block is

@@ -391,6 +391,10 @@ void *cg_frame_scratch(cg_exec *f, size_t bytes);
 cg_scratch_mark cg_scratch_mark_get(const cg_runtime *rt);
 void cg_scratch_reset(cg_runtime *rt, cg_scratch_mark m);
 void *cg_scratch_alloc(cg_runtime *rt, size_t bytes);
+/* A chunk of at least `bytes` made now (unless one is there) and its pages
+ * touched, so that a run's scratch of that size is not fresh memory; best
+ * effort (no memory: nothing done). */
+void cg_scratch_prefault(cg_runtime *rt, size_t bytes);
 /* A malloc block of at least `bytes` (not zeroed), from the pool if one fits. */
 void *cg_buffer_get(cg_runtime *rt, size_t bytes);
 /* Gives ptr (at least `bytes` long) to the pool, or frees it. */

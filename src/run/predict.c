@@ -62,7 +62,36 @@ typedef struct pctx {
     int arg;              /* the rule's row's argument */
     cg_kernel_ctx k;      /* for cg_nn_window_init (no run: no scratch) */
     cg_error err;
+    size_t scratch;       /* the biggest kernel scratch foreseen (scratch_need) */
 } pctx;
+
+/* Kernel scratch a step is known to take: the convolutions' zero-padded
+ * input copy (one group's channels: conv_gemm, conv_rows in ops/conv.c)
+ * with the GEMM's tap and position tables, and ConvTranspose's column
+ * matrix, in float32, plus the small buffers around them. An estimate for
+ * set-up to touch in advance (cg_mem_plan_predict), never a bound the
+ * kernels rely on: they take what they need either way. */
+#define PV_SCRATCH_SLACK ((size_t)256 << 10)
+
+/* a * b, or -1 when either is negative or the product passes PV_MAX_DIM */
+static int64_t mul_dim(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > PV_MAX_DIM)
+        return -1;
+    return r;
+}
+
+static void scratch_need(pctx *c, int64_t floats, int64_t table_entries)
+{
+    if (floats > 0 && floats <= PV_MAX_DIM && table_entries >= 0 &&
+        table_entries <= PV_MAX_DIM) {
+        size_t b = (size_t)floats * sizeof(float) + (size_t)table_entries * sizeof(int64_t) +
+                   PV_SCRATCH_SLACK;
+        if (b > c->scratch)
+            c->scratch = b;
+    }
+}
 
 static bool is_int(cg_dtype dt)
 {
@@ -298,6 +327,27 @@ static bool rule_conv(pctx *c)
     int64_t dims[CG_MAX_RANK] = {x->dims[0], w->dims[0]};
     if (!window_out(c, nsp, x->dims + 2, kernel, false, dims + 2))
         return true;
+    int64_t group = cg_node_attr_int(c->st->node, "group", 1);
+    cg_nn_window win;
+    if (x->dt == CG_DTYPE_FLOAT && !c->arg && group >= 1 && x->dims[1] % group == 0 &&
+        str_attr_is(c, "auto_pad", "NOTSET", "NOTSET") &&
+        cg_nn_window_init(&c->k, nsp, x->dims + 2, kernel, false, &win) == CG_OK) {
+        /* depthwise convolutions copy one plane per thread: left out */
+        int64_t cgc = x->dims[1] / group, floats = cgc, kn = 1;
+        bool padded = false;
+        for (int i = 0; i < nsp; i++) {
+            padded = padded || win.pad0[i] || win.pad1[i];
+            floats = mul_dim(floats, win.in[i] + win.pad0[i] + win.pad1[i]);
+            kn = mul_dim(kn, kernel[i]);
+        }
+        int64_t taps = mul_dim(cgc, kn), positions = 1;
+        for (int i = 0; i < nsp; i++)
+            positions = mul_dim(positions, dims[2 + i]);
+        bool rows = group == 1 && nsp == 2 && kn > 1 && taps >= 0 && taps <= 64;
+        if ((padded || rows) && !(cgc == 1 && w->dims[0] / group < 8) && taps >= 0 &&
+            positions >= 0)
+            scratch_need(c, floats, taps + positions);
+    }
     return set_shape(o, dt, x->rank, dims), true;
 }
 
@@ -341,6 +391,12 @@ static bool rule_conv_transpose(pctx *c)
             p0 > PV_MAX_WINDOW || p1 > PV_MAX_WINDOW || x->dims[2 + i] < 1)
             return true;
         dims[2 + i] = s * (x->dims[2 + i] - 1) + op + (k - 1) * d + 1 - p0 - p1;
+    }
+    if (x->dt == CG_DTYPE_FLOAT) { /* the column matrix: M/group x kernel x input */
+        int64_t floats = w->dims[1];
+        for (int i = 0; i < nsp; i++)
+            floats = mul_dim(mul_dim(floats, ks ? ks[i] : w->dims[2 + i]), x->dims[2 + i]);
+        scratch_need(c, floats, 0);
     }
     return set_shape(o, x->dt, x->rank, dims), true;
 }
@@ -1305,7 +1361,7 @@ static void free_pvs(pv *v, size_t n)
 
 /* Every main-graph slot's pv for these inputs; NULL when out of memory or
  * an input's shape is not known. */
-static pv *follow(const cg_runtime *rt, const cg_value **fed)
+static pv *follow(const cg_runtime *rt, const cg_value **fed, size_t *scratch)
 {
     const cg_plan *p = rt->main;
     const cg_graph *g = p->graph;
@@ -1343,6 +1399,7 @@ static pv *follow(const cg_runtime *rt, const cg_value **fed)
             return NULL;
         }
     }
+    *scratch = c.scratch;
     return vals;
 }
 
@@ -1351,7 +1408,8 @@ bool cg_predict_shapes(const cg_runtime *rt, const cg_named_value *inputs, size_
 {
     const cg_plan *p = rt->main;
     const cg_value **fed = fed_inputs(p, inputs, count);
-    pv *vals = fed ? follow(rt, fed) : NULL;
+    size_t scratch;
+    pv *vals = fed ? follow(rt, fed, &scratch) : NULL;
     free(fed);
     for (size_t s = 0; s < p->slot_count; s++) {
         memset(&shapes[s], 0, sizeof shapes[s]); /* dtype UNDEFINED: not known */
@@ -1368,10 +1426,11 @@ bool cg_predict_shapes(const cg_runtime *rt, const cg_named_value *inputs, size_
 
 /* The bytes of each value the memory plan places (bytes[slot]; 0 for the
  * others); false when one of them is not known. */
-static bool plan_bytes(const cg_runtime *rt, const cg_value **fed, size_t *bytes)
+static bool plan_bytes(const cg_runtime *rt, const cg_value **fed, size_t *bytes,
+                       size_t *scratch)
 {
     const cg_plan *p = rt->main;
-    pv *vals = follow(rt, fed);
+    pv *vals = follow(rt, fed, scratch);
     bool *skip = calloc(p->slot_count + 1, sizeof *skip);
     bool ok = vals && skip;
     /* values a fused step never produces: a convolution's output whose
@@ -1439,13 +1498,18 @@ void cg_mem_plan_predict(cg_runtime *rt, const cg_named_value *inputs, size_t co
         free(sig);
         return;
     }
-    if (plan_bytes(rt, fed, rt->record_bytes)) {
+    size_t scratch = 0;
+    if (plan_bytes(rt, fed, rt->record_bytes, &scratch)) {
         if (!rt->heap.base)
             cg_heaps_prefault(rt, false); /* the reservation the arena takes */
         if (cg_mem_plan_build(rt, sig, sig_len, NULL) == CG_OK) {
             /* the pages the first run would have touched, touched now */
             cg_prefault_anon(m->arena, m->arena_bytes);
             m->predicted = true;
+            /* and the kernels' biggest scratch, which is fresh memory too
+             * (PP-OCRv4 det's padded copies: 17 MB, its first run 1.0-2.6x
+             * a warm one as the host backed them or not) */
+            cg_scratch_prefault(rt, scratch);
         }
     }
     memset(rt->record_bytes, 0, (rt->main->slot_count + 1) * sizeof *rt->record_bytes);

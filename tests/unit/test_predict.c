@@ -390,10 +390,61 @@ static void test_zoo_plans(void)
     printf("zoo: %zu of %zu models predicted\n", predicted, models);
 }
 
+/* A padded convolution over a big input: set-up foresees its padded copy
+ * (predict.c, scratch_need) and makes and touches a scratch chunk that big,
+ * so the first run's scratch is all in chunks made at set-up. */
+static void test_scratch_prefault(void)
+{
+    enum { C = 16, H = 256, W = 256, M_OUT = 8 };
+    cg_model *m = test_model_new(17);
+    cg_graph *g = m->graph = test_graph_new(m, "big_conv", 4);
+    int64_t xd[4] = {1, C, H, W}, wd[4] = {M_OUT, C, 3, 3};
+    static float w[M_OUT * C * 9];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = (float)((int)(i * 13 % 11) - 5) * 0.02f;
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 4, xd));
+    test_graph_init_f32(m, g, "w", 4, wd, w);
+    static int64_t pads[4] = {1, 1, 1, 1};
+    cg_node *cv = test_node(m, g, "Conv", "conv", "x,w", "c");
+    test_node_add_attr(cv, attr_ints("pads", pads, 4));
+    test_node(m, g, "Relu", "relu", "c", "y");
+    test_graph_output(g, "y", test_type(m, CG_DTYPE_FLOAT, -1, NULL));
+    cg_runtime *rt = NULL;
+    cg_value *x = NULL;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_runtime_init(m, NULL, &rt, &err) == CG_OK, "init: %s", err.msg);
+    if (!rt)
+        goto out;
+    size_t copy = (size_t)C * (H + 2) * (W + 2) * sizeof(float), biggest = 0;
+    for (size_t i = 0; i < rt->scratch.count; i++)
+        biggest = rt->scratch.chunks[i].cap > biggest ? rt->scratch.chunks[i].cap : biggest;
+    EXPECT(rt->mem.predicted && biggest >= copy,
+           "set-up made no scratch chunk for the padded copy (%zu bytes; biggest %zu)", copy,
+           biggest);
+    size_t chunks = rt->scratch.count;
+    if (cg_value_alloc_tensor(CG_DTYPE_FLOAT, 4, xd, &x, NULL) != CG_OK)
+        test_fatal("out of memory");
+    float *xf = x->tensor.data;
+    for (int64_t i = 0; i < x->tensor.numel; i++)
+        xf[i] = (float)((i * 7) % 19 - 9) * 0.1f;
+    cg_named_value in = {"x", x}, *outs = NULL;
+    size_t nout = 0;
+    EXPECT(cg_runtime_run(rt, &in, 1, &outs, &nout, &err) == CG_OK, "run: %s", err.msg);
+    cg_runtime_free_outputs(outs, nout);
+    EXPECT(rt->scratch.count == chunks, "the first run made %zu scratch chunks of its own",
+           rt->scratch.count - chunks);
+out:
+    cg_value_free(x);
+    cg_runtime_free(rt);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_plan_life();
     test_prepare_symbolic();
+    test_scratch_prefault();
     test_node_suite();
     test_zoo_plans();
     return test_done("test_predict");
