@@ -333,17 +333,16 @@ static bool rule_conv(pctx *c)
         str_attr_is(c, "auto_pad", "NOTSET", "NOTSET") &&
         cg_nn_window_init(&c->k, nsp, x->dims + 2, kernel, false, &win) == CG_OK) {
         /* depthwise convolutions copy one plane per thread: left out */
-        int64_t cgc = x->dims[1] / group, floats = cgc, kn = 1;
+        int64_t cgc = x->dims[1] / group, floats = cgc, kn = 1, positions = 1;
         bool padded = false;
         for (int i = 0; i < nsp; i++) {
             padded = padded || win.pad0[i] || win.pad1[i];
             floats = mul_dim(floats, win.in[i] + win.pad0[i] + win.pad1[i]);
             kn = mul_dim(kn, kernel[i]);
-        }
-        int64_t taps = mul_dim(cgc, kn), positions = 1;
-        for (int i = 0; i < nsp; i++)
             positions = mul_dim(positions, dims[2 + i]);
-        bool rows = group == 1 && nsp == 2 && kn > 1 && taps >= 0 && taps <= 64;
+        }
+        int64_t taps = mul_dim(cgc, kn);
+        bool rows = group == 1 && nsp == 2 && kn > 1 && taps <= CG_CONV_ROWS_MAX_TAPS;
         if ((padded || rows) && !(cgc == 1 && w->dims[0] / group < 8) && taps >= 0 &&
             positions >= 0)
             scratch_need(c, floats, taps + positions);

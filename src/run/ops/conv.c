@@ -834,7 +834,6 @@ static cg_status conv_pointwise(cg_kernel_ctx *k, const float *x, const cg_tenso
  * (cg_simd_pw.tile_off): positions in vectors, the output planes written
  * directly with the fused epilogue. Each output is the same float32 chain
  * over the taps in order as on the GEMM, so the bits are the same. */
-#define CONV_ROWS_MAX_TAPS 64
 
 typedef struct conv_rows_job {
     const cg_simd_ops *ops;
@@ -854,15 +853,15 @@ typedef struct conv_rows_job {
     conv_store_ctx *finish; /* the epilogue the tiles do not apply, or NULL */
 } conv_rows_job;
 
-/* Padded rows [r0, r1) of all the planes: zeros, then the input row's
- * values, split into even and odd columns at stride 2. */
-static void conv_rows_pad_task(void *arg, int t, int nt)
+/* Padded rows [lo, hi) of all the planes at row stride 2: zeros, then the
+ * input row's values split into even and odd columns (stride 1 takes the
+ * GEMM's padded copy, conv_pad_copy). */
+static void conv_rows_split_task(void *arg, int t, int nt)
 {
     const conv_rows_job *j = arg;
     const cg_nn_window *w = j->w;
     int64_t lo, hi, in_h = w->in[0], in_w = w->in[1], pt = w->pad0[0], pl = w->pad0[1];
     int64_t half = (j->wp + 1) / 2; /* where the odd columns begin */
-    bool split = w->stride[1] == 2;
     cg_kernel_share(j->c * j->hp, 1, t, nt, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         int64_t ci = r / j->hp, pr = r % j->hp, ir = pr - pt;
@@ -871,10 +870,6 @@ static void conv_rows_pad_task(void *arg, int t, int nt)
         if (ir < 0 || ir >= in_h)
             continue;
         const float *src = j->x + (ci * in_h + ir) * in_w;
-        if (!split) {
-            memcpy(d + pl, src, (size_t)in_w * sizeof(float));
-            continue;
-        }
         /* padded column col = u + pl: even ones at col / 2, odd ones at
          * half + col / 2; two strided loops, not a branch per element */
         for (int64_t col = pl + (pl & 1); col < pl + in_w; col += 2)
@@ -913,7 +908,7 @@ static void conv_rows_task(void *arg, int t, int nt)
 }
 
 /* Whether a float32 conv runs as conv_rows: one group, 2-D, at most
- * CONV_ROWS_MAX_TAPS taps, stride 1 along the row (any dilation) or 2
+ * CG_CONV_ROWS_MAX_TAPS taps, stride 1 along the row (any dilation) or 2
  * (dilation 1), and channel blocks inside the GEMM packing's panels. */
 static bool conv_rows_fits(cg_kernel_ctx *k, const conv_geom *g)
 {
@@ -921,7 +916,7 @@ static bool conv_rows_fits(cg_kernel_ctx *k, const conv_geom *g)
     const cg_simd_ops *ops = cg_simd_ops_get(cg_kernel_simd(k));
     const cg_simd_gemm *gk = cg_pg_choose(ops, g->m);
     return g->group == 1 && w->nsp == 2 && w->kernel[0] * w->kernel[1] > 1 &&
-           g->c * w->kernel[0] * w->kernel[1] <= CONV_ROWS_MAX_TAPS &&
+           g->c * w->kernel[0] * w->kernel[1] <= CG_CONV_ROWS_MAX_TAPS &&
            (w->stride[1] == 1 || (w->stride[1] == 2 && w->dil[1] == 1)) &&
            gk->nr % ops->pw.mr == 0;
 }
@@ -965,7 +960,10 @@ static cg_status conv_rows(cg_kernel_ctx *k, const float *x, const cg_tensor *wt
         j.x = x + n * g->c * in_n;
         j.y = out->y + n * g->m * on;
         j.add = epi && epi->add ? (const float *)epi->add->data + n * g->m * on : NULL;
-        cg_kernel_parallel_work(k, (double)(g->c * hp * wp), conv_rows_pad_task, &j);
+        if (w->stride[1] == 2)
+            cg_kernel_parallel_work(k, (double)(g->c * hp * wp), conv_rows_split_task, &j);
+        else
+            conv_pad_copy(k, j.x, g->c, w, hp * wp, xs);
         cg_kernel_parallel_work(k, (double)g->m * (double)kk * (double)on, conv_rows_task, &j);
     }
     return CG_OK;

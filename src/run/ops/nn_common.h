@@ -98,6 +98,12 @@ static inline void cg_nn_tap_range(int64_t start, int64_t k, int64_t dil, int64_
 #define CG_NN_MAX_POOL_TAPS ((int64_t)1 << 34)
 int64_t cg_nn_window_taps(const cg_nn_window *w, int64_t planes);
 
+/* The most taps (input channels x kernel) of a one-group 2-D float32
+ * convolution that runs row by row on the pointwise tiles (conv.c,
+ * conv_rows), which copies its input zero-padded whether or not it pads;
+ * set-up's scratch estimate (predict.c) follows the same rule. */
+#define CG_CONV_ROWS_MAX_TAPS 64
+
 /* Copies c channels of x (spatial dims w->in) into dst with w's zero
  * padding around each (dims in + pad0 + pad1), channel after channel. */
 void cg_nn_pad_copy_f32(const float *x, int64_t c, const cg_nn_window *w, float *dst);
