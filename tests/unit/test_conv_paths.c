@@ -18,7 +18,9 @@
  * split by output rows and channels only), and the shapes are big enough
  * that the threads really split the work. An elementwise op over a big
  * tensor checks the same for the elementwise driver, and activations fused
- * into a convolution must give the same bits as the unfused graph.
+ * into a convolution must give the same bits as the unfused graph. Under
+ * fp16 sums (the F16 delegates' accumulation and its float64 floor) the
+ * same windows, MatMul and Gemm give the scalar chain's bits per output.
  */
 #include <math.h>
 #include <stdio.h>
@@ -643,6 +645,214 @@ static void test_padded_plane_overflow(void)
     }
 }
 
+/* --- fp16 sums (conv.c conv_sum16, gemm.c mm_sum16 on sum16_f64) ----------------- */
+
+/* Seeded values that fp16 stores exactly (multiples of 2^-10 in [-1, 1]),
+ * so the node's fp16 storage leaves them as they are. */
+static cg_tensor *make16(int rank, const int64_t *dims, uint64_t seed)
+{
+    cg_tensor *t = test_tensor(CG_DTYPE_FLOAT, rank, dims, NULL);
+    for (int64_t i = 0; i < t->numel; i++)
+        cg_tensor_set_f64(t, i, floor(pseudo(&seed) * 1024.0) / 1024.0);
+    return t;
+}
+
+/* A one-node run under one fp16 precision: sum11 the float64 mode's F16
+ * floor (CG_NODE_PREC_FP16_SUM11), else fp16 accumulation in float32
+ * (CG_NODE_PREC_FP16_ACC16). */
+static cg_named_value *run_prec(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
+                                size_t nattr, bool sum11, int threads, cg_simd simd,
+                                size_t *nouts)
+{
+    test_case c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.opset = 17;
+    c.nin = nin;
+    c.nout = 1;
+    for (size_t i = 0; i < nin; i++)
+        c.in[i] = in[i];
+    for (size_t i = 0; i < nattr; i++)
+        c.attrs[i] = attrs[i];
+    c.nattr = nattr;
+    uint8_t prec[1] = {sum11 ? CG_NODE_PREC_FP16_SUM11 : CG_NODE_PREC_FP16_ACC16};
+    cg_runtime_options opt;
+    cg_runtime_options_default(&opt);
+    opt.threads = threads;
+    opt.simd = simd;
+    opt.float64 = sum11;
+    opt.node_precision = prec;
+    cg_named_value *outs = NULL;
+    cg_error err;
+    cg_status st = test_case_run_with(&c, &opt, 2, &outs, nouts, &err);
+    EXPECT(st == CG_OK, "%s under fp16 sums: %s", op, err.msg);
+    return st == CG_OK ? outs : NULL;
+}
+
+/* The delegate's chain for one output: r(acc + r(product)) from 0 over the
+ * products in order, r cg_fp16_round (fp16 accumulation) or
+ * cg_fp16_round_significand (the floor); the value fp16 storage keeps. */
+static double r_sum(bool sum11, double v)
+{
+    return sum11 ? cg_fp16_round_significand(v) : cg_fp16_round(v);
+}
+
+/* Compares got (output 0) with want bit for bit, as doubles. */
+static void expect_bits(const cg_named_value *o, const double *want, int64_t count,
+                        const char *what, bool sum11, cg_simd level, int threads)
+{
+    const cg_tensor *t = &o[0].value->tensor;
+    EXPECT(t->numel == count, "%s: %lld outputs, want %lld", what, (long long)t->numel,
+           (long long)count);
+    for (int64_t i = 0; i < count && i < t->numel; i++) {
+        double got = cg_tensor_get_f64(t, i);
+        if (memcmp(&got, &want[i], sizeof got) != 0) {
+            EXPECT(false, "%s, %s (%s, %d threads): output %lld is %a, the scalar chain %a",
+                   what, sum11 ? "fp16-sums floor" : "fp16 accumulation",
+                   cg_simd_name(level), threads, (long long)i, got, want[i]);
+            return;
+        }
+    }
+}
+
+/* conv_sum16 on a window against the chain per output: taps in order
+ * (those in the padding skipped), within a tap the group's channels in
+ * order, then the bias added and rounded; at every vector level, one and
+ * three threads. */
+static void run_conv_sum16(const conv_spec *cs, bool sum11)
+{
+    int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->m, cs->c / cs->group}, bd[1] = {cs->m};
+    int nsp = cs->nsp;
+    for (int d = 0; d < nsp; d++) {
+        xd[2 + d] = cs->in[d];
+        wd[2 + d] = cs->k[d];
+    }
+    cg_tensor *x = make16(nsp + 2, xd, 21), *w = make16(nsp + 2, wd, 22), *b = make16(1, bd, 23);
+    int64_t pads[6], strides[3], dil[3];
+    for (int d = 0; d < nsp; d++) {
+        pads[d] = cs->p0[d];
+        pads[nsp + d] = cs->p1[d];
+        strides[d] = cs->s[d];
+        dil[d] = cs->d[d];
+    }
+    cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * nsp)),
+                        attr_ints("strides", strides, (size_t)nsp),
+                        attr_ints("dilations", dil, (size_t)nsp), attr_int("group", cs->group)};
+    int64_t od[3], on = 1, in_n = 1, kn = 1, cg = cs->c / cs->group, mg = cs->m / cs->group;
+    for (int d = 0; d < nsp; d++) {
+        od[d] = (cs->in[d] + cs->p0[d] + cs->p1[d] - ((cs->k[d] - 1) * cs->d[d] + 1)) / cs->s[d] + 1;
+        on *= od[d];
+        in_n *= cs->in[d];
+        kn *= cs->k[d];
+    }
+    int64_t count = cs->n * cs->m * on;
+    double *want = malloc((size_t)count * sizeof *want);
+    for (int64_t n = 0; want && n < cs->n; n++)
+        for (int64_t m = 0; m < cs->m; m++)
+            for (int64_t p = 0; p < on; p++) {
+                int64_t o[3] = {0}, r = p;
+                for (int d = nsp - 1; d >= 0; d--) {
+                    o[d] = r % od[d];
+                    r /= od[d];
+                }
+                double acc = 0.0;
+                for (int64_t q = 0; q < kn; q++) {
+                    int64_t kk[3] = {0}, rr = q, xi = 0;
+                    bool inside = true;
+                    for (int d = nsp - 1; d >= 0; d--) {
+                        kk[d] = rr % cs->k[d];
+                        rr /= cs->k[d];
+                    }
+                    for (int d = 0; d < nsp && inside; d++) {
+                        int64_t i = o[d] * cs->s[d] - cs->p0[d] + kk[d] * cs->d[d];
+                        inside = i >= 0 && i < cs->in[d];
+                        xi = xi * cs->in[d] + i;
+                    }
+                    for (int64_t c = 0; inside && c < cg; c++) {
+                        double xv = cg_tensor_get_f64(x, (n * cs->c + m / mg * cg + c) * in_n + xi);
+                        double wv = cg_tensor_get_f64(w, (m * cg + c) * kn + q);
+                        acc = r_sum(sum11, acc + r_sum(sum11, wv * xv));
+                    }
+                }
+                want[(n * cs->m + m) * on + p] =
+                    cg_fp16_round(r_sum(sum11, acc + cg_tensor_get_f64(b, m)));
+            }
+    cg_tensor *in[3] = {x, w, b};
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; want && li < 3; li++)
+        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
+            size_t no = 0;
+            cg_named_value *o = run_prec("Conv", in, 3, attrs, 4, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, want, count, cs->what, sum11, levels[li], threads);
+            cg_runtime_free_outputs(o, no);
+        }
+    free(want);
+    test_tensor_free(x);
+    test_tensor_free(w);
+    test_tensor_free(b);
+}
+
+/* MatMul (broadcast batches) and Gemm (transposes, alpha, beta and C)
+ * under fp16 sums against the chain per output: over k in order, then
+ * Gemm's r(r(alpha ab) + r(beta c)). Row and column counts off the
+ * kernel's 4 x 8 blocks. */
+static void run_matmul_sum16(bool sum11)
+{
+    const int64_t ad[3] = {2, 7, 37}, bd[2] = {37, 19};
+    cg_tensor *a = make16(3, ad, 31), *b = make16(2, bd, 32);
+    int64_t count = 2 * 7 * 19;
+    double want[2 * 7 * 19];
+    for (int64_t bi = 0; bi < 2; bi++)
+        for (int64_t i = 0; i < 7; i++)
+            for (int64_t j = 0; j < 19; j++) {
+                double acc = 0.0;
+                for (int64_t q = 0; q < 37; q++)
+                    acc = r_sum(sum11, acc + r_sum(sum11, cg_tensor_get_f64(a, (bi * 7 + i) * 37 + q) *
+                                                              cg_tensor_get_f64(b, q * 19 + j)));
+                want[(bi * 7 + i) * 19 + j] = cg_fp16_round(acc);
+            }
+    /* Gemm: A stored [k][m] (transA), B stored [n][k] (transB), C [m][n] */
+    const int64_t gad[2] = {23, 6}, gbd[2] = {13, 23}, gcd[2] = {6, 13};
+    cg_tensor *ga = make16(2, gad, 33), *gb = make16(2, gbd, 34), *gc = make16(2, gcd, 35);
+    double gwant[6 * 13];
+    for (int64_t i = 0; i < 6; i++)
+        for (int64_t j = 0; j < 13; j++) {
+            double acc = 0.0;
+            for (int64_t q = 0; q < 23; q++)
+                acc = r_sum(sum11, acc + r_sum(sum11, cg_tensor_get_f64(ga, q * 6 + i) *
+                                                          cg_tensor_get_f64(gb, j * 23 + q)));
+            double v = r_sum(sum11, 0.5 * acc);
+            gwant[i * 13 + j] =
+                cg_fp16_round(r_sum(sum11, v + r_sum(sum11, 2.0 * cg_tensor_get_f64(gc, i * 13 + j))));
+        }
+    cg_attr gattrs[4] = {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.5f),
+                         attr_float("beta", 2.0f)};
+    cg_tensor *min[2] = {a, b}, *gin[3] = {ga, gb, gc};
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; li < 3; li++)
+        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
+            size_t no = 0;
+            cg_named_value *o = run_prec("MatMul", min, 2, NULL, 0, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, want, count, "MatMul [2, 7, 37] x [37, 19]", sum11, levels[li],
+                            threads);
+            cg_runtime_free_outputs(o, no);
+            o = run_prec("Gemm", gin, 3, gattrs, 4, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, gwant, 6 * 13, "Gemm transA transB alpha beta", sum11, levels[li],
+                            threads);
+            cg_runtime_free_outputs(o, no);
+        }
+    test_tensor_free(a);
+    test_tensor_free(b);
+    test_tensor_free(ga);
+    test_tensor_free(gb);
+    test_tensor_free(gc);
+}
+
 int main(void)
 {
     /* what, nsp, n, c, m, group, in, kernel, stride, dilation, pad0, pad1 */
@@ -689,6 +899,14 @@ int main(void)
         run_conv(&specs[i], true, (int)(i % 8), false);
     run_conv(&specs[0], true, Q_X_INT8 | Q_W_INT8 | Q_W_PER_CHANNEL, false);
     run_conv(&specs[5], true, Q_W_INT8 | Q_W_PER_CHANNEL, false);
+    /* fp16 sums on the windows (a multiplier of 2 and group counts off
+     * the 8 lanes among them) and on MatMul and Gemm */
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        run_conv_sum16(&specs[i], false);
+        run_conv_sum16(&specs[i], true);
+    }
+    run_matmul_sum16(false);
+    run_matmul_sum16(true);
     test_elementwise_threads();
     test_misaligned_w_not_copied();
     test_taps_follow_shape();

@@ -465,6 +465,96 @@ static void check_pool(const cg_simd_ops *ops)
             }
 }
 
+/* The fp16-sums chains (sum16_f64) of a level: the portable entry's bits
+ * lane by lane (the scalar cg_fp16_round / cg_fp16_round_significand
+ * chain), in both roundings, for every row and lane count, on values that
+ * reach each of the roundings' cases: ties of the 11-bit significand,
+ * fp16's subnormals and their ties, 65504 and what rounds past it, zeros
+ * of both signs, double subnormals, infinities, NaN, and products that
+ * overflow a double (a NaN matches a NaN: which operand's NaN an add or
+ * multiply passes on, and its sign, is not something C fixes: the
+ * compiler may commute the scalar operands). b is read with a row pitch
+ * of exactly nl from a
+ * block of exactly its size, so a lane read past nl is out of bounds
+ * (ASan build). */
+static void check_sum16(const cg_simd_ops *ops)
+{
+    enum { K = 37, R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16_LANES };
+    const char *lv = cg_simd_name(ops->level);
+    static const double specials[] = {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 65504.0, 65519.99,
+                                      65520.0, 0x1p-24, 3 * 0x1p-25, 0x1p-25, 0x1p-14,
+                                      0x1.ffcp-15, 1e-310, -0.0, 0.0, INFINITY, -INFINITY,
+                                      NAN, 1e300, -1e300, -0x1p-1074, 2049.0, 2051.0};
+    enum { NS = sizeof specials / sizeof specials[0] };
+    double a[R][K];
+    const double *ap[R];
+    uint64_t seed = 23;
+    for (int p = 0; p < R; p++) {
+        for (int i = 0; i < K; i++)
+            a[p][i] = (double)((int64_t)(lcg(&seed) % 20001) - 10000) / 997.0;
+        ap[p] = a[p];
+    }
+    for (int pass = 0; pass < 4; pass++) {
+        /* pass 0: ordinary values; 1: specials among them; 2: large ones
+         * that overflow fp16 and then stay inf or turn NaN; 3: tiny ones,
+         * whose products and sums stay among fp16's subnormals */
+        if (pass == 1)
+            for (int i = 0; i < NS; i++)
+                a[i % R][(i * 5) % K] = specials[i];
+        if (pass == 3)
+            for (int p = 0; p < R; p++)
+                for (int i = 0; i < K; i++)
+                    a[p][i] = (double)((int64_t)(lcg(&seed) % 2001) - 1000) * 0x1p-20;
+        for (int nl = 1; nl <= L; nl++) {
+            double *b = malloc((size_t)K * (size_t)nl * sizeof *b);
+            if (!b) {
+                EXPECT(false, "out of memory");
+                return;
+            }
+            for (int i = 0; i < K * nl; i++) {
+                b[i] = (double)((int64_t)(lcg(&seed) % 20001) - 10000) / 313.0;
+                if (pass == 2)
+                    b[i] *= 900.0;
+                if (pass == 3)
+                    b[i] *= 0x1p-12;
+            }
+            if (pass == 1)
+                for (int i = 0; i < NS; i++)
+                    b[(i * 7) % (K * nl)] = specials[(i + nl) % NS];
+            for (int range = 0; range < 2; range++)
+                for (int np = 1; np <= R; np++) {
+                    double got[R * L], want[R * L];
+                    for (int i = 0; i < R * L; i++)
+                        got[i] = want[i] = i % 3 == 0 ? -0.0 : (double)(i % 5) * 0.125;
+                    ops->sum16_f64(got, np, ap, b, nl, K, nl, range != 0);
+                    cg_simd_sum16_f64_c(want, np, ap, b, nl, K, nl, range != 0);
+                    for (int p = 0; p < np; p++)
+                        for (int l = 0; l < nl; l++)
+                            EXPECT(memcmp(&got[p * L + l], &want[p * L + l], sizeof(double)) == 0 ||
+                                       (isnan(got[p * L + l]) && isnan(want[p * L + l])),
+                                   "%s sum16_f64 pass %d, %s, %d rows, %d lanes: row %d lane %d "
+                                   "%a, portable %a", lv, pass, range ? "fp16" : "significand",
+                                   np, nl, p, l, got[p * L + l], want[p * L + l]);
+                }
+            free(b);
+        }
+    }
+    /* what the portable chain computes, on one known case: fp16 sums of
+     * 2048 + 1 + 1 stay 2048 (2049 is a tie to even), 65504 + 16 is inf */
+    double one[2] = {1.0, 1.0}, big[2] = {65504.0, 16.0}, wb[2] = {1.0, 1.0}, acc[L];
+    const double *pa[1] = {one};
+    acc[0] = 2048.0;
+    cg_simd_sum16_f64_c(acc, 1, pa, wb, 1, 2, 1, true);
+    EXPECT(acc[0] == 2048.0, "portable sum16: 2048 + 1 + 1 in fp16 is %g", acc[0]);
+    pa[0] = big;
+    acc[0] = 0.0;
+    cg_simd_sum16_f64_c(acc, 1, pa, wb, 1, 2, 1, true);
+    EXPECT(isinf(acc[0]), "portable sum16: 65504 + 16 in fp16 is %g", acc[0]);
+    acc[0] = 0.0;
+    cg_simd_sum16_f64_c(acc, 1, pa, wb, 1, 2, 1, false);
+    EXPECT(acc[0] == 65536.0, "portable sum16 significand: 65504 + 16 is %g", acc[0]);
+}
+
 int main(void)
 {
     cg_simd best = cg_simd_detect();
@@ -481,6 +571,7 @@ int main(void)
         check_gemms(ops);
         check_epilogues(ops);
         check_pool(ops);
+        check_sum16(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
     cg_simd forced;

@@ -1193,51 +1193,93 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
  * F16 devices' floor, fp16's significand without its range), in that order,
  * and the bias is added to the rounded sum. */
 typedef struct conv16_job {
+    const cg_simd_ops *ops;
     const double *x;     /* channels last: [n][position][channel] */
-    const double *w;     /* [output channel][tap][channel of its group] */
+    /* per group, blocks of CG_SIMD_SUM16_LANES output channels, each
+     * [tap][channel of the group][lane] (lanes past the group's channels 0) */
+    const double *w;
     const double *b;
     cg_tensor *y;
     const conv_geom *g;
     double (*r16)(double);
+    bool range;          /* r16 is cg_fp16_round (else the significand only) */
     const int64_t *taps; /* per tap, its index along each spatial dim */
-    int64_t kn, in_plane, out_plane, cg, mg;
+    int64_t kn, in_plane, out_plane, cg, mg, nb;
 } conv16_job;
 
+/* Where output o's tap reads its input position (false: in the padding). */
+static bool conv16_tap_pos(const cg_nn_window *w, const int64_t *od, const int64_t *kd,
+                           int64_t *pos)
+{
+    int64_t at = 0;
+    for (int d = 0; d < w->nsp; d++) {
+        int64_t i = od[d] * w->stride[d] - w->pad0[d] + kd[d] * w->dil[d];
+        if (i < 0 || i >= w->in[d])
+            return false;
+        at = at * w->in[d] + i;
+    }
+    *pos = at;
+    return true;
+}
+
+/* One share per (image, group, block of output channels): the outputs
+ * CG_SIMD_SUM16_ROWS at a time, each tap's channels as one sum16_f64 call
+ * over the block's lanes, for the positions whose window has that tap
+ * inside the image (the zero border adds products of 0, so it is skipped,
+ * as the delegate's loops do), all of them in one call where they all do.
+ * Each output's chain is the taps in order, within a tap its channels in
+ * order: the scalar chain's values. */
 static void conv16_task(void *arg, int t, int nt)
 {
+    enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16_LANES };
     const conv16_job *j = arg;
     const cg_nn_window *w = &j->g->w;
-    int64_t lo, hi;
-    /* one share per (image, output channel) plane */
-    cg_kernel_share(j->g->n * j->g->m, 1, t, nt, &lo, &hi);
-    for (int64_t plane = lo; plane < hi; plane++) {
-        int64_t n = plane / j->g->m, oc = plane % j->g->m, grp = oc / j->mg;
+    int64_t lo, hi, groups = j->g->group;
+    cg_kernel_share(j->g->n * groups * j->nb, 1, t, nt, &lo, &hi);
+    for (int64_t unit = lo; unit < hi; unit++) {
+        int64_t n = unit / (groups * j->nb), grp = unit / j->nb % groups, blk = unit % j->nb;
+        int64_t oc0 = grp * j->mg + blk * L;
+        int nl = (int)(j->mg - blk * L < L ? j->mg - blk * L : L);
         const double *xn = j->x + n * j->in_plane * j->g->c + grp * j->cg;
-        const double *wm = j->w + oc * j->kn * j->cg;
-        double bias = j->b ? j->b[oc] : 0.0;
-        for (int64_t o = 0; o < j->out_plane; o++) {
-            int64_t od[CG_MAX_RANK], rest = o;
-            for (int d = w->nsp - 1; d >= 0; d--) {
-                od[d] = rest % w->out[d];
-                rest /= w->out[d];
+        const double *wb = j->w + (grp * j->nb + blk) * j->kn * j->cg * L;
+        for (int64_t o0 = 0; o0 < j->out_plane; o0 += R) {
+            int np = (int)(j->out_plane - o0 < R ? j->out_plane - o0 : R);
+            int64_t od[R][CG_MAX_RANK];
+            double acc[R * L];
+            for (int p = 0; p < np; p++) {
+                int64_t rest = o0 + p;
+                for (int d = w->nsp - 1; d >= 0; d--) {
+                    od[p][d] = rest % w->out[d];
+                    rest /= w->out[d];
+                }
             }
-            double acc = 0.0;
+            for (int i = 0; i < R * L; i++)
+                acc[i] = 0.0;
             for (int64_t tap = 0; tap < j->kn; tap++) {
                 const int64_t *kd = j->taps + tap * w->nsp;
-                int64_t pos = 0;
-                bool inside = true;
-                for (int d = 0; d < w->nsp && inside; d++) {
-                    int64_t i = od[d] * w->stride[d] - w->pad0[d] + kd[d] * w->dil[d];
-                    inside = i >= 0 && i < w->in[d];
-                    pos = pos * w->in[d] + i;
+                const double *wt = wb + tap * j->cg * L, *a[R];
+                bool all = true, in[R];
+                for (int p = 0; p < np; p++) {
+                    int64_t pos = 0;
+                    in[p] = conv16_tap_pos(w, od[p], kd, &pos);
+                    all = all && in[p];
+                    a[p] = xn + pos * j->g->c;
                 }
-                if (!inside) /* the zero border adds products of 0 */
+                if (all) {
+                    j->ops->sum16_f64(acc, np, a, wt, L, j->cg, nl, j->range);
                     continue;
-                const double *xs = xn + pos * j->g->c, *ws = wm + tap * j->cg;
-                for (int64_t ci = 0; ci < j->cg; ci++)
-                    acc = j->r16(acc + j->r16(ws[ci] * xs[ci]));
+                }
+                for (int p = 0; p < np; p++)
+                    if (in[p])
+                        j->ops->sum16_f64(acc + p * L, 1, &a[p], wt, L, j->cg, nl, j->range);
             }
-            cg_tensor_set_f64(j->y, plane * j->out_plane + o, j->r16(acc + bias));
+            for (int p = 0; p < np; p++)
+                for (int l = 0; l < nl; l++) {
+                    int64_t oc = oc0 + l;
+                    double bias = j->b ? j->b[oc] : 0.0;
+                    cg_tensor_set_f64(j->y, (n * j->g->m + oc) * j->out_plane + o0 + p,
+                                      j->r16(acc[p * L + l] + bias));
+                }
         }
     }
 }
@@ -1245,16 +1287,22 @@ static void conv16_task(void *arg, int t, int nt)
 static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, cg_tensor *y)
 {
+    enum { L = CG_SIMD_SUM16_LANES };
     conv16_job j;
+    j.ops = cg_simd_ops_get(cg_kernel_simd(k));
     j.kn = cg_nn_prod(g->w.nsp, g->w.kernel);
     j.in_plane = cg_nn_prod(g->w.nsp, g->w.in);
     j.out_plane = cg_nn_prod(g->w.nsp, g->w.out);
     j.cg = g->c / g->group;
     j.mg = g->m / g->group;
-    /* channels innermost, so each tap's inner loop reads both operands in
+    j.nb = (j.mg + L - 1) / L;
+    /* channels innermost, so each tap's chain reads both operands in
      * order (the values are the same; only the layout changes) */
+    int64_t wn;
     double *xc = cg_nn_scratch(k, x->numel, sizeof *xc);
-    double *wc = cg_nn_scratch(k, wt->numel, sizeof *wc);
+    double *wc = !__builtin_mul_overflow(g->group * j.nb * L, j.kn * j.cg, &wn)
+                     ? cg_nn_scratch(k, wn, sizeof *wc)
+                     : NULL;
     int64_t *taps = cg_nn_scratch(k, j.kn * g->w.nsp, sizeof *taps);
     j.b = b ? cg_nn_as_f64(k, b) : NULL;
     if (!xc || !wc || !taps || (b && !j.b))
@@ -1264,11 +1312,14 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
             for (int64_t p = 0; p < j.in_plane; p++)
                 xc[(n * j.in_plane + p) * g->c + c] =
                     cg_tensor_get_f64(x, (n * g->c + c) * j.in_plane + p);
-    for (int64_t m = 0; m < g->m; m++)
+    memset(wc, 0, (size_t)wn * sizeof *wc);
+    for (int64_t m = 0; m < g->m; m++) {
+        int64_t grp = m / j.mg, blk = m % j.mg / L, lane = m % j.mg % L;
+        double *wb = wc + (grp * j.nb + blk) * j.kn * j.cg * L;
         for (int64_t c = 0; c < j.cg; c++)
             for (int64_t tap = 0; tap < j.kn; tap++)
-                wc[(m * j.kn + tap) * j.cg + c] =
-                    cg_tensor_get_f64(wt, (m * j.cg + c) * j.kn + tap);
+                wb[(tap * j.cg + c) * L + lane] = cg_tensor_get_f64(wt, (m * j.cg + c) * j.kn + tap);
+    }
     for (int64_t tap = 0; tap < j.kn; tap++)
         for (int64_t d = g->w.nsp - 1, rest = tap; d >= 0; d--) {
             taps[tap * g->w.nsp + d] = rest % g->w.kernel[d];
@@ -1279,7 +1330,8 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
     j.taps = taps;
     j.y = y;
     j.g = g;
-    j.r16 = k->precision == CG_KPREC_FP16_SUM11 ? cg_fp16_round_significand : cg_fp16_round;
+    j.range = k->precision != CG_KPREC_FP16_SUM11;
+    j.r16 = j.range ? cg_fp16_round : cg_fp16_round_significand;
     cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, conv16_task, &j);
     return cg_kernel_check_time(k);
 }

@@ -598,49 +598,132 @@ static float h16(double x)
     return (float)cg_fp16_round(x);
 }
 
-/* y[i*n+j] = sum_q A(i,q) B(q,j) with an fp16 accumulator; A(i,q) is
- * a[i*ars + q*acs], B(q,j) is b[q*brs + j*bcs] (strides express transposes). */
-static void mm_acc16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t ars, int64_t acs,
-                     const float *b, int64_t brs, int64_t bcs, float *y)
-{
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            float acc = 0.0f;
-            for (int64_t q = 0; q < kk; q++)
-                acc = h16((double)acc + h16((double)a[i * ars + q * acs] * b[q * brs + j * bcs]));
-            y[i * n + j] = acc;
-        }
-}
+/* The fp16-sums product: y[i*n + j] = the chain over q in order of
+ * r(acc + r(A(i,q) B(q,j))) from acc = 0, r being cg_fp16_round (range:
+ * an fp16 accumulator, as a GPU delegate computing in F16 keeps; the
+ * float32 mode's CG_KPREC_FP16_ACC16) or cg_fp16_round_significand (the
+ * float64 mode's CG_KPREC_FP16_SUM11: fp16's significand, exponent
+ * unbounded). A(i,q) is a[i*ars + q*acs], B(q,j) is b[q*brs + j*bcs]
+ * (strides express transposes), float32 or float64 as a_f32 / b_f32 say.
+ * Both are copied to float64, A by rows and B as [q][j], for sum16_f64's
+ * chains: CG_SIMD_SUM16_ROWS rows of A by CG_SIMD_SUM16_LANES columns of
+ * B a call, the row blocks split over the threads. */
+typedef struct mm16_job {
+    const cg_simd_ops *ops;
+    const double *a, *b; /* [m][kk], [kk][n] */
+    double *y;
+    int64_t m, n, kk;
+    bool range;
+} mm16_job;
 
-/* mm_acc16 in the float64 mode under CG_KPREC_FP16_SUM11: every product
- * and partial sum rounded to fp16's significand, exponent unbounded */
-static void mm_sum11(int64_t m, int64_t n, int64_t kk, const double *a, int64_t ars, int64_t acs,
-                     const double *b, int64_t brs, int64_t bcs, double *y)
+static void mm16_task(void *arg, int t, int nt)
 {
-    /* each y[i][j] sums over q in order, as mm_acc16; the loops run q
-     * outside j so B is read along its rows */
-    for (int64_t i = 0; i < m; i++) {
-        double *yr = y + i * n;
-        for (int64_t j = 0; j < n; j++)
-            yr[j] = 0.0;
-        for (int64_t q = 0; q < kk; q++) {
-            double av = a[i * ars + q * acs];
-            const double *br = b + q * brs;
-            for (int64_t j = 0; j < n; j++)
-                yr[j] = cg_fp16_round_significand(
-                    yr[j] + cg_fp16_round_significand(av * br[j * bcs]));
+    enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16_LANES };
+    const mm16_job *j = arg;
+    int64_t lo, hi;
+    cg_kernel_share((j->m + R - 1) / R, 1, t, nt, &lo, &hi);
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t i0 = blk * R;
+        int np = (int)(j->m - i0 < R ? j->m - i0 : R);
+        const double *rows[R];
+        for (int p = 0; p < np; p++)
+            rows[p] = j->a + (i0 + p) * j->kk;
+        for (int64_t j0 = 0; j0 < j->n; j0 += L) {
+            int nl = (int)(j->n - j0 < L ? j->n - j0 : L);
+            double acc[R * L];
+            for (int i = 0; i < R * L; i++)
+                acc[i] = 0.0;
+            j->ops->sum16_f64(acc, np, rows, j->b + j0, j->n, j->kk, nl, j->range);
+            for (int p = 0; p < np; p++)
+                memcpy(j->y + (i0 + p) * j->n + j0, acc + p * L, (size_t)nl * sizeof(double));
         }
     }
 }
 
-static void mm_f32_acc16(const mm_plan *p, const float *a, const float *b, float *y)
+static double mm16_get(const void *v, bool f32, int64_t at)
+{
+    return f32 ? (double)((const float *)v)[at] : ((const double *)v)[at];
+}
+
+/* Scratch for mm_sum16's copies and mm_acc16's float64 product: m*kk +
+ * kk*n + m*n doubles. */
+static cg_status mm16_work(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, double **out)
+{
+    int64_t ak, bk, mn, sum;
+    if (__builtin_mul_overflow(m, kk, &ak) || __builtin_mul_overflow(kk, n, &bk) ||
+        __builtin_mul_overflow(m, n, &mn) || __builtin_add_overflow(ak, bk, &sum) ||
+        __builtin_add_overflow(sum, mn, &sum))
+        return cg_kernel_fail(k, CG_LIMIT, "the fp16-sums product's operands overflow");
+    if (!(*out = cg_nn_scratch(k, sum > 0 ? sum : 1, sizeof **out)))
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+    return CG_OK;
+}
+
+/* work: mm16_work's, or NULL where A is float64 rows (ars kk, acs 1) and
+ * B float64 [q][j] (brs n, bcs 1), which are read in place */
+static cg_status mm_sum16(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, const void *a,
+                          bool a_f32, int64_t ars, int64_t acs, const void *b, bool b_f32,
+                          int64_t brs, int64_t bcs, double *y, bool range, double *work)
+{
+    mm16_job j = {cg_simd_ops_get(cg_kernel_simd(k)), NULL, NULL, y, m, n, kk, range};
+    if (m == 0 || n == 0)
+        return CG_OK;
+    if (kk == 0) {
+        for (int64_t i = 0; i < m * n; i++)
+            y[i] = 0.0;
+        return CG_OK;
+    }
+    if (!a_f32 && acs == 1 && ars == kk) {
+        j.a = a; /* already rows of float64 */
+    } else if (work) {
+        double *ad = work;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t q = 0; q < kk; q++)
+                ad[i * kk + q] = mm16_get(a, a_f32, i * ars + q * acs);
+        j.a = ad;
+    }
+    if (!b_f32 && bcs == 1 && brs == n) {
+        j.b = b;
+    } else if (work) {
+        double *bd = work + m * kk;
+        for (int64_t q = 0; q < kk; q++)
+            for (int64_t c = 0; c < n; c++)
+                bd[q * n + c] = mm16_get(b, b_f32, q * brs + c * bcs);
+        j.b = bd;
+    }
+    if (!j.a || !j.b)
+        return cg_kernel_fail(k, CG_RUNTIME, "mm_sum16: operands to copy and no scratch");
+    cg_kernel_parallel_work(k, (double)m * (double)n * (double)kk, mm16_task, &j);
+    return cg_kernel_check_time(k);
+}
+
+/* mm_sum16 with an fp16 accumulator on float32 matrices, into float32 y
+ * (exact: every fp16 value, and inf, is a float); work as mm16_work's */
+static cg_status mm_acc16(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, const float *a,
+                          int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs,
+                          float *y, double *work)
+{
+    double *yd = work + m * kk + kk * n;
+    cg_status st = mm_sum16(k, m, n, kk, a, true, ars, acs, b, true, brs, bcs, yd, true, work);
+    for (int64_t i = 0; st == CG_OK && i < m * n; i++)
+        y[i] = (float)yd[i];
+    return st;
+}
+
+static cg_status mm_f32_acc16(cg_kernel_ctx *k, const mm_plan *p, const float *a, const float *b,
+                              float *y)
 {
     int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
-    for (int64_t bi = 0; bi < p->batch; bi++) {
+    double *work;
+    cg_status st = mm16_work(k, p->m, p->n, p->kk, &work);
+    for (int64_t bi = 0; bi < p->batch && st == CG_OK; bi++) {
         int64_t ao, bo;
         mm_offsets(p, bi, &ao, &bo);
-        mm_acc16(p->m, p->n, p->kk, a + ao * asz, p->kk, 1, b + bo * bsz, p->n, 1, y + bi * ysz);
+        if (st == CG_OK)
+            st = mm_acc16(k, p->m, p->n, p->kk, a + ao * asz, p->kk, 1, b + bo * bsz, p->n, 1,
+                          y + bi * ysz, work);
     }
+    return st;
 }
 
 /* Integer matrices read as int64 bit patterns (uint64 keeps its bits). */
@@ -697,13 +780,14 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         return CG_OK;
     if (a->dtype == CG_DTYPE_DOUBLE && k->precision == CG_KPREC_FP16_SUM11) {
         int64_t asz = p.m * p.kk, bsz = p.kk * p.n, ysz = p.m * p.n;
-        for (int64_t bi = 0; bi < p.batch; bi++) {
+        for (int64_t bi = 0; bi < p.batch && st == CG_OK; bi++) {
             int64_t ao, bo;
             mm_offsets(&p, bi, &ao, &bo);
-            mm_sum11(p.m, p.n, p.kk, (const double *)a->data + ao * asz, p.kk, 1,
-                     (const double *)b->data + bo * bsz, p.n, 1, (double *)y->data + bi * ysz);
+            st = mm_sum16(k, p.m, p.n, p.kk, (const double *)a->data + ao * asz, false, p.kk, 1,
+                          (const double *)b->data + bo * bsz, false, p.n, 1,
+                          (double *)y->data + bi * ysz, false, NULL);
         }
-        return CG_OK;
+        return st;
     }
     if (a->dtype == CG_DTYPE_DOUBLE)
         return mm_f64(k, &p, a->data, b->data, y->data);
@@ -716,7 +800,7 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         if (!af || !bf || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         if (k->precision == CG_KPREC_FP16_ACC16)
-            mm_f32_acc16(&p, af, bf, yf);
+            st = mm_f32_acc16(k, &p, af, bf, yf);
         else if (g)
             st = mm_f32_pg(k, &p, g, b, af, bf, yf);
         else
@@ -806,12 +890,14 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
                 yd[i * n + j] = cd[i * rs + j * cs];
         if (k->precision == CG_KPREC_FP16_SUM11) {
             /* as the fp16 path below, each step on fp16's significand */
-            double *ab = cg_nn_scratch(k, m * n, sizeof(double));
-            if (!ab)
-                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            double *work, *ab;
+            if ((st = mm16_work(k, m, n, kk, &work)) != CG_OK)
+                return st;
+            ab = work + m * kk + kk * n;
             int64_t lda = a->dims[1], ldb = b->dims[1];
-            mm_sum11(m, n, kk, a->data, ta ? 1 : lda, ta ? lda : 1, b->data, tb ? 1 : ldb,
-                     tb ? ldb : 1, ab);
+            if ((st = mm_sum16(k, m, n, kk, a->data, false, ta ? 1 : lda, ta ? lda : 1, b->data,
+                               false, tb ? 1 : ldb, tb ? ldb : 1, ab, false, work)) != CG_OK)
+                return st;
             for (int64_t i = 0; i < m * n; i++) {
                 double v = cg_fp16_round_significand(alpha * ab[i]);
                 yd[i] = use_c ? cg_fp16_round_significand(
@@ -868,11 +954,15 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
         if (k->precision == CG_KPREC_FP16_ACC16) {
             /* y = alpha*AB + beta*C, each step in fp16; yf holds C (or nothing) */
             float *ab = cg_nn_scratch(k, m * n, sizeof(float));
+            double *work;
             if (!ab)
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+            if ((st = mm16_work(k, m, n, kk, &work)) != CG_OK)
+                return st;
             int64_t lda = a->dims[1], ldb = b->dims[1];
-            mm_acc16(m, n, kk, af, ta ? 1 : lda, ta ? lda : 1, bf, tb ? 1 : ldb, tb ? ldb : 1,
-                     ab);
+            if ((st = mm_acc16(k, m, n, kk, af, ta ? 1 : lda, ta ? lda : 1, bf, tb ? 1 : ldb,
+                               tb ? ldb : 1, ab, work)) != CG_OK)
+                return st;
             for (int64_t i = 0; i < m * n; i++) {
                 float v = h16(alpha * ab[i]);
                 yf[i] = use_c ? h16((double)v + h16(beta * yf[i])) : v;

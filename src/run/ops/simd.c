@@ -327,6 +327,21 @@ void cg_simd_pw_tile_off_c(float *y, int64_t ldy, const float *w, int64_t ldw, c
     pw_tile_sums(y, ldy, w, ldw, x, 0, off, k, nc, np, e);
 }
 
+void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const double *b,
+                         int64_t ldb, int64_t k, int nl, bool range)
+{
+    double (*r)(double) = range ? cg_fp16_round : cg_fp16_round_significand;
+    for (int p = 0; p < np; p++) {
+        double *s = acc + p * CG_SIMD_SUM16_LANES;
+        for (int64_t i = 0; i < k; i++) {
+            double av = a[p][i];
+            const double *bi = b + i * ldb;
+            for (int l = 0; l < nl; l++)
+                s[l] = r(s[l] + r(av * bi[l]));
+        }
+    }
+}
+
 static const cg_simd_ops portable = {
     CG_SIMD_PORTABLE,
     cg_simd_exp_f32_c,
@@ -347,6 +362,7 @@ static const cg_simd_ops portable = {
     NULL,
     cg_simd_tile_store_c,
     cg_simd_act_f32_c,
+    cg_simd_sum16_f64_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
     {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c, cg_simd_pw_tile_off_c},

@@ -146,6 +146,17 @@ typedef struct cg_simd_ops {
      * planes a kernel wrote. */
     void (*act_f32)(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
                     float hi);
+    /* The fp16-sums emulation's chains (conv.c conv_sum16, gemm.c's fp16
+     * accumulations): for rows p < np (1 to CG_SIMD_SUM16_ROWS) and lanes
+     * l < nl (1 to CG_SIMD_SUM16_LANES), for i = 0 .. k - 1 in order,
+     *   acc[p * CG_SIMD_SUM16_LANES + l] =
+     *       r(acc[p * CG_SIMD_SUM16_LANES + l] + r(a[p][i] * b[i * ldb + l]))
+     * with r cg_fp16_round (range true: fp16, overflowing to inf) or
+     * cg_fp16_round_significand (range false): those functions' values
+     * lane by lane, so each lane is the scalar chain's bits. Reads b's
+     * lanes below nl only; lanes nl and up of acc are left unspecified. */
+    void (*sum16_f64)(double *acc, int np, const double *const *a, const double *b, int64_t ldb,
+                      int64_t k, int nl, bool range);
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
@@ -159,6 +170,10 @@ typedef struct cg_simd_ops {
     cg_simd_dgemm dgemm[3];
     int dgemm_count;
 } cg_simd_ops;
+
+/* sum16_f64's most rows and lanes per call. */
+#define CG_SIMD_SUM16_ROWS 4
+#define CG_SIMD_SUM16_LANES 8
 
 /* Floats pool_s2 reads past the last output's last tap (two vectors). */
 #define CG_SIMD_POOL_SLACK 32
@@ -196,6 +211,8 @@ void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, i
                           int64_t nc, const cg_simd_pw_epi *e);
 void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
                        float hi);
+void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const double *b,
+                         int64_t ldb, int64_t k, int nl, bool range);
 void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                        int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
 void cg_simd_pw_tile_off_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
