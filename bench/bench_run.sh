@@ -43,8 +43,7 @@
 # target path (`run --target xnnpack`) against ORT, both as above.  Then,
 # unless --no-gate, #11's gate figures (bench/bench_gate.sh): `convgate gate
 # --target xnnpack` and `--target litert-gpu` (3 random samples) on
-# resnet18, resnet50, mobilenet_v2 and vit_b_16 (vit_b_16 on litert-gpu left
-# out: half an hour here), wall and CPU (user + sys)
+# resnet18, resnet50, mobilenet_v2 and vit_b_16, wall and CPU (user + sys)
 # time and peak RSS beside one reference run (`run --random`), and each
 # gate's phases (`gate --timings`); and the
 # float64 reference mode (`run --fp64`) against float32 on resnet18,
@@ -332,11 +331,10 @@ if [ "$want_gate" = 1 ]; then
     echo
     echo "## Gate and float64"
     echo
-    # vit_b_16 on litert-gpu takes half an hour of this machine (its gate-3
-    # row, docs/gate3.md, says where the time goes): not part of this loop
     # the xnnpack gates (seconds each) as many times as there are rounds
-    # (the median-CPU run is the row); litert-gpu's (minutes) once
-    "$repo/bench/bench_gate.sh" --zoo "$zoo" --phases --except "vit_b_16:litert-gpu" \
+    # (the median-CPU run is the row); litert-gpu's (up to a minute and a
+    # half: vit_b_16's, since the fp16-sums chains run on vectors) once
+    "$repo/bench/bench_gate.sh" --zoo "$zoo" --phases \
         --repeat "$rounds" --repeat-targets xnnpack \
         "$convgate" resnet18 resnet50 mobilenet_v2 vit_b_16
     echo
