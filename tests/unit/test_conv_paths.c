@@ -50,11 +50,12 @@ static cg_tensor *make(cg_dtype dt, int rank, const int64_t *dims, uint64_t seed
     return t;
 }
 
-/* Runs a one-node model on inputs in[0..nin) (NULL: omitted), twice (the
- * second run uses the memory plan and the packed weights); returns output
- * 0 (caller frees with cg_runtime_free_outputs) or NULL. */
-static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
-                               size_t nattr, int threads, cg_simd simd, size_t *nouts)
+/* Runs a one-node model on inputs in[0..nin) (NULL: omitted) with these
+ * runtime options, twice (the second run uses the memory plan and the
+ * packed weights); returns output 0 (caller frees with
+ * cg_runtime_free_outputs) or NULL. */
+static cg_named_value *run_with(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
+                                size_t nattr, const cg_runtime_options *opt, size_t *nouts)
 {
     test_case c;
     memset(&c, 0, sizeof c);
@@ -67,15 +68,21 @@ static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_at
     for (size_t i = 0; i < nattr; i++)
         c.attrs[i] = attrs[i];
     c.nattr = nattr;
+    cg_named_value *outs = NULL;
+    cg_error err;
+    cg_status st = test_case_run_with(&c, opt, 2, &outs, nouts, &err);
+    EXPECT(st == CG_OK, "%s: %s", op, err.msg);
+    return st == CG_OK ? outs : NULL;
+}
+
+static cg_named_value *run_one(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
+                               size_t nattr, int threads, cg_simd simd, size_t *nouts)
+{
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
     opt.threads = threads;
     opt.simd = simd;
-    cg_named_value *outs = NULL;
-    cg_error err;
-    cg_status st = test_case_run_with(&c, &opt, 2, &outs, nouts, &err);
-    EXPECT(st == CG_OK, "%s: %s", op, err.msg);
-    return st == CG_OK ? outs : NULL;
+    return run_with(op, in, nin, attrs, nattr, &opt, nouts);
 }
 
 typedef struct conv_spec {
@@ -85,45 +92,58 @@ typedef struct conv_spec {
     int64_t in[3], k[3], s[3], d[3], p0[3], p1[3];
 } conv_spec;
 
+/* The spec's output dims (od), and its output, input and kernel element
+ * counts per plane. */
+static void conv_dims(const conv_spec *cs, int64_t *od, int64_t *on, int64_t *in_n, int64_t *kn)
+{
+    *on = *in_n = *kn = 1;
+    for (int d = 0; d < cs->nsp; d++) {
+        od[d] = (cs->in[d] + cs->p0[d] + cs->p1[d] - ((cs->k[d] - 1) * cs->d[d] + 1)) / cs->s[d] + 1;
+        *on *= od[d];
+        *in_n *= cs->in[d];
+        *kn *= cs->k[d];
+    }
+}
+
+/* Where output position p (of od) reads kernel tap q in its input plane;
+ * false when that tap lies in the padding. */
+static bool conv_tap(const conv_spec *cs, const int64_t *od, int64_t p, int64_t q, int64_t *xi)
+{
+    int64_t o[3] = {0}, kk[3] = {0}, r = p, rr = q, at = 0;
+    for (int d = cs->nsp - 1; d >= 0; d--) {
+        o[d] = r % od[d];
+        r /= od[d];
+        kk[d] = rr % cs->k[d];
+        rr /= cs->k[d];
+    }
+    for (int d = 0; d < cs->nsp; d++) {
+        int64_t i = o[d] * cs->s[d] - cs->p0[d] + kk[d] * cs->d[d];
+        if (i < 0 || i >= cs->in[d])
+            return false;
+        at = at * cs->in[d] + i;
+    }
+    *xi = at;
+    return true;
+}
+
 /* Naive conv, each sum in long double and then + bias: out dims are
  * written to od. */
 static double *conv_ref(const conv_spec *cs, const cg_tensor *x, const cg_tensor *w,
                         const cg_tensor *b, int64_t *od, int64_t *count)
 {
-    int nsp = cs->nsp;
-    int64_t on = 1, in_n = 1, kn = 1;
-    for (int d = 0; d < nsp; d++) {
-        od[d] = (cs->in[d] + cs->p0[d] + cs->p1[d] - ((cs->k[d] - 1) * cs->d[d] + 1)) / cs->s[d] + 1;
-        on *= od[d];
-        in_n *= cs->in[d];
-        kn *= cs->k[d];
-    }
+    int64_t on, in_n, kn;
+    conv_dims(cs, od, &on, &in_n, &kn);
     int64_t cg = cs->c / cs->group, mg = cs->m / cs->group;
     double *y = calloc((size_t)(cs->n * cs->m * on), sizeof *y);
     for (int64_t n = 0; n < cs->n; n++)
         for (int64_t m = 0; m < cs->m; m++) {
             int64_t gi = m / mg;
             for (int64_t p = 0; p < on; p++) {
-                int64_t o[3] = {0}, r = p;
-                for (int d = nsp - 1; d >= 0; d--) {
-                    o[d] = r % od[d];
-                    r /= od[d];
-                }
                 long double acc = 0.0L;
                 for (int64_t c = 0; c < cg; c++)
                     for (int64_t q = 0; q < kn; q++) {
-                        int64_t kk[3] = {0}, rr = q, xi = 0;
-                        bool inside = true;
-                        for (int d = nsp - 1; d >= 0; d--) {
-                            kk[d] = rr % cs->k[d];
-                            rr /= cs->k[d];
-                        }
-                        for (int d = 0; d < nsp && inside; d++) {
-                            int64_t i = o[d] * cs->s[d] - cs->p0[d] + kk[d] * cs->d[d];
-                            inside = i >= 0 && i < cs->in[d];
-                            xi = xi * cs->in[d] + i;
-                        }
-                        if (!inside)
+                        int64_t xi;
+                        if (!conv_tap(cs, od, p, q, &xi))
                             continue;
                         acc += (long double)cg_tensor_get_f64(x, (n * cs->c + gi * cg + c) *
                                                                      in_n + xi) *
@@ -664,17 +684,6 @@ static cg_named_value *run_prec(const char *op, cg_tensor **in, size_t nin, cg_a
                                 size_t nattr, bool sum11, int threads, cg_simd simd,
                                 size_t *nouts)
 {
-    test_case c;
-    memset(&c, 0, sizeof c);
-    c.op = op;
-    c.opset = 17;
-    c.nin = nin;
-    c.nout = 1;
-    for (size_t i = 0; i < nin; i++)
-        c.in[i] = in[i];
-    for (size_t i = 0; i < nattr; i++)
-        c.attrs[i] = attrs[i];
-    c.nattr = nattr;
     uint8_t prec[1] = {sum11 ? CG_NODE_PREC_FP16_SUM11 : CG_NODE_PREC_FP16_ACC16};
     cg_runtime_options opt;
     cg_runtime_options_default(&opt);
@@ -682,11 +691,7 @@ static cg_named_value *run_prec(const char *op, cg_tensor **in, size_t nin, cg_a
     opt.simd = simd;
     opt.float64 = sum11;
     opt.node_precision = prec;
-    cg_named_value *outs = NULL;
-    cg_error err;
-    cg_status st = test_case_run_with(&c, &opt, 2, &outs, nouts, &err);
-    EXPECT(st == CG_OK, "%s under fp16 sums: %s", op, err.msg);
-    return st == CG_OK ? outs : NULL;
+    return run_with(op, in, nin, attrs, nattr, &opt, nouts);
 }
 
 /* The delegate's chain for one output: r(acc + r(product)) from 0 over the
@@ -738,37 +743,19 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11)
     cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * nsp)),
                         attr_ints("strides", strides, (size_t)nsp),
                         attr_ints("dilations", dil, (size_t)nsp), attr_int("group", cs->group)};
-    int64_t od[3], on = 1, in_n = 1, kn = 1, cg = cs->c / cs->group, mg = cs->m / cs->group;
-    for (int d = 0; d < nsp; d++) {
-        od[d] = (cs->in[d] + cs->p0[d] + cs->p1[d] - ((cs->k[d] - 1) * cs->d[d] + 1)) / cs->s[d] + 1;
-        on *= od[d];
-        in_n *= cs->in[d];
-        kn *= cs->k[d];
-    }
+    int64_t od[3], on, in_n, kn, cg = cs->c / cs->group, mg = cs->m / cs->group;
+    conv_dims(cs, od, &on, &in_n, &kn);
     int64_t count = cs->n * cs->m * on;
     double *want = malloc((size_t)count * sizeof *want);
     for (int64_t n = 0; want && n < cs->n; n++)
         for (int64_t m = 0; m < cs->m; m++)
             for (int64_t p = 0; p < on; p++) {
-                int64_t o[3] = {0}, r = p;
-                for (int d = nsp - 1; d >= 0; d--) {
-                    o[d] = r % od[d];
-                    r /= od[d];
-                }
                 double acc = 0.0;
                 for (int64_t q = 0; q < kn; q++) {
-                    int64_t kk[3] = {0}, rr = q, xi = 0;
-                    bool inside = true;
-                    for (int d = nsp - 1; d >= 0; d--) {
-                        kk[d] = rr % cs->k[d];
-                        rr /= cs->k[d];
-                    }
-                    for (int d = 0; d < nsp && inside; d++) {
-                        int64_t i = o[d] * cs->s[d] - cs->p0[d] + kk[d] * cs->d[d];
-                        inside = i >= 0 && i < cs->in[d];
-                        xi = xi * cs->in[d] + i;
-                    }
-                    for (int64_t c = 0; inside && c < cg; c++) {
+                    int64_t xi;
+                    if (!conv_tap(cs, od, p, q, &xi))
+                        continue; /* the padding adds no product */
+                    for (int64_t c = 0; c < cg; c++) {
                         double xv = cg_tensor_get_f64(x, (n * cs->c + m / mg * cg + c) * in_n + xi);
                         double wv = cg_tensor_get_f64(w, (m * cg + c) * kn + q);
                         acc = r_sum(sum11, acc + r_sum(sum11, wv * xv));
