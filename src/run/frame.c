@@ -363,27 +363,55 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
             return cg_error_set(err, CG_USAGE, "node %zu: node precision %d is unknown", i,
                                 (int)np[i]);
     rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
-    if (!rt->prec_init)
+    bool *as_written = calloc(p->slot_count + 1, sizeof *as_written);
+    if (!rt->prec_init || !as_written) {
+        free(as_written);
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
+    }
+    /* An initializer that only emulated steps of the main graph read, held
+     * as this runtime's own float64 copy (promoted at set-up), is rounded
+     * where it is rather than copied: the fp16 floors run every node
+     * emulated, and the copy doubled their weights (resnet50's litert-gpu
+     * gate held two such pairs). Read by a step as written, by a subgraph
+     * (captures are not followed here), or a graph input or output, it is
+     * copied as before. */
+    bool subgraphs = false;
     for (size_t si = 0; si < p->step_count; si++) {
+        const cg_step *st = &p->steps[si];
+        subgraphs = subgraphs || st->sub_count > 0;
+        if (st->index < p->graph->node_count && np[st->index] != CG_NODE_PREC_FP32)
+            continue;
+        for (size_t i = 0; i < st->node->input_count; i++)
+            if (st->in[i].up == 0 && st->in[i].slot >= 0)
+                as_written[st->in[i].slot] = true;
+    }
+    for (size_t i = 0; i < p->graph->input_count; i++)
+        as_written[p->input_slots[i]] = true;
+    cg_status cs = CG_OK;
+    for (size_t si = 0; si < p->step_count && cs == CG_OK; si++) {
         const cg_step *st = &p->steps[si];
         if (st->index >= p->graph->node_count || np[st->index] == CG_NODE_PREC_FP32)
             continue;
-        for (size_t i = 0; i < st->node->input_count; i++) {
+        for (size_t i = 0; i < st->node->input_count && cs == CG_OK; i++) {
             cg_ref r = st->in[i];
             if (r.up != 0 || r.slot < 0 || p->slot_kind[r.slot] != CG_SLOT_INIT ||
                 rt->prec_init[r.slot])
                 continue;
-            const cg_value *v = p->init_values[r.slot];
+            cg_value *v = p->init_values[r.slot];
             if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(rt))
                 continue;
-            cg_status cs = cg_value_copy(v, &rt->prec_init[r.slot], err);
-            if (cs != CG_OK)
-                return cs;
-            round_value_fp16(rt->prec_init[r.slot], real_dtype(rt));
+            if (rt->opt.float64 && !subgraphs && !as_written[r.slot] &&
+                !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot]) {
+                round_value_fp16(v, real_dtype(rt));
+                rt->prec_init[r.slot] = v; /* the plan's own value (cg_prec_init_free) */
+                continue;
+            }
+            if ((cs = cg_value_copy(v, &rt->prec_init[r.slot], err)) == CG_OK)
+                round_value_fp16(rt->prec_init[r.slot], real_dtype(rt));
         }
     }
-    return CG_OK;
+    free(as_written);
+    return cs;
 }
 
 void cg_prec_init_free(cg_runtime *rt)
@@ -391,7 +419,8 @@ void cg_prec_init_free(cg_runtime *rt)
     if (!rt->prec_init)
         return;
     for (size_t s = 0; rt->main && s < rt->main->slot_count; s++)
-        cg_value_free(rt->prec_init[s]);
+        if (rt->prec_init[s] != rt->main->init_values[s]) /* not rounded in place */
+            cg_value_free(rt->prec_init[s]);
     free(rt->prec_init);
     rt->prec_init = NULL;
 }

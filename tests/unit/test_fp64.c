@@ -691,6 +691,60 @@ static void test_conv_packs_per_call(void)
     test_conv_packs_per_call_case(false, true);
 }
 
+/* The fp16 floors round an initializer that only emulated steps read where
+ * it is (their own float64 copy) instead of copying it: a step run as
+ * written that reads the same initializer still gets its unrounded
+ * values, every run, and another float64 runtime over the same model is
+ * untouched. y16 = x * W on fp16 storage, y32 = x * W as written. */
+static void test_rounded_in_place(void)
+{
+    cg_model *m = test_model_graph(13, 4, "x", "y16,y32");
+    static const float wv[4] = {0.1f, 0.2f, 1.0f / 3.0f, 0.7f};
+    int64_t d[1] = {4};
+    test_graph_init_f32(m, m->graph, "W", 1, d, wv);
+    test_node(m, m->graph, "Mul", "emu", "x,W", "y16");
+    test_node(m, m->graph, "Mul", "asis", "x,W", "y32");
+    double xv[4] = {1.5, -2.25, 3.0, 0.001};
+    cg_value *x = test_value(CG_DTYPE_FLOAT, 1, d, xv);
+    static const uint8_t mixed[2] = {CG_NODE_PREC_FP16, CG_NODE_PREC_FP32};
+    static const uint8_t all16[2] = {CG_NODE_PREC_FP16, CG_NODE_PREC_FP16};
+    const uint8_t *precs[3] = {mixed, all16, NULL};
+    cg_error err;
+    cg_runtime *rts[3];
+    for (int r = 0; r < 3; r++) {
+        rts[r] = runtime(m, true, precs[r], &err);
+        EXPECT(rts[r], "init %d: %s", r, err.msg);
+    }
+    cg_named_value in = {"x", x};
+    for (int r = 0; r < 3; r++)
+        for (int run = 0; rts[r] && run < 2; run++) {
+            cg_named_value *o = NULL;
+            size_t n = 0;
+            if (cg_runtime_run(rts[r], &in, 1, &o, &n, &err) != CG_OK || n != 2) {
+                EXPECT(false, "runtime %d run %d: %s", r, run, err.msg);
+                cg_runtime_free_outputs(o, n);
+                continue;
+            }
+            for (int k = 0; k < 2; k++) {
+                bool emulated = precs[r] && precs[r][k] == CG_NODE_PREC_FP16;
+                const double *y = o[k].value->tensor.data;
+                for (int i = 0; i < 4; i++) {
+                    double xf = (double)(float)xv[i]; /* as x holds it */
+                    double want = emulated ? cg_fp16_round(cg_fp16_round(xf) *
+                                                           cg_fp16_round((double)wv[i]))
+                                           : xf * (double)wv[i];
+                    EXPECT(y[i] == want, "runtime %d run %d %s[%d] = %.17g, want %.17g", r, run,
+                           o[k].name, i, y[i], want);
+                }
+            }
+            cg_runtime_free_outputs(o, n);
+        }
+    for (int r = 0; r < 3; r++)
+        cg_runtime_free(rts[r]);
+    cg_value_free(x);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_rounding();
@@ -700,5 +754,6 @@ int main(void)
     test_sum11();
     test_sums_overflow();
     test_lazy_weights();
+    test_rounded_in_place();
     return test_done("test_fp64");
 }
