@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "run/exec.h"
 #include "run/fp64.h"
+#include "run/ops/simd.h"
 
 /* --- labels ----------------------------------------------------------------- */
 
@@ -254,34 +255,30 @@ static cg_dtype real_dtype(const cg_runtime *rt)
     return rt->opt.float64 ? CG_DTYPE_DOUBLE : CG_DTYPE_FLOAT;
 }
 
-static void round_tensor_fp16(cg_tensor *t)
+static void round_tensor_fp16(const cg_runtime *rt, cg_tensor *t)
 {
-    if (t->dtype == CG_DTYPE_FLOAT) {
-        float *d = t->data;
-        for (int64_t i = 0; i < t->numel; i++)
-            d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
-    } else {
-        double *d = t->data;
-        for (int64_t i = 0; i < t->numel; i++)
-            d[i] = cg_fp16_round(d[i]);
-    }
+    const cg_simd_ops *ops = cg_simd_ops_get(rt->simd);
+    if (t->dtype == CG_DTYPE_FLOAT)
+        ops->fp16_store_f32(t->data, t->numel);
+    else
+        ops->fp16_store_f64(t->data, t->numel);
 }
 
 /* Rounds every tensor of dtype `real` held by v in place (fp16 storage). */
-static void round_value_fp16(cg_value *v, cg_dtype real)
+static void round_value_fp16(const cg_runtime *rt, cg_value *v, cg_dtype real)
 {
     if (!v)
         return;
     if (v->kind == CG_VALUE_SEQUENCE ||
         (v->kind == CG_VALUE_OPTIONAL && v->has_value && v->optional_is_sequence)) {
         for (size_t i = 0; i < v->item_count; i++)
-            round_value_fp16(v->items[i], real);
+            round_value_fp16(rt, v->items[i], real);
         return;
     }
     if (v->kind == CG_VALUE_OPTIONAL && !v->has_value)
         return;
     if (v->tensor.dtype == real && v->tensor.data)
-        round_tensor_fp16(&v->tensor);
+        round_tensor_fp16(rt, &v->tensor);
 }
 
 static cg_node_precision step_precision(const cg_exec *f, const cg_step *st)
@@ -325,7 +322,7 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     if (bytes)
         memcpy(d, v->tensor.data, bytes);
     c->tensor.data = d;
-    round_tensor_fp16(&c->tensor);
+    round_tensor_fp16(f->rt, &c->tensor);
     f->ins[i] = c;
     return CG_OK;
 }
@@ -402,12 +399,12 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
                 continue;
             if (rt->opt.float64 && !subgraphs && !as_written[r.slot] &&
                 !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot]) {
-                round_value_fp16(v, real_dtype(rt));
+                round_value_fp16(rt, v, real_dtype(rt));
                 rt->prec_init[r.slot] = v; /* the plan's own value (cg_prec_init_free) */
                 continue;
             }
             if ((cs = cg_value_copy(v, &rt->prec_init[r.slot], err)) == CG_OK)
-                round_value_fp16(rt->prec_init[r.slot], real_dtype(rt));
+                round_value_fp16(rt, rt->prec_init[r.slot], real_dtype(rt));
         }
     }
     free(as_written);
@@ -590,7 +587,7 @@ static cg_status run_step(cg_exec *f, size_t si, bool release)
         f->vals[slot] = v;
         f->own[slot] = cg_exec_out_own(f->out_flags[i]);
         if (prec != CG_NODE_PREC_FP32)
-            round_value_fp16(v, real_dtype(rt));
+            round_value_fp16(rt, v, real_dtype(rt));
         if (f->recording && (f->out_flags[i] & CG_OUT_PLANNABLE) &&
             v->kind == CG_VALUE_TENSOR && v->tensor.dtype != CG_DTYPE_STRING)
             rt->record_bytes[slot] = cg_tensor_bytes(&v->tensor);

@@ -555,6 +555,54 @@ static void check_sum16(const cg_simd_ops *ops)
     EXPECT(acc[0] == 65536.0, "portable sum16 significand: 65504 + 16 is %g", acc[0]);
 }
 
+/* fp16 storage in place (fp16_store_f32 / _f64) of a level: the portable
+ * entry's bits, NaN payloads and signs included, on every length up to a
+ * few vectors (tails), for ordinary values and for ties, fp16's
+ * subnormals and their ties, 65504 and what rounds past it, float32 and
+ * double subnormals, zeros, infinities and NaNs with payloads. */
+static void check_fp16_store(const cg_simd_ops *ops)
+{
+    enum { N = 53 };
+    const char *lv = cg_simd_name(ops->level);
+    static const double specials[] = {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 65504.0, 65519.99,
+                                      65520.0, -65520.0, 0x1p-24, 3 * 0x1p-25, 0x1p-25,
+                                      0x1p-14, 0x1.ffcp-15, 1e-40, 1e-310, -0.0, 0.0,
+                                      INFINITY, -INFINITY, 1e300, 2049.0, 2051.0, -7.0};
+    enum { NS = sizeof specials / sizeof specials[0] };
+    float f1[N], f2[N];
+    double d1[N], d2[N];
+    uint64_t seed = 29;
+    for (int pass = 0; pass < 3; pass++)
+        for (int n = 0; n <= N; n++) {
+            for (int i = 0; i < N; i++) {
+                double v = (double)((int64_t)(lcg(&seed) % 200001) - 100000) / 1237.0;
+                if (pass == 1)
+                    v = specials[(i + n) % NS];
+                if (pass == 2)
+                    v *= 0x1p-20; /* fp16's subnormals */
+                d1[i] = v;
+                f1[i] = (float)v;
+            }
+            if (pass == 1 && n > 3) { /* NaNs with payloads and both signs */
+                uint32_t nb = 0xffa00001u;
+                uint64_t db = 0x7ff4000000000123ull;
+                memcpy(&f1[n / 2], &nb, sizeof nb);
+                memcpy(&d1[n / 3], &db, sizeof db);
+                f1[n - 1] = NAN;
+            }
+            memcpy(f2, f1, sizeof f1);
+            memcpy(d2, d1, sizeof d1);
+            ops->fp16_store_f32(f1, n);
+            cg_simd_fp16_store_f32_c(f2, n);
+            ops->fp16_store_f64(d1, n);
+            cg_simd_fp16_store_f64_c(d2, n);
+            EXPECT(memcmp(f1, f2, sizeof f1) == 0, "%s fp16_store_f32 pass %d n %d: differs from "
+                   "the portable rounding", lv, pass, n);
+            EXPECT(memcmp(d1, d2, sizeof d1) == 0, "%s fp16_store_f64 pass %d n %d: differs from "
+                   "the portable rounding", lv, pass, n);
+        }
+}
+
 int main(void)
 {
     cg_simd best = cg_simd_detect();
@@ -572,6 +620,7 @@ int main(void)
         check_epilogues(ops);
         check_pool(ops);
         check_sum16(ops);
+        check_fp16_store(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
     cg_simd forced;

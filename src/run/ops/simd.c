@@ -342,6 +342,18 @@ void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const doub
     }
 }
 
+void cg_simd_fp16_store_f32_c(float *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]));
+}
+
+void cg_simd_fp16_store_f64_c(double *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = cg_fp16_round(d[i]);
+}
+
 static const cg_simd_ops portable = {
     CG_SIMD_PORTABLE,
     cg_simd_exp_f32_c,
@@ -363,6 +375,8 @@ static const cg_simd_ops portable = {
     cg_simd_tile_store_c,
     cg_simd_act_f32_c,
     cg_simd_sum16_f64_c,
+    cg_simd_fp16_store_f32_c,
+    cg_simd_fp16_store_f64_c,
     {{4, 8, cg_pg_ukr_c}},
     1,
     {PW_C_MR, PW_C_NP, 1, cg_simd_pw_tile_c, cg_simd_pw_tile_off_c},

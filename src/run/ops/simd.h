@@ -157,6 +157,11 @@ typedef struct cg_simd_ops {
      * lanes below nl only; lanes nl and up of acc are left unspecified. */
     void (*sum16_f64)(double *acc, int np, const double *const *a, const double *b, int64_t ldb,
                       int64_t k, int nl, bool range);
+    /* fp16 storage in place: d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]))
+     * and d[i] = cg_fp16_round(d[i]), those functions' bits, a NaN's
+     * included (the fp16 emulation rounds every value it stores). */
+    void (*fp16_store_f32)(float *d, int64_t n);
+    void (*fp16_store_f64)(double *d, int64_t n);
     /* packgemm.h micro-kernels, widest nr first */
     cg_simd_gemm gemm[3];
     int gemm_count;
@@ -213,6 +218,8 @@ void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act
                        float hi);
 void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const double *b,
                          int64_t ldb, int64_t k, int nl, bool range);
+void cg_simd_fp16_store_f32_c(float *d, int64_t n);
+void cg_simd_fp16_store_f64_c(double *d, int64_t n);
 void cg_simd_pw_tile_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
                        int64_t ldx, int64_t k, int64_t nc, int64_t np, const cg_simd_pw_epi *e);
 void cg_simd_pw_tile_off_c(float *y, int64_t ldy, const float *w, int64_t ldw, const float *x,
