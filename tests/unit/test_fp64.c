@@ -692,10 +692,11 @@ static void test_conv_packs_per_call(void)
 }
 
 /* The fp16 floors round an initializer that only emulated steps read where
- * it is (their own float64 copy) instead of copying it: a step run as
- * written that reads the same initializer still gets its unrounded
- * values, every run, and another float64 runtime over the same model is
- * untouched. y16 = x * W on fp16 storage, y32 = x * W as written. */
+ * it is (their own float64 copy) instead of copying it (checked on the
+ * runtime's tables): a step run as written that reads the same
+ * initializer still gets its unrounded values, every run, and another
+ * float64 runtime over the same model is untouched. y16 = x * W on fp16
+ * storage, y32 = x * W as written. */
 static void test_rounded_in_place(void)
 {
     cg_model *m = test_model_graph(13, 4, "x", "y16,y32");
@@ -714,6 +715,17 @@ static void test_rounded_in_place(void)
     for (int r = 0; r < 3; r++) {
         rts[r] = runtime(m, true, precs[r], &err);
         EXPECT(rts[r], "init %d: %s", r, err.msg);
+    }
+    /* the floor that runs every node emulated holds W once, rounded where
+     * it is; the mixed one keeps the unrounded W and a rounded copy */
+    for (int r = 0; r < 2; r++) {
+        if (!rts[r])
+            continue;
+        int32_t w = cg_plan_slot(rts[r]->main, "W");
+        bool in_place = w >= 0 && rts[r]->prec_init &&
+                        rts[r]->prec_init[w] == rts[r]->main->init_values[w];
+        EXPECT(w >= 0 && rts[r]->prec_init && rts[r]->prec_init[w] && in_place == (r == 1),
+               "runtime %d: W %s", r, in_place ? "rounded in place" : "copied");
     }
     cg_named_value in = {"x", x};
     for (int r = 0; r < 3; r++)

@@ -1201,8 +1201,7 @@ typedef struct conv16_job {
     const double *b;
     cg_tensor *y;
     const conv_geom *g;
-    double (*r16)(double);
-    bool range;          /* r16 is cg_fp16_round (else the significand only) */
+    bool range;          /* cg_fp16_round (else cg_fp16_round_significand) */
     const int64_t *taps; /* per tap, its index along each spatial dim */
     int64_t kn, in_plane, out_plane, cg, mg, nb;
 } conv16_job;
@@ -1276,9 +1275,9 @@ static void conv16_task(void *arg, int t, int nt)
             for (int p = 0; p < np; p++)
                 for (int l = 0; l < nl; l++) {
                     int64_t oc = oc0 + l;
-                    double bias = j->b ? j->b[oc] : 0.0;
+                    double v = acc[p * L + l] + (j->b ? j->b[oc] : 0.0);
                     cg_tensor_set_f64(j->y, (n * j->g->m + oc) * j->out_plane + o0 + p,
-                                      j->r16(acc[p * L + l] + bias));
+                                      j->range ? cg_fp16_round(v) : cg_fp16_round_significand(v));
                 }
         }
     }
@@ -1331,7 +1330,6 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
     j.y = y;
     j.g = g;
     j.range = k->precision != CG_KPREC_FP16_SUM11;
-    j.r16 = j.range ? cg_fp16_round : cg_fp16_round_significand;
     cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, conv16_task, &j);
     return cg_kernel_check_time(k);
 }
