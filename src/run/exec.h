@@ -95,7 +95,12 @@ typedef struct cg_plan {
     struct cg_budget *budget; /* what init_reserved is reserved against */
     uint64_t init_reserved;  /* bytes of converted initializers (the budget's) */
     cg_value **init_values;  /* INIT slots: the converted initializer */
-    bool *init_borrowed;     /* its data points into the model mapping */
+    bool *init_borrowed;     /* its data points into the model mapping, or into a
+                                buffer the runtime holds (cg_runtime.prec_shared) */
+    /* INIT slots made from the graph's initializers: their proto, which
+     * names the initializer to the process-wide shared buffers (sparse and
+     * folded ones: NULL) */
+    const cg_tensor_proto **init_proto;
     /* float64 mode: an INIT slot left in its stored float type and promoted
      * into scratch by each step that reads it (frame.c), rather than held
      * as double for the runtime's life (twice the weights' bytes) */
@@ -216,6 +221,10 @@ struct cg_runtime {
     /* with opt.node_precision: per main slot, the fp16-rounded copy of an
      * initializer that emulated nodes read (NULL otherwise) */
     cg_value **prec_init;
+    /* ... and the process-wide buffer a rounded initializer's data is, when
+     * it is shared (every runtime rounding that initializer reads one copy:
+     * run/initshare.h); NULL otherwise */
+    struct cg_shared **prec_shared;
     struct cg_budget *budget; /* opt.budget or the process budget */
     char *warnings;           /* of the last run (cg_runtime_warnings) */
     size_t warnings_len;

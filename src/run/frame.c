@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "run/exec.h"
 #include "run/fp64.h"
+#include "run/initshare.h"
 #include "run/ops/simd.h"
 
 /* --- labels ----------------------------------------------------------------- */
@@ -298,17 +299,19 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     const cg_value *v = f->ins[i];
     const cg_plan *p = f->plan;
     cg_ref r = st->in[i];
+    /* (an initializer the float64 mode keeps float comes here unpromoted:
+     * its rounded form is double) */
+    if (r.up == 0 && p->slot_kind[r.slot] == CG_SLOT_INIT && v == p->init_values[r.slot] &&
+        f->rt->prec_init && f->rt->prec_init[r.slot]) {
+        f->ins[i] = f->rt->prec_init[r.slot];
+        return CG_OK;
+    }
     if (v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(f->rt) || r.up != 0)
         return CG_OK;
     int32_t prod = p->slot_producer[r.slot];
     if (p->slot_kind[r.slot] == CG_SLOT_NODE && prod >= 0 &&
         step_precision(f, &p->steps[prod]) != CG_NODE_PREC_FP32)
         return CG_OK;
-    if (p->slot_kind[r.slot] == CG_SLOT_INIT && v == p->init_values[r.slot] &&
-        f->rt->prec_init && f->rt->prec_init[r.slot]) {
-        f->ins[i] = f->rt->prec_init[r.slot];
-        return CG_OK;
-    }
     size_t bytes = cg_tensor_bytes(&v->tensor);
     cg_value *c = cg_frame_scratch(f, sizeof *c);
     void *d = c ? cg_frame_scratch(f, bytes) : NULL;
@@ -325,6 +328,137 @@ static cg_status emulated_input(cg_exec *f, const cg_step *st, size_t i)
     round_tensor_fp16(f->rt, &c->tensor);
     f->ins[i] = c;
     return CG_OK;
+}
+
+/* Initializers from this size get their rounded form from the process-wide
+ * table; smaller ones are not worth an entry. */
+#define PREC_SHARE_MIN_BYTES (16u * 1024u)
+
+/* Fills d (numel elements of dtype `to`) with initializer slot s's value t
+ * as the runtime reads it: a copy, or (t left in its stored float type by
+ * the float64 mode, cg_plan.init_lazy64) its promotion to double, read from
+ * the model's bytes while the aligned copy is not made (as promoted_input
+ * reads it); then rounded to fp16 storage. */
+static void fill_rounded(const cg_runtime *rt, const cg_plan *p, int32_t s, const cg_tensor *t,
+                         cg_dtype to, void *d)
+{
+    if (to == t->dtype) {
+        memcpy(d, t->data, cg_tensor_bytes(t));
+    } else {
+        const void *raw = cg_plan_copy_source(p, s);
+        if (raw)
+            cg_fp64_convert_bytes(t->dtype, raw, t->numel, d);
+        else
+            cg_fp64_convert(t, d);
+    }
+    cg_tensor r = *t;
+    r.dtype = to;
+    r.data = d;
+    round_tensor_fp16(rt, &r);
+}
+
+/* The fp16-rounded form (element type `to`) of t, the value of initializer
+ * slot s, shared by every runtime of the process that rounds the same
+ * initializer to the same element type (run/initshare.h): a gate on an fp16
+ * target runs two fp16 floors and the target path's device classes and
+ * reruns, each of which rounded its own copy. The buffer is a function of
+ * the initializer alone, whoever fills it: the same conversion and the same
+ * rounding, bit for bit at every SIMD level (test_simd). NULL when the slot
+ * is not one of the graph's initializers, the tensor is small, or memory
+ * is short (the caller then rounds its own copy). */
+static cg_shared *rounded_share(const cg_runtime *rt, const cg_plan *p, int32_t s,
+                                const cg_tensor *t, cg_dtype to)
+{
+    const cg_tensor_proto *tp = p->init_proto[s];
+    size_t bytes;
+    if (!tp || !t->data || !cg_tensor_byte_size(to, t->numel, &bytes) ||
+        bytes < PREC_SHARE_MIN_BYTES)
+        return NULL;
+    struct {
+        char what[8];
+        int64_t dtype, numel;
+    } tag;
+    memset(&tag, 0, sizeof tag);
+    memcpy(tag.what, "fp16rnd", 8);
+    tag.dtype = to;
+    tag.numel = t->numel;
+    cg_shared *sh = cg_shared_acquire(tp, &tag, sizeof tag, bytes);
+    if (sh && cg_shared_fill_begin(sh)) {
+        fill_rounded(rt, p, s, t, to, cg_shared_data(sh));
+        cg_shared_fill_end(sh, true);
+    }
+    return sh;
+}
+
+/* prec_init[s]: v as read rounded, v being the float value the float64
+ * mode left in its stored type (cg_plan.init_lazy64): a double tensor of
+ * the shared rounded form, or of the runtime's own. */
+static cg_status rounded_promoted(cg_runtime *rt, const cg_plan *p, int32_t s, const cg_value *v,
+                                  cg_error *err)
+{
+    cg_value *c = malloc(sizeof *c);
+    if (!c)
+        return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
+    *c = *v;
+    c->tensor.dtype = CG_DTYPE_DOUBLE;
+    cg_shared *sh = rounded_share(rt, p, s, &v->tensor, CG_DTYPE_DOUBLE);
+    if (sh) {
+        c->tensor.data = cg_shared_data(sh);
+    } else {
+        size_t bytes;
+        void *d = cg_tensor_byte_size(CG_DTYPE_DOUBLE, v->tensor.numel, &bytes)
+                      ? malloc(bytes ? bytes : 1) : NULL;
+        if (!d) {
+            free(c);
+            return cg_error_set(err, CG_NOMEM, "out of memory rounding initializer '%s' to "
+                                "fp16", p->slot_names[s]);
+        }
+        fill_rounded(rt, p, s, &v->tensor, CG_DTYPE_DOUBLE, d);
+        c->tensor.data = d;
+    }
+    rt->prec_init[s] = c;
+    rt->prec_shared[s] = sh;
+    return CG_OK;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The data pointers of the main plan's initializer values, sorted: a value
+ * whose data another slot also points at (a folded view, fold.c) is not
+ * the slot's alone to round in place. NULL when memory is short (then no
+ * slot counts as alone). */
+static void **init_data_sorted(const cg_plan *p, size_t *count)
+{
+    size_t n = 0;
+    void **d = malloc((p->slot_count + 1) * sizeof *d);
+    for (size_t s = 0; d && s < p->slot_count; s++) {
+        const cg_value *v = p->init_values[s];
+        if (p->slot_kind[s] == CG_SLOT_INIT && v && v->kind == CG_VALUE_TENSOR && v->tensor.data)
+            d[n++] = v->tensor.data;
+    }
+    if (d)
+        qsort(d, n, sizeof *d, cmp_ptr);
+    *count = n;
+    return d;
+}
+
+static bool data_alone(void *const *sorted, size_t n, const void *data)
+{
+    if (!sorted)
+        return false;
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first entry >= data */
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sorted[mid] < (uintptr_t)data)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sorted[lo] == data && (lo + 1 == n || sorted[lo + 1] != data);
 }
 
 /* Rounded copies of the float32 initializers emulated nodes read. */
@@ -360,8 +494,9 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
             return cg_error_set(err, CG_USAGE, "node %zu: node precision %d is unknown", i,
                                 (int)np[i]);
     rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
+    rt->prec_shared = calloc(p->slot_count + 1, sizeof *rt->prec_shared);
     bool *as_written = calloc(p->slot_count + 1, sizeof *as_written);
-    if (!rt->prec_init || !as_written) {
+    if (!rt->prec_init || !rt->prec_shared || !as_written) {
         free(as_written);
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
     }
@@ -384,6 +519,8 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
     }
     for (size_t i = 0; i < p->graph->input_count; i++)
         as_written[p->input_slots[i]] = true;
+    size_t n_data = 0;
+    void **data = init_data_sorted(p, &n_data);
     cg_status cs = CG_OK;
     for (size_t si = 0; si < p->step_count && cs == CG_OK; si++) {
         const cg_step *st = &p->steps[si];
@@ -395,31 +532,69 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
                 rt->prec_init[r.slot])
                 continue;
             cg_value *v = p->init_values[r.slot];
+            if (v && rt->opt.float64 && p->init_lazy64[r.slot]) {
+                cs = rounded_promoted(rt, p, r.slot, v, err);
+                continue;
+            }
             if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(rt))
                 continue;
+            cg_shared *sh = rounded_share(rt, p, r.slot, &v->tensor, v->tensor.dtype);
             if (rt->opt.float64 && !subgraphs && !as_written[r.slot] &&
-                !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot]) {
-                round_value_fp16(rt, v, real_dtype(rt));
+                !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot] &&
+                data_alone(data, n_data, v->tensor.data)) {
+                if (sh) { /* the plan's value reads the shared copy: its own goes */
+                    free(v->tensor.data);
+                    v->tensor.data = cg_shared_data(sh);
+                    p->init_borrowed[r.slot] = true; /* not the plan's to free */
+                    rt->prec_shared[r.slot] = sh;
+                } else {
+                    round_value_fp16(rt, v, real_dtype(rt));
+                }
                 rt->prec_init[r.slot] = v; /* the plan's own value (cg_prec_init_free) */
+                continue;
+            }
+            if (sh) { /* the plan's value stays as written; the rounded one is shared */
+                cg_value *c = malloc(sizeof *c);
+                if (!c) {
+                    cg_shared_release(sh);
+                    cs = cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
+                    break;
+                }
+                *c = *v;
+                c->tensor.data = cg_shared_data(sh);
+                rt->prec_init[r.slot] = c;
+                rt->prec_shared[r.slot] = sh;
                 continue;
             }
             if ((cs = cg_value_copy(v, &rt->prec_init[r.slot], err)) == CG_OK)
                 round_value_fp16(rt, rt->prec_init[r.slot], real_dtype(rt));
         }
     }
+    free(data);
     free(as_written);
     return cs;
 }
 
 void cg_prec_init_free(cg_runtime *rt)
 {
-    if (!rt->prec_init)
-        return;
-    for (size_t s = 0; rt->main && s < rt->main->slot_count; s++)
-        if (rt->prec_init[s] != rt->main->init_values[s]) /* not rounded in place */
-            cg_value_free(rt->prec_init[s]);
+    for (size_t s = 0; rt->prec_init && rt->main && s < rt->main->slot_count; s++) {
+        cg_value *v = rt->prec_init[s];
+        bool in_place = v == rt->main->init_values[s];
+        if (rt->prec_shared && rt->prec_shared[s]) {
+            /* in place, the plan leaves the data alone (init_borrowed) */
+            if (!in_place) {
+                v->tensor.data = NULL;
+                cg_value_free(v);
+            }
+            cg_shared_release(rt->prec_shared[s]);
+        } else if (!in_place) {
+            cg_value_free(v);
+        }
+    }
     free(rt->prec_init);
+    free(rt->prec_shared);
     rt->prec_init = NULL;
+    rt->prec_shared = NULL;
 }
 
 /* Runs step si; with release, drops the slots whose last use it is (the
@@ -436,6 +611,9 @@ static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
     const cg_value *v = f->ins[i];
     if (!p || !p->init_lazy64[r.slot] || v != p->init_values[r.slot])
         return CG_OK; /* promoted at init, or replaced by a feed */
+    if (r.up == 0 && f->rt->prec_init && f->rt->prec_init[r.slot] &&
+        step_precision(f, st) != CG_NODE_PREC_FP32)
+        return CG_OK; /* an emulated step reads the rounded double (emulated_input) */
     if (i < 32 && (st->stored64 >> i & 1u))
         return CG_OK; /* the kernel widens it as it reads it (cg_kernel_input_stored64) */
     const cg_tensor *t = &v->tensor;

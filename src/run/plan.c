@@ -330,9 +330,10 @@ static size_t plan_copy_bytes(const cg_graph *g)
 static bool promotes_lazily(const plan_build *b, const cg_value *v)
 {
     const cg_runtime_options *o = &b->rt->opt;
-    /* fp16 emulation rounds (and delegates read) the initializers at init,
-     * as double */
-    if (o->node_precision || o->assignment || v->kind != CG_VALUE_TENSOR)
+    /* delegates read the initializers at init, as double; fp16 emulation
+     * makes its rounded doubles from the stored values (frame.c
+     * cg_prec_init_build), and steps kept as written promote per step */
+    if (o->assignment || v->kind != CG_VALUE_TENSOR)
         return false;
     cg_dtype d = v->tensor.dtype;
     return (d == CG_DTYPE_FLOAT || d == CG_DTYPE_FLOAT16 || d == CG_DTYPE_BFLOAT16) &&
@@ -387,14 +388,15 @@ static cg_status plan_initializers(plan_build *b)
     }
     /* The copies are filled at the first run (first touches, as the
      * runtime's other first-run work) unless something reads initializers
-     * at init: fp16 emulation's rounded copies. Those only an executing
-     * partition reads are never made (schedule.c): its delegate reads the
-     * model's bytes. The float64
-     * mode fills those it promotes at init (small ones) here; the big ones
-     * it promotes per step read the model's bytes (cg_fp64_convert_bytes),
-     * so their copies are deferred and never made (fold.c). */
+     * at init: fp16 emulation's rounded copies in float32. Those only an
+     * executing partition reads are never made (schedule.c): its delegate
+     * reads the model's bytes. The float64 mode fills those it promotes at
+     * init (small ones) here; the big ones it promotes per step, and fp16
+     * emulation rounds into doubles at init, read the model's bytes
+     * (cg_fp64_convert_bytes), so their copies are deferred and never made
+     * (fold.c). */
     const cg_runtime_options *o = &b->rt->opt;
-    bool lazy = !o->node_precision;
+    bool lazy = !o->node_precision || o->float64;
     if (box->copies && lazy) {
         box->pending = calloc(g->initializer_count, sizeof *box->pending);
         if (!box->pending)
@@ -437,6 +439,7 @@ static cg_status plan_initializers(plan_build *b)
             return st;
         }
         p->init_borrowed[s] = borrowed;
+        p->init_proto[s] = &g->initializers[i];
         if (later) {
             later->slot = s;
             box->pending_count++;
@@ -572,12 +575,13 @@ cg_status cg_plan_build(cg_runtime *rt, const cg_graph *g, cg_plan *parent, int 
     p->init_values = cg_arena_calloc(arena, n1, sizeof *p->init_values);
     p->init_borrowed = cg_arena_calloc(arena, n1, sizeof *p->init_borrowed);
     p->init_lazy64 = cg_arena_calloc(arena, n1, sizeof *p->init_lazy64);
+    p->init_proto = cg_arena_calloc(arena, n1, sizeof *p->init_proto);
     p->input_slots = cg_arena_calloc(arena, g->input_count + 1, sizeof *p->input_slots);
     p->output_refs = cg_arena_calloc(arena, g->output_count + 1, sizeof *p->output_refs);
     p->steps = cg_arena_calloc(arena, g->node_count + 1, sizeof *p->steps);
     if (!p->slot_names || !p->slot_kind || !p->slot_producer || !p->slot_last_use ||
         !p->slot_is_output || !p->init_values || !p->init_borrowed || !p->init_lazy64 ||
-        !p->input_slots ||
+        !p->init_proto || !p->input_slots ||
         !p->output_refs || !p->steps || !cg_strmap_reserve(&p->names, slots)) {
         st = cg_error_set(err, CG_NOMEM, "out of memory planning graph");
         goto fail;

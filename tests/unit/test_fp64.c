@@ -48,6 +48,7 @@
 #include "convgate/tensor.h"
 #include "run/cpu.h"
 #include "run/exec.h"
+#include "run/initshare.h"
 #include "testlib.h"
 
 
@@ -757,6 +758,104 @@ static void test_rounded_in_place(void)
     cg_model_free(m);
 }
 
+/* Runtimes that round the same initializer to fp16 hold one rounded copy
+ * between them (run/initshare.h), per element type: the fp16 floors
+ * (float64) and the target path's runs (float32). W is big enough to stay
+ * float in the float64 mode (CG_LAZY64_MIN_NUMEL): the floors make its
+ * rounded double from the stored floats, and a step run as written still
+ * promotes the unrounded ones. Each runtime computes y16 = x * W on fp16
+ * storage and y32 = x * W as written (emulated too where all16), runs
+ * after the runtime that filled the shared copy is freed (ASan: a freed
+ * buffer read), and every shared buffer is gone with the last runtime. */
+#define SH_N 8192
+static void test_rounded_shared(void)
+{
+    cg_model *m = test_model_graph(13, 4, "x", "y16,y32");
+    static float wv[SH_N];
+    static double xv[SH_N];
+    for (int i = 0; i < SH_N; i++) {
+        wv[i] = (float)((i * 37) % 211) / 97.0f - 1.05f;
+        xv[i] = (double)(float)((double)((i * 13) % 173) / 31.0 - 2.7);
+    }
+    int64_t d[1] = {SH_N};
+    test_graph_init_f32(m, m->graph, "W", 1, d, wv);
+    test_node(m, m->graph, "Mul", "emu", "x,W", "y16");
+    test_node(m, m->graph, "Mul", "asis", "x,W", "y32");
+    cg_value *x = test_value(CG_DTYPE_FLOAT, 1, d, xv);
+    static const uint8_t mixed[2] = {CG_NODE_PREC_FP16, CG_NODE_PREC_FP32};
+    static const uint8_t all16[2] = {CG_NODE_PREC_FP16, CG_NODE_PREC_FP16};
+    /* float64 all16, float64 mixed, float32 mixed, float64 all16, float32 mixed */
+    const uint8_t *precs[5] = {all16, mixed, mixed, all16, mixed};
+    const bool f64[5] = {true, true, false, true, false};
+    size_t live0 = cg_shared_live();
+    cg_error err;
+    cg_runtime *rts[5];
+    const void *rounded[5] = {NULL};
+    for (int r = 0; r < 5; r++) {
+        rts[r] = runtime(m, f64[r], precs[r], &err);
+        EXPECT(rts[r], "init %d: %s", r, err.msg);
+        int32_t w = rts[r] ? cg_plan_slot(rts[r]->main, "W") : -1;
+        const cg_value *pv = w >= 0 && rts[r]->prec_init ? rts[r]->prec_init[w] : NULL;
+        EXPECT(pv && rts[r]->prec_shared[w] && pv != rts[r]->main->init_values[w] &&
+                   pv->tensor.dtype == (f64[r] ? CG_DTYPE_DOUBLE : CG_DTYPE_FLOAT),
+               "runtime %d: W's rounded form is not a shared %s tensor of its own", r,
+               f64[r] ? "double" : "float");
+        if (pv)
+            rounded[r] = pv->tensor.data;
+        if (w >= 0 && f64[r])
+            EXPECT(rts[r]->main->init_values[w]->tensor.dtype == CG_DTYPE_FLOAT,
+                   "runtime %d: the float64 mode promoted big W at init", r);
+    }
+    EXPECT(rounded[0] && rounded[0] == rounded[1] && rounded[0] == rounded[3],
+           "the float64 runtimes do not share W's rounded doubles");
+    EXPECT(rounded[2] && rounded[2] == rounded[4] && rounded[2] != rounded[0],
+           "the float32 runtimes do not share W's rounded floats (apart from the doubles)");
+    cg_runtime_free(rts[0]); /* it filled the doubles */
+    rts[0] = NULL;
+    cg_runtime_free(rts[2]); /* ... and the floats */
+    rts[2] = NULL;
+    cg_named_value in = {"x", x};
+    for (int r = 1; r < 5; r++)
+        for (int run = 0; rts[r] && run < 2; run++) {
+            cg_named_value *o = NULL;
+            size_t n = 0;
+            if (cg_runtime_run(rts[r], &in, 1, &o, &n, &err) != CG_OK || n != 2) {
+                EXPECT(false, "runtime %d run %d: %s", r, run, err.msg);
+                cg_runtime_free_outputs(o, n);
+                continue;
+            }
+            for (int k = 0; k < 2; k++) {
+                bool emulated = precs[r][k] == CG_NODE_PREC_FP16;
+                const cg_tensor *y = &o[k].value->tensor;
+                int bad = 0;
+                for (int i = 0; i < SH_N; i++) {
+                    double got = f64[r] ? ((const double *)y->data)[i]
+                                        : (double)((const float *)y->data)[i];
+                    double want;
+                    if (f64[r])
+                        want = emulated ? cg_fp16_round(cg_fp16_round(xv[i]) *
+                                                        cg_fp16_round((double)wv[i]))
+                                        : xv[i] * (double)wv[i];
+                    else
+                        want = emulated ? (double)(float)cg_fp16_round(
+                                              (double)((float)cg_fp16_round(xv[i]) *
+                                                       (float)cg_fp16_round((double)wv[i])))
+                                        : (double)((float)xv[i] * wv[i]);
+                    if (got != want && bad++ < 3)
+                        EXPECT(false, "runtime %d run %d %s[%d] = %.17g, want %.17g", r, run,
+                               o[k].name, i, got, want);
+                }
+            }
+            cg_runtime_free_outputs(o, n);
+        }
+    for (int r = 0; r < 5; r++)
+        cg_runtime_free(rts[r]);
+    EXPECT(cg_shared_live() == live0, "%zu shared buffers outlive their runtimes",
+           cg_shared_live() - live0);
+    cg_value_free(x);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     test_rounding();
@@ -767,5 +866,6 @@ int main(void)
     test_sums_overflow();
     test_lazy_weights();
     test_rounded_in_place();
+    test_rounded_shared();
     return test_done("test_fp64");
 }
