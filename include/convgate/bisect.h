@@ -68,6 +68,10 @@ typedef struct cg_bisect_side {
     /* NULL: the reference runtime. Otherwise the target path to run; its
      * observe/observe_user and force_fp32 fields are set by bisect. */
     const cg_target_path_options *path;
+    /* 0, or the model's first N graph outputs are its own and the others
+     * were added to expose values to the observer: its runs hold only the
+     * first N to the end (cg_runtime_options.returned_outputs) */
+    size_t returned_outputs;
 } cg_bisect_side;
 
 typedef struct cg_bisect_options {

@@ -126,6 +126,12 @@ typedef struct cg_runtime_options {
     int threads;
     /* A level above what the CPU supports is lowered to the best it has. */
     cg_simd simd;
+    /* The graph outputs a run returns: 0, every one; N, the first N. The
+     * others, declared outputs only so that they are seen (bisect exposes
+     * a partition's inner values this way), reach the observer and are
+     * then released as any inner value is, instead of every one of them
+     * being held to the end of the run. */
+    size_t returned_outputs;
 } cg_runtime_options;
 
 CG_API void cg_runtime_options_default(cg_runtime_options *opt);

@@ -89,6 +89,8 @@ typedef struct cg_target_path_options {
      * 2's; borrowed, init only; NULL: lowered here when a target has a
      * lowering): init places by it instead of lowering the graph again. */
     const struct cg_lowered *lowered;
+    /* cg_runtime_options.returned_outputs of the path's runtime */
+    size_t returned_outputs;
 } cg_target_path_options;
 
 /* Whether a path built with opt sums in fp16 on some target's nodes. */

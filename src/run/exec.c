@@ -383,12 +383,16 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     bool *fed = NULL;
     size_t *input_of_slot = NULL;
     bool recording, f_arena;
+    /* the outputs returned (cg_runtime_options.returned_outputs) */
+    size_t n_out = rt->opt.returned_outputs && rt->opt.returned_outputs < g->output_count
+                       ? rt->opt.returned_outputs
+                       : g->output_count;
     cg_status st = cg_frame_init(&f, rt, p, NULL, err);
     if (st != CG_OK)
         return st;
     f.is_main = true;
     fed = calloc(g->input_count + 1, sizeof *fed);
-    outs = calloc(g->output_count + 1, sizeof *outs);
+    outs = calloc(n_out + 1, sizeof *outs);
     if (!fed || !outs) {
         st = cg_error_set(err, CG_NOMEM, "out of memory starting a run");
         goto done;
@@ -456,29 +460,29 @@ cg_status cg_runtime_run(cg_runtime *rt, const cg_named_value *inputs, size_t in
     cg_threadpool_set_hot(rt->pool, false);
     if (st != CG_OK)
         goto done;
-    st = cg_frame_take_outputs(&f, outs, g->output_count, err);
+    st = cg_frame_take_outputs(&f, outs, n_out, err);
     if (st != CG_OK)
         goto done;
-    for (size_t i = 0; i < g->output_count && st == CG_OK; i++)
+    for (size_t i = 0; i < n_out && st == CG_OK; i++)
         st = check_output(rt, &g->outputs[i], outs[i], err);
     if (st != CG_OK) {
-        for (size_t i = 0; i < g->output_count; i++)
+        for (size_t i = 0; i < n_out; i++)
             cg_value_free(outs[i]);
         goto done;
     }
-    named = calloc(g->output_count + 1, sizeof *named);
+    named = calloc(n_out + 1, sizeof *named);
     if (!named) {
-        for (size_t i = 0; i < g->output_count; i++)
+        for (size_t i = 0; i < n_out; i++)
             cg_value_free(outs[i]);
         st = cg_error_set(err, CG_NOMEM, "out of memory returning outputs");
         goto done;
     }
-    for (size_t i = 0; i < g->output_count; i++) {
+    for (size_t i = 0; i < n_out; i++) {
         named[i].name = g->outputs[i].name;
         named[i].value = outs[i];
     }
     *outputs = named;
-    *output_count = g->output_count;
+    *output_count = n_out;
 done:
     recording = f.recording;
     f_arena = f.use_arena;

@@ -525,7 +525,10 @@ static cg_status plan_outputs(plan_build *b)
         if (!found)
             return cg_error_set(b->err, CG_INVALID, "graph output '%s' is not produced by any "
                                 "node, input or initializer", name);
-        if (p->output_refs[i].up == 0)
+        /* (the main graph's outputs past those a run returns are inner
+         * values: cg_runtime_options.returned_outputs) */
+        size_t kept = b->rt->opt.returned_outputs;
+        if (p->output_refs[i].up == 0 && (p->parent || !kept || i < kept))
             p->slot_is_output[p->output_refs[i].slot] = true;
     }
     return CG_OK;

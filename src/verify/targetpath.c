@@ -358,6 +358,7 @@ cg_status cg_target_path_init(const cg_model *model, const cg_target_path_option
     cg_verify_runtime_options(&ro, opt->max_alloc_bytes, opt->threads);
     ro.assignment = p->assign;
     ro.types = p->types;
+    ro.returned_outputs = opt->returned_outputs;
     ro.node_precision = p->reduced ? p->node_prec : NULL;
     if (opt->observe || opt->observe_inside) {
         ro.observe = path_observe;

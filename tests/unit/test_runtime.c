@@ -1327,6 +1327,82 @@ out:
     cg_model_free(m);
 }
 
+/* Graph outputs past cg_runtime_options.returned_outputs (bisect exposes a
+ * partition's inner values as outputs) reach the observer and are released
+ * at their last use, as inner values are: the run returns the first N
+ * only, and their slots are not held to the end. 0, or N past the count,
+ * returns every output. */
+typedef struct seen_value {
+    float a, b;
+    int count;
+} seen_value;
+
+static cg_status observe_values(void *user, const cg_node *node, const char *name,
+                                const cg_value *v)
+{
+    seen_value *s = user;
+    (void)node;
+    float x = ((const float *)v->tensor.data)[0];
+    if (strcmp(name, "a") == 0)
+        s->a = x;
+    else if (strcmp(name, "b") == 0)
+        s->b = x;
+    s->count++;
+    return CG_OK;
+}
+
+static void test_returned_outputs(void)
+{
+    cg_model *m = model_graph(13, "x", "b,a");
+    cg_graph *g = m->graph;
+    node(g, "Add", "a", "x,x", "a");
+    node(g, "Add", "b", "a,x", "b");
+    int64_t d1[1] = {1};
+    float x[1] = {2};
+    cg_value *xv = tensor_f32(1, d1, x);
+    const size_t kept[3] = {1, 0, 5};
+    for (int k = 0; k < 3; k++) {
+        seen_value seen = {0, 0, 0};
+        cg_runtime_options opt;
+        cg_runtime_options_default(&opt);
+        opt.observe = observe_values;
+        opt.observe_user = &seen;
+        opt.returned_outputs = kept[k];
+        cg_runtime *rt = NULL;
+        cg_error err;
+        cg_error_clear(&err);
+        if (cg_runtime_init(m, &opt, &rt, &err) != CG_OK) {
+            EXPECT(false, "returned_outputs %zu: init: %s", kept[k], err.msg);
+            continue;
+        }
+        int32_t a = cg_plan_slot(rt->main, "a"), b = cg_plan_slot(rt->main, "b");
+        bool one = kept[k] == 1;
+        EXPECT(a >= 0 && b >= 0 && rt->main->slot_is_output[b] &&
+                   rt->main->slot_is_output[a] == !one,
+               "returned_outputs %zu: 'a' is %s held to the end of the run", kept[k],
+               one ? "still" : "not");
+        for (int run = 0; run < 2; run++) {
+            cg_named_value *outs = NULL;
+            size_t nout = 0;
+            seen.count = 0;
+            cg_status st = run1(rt, "x", xv, &outs, &nout, &err);
+            EXPECT(st == CG_OK && nout == (one ? 1u : 2u) && strcmp(outs[0].name, "b") == 0 &&
+                       ((const float *)outs[0].value->tensor.data)[0] == 6.0f &&
+                       (one || ((const float *)outs[1].value->tensor.data)[0] == 4.0f),
+                   "returned_outputs %zu run %d: %zu outputs (%s)", kept[k], run, nout,
+                   err.msg);
+            EXPECT(seen.count == 2 && seen.a == 4.0f && seen.b == 6.0f,
+                   "returned_outputs %zu run %d: the observer saw %d values (a %g, b %g)",
+                   kept[k], run, seen.count, seen.a, seen.b);
+            if (st == CG_OK)
+                cg_runtime_free_outputs(outs, nout);
+        }
+        cg_runtime_free(rt);
+    }
+    cg_value_free(xv);
+    cg_model_free(m);
+}
+
 static void test_tensor_proto(void)
 {
     cg_model *saved = M;
@@ -1598,6 +1674,7 @@ int main(void)
     test_sequences();
     test_optional();
     test_observer();
+    test_returned_outputs();
     test_tensor_proto();
     test_sparse_initializer();
     return test_done("test_runtime");
