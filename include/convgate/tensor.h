@@ -113,6 +113,9 @@ CG_API int cg_string_compare(const char *a, size_t alen, const char *b, size_t b
 
 /* Element i of a numeric tensor as double / int64 (any numeric dtype). */
 CG_API double cg_tensor_get_f64(const cg_tensor *t, int64_t i);
+/* Elements [at, at + n) of a numeric tensor as double into out: the values
+ * cg_tensor_get_f64 gives, one dtype dispatch for the block. */
+CG_API void cg_tensor_get_f64_block(const cg_tensor *t, int64_t at, int64_t n, double *out);
 CG_API int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i);
 /* Writes element i from double / int64 with ONNX Cast's rules (no
  * saturation; NaN to an integer gives 0; out-of-range clamps to int64);

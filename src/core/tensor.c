@@ -367,6 +367,26 @@ double cg_tensor_get_f64(const cg_tensor *t, int64_t i)
     }
 }
 
+void cg_tensor_get_f64_block(const cg_tensor *t, int64_t at, int64_t n, double *out)
+{
+    switch (t->dtype) {
+    case CG_DTYPE_FLOAT: {
+        const float *d = (const float *)t->data + at;
+        for (int64_t i = 0; i < n; i++)
+            out[i] = d[i];
+        return;
+    }
+    case CG_DTYPE_DOUBLE:
+        if (n > 0)
+            memcpy(out, (const double *)t->data + at, (size_t)n * sizeof *out);
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = cg_tensor_get_f64(t, at + i);
+        return;
+    }
+}
+
 int64_t cg_tensor_get_i64(const cg_tensor *t, int64_t i)
 {
     const void *d = t->data;

@@ -286,11 +286,73 @@ static int test_against_numpy(void)
     return ran;
 }
 
+/* cg_tensor_get_f64_block gives cg_tensor_get_f64's values for every
+ * dtype path (float, double, the per-element rest), over block edges and
+ * partial tails; and cg_compare_tensors, which reads blocks of 512, finds
+ * a mismatch, the worst element and the non-finite ones on both sides of
+ * a block edge and in the tail. */
+#define BLK_N 1300
+static void test_block_reads(void)
+{
+    static float f[BLK_N], g[BLK_N];
+    static double d[BLK_N], out[BLK_N];
+    static uint16_t h[BLK_N];
+    static int32_t i32[BLK_N];
+    for (int i = 0; i < BLK_N; i++) {
+        f[i] = (float)((i * 37) % 101) / 7.0f - 5.0f;
+        d[i] = (double)f[i] / 3.0;
+        h[i] = (uint16_t)(0x3c00 + (i * 7) % 900);
+        i32[i] = i * 13 - 4000;
+    }
+    cg_tensor ts[4];
+    memset(ts, 0, sizeof ts);
+    const cg_dtype dts[4] = {CG_DTYPE_FLOAT, CG_DTYPE_DOUBLE, CG_DTYPE_FLOAT16, CG_DTYPE_INT32};
+    void *datas[4] = {f, d, h, i32};
+    for (int k = 0; k < 4; k++) {
+        ts[k].dtype = dts[k];
+        ts[k].rank = 1;
+        ts[k].dims[0] = BLK_N;
+        ts[k].numel = BLK_N;
+        ts[k].data = datas[k];
+        const int64_t spans[4][2] = {{0, BLK_N}, {511, 2}, {1024, BLK_N - 1024}, {700, 0}};
+        for (int sp = 0; sp < 4; sp++) {
+            int64_t at = spans[sp][0], n = spans[sp][1];
+            cg_tensor_get_f64_block(&ts[k], at, n, out);
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++)
+                bad += out[i] != cg_tensor_get_f64(&ts[k], at + i);
+            EXPECT(bad == 0, "%s block [%lld, +%lld): %d values differ from get_f64",
+                   cg_dtype_name(dts[k]), (long long)at, (long long)n, bad);
+        }
+    }
+    memcpy(g, f, sizeof g);
+    g[511] = NAN;           /* last of the first block */
+    g[512] += 0.25f;        /* first of the second */
+    g[1100] += 2.0f;        /* the worst, in the tail block */
+    cg_tensor a = vec_f32(f, BLK_N), b = vec_f32(g, BLK_N);
+    cg_tolerance tol = {1e-3, 0.0, true, NULL};
+    cg_metrics m;
+    cg_error err;
+    cg_error_clear(&err);
+    EXPECT(cg_compare_tensors(&a, &b, &tol, &m, &err) == CG_OK, "%s", err.msg);
+    EXPECT(m.count == BLK_N && m.mismatches == 3 && m.nan_got == 1 && m.nan_ref == 0 &&
+               m.worst_index == 511 && isinf(m.max_abs) && m.finite_count == BLK_N - 1,
+           "block edges: count %llu mismatches %llu nan %llu worst %lld max %g",
+           (unsigned long long)m.count, (unsigned long long)m.mismatches,
+           (unsigned long long)m.nan_got, (long long)m.worst_index, m.max_abs);
+    g[511] = f[511];
+    EXPECT(cg_compare_tensors(&a, &b, &tol, &m, &err) == CG_OK, "%s", err.msg);
+    EXPECT(m.mismatches == 2 && m.worst_index == 1100 && close_to(m.max_abs, 2.0),
+           "tail: mismatches %llu worst %lld max %g", (unsigned long long)m.mismatches,
+           (long long)m.worst_index, m.max_abs);
+}
+
 int main(void)
 {
     test_nan_rules();
     test_merge_equals_whole();
     test_misc();
+    test_block_reads();
     int ran = test_against_numpy();
     if (ran)
         printf("test_compare: %d cases checked against numpy\n", ran);
