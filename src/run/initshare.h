@@ -1,7 +1,8 @@
 /*
  * Constant buffers shared by every runtime in the process that derives
- * them from the same bytes: aligned copies of initializer payloads, and
- * weights packed for a kernel.
+ * them from the same bytes: aligned copies of initializer payloads,
+ * weights packed for a kernel, and initializers rounded to fp16 storage
+ * (frame.c; keyed by the initializer's proto).
  *
  * Exporters put raw_data at any byte offset, so most weights cannot be used
  * in place and must be copied to aligned memory; convolutions then pack
