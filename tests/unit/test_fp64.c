@@ -692,6 +692,52 @@ static void test_conv_packs_per_call(void)
     test_conv_packs_per_call_case(false, true);
 }
 
+/* Runs rt (runtime r of a test) twice on x, which holds xv (float values),
+ * and checks its outputs y16 and y32 of x * W (W holding wv) bit for bit:
+ * on fp16 storage where prec says so (x and W rounded to fp16, the product
+ * rounded to fp16 as stored), as written otherwise; in double for a
+ * float64 runtime, in float for a float32 one. */
+static void check_mul_runs(cg_runtime *rt, int r, cg_value *x, const double *xv,
+                           const float *wv, int n, const uint8_t *prec, bool f64)
+{
+    cg_named_value in = {"x", x};
+    cg_error err;
+    for (int run = 0; rt && run < 2; run++) {
+        cg_named_value *o = NULL;
+        size_t no = 0;
+        cg_error_clear(&err);
+        if (cg_runtime_run(rt, &in, 1, &o, &no, &err) != CG_OK || no != 2) {
+            EXPECT(false, "runtime %d run %d: %s", r, run, err.msg);
+            cg_runtime_free_outputs(o, no);
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            bool emulated = prec && prec[k] == CG_NODE_PREC_FP16;
+            const cg_tensor *y = &o[k].value->tensor;
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                double xf = (double)(float)xv[i]; /* as x holds it */
+                double got = f64 ? ((const double *)y->data)[i]
+                                 : (double)((const float *)y->data)[i];
+                double want;
+                if (f64)
+                    want = emulated ? cg_fp16_round(cg_fp16_round(xf) *
+                                                    cg_fp16_round((double)wv[i]))
+                                    : xf * (double)wv[i];
+                else
+                    want = emulated ? (double)(float)cg_fp16_round(
+                                          (double)((float)cg_fp16_round(xf) *
+                                                   (float)cg_fp16_round((double)wv[i])))
+                                    : (double)((float)xf * wv[i]);
+                if (got != want && bad++ < 3)
+                    EXPECT(false, "runtime %d run %d %s[%d] = %.17g, want %.17g", r, run,
+                           o[k].name, i, got, want);
+            }
+        }
+        cg_runtime_free_outputs(o, no);
+    }
+}
+
 /* The fp16 floors round an initializer that only emulated steps read where
  * it is (their own float64 copy) instead of copying it (checked on the
  * runtime's tables): a step run as written that reads the same
@@ -728,30 +774,8 @@ static void test_rounded_in_place(void)
         EXPECT(w >= 0 && rts[r]->prec_init && rts[r]->prec_init[w] && in_place == (r == 1),
                "runtime %d: W %s", r, in_place ? "rounded in place" : "copied");
     }
-    cg_named_value in = {"x", x};
     for (int r = 0; r < 3; r++)
-        for (int run = 0; rts[r] && run < 2; run++) {
-            cg_named_value *o = NULL;
-            size_t n = 0;
-            if (cg_runtime_run(rts[r], &in, 1, &o, &n, &err) != CG_OK || n != 2) {
-                EXPECT(false, "runtime %d run %d: %s", r, run, err.msg);
-                cg_runtime_free_outputs(o, n);
-                continue;
-            }
-            for (int k = 0; k < 2; k++) {
-                bool emulated = precs[r] && precs[r][k] == CG_NODE_PREC_FP16;
-                const double *y = o[k].value->tensor.data;
-                for (int i = 0; i < 4; i++) {
-                    double xf = (double)(float)xv[i]; /* as x holds it */
-                    double want = emulated ? cg_fp16_round(cg_fp16_round(xf) *
-                                                           cg_fp16_round((double)wv[i]))
-                                           : xf * (double)wv[i];
-                    EXPECT(y[i] == want, "runtime %d run %d %s[%d] = %.17g, want %.17g", r, run,
-                           o[k].name, i, y[i], want);
-                }
-            }
-            cg_runtime_free_outputs(o, n);
-        }
+        check_mul_runs(rts[r], r, x, xv, wv, 4, precs[r], true);
     for (int r = 0; r < 3; r++)
         cg_runtime_free(rts[r]);
     cg_value_free(x);
@@ -814,40 +838,8 @@ static void test_rounded_shared(void)
     rts[0] = NULL;
     cg_runtime_free(rts[2]); /* ... and the floats */
     rts[2] = NULL;
-    cg_named_value in = {"x", x};
     for (int r = 1; r < 5; r++)
-        for (int run = 0; rts[r] && run < 2; run++) {
-            cg_named_value *o = NULL;
-            size_t n = 0;
-            if (cg_runtime_run(rts[r], &in, 1, &o, &n, &err) != CG_OK || n != 2) {
-                EXPECT(false, "runtime %d run %d: %s", r, run, err.msg);
-                cg_runtime_free_outputs(o, n);
-                continue;
-            }
-            for (int k = 0; k < 2; k++) {
-                bool emulated = precs[r][k] == CG_NODE_PREC_FP16;
-                const cg_tensor *y = &o[k].value->tensor;
-                int bad = 0;
-                for (int i = 0; i < SH_N; i++) {
-                    double got = f64[r] ? ((const double *)y->data)[i]
-                                        : (double)((const float *)y->data)[i];
-                    double want;
-                    if (f64[r])
-                        want = emulated ? cg_fp16_round(cg_fp16_round(xv[i]) *
-                                                        cg_fp16_round((double)wv[i]))
-                                        : xv[i] * (double)wv[i];
-                    else
-                        want = emulated ? (double)(float)cg_fp16_round(
-                                              (double)((float)cg_fp16_round(xv[i]) *
-                                                       (float)cg_fp16_round((double)wv[i])))
-                                        : (double)((float)xv[i] * wv[i]);
-                    if (got != want && bad++ < 3)
-                        EXPECT(false, "runtime %d run %d %s[%d] = %.17g, want %.17g", r, run,
-                               o[k].name, i, got, want);
-                }
-            }
-            cg_runtime_free_outputs(o, n);
-        }
+        check_mul_runs(rts[r], r, x, xv, wv, SH_N, precs[r], f64[r]);
     for (int r = 0; r < 5; r++)
         cg_runtime_free(rts[r]);
     EXPECT(cg_shared_live() == live0, "%zu shared buffers outlive their runtimes",
