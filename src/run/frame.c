@@ -611,8 +611,9 @@ static cg_status promoted_input(cg_exec *f, const cg_step *st, size_t i)
     const cg_value *v = f->ins[i];
     if (!p || !p->init_lazy64[r.slot] || v != p->init_values[r.slot])
         return CG_OK; /* promoted at init, or replaced by a feed */
-    if (r.up == 0 && f->rt->prec_init && f->rt->prec_init[r.slot] &&
-        step_precision(f, st) != CG_NODE_PREC_FP32)
+    /* (an emulated step is the main graph's: its slots index prec_init) */
+    if (r.up == 0 && step_precision(f, st) != CG_NODE_PREC_FP32 && f->rt->prec_init &&
+        f->rt->prec_init[r.slot])
         return CG_OK; /* an emulated step reads the rounded double (emulated_input) */
     if (i < 32 && (st->stored64 >> i & 1u))
         return CG_OK; /* the kernel widens it as it reads it (cg_kernel_input_stored64) */
