@@ -538,6 +538,9 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
             }
             if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(rt))
                 continue;
+            /* its bytes are read now: an aligned copy the float64 mode left
+             * for the first run (a double payload at an odd offset) is made */
+            cg_plan_materialize_slot(rt->main, r.slot);
             cg_shared *sh = rounded_share(rt, p, r.slot, &v->tensor, v->tensor.dtype);
             if (rt->opt.float64 && !subgraphs && !as_written[r.slot] &&
                 !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot] &&

@@ -848,6 +848,56 @@ static void test_rounded_shared(void)
     cg_model_free(m);
 }
 
+/* A double initializer at an odd offset, in a float64 runtime that
+ * emulates fp16: its aligned copy is left for the first run when the
+ * copies pass 32 MiB (exec.c), and the rounding at set-up read that copy
+ * unfilled. y = x * W on fp16 storage, W 4.4 M doubles (35 MB) one byte
+ * past a double's alignment: y equals the rounded product. */
+#define MIS_N 4400000
+static void test_rounded_misaligned(void)
+{
+    cg_model *m = test_model_graph(13, 2, "x", "y");
+    uint8_t *raw = malloc(MIS_N * sizeof(double) + 1);
+    double *xv = malloc(MIS_N * sizeof(double));
+    if (!raw || !xv)
+        test_fatal("out of memory");
+    for (int i = 0; i < MIS_N; i++) {
+        double w = (double)((i * 37) % 211) / 97.0 - 1.05;
+        memcpy(raw + 1 + (size_t)i * sizeof w, &w, sizeof w);
+        xv[i] = (double)((i * 13) % 173) / 31.0 - 2.7;
+    }
+    int64_t d[1] = {MIS_N};
+    test_graph_init_raw(m, m->graph, "W", CG_DTYPE_DOUBLE, 1, d, raw + 1,
+                        MIS_N * sizeof(double));
+    test_node(m, m->graph, "Mul", "emu", "x,W", "y");
+    cg_value *x = test_value(CG_DTYPE_DOUBLE, 1, d, xv);
+    static const uint8_t all16[1] = {CG_NODE_PREC_FP16};
+    cg_error err;
+    cg_runtime *rt = runtime(m, true, all16, &err);
+    EXPECT(rt, "init: %s", err.msg);
+    cg_named_value in = {"x", x}, *o = NULL;
+    size_t n = 0;
+    if (rt && cg_runtime_run(rt, &in, 1, &o, &n, &err) == CG_OK && n == 1) {
+        const double *y = o[0].value->tensor.data;
+        int bad = 0;
+        for (int i = 0; i < MIS_N; i++) {
+            double w;
+            memcpy(&w, raw + 1 + (size_t)i * sizeof w, sizeof w);
+            double want = cg_fp16_round(cg_fp16_round(xv[i]) * cg_fp16_round(w));
+            if (y[i] != want && bad++ < 3)
+                EXPECT(false, "y[%d] = %.17g, want %.17g", i, y[i], want);
+        }
+    } else {
+        EXPECT(false, "run: %s", err.msg);
+    }
+    cg_runtime_free_outputs(o, n);
+    cg_runtime_free(rt);
+    cg_value_free(x);
+    cg_model_free(m);
+    free(raw);
+    free(xv);
+}
+
 int main(void)
 {
     test_rounding();
@@ -859,5 +909,6 @@ int main(void)
     test_lazy_weights();
     test_rounded_in_place();
     test_rounded_shared();
+    test_rounded_misaligned();
     return test_done("test_fp64");
 }
