@@ -198,8 +198,12 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
 
     bool half = ref->dtype == CG_DTYPE_FLOAT16;
     bool nonfinite_worst = false;
+    /* the figures in a local copy, written back once: through `out` every
+     * sum was stored and reloaded on each element (the block reads below
+     * might alias it), a chain of store-to-load forwarding per sum */
+    cg_metrics m = *out;
     int64_t n = ref->numel;
-    out->count = (uint64_t)n;
+    m.count = (uint64_t)n;
     /* a block of both sides at a time as double (one dtype dispatch per
      * block, not per element), element by element in order as before */
     double rb[COMPARE_BLOCK], gb[COMPARE_BLOCK];
@@ -211,58 +215,58 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
         }
         double r = rb[i % COMPARE_BLOCK], g = gb[i % COMPARE_BLOCK];
         bool rn = isnan(r), gn = isnan(g);
-        out->nan_ref += rn;
-        out->nan_got += gn;
-        out->inf_ref += isinf(r) != 0;
-        out->inf_got += isinf(g) != 0;
+        m.nan_ref += rn;
+        m.nan_got += gn;
+        m.inf_ref += isinf(r) != 0;
+        m.inf_got += isinf(g) != 0;
         if (!isfinite(r) || !isfinite(g)) {
             bool ok = (rn || gn) ? (rn && gn && tol->nan_equal) : r == g;
             if (!ok) {
-                out->mismatches++;
-                out->hist[CG_HIST_BINS - 1]++;
+                m.mismatches++;
+                m.hist[CG_HIST_BINS - 1]++;
                 if (!nonfinite_worst) {
                     nonfinite_worst = true;
-                    out->max_abs = INFINITY;
-                    out->worst_index = i;
-                    out->worst_ref = r;
-                    out->worst_got = g;
+                    m.max_abs = INFINITY;
+                    m.worst_index = i;
+                    m.worst_ref = r;
+                    m.worst_got = g;
                 }
             }
             continue;
         }
         double d = fabs(g - r);
         if (!(d <= tol->atol + tol->rtol * fabs(r)))
-            out->mismatches++;
-        if (!nonfinite_worst && (out->worst_index < 0 || d > out->max_abs)) {
-            out->max_abs = d;
-            out->worst_index = i;
-            out->worst_ref = r;
-            out->worst_got = g;
+            m.mismatches++;
+        if (!nonfinite_worst && (m.worst_index < 0 || d > m.max_abs)) {
+            m.max_abs = d;
+            m.worst_index = i;
+            m.worst_ref = r;
+            m.worst_got = g;
         }
         if (r != 0) {
             double rel = d / fabs(r);
-            out->max_rel = rel > out->max_rel ? rel : out->max_rel;
+            m.max_rel = rel > m.max_rel ? rel : m.max_rel;
         }
         int64_t ka = ulp_key(r, half), kb = ulp_key(g, half);
         uint64_t ulp = ka > kb ? (uint64_t)(ka - kb) : (uint64_t)(kb - ka);
-        out->max_ulp = ulp > out->max_ulp ? ulp : out->max_ulp;
-        out->hist[hist_bin(d)]++;
-        out->finite_count++;
-        out->sum_abs += d;
-        out->sum_sq_diff += d * d;
-        out->sum_ref += r;
-        out->sum_got += g;
-        out->sum_ref2 += r * r;
-        out->sum_got2 += g * g;
-        out->sum_refgot += r * g;
+        m.max_ulp = ulp > m.max_ulp ? ulp : m.max_ulp;
+        m.hist[hist_bin(d)]++;
+        m.finite_count++;
+        m.sum_abs += d;
+        m.sum_sq_diff += d * d;
+        m.sum_ref += r;
+        m.sum_got += g;
+        m.sum_ref2 += r * r;
+        m.sum_got2 += g * g;
+        m.sum_refgot += r * g;
     }
-    out->sum_sq_ref = out->sum_ref2;
-    if (out->finite_count) {
+    m.sum_sq_ref = m.sum_ref2;
+    if (m.finite_count) {
         /* second pass: centered moments, so Pearson does not cancel when
          * the mean is large against the spread */
-        double fc = (double)out->finite_count;
-        out->mean_ref = out->sum_ref / fc;
-        out->mean_got = out->sum_got / fc;
+        double fc = (double)m.finite_count;
+        m.mean_ref = m.sum_ref / fc;
+        m.mean_got = m.sum_got / fc;
         for (int64_t i = 0; i < n; i++) {
             if (i % COMPARE_BLOCK == 0) {
                 int64_t len = n - i < COMPARE_BLOCK ? n - i : COMPARE_BLOCK;
@@ -272,12 +276,13 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
             double r = rb[i % COMPARE_BLOCK], g = gb[i % COMPARE_BLOCK];
             if (!isfinite(r) || !isfinite(g))
                 continue;
-            double dr = r - out->mean_ref, dg = g - out->mean_got;
-            out->m2_ref += dr * dr;
-            out->m2_got += dg * dg;
-            out->co_refgot += dr * dg;
+            double dr = r - m.mean_ref, dg = g - m.mean_got;
+            m.m2_ref += dr * dr;
+            m.m2_got += dg * dg;
+            m.co_refgot += dr * dg;
         }
     }
+    *out = m;
     out->worst_sample = 0;
     finalize(out);
     return CG_OK;
