@@ -591,6 +591,23 @@ static void test_run_stops(void)
                         "node 'q'") == line, "%s", line);
     w.sites[1].ref = INFINITY;
     EXPECT(!cg_nonfinite_first_new(&w, &site), "every non-finite value is the reference's too");
+    /* a value read in blocks of 512: non-finite elements on both sides of a
+     * block edge and last in the tail */
+    static double big[1300];
+    for (int i = 0; i < 1300; i++)
+        big[i] = (double)i / 7.0;
+    big[511] = NAN;
+    big[512] = -INFINITY;
+    big[1299] = INFINITY;
+    int64_t bd[1] = {1300};
+    cg_value *vb = test_value(CG_DTYPE_FLOAT, 1, bd, big);
+    cg_nonfinite_note(&w, &cast_node, "wide", vb);
+    EXPECT(w.count == 3 && strcmp(w.sites[2].value, "wide") == 0 && w.sites[2].index == 511 &&
+               w.sites[2].count == 3 && w.sites[2].numel == 1300 && isnan(w.sites[2].got),
+           "block edges: %zu sites, first %lld, count %llu", w.count,
+           (long long)(w.count == 3 ? w.sites[2].index : -1),
+           (unsigned long long)(w.count == 3 ? w.sites[2].count : 0));
+    cg_value_free(vb);
     cg_value_free(vm);
     cg_value_free(va);
     cg_value_free(vf);
