@@ -95,8 +95,7 @@ typedef struct cg_plan {
     struct cg_budget *budget; /* what init_reserved is reserved against */
     uint64_t init_reserved;  /* bytes of converted initializers (the budget's) */
     cg_value **init_values;  /* INIT slots: the converted initializer */
-    bool *init_borrowed;     /* its data points into the model mapping, or into a
-                                buffer the runtime holds (cg_runtime.prec_shared) */
+    bool *init_borrowed;     /* its data points into the model mapping */
     /* INIT slots made from the graph's initializers: their proto, which
      * names the initializer to the process-wide shared buffers (sparse and
      * folded ones: NULL) */

@@ -390,75 +390,43 @@ static cg_shared *rounded_share(const cg_runtime *rt, const cg_plan *p, int32_t 
     return sh;
 }
 
-/* prec_init[s]: v as read rounded, v being the float value the float64
- * mode left in its stored type (cg_plan.init_lazy64): a double tensor of
- * the shared rounded form, or of the runtime's own. */
-static cg_status rounded_promoted(cg_runtime *rt, const cg_plan *p, int32_t s, const cg_value *v,
-                                  cg_error *err)
+/* prec_init[s]: v, the value of initializer slot s, rounded to fp16 storage
+ * as an emulated step reads it: of element type `to` (v's own, or double
+ * for a float the float64 mode left in its stored type,
+ * cg_plan.init_lazy64), over the shared rounded form, or over the
+ * runtime's own copy when there is none (small, or not one of the graph's
+ * initializers). */
+static cg_status rounded_value(cg_runtime *rt, cg_plan *p, int32_t s, const cg_value *v,
+                               cg_dtype to, cg_error *err)
 {
     cg_value *c = malloc(sizeof *c);
     if (!c)
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
     *c = *v;
-    c->tensor.dtype = CG_DTYPE_DOUBLE;
-    cg_shared *sh = rounded_share(rt, p, s, &v->tensor, CG_DTYPE_DOUBLE);
+    c->tensor.dtype = to;
+    /* the slot's bytes are read now: an aligned copy the float64 mode left
+     * for the first run (a double payload at an odd offset) is made first
+     * (a promotion reads the model's bytes: fill_rounded) */
+    if (to == v->tensor.dtype)
+        cg_plan_materialize_slot(p, s);
+    cg_shared *sh = rounded_share(rt, p, s, &v->tensor, to);
     if (sh) {
         c->tensor.data = cg_shared_data(sh);
     } else {
         size_t bytes;
-        void *d = cg_tensor_byte_size(CG_DTYPE_DOUBLE, v->tensor.numel, &bytes)
-                      ? malloc(bytes ? bytes : 1) : NULL;
+        void *d = cg_tensor_byte_size(to, v->tensor.numel, &bytes) ? malloc(bytes ? bytes : 1)
+                                                                  : NULL;
         if (!d) {
             free(c);
             return cg_error_set(err, CG_NOMEM, "out of memory rounding initializer '%s' to "
                                 "fp16", p->slot_names[s]);
         }
-        fill_rounded(rt, p, s, &v->tensor, CG_DTYPE_DOUBLE, d);
+        fill_rounded(rt, p, s, &v->tensor, to, d);
         c->tensor.data = d;
     }
     rt->prec_init[s] = c;
     rt->prec_shared[s] = sh;
     return CG_OK;
-}
-
-static int cmp_ptr(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
-/* The data pointers of the main plan's initializer values, sorted: a value
- * whose data another slot also points at (a folded view, fold.c) is not
- * the slot's alone to round in place. NULL when memory is short (then no
- * slot counts as alone). */
-static void **init_data_sorted(const cg_plan *p, size_t *count)
-{
-    size_t n = 0;
-    void **d = malloc((p->slot_count + 1) * sizeof *d);
-    for (size_t s = 0; d && s < p->slot_count; s++) {
-        const cg_value *v = p->init_values[s];
-        if (p->slot_kind[s] == CG_SLOT_INIT && v && v->kind == CG_VALUE_TENSOR && v->tensor.data)
-            d[n++] = v->tensor.data;
-    }
-    if (d)
-        qsort(d, n, sizeof *d, cmp_ptr);
-    *count = n;
-    return d;
-}
-
-static bool data_alone(void *const *sorted, size_t n, const void *data)
-{
-    if (!sorted)
-        return false;
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first entry >= data */
-        size_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)sorted[mid] < (uintptr_t)data)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && sorted[lo] == data && (lo + 1 == n || sorted[lo + 1] != data);
 }
 
 /* Rounded copies of the float32 initializers emulated nodes read. */
@@ -495,32 +463,11 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
                                 (int)np[i]);
     rt->prec_init = calloc(p->slot_count + 1, sizeof *rt->prec_init);
     rt->prec_shared = calloc(p->slot_count + 1, sizeof *rt->prec_shared);
-    bool *as_written = calloc(p->slot_count + 1, sizeof *as_written);
-    if (!rt->prec_init || !rt->prec_shared || !as_written) {
-        free(as_written);
+    if (!rt->prec_init || !rt->prec_shared)
         return cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
-    }
-    /* An initializer that only emulated steps of the main graph read, held
-     * as this runtime's own float64 copy (promoted at set-up), is rounded
-     * where it is rather than copied: the fp16 floors run every node
-     * emulated, and the copy doubled their weights (resnet50's litert-gpu
-     * gate held two such pairs). Read by a step as written, by a subgraph
-     * (captures are not followed here), or a graph input or output, it is
-     * copied as before. */
-    bool subgraphs = false;
-    for (size_t si = 0; si < p->step_count; si++) {
-        const cg_step *st = &p->steps[si];
-        subgraphs = subgraphs || st->sub_count > 0;
-        if (st->index < p->graph->node_count && np[st->index] != CG_NODE_PREC_FP32)
-            continue;
-        for (size_t i = 0; i < st->node->input_count; i++)
-            if (st->in[i].up == 0 && st->in[i].slot >= 0)
-                as_written[st->in[i].slot] = true;
-    }
-    for (size_t i = 0; i < p->graph->input_count; i++)
-        as_written[p->input_slots[i]] = true;
-    size_t n_data = 0;
-    void **data = init_data_sorted(p, &n_data);
+    /* The plan keeps each initializer as written, for steps that read it as
+     * written; emulated steps read its rounded form (emulated_input), which
+     * every runtime of the process rounding that initializer shares. */
     cg_status cs = CG_OK;
     for (size_t si = 0; si < p->step_count && cs == CG_OK; si++) {
         const cg_step *st = &p->steps[si];
@@ -531,68 +478,24 @@ cg_status cg_prec_init_build(cg_runtime *rt, cg_error *err)
             if (r.up != 0 || r.slot < 0 || p->slot_kind[r.slot] != CG_SLOT_INIT ||
                 rt->prec_init[r.slot])
                 continue;
-            cg_value *v = p->init_values[r.slot];
-            if (v && rt->opt.float64 && p->init_lazy64[r.slot]) {
-                cs = rounded_promoted(rt, p, r.slot, v, err);
-                continue;
-            }
-            if (!v || v->kind != CG_VALUE_TENSOR || v->tensor.dtype != real_dtype(rt))
-                continue;
-            /* its bytes are read now: an aligned copy the float64 mode left
-             * for the first run (a double payload at an odd offset) is made */
-            cg_plan_materialize_slot(rt->main, r.slot);
-            cg_shared *sh = rounded_share(rt, p, r.slot, &v->tensor, v->tensor.dtype);
-            if (rt->opt.float64 && !subgraphs && !as_written[r.slot] &&
-                !p->init_borrowed[r.slot] && !p->slot_is_output[r.slot] &&
-                data_alone(data, n_data, v->tensor.data)) {
-                if (sh) { /* the plan's value reads the shared copy: its own goes */
-                    free(v->tensor.data);
-                    v->tensor.data = cg_shared_data(sh);
-                    p->init_borrowed[r.slot] = true; /* not the plan's to free */
-                    rt->prec_shared[r.slot] = sh;
-                } else {
-                    round_value_fp16(rt, v, real_dtype(rt));
-                }
-                rt->prec_init[r.slot] = v; /* the plan's own value (cg_prec_init_free) */
-                continue;
-            }
-            if (sh) { /* the plan's value stays as written; the rounded one is shared */
-                cg_value *c = malloc(sizeof *c);
-                if (!c) {
-                    cg_shared_release(sh);
-                    cs = cg_error_set(err, CG_NOMEM, "out of memory preparing fp16 emulation");
-                    break;
-                }
-                *c = *v;
-                c->tensor.data = cg_shared_data(sh);
-                rt->prec_init[r.slot] = c;
-                rt->prec_shared[r.slot] = sh;
-                continue;
-            }
-            if ((cs = cg_value_copy(v, &rt->prec_init[r.slot], err)) == CG_OK)
-                round_value_fp16(rt, rt->prec_init[r.slot], real_dtype(rt));
+            const cg_value *v = p->init_values[r.slot];
+            if (v && rt->opt.float64 && p->init_lazy64[r.slot])
+                cs = rounded_value(rt, rt->main, r.slot, v, CG_DTYPE_DOUBLE, err);
+            else if (v && v->kind == CG_VALUE_TENSOR && v->tensor.dtype == real_dtype(rt))
+                cs = rounded_value(rt, rt->main, r.slot, v, v->tensor.dtype, err);
         }
     }
-    free(data);
-    free(as_written);
     return cs;
 }
 
 void cg_prec_init_free(cg_runtime *rt)
 {
     for (size_t s = 0; rt->prec_init && rt->main && s < rt->main->slot_count; s++) {
-        cg_value *v = rt->prec_init[s];
-        bool in_place = v == rt->main->init_values[s];
         if (rt->prec_shared && rt->prec_shared[s]) {
-            /* in place, the plan leaves the data alone (init_borrowed) */
-            if (!in_place) {
-                v->tensor.data = NULL;
-                cg_value_free(v);
-            }
+            rt->prec_init[s]->tensor.data = NULL; /* the shared buffer's */
             cg_shared_release(rt->prec_shared[s]);
-        } else if (!in_place) {
-            cg_value_free(v);
         }
+        cg_value_free(rt->prec_init[s]);
     }
     free(rt->prec_init);
     free(rt->prec_shared);

@@ -738,13 +738,13 @@ static void check_mul_runs(cg_runtime *rt, int r, cg_value *x, const double *xv,
     }
 }
 
-/* The fp16 floors round an initializer that only emulated steps read where
- * it is (their own float64 copy) instead of copying it (checked on the
- * runtime's tables): a step run as written that reads the same
- * initializer still gets its unrounded values, every run, and another
- * float64 runtime over the same model is untouched. y16 = x * W on fp16
- * storage, y32 = x * W as written. */
-static void test_rounded_in_place(void)
+/* An emulated step reads a small initializer's rounded copy (below the
+ * shared table's size: the runtime's own) and the plan keeps the
+ * initializer as written (checked on the runtime's tables): a step run as
+ * written that reads the same initializer gets its unrounded values, every
+ * run, and another float64 runtime over the same model is untouched.
+ * y16 = x * W on fp16 storage, y32 = x * W as written. */
+static void test_rounded_copy(void)
 {
     cg_model *m = test_model_graph(13, 4, "x", "y16,y32");
     static const float wv[4] = {0.1f, 0.2f, 1.0f / 3.0f, 0.7f};
@@ -763,16 +763,20 @@ static void test_rounded_in_place(void)
         rts[r] = runtime(m, true, precs[r], &err);
         EXPECT(rts[r], "init %d: %s", r, err.msg);
     }
-    /* the floor that runs every node emulated holds W once, rounded where
-     * it is; the mixed one keeps the unrounded W and a rounded copy */
+    /* both emulating runtimes: a rounded copy of their own beside the
+     * plan's W, which holds W's values as written */
     for (int r = 0; r < 2; r++) {
         if (!rts[r])
             continue;
         int32_t w = cg_plan_slot(rts[r]->main, "W");
-        bool in_place = w >= 0 && rts[r]->prec_init &&
-                        rts[r]->prec_init[w] == rts[r]->main->init_values[w];
-        EXPECT(w >= 0 && rts[r]->prec_init && rts[r]->prec_init[w] && in_place == (r == 1),
-               "runtime %d: W %s", r, in_place ? "rounded in place" : "copied");
+        const cg_value *pw = w >= 0 ? rts[r]->main->init_values[w] : NULL;
+        const cg_value *rw = w >= 0 && rts[r]->prec_init ? rts[r]->prec_init[w] : NULL;
+        bool as_written = pw && pw->tensor.dtype == CG_DTYPE_DOUBLE;
+        for (int i = 0; as_written && i < 4; i++)
+            as_written = ((const double *)pw->tensor.data)[i] == (double)wv[i];
+        EXPECT(rw && rw != pw && !rts[r]->prec_shared[w] && as_written &&
+                   ((const double *)rw->tensor.data)[0] == cg_fp16_round((double)wv[0]),
+               "runtime %d: W rounded into a copy of its own, the plan's W as written", r);
     }
     for (int r = 0; r < 3; r++)
         check_mul_runs(rts[r], r, x, xv, wv, 4, precs[r], true);
@@ -907,7 +911,7 @@ int main(void)
     test_sum11();
     test_sums_overflow();
     test_lazy_weights();
-    test_rounded_in_place();
+    test_rounded_copy();
     test_rounded_shared();
     test_rounded_misaligned();
     return test_done("test_fp64");
