@@ -104,7 +104,7 @@ typedef struct watch_entry {
     cg_tensor *slot[SIDE_MAX];
     bool seen[SIDE_MAX];
     int reported;
-    bool done, skipped, compared;
+    bool skipped, compared;
     bool complete;          /* every side needed has reported (its copies taken) */
     cg_metrics metrics;   /* candidate against the reference */
     cg_noise_stats *stats; /* noise: [ST_ERR], [ST_F32], [ST_F16] */
@@ -379,15 +379,13 @@ static cg_status side_observe(void *user, const cg_node *node, const char *name,
         st = entry_compare(c, e, vals, &cerr);
         for (int w = 0; w < SIDE_MAX; w++)
             tensor_drop(taken[w]);
-        pthread_mutex_lock(&c->lock);
-        e->done = true;
-        if (st != CG_OK) {
+        if (st != CG_OK) { /* (nobody waits on the comparison itself) */
+            pthread_mutex_lock(&c->lock);
             cg_error_set(&c->fail, st, "comparing '%s': %s", name, cerr.msg);
             ctx_abort(c);
             s->stopped = true;
+            pthread_mutex_unlock(&c->lock);
         }
-        pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->lock);
         return st;
     }
     e->slot[s->which] = tensor_copy(&value->tensor);

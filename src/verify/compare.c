@@ -41,6 +41,7 @@
 
 #include "convgate/compare.h"
 #include "convgate/tensor.h"
+#include "verify_internal.h"
 
 static const double hist_edges[CG_HIST_BINS - 1] = {1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5,
                                                     1e-4,  1e-3, 1e-2, 1e-1, 1.0};
@@ -74,9 +75,6 @@ double cg_hist_bin_low(int bin)
         return 0.0;
     return bin >= CG_HIST_BINS ? INFINITY : hist_edges[bin - 1];
 }
-
-/* Elements compared per block read (cg_compare_tensors). */
-#define COMPARE_BLOCK 512
 
 /* Decade bin of a non-negative |diff| (NaN never reaches here). */
 static int hist_bin(double d)
@@ -204,16 +202,11 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
     cg_metrics m = *out;
     int64_t n = ref->numel;
     m.count = (uint64_t)n;
-    /* a block of both sides at a time as double (one dtype dispatch per
-     * block, not per element), element by element in order as before */
-    double rb[COMPARE_BLOCK], gb[COMPARE_BLOCK];
+    /* a block of both sides at a time, element by element in order */
+    double rb[CG_VERIFY_BLOCK], gb[CG_VERIFY_BLOCK];
     for (int64_t i = 0; i < n; i++) {
-        if (i % COMPARE_BLOCK == 0) {
-            int64_t len = n - i < COMPARE_BLOCK ? n - i : COMPARE_BLOCK;
-            cg_tensor_get_f64_block(ref, i, len, rb);
-            cg_tensor_get_f64_block(got, i, len, gb);
-        }
-        double r = rb[i % COMPARE_BLOCK], g = gb[i % COMPARE_BLOCK];
+        int64_t k = cg_verify_pair_at(ref, got, i, n, rb, gb);
+        double r = rb[k], g = gb[k];
         bool rn = isnan(r), gn = isnan(g);
         m.nan_ref += rn;
         m.nan_got += gn;
@@ -268,12 +261,8 @@ cg_status cg_compare_tensors(const cg_tensor *ref, const cg_tensor *got, const c
         m.mean_ref = m.sum_ref / fc;
         m.mean_got = m.sum_got / fc;
         for (int64_t i = 0; i < n; i++) {
-            if (i % COMPARE_BLOCK == 0) {
-                int64_t len = n - i < COMPARE_BLOCK ? n - i : COMPARE_BLOCK;
-                cg_tensor_get_f64_block(ref, i, len, rb);
-                cg_tensor_get_f64_block(got, i, len, gb);
-            }
-            double r = rb[i % COMPARE_BLOCK], g = gb[i % COMPARE_BLOCK];
+            int64_t k = cg_verify_pair_at(ref, got, i, n, rb, gb);
+            double r = rb[k], g = gb[k];
             if (!isfinite(r) || !isfinite(g))
                 continue;
             double dr = r - m.mean_ref, dg = g - m.mean_got;

@@ -102,14 +102,10 @@ cg_status cg_noise_stats_add(cg_noise_stats *s, const cg_tensor *ref, const cg_t
     cg_noise_dist d;
     memset(&d, 0, sizeof d);
     double ref_max = 0.0, ref_lo = INFINITY, ref_hi = -INFINITY;
-    double rb[512], gb[512]; /* a block at a time, as cg_compare_tensors reads */
+    double rb[CG_VERIFY_BLOCK], gb[CG_VERIFY_BLOCK];
     for (int64_t i = 0; i < ref->numel; i++) {
-        if (i % 512 == 0) {
-            int64_t len = ref->numel - i < 512 ? ref->numel - i : 512;
-            cg_tensor_get_f64_block(ref, i, len, rb);
-            cg_tensor_get_f64_block(got, i, len, gb);
-        }
-        double r = rb[i % 512], g = gb[i % 512];
+        int64_t k = cg_verify_pair_at(ref, got, i, ref->numel, rb, gb);
+        double r = rb[k], g = gb[k];
         d.count++;
         if (isfinite(r)) {
             ref_max = fabs(r) > ref_max ? fabs(r) : ref_max;
@@ -278,9 +274,9 @@ void cg_nonfinite_note(cg_nonfinite_watch *w, const cg_node *node, const char *n
     /* every value of every node of a target path's runs comes here: read in
      * blocks (one dtype dispatch per block; a call per element was 5% of a
      * litert-gpu gate) */
-    double blk[512];
-    for (int64_t at = 0; at < t->numel; at += 512) {
-        int64_t len = t->numel - at < 512 ? t->numel - at : 512;
+    double blk[CG_VERIFY_BLOCK];
+    for (int64_t at = 0; at < t->numel; at += CG_VERIFY_BLOCK) {
+        int64_t len = t->numel - at < CG_VERIFY_BLOCK ? t->numel - at : CG_VERIFY_BLOCK;
         cg_tensor_get_f64_block(t, at, len, blk);
         for (int64_t i = 0; i < len; i++)
             if (!isfinite(blk[i])) {

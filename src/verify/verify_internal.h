@@ -8,11 +8,32 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "convgate/compare.h"
 #include "convgate/noise.h"
 #include "convgate/parity.h"
 #include "convgate/runtime.h"
+#include "convgate/tensor.h"
+
+/* Elements the comparisons read per block (cg_tensor_get_f64_block: one
+ * dtype dispatch per block, not a call per element). */
+#define CG_VERIFY_BLOCK 512
+
+/* Element i of a walk in order over a and b (n elements each): on a
+ * block's first element, reads both blocks as double into ab and bb;
+ * returns where element i is in them. */
+static inline int64_t cg_verify_pair_at(const cg_tensor *a, const cg_tensor *b, int64_t i,
+                                        int64_t n, double *ab, double *bb)
+{
+    int64_t k = i % CG_VERIFY_BLOCK;
+    if (k == 0) {
+        int64_t len = n - i < CG_VERIFY_BLOCK ? n - i : CG_VERIFY_BLOCK;
+        cg_tensor_get_f64_block(a, i, len, ab);
+        cg_tensor_get_f64_block(b, i, len, bb);
+    }
+    return k;
+}
 
 /* The runtime options of a run that verifies (a reference, a target path,
  * a bisection side, a golden set's recording): the defaults, with output
