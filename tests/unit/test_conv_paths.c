@@ -723,8 +723,11 @@ static void expect_bits(const cg_named_value *o, const double *want, int64_t cou
 /* conv_sum16 on a window against the chain per output: taps in order
  * (those in the padding skipped), within a tap the group's channels in
  * order, then the bias added and rounded; at every vector level, one and
- * three threads. */
-static void run_conv_sum16(const conv_spec *cs, bool sum11)
+ * three threads. with_inf: one input value past fp16's range, which its
+ * storage makes inf, so that the kernel takes the float64 chains (the
+ * float32 ones take finite fp16 values only) and the chains through it
+ * turn inf or NaN. */
+static void run_conv_sum16(const conv_spec *cs, bool sum11, bool with_inf)
 {
     int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->m, cs->c / cs->group}, bd[1] = {cs->m};
     int nsp = cs->nsp;
@@ -733,6 +736,8 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11)
         wd[2 + d] = cs->k[d];
     }
     cg_tensor *x = make16(nsp + 2, xd, 21), *w = make16(nsp + 2, wd, 22), *b = make16(1, bd, 23);
+    if (with_inf)
+        cg_tensor_set_f64(x, x->numel / 2, 1e6);
     int64_t pads[6], strides[3], dil[3];
     for (int d = 0; d < nsp; d++) {
         pads[d] = cs->p0[d];
@@ -756,7 +761,8 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11)
                     if (!conv_tap(cs, od, p, q, &xi))
                         continue; /* the padding adds no product */
                     for (int64_t c = 0; c < cg; c++) {
-                        double xv = cg_tensor_get_f64(x, (n * cs->c + m / mg * cg + c) * in_n + xi);
+                        double xv = cg_fp16_round(
+                            cg_tensor_get_f64(x, (n * cs->c + m / mg * cg + c) * in_n + xi));
                         double wv = cg_tensor_get_f64(w, (m * cg + c) * kn + q);
                         acc = r_sum(sum11, acc + r_sum(sum11, wv * xv));
                     }
@@ -781,34 +787,52 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11)
     test_tensor_free(b);
 }
 
-/* MatMul (broadcast batches) and Gemm (transposes, alpha, beta and C)
- * under fp16 sums against the chain per output: over k in order, then
- * Gemm's r(r(alpha ab) + r(beta c)). Row and column counts off the
- * kernel's 4 x 8 blocks. */
-static void run_matmul_sum16(bool sum11)
+/* The chain per output of A [2, 7, 37] (stored in fp16) times B [37, 19]
+ * at B + bi * b_stride for batch bi: over k in order, then stored. */
+static void matmul_chain(const cg_tensor *a, const cg_tensor *b, int64_t b_stride, bool sum11,
+                         double *want)
 {
-    const int64_t ad[3] = {2, 7, 37}, bd[2] = {37, 19};
-    cg_tensor *a = make16(3, ad, 31), *b = make16(2, bd, 32);
-    int64_t count = 2 * 7 * 19;
-    double want[2 * 7 * 19];
     for (int64_t bi = 0; bi < 2; bi++)
         for (int64_t i = 0; i < 7; i++)
             for (int64_t j = 0; j < 19; j++) {
                 double acc = 0.0;
-                for (int64_t q = 0; q < 37; q++)
-                    acc = r_sum(sum11, acc + r_sum(sum11, cg_tensor_get_f64(a, (bi * 7 + i) * 37 + q) *
-                                                              cg_tensor_get_f64(b, q * 19 + j)));
+                for (int64_t q = 0; q < 37; q++) {
+                    double av = cg_fp16_round(cg_tensor_get_f64(a, (bi * 7 + i) * 37 + q));
+                    double bv = cg_tensor_get_f64(b, bi * b_stride + q * 19 + j);
+                    acc = r_sum(sum11, acc + r_sum(sum11, av * bv));
+                }
                 want[(bi * 7 + i) * 19 + j] = cg_fp16_round(acc);
             }
+}
+
+/* MatMul (broadcast batches) and Gemm (transposes, alpha, beta and C)
+ * under fp16 sums against the chain per output: over k in order, then
+ * Gemm's r(r(alpha ab) + r(beta c)). Row and column counts off the
+ * kernel's 4 x 8 and 4 x 32 blocks. with_inf as run_conv_sum16's, in A
+ * of both. */
+static void run_matmul_sum16(bool sum11, bool with_inf)
+{
+    const int64_t ad[3] = {2, 7, 37}, bd[2] = {37, 19}, bbd[3] = {2, 37, 19};
+    cg_tensor *a = make16(3, ad, 31), *b = make16(2, bd, 32), *bb = make16(3, bbd, 36);
+    if (with_inf)
+        cg_tensor_set_f64(a, 40, -3e5);
+    int64_t count = 2 * 7 * 19;
+    /* want: B shared by the batches; bwant: a B per batch */
+    double want[2 * 7 * 19], bwant[2 * 7 * 19];
+    matmul_chain(a, b, 0, sum11, want);
+    matmul_chain(a, bb, 37 * 19, sum11, bwant);
     /* Gemm: A stored [k][m] (transA), B stored [n][k] (transB), C [m][n] */
     const int64_t gad[2] = {23, 6}, gbd[2] = {13, 23}, gcd[2] = {6, 13};
     cg_tensor *ga = make16(2, gad, 33), *gb = make16(2, gbd, 34), *gc = make16(2, gcd, 35);
+    if (with_inf)
+        cg_tensor_set_f64(ga, 50, 1e5);
     double gwant[6 * 13];
     for (int64_t i = 0; i < 6; i++)
         for (int64_t j = 0; j < 13; j++) {
             double acc = 0.0;
             for (int64_t q = 0; q < 23; q++)
-                acc = r_sum(sum11, acc + r_sum(sum11, cg_tensor_get_f64(ga, q * 6 + i) *
+                acc = r_sum(sum11, acc + r_sum(sum11, cg_fp16_round(cg_tensor_get_f64(
+                                                          ga, q * 6 + i)) *
                                                           cg_tensor_get_f64(gb, j * 23 + q)));
             double v = r_sum(sum11, 0.5 * acc);
             gwant[i * 13 + j] =
@@ -816,7 +840,7 @@ static void run_matmul_sum16(bool sum11)
         }
     cg_attr gattrs[4] = {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.5f),
                          attr_float("beta", 2.0f)};
-    cg_tensor *min[2] = {a, b}, *gin[3] = {ga, gb, gc};
+    cg_tensor *min[2] = {a, b}, *bbin[2] = {a, bb}, *gin[3] = {ga, gb, gc};
     cg_simd best = cg_simd_detect();
     const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
     for (int li = 0; li < 3; li++)
@@ -827,6 +851,11 @@ static void run_matmul_sum16(bool sum11)
                 expect_bits(o, want, count, "MatMul [2, 7, 37] x [37, 19]", sum11, levels[li],
                             threads);
             cg_runtime_free_outputs(o, no);
+            o = run_prec("MatMul", bbin, 2, NULL, 0, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, bwant, count, "MatMul [2, 7, 37] x [2, 37, 19]", sum11,
+                            levels[li], threads);
+            cg_runtime_free_outputs(o, no);
             o = run_prec("Gemm", gin, 3, gattrs, 4, sum11, threads, levels[li], &no);
             if (o)
                 expect_bits(o, gwant, 6 * 13, "Gemm transA transB alpha beta", sum11, levels[li],
@@ -835,6 +864,7 @@ static void run_matmul_sum16(bool sum11)
         }
     test_tensor_free(a);
     test_tensor_free(b);
+    test_tensor_free(bb);
     test_tensor_free(ga);
     test_tensor_free(gb);
     test_tensor_free(gc);
@@ -889,11 +919,19 @@ int main(void)
     /* fp16 sums on the windows (a multiplier of 2 and group counts off
      * the 8 lanes among them) and on MatMul and Gemm */
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        run_conv_sum16(&specs[i], false);
-        run_conv_sum16(&specs[i], true);
+        run_conv_sum16(&specs[i], false, false);
+        run_conv_sum16(&specs[i], true, false);
     }
-    run_matmul_sum16(false);
-    run_matmul_sum16(true);
+    /* the float64 chains (an inf among the stored inputs) on a few */
+    const size_t inf_specs[] = {0, 5, 9, 17};
+    for (size_t i = 0; i < sizeof inf_specs / sizeof inf_specs[0]; i++) {
+        run_conv_sum16(&specs[inf_specs[i]], false, true);
+        run_conv_sum16(&specs[inf_specs[i]], true, true);
+    }
+    run_matmul_sum16(false, false);
+    run_matmul_sum16(true, false);
+    run_matmul_sum16(false, true);
+    run_matmul_sum16(true, true);
     test_elementwise_threads();
     test_misaligned_w_not_copied();
     test_taps_follow_shape();

@@ -555,6 +555,153 @@ static void check_sum16(const cg_simd_ops *ops)
     EXPECT(acc[0] == 65536.0, "portable sum16 significand: 65504 + 16 is %g", acc[0]);
 }
 
+/* An fp16 value for the float32 chains (range) or an 11-bit significand
+ * within their bounds (cg_fp16_chain_exact), from a pseudo-random draw:
+ * mostly ordinary magnitudes around scale, and every few draws one of
+ * the cases the roundings treat apart. */
+static float chain_operand(uint64_t *seed, bool range, float scale)
+{
+    static const float specials16[] = {65504.0f, -65504.0f, 0x1p-24f, -0x1p-24f, 0x1p-14f,
+                                       0x1.ff8p-15f, 0x1p15f, 2048.0f, 2049.0f, -0.0f, 0.0f,
+                                       1.0f + 0x1p-10f, 0x1p-20f, 3 * 0x1p-24f};
+    static const float specials11[] = {0x1p40f, -0x1.ffcp40f, 0x1p-40f, -0x1p-40f, 1e9f,
+                                       -0.0f, 0.0f, 1.0f + 0x1p-10f, 2049.0f};
+    uint64_t r = lcg(seed);
+    if (r % 11 == 0) {
+        r = lcg(seed);
+        float v = range ? specials16[r % (sizeof specials16 / sizeof specials16[0])]
+                        : specials11[r % (sizeof specials11 / sizeof specials11[0])];
+        return cg_fp16_chain_exact(v, range) ? v : 1.0f;
+    }
+    float v = (float)((double)((int64_t)(lcg(seed) % 20001) - 10000) / 997.0) * scale;
+    v = range ? (float)cg_fp16_round(v) : (float)cg_fp16_round_significand(v);
+    return cg_fp16_chain_exact(v, range) ? v : 0.0f;
+}
+
+/* The float32 chains (sum16_f32) of a level: on operands
+ * cg_fp16_chain_exact takes, every lane is the float64 chain's value
+ * (the portable sum16_f64), for every row and lane count up to
+ * CG_SIMD_SUM16F_LANES (both vectors of a pass, and a second pass on
+ * AVX2), in both roundings, at scales whose sums stay ordinary, overflow
+ * fp16 (range: inf, and inf - inf is NaN) and stay among fp16's
+ * subnormals. b is read with a row pitch of exactly nl from a block of
+ * exactly its size (ASan: no lane past nl is read). */
+static void check_sum16_f32(const cg_simd_ops *ops)
+{
+    enum { K = 41, R = CG_SIMD_SUM16_ROWS, LF = CG_SIMD_SUM16F_LANES, L = CG_SIMD_SUM16_LANES };
+    const char *lv = cg_simd_name(ops->level);
+    static const float scales[] = {1.0f, 300.0f, 0x1p-12f};
+    uint64_t seed = 41;
+    EXPECT(ops->sum16_f32 != NULL, "%s: no sum16_f32", lv);
+    if (!ops->sum16_f32)
+        return;
+    for (int sc = 0; sc < 3; sc++)
+        for (int range = 0; range < 2; range++)
+            for (int nl = 1; nl <= LF; nl++) {
+                float a[R][K], *b = malloc((size_t)K * (size_t)nl * sizeof *b);
+                double ad[R][K], *bd = malloc((size_t)K * (size_t)nl * sizeof *bd);
+                const float *ap[R];
+                const double *adp[R];
+                if (!b || !bd) {
+                    EXPECT(false, "out of memory");
+                    free(b);
+                    free(bd);
+                    return;
+                }
+                for (int p = 0; p < R; p++) {
+                    for (int i = 0; i < K; i++)
+                        ad[p][i] = a[p][i] = chain_operand(&seed, range, scales[sc]);
+                    ap[p] = a[p];
+                    adp[p] = ad[p];
+                }
+                for (int i = 0; i < K * nl; i++)
+                    bd[i] = b[i] = chain_operand(&seed, range, scales[sc]);
+                for (int np = 1; np <= R; np++) {
+                    float got[R * LF];
+                    for (int i = 0; i < R * LF; i++)
+                        got[i] = i % 3 == 0 ? -0.0f : (float)(i % 5) * 0.125f;
+                    ops->sum16_f32(got, np, ap, b, nl, K, nl, range != 0);
+                    /* the float64 chain, a block of L lanes at a time, from
+                     * the same starting sums */
+                    for (int l0 = 0; l0 < nl; l0 += L) {
+                        double want[R * L];
+                        int n = nl - l0 < L ? nl - l0 : L;
+                        for (int p = 0; p < np; p++)
+                            for (int l = 0; l < L; l++) {
+                                int at = p * LF + l0 + l;
+                                want[p * L + l] = at % 3 == 0 ? -0.0 : (double)(at % 5) * 0.125;
+                            }
+                        cg_simd_sum16_f64_c(want, np, adp, bd + l0, nl, K, n, range != 0);
+                        for (int p = 0; p < np; p++)
+                            for (int l = 0; l < n; l++) {
+                                float g = got[p * LF + l0 + l];
+                                double w = want[p * L + l];
+                                EXPECT((double)g == w ? !signbit(g) == !signbit(w)
+                                                      : isnan(g) && isnan(w),
+                                       "%s sum16_f32 scale %g, %s, %d rows, %d lanes: row %d "
+                                       "lane %d %a, float64 chain %a", lv, (double)scales[sc],
+                                       range ? "fp16" : "significand", np, nl, p, l0 + l,
+                                       (double)g, w);
+                            }
+                    }
+                }
+                free(b);
+                free(bd);
+            }
+}
+
+/* The float32 chains' premise, on its own: for every pair of fp16 values
+ * (range) the float32 sum and product rounded to fp16 are the exact ones
+ * rounded once, and the same for fp16's significand alone; every float's
+ * F16C-free rounding as in simd.c, and cg_fp16_chain_exact says yes to
+ * exactly the fp16 values. Every 61st first operand against all 63488
+ * finite second ones here; CG_TEST_EXHAUSTIVE=1 takes every pair (4e9,
+ * about a minute). */
+static void check_fp16_chain_premise(void)
+{
+    static float h[65536];
+    int n = 0, step = getenv("CG_TEST_EXHAUSTIVE") ? 1 : 61;
+    long bad = 0;
+    for (int i = 0; i < 65536; i++) {
+        float f = cg_fp16_to_f32((uint16_t)i);
+        bool finite = isfinite(f);
+        if (cg_fp16_chain_exact(f, true) != finite && bad++ < 3)
+            EXPECT(false, "cg_fp16_chain_exact(%a) is %d for an fp16 value", (double)f,
+                   !finite);
+        if (finite)
+            h[n++] = f;
+    }
+    for (int i = 0; i < n; i += step)
+        for (int j = 0; j < n; j++) {
+            float a = h[i], b = h[j];
+            double s = (double)a + (double)b, p = (double)a * (double)b; /* both exact */
+            float sf = a + b, pf = a * b;
+            bool ok = (float)cg_fp16_round(sf) == (float)cg_fp16_round(s) &&
+                      (float)cg_fp16_round(pf) == (float)cg_fp16_round(p) &&
+                      (s == 0.0 || (float)cg_fp16_round_significand(sf) ==
+                                       (float)cg_fp16_round_significand(s)) &&
+                      (p == 0.0 || (float)cg_fp16_round_significand(pf) ==
+                                       (float)cg_fp16_round_significand(p));
+            if (!ok && bad++ < 3)
+                EXPECT(false, "fp16 values %a and %a: a float32 sum or product rounds to "
+                       "another fp16 value", (double)a, (double)b);
+        }
+    /* floats that are not fp16 values: a bit below every fp16 value's
+     * precision, or past its range */
+    static const float not16[] = {1.0f + 0x1p-11f, 0x1p-25f, 65505.0f, 65536.0f, 0x1.8p-24f,
+                                  0x1p-14f + 0x1p-25f, 1e-30f, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof not16 / sizeof not16[0]; i++)
+        EXPECT(!cg_fp16_chain_exact(not16[i], true), "cg_fp16_chain_exact(%a, fp16) says yes",
+               (double)not16[i]);
+    static const float not11[] = {1.0f + 0x1p-11f, 0x1p41f, 0x1p-41f, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof not11 / sizeof not11[0]; i++)
+        EXPECT(!cg_fp16_chain_exact(not11[i], false),
+               "cg_fp16_chain_exact(%a, significand) says yes", (double)not11[i]);
+    EXPECT(cg_fp16_chain_exact(0x1.ffcp40f, false) && cg_fp16_chain_exact(-0x1p-40f, false) &&
+               cg_fp16_chain_exact(0x1p-24f, true) && cg_fp16_chain_exact(-65504.0f, true),
+           "cg_fp16_chain_exact refuses a value at its bounds");
+}
+
 /* fp16 storage in place (fp16_store_f32 / _f64) of a level: the portable
  * entry's bits, NaN payloads and signs included, on every length up to a
  * few vectors (tails), for ordinary values and for ties, fp16's
@@ -620,9 +767,11 @@ int main(void)
         check_epilogues(ops);
         check_pool(ops);
         check_sum16(ops);
+        check_sum16_f32(ops);
         check_fp16_store(ops);
         printf("%s: checked\n", cg_simd_name(levels[i]));
     }
+    check_fp16_chain_premise();
     cg_simd forced;
     EXPECT(cg_simd_parse("portable", &forced) && forced == CG_SIMD_PORTABLE, "parse");
     EXPECT(!cg_simd_parse("sse9", &forced), "parse accepts junk");

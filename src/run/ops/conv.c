@@ -1194,10 +1194,15 @@ static cg_status conv_depthwise_f32(cg_kernel_ctx *k, const float *x, const floa
  * and the bias is added to the rounded sum. */
 typedef struct conv16_job {
     const cg_simd_ops *ops;
-    const double *x;     /* channels last: [n][position][channel] */
-    /* per group, blocks of CG_SIMD_SUM16_LANES output channels, each
-     * [tap][channel of the group][lane] (lanes past the group's channels 0) */
-    const double *w;
+    /* x channels last ([n][position][channel]) and w, per group, blocks of
+     * `lanes` output channels, each [tap][channel of the group][lane]
+     * (lanes past the group's channels 0): float32 for sum16_f32's chains
+     * (lanes CG_SIMD_SUM16F_LANES) where every value is one
+     * cg_fp16_chain_exact takes, else float64 for sum16_f64's (lanes
+     * CG_SIMD_SUM16_LANES); the same values either way */
+    const float *xf, *wf;
+    const double *xd, *wd;
+    int lanes;
     const double *b;
     cg_tensor *y;
     const conv_geom *g;
@@ -1221,8 +1226,30 @@ static bool conv16_tap_pos(const cg_nn_window *w, const int64_t *od, const int64
     return true;
 }
 
+/* One tap's channels of np outputs, reading their input positions pos[p]
+ * in the image xoff (element offset), from acc row r0; the weights at
+ * element offset woff. */
+static void conv16_sum(const conv16_job *j, cg_simd_sum16_acc *acc, int r0, int np, int64_t xoff,
+                       const int64_t *pos, int64_t woff, int nl)
+{
+    enum { R = CG_SIMD_SUM16_ROWS };
+    if (j->xf) {
+        const float *a[R];
+        for (int p = 0; p < np; p++)
+            a[p] = j->xf + xoff + pos[p] * j->g->c;
+        j->ops->sum16_f32(acc->f + r0 * j->lanes, np, a, j->wf + woff, j->lanes, j->cg, nl,
+                          j->range);
+    } else {
+        const double *a[R];
+        for (int p = 0; p < np; p++)
+            a[p] = j->xd + xoff + pos[p] * j->g->c;
+        j->ops->sum16_f64(acc->d + r0 * j->lanes, np, a, j->wd + woff, j->lanes, j->cg, nl,
+                          j->range);
+    }
+}
+
 /* One share per (image, group, block of output channels): the outputs
- * CG_SIMD_SUM16_ROWS at a time, each tap's channels as one sum16_f64 call
+ * CG_SIMD_SUM16_ROWS at a time, each tap's channels as one chain call
  * over the block's lanes, for the positions whose window has that tap
  * inside the image (the zero border adds products of 0, so it is skipped,
  * as the delegate's loops do), all of them in one call where they all do.
@@ -1230,21 +1257,23 @@ static bool conv16_tap_pos(const cg_nn_window *w, const int64_t *od, const int64
  * order: the scalar chain's values. */
 static void conv16_task(void *arg, int t, int nt)
 {
-    enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16_LANES };
+    enum { R = CG_SIMD_SUM16_ROWS };
     const conv16_job *j = arg;
     const cg_nn_window *w = &j->g->w;
+    const int L = j->lanes;
     int64_t lo, hi, groups = j->g->group;
     cg_kernel_share(j->g->n * groups * j->nb, 1, t, nt, &lo, &hi);
     for (int64_t unit = lo; unit < hi; unit++) {
         int64_t n = unit / (groups * j->nb), grp = unit / j->nb % groups, blk = unit % j->nb;
         int64_t oc0 = grp * j->mg + blk * L;
         int nl = (int)(j->mg - blk * L < L ? j->mg - blk * L : L);
-        const double *xn = j->x + n * j->in_plane * j->g->c + grp * j->cg;
-        const double *wb = j->w + (grp * j->nb + blk) * j->kn * j->cg * L;
+        int64_t xoff = n * j->in_plane * j->g->c + grp * j->cg;
+        int64_t wb = (grp * j->nb + blk) * j->kn * j->cg * L;
         for (int64_t o0 = 0; o0 < j->out_plane; o0 += R) {
             int np = (int)(j->out_plane - o0 < R ? j->out_plane - o0 : R);
             int64_t od[R][CG_MAX_RANK];
-            double acc[R * L];
+            cg_simd_sum16_acc acc;
+            memset(&acc, 0, sizeof acc);
             for (int p = 0; p < np; p++) {
                 int64_t rest = o0 + p;
                 for (int d = w->nsp - 1; d >= 0; d--) {
@@ -1252,30 +1281,28 @@ static void conv16_task(void *arg, int t, int nt)
                     rest /= w->out[d];
                 }
             }
-            for (int i = 0; i < R * L; i++)
-                acc[i] = 0.0;
             for (int64_t tap = 0; tap < j->kn; tap++) {
                 const int64_t *kd = j->taps + tap * w->nsp;
-                const double *wt = wb + tap * j->cg * L, *a[R];
+                int64_t woff = wb + tap * j->cg * L, pos[R];
                 bool all = true, in[R];
                 for (int p = 0; p < np; p++) {
-                    int64_t pos = 0;
-                    in[p] = conv16_tap_pos(w, od[p], kd, &pos);
+                    pos[p] = 0;
+                    in[p] = conv16_tap_pos(w, od[p], kd, &pos[p]);
                     all = all && in[p];
-                    a[p] = xn + pos * j->g->c;
                 }
                 if (all) {
-                    j->ops->sum16_f64(acc, np, a, wt, L, j->cg, nl, j->range);
+                    conv16_sum(j, &acc, 0, np, xoff, pos, woff, nl);
                     continue;
                 }
                 for (int p = 0; p < np; p++)
                     if (in[p])
-                        j->ops->sum16_f64(acc + p * L, 1, &a[p], wt, L, j->cg, nl, j->range);
+                        conv16_sum(j, &acc, p, 1, xoff, &pos[p], woff, nl);
             }
             for (int p = 0; p < np; p++)
                 for (int l = 0; l < nl; l++) {
                     int64_t oc = oc0 + l;
-                    double v = acc[p * L + l] + (j->b ? j->b[oc] : 0.0);
+                    double v = (j->xf ? (double)acc.f[p * L + l] : acc.d[p * L + l]) +
+                               (j->b ? j->b[oc] : 0.0);
                     cg_tensor_set_f64(j->y, (n * j->g->m + oc) * j->out_plane + o0 + p,
                                       j->range ? cg_fp16_round(v) : cg_fp16_round_significand(v));
                 }
@@ -1283,53 +1310,99 @@ static void conv16_task(void *arg, int t, int nt)
     }
 }
 
+/* x channels last and w in blocks of j->lanes (conv16_job): into xf and wf
+ * where those are given, false as soon as a value is not one the float32
+ * chains take exactly; else into xd and wd. */
+static bool conv16_copy(const conv16_job *j, const cg_tensor *x, const cg_tensor *wt, float *xf,
+                        float *wf, double *xd, double *wd, int64_t wn)
+{
+    for (int64_t n = 0; n < j->g->n; n++)
+        for (int64_t c = 0; c < j->g->c; c++)
+            for (int64_t p = 0; p < j->in_plane; p++) {
+                double v = cg_tensor_get_f64(x, (n * j->g->c + c) * j->in_plane + p);
+                int64_t at = (n * j->in_plane + p) * j->g->c + c;
+                if (!xf)
+                    xd[at] = v;
+                else if (!cg_fp16_chain_f32(v, j->range, &xf[at]))
+                    return false;
+            }
+    if (wf)
+        memset(wf, 0, (size_t)wn * sizeof *wf);
+    else
+        memset(wd, 0, (size_t)wn * sizeof *wd);
+    for (int64_t m = 0; m < j->g->m; m++) {
+        int64_t grp = m / j->mg, blk = m % j->mg / j->lanes, lane = m % j->mg % j->lanes;
+        int64_t wb = (grp * j->nb + blk) * j->kn * j->cg * j->lanes;
+        for (int64_t c = 0; c < j->cg; c++)
+            for (int64_t tap = 0; tap < j->kn; tap++) {
+                double v = cg_tensor_get_f64(wt, (m * j->cg + c) * j->kn + tap);
+                int64_t at = wb + (tap * j->cg + c) * j->lanes + lane;
+                if (!wf)
+                    wd[at] = v;
+                else if (!cg_fp16_chain_f32(v, j->range, &wf[at]))
+                    return false;
+            }
+    }
+    return true;
+}
+
+/* The weight blocks' element count at j->lanes lanes (false: overflow). */
+static bool conv16_blocks(conv16_job *j, int lanes, int64_t *wn)
+{
+    j->lanes = lanes;
+    j->nb = (j->mg + lanes - 1) / lanes;
+    return !__builtin_mul_overflow(j->g->group * j->nb * lanes, j->kn * j->cg, wn);
+}
+
 static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, cg_tensor *y)
 {
-    enum { L = CG_SIMD_SUM16_LANES };
     conv16_job j;
+    memset(&j, 0, sizeof j);
     j.ops = cg_simd_ops_get(cg_kernel_simd(k));
     j.kn = cg_nn_prod(g->w.nsp, g->w.kernel);
     j.in_plane = cg_nn_prod(g->w.nsp, g->w.in);
     j.out_plane = cg_nn_prod(g->w.nsp, g->w.out);
     j.cg = g->c / g->group;
     j.mg = g->m / g->group;
-    j.nb = (j.mg + L - 1) / L;
-    /* channels innermost, so each tap's chain reads both operands in
-     * order (the values are the same; only the layout changes) */
-    int64_t wn;
-    double *xc = cg_nn_scratch(k, x->numel, sizeof *xc);
-    double *wc = !__builtin_mul_overflow(g->group * j.nb * L, j.kn * j.cg, &wn)
-                     ? cg_nn_scratch(k, wn, sizeof *wc)
-                     : NULL;
+    j.g = g;
+    j.y = y;
+    j.range = k->precision != CG_KPREC_FP16_SUM11;
     int64_t *taps = cg_nn_scratch(k, j.kn * g->w.nsp, sizeof *taps);
     j.b = b ? cg_nn_as_f64(k, b) : NULL;
-    if (!xc || !wc || !taps || (b && !j.b))
+    if (!taps || (b && !j.b))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t c = 0; c < g->c; c++)
-            for (int64_t p = 0; p < j.in_plane; p++)
-                xc[(n * j.in_plane + p) * g->c + c] =
-                    cg_tensor_get_f64(x, (n * g->c + c) * j.in_plane + p);
-    memset(wc, 0, (size_t)wn * sizeof *wc);
-    for (int64_t m = 0; m < g->m; m++) {
-        int64_t grp = m / j.mg, blk = m % j.mg / L, lane = m % j.mg % L;
-        double *wb = wc + (grp * j.nb + blk) * j.kn * j.cg * L;
-        for (int64_t c = 0; c < j.cg; c++)
-            for (int64_t tap = 0; tap < j.kn; tap++)
-                wb[(tap * j.cg + c) * L + lane] = cg_tensor_get_f64(wt, (m * j.cg + c) * j.kn + tap);
-    }
     for (int64_t tap = 0; tap < j.kn; tap++)
         for (int64_t d = g->w.nsp - 1, rest = tap; d >= 0; d--) {
             taps[tap * g->w.nsp + d] = rest % g->w.kernel[d];
             rest /= g->w.kernel[d];
         }
-    j.x = xc;
-    j.w = wc;
     j.taps = taps;
-    j.y = y;
-    j.g = g;
-    j.range = k->precision != CG_KPREC_FP16_SUM11;
+    /* channels innermost, so each tap's chain reads both operands in
+     * order (the values are the same; only the layout changes); float32
+     * where the operands allow (the fp16 emulation's stored values always
+     * do): the same values at 16 lanes a vector */
+    int64_t wn;
+    if (j.ops->sum16_f32 && j.cg < ((int64_t)1 << 40) &&
+        conv16_blocks(&j, CG_SIMD_SUM16F_LANES, &wn)) {
+        float *xc = cg_nn_scratch(k, x->numel, sizeof *xc);
+        float *wc = xc ? cg_nn_scratch(k, wn, sizeof *wc) : NULL;
+        if (wc && conv16_copy(&j, x, wt, xc, wc, NULL, NULL, wn)) {
+            j.xf = xc;
+            j.wf = wc;
+        }
+    }
+    if (!j.xf) {
+        double *xc = conv16_blocks(&j, CG_SIMD_SUM16_LANES, &wn)
+                         ? cg_nn_scratch(k, x->numel, sizeof *xc)
+                         : NULL;
+        double *wc = xc ? cg_nn_scratch(k, wn, sizeof *wc) : NULL;
+        if (!wc)
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        conv16_copy(&j, x, wt, NULL, NULL, xc, wc, wn);
+        j.xd = xc;
+        j.wd = wc;
+    }
     cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, conv16_task, &j);
     return cg_kernel_check_time(k);
 }

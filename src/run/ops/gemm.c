@@ -605,38 +605,64 @@ static float h16(double x)
  * float64 mode's CG_KPREC_FP16_SUM11: fp16's significand, exponent
  * unbounded). A(i,q) is a[i*ars + q*acs], B(q,j) is b[q*brs + j*bcs]
  * (strides express transposes), float32 or float64 as a_f32 / b_f32 say.
- * Both are copied to float64, A by rows and B as [q][j], for sum16_f64's
- * chains: CG_SIMD_SUM16_ROWS rows of A by CG_SIMD_SUM16_LANES columns of
- * B a call, the row blocks split over the threads. */
+ * Both are copied, A by rows and B as [q][j], to float32 for sum16_f32's
+ * chains where every value is one they take exactly (the fp16 emulation's
+ * stored values always are), else to float64 for sum16_f64's (float64
+ * operands in that layout are read in place): CG_SIMD_SUM16_ROWS rows of A
+ * by the chains' lanes of B a call, the row blocks split over the
+ * threads. */
 typedef struct mm16_job {
     const cg_simd_ops *ops;
-    const double *a, *b; /* [m][kk], [kk][n] */
-    double *y;
+    const float *af, *bf;  /* [m][kk], [kk][n]: float32 chains, or NULL */
+    const double *a, *b;   /* the same for float64 chains */
+    double *y;             /* [m][n]: y, or yf */
+    float *yf;
     int64_t m, n, kk;
     bool range;
 } mm16_job;
 
+/* Rows i0 .. i0 + np - 1 of y, lanes of B at a time. */
+static void mm16_rows(const mm16_job *j, int64_t i0, int np)
+{
+    enum { R = CG_SIMD_SUM16_ROWS };
+    const int L = j->af ? CG_SIMD_SUM16F_LANES : CG_SIMD_SUM16_LANES;
+    for (int64_t j0 = 0; j0 < j->n; j0 += L) {
+        int nl = (int)(j->n - j0 < L ? j->n - j0 : L);
+        cg_simd_sum16_acc acc;
+        memset(&acc, 0, sizeof acc);
+        if (j->af) {
+            const float *rows[R];
+            for (int p = 0; p < np; p++)
+                rows[p] = j->af + (i0 + p) * j->kk;
+            j->ops->sum16_f32(acc.f, np, rows, j->bf + j0, j->n, j->kk, nl, j->range);
+        } else {
+            const double *rows[R];
+            for (int p = 0; p < np; p++)
+                rows[p] = j->a + (i0 + p) * j->kk;
+            j->ops->sum16_f64(acc.d, np, rows, j->b + j0, j->n, j->kk, nl, j->range);
+        }
+        for (int p = 0; p < np; p++)
+            for (int l = 0; l < nl; l++) {
+                int64_t at = (i0 + p) * j->n + j0 + l;
+                double v = j->af ? (double)acc.f[p * L + l] : acc.d[p * L + l];
+                if (j->yf)
+                    j->yf[at] = (float)v; /* exact: an fp16 value or inf */
+                else
+                    j->y[at] = v;
+            }
+    }
+}
+
 static void mm16_task(void *arg, int t, int nt)
 {
-    enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16_LANES };
+    enum { R = CG_SIMD_SUM16_ROWS };
     const mm16_job *j = arg;
     int64_t lo, hi;
     cg_kernel_share((j->m + R - 1) / R, 1, t, nt, &lo, &hi);
     for (int64_t blk = lo; blk < hi; blk++) {
         int64_t i0 = blk * R;
         int np = (int)(j->m - i0 < R ? j->m - i0 : R);
-        const double *rows[R];
-        for (int p = 0; p < np; p++)
-            rows[p] = j->a + (i0 + p) * j->kk;
-        for (int64_t j0 = 0; j0 < j->n; j0 += L) {
-            int nl = (int)(j->n - j0 < L ? j->n - j0 : L);
-            double acc[R * L];
-            for (int i = 0; i < R * L; i++)
-                acc[i] = 0.0;
-            j->ops->sum16_f64(acc, np, rows, j->b + j0, j->n, j->kk, nl, j->range);
-            for (int p = 0; p < np; p++)
-                memcpy(j->y + (i0 + p) * j->n + j0, acc + p * L, (size_t)nl * sizeof(double));
-        }
+        mm16_rows(j, i0, np);
     }
 }
 
@@ -645,83 +671,123 @@ static double mm16_get(const void *v, bool f32, int64_t at)
     return f32 ? (double)((const float *)v)[at] : ((const double *)v)[at];
 }
 
-/* Scratch for mm_sum16's copies and mm_acc16's float64 product: m*kk +
- * kk*n + m*n doubles. */
-static cg_status mm16_work(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, double **out)
+/* dst[i * cols + c] = the value at i * rs + c * cs of src (float32 or
+ * float64 as f32 says) as float32, for the float32 chains: false as soon
+ * as one is not a value they take exactly (cg_fp16_chain_exact). */
+static bool mm16_copy_f32(float *dst, int64_t rows, int64_t cols, const void *src, bool f32,
+                          int64_t rs, int64_t cs, bool range)
 {
-    int64_t ak, bk, mn, sum;
-    if (__builtin_mul_overflow(m, kk, &ak) || __builtin_mul_overflow(kk, n, &bk) ||
-        __builtin_mul_overflow(m, n, &mn) || __builtin_add_overflow(ak, bk, &sum) ||
-        __builtin_add_overflow(sum, mn, &sum))
-        return cg_kernel_fail(k, CG_LIMIT, "the fp16-sums product's operands overflow");
-    if (!(*out = cg_nn_scratch(k, sum > 0 ? sum : 1, sizeof **out)))
-        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-    return CG_OK;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t c = 0; c < cols; c++)
+            if (!cg_fp16_chain_f32(mm16_get(src, f32, i * rs + c * cs), range,
+                                   &dst[i * cols + c]))
+                return false;
+    return true;
 }
 
-/* work: mm16_work's, or NULL where A is float64 rows (ars kk, acs 1) and
- * B float64 [q][j] (brs n, bcs 1), which are read in place */
+/* The same as float64 (always exact). */
+static void mm16_copy_f64(double *dst, int64_t rows, int64_t cols, const void *src, bool f32,
+                          int64_t rs, int64_t cs)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t c = 0; c < cols; c++)
+            dst[i * cols + c] = mm16_get(src, f32, i * rs + c * cs);
+}
+
+/* Scratch of a step's fp16-sums products (mm_sum16), made on first need
+ * at the size of the step's first product and kept for its other batches
+ * (all of one size): the operands' float32 copies (f) and float64 ones
+ * (d), m*kk + kk*n elements each. */
+typedef struct mm16_work {
+    float *f;
+    double *d;
+} mm16_work;
+
+/* m*kk + kk*n as an element count (false: overflow). */
+static bool mm16_count(int64_t m, int64_t n, int64_t kk, int64_t *count)
+{
+    int64_t ak, bk;
+    return !__builtin_mul_overflow(m, kk, &ak) && !__builtin_mul_overflow(kk, n, &bk) &&
+           !__builtin_add_overflow(ak, bk, count);
+}
+
+/* The product into y (float64) or yf (float32: exact, as every fp16
+ * value and inf is a float), the other NULL; see mm16_job. */
 static cg_status mm_sum16(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, const void *a,
                           bool a_f32, int64_t ars, int64_t acs, const void *b, bool b_f32,
-                          int64_t brs, int64_t bcs, double *y, bool range, double *work)
+                          int64_t brs, int64_t bcs, double *y, float *yf, bool range,
+                          mm16_work *w)
 {
-    mm16_job j = {cg_simd_ops_get(cg_kernel_simd(k)), NULL, NULL, y, m, n, kk, range};
+    mm16_job j = {cg_simd_ops_get(cg_kernel_simd(k)), NULL, NULL, NULL, NULL, y, yf, m, n, kk,
+                  range};
+    int64_t count;
+    bool try_f32 = j.ops->sum16_f32 && kk < ((int64_t)1 << 40);
     if (m == 0 || n == 0)
         return CG_OK;
     if (kk == 0) {
-        for (int64_t i = 0; i < m * n; i++)
-            y[i] = 0.0;
+        for (int64_t i = 0; i < m * n; i++) {
+            if (yf)
+                yf[i] = 0.0f;
+            else
+                y[i] = 0.0;
+        }
         return CG_OK;
     }
-    if (!a_f32 && acs == 1 && ars == kk) {
-        j.a = a; /* already rows of float64 */
-    } else if (work) {
-        double *ad = work;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t q = 0; q < kk; q++)
-                ad[i * kk + q] = mm16_get(a, a_f32, i * ars + q * acs);
-        j.a = ad;
+    if (!mm16_count(m, n, kk, &count))
+        return cg_kernel_fail(k, CG_LIMIT, "the fp16-sums product's operands overflow");
+    /* the float32 chains where the operands allow: the same values at 16
+     * lanes a vector */
+    if (try_f32 && !w->f)
+        w->f = cg_nn_scratch(k, count, sizeof *w->f);
+    if (try_f32 && w->f && mm16_copy_f32(w->f, m, kk, a, a_f32, ars, acs, range) &&
+        mm16_copy_f32(w->f + m * kk, kk, n, b, b_f32, brs, bcs, range)) {
+        j.af = w->f;
+        j.bf = w->f + m * kk;
+    } else {
+        bool a_in_place = !a_f32 && acs == 1 && ars == kk;
+        bool b_in_place = !b_f32 && bcs == 1 && brs == n;
+        if (!w->d && (!a_in_place || !b_in_place) &&
+            !(w->d = cg_nn_scratch(k, count, sizeof *w->d)))
+            return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
+        if (a_in_place) {
+            j.a = a;
+        } else {
+            mm16_copy_f64(w->d, m, kk, a, a_f32, ars, acs);
+            j.a = w->d;
+        }
+        if (b_in_place) {
+            j.b = b;
+        } else {
+            mm16_copy_f64(w->d + m * kk, kk, n, b, b_f32, brs, bcs);
+            j.b = w->d + m * kk;
+        }
     }
-    if (!b_f32 && bcs == 1 && brs == n) {
-        j.b = b;
-    } else if (work) {
-        double *bd = work + m * kk;
-        for (int64_t q = 0; q < kk; q++)
-            for (int64_t c = 0; c < n; c++)
-                bd[q * n + c] = mm16_get(b, b_f32, q * brs + c * bcs);
-        j.b = bd;
-    }
-    if (!j.a || !j.b)
-        return cg_kernel_fail(k, CG_RUNTIME, "mm_sum16: operands to copy and no scratch");
     cg_kernel_parallel_work(k, (double)m * (double)n * (double)kk, mm16_task, &j);
     return cg_kernel_check_time(k);
 }
 
-/* mm_sum16 with an fp16 accumulator on float32 matrices, into float32 y
- * (exact: every fp16 value, and inf, is a float); work as mm16_work's */
-static cg_status mm_acc16(cg_kernel_ctx *k, int64_t m, int64_t n, int64_t kk, const float *a,
-                          int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs,
-                          float *y, double *work)
-{
-    double *yd = work + m * kk + kk * n;
-    cg_status st = mm_sum16(k, m, n, kk, a, true, ars, acs, b, true, brs, bcs, yd, true, work);
-    for (int64_t i = 0; st == CG_OK && i < m * n; i++)
-        y[i] = (float)yd[i];
-    return st;
-}
-
-static cg_status mm_f32_acc16(cg_kernel_ctx *k, const mm_plan *p, const float *a, const float *b,
-                              float *y)
+/* The fp16-sums MatMul, batch by batch into y (float32 operands) or yd
+ * (float64), the other NULL: one tall product where every batch shares
+ * B (the chains are per output, so the values are the same), as mm_f32
+ * does, rather than B copied again for every batch (ViT's [197, 1, 768]
+ * by [768, 2304] projections: 197 batches of one row). */
+static cg_status mm_batches16(cg_kernel_ctx *k, const mm_plan *p, const void *a, const void *b,
+                              float *y, double *yd, bool range)
 {
     int64_t asz = p->m * p->kk, bsz = p->kk * p->n, ysz = p->m * p->n;
-    double *work;
-    cg_status st = mm16_work(k, p->m, p->n, p->kk, &work);
+    bool f32 = y != NULL;
+    size_t esz = f32 ? sizeof(float) : sizeof(double);
+    mm16_work w = {NULL, NULL};
+    cg_status st = CG_OK;
+    if (p->b_batches == 1 && p->a_batches == p->batch)
+        return mm_sum16(k, p->m * p->batch, p->n, p->kk, a, f32, p->kk, 1, b, f32, p->n, 1, yd,
+                        y, range, &w);
     for (int64_t bi = 0; bi < p->batch && st == CG_OK; bi++) {
         int64_t ao, bo;
         mm_offsets(p, bi, &ao, &bo);
-        if (st == CG_OK)
-            st = mm_acc16(k, p->m, p->n, p->kk, a + ao * asz, p->kk, 1, b + bo * bsz, p->n, 1,
-                          y + bi * ysz, work);
+        st = mm_sum16(k, p->m, p->n, p->kk, (const char *)a + (size_t)(ao * asz) * esz, f32,
+                      p->kk, 1, (const char *)b + (size_t)(bo * bsz) * esz, f32, p->n, 1,
+                      yd ? yd + bi * ysz : NULL, y ? y + bi * ysz : NULL, range, &w);
     }
     return st;
 }
@@ -778,17 +844,8 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         return st;
     if (y->numel == 0)
         return CG_OK;
-    if (a->dtype == CG_DTYPE_DOUBLE && k->precision == CG_KPREC_FP16_SUM11) {
-        int64_t asz = p.m * p.kk, bsz = p.kk * p.n, ysz = p.m * p.n;
-        for (int64_t bi = 0; bi < p.batch && st == CG_OK; bi++) {
-            int64_t ao, bo;
-            mm_offsets(&p, bi, &ao, &bo);
-            st = mm_sum16(k, p.m, p.n, p.kk, (const double *)a->data + ao * asz, false, p.kk, 1,
-                          (const double *)b->data + bo * bsz, false, p.n, 1,
-                          (double *)y->data + bi * ysz, false, NULL);
-        }
-        return st;
-    }
+    if (a->dtype == CG_DTYPE_DOUBLE && k->precision == CG_KPREC_FP16_SUM11)
+        return mm_batches16(k, &p, a->data, b->data, NULL, y->data, false);
     if (a->dtype == CG_DTYPE_DOUBLE)
         return mm_f64(k, &p, a->data, b->data, y->data);
     if (cg_nn_is_real(a->dtype)) {
@@ -800,7 +857,7 @@ cg_status cg_op_matmul(cg_kernel_ctx *k)
         if (!af || !bf || !yf)
             return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
         if (k->precision == CG_KPREC_FP16_ACC16)
-            st = mm_f32_acc16(k, &p, af, bf, yf);
+            st = mm_batches16(k, &p, af, bf, yf, NULL, true);
         else if (g)
             st = mm_f32_pg(k, &p, g, b, af, bf, yf);
         else
@@ -890,13 +947,13 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
                 yd[i * n + j] = cd[i * rs + j * cs];
         if (k->precision == CG_KPREC_FP16_SUM11) {
             /* as the fp16 path below, each step on fp16's significand */
-            double *work, *ab;
-            if ((st = mm16_work(k, m, n, kk, &work)) != CG_OK)
-                return st;
-            ab = work + m * kk + kk * n;
+            double *ab = cg_nn_scratch(k, m * n, sizeof *ab);
+            mm16_work w = {NULL, NULL};
+            if (!ab)
+                return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
             int64_t lda = a->dims[1], ldb = b->dims[1];
             if ((st = mm_sum16(k, m, n, kk, a->data, false, ta ? 1 : lda, ta ? lda : 1, b->data,
-                               false, tb ? 1 : ldb, tb ? ldb : 1, ab, false, work)) != CG_OK)
+                               false, tb ? 1 : ldb, tb ? ldb : 1, ab, NULL, false, &w)) != CG_OK)
                 return st;
             for (int64_t i = 0; i < m * n; i++) {
                 double v = cg_fp16_round_significand(alpha * ab[i]);
@@ -954,14 +1011,12 @@ cg_status cg_op_gemm(cg_kernel_ctx *k)
         if (k->precision == CG_KPREC_FP16_ACC16) {
             /* y = alpha*AB + beta*C, each step in fp16; yf holds C (or nothing) */
             float *ab = cg_nn_scratch(k, m * n, sizeof(float));
-            double *work;
+            mm16_work w = {NULL, NULL};
             if (!ab)
                 return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
-            if ((st = mm16_work(k, m, n, kk, &work)) != CG_OK)
-                return st;
             int64_t lda = a->dims[1], ldb = b->dims[1];
-            if ((st = mm_acc16(k, m, n, kk, af, ta ? 1 : lda, ta ? lda : 1, bf, tb ? 1 : ldb,
-                               tb ? ldb : 1, ab, work)) != CG_OK)
+            if ((st = mm_sum16(k, m, n, kk, af, true, ta ? 1 : lda, ta ? lda : 1, bf, true,
+                               tb ? 1 : ldb, tb ? ldb : 1, NULL, ab, true, &w)) != CG_OK)
                 return st;
             for (int64_t i = 0; i < m * n; i++) {
                 float v = h16(alpha * ab[i]);

@@ -342,6 +342,41 @@ void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const doub
     }
 }
 
+/* The float32 chains' roundings: cg_fp16_round's value, and the 11-bit
+ * significand of a normal float (what the chains' operands keep them to:
+ * cg_fp16_chain_exact). */
+static float sum16_r16f(float x)
+{
+    return (float)cg_fp16_round(x);
+}
+
+static float sum16_r11f(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0 || (u & 0x7f800000u) == 0x7f800000u)
+        return (float)cg_fp16_round_significand(x); /* zero, inf, NaN */
+    u += 0xfffu + ((u >> 13) & 1u);
+    u &= ~0x1fffu;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+void cg_simd_sum16_f32_c(float *acc, int np, const float *const *a, const float *b,
+                         int64_t ldb, int64_t k, int nl, bool range)
+{
+    float (*r)(float) = range ? sum16_r16f : sum16_r11f;
+    for (int p = 0; p < np; p++) {
+        float *s = acc + p * CG_SIMD_SUM16F_LANES;
+        for (int64_t i = 0; i < k; i++) {
+            float av = a[p][i];
+            const float *bi = b + i * ldb;
+            for (int l = 0; l < nl; l++)
+                s[l] = r(s[l] + r(av * bi[l]));
+        }
+    }
+}
+
 void cg_simd_fp16_store_f32_c(float *d, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -375,6 +410,7 @@ static const cg_simd_ops portable = {
     cg_simd_tile_store_c,
     cg_simd_act_f32_c,
     cg_simd_sum16_f64_c,
+    cg_simd_sum16_f32_c,
     cg_simd_fp16_store_f32_c,
     cg_simd_fp16_store_f64_c,
     {{4, 8, cg_pg_ukr_c}},

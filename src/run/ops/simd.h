@@ -22,7 +22,9 @@
 #ifndef CG_RUN_OPS_SIMD_H
 #define CG_RUN_OPS_SIMD_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "convgate/runtime.h"
 
@@ -157,6 +159,17 @@ typedef struct cg_simd_ops {
      * lanes below nl only; lanes nl and up of acc are left unspecified. */
     void (*sum16_f64)(double *acc, int np, const double *const *a, const double *b, int64_t ldb,
                       int64_t k, int nl, bool range);
+    /* sum16_f64's chains on float32 operands, CG_SIMD_SUM16F_LANES lanes
+     * (acc's row pitch), for operands of which cg_fp16_chain_exact says
+     * yes and k below 2^40: every product and sum then rounds in float32
+     * first, which changes no value (a product of two such values is exact
+     * in float32; a float32 sum rounded again to 11 bits is the sum rounded
+     * once, 24 >= 2 * 11 + 1 bits: Figueroa's double-rounding bound,
+     * checked for every pair of finite fp16 values by test_fp16_chain), so
+     * each lane is sum16_f64's value, as a float. NULL where the level has
+     * none (the callers take sum16_f64). */
+    void (*sum16_f32)(float *acc, int np, const float *const *a, const float *b, int64_t ldb,
+                      int64_t k, int nl, bool range);
     /* fp16 storage in place: d[i] = cg_fp16_to_f32(cg_f32_to_fp16(d[i]))
      * and d[i] = cg_fp16_round(d[i]), those functions' bits, a NaN's
      * included (the fp16 emulation rounds every value it stores). */
@@ -179,6 +192,41 @@ typedef struct cg_simd_ops {
 /* sum16_f64's most rows and lanes per call. */
 #define CG_SIMD_SUM16_ROWS 4
 #define CG_SIMD_SUM16_LANES 8
+/* sum16_f32's most lanes per call (its rows: CG_SIMD_SUM16_ROWS). */
+#define CG_SIMD_SUM16F_LANES 32
+
+/* The accumulators of one call of either chain: CG_SIMD_SUM16_ROWS rows of
+ * CG_SIMD_SUM16_LANES doubles or of CG_SIMD_SUM16F_LANES floats. */
+typedef union cg_simd_sum16_acc {
+    double d[CG_SIMD_SUM16_ROWS * CG_SIMD_SUM16_LANES];
+    float f[CG_SIMD_SUM16_ROWS * CG_SIMD_SUM16F_LANES];
+} cg_simd_sum16_acc;
+
+/* Whether the float32 chains (sum16_f32) take x exactly: range (fp16
+ * sums): x is an fp16 value, zero or finite; else (fp16's significand,
+ * exponent unbounded): zero or an 11-bit significand with |x| in
+ * [2^-40, 2^41), so that no product or sum of a chain below 2^40 terms
+ * leaves float32's normal range. */
+static inline bool cg_fp16_chain_exact(float x, bool range)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t e = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0)
+        return true;
+    if (!range)
+        return e >= 127 - 40 && e <= 127 + 40 && (mant & 0x1fffu) == 0;
+    /* fp16's normals keep 10 fraction bits; its subnormals (2^-24 to
+     * 2^-15) are multiples of 2^-24: 126 - e fraction bits dropped */
+    return e >= 127 - 24 && e <= 127 + 15 && (mant & ((1u << (e >= 113 ? 13 : 126 - e)) - 1u)) == 0;
+}
+
+/* v as the float32 *out, and whether the float32 chains take it exactly. */
+static inline bool cg_fp16_chain_f32(double v, bool range, float *out)
+{
+    *out = (float)v;
+    return (double)*out == v && cg_fp16_chain_exact(*out, range);
+}
 
 /* Floats pool_s2 reads past the last output's last tap (two vectors). */
 #define CG_SIMD_POOL_SLACK 32
@@ -217,6 +265,8 @@ void cg_simd_tile_store_c(float *y, int64_t plane, const float *c, int64_t ld, i
 void cg_simd_act_f32_c(float *y, const float *add, int64_t n, cg_simd_pw_act act, float lo,
                        float hi);
 void cg_simd_sum16_f64_c(double *acc, int np, const double *const *a, const double *b,
+                         int64_t ldb, int64_t k, int nl, bool range);
+void cg_simd_sum16_f32_c(float *acc, int np, const float *const *a, const float *b,
                          int64_t ldb, int64_t k, int nl, bool range);
 void cg_simd_fp16_store_f32_c(float *d, int64_t n);
 void cg_simd_fp16_store_f64_c(double *d, int64_t n);
