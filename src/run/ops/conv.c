@@ -1354,6 +1354,112 @@ static bool conv16_blocks(conv16_job *j, int lanes, int64_t *wn)
     return !__builtin_mul_overflow(j->g->group * j->nb * lanes, j->kn * j->cg, wn);
 }
 
+/* Groups of one input channel (depthwise, any multiplier) on the float32
+ * chains, with the output positions in the lanes: conv16_task's one
+ * channel per chain call left 31 of 32 lanes empty and paid a call per
+ * tap. Each position's chain runs over every tap in order, a tap in the
+ * padding reading 0: r(0 * w) is a zero, and adding a zero leaves a
+ * running sum as it is (a running sum is never -0: it starts at +0, and
+ * fp16 values sum to -0 only from -0 + -0), so the values are those of
+ * the chain that skips it. A chunk of positions' taps is gathered into
+ * per-thread rows ([tap][position], the chains' B), and up to
+ * CG_SIMD_SUM16_ROWS output channels of the group share it (A: their
+ * weights over the taps). */
+enum { DW16_CHUNK = 512 };
+
+typedef struct dw16_job {
+    const cg_simd_ops *ops;
+    const conv16_job *j;
+    const float *x;     /* [n][c][in_plane] */
+    const float *w;     /* [m][kn] */
+    const int64_t *idx; /* [kn][out_plane]: the input position a tap reads, -1: padding */
+    float *cols;        /* per thread, [kn][DW16_CHUNK] */
+} dw16_job;
+
+static void dw16_task(void *arg, int t, int nt)
+{
+    enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16F_LANES };
+    const dw16_job *d = arg;
+    const conv16_job *j = d->j;
+    const conv_geom *g = j->g;
+    float *cols = d->cols + (int64_t)t * j->kn * DW16_CHUNK;
+    int64_t lo, hi;
+    cg_kernel_share(g->n * g->c, 1, t, nt, &lo, &hi);
+    for (int64_t unit = lo; unit < hi; unit++) {
+        int64_t n = unit / g->c, ch = unit % g->c;
+        const float *xc = d->x + unit * j->in_plane;
+        for (int64_t pos0 = 0; pos0 < j->out_plane; pos0 += DW16_CHUNK) {
+            int64_t cl = j->out_plane - pos0 < DW16_CHUNK ? j->out_plane - pos0 : DW16_CHUNK;
+            for (int64_t i = 0; i < j->kn; i++) {
+                const int64_t *ix = d->idx + i * j->out_plane + pos0;
+                for (int64_t l = 0; l < cl; l++)
+                    cols[i * DW16_CHUNK + l] = ix[l] >= 0 ? xc[ix[l]] : 0.0f;
+            }
+            for (int64_t m0 = 0; m0 < j->mg; m0 += R) {
+                int np = (int)(j->mg - m0 < R ? j->mg - m0 : R);
+                const float *rows[R];
+                for (int p = 0; p < np; p++)
+                    rows[p] = d->w + (ch * j->mg + m0 + p) * j->kn;
+                for (int64_t l0 = 0; l0 < cl; l0 += L) {
+                    int nl = (int)(cl - l0 < L ? cl - l0 : L);
+                    float acc[R * L] = {0};
+                    d->ops->sum16_f32(acc, np, rows, cols + l0, DW16_CHUNK, j->kn, nl, j->range);
+                    for (int p = 0; p < np; p++) {
+                        int64_t oc = ch * j->mg + m0 + p;
+                        for (int l = 0; l < nl; l++) {
+                            double v = (double)acc[p * L + l] + (j->b ? j->b[oc] : 0.0);
+                            cg_tensor_set_f64(j->y, (n * g->m + oc) * j->out_plane + pos0 + l0 + l,
+                                              j->range ? cg_fp16_round(v)
+                                                       : cg_fp16_round_significand(v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The depthwise case of conv_sum16 (j: its job, taps and geometry set):
+ * false where an operand is not one the float32 chains take exactly, or
+ * the scratch is not there (conv_sum16's own path then runs). */
+static bool conv16_depthwise(cg_kernel_ctx *k, const conv16_job *j, const cg_tensor *x,
+                             const cg_tensor *wt)
+{
+    const cg_nn_window *w = &j->g->w;
+    int64_t idx_n, cols_n, wn = j->g->m * j->kn;
+    int threads = cg_kernel_threads(k);
+    if (__builtin_mul_overflow(j->kn, j->out_plane, &idx_n) ||
+        __builtin_mul_overflow(j->kn * DW16_CHUNK, (int64_t)(threads > 0 ? threads : 1), &cols_n))
+        return false;
+    float *xf = cg_nn_scratch(k, x->numel, sizeof *xf);
+    float *wf = xf ? cg_nn_scratch(k, wn, sizeof *wf) : NULL;
+    int64_t *idx = wf ? cg_nn_scratch(k, idx_n, sizeof *idx) : NULL;
+    float *cols = idx ? cg_nn_scratch(k, cols_n, sizeof *cols) : NULL;
+    if (!cols)
+        return false;
+    for (int64_t i = 0; i < x->numel; i++)
+        if (!cg_fp16_chain_f32(cg_tensor_get_f64(x, i), j->range, &xf[i]))
+            return false;
+    for (int64_t i = 0; i < wn; i++)
+        if (!cg_fp16_chain_f32(cg_tensor_get_f64(wt, i), j->range, &wf[i]))
+            return false;
+    for (int64_t o = 0; o < j->out_plane; o++) {
+        int64_t od[CG_MAX_RANK], rest = o;
+        for (int d = w->nsp - 1; d >= 0; d--) {
+            od[d] = rest % w->out[d];
+            rest /= w->out[d];
+        }
+        for (int64_t tap = 0; tap < j->kn; tap++) {
+            int64_t pos;
+            idx[tap * j->out_plane + o] =
+                conv16_tap_pos(w, od, j->taps + tap * w->nsp, &pos) ? pos : -1;
+        }
+    }
+    dw16_job d = {j->ops, j, xf, wf, idx, cols};
+    cg_kernel_parallel_work(k, (double)j->y->numel * (double)j->kn, dw16_task, &d);
+    return true;
+}
+
 static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                             const cg_tensor *b, const conv_geom *g, cg_tensor *y)
 {
@@ -1382,6 +1488,9 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
      * order (the values are the same; only the layout changes); float32
      * where the operands allow (the fp16 emulation's stored values always
      * do): the same values at 16 lanes a vector */
+    if (j.ops->sum16_f32 && j.cg == 1 && j.kn < ((int64_t)1 << 40) &&
+        conv16_depthwise(k, &j, x, wt))
+        return cg_kernel_check_time(k);
     int64_t wn;
     if (j.ops->sum16_f32 && j.cg < ((int64_t)1 << 40) &&
         conv16_blocks(&j, CG_SIMD_SUM16F_LANES, &wn)) {
