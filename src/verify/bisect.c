@@ -115,8 +115,65 @@ typedef struct watch_entry {
 
 typedef struct side_state side_state;
 
+/* Target paths built once per (model, path options) of a bisection and
+ * lent as `like` to each side path with the same: its passes and reruns of
+ * one sample differ only in precision (force_fp32, accumulate) and in what
+ * they observe, and each side path would otherwise lower, type and place
+ * the same graph again (four recording runs of the model: a fifth of a
+ * PP-OCRv4 det gate at 480x640). */
+enum { PATH_TEMPLATES = 4 };
+typedef struct path_templates {
+    struct {
+        const cg_model *model;
+        const cg_target_path_options *opt;
+        cg_target_path *path;
+    } t[PATH_TEMPLATES];
+    size_t count;
+} path_templates;
+
+/* The template for (model, opt), built on first need; *out NULL where
+ * the table is full (the side builds its own). */
+static cg_status template_get(path_templates *pt, const cg_model *model,
+                              const cg_target_path_options *opt, const cg_target_path **out,
+                              cg_error *err)
+{
+    *out = NULL;
+    for (size_t i = 0; i < pt->count; i++)
+        if (pt->t[i].model == model && pt->t[i].opt == opt) {
+            *out = pt->t[i].path;
+            return CG_OK;
+        }
+    if (pt->count == PATH_TEMPLATES)
+        return CG_OK;
+    cg_target_path_options po = *opt;
+    po.observe = NULL;
+    po.observe_inside = NULL;
+    po.observe_user = NULL;
+    po.force_fp32 = false;
+    po.returned_outputs = 0;
+    cg_target_path *path = NULL;
+    cg_status st = cg_target_path_init(model, &po, &path, err);
+    if (st != CG_OK)
+        return st;
+    cg_target_path_drop_runtime(path); /* never run: its memory is not held */
+    pt->t[pt->count].model = model;
+    pt->t[pt->count].opt = opt;
+    pt->t[pt->count].path = path;
+    pt->count++;
+    *out = path;
+    return CG_OK;
+}
+
+static void templates_free(path_templates *pt)
+{
+    for (size_t i = 0; i < pt->count; i++)
+        cg_target_path_free(pt->t[i].path);
+    memset(pt, 0, sizeof *pt);
+}
+
 typedef struct bisect_ctx {
     const cg_bisect_options *opt;
+    path_templates *tmpl; /* the bisection's (outlives the ctx) */
     bool noise;           /* judged against floors (not by_tolerance) */
     const cg_graph *ref_graph;
     watch_entry *entries;
@@ -532,7 +589,15 @@ static cg_status side_init(side_state *s, bisect_ctx *c, int which, const cg_bis
         s->path_opt.returned_outputs = side->returned_outputs;
         if (mode == CAND_ACC32)
             s->path_opt.accumulate = CG_ACCUMULATE_FP32;
-        st = cg_target_path_init(side->model, &s->path_opt, &s->path, err);
+        const cg_target_path *like = NULL;
+        st = c->tmpl ? template_get(c->tmpl, side->model, side->path, &like, err) : CG_OK;
+        if (like) {
+            s->path_opt.like = like;
+            s->path_opt.types = NULL;
+            s->path_opt.lowered = NULL;
+        }
+        if (st == CG_OK)
+            st = cg_target_path_init(side->model, &s->path_opt, &s->path, err);
     }
     if (st != CG_OK)
         cg_error_prefix(err, "bisect: %s side: ", side_name(which));
@@ -1122,15 +1187,17 @@ static cg_status judge_entries(bisect_ctx *c, const cg_decision_map *dmap, const
 
 /* Reruns the candidate (mode) against the reference watching only `name`:
  * its metrics (and flips, for a decision) there. */
-static cg_status rerun(const cg_bisect_options *opt, bool noise, cand_mode mode,
-                       const char *name, const char *stage, const cg_named_value *inputs,
-                       size_t n, cg_metrics *m, bool *ran, cg_value **kept, cg_error *err)
+static cg_status rerun(const cg_bisect_options *opt, path_templates *tmpl, bool noise,
+                       cand_mode mode, const char *name, const char *stage,
+                       const cg_named_value *inputs, size_t n, cg_metrics *m, bool *ran,
+                       cg_value **kept, cg_error *err)
 {
     bisect_ctx c;
     side_state sides[SIDE_MAX];
     memset(&c, 0, sizeof c);
     memset(sides, 0, sizeof sides);
     c.opt = opt;
+    c.tmpl = tmpl;
     c.noise = noise;
     c.stage = stage;
     c.keep_values = kept != NULL;
@@ -1209,8 +1276,8 @@ static void cause_text(const cg_bisect_tensor *t, char *buf, size_t cap)
 
 /* The verdict of the first divergent tensor (noise): wrong at fp32; for
  * fp16, the reruns decide. */
-static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e,
-                              const cg_judgement *within,
+static cg_status noise_triage(const cg_bisect_options *opt, path_templates *tmpl,
+                              const watch_entry *e, const cg_judgement *within,
                               const cg_named_value *inputs, size_t n, cg_bisect_result *r,
                               cg_error *err)
 {
@@ -1239,11 +1306,11 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
     cg_metrics acc32, wide;
     bool ran_acc = false, ran_wide = false;
     if (opt->candidate.path &&
-        (st = rerun(opt, true, CAND_ACC32, t->tensor, "bisect: rerun with fp32 accumulation",
+        (st = rerun(opt, tmpl, true, CAND_ACC32, t->tensor, "bisect: rerun with fp32 accumulation",
                     inputs, n, &acc32, &ran_acc, NULL, err)) != CG_OK)
         return st;
     if (opt->candidate.path) {
-        st = rerun(opt, true, CAND_FP32, t->tensor, "bisect: rerun in fp32", inputs, n, &wide,
+        st = rerun(opt, tmpl, true, CAND_FP32, t->tensor, "bisect: rerun in fp32", inputs, n, &wide,
                    &ran_wide, NULL, err);
     } else {
         /* a model (an fp16 conversion): computed in float64, with the
@@ -1253,7 +1320,7 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
         if (!source_weights_init(&sw, opt->candidate.model, opt->reference.model))
             return cg_error_set(err, CG_NOMEM, "bisect: out of memory");
         wo.candidate.model = &sw.model;
-        st = rerun(&wo, true, CAND_FP64, t->tensor, "bisect: rerun in float64", inputs, n,
+        st = rerun(&wo, tmpl, true, CAND_FP64, t->tensor, "bisect: rerun in float64", inputs, n,
                    &wide, &ran_wide, NULL, err);
         free(sw.inits);
     }
@@ -1323,13 +1390,14 @@ static cg_status noise_triage(const cg_bisect_options *opt, const watch_entry *e
 }
 
 /* The fp32 rerun of the candidate path under the tolerance (by_tolerance). */
-static cg_status tolerance_triage(const cg_bisect_options *opt, const char *name,
+static cg_status tolerance_triage(const cg_bisect_options *opt, path_templates *tmpl,
+                                  const char *name,
                                   const cg_named_value *inputs, size_t n, cg_bisect_result *r,
                                   cg_error *err)
 {
     cg_metrics m;
     bool ran = false;
-    cg_status st = rerun(opt, false, CAND_FP32, name, "bisect: fp32 rerun", inputs, n, &m, &ran,
+    cg_status st = rerun(opt, tmpl, false, CAND_FP32, name, "bisect: fp32 rerun", inputs, n, &m, &ran,
                          NULL, err);
     if (st != CG_OK)
         return st;
@@ -1439,6 +1507,8 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
     bool have_dmap = false, is_half_cand = false, by_flips = false;
     cg_judgement j;
     cg_flip_stats jflips;
+    path_templates tmpl;
+    memset(&tmpl, 0, sizeof tmpl);
     memset(&exposed, 0, sizeof exposed);
     memset(&c, 0, sizeof c);
     memset(sides, 0, sizeof sides);
@@ -1456,6 +1526,7 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
                             "reference is the float64 reference runtime (no path)");
     const cg_bisect_options *use = opt;
     c.opt = opt;
+    c.tmpl = &tmpl;
     c.noise = !opt->by_tolerance;
     out->by_noise = c.noise;
     /* decisions, judged by flips (the graph analysis, on declared types) */
@@ -1467,15 +1538,13 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
     }
     /* does the candidate hold anything in fp16? a path tells once built */
     if (c.noise && opt->candidate.path && !is_half_cand) {
-        cg_target_path *probe = NULL;
-        cg_target_path_options po = *opt->candidate.path;
-        po.observe = NULL;
-        if ((st = cg_target_path_init(opt->candidate.model, &po, &probe, err)) != CG_OK) {
+        const cg_target_path *probe = NULL;
+        if ((st = template_get(&tmpl, opt->candidate.model, opt->candidate.path, &probe,
+                               err)) != CG_OK) {
             cg_error_prefix(err, "bisect: candidate side: ");
             goto done;
         }
-        is_half_cand = cg_target_path_reduced_precision(probe);
-        cg_target_path_free(probe);
+        is_half_cand = probe && cg_target_path_reduced_precision(probe);
     }
     if ((st = bisect_pass(&c, sides, CAND_AS_IS, true, is_half_cand, NULL,
                           have_dmap ? &dmap : NULL, inputs, input_count, err)) != CG_OK)
@@ -1509,6 +1578,7 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
             sides_free(sides);
             ctx_free(&c);
             c.opt = use;
+            c.tmpl = &tmpl;
             c.noise = !opt->by_tolerance;
             out->refined = true;
             c.stage = "bisect: inside the partition";
@@ -1564,10 +1634,10 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
     bool reduced = sides[SIDE_CAND].path && cg_target_path_reduced_precision(sides[SIDE_CAND].path);
     sides_free(sides);
     if (out->diverged && c.noise) {
-        st = noise_triage(use, &c.entries[first], &j, inputs, input_count, out, err);
+        st = noise_triage(use, &tmpl, &c.entries[first], &j, inputs, input_count, out, err);
     } else if (out->diverged && opt->triage) {
         if (reduced) {
-            st = tolerance_triage(use, out->first_divergent.tensor, inputs, input_count, out,
+            st = tolerance_triage(use, &tmpl, out->first_divergent.tensor, inputs, input_count, out,
                                   err);
         } else {
             out->triage = CG_TRIAGE_WRONG;
@@ -1584,7 +1654,7 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
          * is the fp32 reference's, as `run` gives it */
         cg_value *kept[2] = {NULL, NULL};
         bool ran = false;
-        st = rerun(use, false, CAND_AS_IS, out->first_divergent.tensor,
+        st = rerun(use, &tmpl, false, CAND_AS_IS, out->first_divergent.tensor,
                    "bisect: keeping the values", inputs, input_count, NULL, &ran, kept, err);
         out->first_reference = kept[0];
         out->first_target = kept[1];
@@ -1595,6 +1665,7 @@ nomem:
 done:
     sides_free(sides);
     ctx_free(&c);
+    templates_free(&tmpl); /* before the exposed model they borrow */
     exposed_free(&exposed);
     cg_strmap_free(&half);
     if (have_dmap)

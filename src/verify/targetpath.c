@@ -384,7 +384,7 @@ fail:
 cg_status cg_target_path_run(cg_target_path *p, const cg_named_value *inputs, size_t input_count,
                              cg_named_value **outputs, size_t *output_count, cg_error *err)
 {
-    if (!p) {
+    if (!p || !p->rt) {
         if (outputs)
             *outputs = NULL;
         if (output_count)
@@ -428,6 +428,14 @@ cg_node_precision cg_target_path_node_precision(const cg_target_path *p, size_t 
 const cg_runtime *cg_target_path_runtime(const cg_target_path *p)
 {
     return p ? p->rt : NULL;
+}
+
+void cg_target_path_drop_runtime(cg_target_path *p)
+{
+    if (!p)
+        return;
+    cg_runtime_free(p->rt);
+    p->rt = NULL;
 }
 
 void cg_target_path_free(cg_target_path *p)

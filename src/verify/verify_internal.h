@@ -115,6 +115,12 @@ void cg_noise_target_release_paths(cg_noise_target *t);
 /* The threads of the paths built from now on (cg_target_path_options). */
 void cg_noise_target_set_threads(cg_noise_target *t, int threads);
 
+/* Frees p's runtime and keeps what a path lends as `like` (its types and
+ * lowered placement): a path kept only as a template for others, which
+ * cg_target_path_run then refuses. */
+struct cg_target_path;
+void cg_target_path_drop_runtime(struct cg_target_path *p);
+
 /* How many samples' target halves this process has run ahead of their
  * references (cg_judge_ahead; every thread): for the tests. */
 size_t cg_judge_samples_ahead(void);

@@ -122,8 +122,16 @@ static void test_rmsnorm_fp16(const cg_target_registry *reg)
     bo.triage = true;
     /* against the floors: the fp16 rounding of the squares is within the
      * fp16 storage floor, the overflowing sum is not */
+    size_t typed = cg_type_env_runs_made();
     EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
           "%s", err.msg);
+    typed = cg_type_env_runs_made() - typed;
+    /* the passes and triage reruns borrow one path per model (the graph,
+     * then the graph with the partition's values exposed): 4 typing runs
+     * each (the lowering's two, the lowered graph's, the source's), not 4
+     * per path built (20 with the probe, both passes and two reruns) */
+    EXPECT(r.refined && typed == 8, "a refined, triaged bisection typed the graph by %zu runs, "
+           "want 8", typed);
     EXPECT(r.diverged && r.by_noise && strcmp(r.first_divergent.tensor, "ms") == 0 &&
               r.first_divergent.precision == CG_PRECISION_FP16 &&
               r.triage == CG_TRIAGE_PRECISION && r.verdict == CG_VERDICT_PRECISION &&
