@@ -787,6 +787,95 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11, bool with_inf)
     test_tensor_free(b);
 }
 
+/* ConvTranspose (conv.c convt_sum16) under fp16 sums against the chain per
+ * output, written here from ONNX's definition: output position o of
+ * channel oc sums, over the kernel taps in ascending index that meet it
+ * (o = i * stride - pad0 + tap * dilation for an input position i), each
+ * tap's input channels of the group in order, r(acc + r(x * w)); then the
+ * bias, rounded; at every vector level, one and three threads. cs: the
+ * input (in) and kernel, stride, dilation and pads of the transposed
+ * window, the output extent following ONNX (no output_padding). with_inf:
+ * one input value stored as inf (the float64 chains). */
+static void run_convt_sum16(const conv_spec *cs, bool sum11, bool with_inf)
+{
+    int nsp = cs->nsp;
+    int64_t cg = cs->c / cs->group, mg = cs->m / cs->group;
+    int64_t xd[5] = {cs->n, cs->c}, wd[5] = {cs->c, mg}, bd[1] = {cs->m};
+    int64_t yd[3], yn = 1, in_n = 1, kn = 1;
+    for (int d = 0; d < nsp; d++) {
+        xd[2 + d] = cs->in[d];
+        wd[2 + d] = cs->k[d];
+        yd[d] = cs->s[d] * (cs->in[d] - 1) + (cs->k[d] - 1) * cs->d[d] + 1 - cs->p0[d] - cs->p1[d];
+        yn *= yd[d];
+        in_n *= cs->in[d];
+        kn *= cs->k[d];
+    }
+    cg_tensor *x = make16(nsp + 2, xd, 41), *w = make16(nsp + 2, wd, 42), *b = make16(1, bd, 43);
+    if (with_inf)
+        cg_tensor_set_f64(x, x->numel / 3, -1e6);
+    int64_t pads[6], strides[3], dil[3];
+    for (int d = 0; d < nsp; d++) {
+        pads[d] = cs->p0[d];
+        pads[nsp + d] = cs->p1[d];
+        strides[d] = cs->s[d];
+        dil[d] = cs->d[d];
+    }
+    cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * nsp)),
+                        attr_ints("strides", strides, (size_t)nsp),
+                        attr_ints("dilations", dil, (size_t)nsp), attr_int("group", cs->group)};
+    int64_t count = cs->n * cs->m * yn;
+    double *want = malloc((size_t)count * sizeof *want);
+    for (int64_t n = 0; want && n < cs->n; n++)
+        for (int64_t oc = 0; oc < cs->m; oc++)
+            for (int64_t o = 0; o < yn; o++) {
+                int64_t od[3] = {0}, r = o;
+                for (int d = nsp - 1; d >= 0; d--) {
+                    od[d] = r % yd[d];
+                    r /= yd[d];
+                }
+                double acc = 0.0;
+                for (int64_t q = 0; q < kn; q++) {
+                    int64_t kq[3] = {0}, rq = q, xi = 0;
+                    bool meets = true;
+                    for (int d = nsp - 1; d >= 0; d--) {
+                        kq[d] = rq % cs->k[d];
+                        rq /= cs->k[d];
+                    }
+                    for (int d = 0; d < nsp && meets; d++) {
+                        int64_t num = od[d] + cs->p0[d] - kq[d] * cs->d[d];
+                        meets = num >= 0 && num % cs->s[d] == 0 && num / cs->s[d] < cs->in[d];
+                        xi = xi * cs->in[d] + (meets ? num / cs->s[d] : 0);
+                    }
+                    if (!meets)
+                        continue;
+                    for (int64_t ci = 0; ci < cg; ci++) {
+                        int64_t ic = oc / mg * cg + ci;
+                        double xv = cg_fp16_round(cg_tensor_get_f64(x, (n * cs->c + ic) * in_n + xi));
+                        double wv = cg_tensor_get_f64(w, (ic * mg + oc % mg) * kn + q);
+                        acc = r_sum(sum11, acc + r_sum(sum11, xv * wv));
+                    }
+                }
+                want[(n * cs->m + oc) * yn + o] =
+                    cg_fp16_round(r_sum(sum11, acc + cg_tensor_get_f64(b, oc)));
+            }
+    cg_tensor *in[3] = {x, w, b};
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; want && li < 3; li++)
+        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
+            size_t no = 0;
+            cg_named_value *o =
+                run_prec("ConvTranspose", in, 3, attrs, 4, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, want, count, cs->what, sum11, levels[li], threads);
+            cg_runtime_free_outputs(o, no);
+        }
+    free(want);
+    test_tensor_free(x);
+    test_tensor_free(w);
+    test_tensor_free(b);
+}
+
 /* The chain per output of A [2, 7, 37] (stored in fp16) times B [37, 19]
  * at B + bi * b_stride for batch bi: over k in order, then stored. */
 static void matmul_chain(const cg_tensor *a, const cg_tensor *b, int64_t b_stride, bool sum11,
@@ -928,6 +1017,22 @@ int main(void)
         run_conv_sum16(&specs[inf_specs[i]], false, true);
         run_conv_sum16(&specs[inf_specs[i]], true, true);
     }
+    /* ConvTranspose: what, nsp, n, c (in), m (out), group, in, kernel,
+     * stride, dilation, pad0, pad1 */
+    const conv_spec tspecs[] = {
+        {"convT 2x2 stride 2 (a DB head's)", 2, 1, 24, 24, 1, {15, 20}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+        {"convT 3x3 stride 2 pad 1", 2, 2, 6, 5, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+        {"convT 4x4 stride 2, to 1 channel", 2, 1, 16, 1, 1, {12, 13}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+        {"convT grouped, dilated", 2, 1, 8, 12, 4, {10, 9}, {3, 3}, {1, 2}, {2, 1}, {1, 0}, {0, 2}},
+        {"convT depthwise 1-D stride 3", 1, 1, 10, 10, 10, {200}, {5}, {3}, {1}, {1}, {2}},
+        {"convT 3-D", 3, 1, 3, 4, 1, {5, 6, 4}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {0, 1, 0}, {0, 1, 1}},
+    };
+    for (size_t i = 0; i < sizeof tspecs / sizeof tspecs[0]; i++) {
+        run_convt_sum16(&tspecs[i], false, false);
+        run_convt_sum16(&tspecs[i], true, false);
+    }
+    run_convt_sum16(&tspecs[1], false, true);
+    run_convt_sum16(&tspecs[1], true, true);
     run_matmul_sum16(false, false);
     run_matmul_sum16(true, false);
     run_matmul_sum16(false, true);

@@ -1354,62 +1354,70 @@ static bool conv16_blocks(conv16_job *j, int lanes, int64_t *wn)
     return !__builtin_mul_overflow(j->g->group * j->nb * lanes, j->kn * j->cg, wn);
 }
 
-/* Groups of one input channel (depthwise, any multiplier) on the float32
- * chains, with the output positions in the lanes: conv16_task's one
- * channel per chain call left 31 of 32 lanes empty and paid a call per
- * tap. Each position's chain runs over every tap in order, a tap in the
- * padding reading 0: r(0 * w) is a zero, and adding a zero leaves a
- * running sum as it is (a running sum is never -0: it starts at +0, and
- * fp16 values sum to -0 only from -0 + -0), so the values are those of
- * the chain that skips it. A chunk of positions' taps is gathered into
- * per-thread rows ([tap][position], the chains' B), and up to
- * CG_SIMD_SUM16_ROWS output channels of the group share it (A: their
- * weights over the taps). */
-enum { DW16_CHUNK = 512 };
-
-typedef struct dw16_job {
+/* Gathered chains: the float32 chains with the output positions in the
+ * lanes, for the windows whose output channels are too few for
+ * conv16_task's lanes (a depthwise group has one: 31 of 32 lanes empty, a
+ * call per tap) or that it does not run (ConvTranspose, whose chains were
+ * scalar). Output position l of channel oc sums, in order over the rows
+ * i = tap * cg + ci (taps outer, the group's input channels inner, as the
+ * delegate's loops and the scalar chains go), r(w[oc][i] * x at the
+ * position the tap reads for l), a tap that reads no input (the padding;
+ * for ConvTranspose, a tap that does not meet l) reading 0: r(0 * w) is a
+ * zero, and adding a zero leaves a running sum as it is (a running sum is
+ * never -0: it starts at +0, and fp16 values sum to -0 only from -0 + -0),
+ * so the values are those of the chains that skip it. A chunk of
+ * positions' rows is gathered per thread ([row][position], the chains'
+ * B), which up to CG_SIMD_SUM16_ROWS output channels of the group share
+ * (A: their weights over the rows); the bias is added to the rounded sum
+ * and rounded. */
+typedef struct g16_job {
     const cg_simd_ops *ops;
-    const conv16_job *j;
-    const float *x;     /* [n][c][in_plane] */
-    const float *w;     /* [m][kn] */
-    const int64_t *idx; /* [kn][out_plane]: the input position a tap reads, -1: padding */
-    float *cols;        /* per thread, [kn][DW16_CHUNK] */
-} dw16_job;
+    const float *x;      /* [n][c][x_plane] */
+    const float *w;      /* [m][kn * cg], row i = tap * cg + ci */
+    const double *b;
+    cg_tensor *y;        /* [n][m][y_plane] */
+    const int64_t *idx;  /* [kn][y_plane]: the x position a tap reads, -1: none */
+    float *cols;         /* per thread, [kn * cg][chunk] */
+    int64_t n, c, m, group, kn, cg, mg, x_plane, y_plane, chunk;
+    bool range;
+} g16_job;
 
-static void dw16_task(void *arg, int t, int nt)
+static void g16_task(void *arg, int t, int nt)
 {
     enum { R = CG_SIMD_SUM16_ROWS, L = CG_SIMD_SUM16F_LANES };
-    const dw16_job *d = arg;
-    const conv16_job *j = d->j;
-    const conv_geom *g = j->g;
-    float *cols = d->cols + (int64_t)t * j->kn * DW16_CHUNK;
-    int64_t lo, hi;
-    cg_kernel_share(g->n * g->c, 1, t, nt, &lo, &hi);
+    const g16_job *d = arg;
+    int64_t rows_n = d->kn * d->cg, lo, hi;
+    float *cols = d->cols + (int64_t)t * rows_n * d->chunk;
+    cg_kernel_share(d->n * d->group, 1, t, nt, &lo, &hi);
     for (int64_t unit = lo; unit < hi; unit++) {
-        int64_t n = unit / g->c, ch = unit % g->c;
-        const float *xc = d->x + unit * j->in_plane;
-        for (int64_t pos0 = 0; pos0 < j->out_plane; pos0 += DW16_CHUNK) {
-            int64_t cl = j->out_plane - pos0 < DW16_CHUNK ? j->out_plane - pos0 : DW16_CHUNK;
-            for (int64_t i = 0; i < j->kn; i++) {
-                const int64_t *ix = d->idx + i * j->out_plane + pos0;
-                for (int64_t l = 0; l < cl; l++)
-                    cols[i * DW16_CHUNK + l] = ix[l] >= 0 ? xc[ix[l]] : 0.0f;
+        int64_t n = unit / d->group, grp = unit % d->group;
+        const float *xg = d->x + (n * d->c + grp * d->cg) * d->x_plane;
+        for (int64_t pos0 = 0; pos0 < d->y_plane; pos0 += d->chunk) {
+            int64_t cl = d->y_plane - pos0 < d->chunk ? d->y_plane - pos0 : d->chunk;
+            for (int64_t tap = 0; tap < d->kn; tap++) {
+                const int64_t *ix = d->idx + tap * d->y_plane + pos0;
+                for (int64_t ci = 0; ci < d->cg; ci++) {
+                    float *row = cols + (tap * d->cg + ci) * d->chunk;
+                    const float *xc = xg + ci * d->x_plane;
+                    for (int64_t l = 0; l < cl; l++)
+                        row[l] = ix[l] >= 0 ? xc[ix[l]] : 0.0f;
+                }
             }
-            for (int64_t m0 = 0; m0 < j->mg; m0 += R) {
-                int np = (int)(j->mg - m0 < R ? j->mg - m0 : R);
+            for (int64_t m0 = 0; m0 < d->mg; m0 += R) {
+                int np = (int)(d->mg - m0 < R ? d->mg - m0 : R);
                 const float *rows[R];
                 for (int p = 0; p < np; p++)
-                    rows[p] = d->w + (ch * j->mg + m0 + p) * j->kn;
+                    rows[p] = d->w + (grp * d->mg + m0 + p) * rows_n;
                 for (int64_t l0 = 0; l0 < cl; l0 += L) {
                     int nl = (int)(cl - l0 < L ? cl - l0 : L);
                     float acc[R * L] = {0};
-                    d->ops->sum16_f32(acc, np, rows, cols + l0, DW16_CHUNK, j->kn, nl, j->range);
+                    d->ops->sum16_f32(acc, np, rows, cols + l0, d->chunk, rows_n, nl, d->range);
                     for (int p = 0; p < np; p++) {
-                        int64_t oc = ch * j->mg + m0 + p;
+                        int64_t oc = grp * d->mg + m0 + p;
                         for (int l = 0; l < nl; l++) {
-                            double v = (double)acc[p * L + l] + (j->b ? j->b[oc] : 0.0);
-                            cg_tensor_set_f64(j->y, (n * g->m + oc) * j->out_plane + pos0 + l0 + l,
-                                              j->range ? cg_fp16_round(v)
+                            double v = (double)acc[p * L + l] + (d->b ? d->b[oc] : 0.0);
+                            cg_tensor_set_f64(d->y, (n * d->m + oc) * d->y_plane + pos0 + l0 + l,
+                                              d->range ? cg_fp16_round(v)
                                                        : cg_fp16_round_significand(v));
                         }
                     }
@@ -1419,6 +1427,32 @@ static void dw16_task(void *arg, int t, int nt)
     }
 }
 
+/* Runs d (x, w, b, y, idx and the sizes set) on per-thread rows of at
+ * most about 1 MiB each: false where that scratch is not there. */
+static bool g16_run(cg_kernel_ctx *k, g16_job *d)
+{
+    enum { L = CG_SIMD_SUM16F_LANES };
+    int64_t rows_n = d->kn * d->cg, cols_n;
+    int threads = cg_kernel_threads(k);
+    d->chunk = ((int64_t)1 << 18) / (rows_n > 0 ? rows_n : 1) / L * L;
+    d->chunk = d->chunk < L ? L : d->chunk > 512 ? 512 : d->chunk;
+    if (__builtin_mul_overflow(rows_n * d->chunk, (int64_t)(threads > 0 ? threads : 1), &cols_n) ||
+        !(d->cols = cg_nn_scratch(k, cols_n, sizeof *d->cols)))
+        return false;
+    cg_kernel_parallel_work(k, (double)d->y->numel * (double)rows_n, g16_task, d);
+    return true;
+}
+
+/* n values of t as float32 into out: false as soon as one is not a value
+ * the float32 chains take exactly. */
+static bool g16_copy(const cg_tensor *t, int64_t n, bool range, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!cg_fp16_chain_f32(cg_tensor_get_f64(t, i), range, &out[i]))
+            return false;
+    return true;
+}
+
 /* The depthwise case of conv_sum16 (j: its job, taps and geometry set):
  * false where an operand is not one the float32 chains take exactly, or
  * the scratch is not there (conv_sum16's own path then runs). */
@@ -1426,23 +1460,14 @@ static bool conv16_depthwise(cg_kernel_ctx *k, const conv16_job *j, const cg_ten
                              const cg_tensor *wt)
 {
     const cg_nn_window *w = &j->g->w;
-    int64_t idx_n, cols_n, wn = j->g->m * j->kn;
-    int threads = cg_kernel_threads(k);
-    if (__builtin_mul_overflow(j->kn, j->out_plane, &idx_n) ||
-        __builtin_mul_overflow(j->kn * DW16_CHUNK, (int64_t)(threads > 0 ? threads : 1), &cols_n))
+    int64_t idx_n, wn = j->g->m * j->kn;
+    if (__builtin_mul_overflow(j->kn, j->out_plane, &idx_n))
         return false;
     float *xf = cg_nn_scratch(k, x->numel, sizeof *xf);
     float *wf = xf ? cg_nn_scratch(k, wn, sizeof *wf) : NULL;
     int64_t *idx = wf ? cg_nn_scratch(k, idx_n, sizeof *idx) : NULL;
-    float *cols = idx ? cg_nn_scratch(k, cols_n, sizeof *cols) : NULL;
-    if (!cols)
+    if (!idx || !g16_copy(x, x->numel, j->range, xf) || !g16_copy(wt, wn, j->range, wf))
         return false;
-    for (int64_t i = 0; i < x->numel; i++)
-        if (!cg_fp16_chain_f32(cg_tensor_get_f64(x, i), j->range, &xf[i]))
-            return false;
-    for (int64_t i = 0; i < wn; i++)
-        if (!cg_fp16_chain_f32(cg_tensor_get_f64(wt, i), j->range, &wf[i]))
-            return false;
     for (int64_t o = 0; o < j->out_plane; o++) {
         int64_t od[CG_MAX_RANK], rest = o;
         for (int d = w->nsp - 1; d >= 0; d--) {
@@ -1455,9 +1480,9 @@ static bool conv16_depthwise(cg_kernel_ctx *k, const conv16_job *j, const cg_ten
                 conv16_tap_pos(w, od, j->taps + tap * w->nsp, &pos) ? pos : -1;
         }
     }
-    dw16_job d = {j->ops, j, xf, wf, idx, cols};
-    cg_kernel_parallel_work(k, (double)j->y->numel * (double)j->kn, dw16_task, &d);
-    return true;
+    g16_job d = {j->ops, xf, wf, j->b, j->y, idx, NULL, j->g->n, j->g->c, j->g->m,
+                 j->g->group, j->kn, 1, j->mg, j->in_plane, j->out_plane, 0, j->range};
+    return g16_run(k, &d);
 }
 
 static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
@@ -1583,6 +1608,60 @@ static void convt16_task(void *arg, int t, int nt)
     }
 }
 
+/* convt_sum16 on gathered chains (g16_job): each output position's rows
+ * are the taps that meet it, in ascending kernel index, by the group's
+ * input channels; false where an operand is not one the float32 chains
+ * take exactly or the scratch is not there (the scalar chains then run). */
+static bool convt16_gathered(cg_kernel_ctx *k, const convt16_job *j, const cg_tensor *x,
+                             const cg_tensor *wt, bool range)
+{
+    const conv_geom *g = j->g;
+    const cg_nn_window *w = &g->w;
+    int64_t idx_n, rows_n = j->kn * j->cg, wn;
+    if (__builtin_mul_overflow(j->kn, j->y_plane, &idx_n) ||
+        __builtin_mul_overflow(g->m, rows_n, &wn))
+        return false;
+    float *xf = cg_nn_scratch(k, x->numel, sizeof *xf);
+    float *wf = xf ? cg_nn_scratch(k, wn, sizeof *wf) : NULL;
+    int64_t *idx = wf ? cg_nn_scratch(k, idx_n, sizeof *idx) : NULL;
+    if (!idx || !g16_copy(x, x->numel, range, xf))
+        return false;
+    /* ONNX's [input channel][output channel of its group][tap] to
+     * [output channel][tap][input channel of its group] */
+    for (int64_t oc = 0; oc < g->m; oc++) {
+        int64_t grp = oc / j->mg, ocg = oc % j->mg;
+        for (int64_t tap = 0; tap < j->kn; tap++)
+            for (int64_t ci = 0; ci < j->cg; ci++) {
+                double v = cg_tensor_get_f64(wt, ((grp * j->cg + ci) * j->mg + ocg) * j->kn + tap);
+                if (!cg_fp16_chain_f32(v, range, &wf[oc * rows_n + tap * j->cg + ci]))
+                    return false;
+            }
+    }
+    for (int64_t o = 0; o < j->y_plane; o++) {
+        int64_t od[CG_MAX_RANK], rest = o;
+        for (int d = w->nsp - 1; d >= 0; d--) {
+            od[d] = rest % w->in[d];
+            rest /= w->in[d];
+        }
+        for (int64_t tap = 0; tap < j->kn; tap++) {
+            const int64_t *kd = j->taps + tap * w->nsp;
+            int64_t pos = 0;
+            bool meets = true;
+            for (int d = 0; d < w->nsp && meets; d++) {
+                /* y position od = i * stride - pad0 + kd * dil */
+                int64_t num = od[d] + w->pad0[d] - kd[d] * w->dil[d];
+                int64_t i = num / w->stride[d];
+                meets = num >= 0 && num % w->stride[d] == 0 && i < w->out[d];
+                pos = pos * w->out[d] + i;
+            }
+            idx[tap * j->y_plane + o] = meets ? pos : -1;
+        }
+    }
+    g16_job d = {cg_simd_ops_get(cg_kernel_simd(k)), xf, wf, j->b, j->y, idx, NULL, g->n, g->c,
+                 g->m, g->group, j->kn, j->cg, j->mg, j->x_plane, j->y_plane, 0, range};
+    return g16_run(k, &d);
+}
+
 static cg_status convt_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tensor *wt,
                              const cg_tensor *b, const conv_geom *g, cg_tensor *y)
 {
@@ -1593,10 +1672,8 @@ static cg_status convt_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tens
     j.cg = g->c / g->group;
     j.mg = g->m / g->group;
     int64_t *taps = cg_nn_scratch(k, j.kn * g->w.nsp, sizeof *taps);
-    j.x = cg_nn_as_f64(k, x);
-    j.w = cg_nn_as_f64(k, wt);
     j.b = b ? cg_nn_as_f64(k, b) : NULL;
-    if (!taps || !j.x || !j.w || (b && !j.b))
+    if (!taps || (b && !j.b))
         return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     for (int64_t tap = 0; tap < j.kn; tap++)
         for (int64_t d = g->w.nsp - 1, rest = tap; d >= 0; d--) {
@@ -1607,6 +1684,13 @@ static cg_status convt_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tens
     j.y = y;
     j.g = g;
     j.r16 = k->precision == CG_KPREC_FP16_SUM11 ? cg_fp16_round_significand : cg_fp16_round;
+    if (cg_simd_ops_get(cg_kernel_simd(k))->sum16_f32 && j.kn * j.cg < ((int64_t)1 << 40) &&
+        convt16_gathered(k, &j, x, wt, k->precision != CG_KPREC_FP16_SUM11))
+        return cg_kernel_check_time(k);
+    j.x = cg_nn_as_f64(k, x);
+    j.w = cg_nn_as_f64(k, wt);
+    if (!j.x || !j.w)
+        return cg_kernel_fail(k, CG_NOMEM, "out of scratch memory");
     cg_kernel_parallel_work(k, (double)y->numel * (double)j.kn * (double)j.cg, convt16_task, &j);
     return cg_kernel_check_time(k);
 }
