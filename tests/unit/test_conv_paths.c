@@ -720,6 +720,41 @@ static void expect_bits(const cg_named_value *o, const double *want, int64_t cou
     }
 }
 
+/* The spec's pads, strides, dilations and group as a node's four
+ * attributes (pads, strides and dil: the caller's arrays they point at). */
+static void window_attrs(const conv_spec *cs, int64_t *pads, int64_t *strides, int64_t *dil,
+                         cg_attr *attrs)
+{
+    for (int d = 0; d < cs->nsp; d++) {
+        pads[d] = cs->p0[d];
+        pads[cs->nsp + d] = cs->p1[d];
+        strides[d] = cs->s[d];
+        dil[d] = cs->d[d];
+    }
+    attrs[0] = attr_ints("pads", pads, (size_t)(2 * cs->nsp));
+    attrs[1] = attr_ints("strides", strides, (size_t)cs->nsp);
+    attrs[2] = attr_ints("dilations", dil, (size_t)cs->nsp);
+    attrs[3] = attr_int("group", cs->group);
+}
+
+/* op under one fp16 precision at every vector level this CPU has, one and
+ * three threads: its output 0 bit for bit against want. */
+static void expect_sum16_levels(const char *op, cg_tensor **in, size_t nin, cg_attr *attrs,
+                                size_t nattr, const double *want, int64_t count,
+                                const char *what, bool sum11)
+{
+    cg_simd best = cg_simd_detect();
+    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
+    for (int li = 0; want && li < 3; li++)
+        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
+            size_t no = 0;
+            cg_named_value *o = run_prec(op, in, nin, attrs, nattr, sum11, threads, levels[li], &no);
+            if (o)
+                expect_bits(o, want, count, what, sum11, levels[li], threads);
+            cg_runtime_free_outputs(o, no);
+        }
+}
+
 /* conv_sum16 on a window against the chain per output: taps in order
  * (those in the padding skipped), within a tap the group's channels in
  * order, then the bias added and rounded; at every vector level, one and
@@ -739,15 +774,8 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11, bool with_inf)
     if (with_inf)
         cg_tensor_set_f64(x, x->numel / 2, 1e6);
     int64_t pads[6], strides[3], dil[3];
-    for (int d = 0; d < nsp; d++) {
-        pads[d] = cs->p0[d];
-        pads[nsp + d] = cs->p1[d];
-        strides[d] = cs->s[d];
-        dil[d] = cs->d[d];
-    }
-    cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * nsp)),
-                        attr_ints("strides", strides, (size_t)nsp),
-                        attr_ints("dilations", dil, (size_t)nsp), attr_int("group", cs->group)};
+    cg_attr attrs[4];
+    window_attrs(cs, pads, strides, dil, attrs);
     int64_t od[3], on, in_n, kn, cg = cs->c / cs->group, mg = cs->m / cs->group;
     conv_dims(cs, od, &on, &in_n, &kn);
     int64_t count = cs->n * cs->m * on;
@@ -771,16 +799,7 @@ static void run_conv_sum16(const conv_spec *cs, bool sum11, bool with_inf)
                     cg_fp16_round(r_sum(sum11, acc + cg_tensor_get_f64(b, m)));
             }
     cg_tensor *in[3] = {x, w, b};
-    cg_simd best = cg_simd_detect();
-    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
-    for (int li = 0; want && li < 3; li++)
-        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
-            size_t no = 0;
-            cg_named_value *o = run_prec("Conv", in, 3, attrs, 4, sum11, threads, levels[li], &no);
-            if (o)
-                expect_bits(o, want, count, cs->what, sum11, levels[li], threads);
-            cg_runtime_free_outputs(o, no);
-        }
+    expect_sum16_levels("Conv", in, 3, attrs, 4, want, count, cs->what, sum11);
     free(want);
     test_tensor_free(x);
     test_tensor_free(w);
@@ -814,15 +833,8 @@ static void run_convt_sum16(const conv_spec *cs, bool sum11, bool with_inf)
     if (with_inf)
         cg_tensor_set_f64(x, x->numel / 3, -1e6);
     int64_t pads[6], strides[3], dil[3];
-    for (int d = 0; d < nsp; d++) {
-        pads[d] = cs->p0[d];
-        pads[nsp + d] = cs->p1[d];
-        strides[d] = cs->s[d];
-        dil[d] = cs->d[d];
-    }
-    cg_attr attrs[4] = {attr_ints("pads", pads, (size_t)(2 * nsp)),
-                        attr_ints("strides", strides, (size_t)nsp),
-                        attr_ints("dilations", dil, (size_t)nsp), attr_int("group", cs->group)};
+    cg_attr attrs[4];
+    window_attrs(cs, pads, strides, dil, attrs);
     int64_t count = cs->n * cs->m * yn;
     double *want = malloc((size_t)count * sizeof *want);
     for (int64_t n = 0; want && n < cs->n; n++)
@@ -859,17 +871,7 @@ static void run_convt_sum16(const conv_spec *cs, bool sum11, bool with_inf)
                     cg_fp16_round(r_sum(sum11, acc + cg_tensor_get_f64(b, oc)));
             }
     cg_tensor *in[3] = {x, w, b};
-    cg_simd best = cg_simd_detect();
-    const cg_simd levels[3] = {CG_SIMD_PORTABLE, CG_SIMD_AVX2, CG_SIMD_AVX512};
-    for (int li = 0; want && li < 3; li++)
-        for (int threads = 1; threads <= 3 && levels[li] <= best; threads += 2) {
-            size_t no = 0;
-            cg_named_value *o =
-                run_prec("ConvTranspose", in, 3, attrs, 4, sum11, threads, levels[li], &no);
-            if (o)
-                expect_bits(o, want, count, cs->what, sum11, levels[li], threads);
-            cg_runtime_free_outputs(o, no);
-        }
+    expect_sum16_levels("ConvTranspose", in, 3, attrs, 4, want, count, cs->what, sum11);
     free(want);
     test_tensor_free(x);
     test_tensor_free(w);

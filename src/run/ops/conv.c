@@ -1453,13 +1453,37 @@ static bool g16_copy(const cg_tensor *t, int64_t n, bool range, float *out)
     return true;
 }
 
+static bool convt16_tap_pos(const cg_nn_window *w, const int64_t *od, const int64_t *kd,
+                            int64_t *pos);
+
+/* idx[tap][o] for the plane of extent ext (w->out for a Conv, w->in for
+ * a ConvTranspose's adjoint window): the input position tap reads at
+ * output position o, or -1 (the padding; a tap that does not meet o). */
+static void g16_index(int64_t *idx, const cg_nn_window *w, const int64_t *taps, int64_t kn,
+                      int64_t plane, bool transposed)
+{
+    const int64_t *ext = transposed ? w->in : w->out;
+    for (int64_t o = 0; o < plane; o++) {
+        int64_t od[CG_MAX_RANK], rest = o;
+        for (int d = w->nsp - 1; d >= 0; d--) {
+            od[d] = rest % ext[d];
+            rest /= ext[d];
+        }
+        for (int64_t tap = 0; tap < kn; tap++) {
+            const int64_t *kd = taps + tap * w->nsp;
+            int64_t pos = 0;
+            bool in = transposed ? convt16_tap_pos(w, od, kd, &pos) : conv16_tap_pos(w, od, kd, &pos);
+            idx[tap * plane + o] = in ? pos : -1;
+        }
+    }
+}
+
 /* The depthwise case of conv_sum16 (j: its job, taps and geometry set):
  * false where an operand is not one the float32 chains take exactly, or
  * the scratch is not there (conv_sum16's own path then runs). */
 static bool conv16_depthwise(cg_kernel_ctx *k, const conv16_job *j, const cg_tensor *x,
                              const cg_tensor *wt)
 {
-    const cg_nn_window *w = &j->g->w;
     int64_t idx_n, wn = j->g->m * j->kn;
     if (__builtin_mul_overflow(j->kn, j->out_plane, &idx_n))
         return false;
@@ -1468,18 +1492,7 @@ static bool conv16_depthwise(cg_kernel_ctx *k, const conv16_job *j, const cg_ten
     int64_t *idx = wf ? cg_nn_scratch(k, idx_n, sizeof *idx) : NULL;
     if (!idx || !g16_copy(x, x->numel, j->range, xf) || !g16_copy(wt, wn, j->range, wf))
         return false;
-    for (int64_t o = 0; o < j->out_plane; o++) {
-        int64_t od[CG_MAX_RANK], rest = o;
-        for (int d = w->nsp - 1; d >= 0; d--) {
-            od[d] = rest % w->out[d];
-            rest /= w->out[d];
-        }
-        for (int64_t tap = 0; tap < j->kn; tap++) {
-            int64_t pos;
-            idx[tap * j->out_plane + o] =
-                conv16_tap_pos(w, od, j->taps + tap * w->nsp, &pos) ? pos : -1;
-        }
-    }
+    g16_index(idx, &j->g->w, j->taps, j->kn, j->out_plane, false);
     g16_job d = {j->ops, xf, wf, j->b, j->y, idx, NULL, j->g->n, j->g->c, j->g->m,
                  j->g->group, j->kn, 1, j->mg, j->in_plane, j->out_plane, 0, j->range};
     return g16_run(k, &d);
@@ -1567,6 +1580,25 @@ typedef struct convt16_job {
     int64_t kn, x_plane, y_plane, cg, mg;
 } convt16_job;
 
+/* Which input position a ConvTranspose tap kd reaches output position od
+ * from (the adjoint window: w->in is the output's extent, w->out the
+ * input's): false where it meets none. */
+static bool convt16_tap_pos(const cg_nn_window *w, const int64_t *od, const int64_t *kd,
+                            int64_t *pos)
+{
+    int64_t at = 0;
+    for (int d = 0; d < w->nsp; d++) {
+        /* y position od = i * stride - pad0 + kd * dil */
+        int64_t num = od[d] + w->pad0[d] - kd[d] * w->dil[d];
+        int64_t i = num / w->stride[d];
+        if (num < 0 || num % w->stride[d] != 0 || i >= w->out[d])
+            return false;
+        at = at * w->out[d] + i;
+    }
+    *pos = at;
+    return true;
+}
+
 static void convt16_task(void *arg, int t, int nt)
 {
     const convt16_job *j = arg;
@@ -1584,17 +1616,8 @@ static void convt16_task(void *arg, int t, int nt)
             }
             double acc = 0.0;
             for (int64_t tap = 0; tap < j->kn; tap++) {
-                const int64_t *kd = j->taps + tap * w->nsp;
                 int64_t pos = 0;
-                bool meets = true;
-                for (int d = 0; d < w->nsp && meets; d++) {
-                    /* y position od = i * stride - pad0 + kd * dil */
-                    int64_t num = od[d] + w->pad0[d] - kd[d] * w->dil[d];
-                    int64_t i = num / w->stride[d];
-                    meets = num >= 0 && num % w->stride[d] == 0 && i < w->out[d];
-                    pos = pos * w->out[d] + i;
-                }
-                if (!meets)
+                if (!convt16_tap_pos(w, od, j->taps + tap * w->nsp, &pos))
                     continue;
                 for (int64_t ci = 0; ci < j->cg; ci++) {
                     int64_t ic = grp * j->cg + ci;
@@ -1616,7 +1639,6 @@ static bool convt16_gathered(cg_kernel_ctx *k, const convt16_job *j, const cg_te
                              const cg_tensor *wt, bool range)
 {
     const conv_geom *g = j->g;
-    const cg_nn_window *w = &g->w;
     int64_t idx_n, rows_n = j->kn * j->cg, wn;
     if (__builtin_mul_overflow(j->kn, j->y_plane, &idx_n) ||
         __builtin_mul_overflow(g->m, rows_n, &wn))
@@ -1637,26 +1659,7 @@ static bool convt16_gathered(cg_kernel_ctx *k, const convt16_job *j, const cg_te
                     return false;
             }
     }
-    for (int64_t o = 0; o < j->y_plane; o++) {
-        int64_t od[CG_MAX_RANK], rest = o;
-        for (int d = w->nsp - 1; d >= 0; d--) {
-            od[d] = rest % w->in[d];
-            rest /= w->in[d];
-        }
-        for (int64_t tap = 0; tap < j->kn; tap++) {
-            const int64_t *kd = j->taps + tap * w->nsp;
-            int64_t pos = 0;
-            bool meets = true;
-            for (int d = 0; d < w->nsp && meets; d++) {
-                /* y position od = i * stride - pad0 + kd * dil */
-                int64_t num = od[d] + w->pad0[d] - kd[d] * w->dil[d];
-                int64_t i = num / w->stride[d];
-                meets = num >= 0 && num % w->stride[d] == 0 && i < w->out[d];
-                pos = pos * w->out[d] + i;
-            }
-            idx[tap * j->y_plane + o] = meets ? pos : -1;
-        }
-    }
+    g16_index(idx, &g->w, j->taps, j->kn, j->y_plane, true);
     g16_job d = {cg_simd_ops_get(cg_kernel_simd(k)), xf, wf, j->b, j->y, idx, NULL, g->n, g->c,
                  g->m, g->group, j->kn, j->cg, j->mg, j->x_plane, j->y_plane, 0, range};
     return g16_run(k, &d);
