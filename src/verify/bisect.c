@@ -1508,6 +1508,7 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
     cg_judgement j;
     cg_flip_stats jflips;
     path_templates tmpl;
+    cg_target_path_options ref_po, cand_po; /* the exposed model's (ropt) */
     memset(&tmpl, 0, sizeof tmpl);
     memset(&exposed, 0, sizeof exposed);
     memset(&c, 0, sizeof c);
@@ -1570,6 +1571,20 @@ cg_status cg_bisect_run(const cg_bisect_options *opt, const cg_named_value *inpu
             ropt = *opt;
             ropt.reference.model = &exposed.model;
             ropt.candidate.model = &exposed.model;
+            /* what a path borrows (a lowering, types) was made for the
+             * model as given, not for this one */
+            if (opt->reference.path) {
+                ref_po = *opt->reference.path;
+                ref_po.types = NULL;
+                ref_po.lowered = NULL;
+                ropt.reference.path = &ref_po;
+            }
+            if (opt->candidate.path) {
+                cand_po = *opt->candidate.path;
+                cand_po.types = NULL;
+                cand_po.lowered = NULL;
+                ropt.candidate.path = &cand_po;
+            }
             /* the exposed values are seen, not held to the end of each run
              * (PP-OCRv4 det at 480x640: 3.4 GB with every one held) */
             ropt.reference.returned_outputs = opt->reference.model->graph->output_count;

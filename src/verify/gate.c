@@ -601,6 +601,31 @@ static size_t bisect_sample(const cg_parity_report *j, size_t *output)
 
 /* Gate 3: every output judged on every sample, then bisection of the
  * sample where the first failing output is worst. */
+/* What gate 2 made that a target path on sample 0 borrows instead of
+ * lowering and typing the graph again (cg_target_path_options.lowered and
+ * .types), each NULL where nothing fits; both live in r. */
+static void gate2_lent(const cg_gate_report *r, const cg_model *model, const cg_sample *s0,
+                       bool golden, const cg_lowered **lowered, const cg_type_env **types)
+{
+    /* gate 2 lowered this model for these targets at sample 0's dims and
+     * inputs: no second lowering (its typing run) */
+    *lowered = r->lowered && r->lowered->source == model ? r->lowered : NULL;
+    *types = NULL;
+    /* gate 2 typed this very graph on sample 0 (random, so also what the
+     * floors' decision analysis types by): no second and third recording
+     * run. A lowering types another graph; a file's sample is not what the
+     * random policy gives the decision analysis. */
+    if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
+        !sample_from_files(s0))
+        *types = r->types;
+    /* gate 2 typed a lowering, and the lowering typed this model on sample
+     * 0: where every dim is a number that environment is the one typing it
+     * here would make (cg_type_env_fixed_dims), so no second run */
+    if (!*types && !r->tflite_ops && !sample_from_files(s0) && !golden && r->lowered &&
+        r->lowered->source == model && cg_type_env_fixed_dims(r->lowered->source_types))
+        *types = r->lowered->source_types;
+}
+
 static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
                               cg_gate_report *r, gate3_early *early, cg_weights_hold **hold,
                               cg_error *err)
@@ -621,23 +646,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         goto judge_ready;
     }
     gate3_options(opt, &po);
-    /* gate 2 lowered this model for these targets at sample 0's dims and
-     * inputs, where the first target path is built: no second lowering
-     * (its typing run) there */
-    po.lowered = r->lowered && r->lowered->source == model ? r->lowered : NULL;
-    /* gate 2 typed this very graph on sample 0 (random, so also what the
-     * floors' decision analysis types by): no second and third recording
-     * run. A lowering types another graph; a file's sample is not what the
-     * random policy gives the decision analysis. */
-    if (r->types && r->lowered && r->lowered->model == model && !r->tflite_ops &&
-        !sample_from_files(s0))
-        po.types = r->types;
-    /* gate 2 typed a lowering, and the lowering typed this model on sample
-     * 0: where every dim is a number that environment is the one typing it
-     * here would make (cg_type_env_fixed_dims), so no second run */
-    if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden && r->lowered &&
-        r->lowered->source == model && cg_type_env_fixed_dims(r->lowered->source_types))
-        po.types = r->lowered->source_types;
+    gate2_lent(r, model, s0, po.golden, &po.lowered, &po.types);
     /* else the model typed once here for both */
     if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden) {
         cg_dim_binding binds[CG_PARITY_MAX_DIMS];
@@ -788,6 +797,10 @@ judge_ready:
                                        CG_PARITY_MAX_DIMS);
         tpo.feeds = s->inputs;
         tpo.feed_count = s->input_count;
+        /* sample 0: the bisection's paths borrow gate 2's lowering and
+         * types, as gate 3's first path did */
+        if (si == 0)
+            gate2_lent(r, model, s, po.golden, &tpo.lowered, &tpo.types);
         cg_error berr;
         memset(&bo, 0, sizeof bo);
         cg_error_clear(&berr);

@@ -265,7 +265,15 @@ static void test_gates(const cg_target_registry *reg)
     cg_gate_report_free(&rep);
     /* ... and with fp16 accumulation gate 3 fails at the reduction */
     opt.accumulate = CG_ACCUMULATE_FP16;
+    size_t typed = cg_type_env_runs_made();
     EXPECT(cg_gate_run(rms, "rmsnorm_fp16.onnx", &opt, &rep, &err) == CG_OK, "%s", err.msg);
+    typed = cg_type_env_runs_made() - typed;
+    /* it bisects sample 0, whose lowering and types gate 2 made: the
+     * bisection's paths on the model as given borrow them (12 runs
+     * without; the paths on the model with the partition exposed type
+     * that model themselves) */
+    EXPECT(rep.bisect_sample == 0 && typed == 9,
+           "a gate that bisects sample 0 typed the graph by %zu runs, want 9", typed);
     EXPECT(!rep.pass && rep.converts == CG_GATE_PASS && rep.runs == CG_GATE_PASS &&
               rep.matches == CG_GATE_FAIL && rep.reduced_precision,
           "rmsnorm: %s", rep.reason);
