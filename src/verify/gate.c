@@ -605,8 +605,9 @@ static size_t bisect_sample(const cg_parity_report *j, size_t *output)
  * lowering and typing the graph again (cg_target_path_options.lowered and
  * .types), each NULL where nothing fits; both live in r. */
 static void gate2_lent(const cg_gate_report *r, const cg_model *model, const cg_sample *s0,
-                       bool golden, const cg_lowered **lowered, const cg_type_env **types)
+                       const cg_lowered **lowered, const cg_type_env **types)
 {
+    bool golden = s0->expected != NULL; /* gate3_options' po.golden */
     /* gate 2 lowered this model for these targets at sample 0's dims and
      * inputs: no second lowering (its typing run) */
     *lowered = r->lowered && r->lowered->source == model ? r->lowered : NULL;
@@ -646,7 +647,7 @@ static cg_status gate_matches(const cg_model *model, const cg_gate_options *opt,
         goto judge_ready;
     }
     gate3_options(opt, &po);
-    gate2_lent(r, model, s0, po.golden, &po.lowered, &po.types);
+    gate2_lent(r, model, s0, &po.lowered, &po.types);
     /* else the model typed once here for both */
     if (!po.types && !r->tflite_ops && !sample_from_files(s0) && !po.golden) {
         cg_dim_binding binds[CG_PARITY_MAX_DIMS];
@@ -800,7 +801,7 @@ judge_ready:
         /* sample 0: the bisection's paths borrow gate 2's lowering and
          * types, as gate 3's first path did */
         if (si == 0)
-            gate2_lent(r, model, s, po.golden, &tpo.lowered, &tpo.types);
+            gate2_lent(r, model, s, &tpo.lowered, &tpo.types);
         cg_error berr;
         memset(&bo, 0, sizeof bo);
         cg_error_clear(&berr);
