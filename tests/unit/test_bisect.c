@@ -28,6 +28,8 @@
 #include "convgate/bisect.h"
 #include "convgate/gate.h"
 #include "convgate/model.h"
+#include "convgate/noise.h"
+#include "convgate/runtime.h"
 #include "convgate/targetpath.h"
 #include "convgate/tensor.h"
 #include "report/report.h"
@@ -301,6 +303,109 @@ done:
     cg_model_free(rms);
 }
 
+/* A value of 64K elements and more has its three statistics made side by
+ * side (bisect.c stats_jobs_run): x * x + x on a [1, 16, 64, 64] input on
+ * litert-gpu, judged against the floors. Each watched tensor's figures
+ * against the float64 reference, and the last matching one's fp32 floor
+ * (made on a thread of its own), are the ones cg_noise_stats_add gives on
+ * the same two values made apart (the float64 and float32 reference
+ * runtimes, the target path): the same pass, wherever it ran. */
+static void test_big_statistics(const cg_target_registry *reg)
+{
+    static const int64_t dims[4] = {1, 16, 64, 64};
+    cg_error err;
+    cg_error_clear(&err);
+    cg_model *m = test_model_new(17);
+    cg_graph *g = m->graph = test_graph_new(m, "big", 4);
+    test_graph_input(g, "x", test_type(m, CG_DTYPE_FLOAT, 4, dims));
+    test_node(m, g, "Mul", "square", "x,x", "sq");
+    test_node(m, g, "Add", "plus", "sq,x", "y");
+    test_graph_output(g, "sq", test_type(m, CG_DTYPE_FLOAT, 4, dims));
+    test_graph_output(g, "y", test_type(m, CG_DTYPE_FLOAT, 4, dims));
+    const cg_target *t = cg_target_registry_find(reg, "litert-gpu", &err);
+    cg_sample_set s = {0};
+    cg_bisect_result r;
+    memset(&r, 0, sizeof r);
+    EXPECT(t != NULL, "%s", err.msg);
+    if (!t || cg_samples_random(m, 1, NULL, NULL, 0, 0, &s, &err) != CG_OK || !s.count) {
+        EXPECT(false, "samples: %s", err.msg);
+        goto done;
+    }
+    cg_target_path_options po;
+    memset(&po, 0, sizeof po);
+    po.targets = &t;
+    po.target_count = 1;
+    po.accumulate = CG_ACCUMULATE_FP16;
+    cg_bisect_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.reference.model = m;
+    bo.candidate.model = m;
+    bo.candidate.path = &po;
+    EXPECT(cg_bisect_run(&bo, s.samples[0].inputs, s.samples[0].input_count, &r, &err) == CG_OK,
+           "%s", err.msg);
+    EXPECT(r.by_noise && r.compared == 2 && r.point_count == 2, "compared %zu of %zu points",
+           r.compared, r.point_count);
+    /* the same two values, made apart */
+    cg_runtime_options ro;
+    cg_runtime_options_default(&ro);
+    ro.float64 = true;
+    cg_runtime *rt = NULL;
+    cg_target_path *path = NULL;
+    cg_named_value *ref = NULL, *cand = NULL;
+    size_t nref = 0, ncand = 0;
+    bool ran = cg_runtime_init(m, &ro, &rt, &err) == CG_OK &&
+               cg_runtime_run(rt, s.samples[0].inputs, s.samples[0].input_count, &ref, &nref,
+                              &err) == CG_OK &&
+               cg_target_path_init(m, &po, &path, &err) == CG_OK &&
+               cg_target_path_run(path, s.samples[0].inputs, s.samples[0].input_count, &cand,
+                                  &ncand, &err) == CG_OK;
+    EXPECT(ran && nref == 2 && ncand == 2, "%s", err.msg);
+    for (size_t i = 0; ran && i < r.point_count && i < 2; i++) {
+        const cg_bisect_point *pt = &r.points[i];
+        size_t k = strcmp(pt->tensor, "sq") == 0 ? 0 : 1;
+        cg_noise_stats st;
+        cg_noise_stats_init(&st);
+        EXPECT(cg_noise_stats_add(&st, &ref[k].value->tensor, &cand[k].value->tensor, &err) ==
+                   CG_OK, "%s", err.msg);
+        EXPECT(pt->compared && pt->metrics.count == 65536 &&
+                   pt->metrics.max_abs == st.m.max_abs && pt->metrics.sum_abs == st.m.sum_abs &&
+                   pt->metrics.worst_index == st.m.worst_index && st.m.max_abs > 0,
+               "%s: max_abs %g (apart %g), sum_abs %g (apart %g)", pt->tensor,
+               pt->metrics.max_abs, st.m.max_abs, pt->metrics.sum_abs, st.m.sum_abs);
+    }
+    /* a floor, made on a thread of its own: the fp32 reference's max |d| */
+    cg_runtime *rt32 = NULL;
+    cg_named_value *f32 = NULL;
+    size_t n32 = 0;
+    ro.float64 = false;
+    ran = ran && r.has_last_matching &&
+          cg_runtime_init(m, &ro, &rt32, &err) == CG_OK &&
+          cg_runtime_run(rt32, s.samples[0].inputs, s.samples[0].input_count, &f32, &n32,
+                         &err) == CG_OK && n32 == 2;
+    EXPECT(ran, "the fp32 reference: %s", err.msg);
+    if (ran) {
+        size_t k = strcmp(r.last_matching.tensor, "sq") == 0 ? 0 : 1;
+        cg_noise_stats st;
+        cg_noise_stats_init(&st);
+        EXPECT(cg_noise_stats_add(&st, &ref[k].value->tensor, &f32[k].value->tensor, &err) ==
+                   CG_OK, "%s", err.msg);
+        EXPECT(r.last_matching.floor32 == st.m.max_abs && st.m.max_abs > 0 &&
+                   r.last_matching.floor16_measured && r.last_matching.floor16 > 0,
+               "%s: fp32 floor %g (apart %g), fp16 floor %g", r.last_matching.tensor,
+               r.last_matching.floor32, st.m.max_abs, r.last_matching.floor16);
+    }
+    cg_runtime_free_outputs(f32, n32);
+    cg_runtime_free(rt32);
+    cg_runtime_free_outputs(ref, nref);
+    cg_runtime_free_outputs(cand, ncand);
+    cg_runtime_free(rt);
+    cg_target_path_free(path);
+done:
+    cg_bisect_result_free(&r);
+    cg_sample_set_free(&s);
+    cg_model_free(m);
+}
+
 int main(void)
 {
     cg_target_registry *reg = NULL;
@@ -315,6 +420,7 @@ int main(void)
     test_wrong_rewrite();
     test_rmsnorm_fp16(reg);
     test_gates(reg);
+    test_big_statistics(reg);
     cg_target_registry_free(reg);
     return test_done("test_bisect");
 }
