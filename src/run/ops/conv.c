@@ -1436,7 +1436,8 @@ static bool g16_run(cg_kernel_ctx *k, g16_job *d)
     int threads = cg_kernel_threads(k);
     d->chunk = ((int64_t)1 << 18) / (rows_n > 0 ? rows_n : 1) / L * L;
     d->chunk = d->chunk < L ? L : d->chunk > 512 ? 512 : d->chunk;
-    if (__builtin_mul_overflow(rows_n * d->chunk, (int64_t)(threads > 0 ? threads : 1), &cols_n) ||
+    if (__builtin_mul_overflow(rows_n, d->chunk, &cols_n) ||
+        __builtin_mul_overflow(cols_n, (int64_t)(threads > 0 ? threads : 1), &cols_n) ||
         !(d->cols = cg_nn_scratch(k, cols_n, sizeof *d->cols)))
         return false;
     cg_kernel_parallel_work(k, (double)d->y->numel * (double)rows_n, g16_task, d);
@@ -1530,7 +1531,9 @@ static cg_status conv_sum16(cg_kernel_ctx *k, const cg_tensor *x, const cg_tenso
         conv16_depthwise(k, &j, x, wt))
         return cg_kernel_check_time(k);
     int64_t wn;
-    if (j.ops->sum16_f32 && j.cg < ((int64_t)1 << 40) &&
+    /* a chain runs over every tap's channels: kn * cg terms (the weight's
+     * element count bounds the product) */
+    if (j.ops->sum16_f32 && j.kn * j.cg < ((int64_t)1 << 40) &&
         conv16_blocks(&j, CG_SIMD_SUM16F_LANES, &wn)) {
         float *xc = cg_nn_scratch(k, x->numel, sizeof *xc);
         float *wc = xc ? cg_nn_scratch(k, wn, sizeof *wc) : NULL;
